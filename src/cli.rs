@@ -1,0 +1,368 @@
+//! The command line: clap's definitions, and their translation into the library's inputs.
+//! Nothing outside this module sees clap.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use trainplan::brief::{Brief, BriefPatch, LossLawPatch};
+use trainplan::error::{Error, Result};
+use trainplan::layout::ZeroStage;
+use trainplan::model::{self, Shape};
+use trainplan::rank::Rank;
+use trainplan::scaling::LossLawPreset;
+use trainplan::search::{SearchOptions, TokenGrid};
+
+const EXAMPLES: &str = "\
+Examples:
+  trainplan search                                  answer the default brief (SPEC.md)
+  trainplan search --models 70b,405b --rank days    two shapes, fastest plans first
+  trainplan search --pareto front.json              also write the Pareto front
+  trainplan search --json --gpus 1024 --max-days 60 another cluster, as JSON
+  trainplan check --model 70b --tokens 15e12 --tp 1 --pp 1 --zero 0
+  trainplan check --model 70b --tokens 4.96e12 --tp 8 --pp 1 --zero 3 --json";
+
+/// Plan a large language-model training run: model size, tokens and parallel layout that fit
+/// in memory, finish in time and reach a loss target.
+#[derive(Debug, Parser)]
+#[command(name = "trainplan", version, after_help = EXAMPLES, allow_negative_numbers = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Grade one design: memory per GPU, days and loss, each PASS or FAIL, and what would fix it.
+    /// Exit status 0 when every check passes, 1 when one fails, 2 for bad input.
+    #[command(allow_negative_numbers = true)]
+    Check(CheckArgs),
+    /// Search every (shape, tokens, TP, PP, ZeRO): verdict per shape, ranked plans, Pareto
+    /// front. Exit status 0 when some plan passes, 1 when none does, 2 for bad input.
+    #[command(allow_negative_numbers = true)]
+    Search(SearchArgs),
+}
+
+/// The brief: a file, then flags over it. Every number of SPEC.md §1 can be changed.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Brief (defaults: SPEC.md §1)")]
+pub struct BriefArgs {
+    /// A brief as JSON, with the field names of the `brief` object in the JSON output; any
+    /// subset of fields. Flags override it.
+    #[arg(long, value_name = "FILE.json")]
+    pub brief: Option<PathBuf>,
+    /// GPUs in the cluster [default: 2048].
+    #[arg(long, value_name = "N", value_parser = parse_whole)]
+    pub gpus: Option<u64>,
+    /// Dense BF16 peak per GPU, TFLOP/s [default: 989].
+    #[arg(long, value_name = "TFLOPS")]
+    pub peak_tflops: Option<f64>,
+    /// Memory of one card, GB [default: 80].
+    #[arg(long, value_name = "GB")]
+    pub gpu_memory_gb: Option<f64>,
+    /// Most memory a plan may use per GPU, GB [default: 72].
+    #[arg(long, value_name = "GB")]
+    pub memory_cap_gb: Option<f64>,
+    /// GPUs per node; TP stays inside a node [default: 8].
+    #[arg(long, value_name = "N", value_parser = parse_whole)]
+    pub gpus_per_node: Option<u64>,
+    /// Assumed model FLOPs utilisation, a fraction [default: 0.4].
+    #[arg(long, value_name = "FRACTION")]
+    pub mfu: Option<f64>,
+    /// Longest the run may take, days [default: 30].
+    #[arg(long, visible_alias = "days", value_name = "DAYS")]
+    pub max_days: Option<f64>,
+    /// Highest acceptable predicted loss [default: 1.955].
+    #[arg(long, value_name = "LOSS")]
+    pub loss_target: Option<f64>,
+    /// Training sequence length, tokens [default: 8192].
+    #[arg(long, value_name = "TOKENS", value_parser = parse_whole)]
+    pub seq_len: Option<u64>,
+    /// Scaling-law constants to start from [default: besiroglu].
+    #[arg(long, value_enum, value_name = "PRESET")]
+    pub loss_law: Option<LawArg>,
+    /// Loss law constant E.
+    #[arg(long, value_name = "E")]
+    pub loss_e: Option<f64>,
+    /// Loss law constant A.
+    #[arg(long, value_name = "A")]
+    pub loss_a: Option<f64>,
+    /// Loss law constant B.
+    #[arg(long, value_name = "B")]
+    pub loss_b: Option<f64>,
+    /// Loss law exponent α.
+    #[arg(long, value_name = "ALPHA")]
+    pub loss_alpha: Option<f64>,
+    /// Loss law exponent β.
+    #[arg(long, value_name = "BETA")]
+    pub loss_beta: Option<f64>,
+}
+
+/// Published scaling-law constants.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LawArg {
+    /// Besiroglu et al. 2024, rounded: E 1.82, A 482, B 2085, α 0.348, β 0.366.
+    Besiroglu,
+    /// Besiroglu et al. 2024, unrounded: E 1.8172, A 482.01, B 2085.43, α 0.3478, β 0.3658.
+    BesirogluUnrounded,
+    /// Hoffmann et al. 2022, Approach 3: E 1.69, A 406.4, B 410.7, α 0.34, β 0.28.
+    Hoffmann,
+}
+
+impl LawArg {
+    fn preset(self) -> LossLawPreset {
+        match self {
+            LawArg::Besiroglu => LossLawPreset::Besiroglu,
+            LawArg::BesirogluUnrounded => LossLawPreset::BesirogluUnrounded,
+            LawArg::Hoffmann => LossLawPreset::Hoffmann,
+        }
+    }
+}
+
+impl BriefArgs {
+    /// The brief: the default, then the file, then the law preset, then each flag; validated.
+    pub fn resolve(&self) -> Result<Brief> {
+        let mut brief = Brief::default();
+        if let Some(path) = &self.brief {
+            brief = brief.with_file(path)?;
+        }
+        if let Some(law) = self.loss_law {
+            brief.loss_law = law.preset().law();
+        }
+        let flags = BriefPatch {
+            gpus: self.gpus,
+            peak_tflops: self.peak_tflops,
+            gpu_memory_gb: self.gpu_memory_gb,
+            memory_cap_gb: self.memory_cap_gb,
+            gpus_per_node: self.gpus_per_node,
+            mfu: self.mfu,
+            max_days: self.max_days,
+            loss_target: self.loss_target,
+            seq_len: self.seq_len,
+            loss_law: LossLawPatch {
+                e: self.loss_e,
+                a: self.loss_a,
+                b: self.loss_b,
+                alpha: self.loss_alpha,
+                beta: self.loss_beta,
+            },
+        };
+        let brief = flags.apply(brief);
+        brief.validate()?;
+        Ok(brief)
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The model: 8b, 70b or 405b (Llama 3).
+    #[arg(long, value_name = "MODEL")]
+    pub model: String,
+    /// Training tokens, a whole number (15e12 is fine).
+    #[arg(long, value_name = "D", value_parser = parse_whole)]
+    pub tokens: u64,
+    /// Tensor-parallel degree: divides the GPUs per node and the heads.
+    #[arg(long, value_name = "N", default_value = "1", value_parser = parse_whole)]
+    pub tp: u64,
+    /// Pipeline-parallel degree: 1 to the number of layers.
+    #[arg(long, value_name = "N", default_value = "1", value_parser = parse_whole)]
+    pub pp: u64,
+    /// ZeRO stage: 0, 1, 2 or 3.
+    #[arg(long, value_name = "STAGE", default_value = "0", value_parser = parse_zero)]
+    pub zero: ZeroStage,
+    /// Print the plan object as JSON instead of the report.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub brief: BriefArgs,
+}
+
+impl CheckArgs {
+    /// The shape asked for.
+    pub fn shape(&self) -> Result<Shape> {
+        model::preset(&self.model)
+    }
+}
+
+/// `--rank`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum RankArg {
+    /// Lowest predicted loss first.
+    Loss,
+    /// Fewest days first.
+    Days,
+    /// Least memory per GPU first.
+    Memory,
+}
+
+/// Format of the `--pareto` output.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum FrontFormat {
+    /// The JSON contract (`schema_version`, `brief`, `objectives`, `front`).
+    Json,
+    /// An aligned table.
+    Text,
+}
+
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// Shapes to search, comma separated [default: 8b,70b,405b].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub models: Vec<String>,
+    /// First token count of the grid.
+    #[arg(long, value_name = "D", default_value = "1e10", value_parser = parse_whole)]
+    pub tokens_min: u64,
+    /// Last token count of the grid (inclusive).
+    #[arg(long, value_name = "D", default_value = "5e13", value_parser = parse_whole)]
+    pub tokens_max: u64,
+    /// Step of the token grid.
+    #[arg(long, value_name = "D", default_value = "1e10", value_parser = parse_whole)]
+    pub tokens_step: u64,
+    /// Order of the listed plans.
+    #[arg(long, value_enum, default_value = "loss")]
+    pub rank: RankArg,
+    /// How many plans to list.
+    #[arg(long, value_name = "K", default_value = "10", value_parser = parse_whole)]
+    pub top: u64,
+    /// List every passing plan instead of the top K.
+    #[arg(long, conflicts_with = "top")]
+    pub all: bool,
+    /// Print the whole result as JSON instead of the report.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the Pareto front on (loss, days) to FILE (written atomically), or to stdout with
+    /// `-`, in which case the report goes to stderr.
+    #[arg(long, value_name = "FILE")]
+    pub pareto: Option<PathBuf>,
+    /// Format of the Pareto front.
+    #[arg(long, value_enum, default_value = "json")]
+    pub pareto_format: FrontFormat,
+    /// Worker threads; 0 uses every core.
+    #[arg(long, value_name = "N", default_value = "0", value_parser = parse_whole)]
+    pub threads: u64,
+    #[command(flatten)]
+    pub brief: BriefArgs,
+}
+
+impl SearchArgs {
+    /// The shapes asked for, in the order given, each once.
+    pub fn shapes(&self) -> Result<Vec<Shape>> {
+        if self.models.is_empty() {
+            return Ok(model::presets());
+        }
+        let mut shapes: Vec<Shape> = Vec::new();
+        for name in &self.models {
+            let shape = model::preset(name)?;
+            if !shapes.contains(&shape) {
+                shapes.push(shape);
+            }
+        }
+        Ok(shapes)
+    }
+
+    /// The search options.
+    pub fn options(&self) -> Result<SearchOptions> {
+        let top = if self.all {
+            None
+        } else {
+            let k = usize::try_from(self.top)
+                .ok()
+                .filter(|&k| k >= 1)
+                .ok_or_else(|| Error::invalid("--top", self.top, "a whole number ≥ 1"))?;
+            Some(k)
+        };
+        Ok(SearchOptions {
+            grid: TokenGrid::new(self.tokens_min, self.tokens_max, self.tokens_step)?,
+            rank: match self.rank {
+                RankArg::Loss => Rank::Loss,
+                RankArg::Days => Rank::Days,
+                RankArg::Memory => Rank::Memory,
+            },
+            top,
+        })
+    }
+}
+
+/// A whole number, written plainly (`2048`) or in scientific notation (`15e12`, `4.96e12`).
+fn parse_whole(text: &str) -> std::result::Result<u64, String> {
+    if let Ok(n) = text.parse::<u64>() {
+        return Ok(n);
+    }
+    let x: f64 = text
+        .parse()
+        .map_err(|_| "expected a whole number such as 2048 or 15e12".to_string())?;
+    if !x.is_finite() || x < 0.0 {
+        return Err("expected a whole number ≥ 0".into());
+    }
+    if x.fract() != 0.0 {
+        return Err("expected a whole number, not a fraction".into());
+    }
+    if x >= u64::MAX as f64 {
+        return Err("too large: at most 18446744073709551615".into());
+    }
+    Ok(x as u64)
+}
+
+/// A ZeRO stage.
+fn parse_zero(text: &str) -> std::result::Result<ZeroStage, String> {
+    let n: u8 = text
+        .parse()
+        .map_err(|_| "expected a ZeRO stage: 0, 1, 2 or 3".to_string())?;
+    ZeroStage::new(n).map_err(|_| "expected a ZeRO stage: 0, 1, 2 or 3".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn whole_numbers_take_scientific_notation() {
+        assert_eq!(parse_whole("15e12"), Ok(15_000_000_000_000));
+        assert_eq!(parse_whole("4.96e12"), Ok(4_960_000_000_000));
+        assert_eq!(parse_whole("2048"), Ok(2048));
+        assert!(parse_whole("1.5").is_err());
+        assert!(parse_whole("-3").is_err());
+        assert!(parse_whole("NaN").is_err());
+        assert!(parse_whole("1e30").is_err());
+        assert!(parse_whole("eight").is_err());
+    }
+
+    #[test]
+    fn flags_override_the_defaults_and_the_law_preset() {
+        let cli = Cli::try_parse_from([
+            "trainplan",
+            "search",
+            "--gpus",
+            "1024",
+            "--loss-law",
+            "hoffmann",
+            "--loss-e",
+            "1.7",
+        ])
+        .unwrap();
+        let Command::Search(args) = cli.command else {
+            panic!()
+        };
+        let brief = args.brief.resolve().unwrap();
+        assert_eq!(brief.gpus, 1024);
+        assert_eq!(brief.loss_law.e, 1.7);
+        assert_eq!(brief.loss_law.a, 406.4);
+    }
+
+    #[test]
+    fn models_are_deduplicated_in_order() {
+        let cli =
+            Cli::try_parse_from(["trainplan", "search", "--models", "405b,70b,405B"]).unwrap();
+        let Command::Search(args) = cli.command else {
+            panic!()
+        };
+        let names: Vec<String> = args.shapes().unwrap().into_iter().map(|s| s.name).collect();
+        assert_eq!(names, ["llama3-405b", "llama3-70b"]);
+    }
+}

@@ -1,0 +1,99 @@
+//! The JSON contract: the plan object, the search document and the Pareto file.
+//! Field names are part of the contract; new fields may be added, none renamed or removed
+//! without bumping [`SCHEMA_VERSION`].
+
+use serde::Serialize;
+
+use super::Exporter;
+use crate::brief::Brief;
+use crate::check::CheckReport;
+use crate::error::{Error, Result};
+use crate::plan::Plan;
+use crate::scaling::ComputeOptimal;
+use crate::search::{SearchReport, TokenGrid};
+use crate::verdict::ShapeVerdict;
+
+/// Version of the search and Pareto documents.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// JSON, pretty-printed, with a trailing newline.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Json;
+
+/// `search --json`.
+#[derive(Serialize)]
+struct SearchDocument<'a> {
+    /// Version of this document's layout.
+    schema_version: u32,
+    /// The brief searched, in the `--brief` file's field names.
+    brief: &'a Brief,
+    /// The token counts tried.
+    token_grid: &'a TokenGrid,
+    /// The order of `plans`: `loss`, `days` or `memory`.
+    rank: &'static str,
+    /// The compute budget `C = GPUs × peak × MFU × days × 86,400`, FLOPs.
+    budget_flops: f64,
+    /// The compute-optimal model for the budget.
+    compute_optimal: &'a ComputeOptimal,
+    /// One verdict per shape: its exact token window or the reason it never passes.
+    shapes: &'a [ShapeVerdict],
+    /// Candidates (shape, tokens, TP, PP, ZeRO) graded.
+    evaluated: u64,
+    /// Candidates that passed every check.
+    passing: u64,
+    /// The best passing plans (or all, with `--all`), ranked.
+    plans: &'a [Plan],
+}
+
+/// The `--pareto` file.
+#[derive(Serialize)]
+struct FrontDocument<'a> {
+    /// Version of this document's layout.
+    schema_version: u32,
+    /// The brief searched.
+    brief: &'a Brief,
+    /// The objectives, both minimised.
+    objectives: [&'static str; 2],
+    /// Passing plans that no other passing plan beats on both objectives, sorted by days.
+    front: &'a [Plan],
+}
+
+fn to_json(value: &impl Serialize) -> Result<String> {
+    let mut text = serde_json::to_string_pretty(value).map_err(|e| Error::Invalid {
+        field: "output".into(),
+        value: "a number that JSON cannot hold".into(),
+        expected: e.to_string(),
+    })?;
+    text.push('\n');
+    Ok(text)
+}
+
+impl Exporter for Json {
+    fn check(&self, report: &CheckReport) -> Result<String> {
+        to_json(report)
+    }
+
+    fn search(&self, r: &SearchReport) -> Result<String> {
+        to_json(&SearchDocument {
+            schema_version: SCHEMA_VERSION,
+            brief: &r.brief,
+            token_grid: &r.grid,
+            rank: r.rank.name(),
+            budget_flops: r.budget_flops,
+            compute_optimal: &r.compute_optimal,
+            shapes: &r.shapes,
+            evaluated: r.evaluated,
+            passing: r.passing,
+            plans: &r.plans,
+        })
+    }
+
+    fn front(&self, r: &SearchReport) -> Result<String> {
+        to_json(&FrontDocument {
+            schema_version: SCHEMA_VERSION,
+            brief: &r.brief,
+            objectives: ["loss", "days"],
+            front: &r.front,
+        })
+    }
+}

@@ -1,0 +1,287 @@
+//! The human-readable report: aligned tables, thousands separators, PASS/FAIL with margins.
+
+use std::fmt::Write;
+
+use super::Exporter;
+use crate::brief::Brief;
+use crate::check::CheckReport;
+use crate::error::Result;
+use crate::format::{count, fixed, sci, thousands};
+use crate::plan::Plan;
+use crate::search::SearchReport;
+
+/// Plain text for a terminal.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Text;
+
+/// Lays out rows in columns two spaces apart, each line indented by `indent`. `align` has one
+/// letter per column: `l` left-aligned, anything else right-aligned.
+fn table(header: &[&str], rows: &[Vec<String>], align: &str, indent: &str) -> String {
+    let left: Vec<bool> = align.chars().map(|c| c == 'l').collect();
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut out = String::from(indent);
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            if i > 0 {
+                out.push_str("  ");
+            }
+            let pad = w - cell.chars().count();
+            if left.get(i).copied().unwrap_or(false) {
+                out.push_str(cell);
+                out.extend(std::iter::repeat_n(' ', pad));
+            } else {
+                out.extend(std::iter::repeat_n(' ', pad));
+                out.push_str(cell);
+            }
+        }
+        out.truncate(out.trim_end().len());
+        out.push('\n');
+        out
+    };
+    let mut out = line(header.to_vec());
+    for row in rows {
+        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    }
+    out
+}
+
+fn verdict_word(pass: bool) -> &'static str {
+    if pass {
+        "PASS"
+    } else {
+        "FAIL"
+    }
+}
+
+/// The brief in two lines.
+fn brief_lines(b: &Brief) -> String {
+    let law = &b.loss_law;
+    format!(
+        "brief     {} GPUs × {} TFLOP/s at {}% MFU ({} per node), at most {} days, {} GB cap of {} GB per GPU\n          \
+         loss ≤ {} with L = {} + {}/N^{} + {}/D^{}, sequence {} tokens\n",
+        thousands(b.gpus),
+        b.peak_tflops,
+        fixed(b.mfu * 100.0, 1).trim_end_matches(".0"),
+        b.gpus_per_node,
+        b.max_days,
+        b.memory_cap_gb,
+        b.gpu_memory_gb,
+        b.loss_target,
+        law.e,
+        law.a,
+        law.alpha,
+        law.b,
+        law.beta,
+        thousands(b.seq_len),
+    )
+}
+
+fn plan_rows(plans: &[Plan], numbered: bool) -> Vec<Vec<String>> {
+    plans
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let mut row = Vec::new();
+            if numbered {
+                row.push((i + 1).to_string());
+            }
+            row.extend([
+                p.model.clone(),
+                count(p.tokens as f64),
+                p.layout.tp.to_string(),
+                p.layout.pp.to_string(),
+                thousands(p.layout.dp),
+                p.layout.zero.to_string(),
+                fixed(p.memory_gb.total, 2),
+                fixed(p.days, 3),
+                fixed(p.loss, 5),
+            ]);
+            row
+        })
+        .collect()
+}
+
+const PLAN_HEADER: [&str; 9] = [
+    "model", "tokens", "TP", "PP", "DP", "ZeRO", "GB/GPU", "days", "loss",
+];
+
+impl Exporter for Text {
+    fn check(&self, r: &CheckReport) -> Result<String> {
+        let p = &r.plan;
+        let l = &p.layout;
+        let m = &p.memory_gb;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{} ({} parameters) on {} tokens ({}), TP {} × PP {} × DP {}, ZeRO {}\n",
+            p.model,
+            thousands(p.params),
+            count(p.tokens as f64),
+            thousands(p.tokens),
+            l.tp,
+            l.pp,
+            thousands(l.dp),
+            l.zero
+        );
+        let memory_rows = vec![
+            vec!["weights".into(), "BF16, 2Ψ".into(), fixed(m.weights, 2)],
+            vec!["gradients".into(), "BF16, 2Ψ".into(), fixed(m.gradients, 2)],
+            vec![
+                "optimizer".into(),
+                "FP32 master + Adam m, v, 12Ψ".into(),
+                fixed(m.optimizer, 2),
+            ],
+            vec![
+                "activations".into(),
+                "2·s·h·⌈L/PP⌉/TP".into(),
+                fixed(m.activations, 2),
+            ],
+            vec!["total".into(), String::new(), fixed(m.total, 2)],
+        ];
+        out.push_str("memory per GPU\n");
+        out.push_str(&table(&["component", "", "GB"], &memory_rows, "llr", "  "));
+        let margin = |x: f64, unit: &str, decimals: usize| {
+            if x >= 0.0 {
+                format!("{}{unit} to spare", fixed(x, decimals))
+            } else {
+                format!("{}{unit} over", fixed(-x, decimals))
+            }
+        };
+        let check_rows = vec![
+            vec![
+                "memory".into(),
+                format!("{} GB", fixed(m.total, 1)),
+                format!("≤ {} GB", fixed(r.brief.memory_cap_gb, 1)),
+                verdict_word(p.checks.memory).into(),
+                margin(p.margins.memory_gb, " GB", 1),
+            ],
+            vec![
+                "days".into(),
+                fixed(p.days, 2),
+                format!("≤ {}", r.brief.max_days),
+                verdict_word(p.checks.days).into(),
+                margin(p.margins.days, " days", 2),
+            ],
+            vec![
+                "loss".into(),
+                fixed(p.loss, 4),
+                format!("≤ {}", r.brief.loss_target),
+                verdict_word(p.checks.loss).into(),
+                margin(p.margins.loss, "", 4),
+            ],
+        ];
+        out.push_str("\nchecks\n");
+        out.push_str(&table(
+            &["check", "value", "limit", "", "margin"],
+            &check_rows,
+            "lrrll",
+            "  ",
+        ));
+        let _ = writeln!(
+            out,
+            "\n{}: {}",
+            verdict_word(p.pass),
+            if p.pass {
+                "every check passes"
+            } else {
+                "see the fixes below"
+            }
+        );
+        if !r.fixes.is_empty() {
+            out.push_str("\nto fix\n");
+            for f in &r.fixes {
+                let _ = writeln!(out, "  - {f}");
+            }
+        }
+        Ok(out)
+    }
+
+    fn search(&self, r: &SearchReport) -> Result<String> {
+        let mut out = brief_lines(&r.brief);
+        let _ = writeln!(
+            out,
+            "budget    {} FLOPs (GPUs × peak × MFU × days × 86,400)",
+            sci(r.budget_flops)
+        );
+        let opt = &r.compute_optimal;
+        let _ = writeln!(
+            out,
+            "optimum   {} parameters on {} tokens, loss {} (compute-optimal for the budget)\n",
+            count(opt.params as f64),
+            count(opt.tokens as f64),
+            fixed(opt.loss, 4)
+        );
+        out.push_str("shapes\n");
+        let shape_rows: Vec<Vec<String>> = r
+            .shapes
+            .iter()
+            .map(|v| {
+                let what = match (v.token_window, v.days_window, &v.reason) {
+                    (Some([lo, hi]), Some([dlo, dhi]), _) => format!(
+                        "passes on {} – {} tokens ({} – {} days)",
+                        count(lo as f64),
+                        count(hi as f64),
+                        fixed(dlo, 1),
+                        fixed(dhi, 1)
+                    ),
+                    (_, _, Some(reason)) => format!("never passes: {reason}"),
+                    _ => "never passes".into(),
+                };
+                vec![v.model.clone(), count(v.params as f64), what]
+            })
+            .collect();
+        out.push_str(&table(
+            &["model", "params", "verdict"],
+            &shape_rows,
+            "lrl",
+            "  ",
+        ));
+        out.push('\n');
+        let shown = if r.plans.len() as u64 == r.passing {
+            format!("all {}", thousands(r.passing))
+        } else {
+            format!("top {} of {}", r.plans.len(), thousands(r.passing))
+        };
+        let _ = writeln!(
+            out,
+            "{shown} passing plans by {} ({} candidates graded on {} token counts)",
+            r.rank.name(),
+            thousands(r.evaluated),
+            thousands(r.grid.len())
+        );
+        if !r.plans.is_empty() {
+            let mut header = vec!["#"];
+            header.extend(PLAN_HEADER);
+            out.push_str(&table(&header, &plan_rows(&r.plans, true), "rl", "  "));
+        }
+        match (r.front.first(), r.front.last()) {
+            (Some(a), Some(b)) => {
+                let _ = writeln!(
+                    out,
+                    "\npareto front (loss, days): {} plans, from {} days at loss {} to {} days at loss {}",
+                    r.front.len(),
+                    fixed(a.days, 2),
+                    fixed(a.loss, 4),
+                    fixed(b.days, 2),
+                    fixed(b.loss, 4)
+                );
+            }
+            _ => out.push_str("\nno plan passes every check\n"),
+        }
+        Ok(out)
+    }
+
+    fn front(&self, r: &SearchReport) -> Result<String> {
+        let mut out = format!(
+            "pareto front on (loss, days): {} plans, sorted by days\n",
+            r.front.len()
+        );
+        out.push_str(&table(&PLAN_HEADER, &plan_rows(&r.front, false), "l", "  "));
+        Ok(out)
+    }
+}

@@ -1,0 +1,105 @@
+//! Numbers as people read them: thousands separators, GB, tokens in T or B.
+//! Used by the text report and by the reasons and fixes a plan carries.
+
+/// An integer with thousands separators: `2048` → `2,048`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A number with `decimals` decimals and thousands separators: `1139.59` → `1,139.6`.
+pub fn fixed(x: f64, decimals: usize) -> String {
+    if !x.is_finite() {
+        return x.to_string();
+    }
+    let text = format!("{:.*}", decimals, x.abs());
+    let (int, frac) = match text.split_once('.') {
+        Some((i, f)) => (i, Some(f)),
+        None => (text.as_str(), None),
+    };
+    let sign = if x < 0.0 && text.chars().any(|c| c.is_ascii_digit() && c != '0') {
+        "-"
+    } else {
+        ""
+    };
+    let int = int
+        .parse::<u64>()
+        .map(thousands)
+        .unwrap_or_else(|_| int.to_string());
+    match frac {
+        Some(f) => format!("{sign}{int}.{f}"),
+        None => format!("{sign}{int}"),
+    }
+}
+
+/// A count of tokens or parameters in T (10^12), B (10^9) or M (10^6), to four significant
+/// figures with trailing zeros dropped: `4.96e12` → `4.96 T`, `8.19e11` → `819 B`.
+pub fn count(x: f64) -> String {
+    let (value, unit) = if x.abs() >= 1e12 {
+        (x / 1e12, "T")
+    } else if x.abs() >= 1e9 {
+        (x / 1e9, "B")
+    } else if x.abs() >= 1e6 {
+        (x / 1e6, "M")
+    } else {
+        return fixed(x, 0);
+    };
+    let int_digits = (value.abs().log10().floor() as i32 + 1).clamp(1, 4) as usize;
+    let text = fixed(value, 4 - int_digits);
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &text
+    };
+    format!("{text} {unit}")
+}
+
+/// A number in scientific notation with three significant figures: `2.1e24` → `2.10e24`.
+pub fn sci(x: f64) -> String {
+    format!("{x:.2e}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thousands_are_separated() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(2048), "2,048");
+        assert_eq!(thousands(70_553_706_496), "70,553,706,496");
+    }
+
+    #[test]
+    fn fixed_rounds_and_separates() {
+        assert_eq!(fixed(1139.5967, 1), "1,139.6");
+        assert_eq!(fixed(-1067.6, 1), "-1,067.6");
+        assert_eq!(fixed(-0.01, 1), "0.0");
+        assert_eq!(fixed(72.0, 0), "72");
+    }
+
+    #[test]
+    fn counts_use_t_b_and_m() {
+        assert_eq!(count(4.96e12), "4.96 T");
+        assert_eq!(count(8.19e11), "819 B");
+        assert_eq!(count(8.193e11), "819.3 B");
+        assert_eq!(count(70_553_706_496.0), "70.55 B");
+        assert_eq!(count(15e12), "15 T");
+        assert_eq!(count(12.35e12), "12.35 T");
+        assert_eq!(count(5e6), "5 M");
+        assert_eq!(count(1234.0), "1,234");
+    }
+
+    #[test]
+    fn sci_has_three_figures() {
+        assert_eq!(sci(2.1000093696e24), "2.10e24");
+    }
+}

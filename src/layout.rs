@@ -1,0 +1,197 @@
+//! The parallel layout: tensor parallel (TP), pipeline parallel (PP), data parallel (DP) and
+//! the ZeRO stage, with the rules of SPEC.md §3.
+//!
+//! - `TP × PP × DP = GPUs`; DP is the rest, so TP·PP must divide the GPU count.
+//! - TP stays inside a node (it must divide the GPUs per node, so TP groups never straddle one)
+//!   and divides both the attention heads and the KV heads (Megatron-LM's head split).
+//! - `1 ≤ PP ≤ L`; stages may be uneven, and the one with ⌈L/PP⌉ layers is the one that must fit.
+//! - ZeRO stage 0 to 3 (Rajbhandari et al., SC 2020).
+
+use std::fmt;
+
+use serde::{Serialize, Serializer};
+
+use crate::brief::Brief;
+use crate::error::{Error, Result};
+use crate::model::Shape;
+
+/// A ZeRO stage, 0 (none) to 3. Stage k shards over the data-parallel group: from stage 1 the
+/// optimizer state, from stage 2 the gradients too, at stage 3 the weights too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ZeroStage(u8);
+
+impl ZeroStage {
+    /// The four stages, in order.
+    pub const ALL: [ZeroStage; 4] = [ZeroStage(0), ZeroStage(1), ZeroStage(2), ZeroStage(3)];
+
+    /// Stage `stage`, if it is 0 to 3.
+    pub fn new(stage: u8) -> Result<Self> {
+        if stage <= 3 {
+            Ok(ZeroStage(stage))
+        } else {
+            Err(Error::invalid("zero", stage, "a ZeRO stage: 0, 1, 2 or 3"))
+        }
+    }
+
+    /// The stage as a number.
+    pub fn get(self) -> u8 {
+        self.0
+    }
+
+    /// Whether this stage shards the optimizer state (stage ≥ 1).
+    pub fn shards_optimizer(self) -> bool {
+        self.0 >= 1
+    }
+
+    /// Whether this stage shards the gradients (stage ≥ 2).
+    pub fn shards_gradients(self) -> bool {
+        self.0 >= 2
+    }
+
+    /// Whether this stage shards the weights (stage 3).
+    pub fn shards_weights(self) -> bool {
+        self.0 >= 3
+    }
+}
+
+impl fmt::Display for ZeroStage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Serialize for ZeroStage {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_u8(self.0)
+    }
+}
+
+/// One way to spread the model over the cluster. Built only by [`Layout::new`] or
+/// [`layouts`], so every `Layout` obeys the rules for the brief and shape it was made for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct Layout {
+    /// Tensor-parallel degree.
+    pub tp: u64,
+    /// Pipeline-parallel degree (stages).
+    pub pp: u64,
+    /// Data-parallel degree: GPUs / (TP·PP).
+    pub dp: u64,
+    /// ZeRO stage.
+    pub zero: ZeroStage,
+}
+
+impl Layout {
+    /// The layout (TP, PP, ZeRO) for `shape` on the brief's cluster, with DP derived, or the
+    /// rule it breaks.
+    pub fn new(brief: &Brief, shape: &Shape, tp: u64, pp: u64, zero: ZeroStage) -> Result<Self> {
+        let node = brief.gpus_per_node;
+        if tp == 0 || tp > node || node % tp != 0 {
+            return Err(Error::Layout(format!(
+                "tp = {tp} must divide the {node} GPUs per node (TP stays inside a node)"
+            )));
+        }
+        if u64::from(shape.heads) % tp != 0 || u64::from(shape.kv_heads) % tp != 0 {
+            return Err(Error::Layout(format!(
+                "tp = {tp} does not divide the {} attention heads and {} KV heads of {}",
+                shape.heads, shape.kv_heads, shape.name
+            )));
+        }
+        if pp == 0 || pp > u64::from(shape.layers) {
+            return Err(Error::Layout(format!(
+                "pp = {pp} must be between 1 and the {} layers of {}",
+                shape.layers, shape.name
+            )));
+        }
+        let model_parallel = tp * pp;
+        if brief.gpus % model_parallel != 0 {
+            return Err(Error::Layout(format!(
+                "tp × pp = {tp} × {pp} = {model_parallel} does not divide the {} GPUs",
+                brief.gpus
+            )));
+        }
+        Ok(Layout {
+            tp,
+            pp,
+            dp: brief.gpus / model_parallel,
+            zero,
+        })
+    }
+
+    /// Layers on the busiest pipeline stage, `⌈L / PP⌉`.
+    pub fn layers_on_busiest_stage(&self, shape: &Shape) -> u64 {
+        u64::from(shape.layers).div_ceil(self.pp)
+    }
+}
+
+/// Every valid layout for `shape` on the brief's cluster, ordered by TP, then PP, then ZeRO.
+pub fn layouts(brief: &Brief, shape: &Shape) -> Vec<Layout> {
+    let mut out = Vec::new();
+    for tp in 1..=brief.gpus_per_node {
+        for pp in 1..=u64::from(shape.layers) {
+            for zero in ZeroStage::ALL {
+                if let Ok(layout) = Layout::new(brief, shape, tp, pp, zero) {
+                    out.push(layout);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::preset;
+    use itertools::Itertools;
+
+    #[test]
+    fn dp_is_the_rest_of_the_gpus() {
+        let l = Layout::new(
+            &Brief::default(),
+            &preset("70b").unwrap(),
+            8,
+            4,
+            ZeroStage(1),
+        );
+        assert_eq!(l.unwrap().dp, 64);
+    }
+
+    #[test]
+    fn the_default_cluster_offers_four_tp_degrees_and_power_of_two_pp() {
+        let b = Brief::default();
+        let s = preset("70b").unwrap();
+        let all = layouts(&b, &s);
+        let tps: Vec<u64> = all.iter().map(|l| l.tp).sorted().dedup().collect();
+        let pps: Vec<u64> = all.iter().map(|l| l.pp).sorted().dedup().collect();
+        // TP divides 8 and the 64 heads and 8 KV heads.
+        assert_eq!(tps, [1, 2, 4, 8]);
+        // PP ≤ 80 layers and TP·PP | 2048: powers of two up to 64, for every TP (8 × 64 = 512).
+        assert_eq!(pps, [1, 2, 4, 8, 16, 32, 64]);
+        assert_eq!(all.len(), 4 * 7 * 4);
+    }
+
+    #[test]
+    fn each_rule_is_refused_with_the_value_that_broke_it() {
+        let b = Brief::default();
+        let s = preset("70b").unwrap();
+        let z = ZeroStage(0);
+        let err = |tp, pp| Layout::new(&b, &s, tp, pp, z).unwrap_err().to_string();
+        assert!(err(3, 1).contains("tp = 3"));
+        assert!(err(16, 1).contains("tp = 16"));
+        assert!(err(0, 1).contains("tp = 0"));
+        assert!(err(1, 81).contains("pp = 81"));
+        assert!(err(1, 0).contains("pp = 0"));
+        assert!(err(8, 3).contains("does not divide the 2048 GPUs"));
+        let odd_heads = Shape::new("odd", 4, 96, 256, 6, 2, 10).unwrap();
+        let e = Layout::new(&b, &odd_heads, 4, 1, z)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("6 attention heads"), "{e}");
+    }
+
+    #[test]
+    fn zero_stages_above_three_are_refused() {
+        assert!(ZeroStage::new(4).is_err());
+        assert_eq!(ZeroStage::new(2).unwrap().get(), 2);
+    }
+}

@@ -1,0 +1,35 @@
+//! trainplan: plan a large language-model training run before anyone spends a GPU-hour.
+//!
+//! Given a brief (a cluster, a deadline, a loss target and a scaling law), trainplan grades a
+//! design — a model shape, a number of training tokens and a parallel layout — on three checks
+//! (per-GPU memory, days, predicted loss), and searches every design to rank the passing ones
+//! and find their Pareto front on loss and days.
+//!
+//! The model is the plate model of SPEC.md: memory by ZeRO stage with full recomputation
+//! ([`memory`]), days by 6ND at an assumed MFU ([`time`]), and the Chinchilla loss law
+//! ([`scaling`]). Each formula lives in one small function with its source in the doc comment.
+
+pub mod brief;
+pub mod check;
+pub mod error;
+pub mod export;
+pub mod format;
+pub mod layout;
+pub mod memory;
+pub mod model;
+pub mod output;
+pub mod pareto;
+pub mod plan;
+pub mod progress;
+pub mod rank;
+pub mod scaling;
+pub mod search;
+pub mod time;
+pub mod units;
+pub mod verdict;
+
+pub use brief::Brief;
+pub use error::{Error, Result};
+pub use layout::{Layout, ZeroStage};
+pub use model::Shape;
+pub use plan::{evaluate, Design, Plan};

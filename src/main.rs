@@ -1,0 +1,179 @@
+//! `trainplan`: parse the command line, call the library, print. Exit status 0 when the
+//! answer is yes (the design passes, some plan passes), 1 when it is no, 2 for bad input.
+
+mod cli;
+
+use std::io::{self, IsTerminal, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::Parser;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use cli::{CheckArgs, Cli, Command, FrontFormat, SearchArgs};
+use trainplan::check::check;
+use trainplan::error::{Error, Result};
+use trainplan::export::Format;
+use trainplan::layout::Layout;
+use trainplan::output::{emit, same_file, write_atomic};
+use trainplan::plan::Design;
+use trainplan::progress::{Progress, Silent};
+use trainplan::search::search;
+
+/// Sweeps at least this many candidates get a progress bar (on a terminal).
+const LONG_SWEEP: u64 = 50_000_000;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version.
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("{}", one_line(&e.render().to_string()));
+            return ExitCode::from(2);
+        }
+    };
+    let outcome = match &cli.command {
+        Command::Check(args) => run_check(args),
+        Command::Search(args) => run_search(args),
+    };
+    match outcome {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Clap's message on one line: the lines before its usage and help hints, joined.
+fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Writes to stdout; a closed pipe ends the output quietly.
+fn print(text: &str) -> Result<()> {
+    emit(&mut io::stdout().lock(), text)
+        .map(|_| ())
+        .map_err(|source| Error::Io {
+            action: "write",
+            path: "<stdout>".into(),
+            source,
+        })
+}
+
+fn run_check(args: &CheckArgs) -> Result<bool> {
+    let brief = args.brief.resolve()?;
+    let shape = args.shape()?;
+    let layout = Layout::new(&brief, &shape, args.tp, args.pp, args.zero)?;
+    if args.tokens == 0 {
+        return Err(Error::invalid("--tokens", 0, "a whole number ≥ 1"));
+    }
+    let report = check(
+        &brief,
+        &Design {
+            shape: &shape,
+            tokens: args.tokens,
+            layout,
+        },
+    );
+    let format = if args.json {
+        Format::Json
+    } else {
+        Format::Text
+    };
+    print(&format.exporter().check(&report)?)?;
+    Ok(report.plan.pass)
+}
+
+/// An indicatif bar on stderr, fed by the search.
+struct Bar(ProgressBar);
+
+impl Progress for Bar {
+    fn start(&self, total: u64) {
+        self.0.set_length(total);
+    }
+    fn advance(&self, n: u64) {
+        self.0.inc(n);
+    }
+    fn finish(&self) {
+        self.0.finish_and_clear();
+    }
+}
+
+fn run_search(args: &SearchArgs) -> Result<bool> {
+    let brief = args.brief.resolve()?;
+    let shapes = args.shapes()?;
+    let options = args.options()?;
+    let to_stdout = args.pareto.as_deref() == Some(Path::new("-"));
+    if to_stdout && args.json {
+        return Err(Error::invalid(
+            "--pareto",
+            "-",
+            "a file when --json also writes to stdout",
+        ));
+    }
+    if let (Some(front), Some(input)) = (&args.pareto, &args.brief.brief) {
+        if same_file(front, input) {
+            return Err(Error::invalid(
+                "--pareto",
+                front.display(),
+                "a path other than the --brief file it would overwrite",
+            ));
+        }
+    }
+
+    let candidates: u64 = shapes.len() as u64 * options.grid.len() * 4 * brief.gpus_per_node;
+    let bar = (io::stderr().is_terminal() && candidates >= LONG_SWEEP).then(|| {
+        let bar = ProgressBar::new(0);
+        bar.set_style(
+            ProgressStyle::with_template("{bar:40} {percent:>3}% {per_sec} ETA {eta}")
+                .expect("the template is valid"),
+        );
+        Bar(bar)
+    });
+    let progress: &dyn Progress = match &bar {
+        Some(b) => b,
+        None => &Silent,
+    };
+    let threads = usize::try_from(args.threads)
+        .map_err(|_| Error::invalid("--threads", args.threads, "a thread count"))?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| Error::invalid("--threads", args.threads, e.to_string()))?;
+    let report = pool.install(|| search(&brief, &shapes, &options, progress));
+
+    let format = if args.json {
+        Format::Json
+    } else {
+        Format::Text
+    };
+    let summary = format.exporter().search(&report)?;
+    if let Some(path) = &args.pareto {
+        let front_format = match args.pareto_format {
+            FrontFormat::Json => Format::Json,
+            FrontFormat::Text => Format::Text,
+        };
+        let front = front_format.exporter().front(&report)?;
+        if to_stdout {
+            // The front alone on stdout, so it can be piped; the summary to stderr.
+            let _ = io::stderr().lock().write_all(summary.as_bytes());
+            print(&front)?;
+            return Ok(report.passing > 0);
+        }
+        write_atomic(path, front.as_bytes())?;
+    }
+    print(&summary)?;
+    Ok(report.passing > 0)
+}

@@ -1,0 +1,194 @@
+//! Model shapes: the Llama 3 architecture (untied embeddings, SwiGLU MLP, grouped-query
+//! attention, RMSNorm, no biases) and its parameter count, computed from the shape.
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+
+/// The shape of a Llama-family decoder. Counts only; the parameter count is derived.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Shape {
+    /// The name plans carry, for example `llama3-70b`.
+    pub name: String,
+    /// Transformer layers L.
+    pub layers: u32,
+    /// Hidden size h.
+    pub hidden: u64,
+    /// SwiGLU FFN width f.
+    pub ffn: u64,
+    /// Attention (query) heads.
+    pub heads: u32,
+    /// Key/value heads (grouped-query attention).
+    pub kv_heads: u32,
+    /// Vocabulary size V.
+    pub vocab: u64,
+}
+
+impl Shape {
+    /// A shape, checked: every count positive, the heads dividing the hidden size, the KV heads
+    /// dividing the heads.
+    pub fn new(
+        name: &str,
+        layers: u32,
+        hidden: u64,
+        ffn: u64,
+        heads: u32,
+        kv_heads: u32,
+        vocab: u64,
+    ) -> Result<Self> {
+        let positive = [
+            ("layers", u64::from(layers)),
+            ("hidden", hidden),
+            ("ffn", ffn),
+            ("heads", u64::from(heads)),
+            ("kv_heads", u64::from(kv_heads)),
+            ("vocab", vocab),
+        ];
+        for (field, v) in positive {
+            if v == 0 {
+                return Err(Error::invalid(
+                    format!("{name}.{field}"),
+                    v,
+                    "a whole number ≥ 1",
+                ));
+            }
+        }
+        if hidden % u64::from(heads) != 0 {
+            return Err(Error::invalid(
+                format!("{name}.heads"),
+                heads,
+                format!("a divisor of the hidden size {hidden}"),
+            ));
+        }
+        if heads % kv_heads != 0 {
+            return Err(Error::invalid(
+                format!("{name}.kv_heads"),
+                kv_heads,
+                format!("a divisor of the {heads} attention heads"),
+            ));
+        }
+        Ok(Shape {
+            name: name.to_string(),
+            layers,
+            hidden,
+            ffn,
+            heads,
+            kv_heads,
+            vocab,
+        })
+    }
+
+    /// Head dimension `d = h / heads`.
+    pub fn head_dim(&self) -> u64 {
+        self.hidden / u64::from(self.heads)
+    }
+
+    /// Parameters of one transformer layer (SPEC.md §2):
+    /// `2h² + 2·h·(kv·d) + 3·h·f + 2h` — the query and output projections, the key and value
+    /// projections of grouped-query attention, SwiGLU's gate, up and down matrices, and the two
+    /// RMSNorm weight vectors. Llama has no biases.
+    pub fn params_per_layer(&self) -> u64 {
+        let h = self.hidden;
+        let kv_width = u64::from(self.kv_heads) * self.head_dim();
+        2 * h * h + 2 * h * kv_width + 3 * h * self.ffn + 2 * h
+    }
+
+    /// Parameters of the whole model N (SPEC.md §2): `L · per_layer + 2·V·h + h` — the layers,
+    /// the untied input embedding and output head, and the final RMSNorm.
+    pub fn params(&self) -> u64 {
+        u64::from(self.layers) * self.params_per_layer()
+            + 2 * self.vocab * self.hidden
+            + self.hidden
+    }
+}
+
+/// The shapes trainplan knows by name: Llama 3 / 3.1 8B, 70B and 405B, from the published
+/// `config.json` files of the checkpoints (SPEC.md §2).
+pub fn presets() -> Vec<Shape> {
+    let llama = |name, layers, hidden, ffn, heads| Shape {
+        name: String::from(name),
+        layers,
+        hidden,
+        ffn,
+        heads,
+        kv_heads: 8,
+        vocab: 128_256,
+    };
+    vec![
+        llama("llama3-8b", 32, 4_096, 14_336, 32),
+        llama("llama3-70b", 80, 8_192, 28_672, 64),
+        llama("llama3-405b", 126, 16_384, 53_248, 128),
+    ]
+}
+
+/// The preset called `name`. Accepts the full name (`llama3-70b`) or the size alone (`70b`),
+/// in any case.
+pub fn preset(name: &str) -> Result<Shape> {
+    let wanted = name.trim().to_ascii_lowercase();
+    presets()
+        .into_iter()
+        .find(|s| s.name == wanted || s.name.strip_prefix("llama3-") == Some(wanted.as_str()))
+        .ok_or_else(|| Error::UnknownModel {
+            name: name.to_string(),
+            known: presets()
+                .iter()
+                .map(|s| {
+                    s.name
+                        .strip_prefix("llama3-")
+                        .unwrap_or(&s.name)
+                        .to_string()
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameter_counts_match_the_published_checkpoints() {
+        let counts: Vec<u64> = presets().iter().map(Shape::params).collect();
+        assert_eq!(counts, [8_030_261_248, 70_553_706_496, 405_853_388_800]);
+    }
+
+    #[test]
+    fn the_70b_layer_is_counted_term_by_term() {
+        // h = 8192, kv·d = 8·128 = 1024, f = 28672:
+        // 2h² = 134,217,728; 2·h·1024 = 16,777,216; 3·h·f = 704,643,072; 2h = 16,384.
+        let s = preset("70b").unwrap();
+        assert_eq!(
+            s.params_per_layer(),
+            134_217_728 + 16_777_216 + 704_643_072 + 16_384
+        );
+    }
+
+    #[test]
+    fn presets_are_found_by_size_or_full_name() {
+        assert_eq!(preset("70B").unwrap().name, "llama3-70b");
+        assert_eq!(preset("llama3-405b").unwrap().layers, 126);
+        let e = preset("13b").unwrap_err().to_string();
+        assert_eq!(e, "unknown model '13b': expected one of 8b, 70b, 405b");
+    }
+
+    #[test]
+    fn presets_are_valid_shapes() {
+        for s in presets() {
+            let checked = Shape::new(
+                &s.name, s.layers, s.hidden, s.ffn, s.heads, s.kv_heads, s.vocab,
+            );
+            assert_eq!(checked.unwrap(), s);
+        }
+    }
+
+    #[test]
+    fn a_shape_whose_heads_do_not_divide_the_hidden_size_is_refused() {
+        let e = Shape::new("odd", 2, 100, 300, 3, 1, 10)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("odd.heads = 3"), "{e}");
+        assert!(Shape::new("z", 0, 128, 300, 2, 1, 10).is_err());
+        assert!(Shape::new("kv", 2, 128, 300, 4, 3, 10).is_err());
+    }
+}

@@ -1,0 +1,232 @@
+//! A design (shape, tokens, layout) graded against a brief: the plan, with its three checks.
+//!
+//! A plan that fails is a normal result: `pass` is false and `reasons` says which check failed
+//! and by how much. The checks (SPEC.md §1) are:
+//!
+//! | check | passes when |
+//! |---|---|
+//! | memory | per-GPU memory ≤ the brief's cap |
+//! | days | days by 6ND ≤ the brief's limit |
+//! | loss | predicted loss ≤ the brief's target |
+
+use serde::Serialize;
+
+use crate::brief::Brief;
+use crate::format::fixed;
+use crate::layout::Layout;
+use crate::memory::{self, MemoryGb};
+use crate::model::Shape;
+use crate::time;
+use crate::units::BYTES_PER_GB;
+
+/// What to grade: a model shape trained on a whole number of tokens under a layout.
+#[derive(Debug, Clone, Copy)]
+pub struct Design<'a> {
+    /// The model.
+    pub shape: &'a Shape,
+    /// Training tokens D.
+    pub tokens: u64,
+    /// The parallel layout, valid for `shape` on the brief's cluster.
+    pub layout: Layout,
+}
+
+/// Which checks a plan passes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Checks {
+    /// Per-GPU memory within the cap.
+    pub memory: bool,
+    /// Training days within the limit.
+    pub days: bool,
+    /// Predicted loss at or below the target.
+    pub loss: bool,
+}
+
+impl Checks {
+    /// Whether all three pass.
+    pub fn all(&self) -> bool {
+        self.memory && self.days && self.loss
+    }
+}
+
+/// How far each check is from its limit; positive is headroom, negative is the shortfall.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Margins {
+    /// Memory cap minus per-GPU memory, GB.
+    pub memory_gb: f64,
+    /// Day limit minus days.
+    pub days: f64,
+    /// Loss target minus predicted loss.
+    pub loss: f64,
+}
+
+/// A graded design: the plan object of the JSON contract.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plan {
+    /// The model's name, for example `llama3-70b`.
+    pub model: String,
+    /// Parameters N, counted from the shape.
+    pub params: u64,
+    /// Training tokens D.
+    pub tokens: u64,
+    /// TP, PP, DP and ZeRO stage.
+    pub layout: Layout,
+    /// Per-GPU memory by component, GB.
+    pub memory_gb: MemoryGb,
+    /// Training FLOPs, 6·N·D.
+    pub flops: f64,
+    /// Days by 6ND at the brief's MFU.
+    pub days: f64,
+    /// Predicted loss L(N, D).
+    pub loss: f64,
+    /// Which checks pass.
+    pub checks: Checks,
+    /// Headroom (positive) or shortfall (negative) of each check.
+    pub margins: Margins,
+    /// Whether every check passes.
+    pub pass: bool,
+    /// Why the plan fails, one sentence per failing check; empty when it passes.
+    pub reasons: Vec<String>,
+}
+
+/// The memory check: `bytes` per GPU within the brief's cap.
+pub fn memory_fits(brief: &Brief, bytes: f64) -> bool {
+    bytes <= brief.memory_cap_gb * BYTES_PER_GB
+}
+
+/// The days check.
+pub fn days_fit(brief: &Brief, days: f64) -> bool {
+    days <= brief.max_days
+}
+
+/// The loss check.
+pub fn loss_meets(brief: &Brief, loss: f64) -> bool {
+    loss <= brief.loss_target
+}
+
+/// Predicted loss of `shape` trained on `tokens` under the brief's law.
+pub fn loss(brief: &Brief, shape: &Shape, tokens: u64) -> f64 {
+    brief.loss_law.loss(shape.params() as f64, tokens as f64)
+}
+
+/// Grades `design` against `brief` under the plate model.
+pub fn evaluate(brief: &Brief, design: &Design) -> Plan {
+    let shape = design.shape;
+    let n = shape.params();
+    let d = design.tokens;
+    let mem = memory::plate(shape, &design.layout, brief.seq_len);
+    let days = time::days(brief, n as f64, d as f64);
+    let loss = loss(brief, shape, d);
+    let checks = Checks {
+        memory: memory_fits(brief, mem.total()),
+        days: days_fit(brief, days),
+        loss: loss_meets(brief, loss),
+    };
+    let memory_gb = mem.in_gb();
+    let margins = Margins {
+        memory_gb: brief.memory_cap_gb - memory_gb.total,
+        days: brief.max_days - days,
+        loss: brief.loss_target - loss,
+    };
+    let mut reasons = Vec::new();
+    if !checks.memory {
+        reasons.push(format!(
+            "memory: {} GB per GPU exceeds the {} GB cap by {} GB",
+            fixed(memory_gb.total, 1),
+            fixed(brief.memory_cap_gb, 1),
+            fixed(-margins.memory_gb, 1)
+        ));
+    }
+    if !checks.days {
+        reasons.push(format!(
+            "days: {} days exceed the {}-day limit by {} days",
+            fixed(days, 1),
+            fixed(brief.max_days, 1),
+            fixed(-margins.days, 1)
+        ));
+    }
+    if !checks.loss {
+        reasons.push(format!(
+            "loss: {} is above the {} target by {}",
+            fixed(loss, 4),
+            brief.loss_target,
+            fixed(-margins.loss, 4)
+        ));
+    }
+    Plan {
+        model: shape.name.clone(),
+        params: n,
+        tokens: d,
+        layout: design.layout,
+        memory_gb,
+        flops: time::training_flops(n as f64, d as f64),
+        days,
+        loss,
+        checks,
+        margins,
+        pass: checks.all(),
+        reasons,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::ZeroStage;
+    use crate::model::preset;
+
+    fn grade(model: &str, tokens: u64, tp: u64, pp: u64, zero: u8) -> Plan {
+        let b = Brief::default();
+        let shape = preset(model).unwrap();
+        let layout = Layout::new(&b, &shape, tp, pp, ZeroStage::new(zero).unwrap()).unwrap();
+        evaluate(
+            &b,
+            &Design {
+                shape: &shape,
+                tokens,
+                layout,
+            },
+        )
+    }
+
+    #[test]
+    fn the_starting_plan_fails_memory_and_days_and_passes_loss() {
+        let p = grade("70b", 15_000_000_000_000, 1, 1, 0);
+        assert!((p.memory_gb.total - 1139.6).abs() < 0.05);
+        assert!((p.days - 90.7).abs() < 0.05);
+        assert_eq!(
+            p.checks,
+            Checks {
+                memory: false,
+                days: false,
+                loss: true
+            }
+        );
+        assert!(!p.pass);
+        assert_eq!(p.reasons.len(), 2);
+        assert_eq!(
+            p.reasons[0],
+            "memory: 1,139.6 GB per GPU exceeds the 72.0 GB cap by 1,067.6 GB"
+        );
+        assert_eq!(
+            p.reasons[1],
+            "days: 90.7 days exceed the 30.0-day limit by 60.7 days"
+        );
+    }
+
+    #[test]
+    fn the_contract_s_example_plan_passes() {
+        // The example: 70B on 4.96e12 tokens, TP 8, PP 1, DP 256, ZeRO 3.
+        let p = grade("70b", 4_960_000_000_000, 8, 1, 3);
+        assert!(p.pass, "{:?}", p.reasons);
+        assert_eq!(p.layout.dp, 256);
+        assert!(p.reasons.is_empty());
+        assert!(p.margins.days > 0.0 && p.margins.days < 0.01);
+    }
+
+    #[test]
+    fn margins_are_headroom_or_shortfall() {
+        let p = grade("8b", 1_000_000_000_000, 1, 1, 0);
+        assert!((p.margins.memory_gb - (72.0 - p.memory_gb.total)).abs() < 1e-12);
+        assert!(p.margins.loss < 0.0 && !p.checks.loss);
+    }
+}

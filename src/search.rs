@@ -1,0 +1,304 @@
+//! The search: every (shape, tokens, TP, PP, ZeRO) on a token grid, graded in parallel, the
+//! passing plans ranked and their Pareto front found.
+//!
+//! The plate model's checks separate — memory depends on (shape, layout), days and loss on
+//! (shape, tokens) — so the hot loop works through the grid one token count at a time, computes
+//! loss and days once for it, and pairs it with each layout of the shape whose memory (computed
+//! once per layout) fits. Every candidate is graded by the same check functions as
+//! [`crate::plan::evaluate`]; only the printed plans are graded again in full.
+//!
+//! Rayon is used here and nowhere else. Each worker keeps its own top-K list and Pareto front;
+//! they are merged at the end. Both are canonical under a total order, so the result is the
+//! same, byte for byte, at any thread count.
+
+use rayon::prelude::*;
+
+use crate::brief::Brief;
+use crate::error::{Error, Result};
+use crate::layout::{layouts, Layout};
+use crate::memory;
+use crate::model::Shape;
+use crate::pareto::Front;
+use crate::plan::{days_fit, evaluate, loss, loss_meets, memory_fits, Design, Plan};
+use crate::progress::Progress;
+use crate::rank::{Candidate, Rank, TopK};
+use crate::scaling::ComputeOptimal;
+use crate::time;
+use crate::verdict::{verdict, ShapeVerdict};
+
+/// Token counts to try: `min, min + step, …` up to `max` inclusive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct TokenGrid {
+    /// First token count.
+    pub min: u64,
+    /// Last token count (inclusive; the grid stops at the last step not past it).
+    pub max: u64,
+    /// Step between counts.
+    pub step: u64,
+}
+
+impl Default for TokenGrid {
+    /// 10^10 to 5 × 10^13 tokens in steps of 10^10: 5,000 counts.
+    fn default() -> Self {
+        TokenGrid {
+            min: 10_000_000_000,
+            max: 50_000_000_000_000,
+            step: 10_000_000_000,
+        }
+    }
+}
+
+impl TokenGrid {
+    /// The most counts a grid may have, so a typo cannot start a sweep of years.
+    pub const MAX_POINTS: u64 = 100_000_000;
+
+    /// A grid, checked: `1 ≤ min ≤ max`, `step ≥ 1`, at most [`Self::MAX_POINTS`] counts.
+    pub fn new(min: u64, max: u64, step: u64) -> Result<Self> {
+        if min == 0 {
+            return Err(Error::invalid("--tokens-min", min, "a whole number ≥ 1"));
+        }
+        if max < min {
+            return Err(Error::invalid(
+                "--tokens-max",
+                max,
+                format!("at least --tokens-min ({min})"),
+            ));
+        }
+        if step == 0 {
+            return Err(Error::invalid("--tokens-step", step, "a whole number ≥ 1"));
+        }
+        let grid = TokenGrid { min, max, step };
+        if grid.len() > Self::MAX_POINTS {
+            return Err(Error::invalid(
+                "--tokens-step",
+                step,
+                format!(
+                    "a step giving at most {} token counts (this gives {})",
+                    Self::MAX_POINTS,
+                    grid.len()
+                ),
+            ));
+        }
+        Ok(grid)
+    }
+
+    /// How many token counts the grid has.
+    pub fn len(&self) -> u64 {
+        (self.max - self.min) / self.step + 1
+    }
+
+    /// Whether the grid is empty (never, for a checked grid).
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The `i`-th token count.
+    pub fn at(&self, i: u64) -> u64 {
+        self.min + i * self.step
+    }
+}
+
+/// What to search and how to report it.
+#[derive(Debug, Clone)]
+pub struct SearchOptions {
+    /// Token counts to try.
+    pub grid: TokenGrid,
+    /// The order of the reported plans.
+    pub rank: Rank,
+    /// How many plans to report; `None` for every passing plan.
+    pub top: Option<usize>,
+}
+
+impl Default for SearchOptions {
+    /// The default grid, ranked by loss, the top 10.
+    fn default() -> Self {
+        SearchOptions {
+            grid: TokenGrid::default(),
+            rank: Rank::Loss,
+            top: Some(10),
+        }
+    }
+}
+
+/// Everything a search found.
+#[derive(Debug, Clone)]
+pub struct SearchReport {
+    /// The brief searched.
+    pub brief: Brief,
+    /// The token grid searched.
+    pub grid: TokenGrid,
+    /// The ranking of `plans`.
+    pub rank: Rank,
+    /// `C = GPUs × peak × MFU × days × 86,400`, FLOPs.
+    pub budget_flops: f64,
+    /// The compute-optimal model for the budget.
+    pub compute_optimal: ComputeOptimal,
+    /// One verdict per shape searched, in the order given.
+    pub shapes: Vec<ShapeVerdict>,
+    /// The best passing plans (or all of them), ranked.
+    pub plans: Vec<Plan>,
+    /// The Pareto front on (loss, days), sorted by days.
+    pub front: Vec<Plan>,
+    /// Candidates graded.
+    pub evaluated: u64,
+    /// Candidates that passed every check.
+    pub passing: u64,
+}
+
+/// Token counts one unit of parallel work covers.
+const CHUNK: u64 = 1024;
+
+/// What one worker has found so far.
+struct Found {
+    top: TopK,
+    front: Front,
+    passing: u64,
+}
+
+impl Found {
+    fn merge(mut self, other: Found) -> Found {
+        self.top = self.top.merge(other.top);
+        self.front = self.front.merge(other.front);
+        self.passing += other.passing;
+        self
+    }
+}
+
+/// Searches every shape in `shapes` under `brief` (which must be valid) on the current rayon
+/// thread pool, reporting progress in candidates graded.
+pub fn search(
+    brief: &Brief,
+    shapes: &[Shape],
+    options: &SearchOptions,
+    progress: &dyn Progress,
+) -> SearchReport {
+    let grid = options.grid;
+    // Per shape: the layouts whose memory fits, and how many layouts there are in all.
+    let fitting: Vec<(Vec<(Layout, f64)>, u64)> = shapes
+        .iter()
+        .map(|shape| {
+            let all = layouts(brief, shape);
+            let total = all.len() as u64;
+            let fit = all
+                .into_iter()
+                .map(|l| (l, memory::plate(shape, &l, brief.seq_len).total()))
+                .filter(|&(_, bytes)| memory_fits(brief, bytes))
+                .collect();
+            (fit, total)
+        })
+        .collect();
+    let evaluated: u64 = fitting.iter().map(|(_, n)| n * grid.len()).sum();
+    progress.start(evaluated);
+
+    let chunks = grid.len().div_ceil(CHUNK);
+    let work: Vec<(usize, u64)> = (0..shapes.len())
+        .flat_map(|s| (0..chunks).map(move |c| (s, c)))
+        .collect();
+    let empty = || Found {
+        top: TopK::new(options.rank, options.top),
+        front: Front::new(),
+        passing: 0,
+    };
+    let found = work
+        .par_iter()
+        .fold(empty, |mut found, &(s, chunk)| {
+            let shape = &shapes[s];
+            let n = shape.params() as f64;
+            let (fit, all_layouts) = &fitting[s];
+            let first = chunk * CHUNK;
+            let last = (first + CHUNK).min(grid.len());
+            for i in first..last {
+                let tokens = grid.at(i);
+                let days = time::days(brief, n, tokens as f64);
+                let loss = loss(brief, shape, tokens);
+                if !(days_fit(brief, days) && loss_meets(brief, loss)) {
+                    continue;
+                }
+                for &(layout, memory) in fit {
+                    let c = Candidate {
+                        shape: s,
+                        tokens,
+                        layout,
+                        loss,
+                        days,
+                        memory,
+                    };
+                    found.top.push(c);
+                    found.front.insert(c);
+                    found.passing += 1;
+                }
+            }
+            progress.advance((last - first) * all_layouts);
+            found
+        })
+        .reduce(empty, Found::merge);
+    progress.finish();
+
+    let grade = |c: &Candidate| {
+        let plan = evaluate(
+            brief,
+            &Design {
+                shape: &shapes[c.shape],
+                tokens: c.tokens,
+                layout: c.layout,
+            },
+        );
+        debug_assert!(plan.pass && plan.loss == c.loss && plan.days == c.days);
+        plan
+    };
+    let budget_flops = brief.budget_flops();
+    SearchReport {
+        brief: brief.clone(),
+        grid,
+        rank: options.rank,
+        budget_flops,
+        compute_optimal: ComputeOptimal::for_budget(&brief.loss_law, budget_flops),
+        shapes: shapes.iter().map(|s| verdict(brief, s)).collect(),
+        plans: found.top.into_sorted().iter().map(grade).collect(),
+        front: found.front.into_points().iter().map(grade).collect(),
+        evaluated,
+        passing: found.passing,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::presets;
+    use crate::progress::Silent;
+
+    #[test]
+    fn the_default_grid_has_5000_counts() {
+        let g = TokenGrid::default();
+        assert_eq!(g.len(), 5000);
+        assert_eq!(g.at(4999), 50_000_000_000_000);
+    }
+
+    #[test]
+    fn a_grid_is_checked() {
+        assert!(TokenGrid::new(0, 10, 1).is_err());
+        assert!(TokenGrid::new(10, 9, 1).is_err());
+        assert!(TokenGrid::new(1, 10, 0).is_err());
+        assert!(TokenGrid::new(1, u64::MAX, 1).is_err());
+        assert_eq!(TokenGrid::new(5, 12, 3).unwrap().len(), 3); // 5, 8, 11
+    }
+
+    #[test]
+    fn the_default_search_grades_every_candidate_and_the_best_is_70b_at_the_month_s_end() {
+        let r = search(
+            &Brief::default(),
+            &presets(),
+            &SearchOptions::default(),
+            &Silent,
+        );
+        // 5,000 token counts × (8B: 4 TP × 6 PP × 4 ZeRO + 70B: 4 × 7 × 4 + 405B: 4 × 7 × 4).
+        assert_eq!(r.evaluated, 5000 * (96 + 112 + 112));
+        assert_eq!(r.plans.len(), 10);
+        let best = &r.plans[0];
+        assert_eq!(
+            (best.model.as_str(), best.tokens),
+            ("llama3-70b", 4_960_000_000_000)
+        );
+        assert!(r.plans.iter().all(|p| p.pass));
+    }
+}

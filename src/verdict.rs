@@ -1,0 +1,271 @@
+//! Whether a shape can pass the brief at all, and for which tokens: its exact token window.
+//!
+//! Under the plate model the three checks separate. Memory depends only on the layout, days
+//! only rise and loss only falls with the tokens D. So a shape passes, with some layout, for
+//! exactly the whole numbers of tokens in `[D_lo, D_hi]`, where
+//!
+//! - `D_lo` is the fewest tokens that reach the loss target: `(B / (target − E − A/N^α))^(1/β)`
+//!   (see [`crate::scaling::LossLaw::tokens_for_loss`]), rounded up;
+//! - `D_hi` is the most tokens the day limit allows: `C / (6·N)` (see [`crate::time::max_tokens`]),
+//!   rounded down;
+//!
+//! provided some layout fits in memory. Both ends are solved in closed form and then settled to
+//! the exact whole number by the same check functions the plans use, so the window and the
+//! graded plans can never disagree about a token count.
+
+use serde::Serialize;
+
+use crate::brief::Brief;
+use crate::format::{count, fixed};
+use crate::layout::{layouts, Layout};
+use crate::memory;
+use crate::model::Shape;
+use crate::plan::{days_fit, loss, loss_meets, memory_fits};
+use crate::time;
+use crate::units::gb;
+
+/// What the search says of one shape.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ShapeVerdict {
+    /// The model's name.
+    pub model: String,
+    /// Parameters N.
+    pub params: u64,
+    /// `[fewest, most]` whole tokens with which the shape passes every check, or `null`.
+    pub token_window: Option<[u64; 2]>,
+    /// Days at both ends of the token window, or `null`.
+    pub days_window: Option<[f64; 2]>,
+    /// Loss with unlimited tokens, `E + A/N^α`.
+    pub loss_floor: f64,
+    /// Fewest whole tokens that reach the loss target, or `null` if none do.
+    pub min_tokens_for_loss: Option<u64>,
+    /// Most whole tokens that fit in the day limit (0 if not even one does).
+    pub max_tokens_in_time: u64,
+    /// The layout with the least per-GPU memory (ties: smaller TP, PP, ZeRO), or `null` if the
+    /// cluster admits no layout for this shape.
+    pub min_memory_layout: Option<Layout>,
+    /// Per-GPU memory of that layout, GB.
+    pub min_memory_gb: Option<f64>,
+    /// Why the shape can never pass, or `null` if it can.
+    pub reason: Option<String>,
+}
+
+/// The smallest `d ≥ 1` with `pred(d)`, for `pred` false then true as `d` grows, searched from
+/// `guess` by galloping then bisection. `None` if `pred` is false up to `u64::MAX`.
+pub fn first_true(guess: u64, pred: impl Fn(u64) -> bool) -> Option<u64> {
+    let guess = guess.max(1);
+    // Invariant once found: pred(hi) is true and pred(lo) is false (lo = 0 stands for "below 1").
+    let (mut lo, mut hi);
+    if pred(guess) {
+        hi = guess;
+        let mut step = 1u64;
+        loop {
+            let below = hi.saturating_sub(step);
+            if below == 0 {
+                lo = 0;
+                break;
+            }
+            if pred(below) {
+                hi = below;
+                step = step.saturating_mul(2);
+            } else {
+                lo = below;
+                break;
+            }
+        }
+    } else {
+        lo = guess;
+        let mut step = 1u64;
+        loop {
+            if lo == u64::MAX {
+                return None;
+            }
+            let above = lo.saturating_add(step);
+            if pred(above) {
+                hi = above;
+                break;
+            }
+            lo = above;
+            step = step.saturating_mul(2);
+        }
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if pred(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Some(hi)
+}
+
+/// The largest `d ≥ 1` with `pred(d)`, for `pred` true then false as `d` grows; `None` if
+/// `pred(1)` is false.
+pub fn last_true(guess: u64, pred: impl Fn(u64) -> bool) -> Option<u64> {
+    match first_true(guess.saturating_add(1), |d| !pred(d)) {
+        None => Some(u64::MAX),
+        Some(d) if d <= 1 => None,
+        Some(d) => Some(d - 1),
+    }
+}
+
+/// A continuous estimate as a whole-number starting guess (saturating, NaN as 1).
+fn guess(x: f64) -> u64 {
+    if x.is_nan() {
+        1
+    } else {
+        x.clamp(1.0, u64::MAX as f64) as u64
+    }
+}
+
+/// The verdict for `shape` under `brief`.
+pub fn verdict(brief: &Brief, shape: &Shape) -> ShapeVerdict {
+    let n = shape.params() as f64;
+    let law = &brief.loss_law;
+    let loss_floor = law.loss_floor(n);
+
+    let min_tokens_for_loss = law
+        .tokens_for_loss(n, brief.loss_target)
+        .and_then(|d| first_true(guess(d), |t| loss_meets(brief, loss(brief, shape, t))));
+    let max_tokens_in_time = last_true(guess(time::max_tokens(brief, n)), |t| {
+        days_fit(brief, time::days(brief, n, t as f64))
+    })
+    .unwrap_or(0);
+
+    let lightest = layouts(brief, shape)
+        .into_iter()
+        .map(|l| (memory::plate(shape, &l, brief.seq_len).total(), l))
+        .min_by(|a, b| a.0.total_cmp(&b.0).then_with(|| layout_order(&a.1, &b.1)));
+
+    let mut reasons = Vec::new();
+    match min_tokens_for_loss {
+        None => reasons.push(format!(
+            "loss: its floor E + A/N^α = {} is not below the {} target, however many tokens",
+            fixed(loss_floor, 4),
+            brief.loss_target
+        )),
+        Some(lo) if lo > max_tokens_in_time => reasons.push(format!(
+            "days: reaching loss {} takes {} tokens ({} days), but {} days allow only {}",
+            brief.loss_target,
+            count(lo as f64),
+            fixed(time::days(brief, n, lo as f64), 1),
+            fixed(brief.max_days, 1),
+            count(max_tokens_in_time as f64)
+        )),
+        Some(_) => {}
+    }
+    match lightest {
+        None => reasons.push(format!(
+            "layout: no TP × PP divides the {} GPUs within the layout rules",
+            brief.gpus
+        )),
+        Some((bytes, l)) if !memory_fits(brief, bytes) => reasons.push(format!(
+            "memory: even the lightest layout (TP {} × PP {}, ZeRO {}) needs {} GB per GPU, over the {} GB cap",
+            l.tp,
+            l.pp,
+            l.zero,
+            fixed(gb(bytes), 1),
+            fixed(brief.memory_cap_gb, 1)
+        )),
+        Some(_) => {}
+    }
+
+    let token_window = match (reasons.is_empty(), min_tokens_for_loss) {
+        (true, Some(lo)) => Some([lo, max_tokens_in_time]),
+        _ => None,
+    };
+    ShapeVerdict {
+        model: shape.name.clone(),
+        params: shape.params(),
+        token_window,
+        days_window: token_window.map(|[lo, hi]| {
+            [
+                time::days(brief, n, lo as f64),
+                time::days(brief, n, hi as f64),
+            ]
+        }),
+        loss_floor,
+        min_tokens_for_loss,
+        max_tokens_in_time,
+        min_memory_layout: lightest.map(|(_, l)| l),
+        min_memory_gb: lightest.map(|(bytes, _)| gb(bytes)),
+        reason: (!reasons.is_empty()).then(|| reasons.join("; ")),
+    }
+}
+
+/// Orders layouts by TP, then PP, then ZeRO stage: the tie-break when all else is equal.
+pub fn layout_order(a: &Layout, b: &Layout) -> std::cmp::Ordering {
+    (a.tp, a.pp, a.zero).cmp(&(b.tp, b.pp, b.zero))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::preset;
+
+    #[test]
+    fn first_and_last_true_find_the_edges_from_any_guess() {
+        for guess in [1, 2, 999, 1000, 1001, 5000, 1 << 40] {
+            assert_eq!(first_true(guess, |d| d >= 1000), Some(1000));
+            assert_eq!(last_true(guess, |d| d <= 1000), Some(1000));
+        }
+        assert_eq!(first_true(7, |_| true), Some(1));
+        assert_eq!(first_true(7, |_| false), None);
+        assert_eq!(last_true(7, |_| false), None);
+        assert_eq!(last_true(7, |_| true), Some(u64::MAX));
+    }
+
+    #[test]
+    fn llama3_8b_never_passes_its_loss_floor_is_above_the_target() {
+        let v = verdict(&Brief::default(), &preset("8b").unwrap());
+        assert_eq!(v.token_window, None);
+        assert!(
+            v.loss_floor > 1.992 && v.loss_floor < 1.993,
+            "{}",
+            v.loss_floor
+        );
+        assert!(v.reason.unwrap().starts_with("loss: its floor"));
+    }
+
+    #[test]
+    fn the_window_edges_are_exact_whole_tokens() {
+        let b = Brief::default();
+        for name in ["70b", "405b"] {
+            let s = preset(name).unwrap();
+            let [lo, hi] = verdict(&b, &s).token_window.unwrap();
+            assert!(loss_meets(&b, loss(&b, &s, lo)) && !loss_meets(&b, loss(&b, &s, lo - 1)));
+            let n = s.params() as f64;
+            assert!(days_fit(&b, time::days(&b, n, hi as f64)));
+            assert!(!days_fit(&b, time::days(&b, n, (hi + 1) as f64)));
+        }
+    }
+
+    #[test]
+    fn a_month_too_short_is_the_reason() {
+        let b = Brief {
+            max_days: 5.0,
+            ..Brief::default()
+        };
+        let v = verdict(&b, &preset("405b").unwrap());
+        assert_eq!(v.token_window, None);
+        assert!(v
+            .reason
+            .unwrap()
+            .starts_with("days: reaching loss 1.955 takes"));
+    }
+
+    #[test]
+    fn a_cap_too_small_is_the_reason() {
+        let b = Brief {
+            memory_cap_gb: 0.5,
+            ..Brief::default()
+        };
+        let v = verdict(&b, &preset("405b").unwrap());
+        assert_eq!(v.token_window, None);
+        assert!(v
+            .reason
+            .unwrap()
+            .starts_with("memory: even the lightest layout"));
+    }
+}
