@@ -1,0 +1,366 @@
+//! The real binary, run as a user would: exit codes, output on the right stream, the JSON
+//! contract, and one clear error line for bad input.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn trainplan() -> Command {
+    Command::cargo_bin("trainplan").unwrap()
+}
+
+fn json(args: &[&str]) -> Value {
+    let out = trainplan().args(args).output().unwrap();
+    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+}
+
+/// Runs with `args`, expects exit status 2 and exactly one line on stderr containing `needle`.
+fn refuses(args: &[&str], needle: &str) {
+    let out = trainplan().args(args).output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert_eq!(
+        stderr.lines().count(),
+        1,
+        "{args:?}: not one line: {stderr}"
+    );
+    assert!(
+        stderr.contains(needle),
+        "{args:?}: {stderr:?} lacks {needle:?}"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn check_of_the_starting_plan_fails_memory_and_days_with_exit_1() {
+    trainplan()
+        .args([
+            "check", "--model", "70b", "--tokens", "15e12", "--tp", "1", "--pp", "1", "--zero", "0",
+        ])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "memory  1,139.6 GB  ≤ 72.0 GB  FAIL",
+        ))
+        .stdout(predicate::str::contains(
+            "days         90.71       ≤ 30  FAIL",
+        ))
+        .stdout(predicate::str::contains("PASS  0.0228 to spare"))
+        .stdout(predicate::str::contains("memory: raise ZeRO to stage 3"));
+}
+
+#[test]
+fn check_of_a_passing_plan_exits_0() {
+    trainplan()
+        .args([
+            "check", "--model", "70b", "--tokens", "4.96e12", "--tp", "8", "--zero", "3",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("PASS: every check passes"));
+}
+
+#[test]
+fn check_json_is_the_plan_object_of_the_contract() {
+    let v = json(&[
+        "check", "--model", "70b", "--tokens", "4.96e12", "--tp", "8", "--pp", "1", "--zero", "3",
+        "--json",
+    ]);
+    assert_eq!(v["model"], "llama3-70b");
+    assert_eq!(v["params"], 70_553_706_496u64);
+    assert_eq!(v["tokens"], 4_960_000_000_000u64);
+    assert_eq!(
+        v["layout"],
+        serde_json::json!({"tp": 8, "pp": 1, "dp": 256, "zero": 3})
+    );
+    for k in ["weights", "gradients", "optimizer", "activations", "total"] {
+        assert!(v["memory_gb"][k].is_f64(), "memory_gb.{k}");
+    }
+    assert_eq!(
+        v["checks"],
+        serde_json::json!({"memory": true, "days": true, "loss": true})
+    );
+    assert_eq!(v["pass"], true);
+    assert!(v["flops"].as_f64().unwrap() > 2.09e24);
+    assert!(v["days"].as_f64().unwrap() < 30.0);
+    assert!(v["loss"].as_f64().unwrap() < 1.955);
+}
+
+#[test]
+fn search_answers_the_default_brief() {
+    trainplan()
+        .arg("search")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("budget    2.10e24 FLOPs"))
+        .stdout(predicate::str::contains("optimum   140.4 B parameters"))
+        .stdout(predicate::str::contains(
+            "llama3-8b     8.03 B  never passes: loss",
+        ))
+        .stdout(predicate::str::contains(
+            "passes on 3.381 T – 4.961 T tokens (20.4 – 30.0 days)",
+        ))
+        .stdout(predicate::str::contains(
+            "passes on 817.7 B – 862.4 B tokens (28.4 – 30.0 days)",
+        ));
+}
+
+#[test]
+fn search_json_follows_the_contract() {
+    let v = json(&["search", "--json", "--top", "3"]);
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["brief"]["gpus"], 2048);
+    assert_eq!(v["brief"]["loss_law"]["alpha"], 0.348);
+    assert!((v["budget_flops"].as_f64().unwrap() - 2.1e24).abs() < 1e21);
+    assert!(v["compute_optimal"]["params"].as_u64().unwrap() > 139_000_000_000);
+    let shapes = v["shapes"].as_array().unwrap();
+    assert_eq!(shapes.len(), 3);
+    assert_eq!(shapes[0]["token_window"], Value::Null);
+    assert!(shapes[0]["reason"].as_str().unwrap().starts_with("loss"));
+    assert_eq!(
+        shapes[1]["token_window"],
+        serde_json::json!([3_380_993_485_052u64, 4_960_782_062_099u64])
+    );
+    assert_eq!(shapes[1]["reason"], Value::Null);
+    assert_eq!(v["plans"].as_array().unwrap().len(), 3);
+    assert_eq!(v["plans"][0]["pass"], true);
+}
+
+#[test]
+fn search_all_lists_every_passing_plan() {
+    let v = json(&["search", "--json", "--all", "--models", "405b"]);
+    let plans = v["plans"].as_array().unwrap();
+    assert_eq!(plans.len() as u64, v["passing"].as_u64().unwrap());
+    assert!(plans.len() > 10);
+}
+
+#[test]
+fn ranking_by_days_puts_the_fastest_first() {
+    let v = json(&["search", "--json", "--rank", "days"]);
+    let days: Vec<f64> = v["plans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["days"].as_f64().unwrap())
+        .collect();
+    assert!(days.windows(2).all(|w| w[0] <= w[1]));
+    // The fastest passing plan is 70B at the first grid point past 3.381e12 tokens.
+    assert_eq!(v["plans"][0]["tokens"], 3_390_000_000_000u64);
+}
+
+#[test]
+fn pareto_to_stdout_is_the_only_thing_on_stdout() {
+    let out = trainplan()
+        .args(["search", "--pareto", "-"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["objectives"], serde_json::json!(["loss", "days"]));
+    let front = v["front"].as_array().unwrap();
+    assert_eq!(front.len(), 158);
+    let days: Vec<f64> = front.iter().map(|p| p["days"].as_f64().unwrap()).collect();
+    assert!(days.windows(2).all(|w| w[0] < w[1]));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("budget"));
+}
+
+#[test]
+fn pareto_to_a_file_replaces_it_and_keeps_the_summary_on_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("front.json");
+    std::fs::write(&path, "old").unwrap();
+    trainplan()
+        .args(["search", "--pareto"])
+        .arg(&path)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "pareto front (loss, days): 158 plans",
+        ));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(v["front"].as_array().unwrap().len(), 158);
+}
+
+#[test]
+fn a_brief_file_sets_fields_and_flags_override_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("brief.json");
+    std::fs::write(
+        &path,
+        r#"{"gpus": 4096, "max_days": 20, "loss_law": {"e": 1.8}}"#,
+    )
+    .unwrap();
+    let v = json(&[
+        "search",
+        "--json",
+        "--brief",
+        path.to_str().unwrap(),
+        "--max-days",
+        "25",
+    ]);
+    assert_eq!(v["brief"]["gpus"], 4096);
+    assert_eq!(v["brief"]["max_days"], 25.0);
+    assert_eq!(v["brief"]["loss_law"]["e"], 1.8);
+    assert_eq!(v["brief"]["mfu"], 0.4);
+}
+
+#[test]
+fn the_brief_in_the_output_reads_back_as_a_brief_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = json(&[
+        "search",
+        "--json",
+        "--gpus",
+        "512",
+        "--loss-law",
+        "hoffmann",
+    ]);
+    let path = dir.path().join("brief.json");
+    std::fs::write(&path, v["brief"].to_string()).unwrap();
+    let again = json(&["search", "--json", "--brief", path.to_str().unwrap()]);
+    assert_eq!(again, v);
+}
+
+#[test]
+fn the_pareto_file_may_not_overwrite_the_brief() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("brief.json");
+    std::fs::write(&path, "{}").unwrap();
+    let p = path.to_str().unwrap();
+    refuses(&["search", "--brief", p, "--pareto", p], "--pareto");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "{}");
+}
+
+#[test]
+fn bad_input_gets_one_error_line_and_exit_2() {
+    let check = |extra: &[&str]| {
+        let mut a = vec!["check", "--model", "70b", "--tokens", "1e12"];
+        a.extend_from_slice(extra);
+        a.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (check(&["--mfu", "-0.4"]), "brief.mfu = -0.4"),
+        (check(&["--mfu", "NaN"]), "brief.mfu = NaN"),
+        (check(&["--gpus", "0"]), "brief.gpus = 0"),
+        (check(&["--tp", "3"]), "tp = 3"),
+        (check(&["--pp", "81"]), "pp = 81"),
+        (check(&["--zero", "4"]), "--zero"),
+        (
+            check(&["--memory-cap-gb", "100"]),
+            "brief.memory_cap_gb = 100",
+        ),
+        (
+            check(&["--brief", "/nonexistent/brief.json"]),
+            "cannot read '/nonexistent/brief.json'",
+        ),
+        (
+            vec![
+                "check".into(),
+                "--model".into(),
+                "13b".into(),
+                "--tokens".into(),
+                "1e12".into(),
+            ],
+            "unknown model '13b'",
+        ),
+        (
+            vec![
+                "check".into(),
+                "--model".into(),
+                "70b".into(),
+                "--tokens".into(),
+                "1.5".into(),
+            ],
+            "--tokens",
+        ),
+        (
+            vec!["check".into(), "--model".into(), "70b".into()],
+            "--tokens",
+        ),
+        (
+            vec!["search".into(), "--top".into(), "0".into()],
+            "--top = 0",
+        ),
+        (
+            vec!["search".into(), "--tokens-step".into(), "0".into()],
+            "--tokens-step = 0",
+        ),
+        (
+            vec!["search".into(), "--rank".into(), "speed".into()],
+            "speed",
+        ),
+        (
+            vec![
+                "search".into(),
+                "--pareto".into(),
+                "-".into(),
+                "--json".into(),
+            ],
+            "--pareto",
+        ),
+        (vec!["frobnicate".into()], "frobnicate"),
+    ];
+    for (args, needle) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        refuses(&args, needle);
+    }
+}
+
+#[test]
+fn a_malformed_or_mistyped_brief_file_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text, needle) in [
+        ("broken.json", "{\"gpus\": ", "cannot parse"),
+        ("typo.json", "{\"gpu\": 8}", "unknown field `gpu`"),
+        ("string.json", "{\"gpus\": \"many\"}", "invalid type"),
+        ("empty.json", "", "cannot parse"),
+        ("zero.json", "{\"gpus\": 0}", "brief.gpus = 0"),
+    ] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        refuses(&["search", "--brief", path.to_str().unwrap()], needle);
+    }
+}
+
+#[test]
+fn a_brief_where_nothing_passes_exits_1_and_says_so() {
+    trainplan()
+        .args(["search", "--loss-target", "1.5"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("no plan passes every check"));
+}
+
+#[test]
+fn help_shows_examples_and_exits_0() {
+    trainplan()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "trainplan check --model 70b --tokens 15e12",
+        ));
+}
+
+#[test]
+fn a_reader_that_goes_away_is_not_an_error() {
+    use std::io::Read;
+    use std::process::{Command as Process, Stdio};
+    let mut child = Process::new(assert_cmd::cargo::cargo_bin("trainplan"))
+        .args(["search", "--all", "--tokens-step", "1e9"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 64];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    // stdout is dropped here: the pipe is closed with most of the output unread.
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

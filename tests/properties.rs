@@ -1,0 +1,283 @@
+//! Invariants of the plate model and the search, on random briefs and shapes, checked against
+//! brute force: every design graded one by one with `evaluate`, and the Pareto front found by
+//! comparing every pair.
+
+use proptest::prelude::*;
+
+use trainplan::export::Format;
+use trainplan::layout::{layouts, Layout};
+use trainplan::memory;
+use trainplan::model::{presets, Shape};
+use trainplan::plan::{evaluate, Design, Plan};
+use trainplan::progress::Silent;
+use trainplan::rank::Rank;
+use trainplan::search::{search, SearchOptions, SearchReport, TokenGrid};
+use trainplan::verdict::verdict;
+use trainplan::Brief;
+
+fn brief() -> impl Strategy<Value = Brief> {
+    (
+        prop::sample::select(vec![8u64, 16, 24, 64, 96, 256, 1024]),
+        prop::sample::select(vec![1u64, 2, 4, 8]),
+        5.0f64..=80.0,
+        0.2f64..0.6,
+        1.0f64..90.0,
+        1.86f64..2.05,
+        prop::sample::select(vec![2048u64, 4096, 8192]),
+    )
+        .prop_map(|(gpus, per_node, cap, mfu, days, target, seq)| Brief {
+            gpus,
+            gpus_per_node: per_node,
+            memory_cap_gb: cap,
+            mfu,
+            max_days: days,
+            loss_target: target,
+            seq_len: seq,
+            ..Brief::default()
+        })
+}
+
+fn shape() -> impl Strategy<Value = Shape> {
+    (
+        1u32..=48,
+        prop::sample::select(vec![8u32, 16, 32, 64]),
+        prop::sample::select(vec![64u64, 128]),
+        prop::sample::select(vec![1u32, 2, 4, 8]),
+        2u64..=4,
+        prop::sample::select(vec![32_000u64, 128_256]),
+    )
+        .prop_map(|(layers, heads, head_dim, kv, ratio, vocab)| {
+            let hidden = u64::from(heads) * head_dim;
+            Shape::new("random", layers, hidden, hidden * ratio, heads, kv, vocab).unwrap()
+        })
+}
+
+fn shapes() -> impl Strategy<Value = Vec<Shape>> {
+    (prop::sample::subsequence(presets(), 1..=3), shape()).prop_map(|(mut s, extra)| {
+        s.push(extra);
+        s
+    })
+}
+
+fn grid() -> impl Strategy<Value = TokenGrid> {
+    (
+        1_000_000_000u64..2_000_000_000_000,
+        1_000_000_000u64..500_000_000_000,
+        1u64..200,
+    )
+        .prop_map(|(min, step, n)| TokenGrid::new(min, min + step * (n - 1), step).unwrap())
+}
+
+/// A brief, shapes and a grid chosen so that the answer is interesting: the loss target is
+/// what one of the shapes reaches somewhere on the grid, and the day limit is within a factor
+/// of three of what it takes there, so windows open and close inside the grid.
+fn problem() -> impl Strategy<Value = (Brief, Vec<Shape>, TokenGrid)> {
+    (
+        brief(),
+        shapes(),
+        grid(),
+        any::<prop::sample::Index>(),
+        0.0f64..1.0,
+        0.0f64..1.0,
+        0.3f64..3.0,
+    )
+        .prop_map(
+            |(mut brief, shapes, grid, which, at_loss, at_days, slack)| {
+                let n = shapes[which.index(shapes.len())].params() as f64;
+                let point = |u: f64| grid.at(((grid.len() - 1) as f64 * u) as u64) as f64;
+                brief.loss_target = brief.loss_law.loss(n, point(at_loss));
+                brief.max_days = trainplan::time::days(&brief, n, point(at_days)) * slack;
+                (brief, shapes, grid)
+            },
+        )
+}
+
+fn rank() -> impl Strategy<Value = Rank> {
+    prop::sample::select(vec![Rank::Loss, Rank::Days, Rank::Memory])
+}
+
+/// Every passing plan, graded one by one.
+fn brute_force(brief: &Brief, shapes: &[Shape], grid: &TokenGrid) -> Vec<(usize, Plan)> {
+    let mut out = Vec::new();
+    for (i, shape) in shapes.iter().enumerate() {
+        for layout in layouts(brief, shape) {
+            for t in 0..grid.len() {
+                let plan = evaluate(
+                    brief,
+                    &Design {
+                        shape,
+                        tokens: grid.at(t),
+                        layout,
+                    },
+                );
+                if plan.pass {
+                    out.push((i, plan));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The tie-break, written out again: less memory, smaller TP, PP, ZeRO, earlier shape, fewer
+/// tokens.
+fn tie(a: &(usize, Plan), b: &(usize, Plan)) -> std::cmp::Ordering {
+    let t = |(i, p): &(usize, Plan)| (p.layout.tp, p.layout.pp, p.layout.zero.get(), *i, p.tokens);
+    a.1.memory_gb
+        .total
+        .total_cmp(&b.1.memory_gb.total)
+        .then(t(a).cmp(&t(b)))
+}
+
+/// The front by comparing every pair: undominated plans, one per (loss, days) point.
+fn brute_front(passing: &[(usize, Plan)]) -> Vec<(usize, Plan)> {
+    let dominated = |p: &Plan| {
+        passing.iter().any(|(_, q)| {
+            q.loss <= p.loss && q.days <= p.days && (q.loss < p.loss || q.days < p.days)
+        })
+    };
+    let mut front: Vec<(usize, Plan)> = passing
+        .iter()
+        .filter(|(_, p)| !dominated(p))
+        .cloned()
+        .collect();
+    front.sort_by(|a, b| a.1.days.total_cmp(&b.1.days).then_with(|| tie(a, b)));
+    front.dedup_by(|later, earlier| {
+        later.1.days == earlier.1.days && later.1.loss == earlier.1.loss
+    });
+    front
+}
+
+fn run(
+    brief: &Brief,
+    shapes: &[Shape],
+    grid: TokenGrid,
+    rank: Rank,
+    top: Option<usize>,
+) -> SearchReport {
+    search(brief, shapes, &SearchOptions { grid, rank, top }, &Silent)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn memory_never_rises_with_the_zero_stage_tp_or_pp(brief in brief(), shape in shape()) {
+        let all = layouts(&brief, &shape);
+        let mem = |l: &Layout| memory::plate(&shape, l, brief.seq_len).total();
+        for a in &all {
+            for b in &all {
+                if b.zero >= a.zero && b.tp >= a.tp && b.pp >= a.pp {
+                    prop_assert!(mem(b) <= mem(a) * (1.0 + 1e-12), "{a:?} {b:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_passing_set_and_its_order_equal_a_brute_force_check(
+        (brief, shapes, grid) in problem(), rank in rank()
+    ) {
+        let report = run(&brief, &shapes, grid, rank, None);
+        let mut expected = brute_force(&brief, &shapes, &grid);
+        expected.sort_by(|a, b| {
+            let (p, q) = (&a.1, &b.1);
+            let by = |x: f64, y: f64| x.total_cmp(&y);
+            match rank {
+                Rank::Loss => by(p.loss, q.loss).then(by(p.days, q.days)),
+                Rank::Days => by(p.days, q.days).then(by(p.loss, q.loss)),
+                Rank::Memory => by(p.memory_gb.total, q.memory_gb.total)
+                    .then(by(p.loss, q.loss))
+                    .then(by(p.days, q.days)),
+            }
+            .then_with(|| tie(a, b))
+        });
+        prop_assert_eq!(report.passing as usize, expected.len());
+        let got: Vec<Plan> = report.plans;
+        let want: Vec<Plan> = expected.into_iter().map(|(_, p)| p).collect();
+        prop_assert_eq!(got, want);
+    }
+
+    #[test]
+    fn the_front_equals_a_brute_force_front_and_nothing_on_it_is_dominated(
+        (brief, shapes, grid) in problem()
+    ) {
+        let report = run(&brief, &shapes, grid, Rank::Loss, Some(3));
+        let passing = brute_force(&brief, &shapes, &grid);
+        let want: Vec<Plan> = brute_front(&passing).into_iter().map(|(_, p)| p).collect();
+        prop_assert_eq!(&report.front, &want);
+        for p in &report.front {
+            prop_assert!(!passing.iter().any(|(_, q)| q.loss <= p.loss && q.days <= p.days
+                && (q.loss < p.loss || q.days < p.days)));
+        }
+    }
+
+    #[test]
+    fn the_grid_passes_exactly_inside_each_shape_s_token_window(
+        (brief, shapes, grid) in problem()
+    ) {
+        let report = run(&brief, &shapes, grid, Rank::Loss, None);
+        for (shape, v) in shapes.iter().zip(&report.shapes) {
+            prop_assert_eq!(v, &verdict(&brief, shape));
+            if let Some([lo, hi]) = v.token_window {
+                // The edges are exact: one token fewer misses the loss, one more the days.
+                let grade = |tokens: u64| {
+                    let layout = v.min_memory_layout.unwrap();
+                    evaluate(&brief, &Design { shape, tokens, layout })
+                };
+                prop_assert!(grade(lo).pass && grade(hi).pass);
+                prop_assert!(lo == 1 || !grade(lo - 1).checks.loss);
+                prop_assert!(!grade(hi + 1).checks.days);
+            }
+            let passing: Vec<u64> = {
+                let mut t: Vec<u64> = report.plans.iter()
+                    .filter(|p| p.model == shape.name && p.params == shape.params())
+                    .map(|p| p.tokens).collect();
+                t.sort_unstable();
+                t.dedup();
+                t
+            };
+            let inside: Vec<u64> = (0..grid.len()).map(|i| grid.at(i))
+                .filter(|t| v.token_window.is_some_and(|[lo, hi]| (lo..=hi).contains(t)))
+                .collect();
+            prop_assert_eq!(passing, inside, "{}", shape.name);
+        }
+    }
+
+    #[test]
+    fn results_are_byte_identical_at_one_and_four_threads(
+        (brief, shapes, grid) in problem(), rank in rank(), top in 1usize..20
+    ) {
+        let at = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let r = pool.install(|| run(&brief, &shapes, grid, rank, Some(top)));
+            let json = Format::Json.exporter();
+            (json.search(&r).unwrap(), json.front(&r).unwrap())
+        };
+        prop_assert_eq!(at(1), at(4));
+    }
+}
+
+#[test]
+fn the_default_search_is_byte_identical_at_one_and_four_threads() {
+    let at = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let r = pool.install(|| {
+            search(
+                &Brief::default(),
+                &presets(),
+                &SearchOptions {
+                    top: None,
+                    ..SearchOptions::default()
+                },
+                &Silent,
+            )
+        });
+        let json = Format::Json.exporter();
+        (json.search(&r).unwrap(), json.front(&r).unwrap())
+    };
+    assert_eq!(at(1), at(4));
+}
