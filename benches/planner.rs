@@ -1,1 +1,73 @@
-fn main() {}
+//! Criterion benchmarks: grading one plan, one shape's verdict, and the whole default search
+//! (and a 10× finer token grid) at one thread and at every core.
+
+use std::hint::black_box;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+
+use trainplan::layout::{Layout, ZeroStage};
+use trainplan::model::{preset, presets};
+use trainplan::plan::{evaluate, Design};
+use trainplan::progress::Silent;
+use trainplan::search::{search, SearchOptions, TokenGrid};
+use trainplan::verdict::verdict;
+use trainplan::Brief;
+
+fn one_plan(c: &mut Criterion) {
+    let brief = Brief::default();
+    let shape = preset("70b").unwrap();
+    let layout = Layout::new(&brief, &shape, 8, 1, ZeroStage::new(3).unwrap()).unwrap();
+    let mut g = c.benchmark_group("grade");
+    g.bench_function("evaluate one plan (70B, TP 8, ZeRO 3)", |b| {
+        b.iter(|| {
+            evaluate(
+                black_box(&brief),
+                &Design {
+                    shape: black_box(&shape),
+                    tokens: black_box(4_960_000_000_000),
+                    layout,
+                },
+            )
+        })
+    });
+    g.bench_function("verdict of one shape (405B)", |b| {
+        let shape = preset("405b").unwrap();
+        b.iter(|| verdict(black_box(&brief), black_box(&shape)))
+    });
+    g.finish();
+}
+
+fn default_search(c: &mut Criterion) {
+    let brief = Brief::default();
+    let shapes = presets();
+    let mut g = c.benchmark_group("search");
+    g.sample_size(20);
+    for (name, grid) in [
+        ("default brief", TokenGrid::default()),
+        (
+            "10x finer grid",
+            TokenGrid::new(1_000_000_000, 50_000_000_000_000, 1_000_000_000).unwrap(),
+        ),
+    ] {
+        let options = SearchOptions {
+            grid,
+            ..SearchOptions::default()
+        };
+        let candidates = search(&brief, &shapes, &options, &Silent).evaluated;
+        g.throughput(Throughput::Elements(candidates));
+        for threads in [1, 0] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let label = format!("{name}, {} thread(s)", pool.current_num_threads());
+            g.bench_function(label, |b| {
+                b.iter(|| pool.install(|| search(black_box(&brief), &shapes, &options, &Silent)))
+            });
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(benches, one_plan, default_search);
+criterion_main!(benches);

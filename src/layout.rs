@@ -80,41 +80,68 @@ pub struct Layout {
     pub zero: ZeroStage,
 }
 
+/// A layout rule that a (TP, PP) pair breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Broken {
+    /// TP does not divide the GPUs per node.
+    TpNode,
+    /// TP does not divide the heads and the KV heads.
+    TpHeads,
+    /// PP is not between 1 and the layers.
+    PpLayers,
+    /// TP·PP does not divide the GPUs.
+    Gpus,
+}
+
+/// The first rule (TP, PP) breaks for `shape` on the brief's cluster, if any. Allocation-free,
+/// so the enumeration can call it for every pair.
+fn broken_rule(brief: &Brief, shape: &Shape, tp: u64, pp: u64) -> Option<Broken> {
+    let node = brief.gpus_per_node;
+    if tp == 0 || tp > node || node % tp != 0 {
+        Some(Broken::TpNode)
+    } else if u64::from(shape.heads) % tp != 0 || u64::from(shape.kv_heads) % tp != 0 {
+        Some(Broken::TpHeads)
+    } else if pp == 0 || pp > u64::from(shape.layers) {
+        Some(Broken::PpLayers)
+    } else if brief.gpus % (tp * pp) != 0 {
+        Some(Broken::Gpus)
+    } else {
+        None
+    }
+}
+
 impl Layout {
     /// The layout (TP, PP, ZeRO) for `shape` on the brief's cluster, with DP derived, or the
     /// rule it breaks.
     pub fn new(brief: &Brief, shape: &Shape, tp: u64, pp: u64, zero: ZeroStage) -> Result<Self> {
-        let node = brief.gpus_per_node;
-        if tp == 0 || tp > node || node % tp != 0 {
-            return Err(Error::Layout(format!(
-                "tp = {tp} must divide the {node} GPUs per node (TP stays inside a node)"
-            )));
-        }
-        if u64::from(shape.heads) % tp != 0 || u64::from(shape.kv_heads) % tp != 0 {
-            return Err(Error::Layout(format!(
+        let message = match broken_rule(brief, shape, tp, pp) {
+            None => {
+                return Ok(Layout {
+                    tp,
+                    pp,
+                    dp: brief.gpus / (tp * pp),
+                    zero,
+                })
+            }
+            Some(Broken::TpNode) => format!(
+                "tp = {tp} must divide the {} GPUs per node (TP stays inside a node)",
+                brief.gpus_per_node
+            ),
+            Some(Broken::TpHeads) => format!(
                 "tp = {tp} does not divide the {} attention heads and {} KV heads of {}",
                 shape.heads, shape.kv_heads, shape.name
-            )));
-        }
-        if pp == 0 || pp > u64::from(shape.layers) {
-            return Err(Error::Layout(format!(
+            ),
+            Some(Broken::PpLayers) => format!(
                 "pp = {pp} must be between 1 and the {} layers of {}",
                 shape.layers, shape.name
-            )));
-        }
-        let model_parallel = tp * pp;
-        if brief.gpus % model_parallel != 0 {
-            return Err(Error::Layout(format!(
-                "tp × pp = {tp} × {pp} = {model_parallel} does not divide the {} GPUs",
+            ),
+            Some(Broken::Gpus) => format!(
+                "tp × pp = {tp} × {pp} = {} does not divide the {} GPUs",
+                tp * pp,
                 brief.gpus
-            )));
-        }
-        Ok(Layout {
-            tp,
-            pp,
-            dp: brief.gpus / model_parallel,
-            zero,
-        })
+            ),
+        };
+        Err(Error::Layout(message))
     }
 
     /// Layers on the busiest pipeline stage, `⌈L / PP⌉`.
@@ -128,10 +155,9 @@ pub fn layouts(brief: &Brief, shape: &Shape) -> Vec<Layout> {
     let mut out = Vec::new();
     for tp in 1..=brief.gpus_per_node {
         for pp in 1..=u64::from(shape.layers) {
-            for zero in ZeroStage::ALL {
-                if let Ok(layout) = Layout::new(brief, shape, tp, pp, zero) {
-                    out.push(layout);
-                }
+            if broken_rule(brief, shape, tp, pp).is_none() {
+                let dp = brief.gpus / (tp * pp);
+                out.extend(ZeroStage::ALL.map(|zero| Layout { tp, pp, dp, zero }));
             }
         }
     }
@@ -187,6 +213,27 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("6 attention heads"), "{e}");
+    }
+
+    #[test]
+    fn the_enumeration_agrees_with_the_constructor() {
+        let b = Brief {
+            gpus: 96,
+            gpus_per_node: 4,
+            ..Brief::default()
+        };
+        for shape in crate::model::presets() {
+            let listed = layouts(&b, &shape);
+            let mut built = Vec::new();
+            for tp in 0..=9 {
+                for pp in 0..=130 {
+                    for zero in ZeroStage::ALL {
+                        built.extend(Layout::new(&b, &shape, tp, pp, zero));
+                    }
+                }
+            }
+            assert_eq!(listed, built);
+        }
     }
 
     #[test]

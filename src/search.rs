@@ -5,7 +5,8 @@
 //! (shape, tokens) — so the hot loop works through the grid one token count at a time, computes
 //! loss and days once for it, and pairs it with each layout of the shape whose memory (computed
 //! once per layout) fits. Every candidate is graded by the same check functions as
-//! [`crate::plan::evaluate`]; only the printed plans are graded again in full.
+//! [`crate::plan::evaluate`]; only the printed plans are graded again in full. The property
+//! tests in `tests/properties.rs` compare the result with grading every candidate one by one.
 //!
 //! Rayon is used here and nowhere else. Each worker keeps its own top-K list and Pareto front;
 //! they are merged at the end. Both are canonical under a total order, so the result is the
@@ -24,7 +25,7 @@ use crate::progress::Progress;
 use crate::rank::{Candidate, Rank, TopK};
 use crate::scaling::ComputeOptimal;
 use crate::time;
-use crate::verdict::{verdict, ShapeVerdict};
+use crate::verdict::{layout_order, verdict, ShapeVerdict};
 
 /// Token counts to try: `min, min + step, …` up to `max` inclusive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -146,7 +147,7 @@ pub struct SearchReport {
 }
 
 /// Token counts one unit of parallel work covers.
-const CHUNK: u64 = 1024;
+const CHUNK: u64 = 256;
 
 /// What one worker has found so far.
 struct Found {
@@ -179,11 +180,13 @@ pub fn search(
         .map(|shape| {
             let all = layouts(brief, shape);
             let total = all.len() as u64;
-            let fit = all
+            let mut fit: Vec<(Layout, f64)> = all
                 .into_iter()
                 .map(|l| (l, memory::plate(shape, &l, brief.seq_len).total()))
                 .filter(|&(_, bytes)| memory_fits(brief, bytes))
                 .collect();
+            // In tie-break order: plans of one token count differ only in their layout.
+            fit.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| layout_order(&a.0, &b.0)));
             (fit, total)
         })
         .collect();
@@ -214,19 +217,25 @@ pub fn search(
                 if !(days_fit(brief, days) && loss_meets(brief, loss)) {
                     continue;
                 }
-                for &(layout, memory) in fit {
-                    let c = Candidate {
-                        shape: s,
-                        tokens,
-                        layout,
-                        loss,
-                        days,
-                        memory,
-                    };
+                // Every fitting layout passes with this token count. They share loss and days,
+                // so under any ranking they come in `fit`'s order: only the first `top` can
+                // be among the best, and only the first can stand for them on the front.
+                let candidate = |&(layout, memory): &(Layout, f64)| Candidate {
+                    shape: s,
+                    tokens,
+                    layout,
+                    loss,
+                    days,
+                    memory,
+                };
+                let top = options.top.unwrap_or(usize::MAX);
+                for c in fit.iter().take(top).map(candidate) {
                     found.top.push(c);
-                    found.front.insert(c);
-                    found.passing += 1;
                 }
+                if let Some(c) = fit.first().map(candidate) {
+                    found.front.insert(c);
+                }
+                found.passing += fit.len() as u64;
             }
             progress.advance((last - first) * all_layouts);
             found
