@@ -8,6 +8,20 @@
 //! The model is the plate model of SPEC.md: memory by ZeRO stage with full recomputation
 //! ([`memory`]), days by 6ND at an assumed MFU ([`time`]), and the Chinchilla loss law
 //! ([`scaling`]). Each formula lives in one small function with its source in the doc comment.
+//!
+//! ```
+//! use trainplan::{evaluate, model, Brief, Design, Layout, ZeroStage};
+//!
+//! // The seed's starting plan: Llama 3 70B on 15 T tokens with no parallelism.
+//! let brief = Brief::default();
+//! let shape = model::preset("70b")?;
+//! let layout = Layout::new(&brief, &shape, 1, 1, ZeroStage::new(0)?)?;
+//! let plan = evaluate(&brief, &Design { shape: &shape, tokens: 15_000_000_000_000, layout });
+//! assert!((plan.memory_gb.total - 1139.6).abs() < 0.1); // GB per GPU, against a 72 GB cap
+//! assert!((plan.days - 90.7).abs() < 0.1); // days, against a 30-day limit
+//! assert!(!plan.pass && plan.reasons.len() == 2);
+//! # Ok::<(), trainplan::Error>(())
+//! ```
 
 pub mod brief;
 pub mod check;

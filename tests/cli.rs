@@ -40,10 +40,10 @@ fn check_of_the_starting_plan_fails_memory_and_days_with_exit_1() {
         .assert()
         .code(1)
         .stdout(predicate::str::contains(
-            "memory  1,139.6 GB  ≤ 72.0 GB  FAIL",
+            "memory  1,139.60 GB  ≤ 72 GB  FAIL",
         ))
         .stdout(predicate::str::contains(
-            "days         90.71       ≤ 30  FAIL",
+            "days         90.712     ≤ 30  FAIL",
         ))
         .stdout(predicate::str::contains("PASS  0.0228 to spare"))
         .stdout(predicate::str::contains("memory: raise ZeRO to stage 3"));

@@ -155,17 +155,17 @@ impl Exporter for Text {
         let check_rows = vec![
             vec![
                 "memory".into(),
-                format!("{} GB", fixed(m.total, 1)),
-                format!("≤ {} GB", fixed(r.brief.memory_cap_gb, 1)),
+                format!("{} GB", fixed(m.total, 2)),
+                format!("≤ {} GB", r.brief.memory_cap_gb),
                 verdict_word(p.checks.memory).into(),
-                margin(p.margins.memory_gb, " GB", 1),
+                margin(p.margins.memory_gb, " GB", 2),
             ],
             vec![
                 "days".into(),
-                fixed(p.days, 2),
+                fixed(p.days, 3),
                 format!("≤ {}", r.brief.max_days),
                 verdict_word(p.checks.days).into(),
-                margin(p.margins.days, " days", 2),
+                margin(p.margins.days, " days", 3),
             ],
             vec![
                 "loss".into(),

@@ -1,0 +1,31 @@
+//! `results/` holds what the tool writes for the default brief. These tests regenerate it and
+//! compare byte for byte, so the committed files can never drift from the code. To refresh:
+//! `cargo run --release -- search --pareto results/default-front.json > results/default-summary.txt`
+
+use assert_cmd::Command;
+
+#[test]
+fn results_hold_the_default_brief_s_summary_and_front_as_the_tool_writes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let front = dir.path().join("front.json");
+    let out = Command::cargo_bin("trainplan")
+        .unwrap()
+        .args(["search", "--pareto"])
+        .arg(&front)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+    let summary = std::fs::read_to_string(root.join("default-summary.txt")).unwrap();
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        summary,
+        "results/default-summary.txt is stale"
+    );
+    let committed = std::fs::read_to_string(root.join("default-front.json")).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&front).unwrap(),
+        committed,
+        "results/default-front.json is stale"
+    );
+}
