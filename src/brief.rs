@@ -6,11 +6,34 @@
 
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::error::{Error, Result};
+use crate::format::{general, thousands};
 use crate::scaling::LossLaw;
 use crate::units::{FLOPS_PER_TFLOPS, SECONDS_PER_DAY};
+
+/// The largest values a brief accepts: far beyond any real cluster, small enough that every
+/// count and product the planner forms stays exact in `u64` and finite in `f64`.
+pub mod limits {
+    /// GPUs in the cluster: a hundred million.
+    pub const GPUS: u64 = 100_000_000;
+    /// GPUs per node (an NVL72 rack is 72).
+    pub const GPUS_PER_NODE: u64 = 1_024;
+    /// Sequence length, tokens.
+    pub const SEQ_LEN: u64 = 100_000_000;
+    /// Peak per GPU, TFLOP/s: an exaFLOP/s.
+    pub const PEAK_TFLOPS: f64 = 1e6;
+    /// Memory per GPU, GB: a petabyte.
+    pub const GPU_MEMORY_GB: f64 = 1e6;
+    /// Days: a century.
+    pub const DAYS: f64 = 36_500.0;
+    /// Loss target, nats per token.
+    pub const LOSS: f64 = 1e3;
+    /// Tokens or parameters the compute-optimal model may have: 10^18.
+    pub const TOKENS: f64 = 1e18;
+}
 
 /// The problem a plan answers. Field names are the JSON names (`brief` object of every output,
 /// and the `--brief` file).
@@ -60,54 +83,77 @@ impl Default for Brief {
 impl Brief {
     /// Checks every field; the error names the field (`brief.<name>`) and its value.
     pub fn validate(&self) -> Result<()> {
-        let count = |field: &str, v: u64| {
-            if v == 0 {
-                Err(Error::invalid(
-                    format!("brief.{field}"),
-                    v,
-                    "a whole number ≥ 1",
-                ))
-            } else {
-                Ok(())
-            }
-        };
-        count("gpus", self.gpus)?;
-        count("gpus_per_node", self.gpus_per_node)?;
-        count("seq_len", self.seq_len)?;
-        let positive = |field: &str, v: f64| {
-            if v.is_finite() && v > 0.0 {
+        let count = |field: &str, v: u64, max: u64| {
+            if (1..=max).contains(&v) {
                 Ok(())
             } else {
                 Err(Error::invalid(
                     format!("brief.{field}"),
                     v,
-                    "a finite number > 0",
+                    format!("a whole number from 1 to {}", thousands(max)),
                 ))
             }
         };
-        positive("peak_tflops", self.peak_tflops)?;
-        positive("gpu_memory_gb", self.gpu_memory_gb)?;
-        positive("memory_cap_gb", self.memory_cap_gb)?;
-        positive("max_days", self.max_days)?;
-        positive("loss_target", self.loss_target)?;
+        count("gpus", self.gpus, limits::GPUS)?;
+        count("gpus_per_node", self.gpus_per_node, limits::GPUS_PER_NODE)?;
+        count("seq_len", self.seq_len, limits::SEQ_LEN)?;
+        let positive = |field: &str, v: f64, max: f64| {
+            if v.is_finite() && v > 0.0 && v <= max {
+                Ok(())
+            } else {
+                Err(Error::invalid(
+                    format!("brief.{field}"),
+                    general(v),
+                    format!("a number > 0 and at most {}", general(max)),
+                ))
+            }
+        };
+        positive("peak_tflops", self.peak_tflops, limits::PEAK_TFLOPS)?;
+        positive("gpu_memory_gb", self.gpu_memory_gb, limits::GPU_MEMORY_GB)?;
+        positive("memory_cap_gb", self.memory_cap_gb, limits::GPU_MEMORY_GB)?;
+        positive("max_days", self.max_days, limits::DAYS)?;
+        positive("loss_target", self.loss_target, limits::LOSS)?;
         if !(self.mfu.is_finite() && self.mfu > 0.0 && self.mfu <= 1.0) {
             return Err(Error::invalid(
                 "brief.mfu",
-                self.mfu,
+                general(self.mfu),
                 "a fraction in (0, 1], for example 0.4 for 40 %",
             ));
         }
         if self.memory_cap_gb > self.gpu_memory_gb {
             return Err(Error::invalid(
                 "brief.memory_cap_gb",
-                self.memory_cap_gb,
+                general(self.memory_cap_gb),
                 format!(
                     "at most the card's {} GB (gpu_memory_gb)",
                     self.gpu_memory_gb
                 ),
             ));
         }
-        self.loss_law.validate("brief.loss_law.")
+        self.loss_law.validate("brief.loss_law.")?;
+        self.validate_budget()
+    }
+
+    /// Checks what the fields give together: a budget whose compute-optimal model has at
+    /// least one parameter and one token, and no more than a token count can hold.
+    fn validate_budget(&self) -> Result<()> {
+        let c = self.budget_flops();
+        let n = self.loss_law.compute_optimal_params(c);
+        let d = c / 6.0 / n;
+        let countable = |x: f64| x.is_finite() && (1.0..=limits::TOKENS).contains(&x);
+        if c.is_finite() && countable(n) && countable(d) {
+            Ok(())
+        } else {
+            Err(Error::invalid(
+                "brief",
+                format!("a budget of {c:.3e} FLOPs"),
+                format!(
+                    "a budget whose compute-optimal model ({n:.3e} parameters on {d:.3e} tokens) \
+                     has between 1 and {:.1e} of each; check peak_tflops, mfu, gpus, max_days and the loss law",
+                    limits::TOKENS
+                ),
+            ))
+        }
     }
 
     /// Sustained training throughput of the whole cluster, FLOP/s: `GPUs × peak × MFU`.
@@ -141,22 +187,31 @@ impl Brief {
 #[serde(deny_unknown_fields)]
 pub struct BriefPatch {
     /// See [`Brief::gpus`].
+    #[serde(default, deserialize_with = "whole")]
     pub gpus: Option<u64>,
     /// See [`Brief::peak_tflops`].
+    #[serde(default, deserialize_with = "number")]
     pub peak_tflops: Option<f64>,
     /// See [`Brief::gpu_memory_gb`].
+    #[serde(default, deserialize_with = "number")]
     pub gpu_memory_gb: Option<f64>,
     /// See [`Brief::memory_cap_gb`].
+    #[serde(default, deserialize_with = "number")]
     pub memory_cap_gb: Option<f64>,
     /// See [`Brief::gpus_per_node`].
+    #[serde(default, deserialize_with = "whole")]
     pub gpus_per_node: Option<u64>,
     /// See [`Brief::mfu`].
+    #[serde(default, deserialize_with = "number")]
     pub mfu: Option<f64>,
     /// See [`Brief::max_days`].
+    #[serde(default, deserialize_with = "number")]
     pub max_days: Option<f64>,
     /// See [`Brief::loss_target`].
+    #[serde(default, deserialize_with = "number")]
     pub loss_target: Option<f64>,
     /// See [`Brief::seq_len`].
+    #[serde(default, deserialize_with = "whole")]
     pub seq_len: Option<u64>,
     /// See [`Brief::loss_law`].
     #[serde(default)]
@@ -168,15 +223,41 @@ pub struct BriefPatch {
 #[serde(deny_unknown_fields)]
 pub struct LossLawPatch {
     /// E.
+    #[serde(default, deserialize_with = "number")]
     pub e: Option<f64>,
     /// A.
+    #[serde(default, deserialize_with = "number")]
     pub a: Option<f64>,
     /// B.
+    #[serde(default, deserialize_with = "number")]
     pub b: Option<f64>,
     /// α.
+    #[serde(default, deserialize_with = "number")]
     pub alpha: Option<f64>,
     /// β.
+    #[serde(default, deserialize_with = "number")]
     pub beta: Option<f64>,
+}
+
+/// A number that is present: `null` is refused rather than read as "not set".
+fn number<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<f64>, D::Error> {
+    f64::deserialize(d).map(Some)
+}
+
+/// A whole number, written as an integer (`2048`) or as a float with no fraction (`2.048e3`).
+fn whole<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<u64>, D::Error> {
+    let x = serde_json::Number::deserialize(d)?;
+    if let Some(n) = x.as_u64() {
+        return Ok(Some(n));
+    }
+    match x.as_f64() {
+        Some(f) if f >= 0.0 && f.fract() == 0.0 && f <= 9_007_199_254_740_992.0 => {
+            Ok(Some(f as u64))
+        }
+        _ => Err(D::Error::custom(format!(
+            "invalid value: {x}, expected a whole number ≥ 0"
+        ))),
+    }
 }
 
 impl LossLawPatch {
@@ -295,6 +376,20 @@ mod tests {
         assert_eq!(b.loss_law.e, 1.69);
         assert_eq!(b.loss_law.a, 482.0);
         assert_eq!(b.mfu, 0.4);
+    }
+
+    #[test]
+    fn whole_numbers_may_be_written_as_floats_and_null_is_refused() {
+        let patch: BriefPatch = serde_json::from_str(r#"{"gpus": 2.048e3, "mfu": 0.5}"#).unwrap();
+        assert_eq!((patch.gpus, patch.mfu), (Some(2048), Some(0.5)));
+        for bad in [
+            r#"{"gpus": 1.5}"#,
+            r#"{"gpus": -8}"#,
+            r#"{"mfu": null}"#,
+            r#"{"gpus": null}"#,
+        ] {
+            assert!(serde_json::from_str::<BriefPatch>(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -143,14 +143,20 @@ fn token_fixes(brief: &Brief, shape: &Shape, plan: &Plan) -> Vec<String> {
         });
     }
     if !plan.checks.loss {
-        fixes.push(match v.min_tokens_for_loss {
-            None => format!(
+        let needed = brief.loss_law.tokens_for_loss(n, brief.loss_target);
+        fixes.push(match (needed, v.min_tokens_for_loss) {
+            (None, _) => format!(
                 "loss: no number of tokens reaches {}: the floor of {} is {}; a larger model is needed",
                 brief.loss_target,
                 shape.name,
-                fixed(v.loss_floor, 4)
+                fixed(v.loss_floor, 6)
             ),
-            Some(fewest) => format!(
+            (Some(d), None) => format!(
+                "loss: reaching {} takes about {} tokens, more than can be counted; a larger model is needed",
+                brief.loss_target,
+                count(d)
+            ),
+            (_, Some(fewest)) => format!(
                 "loss: train at least {} tokens ({}) to reach {}; that takes {} days",
                 count(fewest as f64),
                 fewest,
@@ -159,14 +165,16 @@ fn token_fixes(brief: &Brief, shape: &Shape, plan: &Plan) -> Vec<String> {
             ),
         });
     }
-    if let (Some(fewest), false) = (v.min_tokens_for_loss, plan.checks.days && plan.checks.loss) {
-        if fewest > v.max_tokens_in_time {
-            fixes.push(format!(
-                "days and loss: {} cannot meet both within {} days; a larger cluster, a longer run or another model is needed",
-                shape.name,
-                fixed(brief.max_days, 1)
-            ));
-        }
+    let floor_below_target = v.loss_floor < brief.loss_target;
+    let too_few_days = v
+        .min_tokens_for_loss
+        .is_none_or(|fewest| fewest > v.max_tokens_in_time);
+    if floor_below_target && too_few_days {
+        fixes.push(format!(
+            "days and loss: {} cannot meet both within {} days; a larger cluster, a longer run or another model is needed",
+            shape.name,
+            fixed(brief.max_days, 1)
+        ));
     }
     fixes
 }

@@ -260,6 +260,20 @@ impl SearchArgs {
         Ok(shapes)
     }
 
+    /// The worker threads asked for (0: every core).
+    pub fn threads(&self) -> Result<usize> {
+        usize::try_from(self.threads)
+            .ok()
+            .filter(|&n| n <= MAX_THREADS)
+            .ok_or_else(|| {
+                Error::invalid(
+                    "--threads",
+                    self.threads,
+                    format!("0 (every core) to {MAX_THREADS}"),
+                )
+            })
+    }
+
     /// The search options.
     pub fn options(&self) -> Result<SearchOptions> {
         let top = if self.all {
@@ -283,6 +297,9 @@ impl SearchArgs {
     }
 }
 
+/// The most worker threads `--threads` accepts.
+const MAX_THREADS: usize = 1024;
+
 /// A whole number, written plainly (`2048`) or in scientific notation (`15e12`, `4.96e12`).
 fn parse_whole(text: &str) -> std::result::Result<u64, String> {
     if let Ok(n) = text.parse::<u64>() {
@@ -297,8 +314,9 @@ fn parse_whole(text: &str) -> std::result::Result<u64, String> {
     if x.fract() != 0.0 {
         return Err("expected a whole number, not a fraction".into());
     }
-    if x >= u64::MAX as f64 {
-        return Err("too large: at most 18446744073709551615".into());
+    // Above 2^53 a double cannot hold every whole number: such a value must be written out.
+    if x > 9_007_199_254_740_992.0 {
+        return Err("above 2^53 write the number out in full digits, not as 1.2e19".into());
     }
     Ok(x as u64)
 }
@@ -330,6 +348,11 @@ mod tests {
         assert!(parse_whole("-3").is_err());
         assert!(parse_whole("NaN").is_err());
         assert!(parse_whole("1e30").is_err());
+        assert!(parse_whole("1.0000000000000001e19").is_err());
+        assert_eq!(
+            parse_whole("10000000000000000001"),
+            Ok(10_000_000_000_000_000_001)
+        );
         assert!(parse_whole("eight").is_err());
     }
 

@@ -10,9 +10,9 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A number (flag, brief field, or computed setting) outside its valid range.
-    #[error("invalid {field} = {value}: {expected}")]
+    #[error("invalid {field} = {}: {expected}", one_line(value))]
     Invalid {
-        /// The flag or field, as the user wrote it (for example `--mfu` or `brief.mfu`).
+        /// The flag (`--top`) or the brief field (`brief.mfu`, set by a file or by `--mfu`).
         field: String,
         /// The value the user gave, as text.
         value: String,
@@ -23,7 +23,7 @@ pub enum Error {
     #[error("invalid layout: {0}")]
     Layout(String),
     /// A model name that is not one of the known shapes.
-    #[error("unknown model '{name}': expected one of {known}")]
+    #[error("unknown model '{}': expected one of {known}", one_line(name))]
     UnknownModel {
         /// What the user asked for.
         name: String,
@@ -31,7 +31,7 @@ pub enum Error {
         known: String,
     },
     /// A file that could not be read or written.
-    #[error("cannot {action} '{}': {source}", path.display())]
+    #[error("cannot {action} '{}': {source}", one_line(&path.display().to_string()))]
     Io {
         /// `read` or `write`.
         action: &'static str,
@@ -41,7 +41,7 @@ pub enum Error {
         source: std::io::Error,
     },
     /// A file that was read but is not a valid document of the expected kind.
-    #[error("cannot parse '{}': {message}", path.display())]
+    #[error("cannot parse '{}': {}", one_line(&path.display().to_string()), one_line(message))]
     Parse {
         /// The file.
         path: PathBuf,
@@ -65,5 +65,50 @@ impl Error {
     }
 }
 
+/// `text` with control characters (a newline in a file name, say) escaped, so an error stays
+/// on one line.
+fn one_line(text: &str) -> String {
+    if text.chars().any(char::is_control) {
+        text.escape_debug().to_string()
+    } else {
+        text.to_string()
+    }
+}
+
 /// The library's result type.
 pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_error_is_one_line_even_with_a_newline_in_the_input() {
+        let errors = [
+            Error::UnknownModel {
+                name: "7b\nx".into(),
+                known: "8b".into(),
+            },
+            Error::Io {
+                action: "read",
+                path: "a\nb.json".into(),
+                source: std::io::ErrorKind::NotFound.into(),
+            },
+            Error::Parse {
+                path: "p.json".into(),
+                message: "line 1\nline 2".into(),
+            },
+            Error::invalid("--model", "x\ny", "a name"),
+        ];
+        for e in errors {
+            let text = e.to_string();
+            assert_eq!(text.lines().count(), 1, "{text}");
+        }
+    }
+
+    #[test]
+    fn an_invalid_value_names_the_field_the_value_and_what_is_expected() {
+        let e = Error::invalid("brief.gpus", 0, "a whole number ≥ 1");
+        assert_eq!(e.to_string(), "invalid brief.gpus = 0: a whole number ≥ 1");
+    }
+}

@@ -39,26 +39,63 @@ pub fn fixed(x: f64, decimals: usize) -> String {
     }
 }
 
+/// `x` rounded to `digits` significant figures.
+fn round_significant(x: f64, digits: i32) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let scale = 10f64.powi(digits - 1 - x.abs().log10().floor() as i32);
+    (x * scale).round() / scale
+}
+
+/// `text` without trailing zeros after a decimal point.
+fn trim_zeros(text: &str) -> &str {
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        text
+    }
+}
+
 /// A count of tokens or parameters in T (10^12), B (10^9) or M (10^6), to four significant
-/// figures with trailing zeros dropped: `4.96e12` → `4.96 T`, `8.19e11` → `819 B`.
+/// figures with trailing zeros dropped: `4.96e12` → `4.96 T`, `8.19e11` → `819 B`; from
+/// 10^16 up in scientific notation (`4.41e19`).
 pub fn count(x: f64) -> String {
-    let (value, unit) = if x.abs() >= 1e12 {
-        (x / 1e12, "T")
-    } else if x.abs() >= 1e9 {
-        (x / 1e9, "B")
-    } else if x.abs() >= 1e6 {
-        (x / 1e6, "M")
+    let r = round_significant(x, 4);
+    if r.abs() >= 1e16 {
+        return format!("{r:.3e}");
+    }
+    let (value, unit) = if r.abs() >= 1e12 {
+        (r / 1e12, "T")
+    } else if r.abs() >= 1e9 {
+        (r / 1e9, "B")
+    } else if r.abs() >= 1e6 {
+        (r / 1e6, "M")
     } else {
         return fixed(x, 0);
     };
     let int_digits = (value.abs().log10().floor() as i32 + 1).clamp(1, 4) as usize;
-    let text = fixed(value, 4 - int_digits);
-    let text = if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.')
-    } else {
-        &text
-    };
-    format!("{text} {unit}")
+    format!("{} {unit}", trim_zeros(&fixed(value, 4 - int_digits)))
+}
+
+/// A number as a person writes it: up to six significant figures with trailing zeros
+/// dropped (`0.4`, `989`, `1.955`), and scientific notation outside 10^-4 to 10^15.
+pub fn general(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return x.to_string();
+    }
+    if !(1e-4..1e15).contains(&x.abs()) {
+        return format!("{x:e}");
+    }
+    let r = round_significant(x, 6);
+    let decimals = (5 - r.abs().log10().floor() as i32).max(0) as usize;
+    trim_zeros(&format!("{r:.decimals$}")).to_string()
+}
+
+/// `n` and the noun, plural unless `n` is 1: `1 plan`, `158 plans`.
+pub fn plural(n: u64, noun: &str) -> String {
+    let s = if n == 1 { "" } else { "s" };
+    format!("{} {noun}{s}", thousands(n))
 }
 
 /// A number in scientific notation with three significant figures: `2.1e24` → `2.10e24`.
@@ -96,6 +133,26 @@ mod tests {
         assert_eq!(count(12.35e12), "12.35 T");
         assert_eq!(count(5e6), "5 M");
         assert_eq!(count(1234.0), "1,234");
+        assert_eq!(count(999_999_999_999.0), "1 T");
+        assert_eq!(count(4.405e19), "4.405e19");
+    }
+
+    #[test]
+    fn general_numbers_read_as_written() {
+        assert_eq!(general(0.4), "0.4");
+        assert_eq!(general(989.0), "989");
+        assert_eq!(general(1.955), "1.955");
+        assert_eq!(general(40.0), "40");
+        assert_eq!(general(1e-300), "1e-300");
+        assert_eq!(general(1e308), "1e308");
+        assert_eq!(general(f64::NAN), "NaN");
+        assert_eq!(general(-0.4), "-0.4");
+    }
+
+    #[test]
+    fn plurals_agree() {
+        assert_eq!(plural(1, "plan"), "1 plan");
+        assert_eq!(plural(1580, "plan"), "1,580 plans");
     }
 
     #[test]

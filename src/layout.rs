@@ -9,6 +9,7 @@
 
 use std::fmt;
 
+use itertools::iproduct;
 use serde::{Serialize, Serializer};
 
 use crate::brief::Brief;
@@ -66,8 +67,8 @@ impl Serialize for ZeroStage {
     }
 }
 
-/// One way to spread the model over the cluster. Built only by [`Layout::new`] or
-/// [`layouts`], so every `Layout` obeys the rules for the brief and shape it was made for.
+/// One way to spread the model over the cluster. Build it with [`Layout::new`] or
+/// [`layouts`], which check the rules for the brief and shape; the fields are public to read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct Layout {
     /// Tensor-parallel degree.
@@ -152,16 +153,17 @@ impl Layout {
 
 /// Every valid layout for `shape` on the brief's cluster, ordered by TP, then PP, then ZeRO.
 pub fn layouts(brief: &Brief, shape: &Shape) -> Vec<Layout> {
-    let mut out = Vec::new();
-    for tp in 1..=brief.gpus_per_node {
-        for pp in 1..=u64::from(shape.layers) {
-            if broken_rule(brief, shape, tp, pp).is_none() {
-                let dp = brief.gpus / (tp * pp);
-                out.extend(ZeroStage::ALL.map(|zero| Layout { tp, pp, dp, zero }));
-            }
-        }
-    }
-    out
+    // TP divides the KV heads (which divide the heads) and PP divides the GPUs, which bounds
+    // the loops however large the node or the cluster.
+    let max_tp = brief.gpus_per_node.min(u64::from(shape.kv_heads));
+    let max_pp = u64::from(shape.layers).min(brief.gpus);
+    iproduct!(1..=max_tp, 1..=max_pp)
+        .filter(|&(tp, pp)| broken_rule(brief, shape, tp, pp).is_none())
+        .flat_map(|(tp, pp)| {
+            let dp = brief.gpus / (tp * pp);
+            ZeroStage::ALL.map(|zero| Layout { tp, pp, dp, zero })
+        })
+        .collect()
 }
 
 #[cfg(test)]

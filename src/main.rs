@@ -7,6 +7,7 @@ use std::io::{self, IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
+use clap::error::ErrorKind;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -18,7 +19,7 @@ use trainplan::layout::Layout;
 use trainplan::output::{emit, same_file, write_atomic};
 use trainplan::plan::Design;
 use trainplan::progress::{Progress, Silent};
-use trainplan::search::search;
+use trainplan::search::{candidates, search};
 
 /// Sweeps at least this many candidates get a progress bar (on a terminal).
 const LONG_SWEEP: u64 = 50_000_000;
@@ -30,6 +31,10 @@ fn main() -> ExitCode {
             // --help and --version.
             let _ = e.print();
             return ExitCode::SUCCESS;
+        }
+        Err(e) if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            eprintln!("error: a command is needed: check or search (trainplan --help lists them)");
+            return ExitCode::from(2);
         }
         Err(e) => {
             eprintln!("{}", one_line(&e.render().to_string()));
@@ -133,8 +138,8 @@ fn run_search(args: &SearchArgs) -> Result<bool> {
         }
     }
 
-    let candidates: u64 = shapes.len() as u64 * options.grid.len() * 4 * brief.gpus_per_node;
-    let bar = (io::stderr().is_terminal() && candidates >= LONG_SWEEP).then(|| {
+    let long = candidates(&brief, &shapes, &options.grid) >= LONG_SWEEP;
+    let bar = (io::stderr().is_terminal() && long).then(|| {
         let bar = ProgressBar::new(0);
         bar.set_style(
             ProgressStyle::with_template("{bar:40} {percent:>3}% {per_sec} ETA {eta}")
@@ -146,8 +151,7 @@ fn run_search(args: &SearchArgs) -> Result<bool> {
         Some(b) => b,
         None => &Silent,
     };
-    let threads = usize::try_from(args.threads)
-        .map_err(|_| Error::invalid("--threads", args.threads, "a thread count"))?;
+    let threads = args.threads()?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build()

@@ -7,25 +7,63 @@ use crate::error::{Error, Result};
 
 /// Writes `bytes` to `path` atomically: into a temporary file in the same directory, flushed
 /// to disk, then renamed over `path`. An interrupted run leaves whatever was at `path` intact.
+///
+/// A symbolic link is followed and its target replaced, not the link. Something that is not a
+/// regular file (`/dev/null`, a named pipe, `/dev/stdout`) is written to in place, since it
+/// cannot be replaced. A new file gets mode 0644; a replaced file keeps its mode.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let io_err = |source| Error::Io {
+    let io_err = |source: io::Error| Error::Io {
         action: "write",
         path: path.to_path_buf(),
         source,
     };
-    let dir = match path.parent() {
+    let target = match std::fs::canonicalize(path) {
+        Ok(resolved) => resolved,
+        Err(_) => path.to_path_buf(),
+    };
+    let existing = std::fs::metadata(&target).ok();
+    if let Some(meta) = &existing {
+        if !meta.is_file() {
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&target)
+                .map_err(io_err)?;
+            return file.write_all(bytes).map_err(io_err);
+        }
+    }
+    let dir = match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
+    // Checked first so that the error names the cause, not tempfile's random file name.
+    std::fs::metadata(dir).map_err(io_err)?;
     let mut tmp = tempfile::Builder::new()
         .prefix(".trainplan-")
         .suffix(".tmp")
         .tempfile_in(dir)
         .map_err(io_err)?;
     tmp.write_all(bytes).map_err(io_err)?;
+    let permissions = match &existing {
+        Some(meta) => meta.permissions(),
+        None => default_permissions(tmp.as_file()).map_err(io_err)?,
+    };
+    tmp.as_file().set_permissions(permissions).map_err(io_err)?;
     tmp.as_file().sync_all().map_err(io_err)?;
-    tmp.persist(path).map_err(|e| io_err(e.error))?;
+    tmp.persist(&target).map_err(|e| io_err(e.error))?;
     Ok(())
+}
+
+/// Permissions for a new file: rw-r--r-- where that means something.
+#[cfg(unix)]
+fn default_permissions(_file: &std::fs::File) -> io::Result<std::fs::Permissions> {
+    use std::os::unix::fs::PermissionsExt;
+    Ok(std::fs::Permissions::from_mode(0o644))
+}
+
+/// Permissions for a new file: those the temporary file already has.
+#[cfg(not(unix))]
+fn default_permissions(file: &std::fs::File) -> io::Result<std::fs::Permissions> {
+    Ok(file.metadata()?.permissions())
 }
 
 /// Whether two paths name the same file (both must exist to be the same).
@@ -63,13 +101,46 @@ mod tests {
     }
 
     #[test]
-    fn a_write_into_a_missing_directory_names_the_path() {
+    fn a_write_into_a_missing_directory_names_the_path_and_the_cause_only() {
         let e = write_atomic(Path::new("/nonexistent/dir/x.json"), b"x").unwrap_err();
-        assert!(
-            e.to_string()
-                .starts_with("cannot write '/nonexistent/dir/x.json'"),
-            "{e}"
+        assert_eq!(
+            e.to_string(),
+            "cannot write '/nonexistent/dir/x.json': No such file or directory (os error 2)"
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_new_file_is_readable_by_all_and_a_replaced_one_keeps_its_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fresh = dir.path().join("new.json");
+        write_atomic(&fresh, b"{}").unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&fresh), 0o644);
+        let kept = dir.path().join("kept.json");
+        std::fs::write(&kept, "old").unwrap();
+        std::fs::set_permissions(&kept, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_atomic(&kept, b"new").unwrap();
+        assert_eq!(mode(&kept), 0o640);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlink_is_followed_and_a_device_written_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.json");
+        std::fs::write(&real, "old").unwrap();
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        write_atomic(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), "new");
+        write_atomic(Path::new("/dev/null"), b"discarded").unwrap();
+        assert!(!std::fs::metadata("/dev/null").unwrap().is_file());
     }
 
     #[test]

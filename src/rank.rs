@@ -93,7 +93,7 @@ impl TopK {
     pub fn push(&mut self, c: Candidate) {
         self.items.push(c);
         if let Some(k) = self.k {
-            if self.items.len() >= 2 * k.max(1) {
+            if self.items.len() >= k.max(1).saturating_mul(2) {
                 self.cut(k);
             }
         }

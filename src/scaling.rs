@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::format::general;
 
 /// The five constants of `L(N, D) = E + A / N^α + B / D^β`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -113,7 +114,11 @@ impl LossLaw {
                 } else {
                     "a finite number > 0"
                 };
-                return Err(Error::invalid(format!("{prefix}{name}"), value, expected));
+                return Err(Error::invalid(
+                    format!("{prefix}{name}"),
+                    general(value),
+                    expected,
+                ));
             }
         }
         Ok(())

@@ -8,7 +8,7 @@
 //! [`crate::plan::evaluate`]; only the printed plans are graded again in full. The property
 //! tests in `tests/properties.rs` compare the result with grading every candidate one by one.
 //!
-//! Rayon is used here and nowhere else. Each worker keeps its own top-K list and Pareto front;
+//! This is the only parallel code; the caller chooses the rayon pool it runs on. Each worker keeps its own top-K list and Pareto front;
 //! they are merged at the end. Both are canonical under a total order, so the result is the
 //! same, byte for byte, at any thread count.
 
@@ -31,11 +31,11 @@ use crate::verdict::{layout_order, verdict, ShapeVerdict};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct TokenGrid {
     /// First token count.
-    pub min: u64,
+    min: u64,
     /// Last token count (inclusive; the grid stops at the last step not past it).
-    pub max: u64,
+    max: u64,
     /// Step between counts.
-    pub step: u64,
+    step: u64,
 }
 
 impl Default for TokenGrid {
@@ -165,6 +165,15 @@ impl Found {
     }
 }
 
+/// How many candidates (shape, tokens, TP, PP, ZeRO) a search of `shapes` on `grid` grades.
+pub fn candidates(brief: &Brief, shapes: &[Shape], grid: &TokenGrid) -> u64 {
+    shapes
+        .iter()
+        .map(|s| layouts(brief, s).len() as u64)
+        .sum::<u64>()
+        .saturating_mul(grid.len())
+}
+
 /// Searches every shape in `shapes` under `brief` (which must be valid) on the current rayon
 /// thread pool, reporting progress in candidates graded.
 pub fn search(
@@ -190,7 +199,10 @@ pub fn search(
             (fit, total)
         })
         .collect();
-    let evaluated: u64 = fitting.iter().map(|(_, n)| n * grid.len()).sum();
+    let evaluated: u64 = fitting
+        .iter()
+        .map(|(_, n)| n.saturating_mul(grid.len()))
+        .sum();
     progress.start(evaluated);
 
     let chunks = grid.len().div_ceil(CHUNK);

@@ -125,9 +125,10 @@ pub fn verdict(brief: &Brief, shape: &Shape) -> ShapeVerdict {
     let law = &brief.loss_law;
     let loss_floor = law.loss_floor(n);
 
-    let min_tokens_for_loss = law
-        .tokens_for_loss(n, brief.loss_target)
-        .and_then(|d| first_true(guess(d), |t| loss_meets(brief, loss(brief, shape, t))));
+    // Continuous, then settled to the whole token; `None` beyond u64::MAX tokens.
+    let needed = law.tokens_for_loss(n, brief.loss_target);
+    let min_tokens_for_loss =
+        needed.and_then(|d| first_true(guess(d), |t| loss_meets(brief, loss(brief, shape, t))));
     let max_tokens_in_time = last_true(guess(time::max_tokens(brief, n)), |t| {
         days_fit(brief, time::days(brief, n, t as f64))
     })
@@ -139,21 +140,24 @@ pub fn verdict(brief: &Brief, shape: &Shape) -> ShapeVerdict {
         .min_by(|a, b| a.0.total_cmp(&b.0).then_with(|| layout_order(&a.1, &b.1)));
 
     let mut reasons = Vec::new();
-    match min_tokens_for_loss {
-        None => reasons.push(format!(
+    match (needed, min_tokens_for_loss) {
+        (None, _) => reasons.push(format!(
             "loss: its floor E + A/N^α = {} is not below the {} target, however many tokens",
-            fixed(loss_floor, 4),
+            fixed(loss_floor, 6),
             brief.loss_target
         )),
-        Some(lo) if lo > max_tokens_in_time => reasons.push(format!(
-            "days: reaching loss {} takes {} tokens ({} days), but {} days allow only {}",
-            brief.loss_target,
-            count(lo as f64),
-            fixed(time::days(brief, n, lo as f64), 1),
-            fixed(brief.max_days, 1),
-            count(max_tokens_in_time as f64)
-        )),
-        Some(_) => {}
+        (Some(d), lo) if lo.is_none_or(|lo| lo > max_tokens_in_time) => {
+            let d = lo.map_or(d, |lo| lo as f64);
+            reasons.push(format!(
+                "days: reaching loss {} takes {} tokens ({} days), but {} days allow only {}",
+                brief.loss_target,
+                count(d),
+                fixed(time::days(brief, n, d), 1),
+                fixed(brief.max_days, 1),
+                count(max_tokens_in_time as f64)
+            ))
+        }
+        _ => {}
     }
     match lightest {
         None => reasons.push(format!(
@@ -253,6 +257,22 @@ mod tests {
             .reason
             .unwrap()
             .starts_with("days: reaching loss 1.955 takes"));
+    }
+
+    #[test]
+    fn a_target_just_above_the_floor_is_a_matter_of_days_not_of_the_floor() {
+        // 70B's floor is 1.900865; reaching 1.901 needs about 4.4e19 tokens, more than a u64.
+        let b = Brief {
+            loss_target: 1.901,
+            ..Brief::default()
+        };
+        let v = verdict(&b, &preset("70b").unwrap());
+        assert_eq!(v.min_tokens_for_loss, None);
+        let reason = v.reason.unwrap();
+        assert!(
+            reason.starts_with("days: reaching loss 1.901 takes 4"),
+            "{reason}"
+        );
     }
 
     #[test]

@@ -300,6 +300,31 @@ fn bad_input_gets_one_error_line_and_exit_2() {
             "--pareto",
         ),
         (vec!["frobnicate".into()], "frobnicate"),
+        (vec![], "a command is needed"),
+        (
+            vec!["search".into(), "--threads".into(), "5000".into()],
+            "--threads = 5000",
+        ),
+        (
+            vec!["search".into(), "--gpus-per-node".into(), "1e10".into()],
+            "brief.gpus_per_node = 10000000000",
+        ),
+        (
+            vec!["search".into(), "--gpus".into(), "1e19".into()],
+            "--gpus",
+        ),
+        (
+            vec!["search".into(), "--peak-tflops".into(), "1e308".into()],
+            "brief.peak_tflops = 1e308",
+        ),
+        (
+            vec!["search".into(), "--mfu".into(), "1e-300".into()],
+            "invalid brief = a budget of",
+        ),
+        (
+            vec!["search".into(), "--models".into(), "7b\nx".into()],
+            "unknown model '7b\\nx'",
+        ),
     ];
     for (args, needle) in cases {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -321,6 +346,33 @@ fn a_malformed_or_mistyped_brief_file_is_refused_by_name() {
         std::fs::write(&path, text).unwrap();
         refuses(&["search", "--brief", path.to_str().unwrap()], needle);
     }
+}
+
+#[test]
+fn a_target_just_above_the_floor_is_told_it_needs_too_many_tokens_not_a_lower_floor() {
+    trainplan()
+        .args(["search", "--loss-target", "1.901", "--models", "70b"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "never passes: days: reaching loss 1.901 takes 4.405e19 tokens",
+        ));
+}
+
+#[test]
+fn a_huge_top_k_lists_every_passing_plan() {
+    let v = json(&[
+        "search",
+        "--json",
+        "--top",
+        "9223372036854775808",
+        "--models",
+        "405b",
+    ]);
+    assert_eq!(
+        v["plans"].as_array().unwrap().len() as u64,
+        v["passing"].as_u64().unwrap()
+    );
 }
 
 #[test]

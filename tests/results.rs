@@ -29,3 +29,19 @@ fn results_hold_the_default_brief_s_summary_and_front_as_the_tool_writes_them() 
         "results/default-front.json is stale"
     );
 }
+
+#[test]
+fn the_readme_shows_the_real_output_of_its_examples() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    for shown in [
+        "results/default-summary.txt",
+        "tests/snapshots/check-start.txt",
+    ] {
+        let output = std::fs::read_to_string(root.join(shown)).unwrap();
+        assert!(
+            readme.contains(&output),
+            "README.md does not show the current {shown}"
+        );
+    }
+}

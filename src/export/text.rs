@@ -6,7 +6,7 @@ use super::Exporter;
 use crate::brief::Brief;
 use crate::check::CheckReport;
 use crate::error::Result;
-use crate::format::{count, fixed, sci, thousands};
+use crate::format::{count, fixed, general, plural, sci, thousands};
 use crate::plan::Plan;
 use crate::search::SearchReport;
 
@@ -65,18 +65,18 @@ fn brief_lines(b: &Brief) -> String {
         "brief     {} GPUs × {} TFLOP/s at {}% MFU ({} per node), at most {} days, {} GB cap of {} GB per GPU\n          \
          loss ≤ {} with L = {} + {}/N^{} + {}/D^{}, sequence {} tokens\n",
         thousands(b.gpus),
-        b.peak_tflops,
-        fixed(b.mfu * 100.0, 1).trim_end_matches(".0"),
+        general(b.peak_tflops),
+        general(b.mfu * 100.0),
         b.gpus_per_node,
-        b.max_days,
-        b.memory_cap_gb,
-        b.gpu_memory_gb,
-        b.loss_target,
-        law.e,
-        law.a,
-        law.alpha,
-        law.b,
-        law.beta,
+        general(b.max_days),
+        general(b.memory_cap_gb),
+        general(b.gpu_memory_gb),
+        general(b.loss_target),
+        general(law.e),
+        general(law.a),
+        general(law.alpha),
+        general(law.b),
+        general(law.beta),
         thousands(b.seq_len),
     )
 }
@@ -249,10 +249,11 @@ impl Exporter for Text {
         };
         let _ = writeln!(
             out,
-            "{shown} passing plans by {} ({} candidates graded on {} token counts)",
+            "{shown} passing {} by {} ({} graded on {})",
+            if r.passing == 1 { "plan" } else { "plans" },
             r.rank.name(),
-            thousands(r.evaluated),
-            thousands(r.grid.len())
+            plural(r.evaluated, "candidate"),
+            plural(r.grid.len(), "token count")
         );
         if !r.plans.is_empty() {
             let mut header = vec!["#"];
@@ -263,8 +264,8 @@ impl Exporter for Text {
             (Some(a), Some(b)) => {
                 let _ = writeln!(
                     out,
-                    "\npareto front (loss, days): {} plans, from {} days at loss {} to {} days at loss {}",
-                    r.front.len(),
+                    "\npareto front (loss, days): {}, from {} days at loss {} to {} days at loss {}",
+                    plural(r.front.len() as u64, "plan"),
                     fixed(a.days, 2),
                     fixed(a.loss, 4),
                     fixed(b.days, 2),
@@ -278,8 +279,8 @@ impl Exporter for Text {
 
     fn front(&self, r: &SearchReport) -> Result<String> {
         let mut out = format!(
-            "pareto front on (loss, days): {} plans, sorted by days\n",
-            r.front.len()
+            "pareto front on (loss, days): {}, sorted by days\n",
+            plural(r.front.len() as u64, "plan")
         );
         out.push_str(&table(&PLAN_HEADER, &plan_rows(&r.front, false), "l", "  "));
         Ok(out)

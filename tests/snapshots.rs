@@ -1,0 +1,69 @@
+//! Snapshot tests of each output format: the real binary's output compared byte for byte with
+//! files in `tests/snapshots/`, which were checked by hand against SPEC.md when written. After a
+//! deliberate change of format, regenerate a file with the command in its test and review the
+//! diff.
+
+use assert_cmd::Command;
+
+fn snapshot(args: &[&str], file: &str) {
+    let out = Command::cargo_bin("trainplan")
+        .unwrap()
+        .args(args)
+        .output()
+        .unwrap();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(file);
+    let expected = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        expected,
+        "{file} differs: trainplan {}",
+        args.join(" ")
+    );
+}
+
+#[test]
+fn check_report_of_the_starting_plan() {
+    snapshot(
+        &["check", "--model", "70b", "--tokens", "15e12"],
+        "check-start.txt",
+    );
+}
+
+#[test]
+fn check_json_of_a_passing_plan() {
+    snapshot(
+        &[
+            "check", "--model", "70b", "--tokens", "4.96e12", "--tp", "8", "--zero", "3", "--json",
+        ],
+        "check-pass.json",
+    );
+}
+
+#[test]
+fn check_json_of_a_failing_plan_carries_reasons_and_fixes() {
+    snapshot(
+        &[
+            "check", "--model", "8b", "--tokens", "2e12", "--tp", "2", "--pp", "4", "--zero", "1",
+            "--json",
+        ],
+        "check-8b-fail.json",
+    );
+}
+
+#[test]
+fn pareto_front_as_a_text_table() {
+    snapshot(
+        &[
+            "search",
+            "--models",
+            "405b",
+            "--pareto",
+            "-",
+            "--pareto-format",
+            "text",
+        ],
+        "front-405b.txt",
+    );
+}
