@@ -245,18 +245,23 @@ mod tests {
         }
     }
 
+    /// The reason `model` never passes `brief`; panics if it can.
+    fn reason(brief: Brief, model: &str) -> String {
+        let v = verdict(&brief, &preset(model).unwrap());
+        assert_eq!(v.token_window, None);
+        v.reason.unwrap()
+    }
+
     #[test]
     fn a_month_too_short_is_the_reason() {
-        let b = Brief {
-            max_days: 5.0,
-            ..Brief::default()
-        };
-        let v = verdict(&b, &preset("405b").unwrap());
-        assert_eq!(v.token_window, None);
-        assert!(v
-            .reason
-            .unwrap()
-            .starts_with("days: reaching loss 1.955 takes"));
+        let r = reason(
+            Brief {
+                max_days: 5.0,
+                ..Brief::default()
+            },
+            "405b",
+        );
+        assert!(r.starts_with("days: reaching loss 1.955 takes"), "{r}");
     }
 
     #[test]
@@ -266,26 +271,23 @@ mod tests {
             loss_target: 1.901,
             ..Brief::default()
         };
-        let v = verdict(&b, &preset("70b").unwrap());
-        assert_eq!(v.min_tokens_for_loss, None);
-        let reason = v.reason.unwrap();
-        assert!(
-            reason.starts_with("days: reaching loss 1.901 takes 4"),
-            "{reason}"
+        assert_eq!(
+            verdict(&b, &preset("70b").unwrap()).min_tokens_for_loss,
+            None
         );
+        let r = reason(b, "70b");
+        assert!(r.starts_with("days: reaching loss 1.901 takes 4"), "{r}");
     }
 
     #[test]
     fn a_cap_too_small_is_the_reason() {
-        let b = Brief {
-            memory_cap_gb: 0.5,
-            ..Brief::default()
-        };
-        let v = verdict(&b, &preset("405b").unwrap());
-        assert_eq!(v.token_window, None);
-        assert!(v
-            .reason
-            .unwrap()
-            .starts_with("memory: even the lightest layout"));
+        let r = reason(
+            Brief {
+                memory_cap_gb: 0.5,
+                ..Brief::default()
+            },
+            "405b",
+        );
+        assert!(r.starts_with("memory: even the lightest layout"), "{r}");
     }
 }
