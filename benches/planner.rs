@@ -10,7 +10,7 @@ use trainplan::model::{preset, presets};
 use trainplan::plan::{evaluate, Design};
 use trainplan::progress::Silent;
 use trainplan::search::{search, SearchOptions, TokenGrid};
-use trainplan::verdict::verdict;
+use trainplan::verdict::{plate_lightest, verdict};
 use trainplan::Brief;
 
 fn one_plan(c: &mut Criterion) {
@@ -22,17 +22,16 @@ fn one_plan(c: &mut Criterion) {
         b.iter(|| {
             evaluate(
                 black_box(&brief),
-                &Design {
-                    shape: black_box(&shape),
-                    tokens: black_box(4_960_000_000_000),
-                    layout,
-                },
+                &Design::plate(black_box(&shape), black_box(4_960_000_000_000), layout),
             )
         })
     });
     g.bench_function("verdict of one shape (405B)", |b| {
         let shape = preset("405b").unwrap();
-        b.iter(|| verdict(black_box(&brief), black_box(&shape)))
+        b.iter(|| {
+            let lightest = plate_lightest(black_box(&brief), black_box(&shape));
+            verdict(&brief, &shape, lightest)
+        })
     });
     g.finish();
 }

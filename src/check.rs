@@ -3,14 +3,14 @@
 use serde::Serialize;
 
 use crate::brief::Brief;
+use crate::error::Result;
 use crate::format::{count, fixed};
 use crate::layout::{layouts, Layout};
-use crate::memory;
 use crate::model::Shape;
 use crate::plan::{evaluate, loss, memory_fits, Design, Plan};
 use crate::time;
 use crate::units::gb;
-use crate::verdict::verdict;
+use crate::verdict::token_bounds;
 
 /// A graded design with the changes that would make its failing checks pass.
 #[derive(Debug, Clone, Serialize)]
@@ -25,21 +25,22 @@ pub struct CheckReport {
     pub fixes: Vec<String>,
 }
 
-/// Grades `design` and works out the fixes for whatever fails.
-pub fn check(brief: &Brief, design: &Design) -> CheckReport {
-    let plan = evaluate(brief, design);
+/// Grades `design` and works out the fixes for whatever fails; an error if the design's step
+/// does not go with its layout.
+pub fn check(brief: &Brief, design: &Design) -> Result<CheckReport> {
+    let plan = evaluate(brief, design)?;
     let mut fixes = Vec::new();
     if !plan.checks.memory {
-        fixes.extend(memory_fixes(brief, design.shape, &design.layout));
+        fixes.extend(memory_fixes(brief, design));
     }
     if !plan.checks.days || !plan.checks.loss {
         fixes.extend(token_fixes(brief, design.shape, &plan));
     }
-    CheckReport {
+    Ok(CheckReport {
         brief: brief.clone(),
         plan,
         fixes,
-    }
+    })
 }
 
 fn describe(l: &Layout) -> String {
@@ -47,11 +48,16 @@ fn describe(l: &Layout) -> String {
 }
 
 /// The smallest ZeRO stage that fits at this TP × PP; the smallest TP × PP that fits at this
-/// ZeRO stage; or, failing both, the smallest TP × PP that fits at any stage.
-fn memory_fixes(brief: &Brief, shape: &Shape, current: &Layout) -> Vec<String> {
+/// ZeRO stage; or, failing both, the smallest TP × PP that fits at any stage. The memory model
+/// and its training step stay as they are; layouts the step does not go with are skipped.
+fn memory_fixes(brief: &Brief, design: &Design) -> Vec<String> {
+    let (shape, current) = (design.shape, &design.layout);
     let weighed: Vec<(Layout, f64)> = layouts(brief, shape)
         .into_iter()
-        .map(|l| (l, memory::plate(shape, &l, brief.seq_len).total()))
+        .filter_map(|l| {
+            let bytes = design.memory.memory(brief, shape, &l).ok()?.total();
+            Some((l, bytes))
+        })
         .collect();
     let fits = |l: &&(Layout, f64)| memory_fits(brief, l.1);
     let mut fixes = Vec::new();
@@ -121,7 +127,7 @@ fn smallest_split<'a>(
 
 /// The token counts that meet the day limit and the loss target for this shape.
 fn token_fixes(brief: &Brief, shape: &Shape, plan: &Plan) -> Vec<String> {
-    let v = verdict(brief, shape);
+    let v = token_bounds(brief, shape);
     let n = shape.params() as f64;
     let mut fixes = Vec::new();
     if !plan.checks.days {
@@ -189,14 +195,7 @@ mod tests {
         let b = Brief::default();
         let shape = preset(model).unwrap();
         let layout = Layout::new(&b, &shape, tp, pp, ZeroStage::new(zero).unwrap()).unwrap();
-        check(
-            &b,
-            &Design {
-                shape: &shape,
-                tokens,
-                layout,
-            },
-        )
+        check(&b, &Design::plate(&shape, tokens, layout)).unwrap()
     }
 
     #[test]

@@ -5,13 +5,20 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use itertools::iproduct;
+use trainplan::activations::{Kernels, Recompute};
 use trainplan::brief::{Brief, BriefPatch, LossLawPatch};
 use trainplan::error::{Error, Result};
 use trainplan::layout::ZeroStage;
+use trainplan::memory::detailed::{
+    Detailed, GradientPrecision, LossPrecision, Options, StageSplit,
+};
+use trainplan::memory::MemoryModel;
 use trainplan::model::{self, Shape};
 use trainplan::rank::Rank;
 use trainplan::scaling::LossLawPreset;
-use trainplan::search::{SearchOptions, TokenGrid};
+use trainplan::search::{MemorySpace, SearchOptions, TokenGrid};
+use trainplan::step::{Schedule, Step};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -174,6 +181,10 @@ pub struct CheckArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
+    pub step: CheckStepArgs,
+    #[command(flatten)]
+    pub detailed: DetailedArgs,
+    #[command(flatten)]
     pub brief: BriefArgs,
 }
 
@@ -181,6 +192,301 @@ impl CheckArgs {
     /// The shape asked for.
     pub fn shape(&self) -> Result<Shape> {
         model::preset(&self.model)
+    }
+
+    /// The memory model, with the step under `--memory detailed`.
+    pub fn memory(&self, brief: &Brief) -> Result<MemoryModel> {
+        let s = &self.step;
+        let given = s.micro_batch.is_some()
+            || s.recompute.is_some()
+            || s.sequence_parallel.is_some()
+            || s.schedule.is_some()
+            || s.global_batch_tokens.is_some();
+        let Some(options) = self.detailed.options(given)? else {
+            return Ok(MemoryModel::Plate);
+        };
+        let step = Step {
+            micro_batch: s.micro_batch.unwrap_or(1),
+            seq_len: brief.seq_len,
+            recompute: s.recompute.map_or(Recompute::Full, RecomputeArg::mode),
+            sequence_parallel: s.sequence_parallel.map_or(self.tp > 1, |o| o == OnOff::On),
+            schedule: s
+                .schedule
+                .as_deref()
+                .map_or(Ok(Schedule::OneFOneB), Schedule::parse)?,
+            global_batch_tokens: s.global_batch_tokens.unwrap_or(DEFAULT_GLOBAL_BATCH),
+        };
+        Ok(MemoryModel::Detailed(Detailed { step, options }))
+    }
+}
+
+/// The default global batch: 16 Mi tokens, Llama 3 405B's (2,048 sequences of 8,192).
+const DEFAULT_GLOBAL_BATCH: u64 = 16 * 1024 * 1024;
+
+/// `--memory`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MemoryArg {
+    /// SPEC.md's plate model (16 bytes per parameter, full recomputation, one sequence).
+    Plate,
+    /// A real training step, stage by stage, with the knobs below.
+    Detailed,
+}
+
+/// Recomputation modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RecomputeArg {
+    /// Keep every activation.
+    None,
+    /// Recompute the attention core.
+    Selective,
+    /// Keep each layer's input only.
+    Full,
+}
+
+impl RecomputeArg {
+    fn mode(self) -> Recompute {
+        match self {
+            RecomputeArg::None => Recompute::None,
+            RecomputeArg::Selective => Recompute::Selective,
+            RecomputeArg::Full => Recompute::Full,
+        }
+    }
+}
+
+/// On or off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    /// On.
+    On,
+    /// Off.
+    Off,
+}
+
+/// The settings of the detailed memory model (SPEC.md §4), shared by `check` and `search`.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Memory model")]
+pub struct DetailedArgs {
+    /// Memory model: the plate (default, reproduces SPEC.md) or a detailed training step.
+    #[arg(long, value_enum, default_value = "plate")]
+    pub memory: MemoryArg,
+    /// Gradient buffers [detailed; default: fp32, as Megatron-LM and DeepSpeed keep them].
+    #[arg(long, value_enum)]
+    pub gradients: Option<GradientArg>,
+    /// Precision of the cross-entropy loss [detailed; default: fp32].
+    #[arg(long, value_enum)]
+    pub loss_precision: Option<LossArg>,
+    /// Kernels, which decide what activations are kept [detailed; default: fused].
+    #[arg(long, value_enum)]
+    pub kernels: Option<KernelsArg>,
+    /// Layers per pipeline stage [detailed; default: even; llama3 puts one fewer on the first
+    /// and last stage].
+    #[arg(long, value_enum)]
+    pub stages: Option<StagesArg>,
+    /// Fixed reserve per GPU for CUDA context and NCCL buffers, GB [detailed; default: 2].
+    #[arg(long, value_name = "GB")]
+    pub reserve_gb: Option<f64>,
+    /// Fraction lost to allocator fragmentation [detailed; default: 0.05].
+    #[arg(long, value_name = "FRACTION")]
+    pub fragmentation: Option<f64>,
+}
+
+/// Gradient precision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GradientArg {
+    /// 2 bytes per parameter.
+    Bf16,
+    /// 4 bytes per parameter.
+    Fp32,
+}
+
+/// Loss precision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LossArg {
+    /// FP32 logits and softmax.
+    Fp32,
+    /// BF16 throughout.
+    Bf16,
+}
+
+/// Kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KernelsArg {
+    /// FlashAttention and fused RMSNorm, RoPE, SwiGLU.
+    Fused,
+    /// Eager PyTorch, as measured in shared/calibration.
+    Eager,
+}
+
+/// Stage split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StagesArg {
+    /// Even, the remainder on the last stages.
+    Even,
+    /// One layer fewer on the first and the last stage.
+    Llama3,
+}
+
+impl DetailedArgs {
+    /// The detailed model's settings, or `None` for the plate. `step_given` says whether a
+    /// flag of the training step was used, which only the detailed model reads.
+    pub fn options(&self, step_given: bool) -> Result<Option<Options>> {
+        let given = step_given
+            || self.gradients.is_some()
+            || self.loss_precision.is_some()
+            || self.kernels.is_some()
+            || self.stages.is_some()
+            || self.reserve_gb.is_some()
+            || self.fragmentation.is_some();
+        if self.memory == MemoryArg::Plate {
+            if given {
+                return Err(Error::invalid(
+                    "--memory",
+                    "plate",
+                    "detailed: the training-step and memory-model flags apply to --memory detailed only",
+                ));
+            }
+            return Ok(None);
+        }
+        let d = Options::default();
+        let options = Options {
+            gradients: match self.gradients {
+                Some(GradientArg::Bf16) => GradientPrecision::Bf16,
+                Some(GradientArg::Fp32) => GradientPrecision::Fp32,
+                None => d.gradients,
+            },
+            loss: match self.loss_precision {
+                Some(LossArg::Bf16) => LossPrecision::Bf16,
+                Some(LossArg::Fp32) => LossPrecision::Fp32,
+                None => d.loss,
+            },
+            kernels: match self.kernels {
+                Some(KernelsArg::Eager) => Kernels::Eager,
+                Some(KernelsArg::Fused) => Kernels::Fused,
+                None => d.kernels,
+            },
+            stages: match self.stages {
+                Some(StagesArg::Llama3) => StageSplit::Llama3,
+                Some(StagesArg::Even) => StageSplit::Even,
+                None => d.stages,
+            },
+            reserve_gb: self.reserve_gb.unwrap_or(d.reserve_gb),
+            fragmentation: self.fragmentation.unwrap_or(d.fragmentation),
+        };
+        options.validate()?;
+        Ok(Some(options))
+    }
+}
+
+/// The training step of one design (`check --memory detailed`).
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Training step (--memory detailed)")]
+pub struct CheckStepArgs {
+    /// Sequences per micro-batch [default: 1]. The sequence length is the brief's --seq-len.
+    #[arg(long, value_name = "B", value_parser = parse_whole)]
+    pub micro_batch: Option<u64>,
+    /// Activation recomputation [default: full].
+    #[arg(long, value_enum)]
+    pub recompute: Option<RecomputeArg>,
+    /// Sequence parallelism with TP [default: on when tp > 1].
+    #[arg(long, value_enum)]
+    pub sequence_parallel: Option<OnOff>,
+    /// Pipeline schedule: 1f1b or interleaved:V [default: 1f1b].
+    #[arg(long, value_name = "SCHEDULE")]
+    pub schedule: Option<String>,
+    /// Tokens per optimizer step across all replicas [default: 16777216].
+    #[arg(long, value_name = "TOKENS", value_parser = parse_whole)]
+    pub global_batch_tokens: Option<u64>,
+}
+
+/// The training steps a search tries (`search --memory detailed`): every combination.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Training steps (--memory detailed)")]
+pub struct SearchStepArgs {
+    /// Micro-batch sizes [default: 1,2,4].
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_whole)]
+    pub micro_batches: Vec<u64>,
+    /// Sequence lengths [default: the brief's --seq-len].
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_whole)]
+    pub seq_lens: Vec<u64>,
+    /// Recomputation modes [default: none,selective,full].
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_enum)]
+    pub recompute: Vec<RecomputeArg>,
+    /// Sequence parallelism settings [default: on,off; on needs tp > 1].
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_enum)]
+    pub sequence_parallel: Vec<OnOff>,
+    /// Pipeline schedules [default: 1f1b,interleaved:2].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub schedules: Vec<String>,
+    /// Global batches, tokens [default: 16777216].
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_whole)]
+    pub global_batch_tokens: Vec<u64>,
+}
+
+impl SearchStepArgs {
+    fn given(&self) -> bool {
+        !(self.micro_batches.is_empty()
+            && self.seq_lens.is_empty()
+            && self.recompute.is_empty()
+            && self.sequence_parallel.is_empty()
+            && self.schedules.is_empty()
+            && self.global_batch_tokens.is_empty())
+    }
+
+    /// Every combination of the lists, defaults filled in, sorted and without repeats.
+    fn steps(&self, brief: &Brief) -> Result<Vec<Step>> {
+        fn or<T: Clone>(given: &[T], default: &[T]) -> Vec<T> {
+            if given.is_empty() {
+                default.to_vec()
+            } else {
+                given.to_vec()
+            }
+        }
+        let schedules = if self.schedules.is_empty() {
+            vec![Schedule::OneFOneB, Schedule::Interleaved(2)]
+        } else {
+            self.schedules
+                .iter()
+                .map(|s| Schedule::parse(s))
+                .collect::<Result<_>>()?
+        };
+        for (flag, list) in [
+            ("--micro-batches", &self.micro_batches),
+            ("--seq-lens", &self.seq_lens),
+            ("--global-batch-tokens", &self.global_batch_tokens),
+        ] {
+            if let Some(&zero) = list.iter().find(|&&x| x == 0) {
+                return Err(Error::invalid(flag, zero, "whole numbers ≥ 1"));
+            }
+        }
+        let mut steps: Vec<Step> = iproduct!(
+            or(&self.micro_batches, &[1, 2, 4]),
+            or(&self.seq_lens, &[brief.seq_len]),
+            or(
+                &self.recompute,
+                &[
+                    RecomputeArg::None,
+                    RecomputeArg::Selective,
+                    RecomputeArg::Full
+                ]
+            ),
+            or(&self.sequence_parallel, &[OnOff::On, OnOff::Off]),
+            schedules,
+            or(&self.global_batch_tokens, &[DEFAULT_GLOBAL_BATCH])
+        )
+        .map(
+            |(micro_batch, seq_len, rc, sp, schedule, global_batch_tokens)| Step {
+                micro_batch,
+                seq_len,
+                recompute: rc.mode(),
+                sequence_parallel: sp == OnOff::On,
+                schedule,
+                global_batch_tokens,
+            },
+        )
+        .collect();
+        steps.sort();
+        steps.dedup();
+        Ok(steps)
     }
 }
 
@@ -237,6 +543,10 @@ pub struct SearchArgs {
     /// Format of the Pareto front.
     #[arg(long, value_enum, default_value = "json")]
     pub pareto_format: FrontFormat,
+    #[command(flatten)]
+    pub step: SearchStepArgs,
+    #[command(flatten)]
+    pub detailed: DetailedArgs,
     /// Worker threads; 0 uses every core.
     #[arg(long, value_name = "N", default_value = "0", value_parser = parse_whole)]
     pub threads: u64,
@@ -275,7 +585,14 @@ impl SearchArgs {
     }
 
     /// The search options.
-    pub fn options(&self) -> Result<SearchOptions> {
+    pub fn options(&self, brief: &Brief) -> Result<SearchOptions> {
+        let memory = match self.detailed.options(self.step.given())? {
+            None => MemorySpace::Plate,
+            Some(options) => MemorySpace::Detailed {
+                steps: self.step.steps(brief)?,
+                options,
+            },
+        };
         let top = if self.all {
             None
         } else {
@@ -293,6 +610,7 @@ impl SearchArgs {
                 RankArg::Memory => Rank::Memory,
             },
             top,
+            memory,
         })
     }
 }

@@ -16,13 +16,14 @@
 //! let brief = Brief::default();
 //! let shape = model::preset("70b")?;
 //! let layout = Layout::new(&brief, &shape, 1, 1, ZeroStage::new(0)?)?;
-//! let plan = evaluate(&brief, &Design { shape: &shape, tokens: 15_000_000_000_000, layout });
+//! let plan = evaluate(&brief, &Design::plate(&shape, 15_000_000_000_000, layout))?;
 //! assert!((plan.memory_gb.total - 1139.6).abs() < 0.1); // GB per GPU, against a 72 GB cap
 //! assert!((plan.days - 90.7).abs() < 0.1); // days, against a 30-day limit
 //! assert!(!plan.pass && plan.reasons.len() == 2);
 //! # Ok::<(), trainplan::Error>(())
 //! ```
 
+pub mod activations;
 pub mod brief;
 pub mod check;
 pub mod error;
@@ -38,6 +39,7 @@ pub mod progress;
 pub mod rank;
 pub mod scaling;
 pub mod search;
+pub mod step;
 pub mod time;
 pub mod units;
 pub mod verdict;

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use clap::error::ErrorKind;
 use clap::Parser;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use cli::{CheckArgs, Cli, Command, FrontFormat, SearchArgs};
 use trainplan::check::check;
@@ -18,8 +18,8 @@ use trainplan::export::Format;
 use trainplan::layout::Layout;
 use trainplan::output::{emit, same_file, write_atomic};
 use trainplan::plan::Design;
-use trainplan::progress::{Progress, Silent};
-use trainplan::search::{candidates, search};
+use trainplan::progress::Progress;
+use trainplan::search::search;
 
 /// Sweeps at least this many candidates get a progress bar (on a terminal).
 const LONG_SWEEP: u64 = 50_000_000;
@@ -84,14 +84,13 @@ fn run_check(args: &CheckArgs) -> Result<bool> {
     if args.tokens == 0 {
         return Err(Error::invalid("--tokens", 0, "a whole number ≥ 1"));
     }
-    let report = check(
-        &brief,
-        &Design {
-            shape: &shape,
-            tokens: args.tokens,
-            layout,
-        },
-    );
+    let design = Design {
+        shape: &shape,
+        tokens: args.tokens,
+        layout,
+        memory: args.memory(&brief)?,
+    };
+    let report = check(&brief, &design)?;
     let format = if args.json {
         Format::Json
     } else {
@@ -101,12 +100,27 @@ fn run_check(args: &CheckArgs) -> Result<bool> {
     Ok(report.plan.pass)
 }
 
-/// An indicatif bar on stderr, fed by the search.
+/// An indicatif bar, fed by the search: drawn on stderr when that is a terminal and the sweep
+/// is long, hidden otherwise.
 struct Bar(ProgressBar);
+
+impl Bar {
+    fn new() -> Self {
+        let bar = ProgressBar::hidden();
+        bar.set_style(
+            ProgressStyle::with_template("{bar:40} {percent:>3}% {per_sec} ETA {eta}")
+                .expect("the template is valid"),
+        );
+        Bar(bar)
+    }
+}
 
 impl Progress for Bar {
     fn start(&self, total: u64) {
         self.0.set_length(total);
+        if io::stderr().is_terminal() && total >= LONG_SWEEP {
+            self.0.set_draw_target(ProgressDrawTarget::stderr());
+        }
     }
     fn advance(&self, n: u64) {
         self.0.inc(n);
@@ -119,7 +133,7 @@ impl Progress for Bar {
 fn run_search(args: &SearchArgs) -> Result<bool> {
     let brief = args.brief.resolve()?;
     let shapes = args.shapes()?;
-    let options = args.options()?;
+    let options = args.options(&brief)?;
     let to_stdout = args.pareto.as_deref() == Some(Path::new("-"));
     if to_stdout && args.json {
         return Err(Error::invalid(
@@ -138,19 +152,8 @@ fn run_search(args: &SearchArgs) -> Result<bool> {
         }
     }
 
-    let long = candidates(&brief, &shapes, &options.grid) >= LONG_SWEEP;
-    let bar = (io::stderr().is_terminal() && long).then(|| {
-        let bar = ProgressBar::new(0);
-        bar.set_style(
-            ProgressStyle::with_template("{bar:40} {percent:>3}% {per_sec} ETA {eta}")
-                .expect("the template is valid"),
-        );
-        Bar(bar)
-    });
-    let progress: &dyn Progress = match &bar {
-        Some(b) => b,
-        None => &Silent,
-    };
+    let bar = Bar::new();
+    let progress: &dyn Progress = &bar;
     let threads = args.threads()?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)

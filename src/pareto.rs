@@ -80,6 +80,7 @@ mod tests {
             shape: 0,
             tokens,
             layout,
+            model: crate::memory::MemoryModel::Plate,
             loss,
             days,
             memory,

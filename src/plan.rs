@@ -12,10 +12,12 @@
 use serde::Serialize;
 
 use crate::brief::Brief;
+use crate::error::Result;
 use crate::format::fixed;
 use crate::layout::Layout;
-use crate::memory::{self, MemoryGb};
+use crate::memory::{MemoryGb, MemoryModel, StageInfo};
 use crate::model::Shape;
+use crate::step::Step;
 use crate::time;
 use crate::units::BYTES_PER_GB;
 
@@ -28,6 +30,20 @@ pub struct Design<'a> {
     pub tokens: u64,
     /// The parallel layout, valid for `shape` on the brief's cluster.
     pub layout: Layout,
+    /// How memory is computed (and, for the detailed model, the training step).
+    pub memory: MemoryModel,
+}
+
+impl<'a> Design<'a> {
+    /// A design graded by the plate model.
+    pub fn plate(shape: &'a Shape, tokens: u64, layout: Layout) -> Self {
+        Design {
+            shape,
+            tokens,
+            layout,
+            memory: MemoryModel::Plate,
+        }
+    }
 }
 
 /// Which checks a plan passes.
@@ -70,8 +86,14 @@ pub struct Plan {
     pub tokens: u64,
     /// TP, PP, DP and ZeRO stage.
     pub layout: Layout,
+    /// The training step (detailed memory model only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<Step>,
     /// Per-GPU memory by component, GB.
     pub memory_gb: MemoryGb,
+    /// The pipeline stage `memory_gb` is for, the one that needs the most (detailed model only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worst_stage: Option<StageInfo>,
     /// Training FLOPs, 6·N·D.
     pub flops: f64,
     /// Days by 6ND at the brief's MFU.
@@ -108,12 +130,14 @@ pub fn loss(brief: &Brief, shape: &Shape, tokens: u64) -> f64 {
     brief.loss_law.loss(shape.params() as f64, tokens as f64)
 }
 
-/// Grades `design` against `brief` under the plate model.
-pub fn evaluate(brief: &Brief, design: &Design) -> Plan {
+/// Grades `design` against `brief`. An error means the design's training step does not go with
+/// its layout (for example a global batch that does not divide); a design that merely fails a
+/// check is a plan with `pass` false.
+pub fn evaluate(brief: &Brief, design: &Design) -> Result<Plan> {
     let shape = design.shape;
     let n = shape.params();
     let d = design.tokens;
-    let mem = memory::plate(shape, &design.layout, brief.seq_len);
+    let mem = design.memory.memory(brief, shape, &design.layout)?;
     let days = time::days(brief, n as f64, d as f64);
     let loss = loss(brief, shape, d);
     let checks = Checks {
@@ -152,12 +176,14 @@ pub fn evaluate(brief: &Brief, design: &Design) -> Plan {
             fixed(-margins.loss, 4)
         ));
     }
-    Plan {
+    Ok(Plan {
         model: shape.name.clone(),
         params: n,
         tokens: d,
         layout: design.layout,
+        step: design.memory.step().copied(),
         memory_gb,
+        worst_stage: mem.detail.map(|detail| detail.stage),
         flops: time::training_flops(n as f64, d as f64),
         days,
         loss,
@@ -165,7 +191,7 @@ pub fn evaluate(brief: &Brief, design: &Design) -> Plan {
         margins,
         pass: checks.all(),
         reasons,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -178,14 +204,7 @@ mod tests {
         let b = Brief::default();
         let shape = preset(model).unwrap();
         let layout = Layout::new(&b, &shape, tp, pp, ZeroStage::new(zero).unwrap()).unwrap();
-        evaluate(
-            &b,
-            &Design {
-                shape: &shape,
-                tokens,
-                layout,
-            },
-        )
+        evaluate(&b, &Design::plate(&shape, tokens, layout)).unwrap()
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use std::cmp::Ordering;
 
 use crate::layout::Layout;
+use crate::memory::MemoryModel;
 use crate::verdict::layout_order;
 
 /// A passing plan in compact form, as the search's hot loop keeps it; the full
@@ -16,6 +17,8 @@ pub struct Candidate {
     pub tokens: u64,
     /// The layout.
     pub layout: Layout,
+    /// The memory model, with the training step under the detailed model.
+    pub model: MemoryModel,
     /// Predicted loss.
     pub loss: f64,
     /// Days.
@@ -61,11 +64,13 @@ impl Rank {
 }
 
 /// Between plans equal on loss and days: less memory per GPU, then smaller TP, PP, ZeRO, then
-/// the shape's place in the list and the tokens, so no two distinct plans compare equal.
+/// the smaller training step (micro-batch, sequence, recomputation, …), then the shape's place
+/// in the list and the tokens, so no two distinct plans compare equal.
 pub fn tie_break(a: &Candidate, b: &Candidate) -> Ordering {
     a.memory
         .total_cmp(&b.memory)
         .then_with(|| layout_order(&a.layout, &b.layout))
+        .then_with(|| a.model.step().cmp(&b.model.step()))
         .then(a.shape.cmp(&b.shape))
         .then(a.tokens.cmp(&b.tokens))
 }
@@ -137,6 +142,7 @@ mod tests {
             shape,
             tokens,
             layout,
+            model: MemoryModel::Plate,
             loss,
             days,
             memory,

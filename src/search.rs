@@ -12,20 +12,23 @@
 //! they are merged at the end. Both are canonical under a total order, so the result is the
 //! same, byte for byte, at any thread count.
 
+use itertools::iproduct;
 use rayon::prelude::*;
 
 use crate::brief::Brief;
 use crate::error::{Error, Result};
 use crate::layout::{layouts, Layout};
-use crate::memory;
+use crate::memory::detailed::{Detailed, Options};
+use crate::memory::MemoryModel;
 use crate::model::Shape;
 use crate::pareto::Front;
 use crate::plan::{days_fit, evaluate, loss, loss_meets, memory_fits, Design, Plan};
 use crate::progress::Progress;
 use crate::rank::{Candidate, Rank, TopK};
 use crate::scaling::ComputeOptimal;
+use crate::step::Step;
 use crate::time;
-use crate::verdict::{layout_order, verdict, ShapeVerdict};
+use crate::verdict::{layout_order, lightest, verdict, ShapeVerdict};
 
 /// Token counts to try: `min, min + step, …` up to `max` inclusive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -99,6 +102,38 @@ impl TokenGrid {
     }
 }
 
+/// The memory models a search tries with each layout.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MemorySpace {
+    /// The plate model alone.
+    Plate,
+    /// The detailed model with each of these steps.
+    Detailed {
+        /// The training steps to try.
+        steps: Vec<Step>,
+        /// The detailed model's settings.
+        options: Options,
+    },
+}
+
+impl MemorySpace {
+    /// Every memory model of the space, in step order.
+    pub fn models(&self) -> Vec<MemoryModel> {
+        match self {
+            MemorySpace::Plate => vec![MemoryModel::Plate],
+            MemorySpace::Detailed { steps, options } => steps
+                .iter()
+                .map(|&step| {
+                    MemoryModel::Detailed(Detailed {
+                        step,
+                        options: *options,
+                    })
+                })
+                .collect(),
+        }
+    }
+}
+
 /// What to search and how to report it.
 #[derive(Debug, Clone)]
 pub struct SearchOptions {
@@ -108,17 +143,47 @@ pub struct SearchOptions {
     pub rank: Rank,
     /// How many plans to report; `None` for every passing plan.
     pub top: Option<usize>,
+    /// The memory models to try with each layout.
+    pub memory: MemorySpace,
 }
 
 impl Default for SearchOptions {
-    /// The default grid, ranked by loss, the top 10.
+    /// The default grid, ranked by loss, the top 10, the plate model.
     fn default() -> Self {
         SearchOptions {
             grid: TokenGrid::default(),
             rank: Rank::Loss,
             top: Some(10),
+            memory: MemorySpace::Plate,
         }
     }
+}
+
+/// One way to run a shape: a layout, a memory model (with its step), and the memory it needs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Config {
+    /// The layout.
+    pub layout: Layout,
+    /// The memory model and step.
+    pub model: MemoryModel,
+    /// Per-GPU memory, bytes.
+    pub bytes: f64,
+}
+
+/// Every valid configuration of `shape` in the memory space, with its memory: each layout with
+/// each model whose step goes with it.
+pub fn configurations(brief: &Brief, shape: &Shape, space: &MemorySpace) -> Vec<Config> {
+    let models = space.models();
+    iproduct!(layouts(brief, shape), models)
+        .filter_map(|(layout, model)| {
+            let bytes = model.memory(brief, shape, &layout).ok()?.total();
+            Some(Config {
+                layout,
+                model,
+                bytes,
+            })
+        })
+        .collect()
 }
 
 /// Everything a search found.
@@ -165,15 +230,6 @@ impl Found {
     }
 }
 
-/// How many candidates (shape, tokens, TP, PP, ZeRO) a search of `shapes` on `grid` grades.
-pub fn candidates(brief: &Brief, shapes: &[Shape], grid: &TokenGrid) -> u64 {
-    shapes
-        .iter()
-        .map(|s| layouts(brief, s).len() as u64)
-        .sum::<u64>()
-        .saturating_mul(grid.len())
-}
-
 /// Searches every shape in `shapes` under `brief` (which must be valid) on the current rayon
 /// thread pool, reporting progress in candidates graded.
 pub fn search(
@@ -183,20 +239,27 @@ pub fn search(
     progress: &dyn Progress,
 ) -> SearchReport {
     let grid = options.grid;
-    // Per shape: the layouts whose memory fits, and how many layouts there are in all.
-    let fitting: Vec<(Vec<(Layout, f64)>, u64)> = shapes
+    // Per shape: every configuration (memory is computed once each, in parallel), and those
+    // that fit, in tie-break order: plans of one token count differ only in their config.
+    let all: Vec<Vec<Config>> = shapes
+        .par_iter()
+        .map(|shape| configurations(brief, shape, &options.memory))
+        .collect();
+    let fitting: Vec<(Vec<Config>, u64)> = all
         .iter()
-        .map(|shape| {
-            let all = layouts(brief, shape);
-            let total = all.len() as u64;
-            let mut fit: Vec<(Layout, f64)> = all
-                .into_iter()
-                .map(|l| (l, memory::plate(shape, &l, brief.seq_len).total()))
-                .filter(|&(_, bytes)| memory_fits(brief, bytes))
+        .map(|configs| {
+            let mut fit: Vec<Config> = configs
+                .iter()
+                .filter(|c| memory_fits(brief, c.bytes))
+                .copied()
                 .collect();
-            // In tie-break order: plans of one token count differ only in their layout.
-            fit.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| layout_order(&a.0, &b.0)));
-            (fit, total)
+            fit.sort_by(|a, b| {
+                a.bytes
+                    .total_cmp(&b.bytes)
+                    .then_with(|| layout_order(&a.layout, &b.layout))
+                    .then_with(|| a.model.step().cmp(&b.model.step()))
+            });
+            (fit, configs.len() as u64)
         })
         .collect();
     let evaluated: u64 = fitting
@@ -232,13 +295,14 @@ pub fn search(
                 // Every fitting layout passes with this token count. They share loss and days,
                 // so under any ranking they come in `fit`'s order: only the first `top` can
                 // be among the best, and only the first can stand for them on the front.
-                let candidate = |&(layout, memory): &(Layout, f64)| Candidate {
+                let candidate = |c: &Config| Candidate {
                     shape: s,
                     tokens,
-                    layout,
+                    layout: c.layout,
+                    model: c.model,
                     loss,
                     days,
-                    memory,
+                    memory: c.bytes,
                 };
                 let top = options.top.unwrap_or(usize::MAX);
                 for c in fit.iter().take(top).map(candidate) {
@@ -256,14 +320,13 @@ pub fn search(
     progress.finish();
 
     let grade = |c: &Candidate| {
-        let plan = evaluate(
-            brief,
-            &Design {
-                shape: &shapes[c.shape],
-                tokens: c.tokens,
-                layout: c.layout,
-            },
-        );
+        let design = Design {
+            shape: &shapes[c.shape],
+            tokens: c.tokens,
+            layout: c.layout,
+            memory: c.model,
+        };
+        let plan = evaluate(brief, &design).expect("configurations() kept only valid steps");
         debug_assert!(plan.pass && plan.loss == c.loss && plan.days == c.days);
         plan
     };
@@ -274,7 +337,14 @@ pub fn search(
         rank: options.rank,
         budget_flops,
         compute_optimal: ComputeOptimal::for_budget(&brief.loss_law, budget_flops),
-        shapes: shapes.iter().map(|s| verdict(brief, s)).collect(),
+        shapes: shapes
+            .iter()
+            .zip(&all)
+            .map(|(shape, configs)| {
+                let weighed = configs.iter().map(|c| (c.bytes, &c.layout, c.model.step()));
+                verdict(brief, shape, lightest(weighed))
+            })
+            .collect(),
         plans: found.top.into_sorted().iter().map(grade).collect(),
         front: found.front.into_points().iter().map(grade).collect(),
         evaluated,

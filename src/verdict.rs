@@ -21,6 +21,7 @@ use crate::layout::{layouts, Layout};
 use crate::memory;
 use crate::model::Shape;
 use crate::plan::{days_fit, loss, loss_meets, memory_fits};
+use crate::step::Step;
 use crate::time;
 use crate::units::gb;
 
@@ -44,6 +45,9 @@ pub struct ShapeVerdict {
     /// The layout with the least per-GPU memory (ties: smaller TP, PP, ZeRO), or `null` if the
     /// cluster admits no layout for this shape.
     pub min_memory_layout: Option<Layout>,
+    /// Its training step, under the detailed memory model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_memory_step: Option<Step>,
     /// Per-GPU memory of that layout, GB.
     pub min_memory_gb: Option<f64>,
     /// Why the shape can never pass, or `null` if it can.
@@ -119,25 +123,59 @@ fn guess(x: f64) -> u64 {
     }
 }
 
-/// The verdict for `shape` under `brief`.
-pub fn verdict(brief: &Brief, shape: &Shape) -> ShapeVerdict {
+/// How many tokens a shape needs for the loss target and can have within the day limit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TokenBounds {
+    /// Loss with unlimited tokens, `E + A/N^α`.
+    pub loss_floor: f64,
+    /// The continuous solution of `L(N, D) = target`, or `None` when the floor is not below it.
+    pub needed: Option<f64>,
+    /// Fewest whole tokens that reach the target; `None` if none do or more than a u64 holds.
+    pub min_tokens_for_loss: Option<u64>,
+    /// Most whole tokens within the day limit (0 if not even one).
+    pub max_tokens_in_time: u64,
+}
+
+/// The token bounds of `shape` under `brief`: closed form, then settled to the whole token by
+/// the check functions themselves.
+pub fn token_bounds(brief: &Brief, shape: &Shape) -> TokenBounds {
     let n = shape.params() as f64;
     let law = &brief.loss_law;
-    let loss_floor = law.loss_floor(n);
-
-    // Continuous, then settled to the whole token; `None` beyond u64::MAX tokens.
     let needed = law.tokens_for_loss(n, brief.loss_target);
-    let min_tokens_for_loss =
-        needed.and_then(|d| first_true(guess(d), |t| loss_meets(brief, loss(brief, shape, t))));
-    let max_tokens_in_time = last_true(guess(time::max_tokens(brief, n)), |t| {
-        days_fit(brief, time::days(brief, n, t as f64))
-    })
-    .unwrap_or(0);
+    TokenBounds {
+        loss_floor: law.loss_floor(n),
+        needed,
+        min_tokens_for_loss: needed
+            .and_then(|d| first_true(guess(d), |t| loss_meets(brief, loss(brief, shape, t)))),
+        max_tokens_in_time: last_true(guess(time::max_tokens(brief, n)), |t| {
+            days_fit(brief, time::days(brief, n, t as f64))
+        })
+        .unwrap_or(0),
+    }
+}
 
-    let lightest = layouts(brief, shape)
-        .into_iter()
-        .map(|l| (memory::plate(shape, &l, brief.seq_len).total(), l))
-        .min_by(|a, b| a.0.total_cmp(&b.0).then_with(|| layout_order(&a.1, &b.1)));
+/// The configuration with the least per-GPU memory a search found for a shape.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Lightest {
+    /// Per-GPU memory, bytes.
+    pub bytes: f64,
+    /// Its layout.
+    pub layout: Layout,
+    /// Its training step, under the detailed memory model.
+    pub step: Option<Step>,
+}
+
+/// The verdict for `shape` under `brief`, given the lightest configuration the memory model
+/// admits for it (`None` when it admits none).
+pub fn verdict(brief: &Brief, shape: &Shape, lightest: Option<Lightest>) -> ShapeVerdict {
+    let n = shape.params() as f64;
+    let bounds = token_bounds(brief, shape);
+    let TokenBounds {
+        loss_floor,
+        needed,
+        min_tokens_for_loss,
+        max_tokens_in_time,
+    } = bounds;
 
     let mut reasons = Vec::new();
     match (needed, min_tokens_for_loss) {
@@ -161,15 +199,15 @@ pub fn verdict(brief: &Brief, shape: &Shape) -> ShapeVerdict {
     }
     match lightest {
         None => reasons.push(format!(
-            "layout: no TP × PP divides the {} GPUs within the layout rules",
+            "layout: no layout and training step fits the rules on {} GPUs",
             brief.gpus
         )),
-        Some((bytes, l)) if !memory_fits(brief, bytes) => reasons.push(format!(
+        Some(l) if !memory_fits(brief, l.bytes) => reasons.push(format!(
             "memory: even the lightest layout (TP {} × PP {}, ZeRO {}) needs {} GB per GPU, over the {} GB cap",
-            l.tp,
-            l.pp,
-            l.zero,
-            fixed(gb(bytes), 1),
+            l.layout.tp,
+            l.layout.pp,
+            l.layout.zero,
+            fixed(gb(l.bytes), 1),
             fixed(brief.memory_cap_gb, 1)
         )),
         Some(_) => {}
@@ -192,10 +230,45 @@ pub fn verdict(brief: &Brief, shape: &Shape) -> ShapeVerdict {
         loss_floor,
         min_tokens_for_loss,
         max_tokens_in_time,
-        min_memory_layout: lightest.map(|(_, l)| l),
-        min_memory_gb: lightest.map(|(bytes, _)| gb(bytes)),
+        min_memory_layout: lightest.map(|l| l.layout),
+        min_memory_step: lightest.and_then(|l| l.step),
+        min_memory_gb: lightest.map(|l| gb(l.bytes)),
         reason: (!reasons.is_empty()).then(|| reasons.join("; ")),
     }
+}
+
+/// The lightest of `configs` (memory bytes, layout, step), ties to the smaller TP, PP, ZeRO,
+/// then the smaller step.
+pub fn lightest<'a>(
+    configs: impl IntoIterator<Item = (f64, &'a Layout, Option<&'a Step>)>,
+) -> Option<Lightest> {
+    configs
+        .into_iter()
+        .min_by(|a, b| {
+            a.0.total_cmp(&b.0)
+                .then_with(|| layout_order(a.1, b.1))
+                .then_with(|| a.2.cmp(&b.2))
+        })
+        .map(|(bytes, layout, step)| Lightest {
+            bytes,
+            layout: *layout,
+            step: step.copied(),
+        })
+}
+
+/// The plate model's lightest layout for `shape`: what [`verdict`] is given for a plate search.
+pub fn plate_lightest(brief: &Brief, shape: &Shape) -> Option<Lightest> {
+    let all = layouts(brief, shape);
+    let weighed: Vec<f64> = all
+        .iter()
+        .map(|l| memory::plate(shape, l, brief.seq_len).total())
+        .collect();
+    lightest(
+        weighed
+            .into_iter()
+            .zip(&all)
+            .map(|(bytes, l)| (bytes, l, None)),
+    )
 }
 
 /// Orders layouts by TP, then PP, then ZeRO stage: the tie-break when all else is equal.
@@ -222,7 +295,8 @@ mod tests {
 
     #[test]
     fn llama3_8b_never_passes_its_loss_floor_is_above_the_target() {
-        let v = verdict(&Brief::default(), &preset("8b").unwrap());
+        let s = preset("8b").unwrap();
+        let v = verdict(&Brief::default(), &s, plate_lightest(&Brief::default(), &s));
         assert_eq!(v.token_window, None);
         assert!(
             v.loss_floor > 1.992 && v.loss_floor < 1.993,
@@ -237,7 +311,9 @@ mod tests {
         let b = Brief::default();
         for name in ["70b", "405b"] {
             let s = preset(name).unwrap();
-            let [lo, hi] = verdict(&b, &s).token_window.unwrap();
+            let [lo, hi] = verdict(&b, &s, plate_lightest(&b, &s))
+                .token_window
+                .unwrap();
             assert!(loss_meets(&b, loss(&b, &s, lo)) && !loss_meets(&b, loss(&b, &s, lo - 1)));
             let n = s.params() as f64;
             assert!(days_fit(&b, time::days(&b, n, hi as f64)));
@@ -247,7 +323,8 @@ mod tests {
 
     /// The reason `model` never passes `brief`; panics if it can.
     fn reason(brief: Brief, model: &str) -> String {
-        let v = verdict(&brief, &preset(model).unwrap());
+        let s = preset(model).unwrap();
+        let v = verdict(&brief, &s, plate_lightest(&brief, &s));
         assert_eq!(v.token_window, None);
         v.reason.unwrap()
     }
@@ -272,7 +349,7 @@ mod tests {
             ..Brief::default()
         };
         assert_eq!(
-            verdict(&b, &preset("70b").unwrap()).min_tokens_for_loss,
+            token_bounds(&b, &preset("70b").unwrap()).min_tokens_for_loss,
             None
         );
         let r = reason(b, "70b");

@@ -4,14 +4,20 @@
 
 use proptest::prelude::*;
 
+use trainplan::activations::{Kernels, Recompute};
 use trainplan::export::Format;
 use trainplan::layout::{layouts, Layout};
 use trainplan::memory;
+use trainplan::memory::detailed::{GradientPrecision, Options, StageSplit};
 use trainplan::model::{presets, Shape};
 use trainplan::plan::{evaluate, Design, Plan};
 use trainplan::progress::Silent;
 use trainplan::rank::Rank;
-use trainplan::search::{search, SearchOptions, SearchReport, TokenGrid};
+use trainplan::search::{
+    configurations, search, MemorySpace, SearchOptions, SearchReport, TokenGrid,
+};
+use trainplan::step::{Schedule, Step};
+use trainplan::verdict::lightest;
 use trainplan::verdict::verdict;
 use trainplan::Brief;
 
@@ -71,9 +77,9 @@ fn grid() -> impl Strategy<Value = TokenGrid> {
 /// A brief, shapes and a grid chosen so that the answer is interesting: the loss target is
 /// what one of the shapes reaches somewhere on the grid, and the day limit is within a factor
 /// of three of what it takes there, so windows open and close inside the grid.
-fn problem() -> impl Strategy<Value = (Brief, Vec<Shape>, TokenGrid)> {
+fn problem() -> impl Strategy<Value = (Brief, Vec<Shape>, TokenGrid, MemorySpace)> {
     (
-        brief(),
+        (brief(), space()),
         shapes(),
         grid(),
         any::<prop::sample::Index>(),
@@ -82,36 +88,83 @@ fn problem() -> impl Strategy<Value = (Brief, Vec<Shape>, TokenGrid)> {
         0.3f64..3.0,
     )
         .prop_map(
-            |(mut brief, shapes, grid, which, at_loss, at_days, slack)| {
+            |((mut brief, space), shapes, grid, which, at_loss, at_days, slack)| {
                 let n = shapes[which.index(shapes.len())].params() as f64;
                 let point = |u: f64| grid.at(((grid.len() - 1) as f64 * u) as u64) as f64;
                 brief.loss_target = brief.loss_law.loss(n, point(at_loss));
                 brief.max_days = trainplan::time::days(&brief, n, point(at_days)) * slack;
-                (brief, shapes, grid)
+                (brief, shapes, grid, space)
             },
         )
+}
+
+/// The plate model, or the detailed one with a few random training steps and settings.
+fn space() -> impl Strategy<Value = MemorySpace> {
+    let step = (
+        1u64..=2,
+        prop::sample::select(vec![2048u64, 4096]),
+        prop::sample::select(Recompute::ALL.to_vec()),
+        any::<bool>(),
+        prop::sample::select(vec![Schedule::OneFOneB, Schedule::Interleaved(2)]),
+        prop::sample::select(vec![6144u64, 12_288]),
+    )
+        .prop_map(
+            |(micro_batch, seq_len, recompute, sp, schedule, sequences)| Step {
+                micro_batch,
+                seq_len,
+                recompute,
+                sequence_parallel: sp,
+                schedule,
+                global_batch_tokens: sequences * seq_len,
+            },
+        );
+    let options = (
+        prop::sample::select(vec![GradientPrecision::Bf16, GradientPrecision::Fp32]),
+        prop::sample::select(vec![Kernels::Fused, Kernels::Eager]),
+        prop::sample::select(vec![StageSplit::Even, StageSplit::Llama3]),
+        0.0f64..4.0,
+    )
+        .prop_map(|(gradients, kernels, stages, reserve_gb)| Options {
+            gradients,
+            kernels,
+            stages,
+            reserve_gb,
+            ..Options::default()
+        });
+    prop_oneof![
+        Just(MemorySpace::Plate),
+        (prop::collection::vec(step, 1..4), options)
+            .prop_map(|(steps, options)| MemorySpace::Detailed { steps, options }),
+    ]
 }
 
 fn rank() -> impl Strategy<Value = Rank> {
     prop::sample::select(vec![Rank::Loss, Rank::Days, Rank::Memory])
 }
 
-/// Every passing plan, graded one by one.
-fn brute_force(brief: &Brief, shapes: &[Shape], grid: &TokenGrid) -> Vec<(usize, Plan)> {
+/// Every passing plan, graded one by one: each layout with each memory model of the space
+/// whose step goes with it.
+fn brute_force(
+    brief: &Brief,
+    shapes: &[Shape],
+    grid: &TokenGrid,
+    space: &MemorySpace,
+) -> Vec<(usize, Plan)> {
     let mut out = Vec::new();
     for (i, shape) in shapes.iter().enumerate() {
         for layout in layouts(brief, shape) {
-            for t in 0..grid.len() {
-                let plan = evaluate(
-                    brief,
-                    &Design {
+            for memory in space.models() {
+                for t in 0..grid.len() {
+                    let design = Design {
                         shape,
                         tokens: grid.at(t),
                         layout,
-                    },
-                );
-                if plan.pass {
-                    out.push((i, plan));
+                        memory,
+                    };
+                    match evaluate(brief, &design) {
+                        Ok(plan) if plan.pass => out.push((i, plan)),
+                        _ => {}
+                    }
                 }
             }
         }
@@ -119,10 +172,19 @@ fn brute_force(brief: &Brief, shapes: &[Shape], grid: &TokenGrid) -> Vec<(usize,
     out
 }
 
-/// The tie-break, written out again: less memory, smaller TP, PP, ZeRO, earlier shape, fewer
-/// tokens.
+/// The tie-break, written out again: less memory, smaller TP, PP, ZeRO, smaller step, earlier
+/// shape, fewer tokens.
 fn tie(a: &(usize, Plan), b: &(usize, Plan)) -> std::cmp::Ordering {
-    let t = |(i, p): &(usize, Plan)| (p.layout.tp, p.layout.pp, p.layout.zero.get(), *i, p.tokens);
+    let t = |(i, p): &(usize, Plan)| {
+        (
+            p.layout.tp,
+            p.layout.pp,
+            p.layout.zero.get(),
+            p.step,
+            *i,
+            p.tokens,
+        )
+    };
     a.1.memory_gb
         .total
         .total_cmp(&b.1.memory_gb.total)
@@ -154,8 +216,19 @@ fn run(
     grid: TokenGrid,
     rank: Rank,
     top: Option<usize>,
+    memory: &MemorySpace,
 ) -> SearchReport {
-    search(brief, shapes, &SearchOptions { grid, rank, top }, &Silent)
+    search(
+        brief,
+        shapes,
+        &SearchOptions {
+            grid,
+            rank,
+            top,
+            memory: memory.clone(),
+        },
+        &Silent,
+    )
 }
 
 proptest! {
@@ -176,10 +249,10 @@ proptest! {
 
     #[test]
     fn the_passing_set_and_its_order_equal_a_brute_force_check(
-        (brief, shapes, grid) in problem(), rank in rank()
+        (brief, shapes, grid, space) in problem(), rank in rank()
     ) {
-        let report = run(&brief, &shapes, grid, rank, None);
-        let mut expected = brute_force(&brief, &shapes, &grid);
+        let report = run(&brief, &shapes, grid, rank, None, &space);
+        let mut expected = brute_force(&brief, &shapes, &grid, &space);
         expected.sort_by(|a, b| {
             let (p, q) = (&a.1, &b.1);
             let by = |x: f64, y: f64| x.total_cmp(&y);
@@ -200,10 +273,10 @@ proptest! {
 
     #[test]
     fn the_front_equals_a_brute_force_front_and_nothing_on_it_is_dominated(
-        (brief, shapes, grid) in problem()
+        (brief, shapes, grid, space) in problem()
     ) {
-        let report = run(&brief, &shapes, grid, Rank::Loss, Some(3));
-        let passing = brute_force(&brief, &shapes, &grid);
+        let report = run(&brief, &shapes, grid, Rank::Loss, Some(3), &space);
+        let passing = brute_force(&brief, &shapes, &grid, &space);
         let want: Vec<Plan> = brute_front(&passing).into_iter().map(|(_, p)| p).collect();
         prop_assert_eq!(&report.front, &want);
         for p in &report.front {
@@ -214,16 +287,23 @@ proptest! {
 
     #[test]
     fn the_grid_passes_exactly_inside_each_shape_s_token_window(
-        (brief, shapes, grid) in problem()
+        (brief, shapes, grid, space) in problem()
     ) {
-        let report = run(&brief, &shapes, grid, Rank::Loss, None);
+        let report = run(&brief, &shapes, grid, Rank::Loss, None, &space);
         for (shape, v) in shapes.iter().zip(&report.shapes) {
-            prop_assert_eq!(v, &verdict(&brief, shape));
+            let configs = configurations(&brief, shape, &space);
+            let light = lightest(configs.iter().map(|c| (c.bytes, &c.layout, c.model.step())));
+            prop_assert_eq!(v, &verdict(&brief, shape, light));
             if let Some([lo, hi]) = v.token_window {
                 // The edges are exact: one token fewer misses the loss, one more the days.
+                let memory = space
+                    .models()
+                    .into_iter()
+                    .find(|m| m.step().copied() == v.min_memory_step)
+                    .unwrap();
                 let grade = |tokens: u64| {
                     let layout = v.min_memory_layout.unwrap();
-                    evaluate(&brief, &Design { shape, tokens, layout })
+                    evaluate(&brief, &Design { shape, tokens, layout, memory }).unwrap()
                 };
                 prop_assert!(grade(lo).pass && grade(hi).pass);
                 prop_assert!(lo == 1 || !grade(lo - 1).checks.loss);
@@ -246,11 +326,11 @@ proptest! {
 
     #[test]
     fn results_are_byte_identical_at_one_and_four_threads(
-        (brief, shapes, grid) in problem(), rank in rank(), top in 1usize..20
+        (brief, shapes, grid, space) in problem(), rank in rank(), top in 1usize..20
     ) {
         let at = |threads: usize| {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-            let r = pool.install(|| run(&brief, &shapes, grid, rank, Some(top)));
+            let r = pool.install(|| run(&brief, &shapes, grid, rank, Some(top), &space));
             let json = Format::Json.exporter();
             (json.search(&r).unwrap(), json.front(&r).unwrap())
         };

@@ -9,8 +9,14 @@ use trainplan::plan::Design;
 use trainplan::progress::Silent;
 use trainplan::scaling::ComputeOptimal;
 use trainplan::search::{search, SearchOptions};
-use trainplan::verdict::verdict;
+use trainplan::verdict::{plate_lightest, verdict, ShapeVerdict};
 use trainplan::Brief;
+
+/// The verdict on a preset under the default brief and the plate model.
+fn plate_verdict(model: &str) -> ShapeVerdict {
+    let (brief, shape) = (Brief::default(), preset(model).unwrap());
+    verdict(&brief, &shape, plate_lightest(&brief, &shape))
+}
 
 fn within(x: f64, want: f64, rel: f64) -> bool {
     ((x - want) / want).abs() <= rel
@@ -37,14 +43,7 @@ fn the_starting_plan_needs_about_1140_gb_per_gpu_and_about_91_days() {
     let brief = Brief::default();
     let shape = preset("70b").unwrap();
     let layout = Layout::new(&brief, &shape, 1, 1, ZeroStage::new(0).unwrap()).unwrap();
-    let r = check(
-        &brief,
-        &Design {
-            shape: &shape,
-            tokens: 15_000_000_000_000,
-            layout,
-        },
-    );
+    let r = check(&brief, &Design::plate(&shape, 15_000_000_000_000, layout)).unwrap();
     // 16 × 70,553,706,496 B + 2 × 8192 × 8192 × 80 B = 1,139.6 GB.
     assert!(within(r.plan.memory_gb.total, 1_139.596_722_176, 1e-12));
     // 6 × 70,553,706,496 × 15e12 / (2048 × 989e12 × 0.4 × 86,400) = 90.7115 days.
@@ -76,14 +75,14 @@ fn the_compute_optimal_model_for_the_budget_has_about_140_billion_parameters() {
 
 #[test]
 fn llama3_8b_can_never_pass_its_loss_floor_is_1_9923() {
-    let v = verdict(&Brief::default(), &preset("8b").unwrap());
+    let v = plate_verdict("8b");
     assert!((v.loss_floor - 1.992_266_6).abs() < 1e-6);
     assert_eq!(v.token_window, None);
 }
 
 #[test]
 fn llama3_70b_passes_from_3_381t_to_4_961t_tokens() {
-    let v = verdict(&Brief::default(), &preset("70b").unwrap());
+    let v = plate_verdict("70b");
     // D_lo = (2085 / (1.955 − 1.9008653))^(1/0.366) = 3,380,993,485,051.3 → rounded up;
     // D_hi = 2.1000093696e24 / (6 × 70,553,706,496) = 4,960,782,062,099.6 → rounded down.
     assert_eq!(v.token_window, Some([3_380_993_485_052, 4_960_782_062_099]));
@@ -93,7 +92,7 @@ fn llama3_70b_passes_from_3_381t_to_4_961t_tokens() {
 
 #[test]
 fn llama3_405b_passes_but_only_from_817_7b_to_862_4b_tokens_at_the_end_of_the_month() {
-    let v = verdict(&Brief::default(), &preset("405b").unwrap());
+    let v = plate_verdict("405b");
     // D_lo = 817,690,567,285.9 → 817,690,567,286; D_hi = 862,384,228,538.4 → 862,384,228,538.
     assert_eq!(v.token_window, Some([817_690_567_286, 862_384_228_538]));
     assert!((v.days_window.unwrap()[0] - 28.445_23).abs() < 1e-4);
@@ -102,7 +101,7 @@ fn llama3_405b_passes_but_only_from_817_7b_to_862_4b_tokens_at_the_end_of_the_mo
 #[test]
 fn every_shape_fits_in_memory_with_some_layout() {
     for s in presets() {
-        let v = verdict(&Brief::default(), &s);
+        let v = plate_verdict(&s.name);
         assert!(v.min_memory_gb.unwrap() < 72.0, "{}", s.name);
     }
 }

@@ -17,11 +17,9 @@
 //! sequence (sequence parallelism). The calibration on an H200 (`shared/calibration/`) measured
 //! 16.08 bytes per parameter and exactly `2·s·h` bytes per layer.
 
-use serde::Serialize;
-
+use super::Memory;
 use crate::layout::Layout;
 use crate::model::Shape;
-use crate::units::gb;
 
 /// Bytes per parameter of BF16 weights.
 pub const WEIGHT_BYTES: f64 = 2.0;
@@ -32,59 +30,13 @@ pub const OPTIMIZER_BYTES: f64 = 12.0;
 /// Bytes kept per activation value (BF16).
 pub const ACTIVATION_BYTES: f64 = 2.0;
 
-/// Memory one GPU needs, bytes, by component.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Memory {
-    /// BF16 weights.
-    pub weights: f64,
-    /// BF16 gradients.
-    pub gradients: f64,
-    /// FP32 master weights and Adam moments.
-    pub optimizer: f64,
-    /// Stored activations of the busiest pipeline stage.
-    pub activations: f64,
-}
-
-impl Memory {
-    /// The sum of the four components, bytes.
-    pub fn total(&self) -> f64 {
-        self.weights + self.gradients + self.optimizer + self.activations
-    }
-
-    /// The same, in GB, as the plan JSON reports it.
-    pub fn in_gb(&self) -> MemoryGb {
-        MemoryGb {
-            weights: gb(self.weights),
-            gradients: gb(self.gradients),
-            optimizer: gb(self.optimizer),
-            activations: gb(self.activations),
-            total: gb(self.total()),
-        }
-    }
-}
-
-/// Per-GPU memory in GB (10^9 bytes): the plan JSON's `memory_gb` object.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct MemoryGb {
-    /// BF16 weights, GB.
-    pub weights: f64,
-    /// BF16 gradients, GB.
-    pub gradients: f64,
-    /// FP32 master weights and Adam m and v, GB.
-    pub optimizer: f64,
-    /// Stored activations, GB.
-    pub activations: f64,
-    /// Sum of the above, GB.
-    pub total: f64,
-}
-
 /// Parameters one GPU holds before ZeRO: `Ψ = N / (TP·PP)`.
 pub fn params_per_gpu(params: u64, layout: &Layout) -> f64 {
     params as f64 / (layout.tp * layout.pp) as f64
 }
 
 /// `bytes` divided over the data-parallel group when `sharded`, else whole.
-fn shard(bytes: f64, sharded: bool, dp: u64) -> f64 {
+pub(crate) fn shard(bytes: f64, sharded: bool, dp: u64) -> f64 {
     if sharded {
         bytes / dp as f64
     } else {
@@ -109,6 +61,7 @@ pub fn plate(shape: &Shape, layout: &Layout, seq_len: u64) -> Memory {
         gradients: shard(GRADIENT_BYTES * psi, zero.shards_gradients(), layout.dp),
         optimizer: shard(OPTIMIZER_BYTES * psi, zero.shards_optimizer(), layout.dp),
         activations: activation_bytes(shape, layout, seq_len),
+        detail: None,
     }
 }
 

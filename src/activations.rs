@@ -1,0 +1,400 @@
+//! Activation memory of one transformer layer, derived tensor by tensor.
+//!
+//! A layer keeps, from its forward pass to its backward pass, the tensors its backward needs.
+//! Each is listed below per token of one sequence (micro-batch b = 1) in bytes, with how it is
+//! split under tensor parallelism t: a *tensor-split* tensor lives on one TP rank in 1/t (its
+//! heads or its FFN columns); a *replicated* one is whole on every rank, unless sequence
+//! parallelism splits it along the sequence, 1/t again (Korthikanti et al., "Reducing Activation
+//! Recomputation in Large Transformer Models", arXiv:2205.05198, §4.2). Multiply by `s·b` for a
+//! micro-batch. `h` hidden size, `f` FFN width, `a` heads, `g = kv·d` the width of K and V.
+//!
+//! ## Llama with fused kernels ([`Kernels::Fused`], the default)
+//! FlashAttention (Dao 2022) never stores the `s × s` attention matrix: it keeps Q, K, V, the
+//! output O and one FP32 log-sum-exp per head and token. RMSNorm (Zhang and Sennrich 2019) is
+//! fused and keeps its BF16 input (the per-token FP32 rstd is negligible); RoPE is applied in
+//! place, so the rotated Q and K are what attention keeps; SwiGLU keeps its two inputs.
+//! Llama has no dropout, hence no masks.
+//!
+//! | tensor | bytes / token | split |
+//! |---|---|---|
+//! | attention RMSNorm input | 2h | replicated |
+//! | QKV input (RMSNorm output) | 2h | replicated |
+//! | Q after RoPE | 2h | tensor |
+//! | K after RoPE, V (grouped-query: kv heads only) | 2g + 2g | tensor |
+//! | attention output O (also the output projection's input) | 2h | tensor |
+//! | softmax log-sum-exp, FP32 | 4a | tensor, attention core |
+//! | MLP RMSNorm input | 2h | replicated |
+//! | gate/up input (RMSNorm output) | 2h | replicated |
+//! | gate and up outputs (SwiGLU's inputs) | 2f + 2f | tensor |
+//! | SwiGLU output (down projection's input) | 2f | tensor |
+//!
+//! In all `8h` replicated and `4h + 4g + 6f + 4a` tensor-split bytes per token.
+//!
+//! **Where Llama differs from Korthikanti's GPT layer.** Their `34·s·b·h` (Table 2) is for a GPT
+//! layer with a 4h GELU MLP, multi-head attention and dropout: `10h` replicated (two LayerNorm
+//! inputs, two matmul inputs, two 1-byte dropout masks) and `24h` split (Q, K, V 6h, output
+//! projection input 2h, GELU input 8h, its output 8h), plus `5·a·s` bytes of softmax, dropout
+//! mask and dropout output. For Llama: no dropout masks (−2h replicated); grouped-query K and V
+//! are `4g` instead of `4h` (70B: 0.5h instead of 4h); the output projection shares O with
+//! attention (−2h); FlashAttention drops the `5·a·s` term for a `4a` log-sum-exp; and the SwiGLU
+//! MLP keeps `6f` where the GELU MLP keeps `16h` (8h + 8h). With f = 3.5h (8B, 70B) that is
+//! 21h against 16h. Net, bytes per token without recomputation, replicated + split:
+//!
+//! | layer | replicated | tensor-split | total at t = 1 |
+//! |---|---|---|---|
+//! | GPT, 4h GELU MLP (Korthikanti) | 10h | 24h + 5as | 34h + 5as |
+//! | Llama 3 8B (g = h/4, f = 3.5h) | 8h | 26.03h | 34.03h |
+//! | Llama 3 70B (g = h/8, f = 3.5h) | 8h | 25.53h | 33.53h |
+//! | Llama 3 405B (g = h/16, f = 3.25h) | 8h | 23.78h | 31.78h |
+//!
+//! So the totals are within 7 % of 34h, by coincidence: SwiGLU's larger MLP (+5h) is paid for by
+//! grouped-query attention, FlashAttention and the missing dropout. Under tensor parallelism the
+//! difference shows: the split part is 6–8 % larger than GPT's 24h, the replicated part 20 %
+//! smaller than 10h.
+//!
+//! ## Llama in eager PyTorch ([`Kernels::Eager`])
+//! The layer `shared/calibration/measure_layers.py` measured: RMSNorm in FP32 (it keeps the FP32
+//! upcast 4h and the BF16 normalised 2h, and the next layer keeps the 2h output), RoPE unfused (the
+//! pre-rotation Q and K stay alive through the slices RoPE saves), K and V repeated to every head
+//! before `scaled_dot_product_attention`, and SwiGLU unfused (SiLU input, SiLU output, up output,
+//! their product: 8f). In all `16h` replicated and `10h + 2g + 8f + 4a` tensor-split: 54.3h for
+//! 70B at t = 1 against 54.1h measured, 20.8h at t = 8 against 20.8h.
+//!
+//! ## Recomputation
+//! - **none**: every tensor above is kept.
+//! - **selective** (Korthikanti §5): the attention core is recomputed in backward and keeps only
+//!   its inputs. With FlashAttention that saves just the log-sum-exp: the core never stored the
+//!   `s × s` matrix that selective recomputation was invented to drop.
+//! - **full**: each layer keeps only its input, `2h` per token (split by t under sequence
+//!   parallelism), and recomputes the rest in backward. The calibration measured exactly this.
+//!
+//! The **recompute working set** is the memory recomputation needs on top, for one layer at a
+//! time: under full recomputation the whole no-recomputation set of one layer; under selective,
+//! the attention core's tensors.
+
+use serde::Serialize;
+
+use crate::model::Shape;
+
+/// Which activations are recomputed in backward instead of kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Recompute {
+    /// Keep every activation.
+    None,
+    /// Recompute the attention core (Korthikanti et al. §5).
+    Selective,
+    /// Keep each layer's input only and recompute the layer.
+    Full,
+}
+
+impl Recompute {
+    /// All modes, in order.
+    pub const ALL: [Recompute; 3] = [Recompute::None, Recompute::Selective, Recompute::Full];
+
+    /// The name a user types.
+    pub fn name(self) -> &'static str {
+        match self {
+            Recompute::None => "none",
+            Recompute::Selective => "selective",
+            Recompute::Full => "full",
+        }
+    }
+}
+
+/// How the layer is implemented, which decides what it keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kernels {
+    /// FlashAttention, fused RMSNorm, RoPE and SwiGLU (Megatron-Core with Transformer Engine).
+    Fused,
+    /// Eager PyTorch, as in `shared/calibration/measure_layers.py`.
+    Eager,
+}
+
+/// The layer whose activations are counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layer {
+    /// A Llama layer (RMSNorm, GQA attention with RoPE, SwiGLU) with these kernels.
+    Llama(Kernels),
+    /// Korthikanti et al.'s GPT layer: LayerNorm, multi-head attention with a materialised
+    /// softmax and dropout, a 4h GELU MLP. The reference the published formulas assume.
+    Gpt,
+}
+
+/// How a kept tensor is divided among the TP ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Split {
+    /// Divided by TP (heads or FFN columns).
+    Tensor,
+    /// Whole on each TP rank; divided by TP along the sequence under sequence parallelism.
+    Replicated,
+}
+
+/// One tensor kept from forward to backward, per token of one sequence.
+#[derive(Debug, Clone, Copy)]
+struct Kept {
+    bytes_per_token: f64,
+    split: Split,
+    /// Recomputed under selective recomputation.
+    attention_core: bool,
+}
+
+const fn kept(bytes_per_token: f64, split: Split) -> Kept {
+    Kept {
+        bytes_per_token,
+        split,
+        attention_core: false,
+    }
+}
+
+const fn core(bytes_per_token: f64) -> Kept {
+    Kept {
+        bytes_per_token,
+        split: Split::Tensor,
+        attention_core: true,
+    }
+}
+
+/// The tensors `layer` keeps with no recomputation, for `shape` at sequence length `s`.
+fn tensors(layer: Layer, shape: &Shape, s: f64) -> Vec<Kept> {
+    use Split::{Replicated, Tensor};
+    let h = shape.hidden as f64;
+    let f = shape.ffn as f64;
+    let a = f64::from(shape.heads);
+    let g = f64::from(shape.kv_heads) * shape.head_dim() as f64;
+    match layer {
+        Layer::Llama(Kernels::Fused) => vec![
+            kept(2.0 * h, Replicated), // attention RMSNorm input
+            kept(2.0 * h, Replicated), // QKV input
+            kept(2.0 * h, Tensor),     // Q after RoPE
+            kept(4.0 * g, Tensor),     // K after RoPE, V
+            kept(2.0 * h, Tensor),     // attention output O
+            core(4.0 * a),             // log-sum-exp, FP32
+            kept(2.0 * h, Replicated), // MLP RMSNorm input
+            kept(2.0 * h, Replicated), // gate/up input
+            kept(4.0 * f, Tensor),     // gate and up outputs
+            kept(2.0 * f, Tensor),     // SwiGLU output
+        ],
+        Layer::Llama(Kernels::Eager) => vec![
+            kept(6.0 * h, Replicated), // attention RMSNorm: FP32 upcast, BF16 normalised
+            kept(2.0 * h, Replicated), // its output, the QKV input
+            kept(2.0 * h, Tensor),     // Q before RoPE (kept by RoPE's slices)
+            kept(2.0 * g, Tensor),     // K before RoPE
+            kept(2.0 * h, Tensor),     // Q after RoPE
+            kept(4.0 * h, Tensor),     // K after RoPE and V, repeated to every head
+            kept(2.0 * h, Tensor),     // attention output
+            core(4.0 * a),             // log-sum-exp, FP32
+            kept(6.0 * h, Replicated), // MLP RMSNorm
+            kept(2.0 * h, Replicated), // its output, the gate/up input
+            kept(8.0 * f, Tensor),     // SiLU input and output, up output, product
+        ],
+        Layer::Gpt => vec![
+            kept(2.0 * h, Replicated), // LayerNorm 1 input
+            kept(2.0 * h, Replicated), // QKV input
+            kept(4.0 * h, Tensor),     // Q and K
+            core(2.0 * a * s),         // softmax output
+            core(a * s),               // softmax dropout mask
+            core(2.0 * a * s),         // dropout output
+            kept(2.0 * h, Tensor),     // V
+            kept(2.0 * h, Tensor),     // output projection input
+            kept(h, Replicated),       // attention dropout mask
+            kept(2.0 * h, Replicated), // LayerNorm 2 input
+            kept(2.0 * h, Replicated), // MLP input
+            kept(8.0 * h, Tensor),     // GELU input
+            kept(8.0 * h, Tensor),     // GELU output
+            kept(h, Replicated),       // MLP dropout mask
+        ],
+    }
+}
+
+/// Where one layer's activations are counted: the layer, the micro-batch and the split.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Setting {
+    /// The layer's implementation.
+    pub layer: Layer,
+    /// Sequence length s.
+    pub seq_len: u64,
+    /// Micro-batch size b, sequences.
+    pub micro_batch: u64,
+    /// Tensor-parallel degree t.
+    pub tp: u64,
+    /// Sequence parallelism (splits the replicated tensors along the sequence).
+    pub sequence_parallel: bool,
+}
+
+impl Setting {
+    /// Bytes one rank keeps of `tensor` for a micro-batch.
+    fn bytes(&self, tensor: &Kept) -> f64 {
+        let tokens = (self.seq_len * self.micro_batch) as f64;
+        let split = match tensor.split {
+            Split::Tensor => true,
+            Split::Replicated => self.sequence_parallel,
+        };
+        let share = if split { self.tp as f64 } else { 1.0 };
+        tokens * tensor.bytes_per_token / share
+    }
+
+    fn sum(&self, shape: &Shape, keep: impl Fn(&Kept) -> bool) -> f64 {
+        tensors(self.layer, shape, self.seq_len as f64)
+            .iter()
+            .filter(|t| keep(t))
+            .map(|t| self.bytes(t))
+            .sum()
+    }
+
+    /// Bytes one TP rank keeps from forward to backward for one layer and one micro-batch.
+    pub fn stored(&self, shape: &Shape, recompute: Recompute) -> f64 {
+        match recompute {
+            Recompute::None => self.sum(shape, |_| true),
+            Recompute::Selective => self.sum(shape, |t| !t.attention_core),
+            Recompute::Full => self.layer_input(shape),
+        }
+    }
+
+    /// The layer's BF16 input, `2·s·b·h` bytes, split by t under sequence parallelism: all a
+    /// layer keeps under full recomputation.
+    pub fn layer_input(&self, shape: &Shape) -> f64 {
+        self.bytes(&kept(2.0 * shape.hidden as f64, Split::Replicated))
+    }
+
+    /// Transient bytes of recomputing one layer in backward, on top of what is stored.
+    pub fn working_set(&self, shape: &Shape, recompute: Recompute) -> f64 {
+        match recompute {
+            Recompute::None => 0.0,
+            Recompute::Selective => self.sum(shape, |t| t.attention_core),
+            Recompute::Full => self.sum(shape, |_| true),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::preset;
+
+    fn setting(layer: Layer, tp: u64, sp: bool) -> Setting {
+        Setting {
+            layer,
+            seq_len: 8192,
+            micro_batch: 1,
+            tp,
+            sequence_parallel: sp,
+        }
+    }
+
+    /// Bytes per `s·b·h` for a GPT layer of hidden size h and a heads at sequence length s.
+    fn gpt_per_sbh(tp: u64, sp: bool, recompute: Recompute) -> f64 {
+        // A GPT-3-like shape: h = 12,288, a = 96, s = 2,048 (Korthikanti et al. Table 3).
+        let shape = Shape::new("gpt", 96, 12_288, 4 * 12_288, 96, 96, 51_200).unwrap();
+        let st = Setting {
+            layer: Layer::Gpt,
+            seq_len: 2048,
+            micro_batch: 1,
+            tp,
+            sequence_parallel: sp,
+        };
+        st.stored(&shape, recompute) / (2048.0 * 12_288.0)
+    }
+
+    #[test]
+    fn the_gpt_layer_reproduces_korthikanti_table_2_exactly() {
+        let (h, a, s) = (12_288.0, 96.0, 2048.0);
+        let attn = 5.0 * a * s / h;
+        for t in [1u64, 2, 4, 8] {
+            let tf = t as f64;
+            let rows = [
+                (false, Recompute::None, 10.0 + 24.0 / tf + attn / tf),
+                (true, Recompute::None, 34.0 / tf + attn / tf),
+                (false, Recompute::Selective, 10.0 + 24.0 / tf),
+                (true, Recompute::Selective, 34.0 / tf),
+                (false, Recompute::Full, 2.0),
+            ];
+            for (sp, rc, want) in rows {
+                let got = gpt_per_sbh(t, sp, rc);
+                assert!(
+                    (got - want).abs() < 1e-12,
+                    "t={t} sp={sp} {rc:?}: {got} vs {want}"
+                );
+            }
+        }
+        // No parallelism: sbh(34 + 5as/h).
+        assert!((gpt_per_sbh(1, false, Recompute::None) - (34.0 + attn)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn full_recomputation_keeps_two_s_b_h_as_measured() {
+        // calibration: 134,217,728 B per layer at h = 8,192; b = 2 stores exactly twice.
+        let s = preset("70b").unwrap();
+        let one = setting(Layer::Llama(Kernels::Fused), 1, false);
+        assert_eq!(one.stored(&s, Recompute::Full), 134_217_728.0);
+        let two = Setting {
+            micro_batch: 2,
+            ..one
+        };
+        assert_eq!(two.stored(&s, Recompute::Full), 268_435_456.0);
+        let sp = setting(Layer::Llama(Kernels::Fused), 8, true);
+        assert_eq!(sp.stored(&s, Recompute::Full), 134_217_728.0 / 8.0);
+    }
+
+    #[test]
+    fn eager_llama_matches_the_measured_no_recompute_footprint_within_3_percent() {
+        // calibration per_layer_over_sbh: 8B 53.16 (t=1), 20.88 (t=8); 70B 54.09, 20.82;
+        // 405B 34.05 (t=2), 20.54 (t=8). No sequence parallelism.
+        let cases = [
+            ("8b", 1, 53.158),
+            ("8b", 8, 20.881),
+            ("70b", 1, 54.095),
+            ("70b", 8, 20.817),
+            ("405b", 2, 34.047),
+            ("405b", 8, 20.536),
+        ];
+        for (model, tp, measured) in cases {
+            let s = preset(model).unwrap();
+            let st = setting(Layer::Llama(Kernels::Eager), tp, false);
+            let per_sbh = st.stored(&s, Recompute::None) / (8192.0 * s.hidden as f64);
+            let err = (per_sbh - measured) / measured;
+            assert!(
+                err.abs() < 0.03,
+                "{model} t={tp}: {per_sbh:.3} vs {measured} ({err:+.3})"
+            );
+        }
+    }
+
+    #[test]
+    fn fused_llama_70b_keeps_33_5_h_per_token_without_parallelism() {
+        // 8h + 4h + 4g + 6f + 4a = 12·8192 + 4·1024 + 6·28672 + 4·64 bytes per token.
+        let s = preset("70b").unwrap();
+        let st = setting(Layer::Llama(Kernels::Fused), 1, false);
+        let per_token = st.stored(&s, Recompute::None) / 8192.0;
+        assert_eq!(
+            per_token,
+            12.0 * 8192.0 + 4.0 * 1024.0 + 6.0 * 28_672.0 + 4.0 * 64.0
+        );
+    }
+
+    #[test]
+    fn with_flash_attention_selective_saves_only_the_log_sum_exp() {
+        let s = preset("70b").unwrap();
+        let st = setting(Layer::Llama(Kernels::Fused), 8, true);
+        let saved = st.stored(&s, Recompute::None) - st.stored(&s, Recompute::Selective);
+        assert_eq!(saved, 8192.0 * 4.0 * 64.0 / 8.0);
+        assert_eq!(st.working_set(&s, Recompute::Selective), saved);
+    }
+
+    #[test]
+    fn stored_memory_never_rises_with_more_recomputation() {
+        let s = preset("405b").unwrap();
+        for layer in [
+            Layer::Llama(Kernels::Fused),
+            Layer::Llama(Kernels::Eager),
+            Layer::Gpt,
+        ] {
+            for (tp, sp) in [(1, false), (8, false), (8, true)] {
+                let st = setting(layer, tp, sp);
+                let [none, sel, full] = Recompute::ALL.map(|r| st.stored(&s, r));
+                assert!(none >= sel && sel >= full, "{layer:?} t={tp} sp={sp}");
+            }
+        }
+    }
+}

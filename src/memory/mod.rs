@@ -1,0 +1,135 @@
+//! Per-GPU memory: the plate model of SPEC.md §3 ([`plate`]), and a detailed model of a real
+//! training step ([`detailed`]) selected by [`MemoryModel`].
+
+pub mod detailed;
+pub mod plate;
+
+use serde::Serialize;
+
+use crate::brief::Brief;
+use crate::error::Result;
+use crate::layout::Layout;
+use crate::model::Shape;
+use crate::step::Step;
+use crate::units::gb;
+
+pub use plate::{
+    activation_bytes, params_per_gpu, plate, ACTIVATION_BYTES, GRADIENT_BYTES, OPTIMIZER_BYTES,
+    WEIGHT_BYTES,
+};
+
+/// Memory one GPU needs, bytes, by component.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Memory {
+    /// BF16 weights.
+    pub weights: f64,
+    /// Gradients (BF16 under the plate model).
+    pub gradients: f64,
+    /// FP32 master weights and Adam moments.
+    pub optimizer: f64,
+    /// Stored activations of the busiest pipeline stage.
+    pub activations: f64,
+    /// What only the detailed model counts; `None` under the plate model.
+    pub detail: Option<Detail>,
+}
+
+/// The components only the detailed model has, and which stage they belong to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Detail {
+    /// Logits kept from the last stage's forward to its backward.
+    pub logits: f64,
+    /// The larger transient: recomputing one layer in backward, or the loss's forward peak.
+    pub transient: f64,
+    /// CUDA context, communication buffers and allocator fragmentation.
+    pub reserve: f64,
+    /// The stage these figures are for: the one that needs the most.
+    pub stage: StageInfo,
+}
+
+/// Which pipeline stage a plan's memory is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct StageInfo {
+    /// 0-based index of the stage.
+    pub index: u64,
+    /// Stages in the pipeline.
+    pub of: u64,
+    /// `only`, `first`, `middle` or `last`.
+    pub role: &'static str,
+    /// Transformer layers on the stage.
+    pub layers: u64,
+}
+
+impl Memory {
+    /// The sum of every component, bytes.
+    pub fn total(&self) -> f64 {
+        let extra = self
+            .detail
+            .map_or(0.0, |d| d.logits + d.transient + d.reserve);
+        self.weights + self.gradients + self.optimizer + self.activations + extra
+    }
+
+    /// The same, in GB, as the plan JSON reports it.
+    pub fn in_gb(&self) -> MemoryGb {
+        MemoryGb {
+            weights: gb(self.weights),
+            gradients: gb(self.gradients),
+            optimizer: gb(self.optimizer),
+            activations: gb(self.activations),
+            logits: self.detail.map(|d| gb(d.logits)),
+            transient: self.detail.map(|d| gb(d.transient)),
+            reserve: self.detail.map(|d| gb(d.reserve)),
+            total: gb(self.total()),
+        }
+    }
+}
+
+/// Per-GPU memory in GB (10^9 bytes): the plan JSON's `memory_gb` object.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MemoryGb {
+    /// BF16 weights, GB.
+    pub weights: f64,
+    /// Gradients, GB.
+    pub gradients: f64,
+    /// FP32 master weights and Adam m and v, GB.
+    pub optimizer: f64,
+    /// Stored activations, GB.
+    pub activations: f64,
+    /// Logits kept for the loss's backward, GB (detailed model only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logits: Option<f64>,
+    /// Transient peak: recomputation working set or the loss's forward peak, GB (detailed only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transient: Option<f64>,
+    /// CUDA context, communication buffers, fragmentation, GB (detailed only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reserve: Option<f64>,
+    /// Sum of the above, GB.
+    pub total: f64,
+}
+
+/// How memory is computed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MemoryModel {
+    /// SPEC.md's plate model at the brief's sequence length.
+    Plate,
+    /// The detailed model of one training step.
+    Detailed(detailed::Detailed),
+}
+
+impl MemoryModel {
+    /// Per-GPU memory of `shape` under `layout`, or why the step does not go with the layout.
+    pub fn memory(&self, brief: &Brief, shape: &Shape, layout: &Layout) -> Result<Memory> {
+        match self {
+            MemoryModel::Plate => Ok(plate(shape, layout, brief.seq_len)),
+            MemoryModel::Detailed(d) => d.memory(shape, layout),
+        }
+    }
+
+    /// The training step, under the detailed model.
+    pub fn step(&self) -> Option<&Step> {
+        match self {
+            MemoryModel::Plate => None,
+            MemoryModel::Detailed(d) => Some(&d.step),
+        }
+    }
+}
