@@ -342,7 +342,7 @@ impl DetailedArgs {
                 return Err(Error::invalid(
                     "--memory",
                     "plate",
-                    "detailed: the training-step and memory-model flags apply to --memory detailed only",
+                    "--memory detailed, which the training-step and memory-model flags need",
                 ));
             }
             return Ok(None);

@@ -15,6 +15,7 @@ use crate::brief::Brief;
 use crate::error::Result;
 use crate::format::fixed;
 use crate::layout::Layout;
+use crate::memory::detailed::Options;
 use crate::memory::{MemoryGb, MemoryModel, StageInfo};
 use crate::model::Shape;
 use crate::step::Step;
@@ -94,6 +95,9 @@ pub struct Plan {
     /// The pipeline stage `memory_gb` is for, the one that needs the most (detailed model only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub worst_stage: Option<StageInfo>,
+    /// The detailed memory model's settings (detailed model only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_model: Option<Options>,
     /// Training FLOPs, 6·N·D.
     pub flops: f64,
     /// Days by 6ND at the brief's MFU.
@@ -184,6 +188,10 @@ pub fn evaluate(brief: &Brief, design: &Design) -> Result<Plan> {
         step: design.memory.step().copied(),
         memory_gb,
         worst_stage: mem.detail.map(|detail| detail.stage),
+        memory_model: match design.memory {
+            MemoryModel::Plate => None,
+            MemoryModel::Detailed(d) => Some(d.options),
+        },
         flops: time::training_flops(n as f64, d as f64),
         days,
         loss,

@@ -42,7 +42,13 @@ impl Schedule {
 
     /// Parses `1f1b` or `interleaved:V`.
     pub fn parse(text: &str) -> Result<Self> {
-        let bad = || Error::invalid("schedule", text, "1f1b or interleaved:V with V ≥ 2 chunks");
+        let bad = || {
+            Error::invalid(
+                "--schedule",
+                text,
+                "1f1b or interleaved:V with V ≥ 2 chunks",
+            )
+        };
         match text.trim().to_ascii_lowercase().as_str() {
             "1f1b" => Ok(Schedule::OneFOneB),
             other => {
@@ -94,14 +100,14 @@ impl Step {
     pub fn micro_batches(&self, layout: &Layout, stage_layers: &[u64]) -> Result<u64> {
         if self.micro_batch == 0 || self.seq_len == 0 {
             return Err(Error::invalid(
-                "micro_batch × seq_len",
+                "--micro-batch × --seq-len",
                 self.micro_batch * self.seq_len,
                 "at least one token",
             ));
         }
         if self.sequence_parallel && layout.tp == 1 {
             return Err(Error::invalid(
-                "sequence_parallel",
+                "--sequence-parallel",
                 "on",
                 "off when tp = 1: sequence parallelism splits over the TP group",
             ));
@@ -115,7 +121,7 @@ impl Step {
             })
             .ok_or_else(|| {
                 Error::invalid(
-                    "global_batch_tokens",
+                    "--global-batch-tokens",
                     self.global_batch_tokens,
                     format!(
                         "a whole multiple of b × s × DP = {} × {} × {}",
@@ -128,14 +134,14 @@ impl Step {
             let v = u64::from(v);
             if layout.pp < 2 {
                 return Err(Error::invalid(
-                    "schedule",
+                    "--schedule",
                     self.schedule,
                     "1f1b when pp = 1",
                 ));
             }
             if m % layout.pp != 0 {
                 return Err(Error::invalid(
-                    "schedule",
+                    "--schedule",
                     self.schedule,
                     format!(
                         "1f1b, or {m} micro-batches a multiple of pp = {}",
@@ -145,7 +151,7 @@ impl Step {
             }
             if let Some(&odd) = stage_layers.iter().find(|&&l| l % v != 0) {
                 return Err(Error::invalid(
-                    "schedule",
+                    "--schedule",
                     self.schedule,
                     format!("chunks that divide every stage's layers (a stage has {odd})"),
                 ));

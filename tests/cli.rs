@@ -416,3 +416,109 @@ fn a_reader_that_goes_away_is_not_an_error() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn check_with_the_detailed_model_reports_the_step_the_stage_and_every_component() {
+    let v = json(&[
+        "check",
+        "--model",
+        "70b",
+        "--tokens",
+        "4e12",
+        "--tp",
+        "8",
+        "--pp",
+        "4",
+        "--zero",
+        "1",
+        "--memory",
+        "detailed",
+        "--micro-batch",
+        "2",
+        "--schedule",
+        "interleaved:2",
+        "--json",
+    ]);
+    assert_eq!(v["step"]["micro_batch"], 2);
+    assert_eq!(v["step"]["schedule"], "interleaved:2");
+    assert_eq!(v["step"]["sequence_parallel"], true);
+    assert_eq!(v["worst_stage"]["of"], 4);
+    // 16 Mi tokens / (2 × 8192 × DP 64) = 16 micro-batches.
+    assert_eq!(v["worst_stage"]["micro_batches"], 16);
+    assert_eq!(v["memory_model"]["gradients"], "fp32");
+    let m = &v["memory_gb"];
+    let parts: f64 = [
+        "weights",
+        "gradients",
+        "optimizer",
+        "activations",
+        "logits",
+        "transient",
+        "reserve",
+    ]
+    .iter()
+    .map(|k| m[k].as_f64().unwrap())
+    .sum();
+    assert!((parts - m["total"].as_f64().unwrap()).abs() < 1e-9);
+}
+
+#[test]
+fn the_plate_model_stays_the_default_and_its_json_has_no_detailed_keys() {
+    let v = json(&[
+        "check", "--model", "70b", "--tokens", "4e12", "--tp", "8", "--zero", "1", "--json",
+    ]);
+    for key in ["step", "worst_stage", "memory_model"] {
+        assert!(v.get(key).is_none(), "{key}");
+    }
+    assert!(v["memory_gb"].get("reserve").is_none());
+}
+
+#[test]
+fn a_detailed_search_covers_the_step_s_knobs() {
+    let v = json(&[
+        "search", "--memory", "detailed", "--json", "--top", "3", "--models", "70b",
+    ]);
+    assert!(v["plans"][0]["step"].is_object());
+    assert!(v["shapes"][0]["min_memory_step"].is_object());
+    // Every layout with the 3 × 3 × 2 × 2 default steps that go with it.
+    assert!(v["evaluated"].as_u64().unwrap() > 112 * 5000);
+}
+
+#[test]
+fn detailed_flags_without_the_detailed_model_and_steps_that_do_not_fit_the_layout_are_refused() {
+    fn with<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+        let base = ["check", "--model", "70b", "--tokens", "1e12"];
+        base.iter().chain(extra).copied().collect()
+    }
+    refuses(&with(&["--micro-batch", "2"]), "--memory = plate");
+    refuses(
+        &with(&["--memory", "detailed", "--micro-batch", "3"]),
+        "--global-batch-tokens = 16777216",
+    );
+    refuses(
+        &with(&["--memory", "detailed", "--schedule", "interleaved:2"]),
+        "--schedule = interleaved:2",
+    );
+    refuses(
+        &with(&["--memory", "detailed", "--sequence-parallel", "on"]),
+        "--sequence-parallel = on",
+    );
+    refuses(
+        &with(&[
+            "--memory", "detailed", "--tp", "8", "--pp", "16", "--stages", "llama3",
+        ]),
+        "--stages = llama3",
+    );
+    refuses(
+        &with(&["--memory", "detailed", "--reserve-gb", "-1"]),
+        "--reserve-gb = -1",
+    );
+    refuses(
+        &["search", "--memory", "detailed", "--schedules", "gpipe"],
+        "--schedule = gpipe",
+    );
+    refuses(
+        &["search", "--memory", "detailed", "--micro-batches", "0"],
+        "--micro-batches = 0",
+    );
+}

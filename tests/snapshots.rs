@@ -67,3 +67,33 @@ fn pareto_front_as_a_text_table() {
         "front-405b.txt",
     );
 }
+
+#[test]
+fn check_report_of_llama_3_405b_under_the_detailed_model() {
+    snapshot(
+        &[
+            "check",
+            "--model",
+            "405b",
+            "--tokens",
+            "15.6e12",
+            "--tp",
+            "8",
+            "--pp",
+            "16",
+            "--zero",
+            "2",
+            "--gpus",
+            "8192",
+            "--memory-cap-gb",
+            "80",
+            "--memory",
+            "detailed",
+            "--stages",
+            "llama3",
+            "--recompute",
+            "none",
+        ],
+        "check-405b-detailed.txt",
+    );
+}

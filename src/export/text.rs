@@ -7,6 +7,7 @@ use crate::brief::Brief;
 use crate::check::CheckReport;
 use crate::error::Result;
 use crate::format::{count, fixed, general, plural, sci, thousands};
+use crate::memory::detailed::{GradientPrecision, LossPrecision};
 use crate::plan::Plan;
 use crate::search::SearchReport;
 
@@ -101,9 +102,89 @@ fn plan_rows(plans: &[Plan], numbered: bool) -> Vec<Vec<String>> {
                 fixed(p.days, 3),
                 fixed(p.loss, 5),
             ]);
+            if let Some(s) = &p.step {
+                let sp = if s.sequence_parallel { " sp" } else { "" };
+                row.push(format!(
+                    "b{} s{} {}{sp} {}",
+                    s.micro_batch,
+                    s.seq_len,
+                    s.recompute.name(),
+                    s.schedule
+                ));
+            }
             row
         })
         .collect()
+}
+
+/// The memory table of a plan: each component with how it is counted.
+fn memory_rows(p: &Plan) -> Vec<Vec<String>> {
+    let m = &p.memory_gb;
+    let row = |name: &str, how: String, gb: f64| vec![name.to_string(), how, fixed(gb, 2)];
+    let mut rows = vec![row("weights", "BF16, 2Ψ".into(), m.weights)];
+    match (&p.memory_model, &p.step, &p.worst_stage) {
+        (Some(options), Some(step), Some(stage)) => {
+            let (grad, bytes) = match options.gradients {
+                GradientPrecision::Bf16 => ("BF16", 2),
+                GradientPrecision::Fp32 => ("FP32", 4),
+            };
+            rows.push(row("gradients", format!("{grad}, {bytes}Ψ"), m.gradients));
+            rows.push(row(
+                "optimizer",
+                "FP32 master + Adam m, v, 12Ψ".into(),
+                m.optimizer,
+            ));
+            rows.push(row(
+                "activations",
+                format!(
+                    "recompute {}, {} layers × {} micro-batches",
+                    step.recompute.name(),
+                    stage.layers,
+                    general(stage.in_flight)
+                ),
+                m.activations,
+            ));
+            let loss = match options.loss {
+                LossPrecision::Fp32 => "FP32 log-probabilities, 4·s·b·V/TP",
+                LossPrecision::Bf16 => "BF16 log-probabilities, 2·s·b·V/TP",
+            };
+            rows.push(row("logits", loss.into(), m.logits.unwrap_or(0.0)));
+            rows.push(row(
+                "transient",
+                "recompute working set or loss peak".into(),
+                m.transient.unwrap_or(0.0),
+            ));
+            rows.push(row(
+                "reserve",
+                format!(
+                    "{} GB + {} % fragmentation",
+                    general(options.reserve_gb),
+                    general(options.fragmentation * 100.0)
+                ),
+                m.reserve.unwrap_or(0.0),
+            ));
+        }
+        _ => {
+            rows.push(row("gradients", "BF16, 2Ψ".into(), m.gradients));
+            rows.push(row(
+                "optimizer",
+                "FP32 master + Adam m, v, 12Ψ".into(),
+                m.optimizer,
+            ));
+            rows.push(row("activations", "2·s·h·⌈L/PP⌉/TP".into(), m.activations));
+        }
+    }
+    rows.push(row("total", String::new(), m.total));
+    rows
+}
+
+/// The plan table's header, with a step column when the plans have training steps.
+fn plan_header(plans: &[Plan]) -> Vec<&'static str> {
+    let mut header = PLAN_HEADER.to_vec();
+    if plans.iter().any(|p| p.step.is_some()) {
+        header.push("step");
+    }
+    header
 }
 
 const PLAN_HEADER: [&str; 9] = [
@@ -128,23 +209,35 @@ impl Exporter for Text {
             thousands(l.dp),
             l.zero
         );
-        let memory_rows = vec![
-            vec!["weights".into(), "BF16, 2Ψ".into(), fixed(m.weights, 2)],
-            vec!["gradients".into(), "BF16, 2Ψ".into(), fixed(m.gradients, 2)],
-            vec![
-                "optimizer".into(),
-                "FP32 master + Adam m, v, 12Ψ".into(),
-                fixed(m.optimizer, 2),
-            ],
-            vec![
-                "activations".into(),
-                "2·s·h·⌈L/PP⌉/TP".into(),
-                fixed(m.activations, 2),
-            ],
-            vec!["total".into(), String::new(), fixed(m.total, 2)],
-        ];
+        if let (Some(step), Some(stage)) = (&p.step, &p.worst_stage) {
+            let _ = writeln!(
+                out,
+                "step      {} × {} tokens a micro-batch, {} micro-batches a step ({} tokens), recompute {}, sequence parallel {}, {}",
+                step.micro_batch,
+                thousands(step.seq_len),
+                stage.micro_batches,
+                thousands(step.global_batch_tokens),
+                step.recompute.name(),
+                if step.sequence_parallel { "on" } else { "off" },
+                step.schedule
+            );
+            let _ = writeln!(
+                out,
+                "stage     the {} stage ({} of {}) needs the most: {} layers, {} micro-batches in flight\n",
+                stage.role,
+                stage.index + 1,
+                stage.of,
+                stage.layers,
+                general(stage.in_flight)
+            );
+        }
         out.push_str("memory per GPU\n");
-        out.push_str(&table(&["component", "", "GB"], &memory_rows, "llr", "  "));
+        out.push_str(&table(
+            &["component", "", "GB"],
+            &memory_rows(p),
+            "llr",
+            "  ",
+        ));
         let margin = |x: f64, unit: &str, decimals: usize| {
             if x >= 0.0 {
                 format!("{}{unit} to spare", fixed(x, decimals))
@@ -257,8 +350,9 @@ impl Exporter for Text {
         );
         if !r.plans.is_empty() {
             let mut header = vec!["#"];
-            header.extend(PLAN_HEADER);
-            out.push_str(&table(&header, &plan_rows(&r.plans, true), "rl", "  "));
+            header.extend(plan_header(&r.plans));
+            let align = format!("rl{}", "r".repeat(PLAN_HEADER.len() - 1)) + "l";
+            out.push_str(&table(&header, &plan_rows(&r.plans, true), &align, "  "));
         }
         match (r.front.first(), r.front.last()) {
             (Some(a), Some(b)) => {
@@ -282,7 +376,9 @@ impl Exporter for Text {
             "pareto front on (loss, days): {}, sorted by days\n",
             plural(r.front.len() as u64, "plan")
         );
-        out.push_str(&table(&PLAN_HEADER, &plan_rows(&r.front, false), "l", "  "));
+        let align = format!("l{}", "r".repeat(PLAN_HEADER.len() - 1)) + "l";
+        let rows = plan_rows(&r.front, false);
+        out.push_str(&table(&plan_header(&r.front), &rows, &align, "  "));
         Ok(out)
     }
 }

@@ -176,7 +176,7 @@ pub fn stage_layers(layers: u64, pp: u64, split: StageSplit) -> Result<Vec<u64>>
             let middle = (layers + 2) / pp;
             if (layers + 2) % pp != 0 || middle < 2 {
                 return Err(Error::invalid(
-                    "stages",
+                    "--stages",
                     "llama3",
                     format!(
                         "pp dividing layers + 2 = {} (so first and last hold one fewer)",
@@ -258,6 +258,8 @@ impl Detailed {
                         of: layout.pp,
                         role: role(i, layout.pp),
                         layers: n_layers,
+                        in_flight: step.in_flight(i, layout.pp, m),
+                        micro_batches: m,
                     },
                 }),
             };

@@ -47,7 +47,7 @@ pub struct Detail {
 }
 
 /// Which pipeline stage a plan's memory is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct StageInfo {
     /// 0-based index of the stage.
     pub index: u64,
@@ -57,6 +57,10 @@ pub struct StageInfo {
     pub role: &'static str,
     /// Transformer layers on the stage.
     pub layers: u64,
+    /// Micro-batches' worth of the stage's layers whose activations it holds at once.
+    pub in_flight: f64,
+    /// Micro-batches per step for each replica, `m`.
+    pub micro_batches: u64,
 }
 
 impl Memory {
