@@ -5,11 +5,15 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
+use itertools::iproduct;
+use trainplan::activations::Recompute;
 use trainplan::layout::{Layout, ZeroStage};
+use trainplan::memory::detailed::Options;
 use trainplan::model::{preset, presets};
 use trainplan::plan::{evaluate, Design};
 use trainplan::progress::Silent;
-use trainplan::search::{search, SearchOptions, TokenGrid};
+use trainplan::search::{search, MemorySpace, SearchOptions, TokenGrid};
+use trainplan::step::{Schedule, Step};
 use trainplan::verdict::{plate_lightest, verdict};
 use trainplan::Brief;
 
@@ -68,5 +72,52 @@ fn default_search(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, one_plan, default_search);
+fn detailed_search(c: &mut Criterion) {
+    let brief = Brief::default();
+    let shapes = presets();
+    let steps = iproduct!(
+        [1, 2, 4],
+        Recompute::ALL,
+        [true, false],
+        [Schedule::OneFOneB, Schedule::Interleaved(2)]
+    )
+    .map(
+        |(micro_batch, recompute, sequence_parallel, schedule)| Step {
+            micro_batch,
+            seq_len: 8192,
+            recompute,
+            sequence_parallel,
+            schedule,
+            global_batch_tokens: 16 * 1024 * 1024,
+        },
+    )
+    .collect();
+    let options = SearchOptions {
+        memory: MemorySpace::Detailed {
+            steps,
+            options: Options::default(),
+        },
+        ..SearchOptions::default()
+    };
+    let candidates = search(&brief, &shapes, &options, &Silent).evaluated;
+    let mut g = c.benchmark_group("search");
+    g.sample_size(20);
+    g.throughput(Throughput::Elements(candidates));
+    for threads in [1, 0] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let label = format!(
+            "detailed memory, 36 steps, {} thread(s)",
+            pool.current_num_threads()
+        );
+        g.bench_function(label, |b| {
+            b.iter(|| pool.install(|| search(black_box(&brief), &shapes, &options, &Silent)))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, one_plan, default_search, detailed_search);
 criterion_main!(benches);
