@@ -14,7 +14,7 @@ use trainplan::plan::{evaluate, Design};
 use trainplan::progress::Silent;
 use trainplan::search::{search, MemorySpace, SearchOptions, TokenGrid};
 use trainplan::step::{Schedule, Step};
-use trainplan::verdict::{plate_lightest, verdict};
+use trainplan::verdict::{plate_lightest, verdict, Pace};
 use trainplan::Brief;
 
 fn one_plan(c: &mut Criterion) {
@@ -34,7 +34,7 @@ fn one_plan(c: &mut Criterion) {
         let shape = preset("405b").unwrap();
         b.iter(|| {
             let lightest = plate_lightest(black_box(&brief), black_box(&shape));
-            verdict(&brief, &shape, lightest)
+            verdict(&brief, &shape, lightest, Pace::Plate)
         })
     });
     g.finish();

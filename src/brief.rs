@@ -11,7 +11,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::error::{Error, Result};
 use crate::format::{general, thousands};
+use crate::reliability::{Reliability, ReliabilityPatch};
 use crate::scaling::LossLaw;
+use crate::topology::{Topology, TopologyPatch};
 use crate::units::{FLOPS_PER_TFLOPS, SECONDS_PER_DAY};
 
 /// The largest values a brief accepts: far beyond any real cluster, small enough that every
@@ -59,6 +61,10 @@ pub struct Brief {
     pub seq_len: u64,
     /// Constants of the scaling law.
     pub loss_law: LossLaw,
+    /// Links and memory bandwidth, for the detailed time model.
+    pub topology: Topology,
+    /// Failures, checkpoints and restarts, for the detailed time model.
+    pub reliability: Reliability,
 }
 
 impl Default for Brief {
@@ -76,6 +82,8 @@ impl Default for Brief {
             loss_target: 1.955,
             seq_len: 8192,
             loss_law: LossLaw::default(),
+            topology: Topology::default(),
+            reliability: Reliability::default(),
         }
     }
 }
@@ -131,6 +139,8 @@ impl Brief {
             ));
         }
         self.loss_law.validate("brief.loss_law.")?;
+        self.topology.validate()?;
+        self.reliability.validate()?;
         self.validate_budget()
     }
 
@@ -216,6 +226,12 @@ pub struct BriefPatch {
     /// See [`Brief::loss_law`].
     #[serde(default)]
     pub loss_law: LossLawPatch,
+    /// See [`Brief::topology`].
+    #[serde(default)]
+    pub topology: TopologyPatch,
+    /// See [`Brief::reliability`].
+    #[serde(default)]
+    pub reliability: ReliabilityPatch,
 }
 
 /// Some constants of a loss law, to lay over another.
@@ -240,7 +256,9 @@ pub struct LossLawPatch {
 }
 
 /// A number that is present: `null` is refused rather than read as "not set".
-fn number<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<f64>, D::Error> {
+pub(crate) fn number<'de, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<f64>, D::Error> {
     f64::deserialize(d).map(Some)
 }
 
@@ -287,6 +305,8 @@ impl BriefPatch {
             loss_target: self.loss_target.unwrap_or(brief.loss_target),
             seq_len: self.seq_len.unwrap_or(brief.seq_len),
             loss_law: self.loss_law.apply(brief.loss_law),
+            topology: self.topology.apply(brief.topology),
+            reliability: self.reliability.apply(brief.reliability),
         }
     }
 }

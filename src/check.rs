@@ -10,7 +10,7 @@ use crate::model::Shape;
 use crate::plan::{evaluate, loss, memory_fits, Design, Plan};
 use crate::time;
 use crate::units::gb;
-use crate::verdict::token_bounds;
+use crate::verdict::{token_bounds, Pace};
 
 /// A graded design with the changes that would make its failing checks pass.
 #[derive(Debug, Clone, Serialize)]
@@ -34,7 +34,11 @@ pub fn check(brief: &Brief, design: &Design) -> Result<CheckReport> {
         fixes.extend(memory_fixes(brief, design));
     }
     if !plan.checks.days || !plan.checks.loss {
-        fixes.extend(token_fixes(brief, design.shape, &plan));
+        let run = design
+            .time
+            .run_time(brief, design.shape, &design.layout, &design.memory, 1)?;
+        let pace = run.map_or(Pace::Plate, |r| Pace::PerToken(r.days_per_token));
+        fixes.extend(token_fixes(brief, design.shape, &plan, pace));
     }
     Ok(CheckReport {
         brief: brief.clone(),
@@ -126,9 +130,10 @@ fn smallest_split<'a>(
 }
 
 /// The token counts that meet the day limit and the loss target for this shape.
-fn token_fixes(brief: &Brief, shape: &Shape, plan: &Plan) -> Vec<String> {
-    let v = token_bounds(brief, shape);
+fn token_fixes(brief: &Brief, shape: &Shape, plan: &Plan, pace: Pace) -> Vec<String> {
+    let v = token_bounds(brief, shape, pace);
     let n = shape.params() as f64;
+    let days_of = |t: u64| pace.days(time::days(brief, n, t as f64), t);
     let mut fixes = Vec::new();
     if !plan.checks.days {
         let most = v.max_tokens_in_time;
@@ -167,7 +172,7 @@ fn token_fixes(brief: &Brief, shape: &Shape, plan: &Plan) -> Vec<String> {
                 count(fewest as f64),
                 fewest,
                 brief.loss_target,
-                fixed(time::days(brief, n, fewest as f64), 1)
+                fixed(days_of(fewest), 1)
             ),
         });
     }

@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use itertools::iproduct;
 use trainplan::activations::{Kernels, Recompute};
 use trainplan::brief::{Brief, BriefPatch, LossLawPatch};
+use trainplan::efficiency::EfficiencyCurve;
 use trainplan::error::{Error, Result};
 use trainplan::layout::ZeroStage;
 use trainplan::memory::detailed::{
@@ -16,9 +17,12 @@ use trainplan::memory::detailed::{
 use trainplan::memory::MemoryModel;
 use trainplan::model::{self, Shape};
 use trainplan::rank::Rank;
+use trainplan::reliability::ReliabilityPatch;
 use trainplan::scaling::LossLawPreset;
 use trainplan::search::{MemorySpace, SearchOptions, TokenGrid};
 use trainplan::step::{Schedule, Step};
+use trainplan::step_time::{TimeModel, TimeOptions};
+use trainplan::topology::TopologyPatch;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -103,6 +107,24 @@ pub struct BriefArgs {
     /// Loss law exponent β.
     #[arg(long, value_name = "BETA")]
     pub loss_beta: Option<f64>,
+    /// All-reduce bus bandwidth inside a node, GB/s [default: 370, H100 NVLink].
+    #[arg(long, value_name = "GB/s")]
+    pub intra_node_gbps: Option<f64>,
+    /// Bus bandwidth between nodes per GPU, GB/s [default: 46, one 400 Gb/s NIC per GPU].
+    #[arg(long, value_name = "GB/s")]
+    pub inter_node_gbps: Option<f64>,
+    /// GPU memory bandwidth, GB/s [default: 3350, H100 SXM].
+    #[arg(long, value_name = "GB/s")]
+    pub hbm_gbps: Option<f64>,
+    /// Unexpected interruptions per GPU-hour [default: Llama 3's, 419 in 54 days on 16,384].
+    #[arg(long, value_name = "RATE")]
+    pub failures_per_gpu_hour: Option<f64>,
+    /// Minutes from a failure to training again [default: 10].
+    #[arg(long, value_name = "MINUTES")]
+    pub restart_minutes: Option<f64>,
+    /// Checkpoint write bandwidth per GPU, GB/s [default: 0.122, Llama 3's 2 TB/s for 16,384].
+    #[arg(long, value_name = "GB/s")]
+    pub storage_gbps_per_gpu: Option<f64>,
 }
 
 /// Published scaling-law constants.
@@ -153,6 +175,18 @@ impl BriefArgs {
                 alpha: self.loss_alpha,
                 beta: self.loss_beta,
             },
+            topology: TopologyPatch {
+                intra_node_gbps: self.intra_node_gbps,
+                inter_node_gbps: self.inter_node_gbps,
+                hbm_gbps: self.hbm_gbps,
+                ..TopologyPatch::default()
+            },
+            reliability: ReliabilityPatch {
+                failures_per_gpu_hour: self.failures_per_gpu_hour,
+                restart_minutes: self.restart_minutes,
+                storage_gbps_per_gpu: self.storage_gbps_per_gpu,
+                ..ReliabilityPatch::default()
+            },
         };
         let brief = flags.apply(brief);
         brief.validate()?;
@@ -184,6 +218,8 @@ pub struct CheckArgs {
     pub step: CheckStepArgs,
     #[command(flatten)]
     pub detailed: DetailedArgs,
+    #[command(flatten)]
+    pub time: TimeArgs,
     #[command(flatten)]
     pub brief: BriefArgs,
 }
@@ -217,6 +253,70 @@ impl CheckArgs {
             global_batch_tokens: s.global_batch_tokens.unwrap_or(DEFAULT_GLOBAL_BATCH),
         };
         Ok(MemoryModel::Detailed(Detailed { step, options }))
+    }
+}
+
+/// `--time`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TimeArg {
+    /// Days by 6ND at the brief's assumed MFU (SPEC.md's plate).
+    Plate,
+    /// Days from a step's compute, communication, bubble and optimizer, with failures.
+    Detailed,
+}
+
+/// The time model's settings, shared by `check` and `search`.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Time model")]
+pub struct TimeArgs {
+    /// Time model: the plate (default) or a detailed step that derives the MFU. The detailed
+    /// model needs --memory detailed, which defines the step.
+    #[arg(long, value_enum, default_value = "plate")]
+    pub time: TimeArg,
+    /// Measured efficiency table, JSON {"points": [{"width": h/TP, "efficiency": f}, …}]}
+    /// [default: fitted to shared/calibration].
+    #[arg(long, value_name = "FILE.json")]
+    pub efficiency: Option<PathBuf>,
+    /// Fraction of TP communication hidden behind compute [default: 0].
+    #[arg(long, value_name = "FRACTION")]
+    pub tp_overlap: Option<f64>,
+    /// Fraction of pipeline sends hidden behind compute [default: 0].
+    #[arg(long, value_name = "FRACTION")]
+    pub pp_overlap: Option<f64>,
+    /// Fraction of the last backward that DP communication overlaps [default: 1].
+    #[arg(long, value_name = "FRACTION")]
+    pub dp_overlap: Option<f64>,
+}
+
+impl TimeArgs {
+    /// The time model.
+    pub fn model(&self) -> Result<TimeModel> {
+        let given = self.efficiency.is_some()
+            || self.tp_overlap.is_some()
+            || self.pp_overlap.is_some()
+            || self.dp_overlap.is_some();
+        if self.time == TimeArg::Plate {
+            if given {
+                return Err(Error::invalid(
+                    "--time",
+                    "plate",
+                    "--time detailed, which the efficiency and overlap flags need",
+                ));
+            }
+            return Ok(TimeModel::Plate);
+        }
+        let d = TimeOptions::default();
+        let options = TimeOptions {
+            efficiency: match &self.efficiency {
+                Some(path) => EfficiencyCurve::from_file(path)?,
+                None => d.efficiency,
+            },
+            tp_overlap: self.tp_overlap.unwrap_or(d.tp_overlap),
+            pp_overlap: self.pp_overlap.unwrap_or(d.pp_overlap),
+            dp_overlap: self.dp_overlap.unwrap_or(d.dp_overlap),
+        };
+        options.validate()?;
+        Ok(TimeModel::Detailed(options))
     }
 }
 
@@ -547,6 +647,8 @@ pub struct SearchArgs {
     pub step: SearchStepArgs,
     #[command(flatten)]
     pub detailed: DetailedArgs,
+    #[command(flatten)]
+    pub time: TimeArgs,
     /// Worker threads; 0 uses every core.
     #[arg(long, value_name = "N", default_value = "0", value_parser = parse_whole)]
     pub threads: u64,
@@ -611,6 +713,7 @@ impl SearchArgs {
             },
             top,
             memory,
+            time: self.time.model()?,
         })
     }
 }

@@ -26,6 +26,7 @@
 pub mod activations;
 pub mod brief;
 pub mod check;
+pub mod efficiency;
 pub mod error;
 pub mod export;
 pub mod format;
@@ -37,10 +38,13 @@ pub mod pareto;
 pub mod plan;
 pub mod progress;
 pub mod rank;
+pub mod reliability;
 pub mod scaling;
 pub mod search;
 pub mod step;
+pub mod step_time;
 pub mod time;
+pub mod topology;
 pub mod units;
 pub mod verdict;
 

@@ -84,11 +84,13 @@ fn run_check(args: &CheckArgs) -> Result<bool> {
     if args.tokens == 0 {
         return Err(Error::invalid("--tokens", 0, "a whole number ≥ 1"));
     }
+    let time = args.time.model()?;
     let design = Design {
         shape: &shape,
         tokens: args.tokens,
         layout,
         memory: args.memory(&brief)?,
+        time: &time,
     };
     let report = check(&brief, &design)?;
     let format = if args.json {

@@ -18,7 +18,9 @@ use crate::layout::Layout;
 use crate::memory::detailed::Options;
 use crate::memory::{MemoryGb, MemoryModel, StageInfo};
 use crate::model::Shape;
+use crate::reliability::Outage;
 use crate::step::Step;
+use crate::step_time::{Breakdown, TimeModel};
 use crate::time;
 use crate::units::BYTES_PER_GB;
 
@@ -33,7 +35,12 @@ pub struct Design<'a> {
     pub layout: Layout,
     /// How memory is computed (and, for the detailed model, the training step).
     pub memory: MemoryModel,
+    /// How days are computed.
+    pub time: &'a TimeModel,
 }
+
+/// The plate's time model, for designs that do not choose another.
+pub static PLATE_TIME: TimeModel = TimeModel::Plate;
 
 impl<'a> Design<'a> {
     /// A design graded by the plate model.
@@ -43,6 +50,7 @@ impl<'a> Design<'a> {
             tokens,
             layout,
             memory: MemoryModel::Plate,
+            time: &PLATE_TIME,
         }
     }
 }
@@ -100,8 +108,34 @@ pub struct Plan {
     pub memory_model: Option<Options>,
     /// Training FLOPs, 6·N·D.
     pub flops: f64,
-    /// Days by 6ND at the brief's MFU.
+    /// Days the run takes: by 6ND at the brief's MFU, or under the detailed time model the
+    /// wall-clock days with failures and restarts.
     pub days: f64,
+    /// Days by 6ND at the brief's assumed MFU (detailed time model only, to compare).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub days_plate: Option<f64>,
+    /// Days of compute at the derived pace, before failures (detailed time model only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compute_days: Option<f64>,
+    /// Seconds per training step (detailed time model only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step_seconds: Option<f64>,
+    /// Tokens per second over the cluster (detailed time model only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_per_second: Option<f64>,
+    /// Derived model FLOPs utilisation, `(6N + 6·L·s·h) × tokens/s / (GPUs × peak)` (detailed
+    /// time model only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mfu: Option<f64>,
+    /// Hardware FLOPs utilisation, recomputation included (detailed time model only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hfu: Option<f64>,
+    /// Seconds per step by where they go (detailed time model only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub breakdown: Option<Breakdown>,
+    /// Checkpoints, failures and goodput over the run (detailed time model only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failures: Option<Outage>,
     /// Predicted loss L(N, D).
     pub loss: f64,
     /// Which checks pass.
@@ -142,7 +176,11 @@ pub fn evaluate(brief: &Brief, design: &Design) -> Result<Plan> {
     let n = shape.params();
     let d = design.tokens;
     let mem = design.memory.memory(brief, shape, &design.layout)?;
-    let days = time::days(brief, n as f64, d as f64);
+    let plate_days = time::days(brief, n as f64, d as f64);
+    let run = design
+        .time
+        .run_time(brief, shape, &design.layout, &design.memory, d)?;
+    let days = run.map_or(plate_days, |r| d as f64 * r.days_per_token);
     let loss = loss(brief, shape, d);
     let checks = Checks {
         memory: memory_fits(brief, mem.total()),
@@ -194,6 +232,14 @@ pub fn evaluate(brief: &Brief, design: &Design) -> Result<Plan> {
         },
         flops: time::training_flops(n as f64, d as f64),
         days,
+        days_plate: run.map(|_| plate_days),
+        compute_days: run.map(|r| r.compute_days),
+        step_seconds: run.map(|r| r.step.step_seconds),
+        tokens_per_second: run.map(|r| r.step.tokens_per_second),
+        mfu: run.map(|r| r.step.mfu),
+        hfu: run.map(|r| r.step.hfu),
+        breakdown: run.map(|r| r.step.breakdown),
+        failures: run.map(|r| r.outage),
         loss,
         checks,
         margins,

@@ -27,8 +27,9 @@ use crate::progress::Progress;
 use crate::rank::{Candidate, Rank, TopK};
 use crate::scaling::ComputeOptimal;
 use crate::step::Step;
+use crate::step_time::TimeModel;
 use crate::time;
-use crate::verdict::{layout_order, lightest, verdict, ShapeVerdict};
+use crate::verdict::{layout_order, lightest, verdict, Pace, ShapeVerdict};
 
 /// Token counts to try: `min, min + step, …` up to `max` inclusive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -145,6 +146,8 @@ pub struct SearchOptions {
     pub top: Option<usize>,
     /// The memory models to try with each layout.
     pub memory: MemorySpace,
+    /// How days are computed.
+    pub time: TimeModel,
 }
 
 impl Default for SearchOptions {
@@ -155,11 +158,13 @@ impl Default for SearchOptions {
             rank: Rank::Loss,
             top: Some(10),
             memory: MemorySpace::Plate,
+            time: TimeModel::Plate,
         }
     }
 }
 
-/// One way to run a shape: a layout, a memory model (with its step), and the memory it needs.
+/// One way to run a shape: a layout, a memory model (with its step), the memory it needs and,
+/// under the detailed time model, its pace.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Config {
     /// The layout.
@@ -168,22 +173,61 @@ pub struct Config {
     pub model: MemoryModel,
     /// Per-GPU memory, bytes.
     pub bytes: f64,
+    /// How days grow with tokens.
+    pub pace: Pace,
 }
 
-/// Every valid configuration of `shape` in the memory space, with its memory: each layout with
-/// each model whose step goes with it.
-pub fn configurations(brief: &Brief, shape: &Shape, space: &MemorySpace) -> Vec<Config> {
+/// Every valid configuration of `shape`: each layout with each memory model of the space whose
+/// step goes with it, with its memory and pace under `time`.
+pub fn configurations(
+    brief: &Brief,
+    shape: &Shape,
+    space: &MemorySpace,
+    time: &TimeModel,
+) -> Vec<Config> {
     let models = space.models();
     iproduct!(layouts(brief, shape), models)
         .filter_map(|(layout, model)| {
             let bytes = model.memory(brief, shape, &layout).ok()?.total();
+            let pace = match time.run_time(brief, shape, &layout, &model, 1).ok()? {
+                None => Pace::Plate,
+                Some(run) => Pace::PerToken(run.days_per_token),
+            };
             Some(Config {
                 layout,
                 model,
                 bytes,
+                pace,
             })
         })
         .collect()
+}
+
+/// The order plans of one token count come in under every ranking but memory: fewer days,
+/// then the tie-break (less memory, smaller TP, PP, ZeRO, smaller step).
+fn pace_order(a: &Config, b: &Config) -> std::cmp::Ordering {
+    a.pace
+        .key()
+        .total_cmp(&b.pace.key())
+        .then(a.bytes.total_cmp(&b.bytes))
+        .then_with(|| layout_order(&a.layout, &b.layout))
+        .then_with(|| a.model.step().cmp(&b.model.step()))
+}
+
+/// The order under the memory ranking: less memory, then fewer days, then the rest.
+fn memory_order(a: &Config, b: &Config) -> std::cmp::Ordering {
+    a.bytes
+        .total_cmp(&b.bytes)
+        .then(a.pace.key().total_cmp(&b.pace.key()))
+        .then_with(|| layout_order(&a.layout, &b.layout))
+        .then_with(|| a.model.step().cmp(&b.model.step()))
+}
+
+/// A shape's configurations that fit in memory, in both orders, and how many there are in all.
+struct Fitting {
+    by_pace: Vec<Config>,
+    by_memory: Vec<Config>,
+    all: u64,
 }
 
 /// Everything a search found.
@@ -243,77 +287,84 @@ pub fn search(
     // that fit, in tie-break order: plans of one token count differ only in their config.
     let all: Vec<Vec<Config>> = shapes
         .par_iter()
-        .map(|shape| configurations(brief, shape, &options.memory))
+        .map(|shape| configurations(brief, shape, &options.memory, &options.time))
         .collect();
-    let fitting: Vec<(Vec<Config>, u64)> = all
+    let fitting: Vec<Fitting> = all
         .iter()
         .map(|configs| {
-            let mut fit: Vec<Config> = configs
+            let fit = configs
                 .iter()
                 .filter(|c| memory_fits(brief, c.bytes))
-                .copied()
-                .collect();
-            fit.sort_by(|a, b| {
-                a.bytes
-                    .total_cmp(&b.bytes)
-                    .then_with(|| layout_order(&a.layout, &b.layout))
-                    .then_with(|| a.model.step().cmp(&b.model.step()))
-            });
-            (fit, configs.len() as u64)
+                .copied();
+            let mut by_pace: Vec<Config> = fit.collect();
+            let mut by_memory = by_pace.clone();
+            by_pace.sort_by(pace_order);
+            by_memory.sort_by(memory_order);
+            Fitting {
+                by_pace,
+                by_memory,
+                all: configs.len() as u64,
+            }
         })
         .collect();
     let evaluated: u64 = fitting
         .iter()
-        .map(|(_, n)| n.saturating_mul(grid.len()))
+        .map(|f| f.all.saturating_mul(grid.len()))
         .sum();
     progress.start(evaluated);
 
     let chunks = grid.len().div_ceil(CHUNK);
-    let work: Vec<(usize, u64)> = (0..shapes.len())
-        .flat_map(|s| (0..chunks).map(move |c| (s, c)))
-        .collect();
+    let work: Vec<(usize, u64)> = iproduct!(0..shapes.len(), 0..chunks).collect();
     let empty = || Found {
         top: TopK::new(options.rank, options.top),
         front: Front::new(),
         passing: 0,
     };
+    let top = options.top.unwrap_or(usize::MAX);
     let found = work
         .par_iter()
         .fold(empty, |mut found, &(s, chunk)| {
             let shape = &shapes[s];
             let n = shape.params() as f64;
-            let (fit, all_layouts) = &fitting[s];
+            let fit = &fitting[s];
             let first = chunk * CHUNK;
             let last = (first + CHUNK).min(grid.len());
             for i in first..last {
                 let tokens = grid.at(i);
-                let days = time::days(brief, n, tokens as f64);
                 let loss = loss(brief, shape, tokens);
-                if !(days_fit(brief, days) && loss_meets(brief, loss)) {
+                if !loss_meets(brief, loss) {
                     continue;
                 }
-                // Every fitting layout passes with this token count. They share loss and days,
-                // so under any ranking they come in `fit`'s order: only the first `top` can
-                // be among the best, and only the first can stand for them on the front.
+                let plate_days = time::days(brief, n, tokens as f64);
+                let days_of = |c: &Config| c.pace.days(plate_days, tokens);
+                // Days rise with the pace, so the configurations that pass are a prefix of
+                // `by_pace`. They share the loss; under any ranking but memory they come in
+                // `by_pace`'s order, so only the first `top` can be among the best, and only
+                // the first (fewest days) can stand on the front.
+                let passing = fit.by_pace.partition_point(|c| days_fit(brief, days_of(c)));
+                if passing == 0 {
+                    continue;
+                }
                 let candidate = |c: &Config| Candidate {
                     shape: s,
                     tokens,
                     layout: c.layout,
                     model: c.model,
                     loss,
-                    days,
+                    days: days_of(c),
                     memory: c.bytes,
                 };
-                let top = options.top.unwrap_or(usize::MAX);
-                for c in fit.iter().take(top).map(candidate) {
-                    found.top.push(c);
+                if options.rank == Rank::Memory {
+                    let best = fit.by_memory.iter().filter(|c| days_fit(brief, days_of(c)));
+                    best.take(top).for_each(|c| found.top.push(candidate(c)));
+                } else {
+                    let best = fit.by_pace[..passing].iter().take(top);
+                    best.for_each(|c| found.top.push(candidate(c)));
                 }
-                if let Some(c) = fit.first().map(candidate) {
-                    found.front.insert(c);
-                }
-                found.passing += fit.len() as u64;
+                found.front.insert(candidate(&fit.by_pace[0]));
+                found.passing += passing as u64;
             }
-            progress.advance((last - first) * all_layouts);
+            progress.advance((last - first) * fit.all);
             found
         })
         .reduce(empty, Found::merge);
@@ -325,6 +376,7 @@ pub fn search(
             tokens: c.tokens,
             layout: c.layout,
             memory: c.model,
+            time: &options.time,
         };
         let plan = evaluate(brief, &design).expect("configurations() kept only valid steps");
         debug_assert!(plan.pass && plan.loss == c.loss && plan.days == c.days);
@@ -340,9 +392,19 @@ pub fn search(
         shapes: shapes
             .iter()
             .zip(&all)
-            .map(|(shape, configs)| {
+            .zip(&fitting)
+            .map(|((shape, configs), fit)| {
                 let weighed = configs.iter().map(|c| (c.bytes, &c.layout, c.model.step()));
-                verdict(brief, shape, lightest(weighed))
+                let fastest = fit
+                    .by_pace
+                    .first()
+                    .or_else(|| configs.iter().min_by(|a, b| pace_order(a, b)));
+                verdict(
+                    brief,
+                    shape,
+                    lightest(weighed),
+                    fastest.map_or(Pace::Plate, |c| c.pace),
+                )
             })
             .collect(),
         plans: found.top.into_sorted().iter().map(grade).collect(),

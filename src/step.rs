@@ -12,7 +12,8 @@
 //!   `2·(p − i − 1) + (v − 1)·p + 1` chunk forwards before its first backward (Megatron-LM's
 //!   schedule), each over `1/v` of its layers. On the first stage that is `1 + (p − 1)/(p·v)`
 //!   times the activations of 1F1B, Korthikanti et al.'s interleaving penalty (§4.2.3).
-//!   Megatron-LM requires `m` to be a multiple of `p` and each stage's layers to divide by `v`.
+//!   Megatron-LM requires `m` to be a multiple of `p`; each chunk needs at least one layer
+//!   (chunks of a stage may differ by a layer, as Megatron-Core's pipeline layouts allow).
 
 use std::fmt;
 
@@ -149,11 +150,11 @@ impl Step {
                     ),
                 ));
             }
-            if let Some(&odd) = stage_layers.iter().find(|&&l| l % v != 0) {
+            if let Some(&few) = stage_layers.iter().find(|&&l| l < v) {
                 return Err(Error::invalid(
                     "--schedule",
                     self.schedule,
-                    format!("chunks that divide every stage's layers (a stage has {odd})"),
+                    format!("at most as many chunks as every stage has layers (a stage has {few})"),
                 ));
             }
         }
@@ -235,16 +236,34 @@ mod tests {
     }
 
     #[test]
-    fn interleaving_needs_stages_chunks_that_divide_and_whole_rounds() {
+    fn interleaving_needs_a_layer_per_chunk_and_whole_rounds() {
         let s = step(1, Schedule::Interleaved(2));
         assert_eq!(s.micro_batches(&layout(8, 4), &[20; 4]).unwrap(), 32);
         assert!(s.micro_batches(&layout(8, 1), &[80]).is_err());
-        assert!(Step {
+        let three = Step {
             schedule: Schedule::Interleaved(3),
             ..s
-        }
-        .micro_batches(&layout(8, 4), &[20; 4])
-        .is_err());
+        };
+        assert!(three.micro_batches(&layout(8, 4), &[20; 4]).is_ok());
+        let too_many = Step {
+            schedule: Schedule::Interleaved(21),
+            ..s
+        };
+        assert!(too_many.micro_batches(&layout(8, 4), &[20; 4]).is_err());
+        // 2,048 sequences at b = 1 over DP = 64 is 32 micro-batches, not a multiple of PP = 3.
+        let b = Brief {
+            gpus: 1536,
+            ..Brief::default()
+        };
+        let odd = Layout::new(
+            &b,
+            &preset("70b").unwrap(),
+            8,
+            3,
+            ZeroStage::new(1).unwrap(),
+        )
+        .unwrap();
+        assert!(s.micro_batches(&odd, &[26, 27, 27]).is_err());
     }
 
     #[test]

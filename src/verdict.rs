@@ -123,6 +123,33 @@ fn guess(x: f64) -> u64 {
     }
 }
 
+/// How a run's days grow with its tokens.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pace {
+    /// The plate's 6ND at the brief's assumed MFU.
+    Plate,
+    /// The detailed time model's days per token (failures included).
+    PerToken(f64),
+}
+
+impl Pace {
+    /// Days for `tokens`, given the plate's days for them.
+    pub fn days(&self, plate_days: f64, tokens: u64) -> f64 {
+        match self {
+            Pace::Plate => plate_days,
+            Pace::PerToken(k) => tokens as f64 * k,
+        }
+    }
+
+    /// A key that orders paces from fastest to slowest (all plate paces are equal).
+    pub fn key(&self) -> f64 {
+        match self {
+            Pace::Plate => 0.0,
+            Pace::PerToken(k) => *k,
+        }
+    }
+}
+
 /// How many tokens a shape needs for the loss target and can have within the day limit.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TokenBounds {
@@ -136,21 +163,23 @@ pub struct TokenBounds {
     pub max_tokens_in_time: u64,
 }
 
-/// The token bounds of `shape` under `brief`: closed form, then settled to the whole token by
-/// the check functions themselves.
-pub fn token_bounds(brief: &Brief, shape: &Shape) -> TokenBounds {
+/// The token bounds of `shape` under `brief` at `pace`: closed form, then settled to the whole
+/// token by the check functions themselves.
+pub fn token_bounds(brief: &Brief, shape: &Shape, pace: Pace) -> TokenBounds {
     let n = shape.params() as f64;
     let law = &brief.loss_law;
     let needed = law.tokens_for_loss(n, brief.loss_target);
+    let days_of = |t: u64| pace.days(time::days(brief, n, t as f64), t);
+    let most = match pace {
+        Pace::Plate => time::max_tokens(brief, n),
+        Pace::PerToken(k) => brief.max_days / k,
+    };
     TokenBounds {
         loss_floor: law.loss_floor(n),
         needed,
         min_tokens_for_loss: needed
             .and_then(|d| first_true(guess(d), |t| loss_meets(brief, loss(brief, shape, t)))),
-        max_tokens_in_time: last_true(guess(time::max_tokens(brief, n)), |t| {
-            days_fit(brief, time::days(brief, n, t as f64))
-        })
-        .unwrap_or(0),
+        max_tokens_in_time: last_true(guess(most), |t| days_fit(brief, days_of(t))).unwrap_or(0),
     }
 }
 
@@ -166,10 +195,17 @@ pub struct Lightest {
 }
 
 /// The verdict for `shape` under `brief`, given the lightest configuration the memory model
-/// admits for it (`None` when it admits none).
-pub fn verdict(brief: &Brief, shape: &Shape, lightest: Option<Lightest>) -> ShapeVerdict {
+/// admits for it (`None` when it admits none) and the pace of its fastest configuration that
+/// fits.
+pub fn verdict(
+    brief: &Brief,
+    shape: &Shape,
+    lightest: Option<Lightest>,
+    pace: Pace,
+) -> ShapeVerdict {
     let n = shape.params() as f64;
-    let bounds = token_bounds(brief, shape);
+    let days_of = |t: f64| pace.days(time::days(brief, n, t), t as u64);
+    let bounds = token_bounds(brief, shape, pace);
     let TokenBounds {
         loss_floor,
         needed,
@@ -190,7 +226,7 @@ pub fn verdict(brief: &Brief, shape: &Shape, lightest: Option<Lightest>) -> Shap
                 "days: reaching loss {} takes {} tokens ({} days), but {} days allow only {}",
                 brief.loss_target,
                 count(d),
-                fixed(time::days(brief, n, d), 1),
+                fixed(days_of(d), 1),
                 fixed(brief.max_days, 1),
                 count(max_tokens_in_time as f64)
             ))
@@ -221,12 +257,7 @@ pub fn verdict(brief: &Brief, shape: &Shape, lightest: Option<Lightest>) -> Shap
         model: shape.name.clone(),
         params: shape.params(),
         token_window,
-        days_window: token_window.map(|[lo, hi]| {
-            [
-                time::days(brief, n, lo as f64),
-                time::days(brief, n, hi as f64),
-            ]
-        }),
+        days_window: token_window.map(|[lo, hi]| [days_of(lo as f64), days_of(hi as f64)]),
         loss_floor,
         min_tokens_for_loss,
         max_tokens_in_time,
@@ -296,7 +327,12 @@ mod tests {
     #[test]
     fn llama3_8b_never_passes_its_loss_floor_is_above_the_target() {
         let s = preset("8b").unwrap();
-        let v = verdict(&Brief::default(), &s, plate_lightest(&Brief::default(), &s));
+        let v = verdict(
+            &Brief::default(),
+            &s,
+            plate_lightest(&Brief::default(), &s),
+            Pace::Plate,
+        );
         assert_eq!(v.token_window, None);
         assert!(
             v.loss_floor > 1.992 && v.loss_floor < 1.993,
@@ -311,7 +347,7 @@ mod tests {
         let b = Brief::default();
         for name in ["70b", "405b"] {
             let s = preset(name).unwrap();
-            let [lo, hi] = verdict(&b, &s, plate_lightest(&b, &s))
+            let [lo, hi] = verdict(&b, &s, plate_lightest(&b, &s), Pace::Plate)
                 .token_window
                 .unwrap();
             assert!(loss_meets(&b, loss(&b, &s, lo)) && !loss_meets(&b, loss(&b, &s, lo - 1)));
@@ -324,7 +360,7 @@ mod tests {
     /// The reason `model` never passes `brief`; panics if it can.
     fn reason(brief: Brief, model: &str) -> String {
         let s = preset(model).unwrap();
-        let v = verdict(&brief, &s, plate_lightest(&brief, &s));
+        let v = verdict(&brief, &s, plate_lightest(&brief, &s), Pace::Plate);
         assert_eq!(v.token_window, None);
         v.reason.unwrap()
     }
@@ -349,7 +385,7 @@ mod tests {
             ..Brief::default()
         };
         assert_eq!(
-            token_bounds(&b, &preset("70b").unwrap()).min_tokens_for_loss,
+            token_bounds(&b, &preset("70b").unwrap(), Pace::Plate).min_tokens_for_loss,
             None
         );
         let r = reason(b, "70b");

@@ -9,13 +9,13 @@ use trainplan::plan::Design;
 use trainplan::progress::Silent;
 use trainplan::scaling::ComputeOptimal;
 use trainplan::search::{search, SearchOptions};
-use trainplan::verdict::{plate_lightest, verdict, ShapeVerdict};
+use trainplan::verdict::{plate_lightest, verdict, Pace, ShapeVerdict};
 use trainplan::Brief;
 
 /// The verdict on a preset under the default brief and the plate model.
 fn plate_verdict(model: &str) -> ShapeVerdict {
     let (brief, shape) = (Brief::default(), preset(model).unwrap());
-    verdict(&brief, &shape, plate_lightest(&brief, &shape))
+    verdict(&brief, &shape, plate_lightest(&brief, &shape), Pace::Plate)
 }
 
 fn within(x: f64, want: f64, rel: f64) -> bool {

@@ -102,6 +102,10 @@ fn plan_rows(plans: &[Plan], numbered: bool) -> Vec<Vec<String>> {
                 fixed(p.days, 3),
                 fixed(p.loss, 5),
             ]);
+            if let (Some(plate), Some(mfu)) = (p.days_plate, p.mfu) {
+                row.push(fixed(plate, 3));
+                row.push(format!("{} %", fixed(100.0 * mfu, 1)));
+            }
             if let Some(s) = &p.step {
                 let sp = if s.sequence_parallel { " sp" } else { "" };
                 row.push(format!(
@@ -115,6 +119,53 @@ fn plan_rows(plans: &[Plan], numbered: bool) -> Vec<Vec<String>> {
             row
         })
         .collect()
+}
+
+/// Where a step's seconds go and what the run needs, under the detailed time model.
+fn time_section(p: &Plan, brief: &Brief) -> Option<String> {
+    let (b, seconds) = (p.breakdown?, p.step_seconds?);
+    let (failures, mfu) = (p.failures?, p.mfu?);
+    let share = |x: f64| format!("{} %", fixed(100.0 * x / seconds, 1));
+    let rows: Vec<Vec<String>> = [
+        ("compute", "forward, backward, recomputation", b.compute),
+        ("tp_comm", "tensor-parallel collectives, NVLink", b.tp_comm),
+        ("pp_comm", "pipeline sends", b.pp_comm),
+        ("dp_comm", "data-parallel collectives, exposed", b.dp_comm),
+        ("bubble", "pipeline fill and drain", b.bubble),
+        ("optimizer", "AdamW step, HBM-bound", b.optimizer),
+        ("step", "", seconds),
+    ]
+    .iter()
+    .map(|(name, how, s)| vec![name.to_string(), how.to_string(), fixed(*s, 3), share(*s)])
+    .collect();
+    let mut out = String::from("\ntime per step\n");
+    out.push_str(&table(
+        &["part", "", "seconds", "share"],
+        &rows,
+        "llrr",
+        "  ",
+    ));
+    let _ = writeln!(
+        out,
+        "  {} tokens/s; MFU {} % derived (the brief assumes {} %), HFU {} %",
+        thousands(p.tokens_per_second.unwrap_or(0.0).round() as u64),
+        fixed(100.0 * mfu, 1),
+        general(100.0 * brief.mfu),
+        fixed(100.0 * p.hfu.unwrap_or(0.0), 1)
+    );
+    let _ = writeln!(
+        out,
+        "  {} days of compute; a checkpoint every {} min ({} s to write), MTBF {} h, {} failures expected, goodput {} %: {} days (6ND at the assumed MFU: {})",
+        fixed(p.compute_days.unwrap_or(0.0), 2),
+        fixed(failures.checkpoint_interval_minutes, 1),
+        fixed(failures.checkpoint_seconds, 1),
+        fixed(failures.mtbf_hours, 1),
+        fixed(failures.expected_failures, 0),
+        fixed(100.0 * failures.goodput, 1),
+        fixed(p.days, 2),
+        fixed(p.days_plate.unwrap_or(0.0), 2)
+    );
+    Some(out)
 }
 
 /// The memory table of a plan: each component with how it is counted.
@@ -181,10 +232,27 @@ fn memory_rows(p: &Plan) -> Vec<Vec<String>> {
 /// The plan table's header, with a step column when the plans have training steps.
 fn plan_header(plans: &[Plan]) -> Vec<&'static str> {
     let mut header = PLAN_HEADER.to_vec();
+    if plans.iter().any(|p| p.mfu.is_some()) {
+        header.extend(["days@MFU", "MFU"]);
+    }
     if plans.iter().any(|p| p.step.is_some()) {
         header.push("step");
     }
     header
+}
+
+/// The plan table's alignment: names left, numbers right.
+fn plan_align(header: &[&str]) -> String {
+    header
+        .iter()
+        .map(|h| {
+            if matches!(*h, "model" | "step") {
+                'l'
+            } else {
+                'r'
+            }
+        })
+        .collect()
 }
 
 const PLAN_HEADER: [&str; 9] = [
@@ -268,6 +336,9 @@ impl Exporter for Text {
                 margin(p.margins.loss, "", 4),
             ],
         ];
+        if let Some(time) = time_section(p, &r.brief) {
+            out.push_str(&time);
+        }
         out.push_str("\nchecks\n");
         out.push_str(&table(
             &["check", "value", "limit", "", "margin"],
@@ -351,7 +422,7 @@ impl Exporter for Text {
         if !r.plans.is_empty() {
             let mut header = vec!["#"];
             header.extend(plan_header(&r.plans));
-            let align = format!("rl{}", "r".repeat(PLAN_HEADER.len() - 1)) + "l";
+            let align = plan_align(&header);
             out.push_str(&table(&header, &plan_rows(&r.plans, true), &align, "  "));
         }
         match (r.front.first(), r.front.last()) {
@@ -376,9 +447,9 @@ impl Exporter for Text {
             "pareto front on (loss, days): {}, sorted by days\n",
             plural(r.front.len() as u64, "plan")
         );
-        let align = format!("l{}", "r".repeat(PLAN_HEADER.len() - 1)) + "l";
+        let header = plan_header(&r.front);
         let rows = plan_rows(&r.front, false);
-        out.push_str(&table(&plan_header(&r.front), &rows, &align, "  "));
+        out.push_str(&table(&header, &rows, &plan_align(&header), "  "));
         Ok(out)
     }
 }

@@ -197,6 +197,18 @@ pub fn stage_layers(layers: u64, pp: u64, split: StageSplit) -> Result<Vec<u64>>
     }
 }
 
+/// Parameters one GPU of a stage holds, `Ψᵢ`: the stage's layers' matrices split over TP and
+/// their two RMSNorm vectors whole, the input embedding (first stage) and the output head (last
+/// stage) split over TP by vocabulary, the final norm (last stage) whole.
+pub fn stage_params(shape: &Shape, tp: u64, layers: u64, first: bool, last: bool) -> f64 {
+    let (h, v) = (shape.hidden as f64, shape.vocab as f64);
+    let layer_split = (shape.params_per_layer() - 2 * shape.hidden) as f64;
+    let l = layers as f64;
+    let split = l * layer_split + if first { v * h } else { 0.0 } + if last { v * h } else { 0.0 };
+    let whole = l * 2.0 * h + if last { h } else { 0.0 };
+    split / tp as f64 + whole
+}
+
 fn role(index: u64, of: u64) -> &'static str {
     match (index, of) {
         (_, 1) => "only",
@@ -224,19 +236,15 @@ impl Detailed {
             Recompute::None => 0.0,
             mode => setting.working_set(shape, mode),
         };
-        let (h, v, tp) = (shape.hidden as f64, shape.vocab as f64, layout.tp as f64);
+        let (v, tp) = (shape.vocab as f64, layout.tp as f64);
         let tokens = (step.seq_len * step.micro_batch) as f64;
-        let layer_split = (shape.params_per_layer() - 2 * shape.hidden) as f64;
 
         let mut worst: Option<Memory> = None;
         for (i, &n_layers) in layers.iter().enumerate() {
             let i = i as u64;
             let (first, last) = (i == 0, i == layout.pp - 1);
             let l = n_layers as f64;
-            let split =
-                l * layer_split + if first { v * h } else { 0.0 } + if last { v * h } else { 0.0 };
-            let whole = l * 2.0 * h + if last { h } else { 0.0 };
-            let psi = split / tp + whole;
+            let psi = stage_params(shape, layout.tp, n_layers, first, last);
             let zero = layout.zero;
             let logits_values = if last { tokens * v / tp } else { 0.0 };
             let loss_peak = logits_values * opts.loss.peak_extra_bytes();

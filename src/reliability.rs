@@ -1,0 +1,215 @@
+//! Failures, checkpoints and restarts: how much longer than its compute a run really takes.
+//!
+//! - Job mean time between failures `M = 1 / (λ · GPUs)` for a failure rate `λ` per GPU-hour.
+//!   The default λ is the Llama 3 405B run's: 419 unexpected interruptions in 54 days on 16,384
+//!   H100s (Llama Team 2024, §3.3.4), `419 / (54 · 24 · 16,384) = 1.97 × 10⁻⁵` per GPU-hour.
+//! - Checkpoint write time `δ = checkpoint bytes / storage bandwidth`. The checkpoint holds the
+//!   BF16 weights and the FP32 master weights and Adam moments, 14 bytes per parameter; the
+//!   storage bandwidth defaults to Llama 3's 2 TB/s sustained for 16,384 GPUs, 0.122 GB/s per GPU.
+//! - Young's optimal checkpoint interval `τ = √(2·δ·M)` (Young, CACM 1974; Daly, FGCS 2006 refines
+//!   it for `δ` not small against `M`).
+//! - Each failure loses on average `τ/2` of work since the last checkpoint plus the restart time
+//!   `R`. Over a run of wall time `W` with compute time `T`:
+//!   `W = T·(1 + δ/τ) + (W/M)·(τ/2 + R)`, so `W = T·(1 + δ/τ) / (1 − (τ/2 + R)/M)`; goodput is
+//!   `T/W`, and the expected failures `W/M`. When `τ/2 + R ≥ M` the run never finishes.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::format::general;
+
+/// How often GPUs fail, how fast checkpoints are written and how long a restart takes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Reliability {
+    /// Unexpected interruptions per GPU-hour.
+    pub failures_per_gpu_hour: f64,
+    /// Checkpoint write bandwidth per GPU of the cluster, GB/s.
+    pub storage_gbps_per_gpu: f64,
+    /// Minutes from a failure to training again (detect, reschedule, reload).
+    pub restart_minutes: f64,
+    /// Bytes a checkpoint holds per parameter.
+    pub checkpoint_bytes_per_param: f64,
+}
+
+impl Default for Reliability {
+    /// Llama 3's failure rate and storage; a 10-minute restart (an assumption: Llama 3 reports
+    /// the interruptions, not the time each cost); 14-byte checkpoints.
+    fn default() -> Self {
+        Reliability {
+            failures_per_gpu_hour: 419.0 / (54.0 * 24.0 * 16_384.0),
+            storage_gbps_per_gpu: 2_000.0 / 16_384.0,
+            restart_minutes: 10.0,
+            checkpoint_bytes_per_param: 14.0,
+        }
+    }
+}
+
+/// What failures cost a run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Outage {
+    /// Seconds to write one checkpoint, δ.
+    pub checkpoint_seconds: f64,
+    /// Young's checkpoint interval τ, minutes.
+    pub checkpoint_interval_minutes: f64,
+    /// Job mean time between failures M, hours.
+    pub mtbf_hours: f64,
+    /// Fraction of wall-clock time spent on training that is kept, T/W (0 if the run never
+    /// finishes).
+    pub goodput: f64,
+    /// Failures expected over the run, W/M.
+    pub expected_failures: f64,
+}
+
+impl Reliability {
+    /// Checks each figure: finite, the rate and the bytes ≥ 0, the bandwidth > 0.
+    pub fn validate(&self) -> Result<()> {
+        let fields = [
+            ("failures_per_gpu_hour", self.failures_per_gpu_hour, true),
+            ("storage_gbps_per_gpu", self.storage_gbps_per_gpu, false),
+            ("restart_minutes", self.restart_minutes, true),
+            (
+                "checkpoint_bytes_per_param",
+                self.checkpoint_bytes_per_param,
+                true,
+            ),
+        ];
+        for (name, v, zero_ok) in fields {
+            let ok = v.is_finite() && (v > 0.0 || (zero_ok && v == 0.0)) && v <= 1e9;
+            if !ok {
+                let want = if zero_ok {
+                    "a number from 0 to 1e9"
+                } else {
+                    "a number > 0, at most 1e9"
+                };
+                return Err(Error::invalid(
+                    format!("brief.reliability.{name}"),
+                    general(v),
+                    want,
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The cost of failures for `params` parameters on `gpus` GPUs and `compute_seconds` of
+    /// training: Young's interval, goodput and expected failures (module docs).
+    pub fn outage(&self, params: u64, gpus: u64, compute_seconds: f64) -> Outage {
+        let delta = self.checkpoint_bytes_per_param * params as f64
+            / (self.storage_gbps_per_gpu * 1e9 * gpus as f64);
+        let rate = self.failures_per_gpu_hour * gpus as f64 / 3600.0; // failures per second
+        let restart = self.restart_minutes * 60.0;
+        if rate == 0.0 {
+            return Outage {
+                checkpoint_seconds: delta,
+                checkpoint_interval_minutes: f64::INFINITY,
+                mtbf_hours: f64::INFINITY,
+                goodput: 1.0,
+                expected_failures: 0.0,
+            };
+        }
+        let mtbf = 1.0 / rate;
+        let tau = (2.0 * delta * mtbf).sqrt();
+        let lost = (tau / 2.0 + restart) / mtbf;
+        let (wall, goodput) = if lost < 1.0 {
+            let stretch = (1.0 + delta / tau) / (1.0 - lost);
+            (compute_seconds * stretch, 1.0 / stretch)
+        } else {
+            (f64::INFINITY, 0.0)
+        };
+        Outage {
+            checkpoint_seconds: delta,
+            checkpoint_interval_minutes: tau / 60.0,
+            mtbf_hours: mtbf / 3600.0,
+            goodput,
+            expected_failures: wall / mtbf,
+        }
+    }
+}
+
+/// Some figures of [`Reliability`], to lay over another (a brief file's `reliability` object).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReliabilityPatch {
+    /// See [`Reliability::failures_per_gpu_hour`].
+    #[serde(default, deserialize_with = "crate::brief::number")]
+    pub failures_per_gpu_hour: Option<f64>,
+    /// See [`Reliability::storage_gbps_per_gpu`].
+    #[serde(default, deserialize_with = "crate::brief::number")]
+    pub storage_gbps_per_gpu: Option<f64>,
+    /// See [`Reliability::restart_minutes`].
+    #[serde(default, deserialize_with = "crate::brief::number")]
+    pub restart_minutes: Option<f64>,
+    /// See [`Reliability::checkpoint_bytes_per_param`].
+    #[serde(default, deserialize_with = "crate::brief::number")]
+    pub checkpoint_bytes_per_param: Option<f64>,
+}
+
+impl ReliabilityPatch {
+    /// `r` with every figure this patch sets replaced.
+    pub fn apply(self, r: Reliability) -> Reliability {
+        Reliability {
+            failures_per_gpu_hour: self
+                .failures_per_gpu_hour
+                .unwrap_or(r.failures_per_gpu_hour),
+            storage_gbps_per_gpu: self.storage_gbps_per_gpu.unwrap_or(r.storage_gbps_per_gpu),
+            restart_minutes: self.restart_minutes.unwrap_or(r.restart_minutes),
+            checkpoint_bytes_per_param: self
+                .checkpoint_bytes_per_param
+                .unwrap_or(r.checkpoint_bytes_per_param),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn llama_3_s_interruptions_give_about_1_97e_5_failures_per_gpu_hour() {
+        let r = Reliability::default();
+        assert!((r.failures_per_gpu_hour - 1.9733e-5).abs() < 1e-8);
+    }
+
+    #[test]
+    fn young_s_interval_worked_by_hand_for_70b_on_2048_gpus() {
+        // δ = 14 × 70,553,706,496 / (0.1220703125e9 × 2048) = 3.9510 s.
+        // M = 1 / (1.97330e-5 × 2048 / 3600) = 89,080.7 s (24.74 h).
+        // τ = √(2 × 3.9510 × 89,080.7) = 839.00 s = 13.98 min.
+        let o = Reliability::default().outage(70_553_706_496, 2048, 1e6);
+        assert!(
+            (o.checkpoint_seconds - 3.9510).abs() < 1e-3,
+            "{}",
+            o.checkpoint_seconds
+        );
+        assert!((o.mtbf_hours - 24.743).abs() < 1e-2, "{}", o.mtbf_hours);
+        assert!(
+            (o.checkpoint_interval_minutes - 13.983).abs() < 1e-2,
+            "{}",
+            o.checkpoint_interval_minutes
+        );
+        // Goodput = (1 − (τ/2 + R)/M) / (1 + δ/τ) = (1 − 1019.5/89080.7) / (1 + 0.004709) = 0.98391.
+        assert!((o.goodput - 0.98391).abs() < 1e-4, "{}", o.goodput);
+        assert!((o.expected_failures - 1e6 / o.goodput / 89_080.67).abs() < 1e-3);
+    }
+
+    #[test]
+    fn no_failures_means_full_goodput() {
+        let r = Reliability {
+            failures_per_gpu_hour: 0.0,
+            ..Reliability::default()
+        };
+        let o = r.outage(1_000_000_000, 8, 3600.0);
+        assert_eq!((o.goodput, o.expected_failures), (1.0, 0.0));
+    }
+
+    #[test]
+    fn a_cluster_that_fails_faster_than_it_restarts_never_finishes() {
+        let r = Reliability {
+            failures_per_gpu_hour: 1.0,
+            ..Reliability::default()
+        };
+        let o = r.outage(1_000_000_000, 1024, 3600.0);
+        assert_eq!(o.goodput, 0.0);
+        assert!(o.expected_failures.is_infinite());
+    }
+}

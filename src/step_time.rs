@@ -1,0 +1,515 @@
+//! How long a training step takes, where each second goes, and the days a run really needs.
+//!
+//! Per micro-batch on pipeline stage `i` with `lᵢ` layers, TP degree `t`, `b·s` tokens:
+//!
+//! - **Compute**: hardware FLOPs over `peak × efficiency(h/t)` ([`crate::efficiency`]). Per token
+//!   and layer the forward runs `2·(P_layer − 2h)/t` matrix FLOPs and `2·s·h/t` of causal
+//!   attention (QKᵀ and AV over s/2 keys on average, Megatron-LM's `6·L·s·h` for forward and
+//!   backward); backward runs twice the forward; full recomputation adds one more forward,
+//!   selective recomputation the attention's forward again. The last stage adds the output
+//!   head, `3 · 2·V·h/t` per token.
+//! - **TP communication** on NVLink: two all-reduces of `2·b·s·h` bytes per layer in forward, two
+//!   in backward, two more in a recomputed forward (with sequence parallelism each is a
+//!   reduce-scatter plus an all-gather, the same time). A fraction `tp_overlap` hides behind
+//!   compute (Megatron-LM's default overlaps none).
+//! - **Pipeline**: the slowest stage sets the pace; with `m` micro-batches and `v` chunks the
+//!   step takes `(m + (p − 1)/v)` of its micro-batch times, the bubble being `(p − 1)/v` of them
+//!   (Narayanan et al. 2021, §2.2). Each micro-batch sends its activations forward and their
+//!   gradient back across each boundary, `2·b·s·h` bytes (÷t with sequence parallelism), once
+//!   per chunk; a fraction `pp_overlap` hides.
+//! - **Data parallel** on the network (NVLink if the DP group fits in a node): ZeRO 0 all-reduces
+//!   the gradients; ZeRO 1 and 2 reduce-scatter them and all-gather the BF16 weights; ZeRO 3
+//!   also all-gathers the weights in every micro-batch's forward and backward, 1.5× the bytes
+//!   of plain data parallelism (Rajbhandari et al. 2020). The reduction overlaps the last
+//!   micro-batch's backward (`dp_overlap` of it; Megatron-LM's `--overlap-grad-reduce`); ZeRO 3's
+//!   gathers overlap each micro-batch's compute.
+//! - **Optimizer**: AdamW over the parameters this GPU updates is bound by memory bandwidth: 28
+//!   bytes moved per parameter at 60 % of the HBM's bandwidth (calibration: 2·10⁹ parameters in
+//!   19.3 ms on an H200, 2.9 of its 4.8 TB/s).
+//!
+//! A step's seconds are the sum of those parts; tokens per second follow from the global batch,
+//! MFU from model FLOPs `6N + 6·L·s·h` per token (causal attention, no recomputation) over the
+//! cluster's peak. Days are the compute time over goodput ([`crate::reliability`]):
+//! `days = D · step_seconds / (B · goodput · 86,400)`, linear in the tokens D.
+
+use serde::Serialize;
+
+use crate::activations::Recompute;
+use crate::brief::Brief;
+use crate::efficiency::EfficiencyCurve;
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::memory::detailed::{stage_layers, stage_params, Detailed};
+use crate::memory::MemoryModel;
+use crate::model::Shape;
+use crate::reliability::Outage;
+use crate::topology::{all_reduce, reduce_scatter, send, Link};
+use crate::units::{FLOPS_PER_TFLOPS, SECONDS_PER_DAY};
+
+/// Bytes AdamW moves per parameter in its step (calibration: about 28).
+pub const OPTIMIZER_BYTES_MOVED: f64 = 28.0;
+/// Fraction of the HBM bandwidth the optimizer step reaches (calibration: 2.9 of 4.8 TB/s).
+pub const OPTIMIZER_HBM_EFFICIENCY: f64 = 0.6;
+
+/// The settings of the detailed time model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimeOptions {
+    /// Efficiency against the per-GPU width.
+    pub efficiency: EfficiencyCurve,
+    /// Fraction of TP communication hidden behind compute, 0 to 1 (default 0).
+    pub tp_overlap: f64,
+    /// Fraction of pipeline sends hidden behind compute, 0 to 1 (default 0).
+    pub pp_overlap: f64,
+    /// Fraction of the last micro-batch's backward (and, for ZeRO 3, of each micro-batch's
+    /// compute) that data-parallel communication can hide behind, 0 to 1 (default 1).
+    pub dp_overlap: f64,
+}
+
+impl Default for TimeOptions {
+    fn default() -> Self {
+        TimeOptions {
+            efficiency: EfficiencyCurve::calibrated().clone(),
+            tp_overlap: 0.0,
+            pp_overlap: 0.0,
+            dp_overlap: 1.0,
+        }
+    }
+}
+
+impl TimeOptions {
+    /// Checks each overlap is a fraction in [0, 1].
+    pub fn validate(&self) -> Result<()> {
+        for (flag, v) in [
+            ("--tp-overlap", self.tp_overlap),
+            ("--pp-overlap", self.pp_overlap),
+            ("--dp-overlap", self.dp_overlap),
+        ] {
+            if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
+                return Err(Error::invalid(flag, v, "a fraction in [0, 1]"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How days are computed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TimeModel {
+    /// 6ND at the brief's assumed MFU.
+    Plate,
+    /// The step's time derived from the layout, with failures.
+    Detailed(TimeOptions),
+}
+
+/// Seconds per step by where they go.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Breakdown {
+    /// Compute of the slowest stage's micro-batches.
+    pub compute: f64,
+    /// Exposed tensor-parallel collectives.
+    pub tp_comm: f64,
+    /// Exposed pipeline sends.
+    pub pp_comm: f64,
+    /// Exposed data-parallel collectives.
+    pub dp_comm: f64,
+    /// Pipeline fill and drain.
+    pub bubble: f64,
+    /// The optimizer step.
+    pub optimizer: f64,
+}
+
+/// A step's time and what follows from it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepTime {
+    /// Where the seconds go.
+    pub breakdown: Breakdown,
+    /// Seconds per step.
+    pub step_seconds: f64,
+    /// Tokens per second over the cluster.
+    pub tokens_per_second: f64,
+    /// Model FLOPs utilisation, `(6N + 6·L·s·h) × tokens/s / (GPUs × peak)`.
+    pub mfu: f64,
+    /// Hardware FLOPs utilisation: the FLOPs really executed, recomputation included.
+    pub hfu: f64,
+}
+
+/// Model FLOPs per token, `6N + 6·L·s·h` (Megatron-LM; SPEC.md §4).
+pub fn model_flops_per_token(shape: &Shape, seq_len: u64) -> f64 {
+    6.0 * shape.params() as f64
+        + 6.0 * f64::from(shape.layers) * seq_len as f64 * shape.hidden as f64
+}
+
+/// Forward FLOPs per token of one layer on one TP rank: `(2·(P_layer − 2h) + 2·s·h) / t`;
+/// the first term the matrices, the second causal attention.
+pub fn layer_forward_flops(shape: &Shape, tp: u64, seq_len: u64) -> (f64, f64) {
+    let h = shape.hidden as f64;
+    let matrices = 2.0 * (shape.params_per_layer() - 2 * shape.hidden) as f64 / tp as f64;
+    let attention = 2.0 * seq_len as f64 * h / tp as f64;
+    (matrices, attention)
+}
+
+/// Hardware FLOPs per token of one layer on one TP rank for forward, backward and
+/// recomputation, and the forward's share of them.
+fn layer_flops(shape: &Shape, tp: u64, seq_len: u64, recompute: Recompute) -> (f64, f64) {
+    let (matrices, attention) = layer_forward_flops(shape, tp, seq_len);
+    let forward = matrices + attention;
+    let again = match recompute {
+        Recompute::None => 0.0,
+        Recompute::Selective => attention,
+        Recompute::Full => forward,
+    };
+    (3.0 * forward + again, forward)
+}
+
+/// The link a group uses: NVLink when its `size` ranks, `stride` apart, fit in one node.
+fn link_for(brief: &Brief, stride: u64, size: u64) -> Link {
+    if stride.saturating_mul(size) <= brief.gpus_per_node {
+        brief.topology.intra()
+    } else {
+        brief.topology.inter()
+    }
+}
+
+/// The time of one training step of `shape` under `layout` with the detailed step `d`.
+pub fn step_time(
+    brief: &Brief,
+    shape: &Shape,
+    layout: &Layout,
+    d: &Detailed,
+    opts: &TimeOptions,
+) -> Result<StepTime> {
+    let step = &d.step;
+    let layers = stage_layers(u64::from(shape.layers), layout.pp, d.options.stages)?;
+    let m = step.micro_batches(layout, &layers)?;
+    let (tp, pp, dp) = (layout.tp, layout.pp, layout.dp);
+    let (h, v) = (shape.hidden as f64, shape.vocab as f64);
+    let tokens = (step.micro_batch * step.seq_len) as f64;
+    let rate = brief.peak_tflops * FLOPS_PER_TFLOPS * opts.efficiency.at(h / tp as f64);
+    let (per_layer, forward_per_layer) = layer_flops(shape, tp, step.seq_len, step.recompute);
+    let head = 2.0 * v * h / tp as f64;
+
+    // TP collectives per layer per micro-batch, each of one BF16 activation.
+    let tp_calls = if step.recompute == Recompute::Full {
+        6.0
+    } else {
+        4.0
+    };
+    let tp_one = all_reduce(brief.topology.intra(), tp, 2.0 * tokens * h);
+    let tp_per_layer = tp_calls * tp_one * (1.0 - opts.tp_overlap);
+
+    // The slowest stage: (index, compute, forward compute, tp) per micro-batch.
+    let (slowest, compute, forward, tp_comm) = layers
+        .iter()
+        .enumerate()
+        .map(|(i, &l)| {
+            let last = i as u64 == pp - 1;
+            let l = l as f64;
+            let flops = tokens * (l * per_layer + if last { 3.0 * head } else { 0.0 });
+            let fwd = tokens * (l * forward_per_layer + if last { head } else { 0.0 });
+            (i, flops / rate, fwd / rate, l * tp_per_layer)
+        })
+        .max_by(|a, b| (a.1 + a.3).total_cmp(&(b.1 + b.3)).then(b.0.cmp(&a.0)))
+        .expect("a pipeline has at least one stage");
+    let per_micro_batch = compute + tp_comm;
+    let chunks = step.schedule.chunks() as f64;
+    let m_f = m as f64;
+
+    let pp_comm = if pp > 1 {
+        let bytes = 2.0 * tokens * h
+            / if step.sequence_parallel {
+                tp as f64
+            } else {
+                1.0
+            };
+        let link = link_for(brief, tp * dp, 2);
+        m_f * chunks * 2.0 * send(link, bytes) * (1.0 - opts.pp_overlap)
+    } else {
+        0.0
+    };
+
+    let first = slowest == 0;
+    let last = slowest as u64 == pp - 1;
+    let psi = stage_params(shape, tp, layers[slowest], first, last);
+    let grad_bytes = d.options.gradients.bytes();
+    let dp_link = link_for(brief, tp, dp);
+    let backward = compute - forward;
+    let hide_last = opts.dp_overlap * backward;
+    let dp_comm = match layout.zero.get() {
+        0 => (all_reduce(dp_link, dp, grad_bytes * psi) - hide_last).max(0.0),
+        1 | 2 => {
+            let t = reduce_scatter(dp_link, dp, grad_bytes * psi)
+                + reduce_scatter(dp_link, dp, 2.0 * psi);
+            (t - hide_last).max(0.0)
+        }
+        _ => {
+            let gathers = 2.0 * reduce_scatter(dp_link, dp, 2.0 * psi);
+            let per_micro_batch = (gathers - opts.dp_overlap * compute).max(0.0);
+            m_f * per_micro_batch
+                + (reduce_scatter(dp_link, dp, grad_bytes * psi) - hide_last).max(0.0)
+        }
+    };
+
+    let updated = if layout.zero.shards_optimizer() {
+        psi / dp as f64
+    } else {
+        psi
+    };
+    let optimizer = updated * OPTIMIZER_BYTES_MOVED
+        / (brief.topology.hbm_gbps * 1e9 * OPTIMIZER_HBM_EFFICIENCY);
+
+    let breakdown = Breakdown {
+        compute: m_f * compute,
+        tp_comm: m_f * tp_comm,
+        pp_comm,
+        dp_comm,
+        bubble: (pp - 1) as f64 / chunks * per_micro_batch,
+        optimizer,
+    };
+    let step_seconds = breakdown.compute
+        + breakdown.tp_comm
+        + breakdown.pp_comm
+        + breakdown.dp_comm
+        + breakdown.bubble
+        + breakdown.optimizer;
+    let tokens_per_second = step.global_batch_tokens as f64 / step_seconds;
+    let cluster_peak = brief.gpus as f64 * brief.peak_tflops * FLOPS_PER_TFLOPS;
+    let (full_layer, _) = layer_flops(shape, 1, step.seq_len, step.recompute);
+    let hardware_per_token = f64::from(shape.layers) * full_layer + 3.0 * 2.0 * v * h;
+    Ok(StepTime {
+        breakdown,
+        step_seconds,
+        tokens_per_second,
+        mfu: model_flops_per_token(shape, step.seq_len) * tokens_per_second / cluster_peak,
+        hfu: hardware_per_token * tokens_per_second / cluster_peak,
+    })
+}
+
+/// What the detailed time model says of a design's run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunTime {
+    /// The step.
+    pub step: StepTime,
+    /// Days of compute at the step's pace, failures aside.
+    pub compute_days: f64,
+    /// Days per token including failures: `step_seconds / (B · goodput · 86,400)`.
+    pub days_per_token: f64,
+    /// What failures cost.
+    pub outage: Outage,
+}
+
+impl TimeModel {
+    /// The run's time for `tokens`, or `None` under the plate model; an error if the time model
+    /// needs a detailed step the memory model does not give, or the step does not fit.
+    pub fn run_time(
+        &self,
+        brief: &Brief,
+        shape: &Shape,
+        layout: &Layout,
+        memory: &MemoryModel,
+        tokens: u64,
+    ) -> Result<Option<RunTime>> {
+        let TimeModel::Detailed(opts) = self else {
+            return Ok(None);
+        };
+        let MemoryModel::Detailed(d) = memory else {
+            return Err(Error::invalid(
+                "--time",
+                "detailed",
+                "--time detailed together with --memory detailed, which defines the training step",
+            ));
+        };
+        let step = step_time(brief, shape, layout, d, opts)?;
+        let compute_seconds = tokens as f64 / step.tokens_per_second;
+        let outage = brief
+            .reliability
+            .outage(shape.params(), brief.gpus, compute_seconds);
+        let days_per_token = step.step_seconds
+            / d.step.global_batch_tokens as f64
+            / outage.goodput
+            / SECONDS_PER_DAY;
+        Ok(Some(RunTime {
+            step,
+            compute_days: compute_seconds / SECONDS_PER_DAY,
+            days_per_token,
+            outage,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::ZeroStage;
+    use crate::memory::detailed::Options;
+    use crate::model::preset;
+    use crate::step::{Schedule, Step};
+
+    fn flat(eff: f64) -> TimeOptions {
+        let point = crate::efficiency::Point {
+            width: 1.0,
+            efficiency: eff,
+        };
+        TimeOptions {
+            efficiency: EfficiencyCurve::new(vec![point]).unwrap(),
+            tp_overlap: 0.0,
+            pp_overlap: 0.0,
+            dp_overlap: 0.0,
+        }
+    }
+
+    fn detailed(recompute: Recompute, schedule: Schedule) -> Detailed {
+        Detailed {
+            step: Step {
+                micro_batch: 1,
+                seq_len: 8192,
+                recompute,
+                sequence_parallel: true,
+                schedule,
+                global_batch_tokens: 16 * 1024 * 1024,
+            },
+            options: Options::default(),
+        }
+    }
+
+    fn time(model: &str, tp: u64, pp: u64, zero: u8, d: Detailed, opts: &TimeOptions) -> StepTime {
+        let b = Brief::default();
+        let s = preset(model).unwrap();
+        let l = Layout::new(&b, &s, tp, pp, ZeroStage::new(zero).unwrap()).unwrap();
+        step_time(&b, &s, &l, &d, opts).unwrap()
+    }
+
+    #[test]
+    fn model_flops_are_6n_plus_6_l_s_h() {
+        let s = preset("70b").unwrap();
+        let want = 6.0 * 70_553_706_496.0 + 6.0 * 80.0 * 8192.0 * 8192.0;
+        assert_eq!(model_flops_per_token(&s, 8192), want);
+    }
+
+    #[test]
+    fn compute_of_the_70b_at_tp_8_without_parallel_overheads_worked_by_hand() {
+        // TP 8, PP 1, DP 256: m = 2048 sequences / 256 = 8 micro-batches of 8,192 tokens.
+        // Per token and layer forward: 2·(855,654,400 − 16,384)/8 + 2·8192·8192/8 = 230,686,720.
+        // No recompute: ×3 per layer ×80 layers, plus the head 3·2·128,256·8192/8 = 788,004,864.
+        // Per micro-batch: 8192 × (80 × 692,060,160 + 788,004,864) = 4.6000e14 FLOPs,
+        // at 989e12 × 0.5: 0.93023 s; ×8 = 7.4418 s.
+        let t = time(
+            "70b",
+            8,
+            1,
+            1,
+            detailed(Recompute::None, Schedule::OneFOneB),
+            &flat(0.5),
+        );
+        let per_mb = 8192.0 * (80.0 * 692_060_160.0 + 788_004_864.0) / (989e12 * 0.5);
+        assert!((t.breakdown.compute - 8.0 * per_mb).abs() < 1e-9);
+        assert_eq!(t.breakdown.bubble, 0.0);
+        assert_eq!(t.breakdown.pp_comm, 0.0);
+    }
+
+    #[test]
+    fn tp_communication_is_four_all_reduces_a_layer_six_with_full_recompute() {
+        // One all-reduce of 2·8192·8192 B over 8 GPUs at 370 GB/s: 634.81 µs; 80 layers, m = 8.
+        let one = 2.0 * 7.0 / 8.0 * 2.0 * 8192.0 * 8192.0 / 370e9 + 2.0 * 7.0 * 3e-6;
+        let none = time(
+            "70b",
+            8,
+            1,
+            1,
+            detailed(Recompute::None, Schedule::OneFOneB),
+            &flat(0.5),
+        );
+        assert!((none.breakdown.tp_comm - 8.0 * 80.0 * 4.0 * one).abs() < 1e-9);
+        let full = time(
+            "70b",
+            8,
+            1,
+            1,
+            detailed(Recompute::Full, Schedule::OneFOneB),
+            &flat(0.5),
+        );
+        assert!((full.breakdown.tp_comm - 8.0 * 80.0 * 6.0 * one).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_bubble_is_p_minus_1_over_v_micro_batches_of_the_slowest_stage() {
+        let one = time(
+            "70b",
+            8,
+            4,
+            1,
+            detailed(Recompute::Full, Schedule::OneFOneB),
+            &flat(0.5),
+        );
+        let m = 32.0; // DP = 64: 2048 / 64
+        let per_mb = (one.breakdown.compute + one.breakdown.tp_comm) / m;
+        assert!((one.breakdown.bubble - 3.0 * per_mb).abs() < 1e-9);
+        let two = time(
+            "70b",
+            8,
+            4,
+            1,
+            detailed(Recompute::Full, Schedule::Interleaved(2)),
+            &flat(0.5),
+        );
+        assert!((two.breakdown.bubble - 1.5 * per_mb).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_optimizer_step_is_bound_by_memory_bandwidth() {
+        // ZeRO 1 at TP 8, PP 1, DP 256: Ψ = (80·(P_layer − 2h) + 2·V·h)/8 + 80·2h + h per GPU,
+        // of which 1/256 is updated here; 28 B each at 0.6 × 3,350 GB/s.
+        let s = preset("70b").unwrap();
+        let t = time(
+            "70b",
+            8,
+            1,
+            1,
+            detailed(Recompute::Full, Schedule::OneFOneB),
+            &flat(0.5),
+        );
+        let psi = stage_params(&s, 8, 80, true, true);
+        assert!((t.breakdown.optimizer - psi / 256.0 * 28.0 / (3350e9 * 0.6)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn zero_3_moves_one_and_a_half_times_the_bytes_of_plain_data_parallelism() {
+        let mut opts = flat(0.5);
+        opts.dp_overlap = 0.0;
+        let d = Detailed {
+            step: Step {
+                global_batch_tokens: 256 * 8192,
+                ..detailed(Recompute::Full, Schedule::OneFOneB).step
+            },
+            options: Options {
+                gradients: crate::memory::detailed::GradientPrecision::Bf16,
+                ..Options::default()
+            },
+        };
+        // m = 1, BF16 gradients: ZeRO 0 all-reduces 2Ψ (2 × (n−1)/n × 2Ψ on the wire), ZeRO 3
+        // all-gathers 2Ψ twice and reduce-scatters 2Ψ once (3 × (n−1)/n × 2Ψ).
+        let z0 = time("70b", 8, 1, 0, d, &opts).breakdown.dp_comm;
+        let z3 = time("70b", 8, 1, 3, d, &opts).breakdown.dp_comm;
+        assert!((z3 / z0 - 1.5).abs() < 1e-3, "{}", z3 / z0);
+    }
+
+    #[test]
+    fn mfu_follows_from_tokens_per_second() {
+        let t = time(
+            "70b",
+            8,
+            4,
+            1,
+            detailed(Recompute::Full, Schedule::OneFOneB),
+            &TimeOptions::default(),
+        );
+        let s = preset("70b").unwrap();
+        let mfu = model_flops_per_token(&s, 8192) * t.tokens_per_second / (2048.0 * 989e12);
+        assert!((t.mfu - mfu).abs() < 1e-12);
+        assert!(
+            t.hfu > t.mfu && t.mfu > 0.1 && t.mfu < 0.6,
+            "{} {}",
+            t.mfu,
+            t.hfu
+        );
+    }
+}
