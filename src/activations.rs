@@ -35,10 +35,10 @@
 //! inputs, two matmul inputs, two 1-byte dropout masks) and `24h` split (Q, K, V 6h, output
 //! projection input 2h, GELU input 8h, its output 8h), plus `5·a·s` bytes of softmax, dropout
 //! mask and dropout output. For Llama: no dropout masks (−2h replicated); grouped-query K and V
-//! are `4g` instead of `4h` (70B: 0.5h instead of 4h); the output projection shares O with
-//! attention (−2h); FlashAttention drops the `5·a·s` term for a `4a` log-sum-exp; and the SwiGLU
-//! MLP keeps `6f` where the GELU MLP keeps `16h` (8h + 8h). With f = 3.5h (8B, 70B) that is
-//! 21h against 16h. Net, bytes per token without recomputation, replicated + split:
+//! are `4g` instead of `4h` (70B: 0.5h, −3.5h); FlashAttention drops the `5·a·s` term for a
+//! `4a` log-sum-exp; and the SwiGLU MLP keeps `6f` where the GELU MLP keeps `16h` (8h + 8h):
+//! with f = 3.5h (8B, 70B) 21h, +5h. For 70B: 34 − 2 − 3.5 + 5 + 0.03 = 33.53h. Net, bytes per
+//! token without recomputation, replicated + split:
 //!
 //! | layer | replicated | tensor-split | total at t = 1 |
 //! |---|---|---|---|
@@ -47,10 +47,10 @@
 //! | Llama 3 70B (g = h/8, f = 3.5h) | 8h | 25.53h | 33.53h |
 //! | Llama 3 405B (g = h/16, f = 3.25h) | 8h | 23.78h | 31.78h |
 //!
-//! So the totals are within 7 % of 34h, by coincidence: SwiGLU's larger MLP (+5h) is paid for by
+//! So the totals are within 7 % of 34h, by coincidence: SwiGLU's larger MLP is paid for by
 //! grouped-query attention, FlashAttention and the missing dropout. Under tensor parallelism the
-//! difference shows: the split part is 6–8 % larger than GPT's 24h, the replicated part 20 %
-//! smaller than 10h.
+//! difference shows: the split part is 8.5 % (8B) and 6.4 % (70B) larger than GPT's 24h and 1 %
+//! smaller for 405B, the replicated part 20 % smaller than 10h.
 //!
 //! ## Llama in eager PyTorch ([`Kernels::Eager`])
 //! The layer `shared/calibration/measure_layers.py` measured: RMSNorm in FP32 (it keeps the FP32
@@ -68,9 +68,12 @@
 //! - **full**: each layer keeps only its input, `2h` per token (split by t under sequence
 //!   parallelism), and recomputes the rest in backward. The calibration measured exactly this.
 //!
-//! The **recompute working set** is the memory recomputation needs on top, for one layer at a
-//! time: under full recomputation the whole no-recomputation set of one layer; under selective,
-//! the attention core's tensors.
+//! The **working set** is what one layer's backward needs on top, one layer at a time: the
+//! tensors it recomputes (under full recomputation the whole no-recomputation set of the layer;
+//! under selective, the attention core's) and the activation gradients alive at its peak, two
+//! `f`-wide BF16 tensors in the MLP's backward. From the calibration (70B, b = 1 and b = 2) a
+//! layer's backward peak grows by 4.73 GB a sequence with eager kernels: 3.64 GB of recomputed
+//! activations and about 0.94 GB (4·s·f) of gradients; see `results/memory-validation.md`.
 
 use serde::Serialize;
 
@@ -258,13 +261,18 @@ impl Setting {
         self.bytes(&kept(2.0 * shape.hidden as f64, Split::Replicated))
     }
 
-    /// Transient bytes of recomputing one layer in backward, on top of what is stored.
+    /// Transient bytes of one layer's backward, on top of what is stored: the activations it
+    /// recomputes (all of them under full recomputation, the attention core under selective)
+    /// plus the activation gradients alive at the backward's peak, two `f`-wide BF16 tensors
+    /// (`4·f` bytes per token, ÷t): the gradient arriving at the SwiGLU output and one it
+    /// produces for its inputs, in the MLP's backward, which comes first.
     pub fn working_set(&self, shape: &Shape, recompute: Recompute) -> f64 {
-        match recompute {
+        let recomputed = match recompute {
             Recompute::None => 0.0,
             Recompute::Selective => self.sum(shape, |t| t.attention_core),
             Recompute::Full => self.sum(shape, |_| true),
-        }
+        };
+        recomputed + self.bytes(&kept(4.0 * shape.ffn as f64, Split::Tensor))
     }
 }
 
@@ -379,7 +387,8 @@ mod tests {
         let st = setting(Layer::Llama(Kernels::Fused), 8, true);
         let saved = st.stored(&s, Recompute::None) - st.stored(&s, Recompute::Selective);
         assert_eq!(saved, 8192.0 * 4.0 * 64.0 / 8.0);
-        assert_eq!(st.working_set(&s, Recompute::Selective), saved);
+        let gradients = 8192.0 * 4.0 * 28_672.0 / 8.0;
+        assert_eq!(st.working_set(&s, Recompute::Selective), saved + gradients);
     }
 
     #[test]

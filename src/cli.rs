@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use itertools::iproduct;
 use trainplan::activations::{Kernels, Recompute};
-use trainplan::brief::{Brief, BriefPatch, LossLawPatch};
+use trainplan::brief::{self, Brief, BriefPatch, LossLawPatch};
 use trainplan::efficiency::EfficiencyCurve;
 use trainplan::error::{Error, Result};
 use trainplan::layout::ZeroStage;
@@ -549,13 +549,21 @@ impl SearchStepArgs {
                 .map(|s| Schedule::parse(s))
                 .collect::<Result<_>>()?
         };
-        for (flag, list) in [
-            ("--micro-batches", &self.micro_batches),
-            ("--seq-lens", &self.seq_lens),
-            ("--global-batch-tokens", &self.global_batch_tokens),
+        for (flag, list, max) in [
+            (
+                "--micro-batches",
+                &self.micro_batches,
+                brief::limits::SEQ_LEN,
+            ),
+            ("--seq-lens", &self.seq_lens, brief::limits::SEQ_LEN),
+            ("--global-batch-tokens", &self.global_batch_tokens, u64::MAX),
         ] {
-            if let Some(&zero) = list.iter().find(|&&x| x == 0) {
-                return Err(Error::invalid(flag, zero, "whole numbers ≥ 1"));
+            if let Some(&bad) = list.iter().find(|&&x| x == 0 || x > max) {
+                return Err(Error::invalid(
+                    flag,
+                    bad,
+                    format!("whole numbers from 1 to {max}"),
+                ));
             }
         }
         let mut steps: Vec<Step> = iproduct!(

@@ -29,7 +29,7 @@ use crate::scaling::ComputeOptimal;
 use crate::step::Step;
 use crate::step_time::TimeModel;
 use crate::time;
-use crate::verdict::{layout_order, lightest, verdict, Pace, ShapeVerdict};
+use crate::verdict::{layout_order, lightest, no_layout_reason, verdict, Pace, ShapeVerdict};
 
 /// Token counts to try: `min, min + step, …` up to `max` inclusive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -223,6 +223,50 @@ fn memory_order(a: &Config, b: &Config) -> std::cmp::Ordering {
         .then_with(|| a.model.step().cmp(&b.model.step()))
 }
 
+/// The verdict on `shape` from its configurations (`fitting` those that fit in memory, fastest
+/// first): the lightest for memory, the fastest that fits for the token window, and, when the
+/// rules leave no configuration at all, the rule that broke.
+pub fn shape_verdict(
+    brief: &Brief,
+    shape: &Shape,
+    configs: &[Config],
+    fitting: &[Config],
+    options: &SearchOptions,
+) -> ShapeVerdict {
+    let weighed = configs.iter().map(|c| (c.bytes, &c.layout, c.model.step()));
+    let fastest = fitting
+        .first()
+        .or_else(|| configs.iter().min_by(|a, b| pace_order(a, b)));
+    let pace = fastest.map_or(Pace::Plate, |c| c.pace);
+    let mut v = verdict(brief, shape, lightest(weighed), pace);
+    if configs.is_empty() {
+        let why = no_configuration(brief, shape, options);
+        v.reason = v.reason.map(|r| r.replace(&no_layout_reason(brief), &why));
+    }
+    v
+}
+
+/// Why a shape has no configuration at all: the rule its first layout and step break.
+fn no_configuration(brief: &Brief, shape: &Shape, options: &SearchOptions) -> String {
+    let first_error =
+        iproduct!(layouts(brief, shape), options.memory.models()).find_map(|(layout, model)| {
+            let memory = model.memory(brief, shape, &layout).err();
+            memory.or_else(|| {
+                options
+                    .time
+                    .run_time(brief, shape, &layout, &model, 1)
+                    .err()
+            })
+        });
+    match first_error {
+        Some(e) => format!("layout: no layout and training step go together, for example: {e}"),
+        None => format!(
+            "layout: no TP × PP divides the {} GPUs within the layout rules",
+            brief.gpus
+        ),
+    }
+}
+
 /// A shape's configurations that fit in memory, in both orders, and how many there are in all.
 struct Fitting {
     by_pace: Vec<Config>,
@@ -394,17 +438,7 @@ pub fn search(
             .zip(&all)
             .zip(&fitting)
             .map(|((shape, configs), fit)| {
-                let weighed = configs.iter().map(|c| (c.bytes, &c.layout, c.model.step()));
-                let fastest = fit
-                    .by_pace
-                    .first()
-                    .or_else(|| configs.iter().min_by(|a, b| pace_order(a, b)));
-                verdict(
-                    brief,
-                    shape,
-                    lightest(weighed),
-                    fastest.map_or(Pace::Plate, |c| c.pace),
-                )
+                shape_verdict(brief, shape, configs, &fit.by_pace, options)
             })
             .collect(),
         plans: found.top.into_sorted().iter().map(grade).collect(),

@@ -169,7 +169,10 @@ impl Step {
             Schedule::OneFOneB => (pp - stage).min(m) as f64,
             Schedule::Interleaved(v) => {
                 let v = u64::from(v);
-                let chunks = (2 * (pp - stage - 1) + (v - 1) * pp + 1).min(m * v);
+                let warmup = (2 * (pp - stage - 1))
+                    .saturating_add((v - 1).saturating_mul(pp))
+                    .saturating_add(1);
+                let chunks = warmup.min(m.saturating_mul(v));
                 chunks as f64 / v as f64
             }
         }

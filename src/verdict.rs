@@ -183,6 +183,14 @@ pub fn token_bounds(brief: &Brief, shape: &Shape, pace: Pace) -> TokenBounds {
     }
 }
 
+/// What a verdict says of a shape the rules leave without any configuration.
+pub fn no_layout_reason(brief: &Brief) -> String {
+    format!(
+        "layout: no layout and training step fits the rules on {} GPUs",
+        brief.gpus
+    )
+}
+
 /// The configuration with the least per-GPU memory a search found for a shape.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Lightest {
@@ -234,10 +242,7 @@ pub fn verdict(
         _ => {}
     }
     match lightest {
-        None => reasons.push(format!(
-            "layout: no layout and training step fits the rules on {} GPUs",
-            brief.gpus
-        )),
+        None => reasons.push(no_layout_reason(brief)),
         Some(l) if !memory_fits(brief, l.bytes) => reasons.push(format!(
             "memory: even the lightest layout (TP {} × PP {}, ZeRO {}) needs {} GB per GPU, over the {} GB cap",
             l.layout.tp,

@@ -172,23 +172,42 @@ fn time_section(p: &Plan, brief: &Brief) -> Option<String> {
 fn memory_rows(p: &Plan) -> Vec<Vec<String>> {
     let m = &p.memory_gb;
     let row = |name: &str, how: String, gb: f64| vec![name.to_string(), how, fixed(gb, 2)];
-    let mut rows = vec![row("weights", "BF16, 2Ψ".into(), m.weights)];
+    // Ψ: the parameters this GPU holds before ZeRO; "/DP" where the stage shards the piece.
+    let zero = p.layout.zero;
+    let per = |bytes: u32, sharded: bool| {
+        if sharded {
+            format!("{bytes}Ψ/DP")
+        } else {
+            format!("{bytes}Ψ")
+        }
+    };
+    let mut rows = vec![row(
+        "weights",
+        format!("BF16, {}", per(2, zero.shards_weights())),
+        m.weights,
+    )];
+    let optimizer = format!(
+        "FP32 master + Adam m, v, {}",
+        per(12, zero.shards_optimizer())
+    );
     match (&p.memory_model, &p.step, &p.worst_stage) {
         (Some(options), Some(step), Some(stage)) => {
             let (grad, bytes) = match options.gradients {
                 GradientPrecision::Bf16 => ("BF16", 2),
                 GradientPrecision::Fp32 => ("FP32", 4),
             };
-            rows.push(row("gradients", format!("{grad}, {bytes}Ψ"), m.gradients));
-            rows.push(row(
-                "optimizer",
-                "FP32 master + Adam m, v, 12Ψ".into(),
-                m.optimizer,
-            ));
+            let gradients = format!("{grad}, {}", per(bytes, zero.shards_gradients()));
+            rows.push(row("gradients", gradients, m.gradients));
+            rows.push(row("optimizer", optimizer, m.optimizer));
+            let mb = if stage.in_flight == 1.0 {
+                "micro-batch"
+            } else {
+                "micro-batches"
+            };
             rows.push(row(
                 "activations",
                 format!(
-                    "recompute {}, {} layers × {} micro-batches",
+                    "recompute {}, {} layers × {} {mb}",
                     step.recompute.name(),
                     stage.layers,
                     general(stage.in_flight)
@@ -202,7 +221,7 @@ fn memory_rows(p: &Plan) -> Vec<Vec<String>> {
             rows.push(row("logits", loss.into(), m.logits.unwrap_or(0.0)));
             rows.push(row(
                 "transient",
-                "recompute working set or loss peak".into(),
+                "backward working set or loss peak".into(),
                 m.transient.unwrap_or(0.0),
             ));
             rows.push(row(
@@ -216,12 +235,9 @@ fn memory_rows(p: &Plan) -> Vec<Vec<String>> {
             ));
         }
         _ => {
-            rows.push(row("gradients", "BF16, 2Ψ".into(), m.gradients));
-            rows.push(row(
-                "optimizer",
-                "FP32 master + Adam m, v, 12Ψ".into(),
-                m.optimizer,
-            ));
+            let gradients = format!("BF16, {}", per(2, zero.shards_gradients()));
+            rows.push(row("gradients", gradients, m.gradients));
+            rows.push(row("optimizer", optimizer, m.optimizer));
             rows.push(row("activations", "2·s·h·⌈L/PP⌉/TP".into(), m.activations));
         }
     }
@@ -306,6 +322,12 @@ impl Exporter for Text {
             "llr",
             "  ",
         ));
+        let psi = if p.worst_stage.is_some() {
+            "the stage's parameters per TP rank"
+        } else {
+            "N / (TP·PP)"
+        };
+        let _ = writeln!(out, "  Ψ = {psi}, held by each GPU before ZeRO shards over DP");
         let margin = |x: f64, unit: &str, decimals: usize| {
             if x >= 0.0 {
                 format!("{}{unit} to spare", fixed(x, decimals))
