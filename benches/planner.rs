@@ -14,6 +14,7 @@ use trainplan::plan::{evaluate, Design};
 use trainplan::progress::Silent;
 use trainplan::search::{search, MemorySpace, SearchOptions, TokenGrid};
 use trainplan::step::{Schedule, Step};
+use trainplan::step_time::{TimeModel, TimeOptions};
 use trainplan::verdict::{plate_lightest, verdict, Pace};
 use trainplan::Brief;
 
@@ -92,29 +93,36 @@ fn detailed_search(c: &mut Criterion) {
         },
     )
     .collect();
-    let options = SearchOptions {
+    let memory = SearchOptions {
         memory: MemorySpace::Detailed {
             steps,
             options: Options::default(),
         },
         ..SearchOptions::default()
     };
-    let candidates = search(&brief, &shapes, &options, &Silent).evaluated;
+    let time = SearchOptions {
+        time: TimeModel::Detailed(TimeOptions::default()),
+        ..memory.clone()
+    };
     let mut g = c.benchmark_group("search");
     g.sample_size(20);
-    g.throughput(Throughput::Elements(candidates));
-    for threads in [1, 0] {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap();
-        let label = format!(
-            "detailed memory, 36 steps, {} thread(s)",
-            pool.current_num_threads()
-        );
-        g.bench_function(label, |b| {
-            b.iter(|| pool.install(|| search(black_box(&brief), &shapes, &options, &Silent)))
-        });
+    for (name, options) in [
+        ("detailed memory", &memory),
+        ("detailed memory and time", &time),
+    ] {
+        g.throughput(Throughput::Elements(
+            search(&brief, &shapes, options, &Silent).evaluated,
+        ));
+        for threads in [1, 0] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let label = format!("{name}, 36 steps, {} thread(s)", pool.current_num_threads());
+            g.bench_function(label, |b| {
+                b.iter(|| pool.install(|| search(black_box(&brief), &shapes, options, &Silent)))
+            });
+        }
     }
     g.finish();
 }

@@ -186,7 +186,9 @@ pub fn configurations(
     time: &TimeModel,
 ) -> Vec<Config> {
     let models = space.models();
-    iproduct!(layouts(brief, shape), models)
+    let pairs: Vec<(Layout, MemoryModel)> = iproduct!(layouts(brief, shape), models).collect();
+    pairs
+        .into_par_iter()
         .filter_map(|(layout, model)| {
             let bytes = model.memory(brief, shape, &layout).ok()?.total();
             let pace = match time.run_time(brief, shape, &layout, &model, 1).ok()? {
@@ -330,7 +332,7 @@ pub fn search(
     // Per shape: every configuration (memory is computed once each, in parallel), and those
     // that fit, in tie-break order: plans of one token count differ only in their config.
     let all: Vec<Vec<Config>> = shapes
-        .par_iter()
+        .iter()
         .map(|shape| configurations(brief, shape, &options.memory, &options.time))
         .collect();
     let fitting: Vec<Fitting> = all

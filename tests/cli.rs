@@ -522,3 +522,123 @@ fn detailed_flags_without_the_detailed_model_and_steps_that_do_not_fit_the_layou
         "--micro-batches = 0",
     );
 }
+
+#[test]
+fn check_with_the_detailed_time_model_derives_mfu_and_where_each_second_goes() {
+    let v = json(&[
+        "check", "--model", "70b", "--tokens", "4e12", "--tp", "8", "--pp", "4", "--zero", "1",
+        "--memory", "detailed", "--time", "detailed", "--json",
+    ]);
+    let b = &v["breakdown"];
+    let parts: f64 = [
+        "compute",
+        "tp_comm",
+        "pp_comm",
+        "dp_comm",
+        "bubble",
+        "optimizer",
+    ]
+    .iter()
+    .map(|k| b[k].as_f64().unwrap())
+    .sum();
+    let step = v["step_seconds"].as_f64().unwrap();
+    assert!((parts - step).abs() < 1e-9 * step);
+    let mfu = v["mfu"].as_f64().unwrap();
+    assert!(mfu > 0.1 && mfu < 0.7, "{mfu}");
+    // Days are the wall-clock days: compute days over goodput.
+    let goodput = v["failures"]["goodput"].as_f64().unwrap();
+    let compute = v["compute_days"].as_f64().unwrap();
+    assert!((v["days"].as_f64().unwrap() - compute / goodput).abs() < 1e-9);
+    assert!(v["days_plate"].as_f64().unwrap() > 0.0);
+    assert!(v["failures"]["expected_failures"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn a_search_ranks_by_derived_days_and_shows_the_assumed_days_beside_them() {
+    let v = json(&[
+        "search", "--memory", "detailed", "--time", "detailed", "--rank", "days", "--top", "3",
+        "--models", "70b", "--json",
+    ]);
+    let plans = v["plans"].as_array().unwrap();
+    let days: Vec<f64> = plans.iter().map(|p| p["days"].as_f64().unwrap()).collect();
+    assert!(days.windows(2).all(|w| w[0] <= w[1]));
+    assert!(plans
+        .iter()
+        .all(|p| p["days_plate"].is_f64() && p["mfu"].is_f64()));
+}
+
+#[test]
+fn time_flags_need_the_models_they_belong_to() {
+    refuses(
+        &[
+            "check", "--model", "70b", "--tokens", "1e12", "--time", "detailed",
+        ],
+        "--time = detailed",
+    );
+    refuses(
+        &[
+            "check",
+            "--model",
+            "70b",
+            "--tokens",
+            "1e12",
+            "--tp-overlap",
+            "0.5",
+        ],
+        "--time = plate",
+    );
+    refuses(
+        &[
+            "check",
+            "--model",
+            "70b",
+            "--tokens",
+            "1e12",
+            "--memory",
+            "detailed",
+            "--time",
+            "detailed",
+            "--dp-overlap",
+            "2",
+        ],
+        "--dp-overlap = 2",
+    );
+    refuses(
+        &[
+            "search",
+            "--memory",
+            "detailed",
+            "--time",
+            "detailed",
+            "--efficiency",
+            "/nonexistent.json",
+        ],
+        "cannot read '/nonexistent.json'",
+    );
+    refuses(
+        &["search", "--inter-node-gbps", "0"],
+        "brief.topology.inter_node_gbps = 0",
+    );
+    refuses(
+        &["search", "--failures-per-gpu-hour", "-1"],
+        "brief.reliability.failures_per_gpu_hour = -1",
+    );
+}
+
+#[test]
+fn a_measured_efficiency_table_changes_the_derived_mfu() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("eff.json");
+    std::fs::write(&path, r#"{"points": [{"width": 1024, "efficiency": 0.8}]}"#).unwrap();
+    let base = [
+        "check", "--model", "70b", "--tokens", "4e12", "--tp", "8", "--memory", "detailed",
+        "--time", "detailed", "--json",
+    ];
+    let default = json(&base)["mfu"].as_f64().unwrap();
+    let mut with = base.to_vec();
+    with.extend(["--efficiency", path.to_str().unwrap()]);
+    let measured = json(&with)["mfu"].as_f64().unwrap();
+    assert!(measured > default * 1.5, "{measured} vs {default}");
+    std::fs::write(&path, r#"{"points": [{"width": 1024, "efficiency": 1.5}]}"#).unwrap();
+    refuses(&with, "efficiency.efficiency = 1.5");
+}

@@ -38,6 +38,7 @@ fn the_readme_shows_the_real_output_of_its_examples() {
         "results/default-summary.txt",
         "tests/snapshots/check-start.txt",
         "tests/snapshots/check-405b-detailed.txt",
+        "tests/snapshots/check-70b-time.txt",
     ] {
         let output = std::fs::read_to_string(root.join(shown)).unwrap();
         assert!(

@@ -97,3 +97,31 @@ fn check_report_of_llama_3_405b_under_the_detailed_model() {
         "check-405b-detailed.txt",
     );
 }
+
+#[test]
+fn check_report_of_70b_under_the_detailed_time_model() {
+    snapshot(
+        &[
+            "check",
+            "--model",
+            "70b",
+            "--tokens",
+            "4e12",
+            "--tp",
+            "8",
+            "--pp",
+            "4",
+            "--zero",
+            "1",
+            "--memory",
+            "detailed",
+            "--schedule",
+            "interleaved:2",
+            "--recompute",
+            "selective",
+            "--time",
+            "detailed",
+        ],
+        "check-70b-time.txt",
+    );
+}

@@ -327,7 +327,10 @@ impl Exporter for Text {
         } else {
             "N / (TP·PP)"
         };
-        let _ = writeln!(out, "  Ψ = {psi}, held by each GPU before ZeRO shards over DP");
+        let _ = writeln!(
+            out,
+            "  Ψ = {psi}, held by each GPU before ZeRO shards over DP"
+        );
         let margin = |x: f64, unit: &str, decimals: usize| {
             if x >= 0.0 {
                 format!("{}{unit} to spare", fixed(x, decimals))
