@@ -9,7 +9,7 @@ use std::path::Path;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::{read_json, Error, Result};
 use crate::format::{general, thousands};
 use crate::reliability::{Reliability, ReliabilityPatch};
 use crate::scaling::LossLaw;
@@ -179,15 +179,7 @@ impl Brief {
     /// Reads a brief file (JSON, the field names of [`Brief`]; any subset) and applies it on
     /// top of `self`. Unknown fields are refused, so a typo is not silently ignored.
     pub fn with_file(self, path: &Path) -> Result<Brief> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            action: "read",
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let patch: BriefPatch = serde_json::from_str(&text).map_err(|e| Error::Parse {
-            path: path.to_path_buf(),
-            message: format!("not a brief: {e}"),
-        })?;
+        let patch: BriefPatch = read_json(path, "a brief")?;
         Ok(patch.apply(self))
     }
 }

@@ -20,7 +20,7 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::{read_json, Error, Result};
 use crate::model::preset;
 
 /// One measured point.
@@ -160,15 +160,7 @@ impl EfficiencyCurve {
 
     /// Reads a curve from a JSON file `{"points": [{"width": …, "efficiency": …}, …]}`.
     pub fn from_file(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            action: "read",
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let file: CurveFile = serde_json::from_str(&text).map_err(|e| Error::Parse {
-            path: path.to_path_buf(),
-            message: format!("not an efficiency table: {e}"),
-        })?;
+        let file: CurveFile = read_json(path, "an efficiency table")?;
         EfficiencyCurve::new(file.points)
     }
 

@@ -65,6 +65,41 @@ impl Error {
     }
 }
 
+/// Checks numbers that must be finite, positive (or zero where `zero_ok`) and at most `max`;
+/// the error names `prefix` + the field and its value.
+pub(crate) fn check_numbers(prefix: &str, fields: &[(&str, f64, bool)], max: f64) -> Result<()> {
+    for &(name, v, zero_ok) in fields {
+        let ok = v.is_finite() && (v > 0.0 || (zero_ok && v == 0.0)) && v <= max;
+        if !ok {
+            let low = if zero_ok { "≥ 0" } else { "> 0" };
+            let expected = if max.is_finite() {
+                format!("a number {low}, at most {}", crate::format::general(max))
+            } else {
+                format!("a finite number {low}")
+            };
+            return Err(Error::invalid(
+                format!("{prefix}{name}"),
+                crate::format::general(v),
+                expected,
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Reads a JSON document of type `T` from `path`; `kind` names it in the error ("a brief").
+pub fn read_json<T: serde::de::DeserializeOwned>(path: &std::path::Path, kind: &str) -> Result<T> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        action: "read",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|e| Error::Parse {
+        path: path.to_path_buf(),
+        message: format!("not {kind}: {e}"),
+    })
+}
+
 /// `text` with control characters (a newline in a file name, say) escaped, so an error stays
 /// on one line.
 fn one_line(text: &str) -> String {

@@ -15,8 +15,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
-use crate::format::general;
+use crate::error::{check_numbers, Result};
 
 /// How often GPUs fail, how fast checkpoints are written and how long a restart takes.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -73,22 +72,7 @@ impl Reliability {
                 true,
             ),
         ];
-        for (name, v, zero_ok) in fields {
-            let ok = v.is_finite() && (v > 0.0 || (zero_ok && v == 0.0)) && v <= 1e9;
-            if !ok {
-                let want = if zero_ok {
-                    "a number from 0 to 1e9"
-                } else {
-                    "a number > 0, at most 1e9"
-                };
-                return Err(Error::invalid(
-                    format!("brief.reliability.{name}"),
-                    general(v),
-                    want,
-                ));
-            }
-        }
-        Ok(())
+        check_numbers("brief.reliability.", &fields, 1e9)
     }
 
     /// The cost of failures for `params` parameters on `gpus` GPUs and `compute_seconds` of

@@ -9,8 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
-use crate::format::general;
+use crate::error::{check_numbers, Result};
 
 /// The five constants of `L(N, D) = E + A / N^α + B / D^β`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -106,22 +105,7 @@ impl LossLaw {
             ("alpha", self.alpha, false),
             ("beta", self.beta, false),
         ];
-        for (name, value, zero_ok) in fields {
-            let ok = value.is_finite() && (value > 0.0 || (zero_ok && value == 0.0));
-            if !ok {
-                let expected = if zero_ok {
-                    "a finite number ≥ 0"
-                } else {
-                    "a finite number > 0"
-                };
-                return Err(Error::invalid(
-                    format!("{prefix}{name}"),
-                    general(value),
-                    expected,
-                ));
-            }
-        }
-        Ok(())
+        check_numbers(prefix, &fields, f64::INFINITY)
     }
 
     /// Predicted loss `L(N, D) = E + A / N^α + B / D^β` for `n` parameters trained on `d` tokens.

@@ -16,8 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
-use crate::format::general;
+use crate::error::{check_numbers, Result};
 
 /// The links of the cluster and the GPUs' memory bandwidth.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -81,22 +80,7 @@ impl Topology {
             ("inter_node_latency_us", self.inter_node_latency_us, true),
             ("hbm_gbps", self.hbm_gbps, false),
         ];
-        for (name, v, zero_ok) in fields {
-            let ok = v.is_finite() && (v > 0.0 || (zero_ok && v == 0.0)) && v <= 1e9;
-            if !ok {
-                let want = if zero_ok {
-                    "a number from 0 to 1e9"
-                } else {
-                    "a number > 0, at most 1e9"
-                };
-                return Err(Error::invalid(
-                    format!("brief.topology.{name}"),
-                    general(v),
-                    want,
-                ));
-            }
-        }
-        Ok(())
+        check_numbers("brief.topology.", &fields, 1e9)
     }
 }
 

@@ -278,12 +278,6 @@ struct Ran {
     card_gb: f64,
 }
 
-/// A GPT layer as a Llama shape with the same matrices: SwiGLU of width 8h/3, multi-head.
-fn gpt(name: &str, layers: u32, hidden: u64, heads: u32) -> Shape {
-    let ffn = (8.0 * hidden as f64 / 3.0).round() as u64;
-    Shape::new(name, layers, hidden, ffn, heads, heads, 51_200).unwrap()
-}
-
 fn published_runs() -> Vec<Ran> {
     let korthikanti = |name, shape, pp: u64, schedule| Ran {
         name,
@@ -320,19 +314,19 @@ fn published_runs() -> Vec<Ran> {
     let mut runs = vec![
         korthikanti(
             "GPT 175B, Korthikanti et al. Table 5",
-            gpt("gpt-175b", 96, 12_288, 96),
+            common::gpt("gpt-175b", 96, 12_288, 96),
             8,
             Schedule::Interleaved(3),
         ),
         korthikanti(
             "GPT 530B, Korthikanti et al. Table 5",
-            gpt("gpt-530b", 105, 20_480, 128),
+            common::gpt("gpt-530b", 105, 20_480, 128),
             35,
             Schedule::Interleaved(3),
         ),
         korthikanti(
             "GPT 1T, Korthikanti et al. Table 5 (1F1B)",
-            gpt("gpt-1t", 128, 25_600, 160),
+            common::gpt("gpt-1t", 128, 25_600, 160),
             64,
             Schedule::OneFOneB,
         ),

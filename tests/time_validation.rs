@@ -40,13 +40,6 @@ struct Run {
     assumed: &'static str,
 }
 
-/// A GPT layer (4h GELU MLP, multi-head attention) as a shape with the same FLOPs: a SwiGLU MLP
-/// of width 8h/3 has GPT's 8h² MLP parameters.
-fn gpt(name: &str, layers: u32, hidden: u64, heads: u32) -> Shape {
-    let ffn = (8.0 * hidden as f64 / 3.0).round() as u64;
-    Shape::new(name, layers, hidden, ffn, heads, heads, 51_200).unwrap()
-}
-
 /// A DGX A100 (Selene): NVLink 3 through NVSwitch, eight 200 Gb/s HDR NICs a node.
 fn a100() -> Topology {
     Topology {
@@ -154,7 +147,7 @@ fn runs() -> Vec<Run> {
         ),
         korthikanti(
             "GPT 22B",
-            gpt("gpt-22b", 48, 6144, 64),
+            common::gpt("gpt-22b", 48, 6144, 64),
             1,
             4,
             4,
@@ -164,7 +157,7 @@ fn runs() -> Vec<Run> {
         ),
         korthikanti(
             "GPT 175B",
-            gpt("gpt-175b", 96, 12_288, 96),
+            common::gpt("gpt-175b", 96, 12_288, 96),
             8,
             64,
             1,
@@ -174,7 +167,7 @@ fn runs() -> Vec<Run> {
         ),
         korthikanti(
             "GPT 530B",
-            gpt("gpt-530b", 105, 20_480, 128),
+            common::gpt("gpt-530b", 105, 20_480, 128),
             35,
             280,
             1,
@@ -184,7 +177,7 @@ fn runs() -> Vec<Run> {
         ),
         korthikanti(
             "GPT 1T",
-            gpt("gpt-1t", 128, 25_600, 160),
+            common::gpt("gpt-1t", 128, 25_600, 160),
             64,
             512,
             1,
@@ -194,7 +187,7 @@ fn runs() -> Vec<Run> {
         ),
         narayanan(
             "GPT 145.6B",
-            gpt("gpt-146b", 80, 12_288, 96),
+            common::gpt("gpt-146b", 80, 12_288, 96),
             8,
             1536,
             2304,
@@ -202,7 +195,7 @@ fn runs() -> Vec<Run> {
         ),
         narayanan(
             "GPT 1T",
-            gpt("gpt-1t", 128, 25_600, 160),
+            common::gpt("gpt-1t", 128, 25_600, 160),
             64,
             3072,
             3072,
