@@ -181,11 +181,19 @@ fn token_fixes(brief: &Brief, shape: &Shape, plan: &Plan, pace: Pace) -> Vec<Str
         .min_tokens_for_loss
         .is_none_or(|fewest| fewest > v.max_tokens_in_time);
     if floor_below_target && too_few_days {
-        fixes.push(format!(
-            "days and loss: {} cannot meet both within {} days; a larger cluster, a longer run or another model is needed",
-            shape.name,
-            fixed(brief.max_days, 1)
-        ));
+        fixes.push(match pace {
+            Pace::Plate => format!(
+                "days and loss: {} cannot meet both within {} days; a larger cluster, a longer run or another model is needed",
+                shape.name,
+                fixed(brief.max_days, 1)
+            ),
+            // Under the detailed time model the pace is this layout's: another may be faster.
+            Pace::PerToken(_) => format!(
+                "days and loss: {} cannot meet both within {} days at this layout and step's pace; `trainplan search --memory detailed --time detailed` looks for a faster one",
+                shape.name,
+                fixed(brief.max_days, 1)
+            ),
+        });
     }
     fixes
 }

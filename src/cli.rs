@@ -696,6 +696,13 @@ impl SearchArgs {
 
     /// The search options.
     pub fn options(&self, brief: &Brief) -> Result<SearchOptions> {
+        if self.time.time == TimeArg::Detailed && self.detailed.memory == MemoryArg::Plate {
+            return Err(Error::invalid(
+                "--time",
+                "detailed",
+                "--time detailed together with --memory detailed, which defines the training step",
+            ));
+        }
         let memory = match self.detailed.options(self.step.given())? {
             None => MemorySpace::Plate,
             Some(options) => MemorySpace::Detailed {

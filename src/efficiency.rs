@@ -113,11 +113,11 @@ impl EfficiencyCurve {
             if !(p.width.is_finite() && p.width > 0.0) {
                 return Err(Error::invalid("efficiency.width", p.width, "a number > 0"));
             }
-            if !(p.efficiency.is_finite() && p.efficiency > 0.0 && p.efficiency <= 1.0) {
+            if !(p.efficiency.is_finite() && p.efficiency >= 1e-3 && p.efficiency <= 1.0) {
                 return Err(Error::invalid(
                     "efficiency.efficiency",
                     p.efficiency,
-                    "a fraction in (0, 1]",
+                    "a fraction from 0.001 to 1",
                 ));
             }
         }

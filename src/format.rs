@@ -16,8 +16,8 @@ pub fn thousands(n: u64) -> String {
 
 /// A number with `decimals` decimals and thousands separators: `1139.59` → `1,139.6`.
 pub fn fixed(x: f64, decimals: usize) -> String {
-    if !x.is_finite() {
-        return x.to_string();
+    if !x.is_finite() || x.abs() >= 1e15 {
+        return format!("{x:.3e}");
     }
     let text = format!("{:.*}", decimals, x.abs());
     let (int, frac) = match text.split_once('.') {
@@ -121,6 +121,7 @@ mod tests {
         assert_eq!(fixed(-1067.6, 1), "-1,067.6");
         assert_eq!(fixed(-0.01, 1), "0.0");
         assert_eq!(fixed(72.0, 0), "72");
+        assert_eq!(fixed(1e300, 1), "1.000e300");
     }
 
     #[test]

@@ -123,7 +123,7 @@ pub struct Plan {
     /// Tokens per second over the cluster (detailed time model only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokens_per_second: Option<f64>,
-    /// Derived model FLOPs utilisation, `(6N + 6·L·s·h) × tokens/s / (GPUs × peak)` (detailed
+    /// Derived model FLOPs utilisation, `(6·N_matrix + 6·L·s·h) × tokens/s / (GPUs × peak)` (detailed
     /// time model only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mfu: Option<f64>,

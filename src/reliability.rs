@@ -15,7 +15,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{check_numbers, Result};
+use crate::error::{check_numbers, Error, Result};
+use crate::format::general;
 
 /// How often GPUs fail, how fast checkpoints are written and how long a restart takes.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -48,12 +49,11 @@ impl Default for Reliability {
 pub struct Outage {
     /// Seconds to write one checkpoint, δ.
     pub checkpoint_seconds: f64,
-    /// Young's checkpoint interval τ, minutes.
-    pub checkpoint_interval_minutes: f64,
-    /// Job mean time between failures M, hours.
-    pub mtbf_hours: f64,
-    /// Fraction of wall-clock time spent on training that is kept, T/W (0 if the run never
-    /// finishes).
+    /// Young's checkpoint interval τ, minutes (`null` when nothing fails).
+    pub checkpoint_interval_minutes: Option<f64>,
+    /// Job mean time between failures M, hours (`null` when nothing fails).
+    pub mtbf_hours: Option<f64>,
+    /// Fraction of wall-clock time spent on training that is kept, T/W, in (0, 1].
     pub goodput: f64,
     /// Failures expected over the run, W/M.
     pub expected_failures: f64,
@@ -76,37 +76,46 @@ impl Reliability {
     }
 
     /// The cost of failures for `params` parameters on `gpus` GPUs and `compute_seconds` of
-    /// training: Young's interval, goodput and expected failures (module docs).
-    pub fn outage(&self, params: u64, gpus: u64, compute_seconds: f64) -> Outage {
+    /// training: Young's interval, goodput and expected failures (module docs); an error when
+    /// failures come faster than a checkpoint interval and a restart, so the run never ends.
+    pub fn outage(&self, params: u64, gpus: u64, compute_seconds: f64) -> Result<Outage> {
         let delta = self.checkpoint_bytes_per_param * params as f64
             / (self.storage_gbps_per_gpu * 1e9 * gpus as f64);
         let rate = self.failures_per_gpu_hour * gpus as f64 / 3600.0; // failures per second
         let restart = self.restart_minutes * 60.0;
         if rate == 0.0 {
-            return Outage {
+            return Ok(Outage {
                 checkpoint_seconds: delta,
-                checkpoint_interval_minutes: f64::INFINITY,
-                mtbf_hours: f64::INFINITY,
+                checkpoint_interval_minutes: None,
+                mtbf_hours: None,
                 goodput: 1.0,
                 expected_failures: 0.0,
-            };
+            });
         }
         let mtbf = 1.0 / rate;
         let tau = (2.0 * delta * mtbf).sqrt();
         let lost = (tau / 2.0 + restart) / mtbf;
-        let (wall, goodput) = if lost < 1.0 {
-            let stretch = (1.0 + delta / tau) / (1.0 - lost);
-            (compute_seconds * stretch, 1.0 / stretch)
-        } else {
-            (f64::INFINITY, 0.0)
-        };
-        Outage {
-            checkpoint_seconds: delta,
-            checkpoint_interval_minutes: tau / 60.0,
-            mtbf_hours: mtbf / 3600.0,
-            goodput,
-            expected_failures: wall / mtbf,
+        if lost >= 1.0 {
+            return Err(Error::invalid(
+                "brief.reliability",
+                format!("a failure every {} h on {gpus} GPUs", general(mtbf / 3600.0)),
+                format!(
+                    "failures rarer than a checkpoint interval plus a restart ({} h), or the run never ends",
+                    general((tau / 2.0 + restart) / 3600.0)
+                ),
+            ));
         }
+        // With free checkpoints (δ = 0) τ is 0 too: no checkpoint overhead, no work lost.
+        let overhead = if tau > 0.0 { delta / tau } else { 0.0 };
+        let stretch = (1.0 + overhead) / (1.0 - lost);
+        let wall = compute_seconds * stretch;
+        Ok(Outage {
+            checkpoint_seconds: delta,
+            checkpoint_interval_minutes: Some(tau / 60.0),
+            mtbf_hours: Some(mtbf / 3600.0),
+            goodput: 1.0 / stretch,
+            expected_failures: wall / mtbf,
+        })
     }
 }
 
@@ -159,18 +168,16 @@ mod tests {
         // δ = 14 × 70,553,706,496 / (0.1220703125e9 × 2048) = 3.9510 s.
         // M = 1 / (1.97330e-5 × 2048 / 3600) = 89,080.7 s (24.74 h).
         // τ = √(2 × 3.9510 × 89,080.7) = 839.00 s = 13.98 min.
-        let o = Reliability::default().outage(70_553_706_496, 2048, 1e6);
+        let o = Reliability::default()
+            .outage(70_553_706_496, 2048, 1e6)
+            .unwrap();
         assert!(
             (o.checkpoint_seconds - 3.9510).abs() < 1e-3,
             "{}",
             o.checkpoint_seconds
         );
-        assert!((o.mtbf_hours - 24.743).abs() < 1e-2, "{}", o.mtbf_hours);
-        assert!(
-            (o.checkpoint_interval_minutes - 13.983).abs() < 1e-2,
-            "{}",
-            o.checkpoint_interval_minutes
-        );
+        assert!((o.mtbf_hours.unwrap() - 24.743).abs() < 1e-2);
+        assert!((o.checkpoint_interval_minutes.unwrap() - 13.983).abs() < 1e-2);
         // Goodput = (1 − (τ/2 + R)/M) / (1 + δ/τ) = (1 − 1019.5/89080.7) / (1 + 0.004709) = 0.98391.
         assert!((o.goodput - 0.98391).abs() < 1e-4, "{}", o.goodput);
         assert!((o.expected_failures - 1e6 / o.goodput / 89_080.67).abs() < 1e-3);
@@ -182,8 +189,9 @@ mod tests {
             failures_per_gpu_hour: 0.0,
             ..Reliability::default()
         };
-        let o = r.outage(1_000_000_000, 8, 3600.0);
+        let o = r.outage(1_000_000_000, 8, 3600.0).unwrap();
         assert_eq!((o.goodput, o.expected_failures), (1.0, 0.0));
+        assert_eq!((o.mtbf_hours, o.checkpoint_interval_minutes), (None, None));
     }
 
     #[test]
@@ -192,8 +200,24 @@ mod tests {
             failures_per_gpu_hour: 1.0,
             ..Reliability::default()
         };
-        let o = r.outage(1_000_000_000, 1024, 3600.0);
-        assert_eq!(o.goodput, 0.0);
-        assert!(o.expected_failures.is_infinite());
+        let e = r
+            .outage(1_000_000_000, 1024, 3600.0)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("invalid brief.reliability = a failure every"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn free_checkpoints_lose_only_the_restarts() {
+        let r = Reliability {
+            checkpoint_bytes_per_param: 0.0,
+            ..Reliability::default()
+        };
+        let o = r.outage(1_000_000_000, 2048, 1e6).unwrap();
+        let mtbf = 3600.0 / (r.failures_per_gpu_hour * 2048.0);
+        assert!((o.goodput - (1.0 - 600.0 / mtbf)).abs() < 1e-12);
     }
 }

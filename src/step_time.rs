@@ -28,8 +28,8 @@
 //!   19.3 ms on an H200, 2.9 of its 4.8 TB/s).
 //!
 //! A step's seconds are the sum of those parts; tokens per second follow from the global batch,
-//! MFU from model FLOPs `6N + 6·L·s·h` per token (causal attention, no recomputation) over the
-//! cluster's peak. Days are the compute time over goodput ([`crate::reliability`]):
+//! MFU from model FLOPs `6·N_matrix + 6·L·s·h` per token (causal attention, no recomputation,
+//! the input embedding's lookup and the norms left out) over the cluster's peak. Days are the compute time over goodput ([`crate::reliability`]):
 //! `days = D · step_seconds / (B · goodput · 86,400)`, linear in the tokens D.
 
 use serde::Serialize;
@@ -127,16 +127,20 @@ pub struct StepTime {
     pub step_seconds: f64,
     /// Tokens per second over the cluster.
     pub tokens_per_second: f64,
-    /// Model FLOPs utilisation, `(6N + 6·L·s·h) × tokens/s / (GPUs × peak)`.
+    /// Model FLOPs utilisation, `(6·N_matrix + 6·L·s·h) × tokens/s / (GPUs × peak)`.
     pub mfu: f64,
     /// Hardware FLOPs utilisation: the FLOPs really executed, recomputation included.
     pub hfu: f64,
 }
 
-/// Model FLOPs per token, `6N + 6·L·s·h` (Megatron-LM; SPEC.md §4).
+/// Model FLOPs per token, `6·N_matrix + 6·L·s·h`: SPEC.md §4's `6N + 6·L·s·h` (Megatron-LM)
+/// counted over the parameters that multiply, leaving out the input embedding (a lookup, as
+/// PaLM's MFU does) and the RMSNorm vectors (elementwise): `N_matrix = N − V·h − (2L + 1)·h`.
+/// So hardware FLOPs are never fewer than model FLOPs: HFU ≥ MFU.
 pub fn model_flops_per_token(shape: &Shape, seq_len: u64) -> f64 {
-    6.0 * shape.params() as f64
-        + 6.0 * f64::from(shape.layers) * seq_len as f64 * shape.hidden as f64
+    let (l, h) = (u64::from(shape.layers), shape.hidden);
+    let matrices = shape.params() - shape.vocab * h - (2 * l + 1) * h;
+    6.0 * matrices as f64 + 6.0 * l as f64 * seq_len as f64 * h as f64
 }
 
 /// Forward FLOPs per token of one layer on one TP rank: `(2·(P_layer − 2h) + 2·s·h) / t`;
@@ -161,13 +165,20 @@ fn layer_flops(shape: &Shape, tp: u64, seq_len: u64, recompute: Recompute) -> (f
     (3.0 * forward + again, forward)
 }
 
-/// The link a group uses: NVLink when its `size` ranks, `stride` apart, fit in one node.
+/// The link a group of `size` ranks, `stride` apart, uses: NVLink when it fits in one node;
+/// otherwise the network, where NCCL spreads the ring over the NICs of the group's members in
+/// each node (one 400 Gb/s NIC per GPU), so the bus bandwidth is the per-NIC figure times the
+/// members per node, at most NVLink's.
 fn link_for(brief: &Brief, stride: u64, size: u64) -> Link {
-    if stride.saturating_mul(size) <= brief.gpus_per_node {
-        brief.topology.intra()
-    } else {
-        brief.topology.inter()
+    let node = brief.gpus_per_node;
+    if stride.saturating_mul(size) <= node {
+        return brief.topology.intra();
     }
+    let per_node = (node / stride.max(1)).clamp(1, size);
+    let mut link = brief.topology.inter();
+    link.bytes_per_second =
+        (link.bytes_per_second * per_node as f64).min(brief.topology.intra().bytes_per_second);
+    link
 }
 
 /// The time of one training step of `shape` under `layout` with the detailed step `d`.
@@ -221,7 +232,8 @@ pub fn step_time(
             } else {
                 1.0
             };
-        let link = link_for(brief, tp * dp, 2);
+        // The pipeline's slowest boundary: across nodes once the pipeline spans more than one.
+        let link = link_for(brief, tp * dp, pp);
         m_f * chunks * 2.0 * send(link, bytes) * (1.0 - opts.pp_overlap)
     } else {
         0.0
@@ -232,21 +244,24 @@ pub fn step_time(
     let psi = stage_params(shape, tp, layers[slowest], first, last);
     let grad_bytes = d.options.gradients.bytes();
     let dp_link = link_for(brief, tp, dp);
-    let backward = compute - forward;
-    let hide_last = opts.dp_overlap * backward;
+    // Each transfer hides behind the compute it can overlap, one window per transfer on the
+    // one network link: the forward's gathers behind a forward, gradient reductions and the
+    // backward's gathers behind a backward.
+    let hide_forward = opts.dp_overlap * forward;
+    let hide_backward = opts.dp_overlap * (compute - forward);
+    let exposed = |t: f64, window: f64| (t - window).max(0.0);
+    let reduce = reduce_scatter(dp_link, dp, grad_bytes * psi);
+    let gather = reduce_scatter(dp_link, dp, 2.0 * psi);
     let dp_comm = match layout.zero.get() {
-        0 => (all_reduce(dp_link, dp, grad_bytes * psi) - hide_last).max(0.0),
-        1 | 2 => {
-            let t = reduce_scatter(dp_link, dp, grad_bytes * psi)
-                + reduce_scatter(dp_link, dp, 2.0 * psi);
-            (t - hide_last).max(0.0)
-        }
-        _ => {
-            let gathers = 2.0 * reduce_scatter(dp_link, dp, 2.0 * psi);
-            let per_micro_batch = (gathers - opts.dp_overlap * compute).max(0.0);
-            m_f * per_micro_batch
-                + (reduce_scatter(dp_link, dp, grad_bytes * psi) - hide_last).max(0.0)
-        }
+        // Gradients all-reduced once, during the last micro-batch's backward.
+        0 => exposed(all_reduce(dp_link, dp, grad_bytes * psi), hide_backward),
+        // Distributed optimizer: gradients reduce-scattered during the last backward; the
+        // updated weights all-gathered during the next step's first forward.
+        1 => exposed(reduce, hide_backward) + exposed(gather, hide_forward),
+        // Sharded gradients: reduce-scattered in every micro-batch's backward.
+        2 => m_f * exposed(reduce, hide_backward) + exposed(gather, hide_forward),
+        // Sharded weights: gathered for each micro-batch's forward and backward too.
+        _ => m_f * (exposed(gather, hide_forward) + exposed(gather + reduce, hide_backward)),
     };
 
     let updated = if layout.zero.shards_optimizer() {
@@ -322,7 +337,7 @@ impl TimeModel {
         let compute_seconds = tokens as f64 / step.tokens_per_second;
         let outage = brief
             .reliability
-            .outage(shape.params(), brief.gpus, compute_seconds);
+            .outage(shape.params(), brief.gpus, compute_seconds)?;
         let days_per_token = step.step_seconds
             / d.step.global_batch_tokens as f64
             / outage.goodput
@@ -379,9 +394,10 @@ mod tests {
     }
 
     #[test]
-    fn model_flops_are_6n_plus_6_l_s_h() {
+    fn model_flops_are_6n_plus_6_l_s_h_over_the_matrices() {
         let s = preset("70b").unwrap();
-        let want = 6.0 * 70_553_706_496.0 + 6.0 * 80.0 * 8192.0 * 8192.0;
+        let not_multiplied = 128_256.0 * 8192.0 + 161.0 * 8192.0; // embedding, 2L + 1 norms
+        let want = 6.0 * (70_553_706_496.0 - not_multiplied) + 6.0 * 80.0 * 8192.0 * 8192.0;
         assert_eq!(model_flops_per_token(&s, 8192), want);
     }
 
@@ -493,6 +509,50 @@ mod tests {
     }
 
     #[test]
+    fn pipeline_sends_worked_by_hand() {
+        // 70B, TP 8 + SP, PP 4, DP 64: the pipeline spans 8·64·4 GPUs, so its sends cross the
+        // network; the 8 TP ranks of a node carry one stage, one member of the boundary a node
+        // (bus bandwidth 46 GB/s). A send is 2·8192·8192/8 = 16,777,216 B: 10 µs + 364.7 µs.
+        // 32 micro-batches × 1 chunk × 2 directions.
+        let d = detailed(Recompute::Full, Schedule::OneFOneB);
+        let t = time("70b", 8, 4, 1, d, &flat(0.5));
+        let send = 10e-6 + 16_777_216.0 / 46e9;
+        assert!((t.breakdown.pp_comm - 32.0 * 2.0 * send).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_data_parallel_group_uses_the_nics_of_all_its_members_in_a_node() {
+        // TP 1, PP 1: the 2,048-way DP ring has 8 members a node, 8 NICs: 8 × 46 = 368 GB/s,
+        // under NVLink's 370. ZeRO 0 all-reduces 4·Ψ bytes of FP32 gradients, unhidden.
+        let b = Brief::default();
+        let s = preset("8b").unwrap();
+        let l = Layout::new(&b, &s, 1, 1, ZeroStage::new(0).unwrap()).unwrap();
+        let mut opts = flat(0.5);
+        opts.dp_overlap = 0.0;
+        let mut d = detailed(Recompute::Full, Schedule::OneFOneB);
+        d.step.sequence_parallel = false;
+        let t = step_time(&b, &s, &l, &d, &opts).unwrap();
+        let psi = stage_params(&s, 1, 32, true, true);
+        let link = Link {
+            bytes_per_second: 368e9,
+            latency: 10e-6,
+        };
+        let want = all_reduce(link, 2048, 4.0 * psi);
+        assert!((t.breakdown.dp_comm - want).abs() < 1e-9 * want);
+    }
+
+    #[test]
+    fn zero_2_reduces_gradients_in_every_micro_batch_zero_1_once() {
+        let mut opts = flat(0.5);
+        opts.dp_overlap = 0.0;
+        let d = detailed(Recompute::Full, Schedule::OneFOneB);
+        let z1 = time("70b", 8, 4, 1, d, &opts).breakdown.dp_comm;
+        let z2 = time("70b", 8, 4, 2, d, &opts).breakdown.dp_comm;
+        // m = 32: ZeRO 2 pays 31 more gradient reduce-scatters than ZeRO 1.
+        assert!(z2 > 10.0 * z1, "{z1} {z2}");
+    }
+
+    #[test]
     fn mfu_follows_from_tokens_per_second() {
         let t = time(
             "70b",
@@ -511,5 +571,10 @@ mod tests {
             t.mfu,
             t.hfu
         );
+        // Without recomputation the hardware runs the model's FLOPs (and the head's once more
+        // than a lookup would): HFU is still at least MFU.
+        let d = detailed(Recompute::None, Schedule::OneFOneB);
+        let none = time("70b", 8, 4, 1, d, &TimeOptions::default());
+        assert!(none.hfu >= none.mfu, "{} {}", none.hfu, none.mfu);
     }
 }

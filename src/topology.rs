@@ -80,7 +80,22 @@ impl Topology {
             ("inter_node_latency_us", self.inter_node_latency_us, true),
             ("hbm_gbps", self.hbm_gbps, false),
         ];
-        check_numbers("brief.topology.", &fields, 1e9)
+        check_numbers("brief.topology.", &fields, 1e9)?;
+        // Below 1 MB/s a link is a typo, and its times would overflow what can be printed.
+        for (name, v) in [
+            ("intra_node_gbps", self.intra_node_gbps),
+            ("inter_node_gbps", self.inter_node_gbps),
+            ("hbm_gbps", self.hbm_gbps),
+        ] {
+            if v < 1e-3 {
+                return Err(crate::error::Error::invalid(
+                    format!("brief.topology.{name}"),
+                    crate::format::general(v),
+                    "at least 0.001 GB/s",
+                ));
+            }
+        }
+        Ok(())
     }
 }
 

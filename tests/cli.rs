@@ -642,3 +642,37 @@ fn a_measured_efficiency_table_changes_the_derived_mfu() {
     std::fs::write(&path, r#"{"points": [{"width": 1024, "efficiency": 1.5}]}"#).unwrap();
     refuses(&with, "efficiency.efficiency = 1.5");
 }
+
+#[test]
+fn failures_that_outpace_restarts_free_checkpoints_and_no_failures_are_handled() {
+    let base = [
+        "check", "--model", "70b", "--tokens", "4e12", "--tp", "8", "--zero", "1", "--memory",
+        "detailed", "--time", "detailed",
+    ];
+    let with = |extra: &[&'static str]| base.iter().chain(extra).copied().collect::<Vec<&str>>();
+    refuses(
+        &with(&["--failures-per-gpu-hour", "1"]),
+        "invalid brief.reliability = a failure every",
+    );
+    let none = json(&with(&["--failures-per-gpu-hour", "0", "--json"]));
+    assert_eq!(none["failures"]["goodput"], 1.0);
+    assert_eq!(none["failures"]["mtbf_hours"], Value::Null);
+    assert!(none["days"].is_f64());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("free.json");
+    std::fs::write(
+        &path,
+        r#"{"reliability": {"checkpoint_bytes_per_param": 0}}"#,
+    )
+    .unwrap();
+    let mut free = with(&["--json", "--brief"]);
+    free.push(path.to_str().unwrap());
+    let v = json(&free);
+    assert!(v["days"].as_f64().unwrap().is_finite());
+    assert!(v["failures"]["goodput"].as_f64().unwrap() < 1.0);
+}
+
+#[test]
+fn a_search_with_detailed_time_needs_detailed_memory() {
+    refuses(&["search", "--time", "detailed"], "--time = detailed");
+}

@@ -7,6 +7,7 @@
 mod common;
 
 use trainplan::activations::Recompute;
+use trainplan::efficiency::{calibration_rows, EfficiencyCurve};
 use trainplan::layout::{Layout, ZeroStage};
 use trainplan::memory::detailed::{Detailed, GradientPrecision, Options, StageSplit};
 use trainplan::model::{preset, Shape};
@@ -300,11 +301,49 @@ fn the_default_curve_underestimates_these_runs_as_a_floor_should() {
     assert!(under >= runs().len() - 1, "{under}");
 }
 
+/// The default efficiency curve: each calibration row, the curve there and the error, then the
+/// curve's points.
+fn fit_table() -> String {
+    let curve = EfficiencyCurve::calibrated();
+    let mut out =
+        String::from("| shard | h/TP | measured | curve | error |\n|---|---|---|---|---|\n");
+    for r in calibration_rows() {
+        let c = curve.at(r.width);
+        out.push_str(&format!(
+            "| {} at TP {} | {} | {:.3} | {:.3} | {:+.1} % |\n",
+            r.model,
+            r.tp,
+            r.width,
+            r.efficiency,
+            c,
+            100.0 * (c - r.efficiency) / r.efficiency
+        ));
+    }
+    out.push_str("\nThe curve's points (width: efficiency): ");
+    let points: Vec<String> = curve
+        .points()
+        .iter()
+        .map(|p| format!("{}: {:.3}", p.width, p.efficiency))
+        .collect();
+    out.push_str(&points.join(", "));
+    out.push('\n');
+    out
+}
+
+#[test]
+fn the_default_curve_fits_every_calibration_row_within_ten_percent() {
+    let curve = EfficiencyCurve::calibrated();
+    for r in calibration_rows() {
+        let err = (curve.at(r.width) - r.efficiency) / r.efficiency;
+        assert!(err.abs() < 0.10, "{} TP {}: {err:+.3}", r.model, r.tp);
+    }
+}
+
 #[test]
 fn the_results_tables_are_current() {
     common::generated_sections(
         "results/time-validation.md",
         "tests/time_validation.rs",
-        &[("table", table())],
+        &[("fit", fit_table()), ("table", table())],
     );
 }

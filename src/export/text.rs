@@ -153,14 +153,20 @@ fn time_section(p: &Plan, brief: &Brief) -> Option<String> {
         general(100.0 * brief.mfu),
         fixed(100.0 * p.hfu.unwrap_or(0.0), 1)
     );
+    let failing = match (failures.checkpoint_interval_minutes, failures.mtbf_hours) {
+        (Some(interval), Some(mtbf)) => format!(
+            "a checkpoint every {} min ({} s to write), MTBF {} h, {} failures expected",
+            fixed(interval, 1),
+            fixed(failures.checkpoint_seconds, 1),
+            fixed(mtbf, 1),
+            fixed(failures.expected_failures, 0)
+        ),
+        _ => "no failures expected".to_string(),
+    };
     let _ = writeln!(
         out,
-        "  {} days of compute; a checkpoint every {} min ({} s to write), MTBF {} h, {} failures expected, goodput {} %: {} days (6ND at the assumed MFU: {})",
+        "  {} days of compute; {failing}, goodput {} %: {} days (6ND at the assumed MFU: {})",
         fixed(p.compute_days.unwrap_or(0.0), 2),
-        fixed(failures.checkpoint_interval_minutes, 1),
-        fixed(failures.checkpoint_seconds, 1),
-        fixed(failures.mtbf_hours, 1),
-        fixed(failures.expected_failures, 0),
         fixed(100.0 * failures.goodput, 1),
         fixed(p.days, 2),
         fixed(p.days_plate.unwrap_or(0.0), 2)
