@@ -29,6 +29,7 @@ pub mod check;
 pub mod efficiency;
 pub mod error;
 pub mod export;
+pub mod family;
 pub mod format;
 pub mod layout;
 pub mod memory;

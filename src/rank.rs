@@ -94,6 +94,11 @@ impl TopK {
         }
     }
 
+    /// The ranking.
+    pub fn rank(&self) -> Rank {
+        self.rank
+    }
+
     /// Offers one candidate.
     pub fn push(&mut self, c: Candidate) {
         self.items.push(c);

@@ -309,6 +309,8 @@ struct Found {
     top: TopK,
     front: Front,
     passing: u64,
+    /// The best passing candidate of each shape under the ranking.
+    best: Vec<Option<Candidate>>,
 }
 
 impl Found {
@@ -316,8 +318,32 @@ impl Found {
         self.top = self.top.merge(other.top);
         self.front = self.front.merge(other.front);
         self.passing += other.passing;
+        let rank = self.top.rank();
+        for (mine, theirs) in self.best.iter_mut().zip(other.best) {
+            *mine = better(rank, *mine, theirs);
+        }
         self
     }
+}
+
+/// The better of two candidates under `rank`.
+fn better(rank: Rank, a: Option<Candidate>, b: Option<Candidate>) -> Option<Candidate> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(if rank.compare(&y, &x).is_lt() { y } else { x }),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+/// The grid's indices inside `[lo, hi]` tokens, as a half-open range.
+fn grid_range(grid: &TokenGrid, [lo, hi]: [u64; 2]) -> std::ops::Range<u64> {
+    let first = lo.saturating_sub(grid.min).div_ceil(grid.step);
+    let end = if hi < grid.min {
+        0
+    } else {
+        ((hi - grid.min) / grid.step + 1).min(grid.len())
+    };
+    first..end.max(first)
 }
 
 /// Searches every shape in `shapes` under `brief` (which must be valid) on the current rayon
@@ -357,24 +383,43 @@ pub fn search(
         .iter()
         .map(|f| f.all.saturating_mul(grid.len()))
         .sum();
-    progress.start(evaluated);
-
-    let chunks = grid.len().div_ceil(CHUNK);
-    let work: Vec<(usize, u64)> = iproduct!(0..shapes.len(), 0..chunks).collect();
+    // Each shape's verdict bounds, in closed form, the tokens with which any configuration can
+    // pass: fewer miss the loss, more miss the days even at the fastest pace that fits. Only
+    // the grid's counts inside that window are graded one by one; the rest fail exactly as the
+    // window says (the property tests compare with grading everything).
+    let verdicts: Vec<ShapeVerdict> = shapes
+        .iter()
+        .zip(&all)
+        .zip(&fitting)
+        .map(|((shape, configs), fit)| shape_verdict(brief, shape, configs, &fit.by_pace, options))
+        .collect();
+    let work: Vec<(usize, u64, u64)> = verdicts
+        .iter()
+        .enumerate()
+        .filter_map(|(s, v)| Some((s, grid_range(&grid, v.token_window?))))
+        .flat_map(|(s, range)| {
+            let chunks = (range.end - range.start).div_ceil(CHUNK);
+            (0..chunks).map(move |c| {
+                let first = range.start + c * CHUNK;
+                (s, first, (first + CHUNK).min(range.end))
+            })
+        })
+        .collect();
+    let graded: u64 = work.iter().map(|&(s, a, b)| (b - a) * fitting[s].all).sum();
+    progress.start(graded);
     let empty = || Found {
         top: TopK::new(options.rank, options.top),
         front: Front::new(),
         passing: 0,
+        best: vec![None; shapes.len()],
     };
     let top = options.top.unwrap_or(usize::MAX);
     let found = work
         .par_iter()
-        .fold(empty, |mut found, &(s, chunk)| {
+        .fold(empty, |mut found, &(s, first, last)| {
             let shape = &shapes[s];
             let n = shape.params() as f64;
             let fit = &fitting[s];
-            let first = chunk * CHUNK;
-            let last = (first + CHUNK).min(grid.len());
             for i in first..last {
                 let tokens = grid.at(i);
                 let loss = loss(brief, shape, tokens);
@@ -400,13 +445,20 @@ pub fn search(
                     days: days_of(c),
                     memory: c.bytes,
                 };
-                if options.rank == Rank::Memory {
+                let first_best = if options.rank == Rank::Memory {
                     let best = fit.by_memory.iter().filter(|c| days_fit(brief, days_of(c)));
-                    best.take(top).for_each(|c| found.top.push(candidate(c)));
+                    let mut best = best.take(top).map(candidate).peekable();
+                    let first = best.peek().copied();
+                    best.for_each(|c| found.top.push(c));
+                    first
                 } else {
-                    let best = fit.by_pace[..passing].iter().take(top);
-                    best.for_each(|c| found.top.push(candidate(c)));
-                }
+                    let best = fit.by_pace[..passing].iter().take(top).map(candidate);
+                    let mut best = best.peekable();
+                    let first = best.peek().copied();
+                    best.for_each(|c| found.top.push(c));
+                    first
+                };
+                found.best[s] = better(options.rank, found.best[s], first_best);
                 found.front.insert(candidate(&fit.by_pace[0]));
                 found.passing += passing as u64;
             }
@@ -435,12 +487,12 @@ pub fn search(
         rank: options.rank,
         budget_flops,
         compute_optimal: ComputeOptimal::for_budget(&brief.loss_law, budget_flops),
-        shapes: shapes
-            .iter()
-            .zip(&all)
-            .zip(&fitting)
-            .map(|((shape, configs), fit)| {
-                shape_verdict(brief, shape, configs, &fit.by_pace, options)
+        shapes: verdicts
+            .into_iter()
+            .zip(&found.best)
+            .map(|(mut v, best)| {
+                v.best_plan = best.as_ref().map(grade);
+                v
             })
             .collect(),
         plans: found.top.into_sorted().iter().map(grade).collect(),

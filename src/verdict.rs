@@ -20,7 +20,7 @@ use crate::format::{count, fixed};
 use crate::layout::{layouts, Layout};
 use crate::memory;
 use crate::model::Shape;
-use crate::plan::{days_fit, loss, loss_meets, memory_fits};
+use crate::plan::{days_fit, loss, loss_meets, memory_fits, Plan};
 use crate::step::Step;
 use crate::time;
 use crate::units::gb;
@@ -52,6 +52,9 @@ pub struct ShapeVerdict {
     pub min_memory_gb: Option<f64>,
     /// Why the shape can never pass, or `null` if it can.
     pub reason: Option<String>,
+    /// The shape's best passing plan on the grid under the search's ranking (searches only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub best_plan: Option<Plan>,
 }
 
 /// The smallest `d ≥ 1` with `pred(d)`, for `pred` false then true as `d` grows, searched from
@@ -270,6 +273,7 @@ pub fn verdict(
         min_memory_step: lightest.and_then(|l| l.step),
         min_memory_gb: lightest.map(|l| gb(l.bytes)),
         reason: (!reasons.is_empty()).then(|| reasons.join("; ")),
+        best_plan: None,
     }
 }
 

@@ -322,6 +322,12 @@ proptest! {
     ) {
         let report = run(&brief, &shapes, grid, Rank::Loss, None, &space, &time);
         for (shape, v) in shapes.iter().zip(&report.shapes) {
+            // The shape's best plan is its first among all passing plans, ranked.
+            let mut v = v.clone();
+            let first = report.plans.iter().find(|p| p.model == shape.name && p.params == shape.params());
+            let best = v.best_plan.take();
+            prop_assert_eq!(best.as_ref(), first);
+            let v = &v;
             let configs = configurations(&brief, shape, &space, &time);
             let light = lightest(configs.iter().map(|c| (c.bytes, &c.layout, c.model.step())));
             // The window's days come from the fastest configuration that fits.

@@ -1,0 +1,229 @@
+//! Families of Llama-like shapes generated from ranges, so a search can look beyond the three
+//! published shapes (the brief's compute-optimal model, about 140 B parameters, is not one).
+//!
+//! A family is every combination of a layer count, a hidden size and an FFN ratio, each from an
+//! inclusive range `start..end:step`. The head dimension is fixed (Llama 3: 128), so the heads are
+//! `h / d` and `h` must be a multiple of `d`; the KV heads are fixed (Llama 3: 8) and must divide
+//! the heads; the FFN width is `ratio × h` rounded to the nearest multiple of `ffn_multiple`, as
+//! Llama's `multiple_of` rule rounds it (Llama 3: 14,336 = 3.5 × 4,096; 53,248 = 3.25 × 16,384).
+//! Combinations that round to the same shape are kept once.
+
+use crate::error::{Error, Result};
+use crate::model::Shape;
+
+/// An inclusive range `start..end:step` of numbers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Span {
+    /// First value.
+    pub start: f64,
+    /// Last value (inclusive).
+    pub end: f64,
+    /// Step, > 0.
+    pub step: f64,
+}
+
+impl Span {
+    /// Parses `start..end:step`, `start..end` (step 1) or a single value, for the flag `flag`.
+    pub fn parse(flag: &str, text: &str) -> Result<Self> {
+        let bad = || Error::invalid(flag, text, "a range start..end:step, for example 40..160:4");
+        let number = |t: &str| t.trim().parse::<f64>().ok().filter(|x| x.is_finite());
+        let (range, step) = match text.split_once(':') {
+            Some((r, s)) => (r, number(s).ok_or_else(bad)?),
+            None => (text, 1.0),
+        };
+        let (start, end) = match range.split_once("..") {
+            Some((a, b)) => (number(a).ok_or_else(bad)?, number(b).ok_or_else(bad)?),
+            None => {
+                let x = number(range).ok_or_else(bad)?;
+                (x, x)
+            }
+        };
+        if !(start > 0.0 && end >= start && step > 0.0) {
+            return Err(bad());
+        }
+        Ok(Span { start, end, step })
+    }
+
+    /// The values, from start while not past end (with a tolerance of a millionth of a step).
+    pub fn values(&self) -> Vec<f64> {
+        let count = ((self.end - self.start) / self.step + 1e-6).floor() as u64 + 1;
+        (0..count)
+            .map(|i| self.start + i as f64 * self.step)
+            .collect()
+    }
+}
+
+/// A family of shapes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Family {
+    /// Layer counts.
+    pub layers: Span,
+    /// Hidden sizes.
+    pub hidden: Span,
+    /// FFN width over hidden size.
+    pub ffn_ratio: Span,
+    /// Head dimension d.
+    pub head_dim: u64,
+    /// KV heads.
+    pub kv_heads: u32,
+    /// Vocabulary.
+    pub vocab: u64,
+    /// The FFN width is rounded to a multiple of this.
+    pub ffn_multiple: u64,
+}
+
+/// The most shapes a family may have, so a typo cannot start a sweep of years.
+pub const MAX_SHAPES: usize = 1_000_000;
+
+impl Family {
+    /// Every shape of the family, in order of layers, then hidden size, then FFN width.
+    pub fn shapes(&self) -> Result<Vec<Shape>> {
+        let whole = |flag: &str, span: &Span| {
+            let ok = [span.start, span.end, span.step]
+                .iter()
+                .all(|x| x.fract() == 0.0);
+            if ok {
+                Ok(span.values())
+            } else {
+                Err(Error::invalid(
+                    flag,
+                    span.start,
+                    "whole numbers in the range and its step",
+                ))
+            }
+        };
+        let layers = whole("--layers", &self.layers)?;
+        let hidden = whole("--hidden", &self.hidden)?;
+        let ratios = self.ffn_ratio.values();
+        let count = layers
+            .len()
+            .saturating_mul(hidden.len())
+            .saturating_mul(ratios.len());
+        if count > MAX_SHAPES {
+            return Err(Error::invalid(
+                "shape family",
+                format!("{count} shapes"),
+                format!("at most {MAX_SHAPES} (widen the steps)"),
+            ));
+        }
+        if self.head_dim == 0 || self.ffn_multiple == 0 || self.kv_heads == 0 || self.vocab == 0 {
+            return Err(Error::invalid(
+                "shape family",
+                "0",
+                "a head dimension, FFN multiple, KV heads and vocabulary ≥ 1",
+            ));
+        }
+        let mut shapes: Vec<Shape> = Vec::new();
+        for &l in &layers {
+            if l > f64::from(u32::MAX) {
+                return Err(Error::invalid("--layers", l, "at most 4294967295"));
+            }
+            for &h in &hidden {
+                let h = h as u64;
+                if h % self.head_dim != 0 {
+                    continue;
+                }
+                let heads = h / self.head_dim;
+                if heads > u64::from(u32::MAX) || heads % u64::from(self.kv_heads) != 0 {
+                    continue;
+                }
+                for &r in &ratios {
+                    let multiples = (r * h as f64 / self.ffn_multiple as f64).round().max(1.0);
+                    let ffn = multiples as u64 * self.ffn_multiple;
+                    let name = format!("L{l}-h{h}-f{ffn}");
+                    let shape = Shape::new(
+                        &name,
+                        l as u32,
+                        h,
+                        ffn,
+                        heads as u32,
+                        self.kv_heads,
+                        self.vocab,
+                    )?;
+                    if shapes.last() != Some(&shape) {
+                        shapes.push(shape);
+                    }
+                }
+            }
+        }
+        if shapes.is_empty() {
+            return Err(Error::invalid(
+                "--hidden",
+                self.hidden.start,
+                format!(
+                    "multiples of the head dimension {} whose heads the {} KV heads divide",
+                    self.head_dim, self.kv_heads
+                ),
+            ));
+        }
+        Ok(shapes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn family(layers: &str, hidden: &str, ratio: &str) -> Family {
+        Family {
+            layers: Span::parse("--layers", layers).unwrap(),
+            hidden: Span::parse("--hidden", hidden).unwrap(),
+            ffn_ratio: Span::parse("--ffn-ratio", ratio).unwrap(),
+            head_dim: 128,
+            kv_heads: 8,
+            vocab: 128_256,
+            ffn_multiple: 256,
+        }
+    }
+
+    #[test]
+    fn ranges_parse_with_and_without_a_step() {
+        assert_eq!(Span::parse("x", "40..160:4").unwrap().values().len(), 31);
+        assert_eq!(
+            Span::parse("x", "3.0..4.0:0.25").unwrap().values(),
+            [3.0, 3.25, 3.5, 3.75, 4.0]
+        );
+        assert_eq!(Span::parse("x", "80").unwrap().values(), [80.0]);
+        for bad in ["", "a..b", "10..5:1", "1..5:0", "1..5:-1", "0..4", "1..NaN"] {
+            assert!(Span::parse("--layers", bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_family_through_llama_3_70b_contains_it_with_its_exact_parameter_count() {
+        let shapes = family("80", "8192", "3.5").shapes().unwrap();
+        assert_eq!(shapes.len(), 1);
+        assert_eq!(shapes[0].name, "L80-h8192-f28672");
+        assert_eq!(shapes[0].params(), 70_553_706_496);
+        let s405 = family("126", "16384", "3.25").shapes().unwrap();
+        assert_eq!(s405[0].params(), 405_853_388_800);
+    }
+
+    #[test]
+    fn hidden_sizes_that_are_not_multiples_of_the_head_dimension_are_skipped() {
+        // 6144..6400:64 gives 6144, 6208, 6272, 6336, 6400; multiples of 128: 6144, 6272, 6400;
+        // heads 48, 49, 50: only 48 is divided by the 8 KV heads.
+        let shapes = family("40", "6144..6400:64", "3.5").shapes().unwrap();
+        let hidden: Vec<u64> = shapes.iter().map(|s| s.hidden).collect();
+        assert_eq!(hidden, [6144]);
+    }
+
+    #[test]
+    fn the_issue_s_example_family_has_thousands_of_shapes_and_no_repeats() {
+        let shapes = family("40..160:4", "6144..20480:512", "3.0..4.0:0.25")
+            .shapes()
+            .unwrap();
+        assert!(shapes.len() > 1000, "{}", shapes.len());
+        let mut names: Vec<&str> = shapes.iter().map(|s| s.name.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), shapes.len());
+    }
+
+    #[test]
+    fn too_large_a_family_is_refused() {
+        assert!(family("1..2000", "128..1000000:128", "1..4:0.001")
+            .shapes()
+            .is_err());
+    }
+}
