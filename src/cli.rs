@@ -10,6 +10,7 @@ use trainplan::activations::{Kernels, Recompute};
 use trainplan::brief::{self, Brief, BriefPatch, LossLawPatch};
 use trainplan::efficiency::EfficiencyCurve;
 use trainplan::error::{Error, Result};
+use trainplan::family::{Family, Span};
 use trainplan::layout::ZeroStage;
 use trainplan::memory::detailed::{
     Detailed, GradientPrecision, LossPrecision, Options, StageSplit,
@@ -47,11 +48,11 @@ pub enum Command {
     /// Grade one design: memory per GPU, days and loss, each PASS or FAIL, and what would fix it.
     /// Exit status 0 when every check passes, 1 when one fails, 2 for bad input.
     #[command(allow_negative_numbers = true)]
-    Check(CheckArgs),
+    Check(Box<CheckArgs>),
     /// Search every (shape, tokens, TP, PP, ZeRO): verdict per shape, ranked plans, Pareto
     /// front. Exit status 0 when some plan passes, 1 when none does, 2 for bad input.
     #[command(allow_negative_numbers = true)]
-    Search(SearchArgs),
+    Search(Box<SearchArgs>),
 }
 
 /// The brief: a file, then flags over it. Every number of SPEC.md §1 can be changed.
@@ -317,6 +318,58 @@ impl TimeArgs {
         };
         options.validate()?;
         Ok(TimeModel::Detailed(options))
+    }
+}
+
+/// A family of Llama-like shapes to search beside the presets.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Shape family (all three ranges together)")]
+pub struct FamilyArgs {
+    /// Layer counts, start..end:step (for example 40..160:4).
+    #[arg(long, value_name = "RANGE")]
+    pub layers: Option<String>,
+    /// Hidden sizes, multiples of the head dimension (for example 6144..20480:512).
+    #[arg(long, value_name = "RANGE")]
+    pub hidden: Option<String>,
+    /// FFN width over hidden size (for example 3.0..4.0:0.25).
+    #[arg(long, value_name = "RANGE")]
+    pub ffn_ratio: Option<String>,
+    /// Head dimension [default: 128, as Llama 3].
+    #[arg(long, value_name = "D", default_value = "128", value_parser = parse_whole)]
+    pub head_dim: u64,
+    /// KV heads [default: 8, as Llama 3].
+    #[arg(long, value_name = "N", default_value = "8", value_parser = parse_whole)]
+    pub kv_heads: u64,
+    /// Vocabulary [default: 128256, as Llama 3].
+    #[arg(long, value_name = "V", default_value = "128256", value_parser = parse_whole)]
+    pub vocab: u64,
+    /// The FFN width is rounded to a multiple of this [default: 256].
+    #[arg(long, value_name = "N", default_value = "256", value_parser = parse_whole)]
+    pub ffn_multiple: u64,
+}
+
+impl FamilyArgs {
+    /// The family, if its ranges are given.
+    pub fn family(&self) -> Result<Option<Family>> {
+        match (&self.layers, &self.hidden, &self.ffn_ratio) {
+            (None, None, None) => Ok(None),
+            (Some(l), Some(h), Some(r)) => Ok(Some(Family {
+                layers: Span::parse("--layers", l)?,
+                hidden: Span::parse("--hidden", h)?,
+                ffn_ratio: Span::parse("--ffn-ratio", r)?,
+                head_dim: self.head_dim,
+                kv_heads: u32::try_from(self.kv_heads).map_err(|_| {
+                    Error::invalid("--kv-heads", self.kv_heads, "at most 4294967295")
+                })?,
+                vocab: self.vocab,
+                ffn_multiple: self.ffn_multiple,
+            })),
+            _ => Err(Error::invalid(
+                "shape family",
+                "a partial range",
+                "--layers, --hidden and --ffn-ratio together",
+            )),
+        }
     }
 }
 
@@ -652,6 +705,8 @@ pub struct SearchArgs {
     #[arg(long, value_enum, default_value = "json")]
     pub pareto_format: FrontFormat,
     #[command(flatten)]
+    pub family: FamilyArgs,
+    #[command(flatten)]
     pub step: SearchStepArgs,
     #[command(flatten)]
     pub detailed: DetailedArgs,
@@ -665,17 +720,21 @@ pub struct SearchArgs {
 }
 
 impl SearchArgs {
-    /// The shapes asked for, in the order given, each once.
+    /// The shapes asked for, in the order given, each once: the presets (all three unless
+    /// --models names some), then the family's.
     pub fn shapes(&self) -> Result<Vec<Shape>> {
-        if self.models.is_empty() {
-            return Ok(model::presets());
-        }
         let mut shapes: Vec<Shape> = Vec::new();
+        if self.models.is_empty() {
+            shapes = model::presets();
+        }
         for name in &self.models {
             let shape = model::preset(name)?;
             if !shapes.contains(&shape) {
                 shapes.push(shape);
             }
+        }
+        if let Some(family) = self.family.family()? {
+            shapes.extend(family.shapes()?);
         }
         Ok(shapes)
     }

@@ -357,42 +357,44 @@ pub fn search(
     let grid = options.grid;
     // Per shape: every configuration (memory is computed once each, in parallel), and those
     // that fit, in tie-break order: plans of one token count differ only in their config.
-    let all: Vec<Vec<Config>> = shapes
+    // Per shape: every configuration, once; the verdict from them; and only those that fit
+    // kept, in both orders (the rest are dropped at once, so memory grows with what fits).
+    // Each shape's verdict bounds, in closed form, the tokens with which any configuration can
+    // pass: fewer miss the loss, more miss the days even at the fastest pace that fits. Only
+    // the grid's counts inside that window are graded one by one; the rest fail exactly as the
+    // window says (the property tests compare with grading everything).
+    let (verdicts, fitting): (Vec<ShapeVerdict>, Vec<Fitting>) = shapes
         .iter()
-        .map(|shape| configurations(brief, shape, &options.memory, &options.time))
-        .collect();
-    let fitting: Vec<Fitting> = all
-        .iter()
-        .map(|configs| {
+        .map(|shape| {
+            let configs = configurations(brief, shape, &options.memory, &options.time);
             let fit = configs
                 .iter()
                 .filter(|c| memory_fits(brief, c.bytes))
                 .copied();
             let mut by_pace: Vec<Config> = fit.collect();
-            let mut by_memory = by_pace.clone();
+            // The memory order is needed only to rank by memory.
+            let mut by_memory = match options.rank {
+                Rank::Memory => by_pace.clone(),
+                _ => Vec::new(),
+            };
             by_pace.sort_by(pace_order);
             by_memory.sort_by(memory_order);
-            Fitting {
-                by_pace,
-                by_memory,
-                all: configs.len() as u64,
-            }
+            let verdict = shape_verdict(brief, shape, &configs, &by_pace, options);
+            let all = configs.len() as u64;
+            (
+                verdict,
+                Fitting {
+                    by_pace,
+                    by_memory,
+                    all,
+                },
+            )
         })
-        .collect();
+        .unzip();
     let evaluated: u64 = fitting
         .iter()
         .map(|f| f.all.saturating_mul(grid.len()))
         .sum();
-    // Each shape's verdict bounds, in closed form, the tokens with which any configuration can
-    // pass: fewer miss the loss, more miss the days even at the fastest pace that fits. Only
-    // the grid's counts inside that window are graded one by one; the rest fail exactly as the
-    // window says (the property tests compare with grading everything).
-    let verdicts: Vec<ShapeVerdict> = shapes
-        .iter()
-        .zip(&all)
-        .zip(&fitting)
-        .map(|((shape, configs), fit)| shape_verdict(brief, shape, configs, &fit.by_pace, options))
-        .collect();
     let work: Vec<(usize, u64, u64)> = verdicts
         .iter()
         .enumerate()

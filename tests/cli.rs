@@ -676,3 +676,85 @@ fn failures_that_outpace_restarts_free_checkpoints_and_no_failures_are_handled()
 fn a_search_with_detailed_time_needs_detailed_memory() {
     refuses(&["search", "--time", "detailed"], "--time = detailed");
 }
+
+#[test]
+fn a_shape_family_finds_shapes_near_the_compute_optimal_size() {
+    let args = [
+        "search",
+        "--layers",
+        "40..160:8",
+        "--hidden",
+        "6144..20480:1024",
+        "--ffn-ratio",
+        "3.0..4.0:0.5",
+    ];
+    let out = trainplan().args(args).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("best shapes by loss"), "{text}");
+    assert!(
+        text.contains("the best preset, llama3-70b, comes"),
+        "{text}"
+    );
+    let mut with_json = args.to_vec();
+    with_json.push("--json");
+    let v = json(&with_json);
+    let best = &v["plans"][0];
+    let optimum = v["compute_optimal"]["params"].as_f64().unwrap();
+    let params = best["params"].as_f64().unwrap();
+    // Under the plate model the best shape for loss within the month is about compute-optimal.
+    assert!(
+        (params / optimum - 1.0).abs() < 0.1,
+        "{params} vs {optimum}"
+    );
+    assert!(
+        best["loss"].as_f64().unwrap() < 1.9479,
+        "beats llama3-70b's best"
+    );
+    let shapes = v["shapes"].as_array().unwrap();
+    assert!(shapes.len() > 3 && shapes.iter().any(|s| s["best_plan"].is_object()));
+}
+
+#[test]
+fn a_partial_or_malformed_family_is_refused() {
+    refuses(
+        &["search", "--layers", "40..80:4"],
+        "--layers, --hidden and --ffn-ratio together",
+    );
+    refuses(
+        &[
+            "search",
+            "--layers",
+            "80..40",
+            "--hidden",
+            "8192",
+            "--ffn-ratio",
+            "3.5",
+        ],
+        "--layers = 80..40",
+    );
+    refuses(
+        &[
+            "search",
+            "--layers",
+            "1..2000",
+            "--hidden",
+            "128..1000000:128",
+            "--ffn-ratio",
+            "1..4:0.01",
+        ],
+        "shape family",
+    );
+    refuses(
+        &[
+            "search",
+            "--layers",
+            "80",
+            "--hidden",
+            "100",
+            "--ffn-ratio",
+            "3.5",
+        ],
+        "--hidden = 100",
+    );
+}

@@ -47,3 +47,34 @@ fn the_readme_shows_the_real_output_of_its_examples() {
         );
     }
 }
+
+#[test]
+fn results_hold_the_family_sweep_as_the_tool_writes_it() {
+    let out = Command::cargo_bin("trainplan")
+        .unwrap()
+        .args([
+            "search",
+            "--layers",
+            "40..160:4",
+            "--hidden",
+            "6144..20480:512",
+            "--ffn-ratio",
+            "3.0..4.0:0.25",
+            "--top",
+            "3",
+        ])
+        .output()
+        .unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let committed = std::fs::read_to_string(root.join("results/family-summary.txt")).unwrap();
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        committed,
+        "results/family-summary.txt is stale"
+    );
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(
+        readme.contains(&committed),
+        "README.md does not show the current family sweep"
+    );
+}

@@ -10,6 +10,7 @@ use crate::format::{count, fixed, general, plural, sci, thousands};
 use crate::memory::detailed::{GradientPrecision, LossPrecision};
 use crate::plan::Plan;
 use crate::search::SearchReport;
+use crate::verdict::ShapeVerdict;
 
 /// Plain text for a terminal.
 #[derive(Debug, Clone, Copy, Default)]
@@ -277,6 +278,88 @@ fn plan_align(header: &[&str]) -> String {
         .collect()
 }
 
+/// Shapes listed one by one in a search report; beyond this only the presets are.
+const MAX_SHAPE_ROWS: usize = 12;
+
+/// Whether `model` names one of the published presets.
+fn is_preset(model: &str) -> bool {
+    crate::model::presets().iter().any(|p| p.name == model)
+}
+
+/// The shapes whose best plans rank highest, the best preset's, and the compute-optimal size
+/// to compare them with.
+fn best_shapes(r: &SearchReport) -> String {
+    let rank = r.rank;
+    let mut best: Vec<&Plan> = r
+        .shapes
+        .iter()
+        .filter_map(|v| v.best_plan.as_ref())
+        .collect();
+    let key = |p: &Plan| match rank {
+        crate::rank::Rank::Loss => (p.loss, p.days),
+        crate::rank::Rank::Days => (p.days, p.loss),
+        crate::rank::Rank::Memory => (p.memory_gb.total, p.loss),
+    };
+    best.sort_by(|a, b| {
+        key(a)
+            .0
+            .total_cmp(&key(b).0)
+            .then(key(a).1.total_cmp(&key(b).1))
+    });
+    let mut out = format!("\nbest shapes by {} (each at its best plan)\n", rank.name());
+    let rows: Vec<Vec<String>> = best
+        .iter()
+        .take(10)
+        .map(|p| {
+            let preset = if is_preset(&p.model) { "preset" } else { "" };
+            vec![
+                p.model.clone(),
+                count(p.params as f64),
+                count(p.tokens as f64),
+                format!(
+                    "TP {} × PP {}, ZeRO {}",
+                    p.layout.tp, p.layout.pp, p.layout.zero
+                ),
+                fixed(p.days, 2),
+                fixed(p.loss, 5),
+                preset.to_string(),
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        &["model", "params", "tokens", "layout", "days", "loss", ""],
+        &rows,
+        "lrrlrrl",
+        "  ",
+    ));
+    let preset = best.iter().find(|p| is_preset(&p.model));
+    if let Some(p) = preset {
+        let place = best.iter().position(|q| std::ptr::eq(*q, *p)).unwrap_or(0) + 1;
+        let _ = writeln!(
+            out,
+            "  the best preset, {}, comes {}: loss {}, {} days; the compute-optimal size is {}",
+            p.model,
+            ordinal(place),
+            fixed(p.loss, 5),
+            fixed(p.days, 2),
+            count(r.compute_optimal.params as f64)
+        );
+    }
+    out
+}
+
+/// 1st, 2nd, 3rd, 4th, …
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (1, 11) | (2, 12) | (3, 13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{}{suffix}", thousands(n as u64))
+}
+
 const PLAN_HEADER: [&str; 9] = [
     "model", "tokens", "TP", "PP", "DP", "ZeRO", "GB/GPU", "days", "loss",
 ];
@@ -412,8 +495,15 @@ impl Exporter for Text {
             fixed(opt.loss, 4)
         );
         out.push_str("shapes\n");
-        let shape_rows: Vec<Vec<String>> = r
+        // A family can hold thousands of shapes: list the presets, count the rest, and show
+        // the best shapes found.
+        let many = r.shapes.len() > MAX_SHAPE_ROWS;
+        let listed: Vec<&ShapeVerdict> = r
             .shapes
+            .iter()
+            .filter(|v| !many || is_preset(&v.model))
+            .collect();
+        let shape_rows: Vec<Vec<String>> = listed
             .iter()
             .map(|v| {
                 let what = match (v.token_window, v.days_window, &v.reason) {
@@ -436,6 +526,23 @@ impl Exporter for Text {
             "lrl",
             "  ",
         ));
+        if many {
+            let rest = r.shapes.len() - listed.len();
+            let passing = r
+                .shapes
+                .iter()
+                .filter(|v| !is_preset(&v.model) && v.token_window.is_some())
+                .count();
+            let _ = writeln!(
+                out,
+                "  and {} family shapes, of which {} can pass",
+                thousands(rest as u64),
+                thousands(passing as u64)
+            );
+        }
+        if r.shapes.iter().any(|v| !is_preset(&v.model)) {
+            out.push_str(&best_shapes(r));
+        }
         out.push('\n');
         let shown = if r.plans.len() as u64 == r.passing {
             format!("all {}", thousands(r.passing))
