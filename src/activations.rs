@@ -75,12 +75,12 @@
 //! layer's backward peak grows by 4.73 GB a sequence with eager kernels: 3.64 GB of recomputed
 //! activations and about 0.94 GB (4·s·f) of gradients; see `results/memory-validation.md`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::Shape;
 
 /// Which activations are recomputed in backward instead of kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Recompute {
     /// Keep every activation.
@@ -106,7 +106,7 @@ impl Recompute {
 }
 
 /// How the layer is implemented, which decides what it keeps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Kernels {
     /// FlashAttention, fused RMSNorm, RoPE and SwiGLU (Megatron-Core with Transformer Engine).

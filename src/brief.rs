@@ -39,7 +39,7 @@ pub mod limits {
 
 /// The problem a plan answers. Field names are the JSON names (`brief` object of every output,
 /// and the `--brief` file).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Brief {
     /// GPUs in the cluster.
     pub gpus: u64,

@@ -53,6 +53,8 @@ pub enum Command {
     /// front. Exit status 0 when some plan passes, 1 when none does, 2 for bad input.
     #[command(allow_negative_numbers = true)]
     Search(Box<SearchArgs>),
+    /// Combine the partial results of `search --shard I/N` into the report one run gives.
+    Merge(MergeArgs),
 }
 
 /// The brief: a file, then flags over it. Every number of SPEC.md §1 can be changed.
@@ -662,6 +664,31 @@ pub enum RankArg {
     Memory,
 }
 
+/// Where and how a search's result is written (`search` and `merge`).
+#[derive(Debug, Args)]
+pub struct OutputArgs {
+    /// Print the whole result as JSON instead of the report.
+    #[arg(long)]
+    pub json: bool,
+    /// Write the Pareto front on (loss, days) to FILE (written atomically), or to stdout with
+    /// `-`, in which case the report goes to stderr.
+    #[arg(long, value_name = "FILE")]
+    pub pareto: Option<PathBuf>,
+    /// Format of the Pareto front.
+    #[arg(long, value_enum, default_value = "json")]
+    pub pareto_format: FrontFormat,
+}
+
+/// `merge`: the partial results of a sharded search, combined.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The partial files written by `search --shard I/N`, one for each shard.
+    #[arg(required = true, value_name = "PARTIAL.json")]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
 /// Format of the `--pareto` output.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum FrontFormat {
@@ -694,16 +721,12 @@ pub struct SearchArgs {
     /// List every passing plan instead of the top K.
     #[arg(long, conflicts_with = "top")]
     pub all: bool,
-    /// Print the whole result as JSON instead of the report.
-    #[arg(long)]
-    pub json: bool,
-    /// Write the Pareto front on (loss, days) to FILE (written atomically), or to stdout with
-    /// `-`, in which case the report goes to stderr.
-    #[arg(long, value_name = "FILE")]
-    pub pareto: Option<PathBuf>,
-    /// Format of the Pareto front.
-    #[arg(long, value_enum, default_value = "json")]
-    pub pareto_format: FrontFormat,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    /// Search only shard I of N (1 ≤ I ≤ N) of the shapes, and print its partial result as
+    /// JSON for `trainplan merge`; for a batch scheduler's array job.
+    #[arg(long, value_name = "I/N", conflicts_with_all = ["pareto", "json"])]
+    pub shard: Option<String>,
     #[command(flatten)]
     pub family: FamilyArgs,
     #[command(flatten)]

@@ -10,7 +10,7 @@
 use std::fmt;
 
 use itertools::iproduct;
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::brief::Brief;
 use crate::error::{Error, Result};
@@ -61,6 +61,13 @@ impl fmt::Display for ZeroStage {
     }
 }
 
+impl<'de> Deserialize<'de> for ZeroStage {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let stage = u8::deserialize(d)?;
+        ZeroStage::new(stage).map_err(serde::de::Error::custom)
+    }
+}
+
 impl Serialize for ZeroStage {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         s.serialize_u8(self.0)
@@ -69,7 +76,7 @@ impl Serialize for ZeroStage {
 
 /// One way to spread the model over the cluster. Build it with [`Layout::new`] or
 /// [`layouts`], which check the rules for the brief and shape; the fields are public to read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Layout {
     /// Tensor-parallel degree.
     pub tp: u64,

@@ -42,6 +42,7 @@ pub mod rank;
 pub mod reliability;
 pub mod scaling;
 pub mod search;
+pub mod shard;
 pub mod step;
 pub mod step_time;
 pub mod time;

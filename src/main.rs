@@ -11,15 +11,17 @@ use clap::error::ErrorKind;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use cli::{CheckArgs, Cli, Command, FrontFormat, SearchArgs};
+use cli::{CheckArgs, Cli, Command, FrontFormat, MergeArgs, OutputArgs, SearchArgs};
 use trainplan::check::check;
+use trainplan::error::read_json;
 use trainplan::error::{Error, Result};
 use trainplan::export::Format;
 use trainplan::layout::Layout;
 use trainplan::output::{emit, same_file, write_atomic};
 use trainplan::plan::Design;
 use trainplan::progress::Progress;
-use trainplan::search::search;
+use trainplan::search::{search, SearchReport};
+use trainplan::shard::{fingerprint, merge, Partial, Shard};
 
 /// Sweeps at least this many candidates get a progress bar (on a terminal).
 const LONG_SWEEP: u64 = 50_000_000;
@@ -44,6 +46,7 @@ fn main() -> ExitCode {
     let outcome = match &cli.command {
         Command::Check(args) => run_check(args),
         Command::Search(args) => run_search(args),
+        Command::Merge(args) => run_merge(args),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,
@@ -136,23 +139,8 @@ fn run_search(args: &SearchArgs) -> Result<bool> {
     let brief = args.brief.resolve()?;
     let shapes = args.shapes()?;
     let options = args.options(&brief)?;
-    let to_stdout = args.pareto.as_deref() == Some(Path::new("-"));
-    if to_stdout && args.json {
-        return Err(Error::invalid(
-            "--pareto",
-            "-",
-            "a file when --json also writes to stdout",
-        ));
-    }
-    if let (Some(front), Some(input)) = (&args.pareto, &args.brief.brief) {
-        if same_file(front, input) {
-            return Err(Error::invalid(
-                "--pareto",
-                front.display(),
-                "a path other than the --brief file it would overwrite",
-            ));
-        }
-    }
+    let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
+    check_output(&args.output, args.brief.brief.as_deref())?;
 
     let bar = Bar::new();
     let progress: &dyn Progress = &bar;
@@ -161,21 +149,90 @@ fn run_search(args: &SearchArgs) -> Result<bool> {
         .num_threads(threads)
         .build()
         .map_err(|e| Error::invalid("--threads", args.threads, e.to_string()))?;
+    if let Some(shard) = shard {
+        let indices: Vec<usize> = (0..shapes.len()).filter(|&i| shard.takes(i)).collect();
+        let mine: Vec<_> = indices.iter().map(|&i| shapes[i].clone()).collect();
+        let report = pool.install(|| search(&brief, &mine, &options, progress));
+        let names: Vec<&str> = shapes.iter().map(|s| s.name.as_str()).collect();
+        let print_key = format!("{names:?} {:?} {:?}", options.memory, options.time);
+        let partial = Partial::from_report(
+            report,
+            shard,
+            &indices,
+            shapes.len(),
+            fingerprint(&print_key),
+            options.top,
+        );
+        let json = serde_json::to_string_pretty(&partial)
+            .map_err(|e| Error::invalid("output", "partial", e.to_string()))?;
+        print(&(json + "\n"))?;
+        // A shard that ran has done its job, whether or not its shapes pass.
+        return Ok(true);
+    }
     let report = pool.install(|| search(&brief, &shapes, &options, progress));
+    write_report(&args.output, &report)
+}
 
-    let format = if args.json {
-        Format::Json
-    } else {
-        Format::Text
-    };
-    let summary = format.exporter().search(&report)?;
-    if let Some(path) = &args.pareto {
-        let front_format = match args.pareto_format {
+fn run_merge(args: &MergeArgs) -> Result<bool> {
+    check_output(&args.output, None)?;
+    let partials = args
+        .files
+        .iter()
+        .map(|path| read_json::<Partial>(path, "a partial search result"))
+        .collect::<Result<Vec<Partial>>>()?;
+    for (p, path) in partials.iter().zip(&args.files) {
+        if args
+            .output
+            .pareto
+            .as_deref()
+            .is_some_and(|out| same_file(out, path))
+        {
+            return Err(Error::invalid(
+                "--pareto",
+                path.display(),
+                "a path other than the partial files it would overwrite",
+            ));
+        }
+        p.brief.validate()?;
+    }
+    let report = merge(partials)?;
+    write_report(&args.output, &report)
+}
+
+/// Refuses output options that clash: the front and the JSON both on stdout, or the front
+/// overwriting the brief it was computed from.
+fn check_output(out: &OutputArgs, input: Option<&Path>) -> Result<()> {
+    if out.pareto.as_deref() == Some(Path::new("-")) && out.json {
+        return Err(Error::invalid(
+            "--pareto",
+            "-",
+            "a file when --json also writes to stdout",
+        ));
+    }
+    if let (Some(front), Some(input)) = (&out.pareto, input) {
+        if same_file(front, input) {
+            return Err(Error::invalid(
+                "--pareto",
+                front.display(),
+                "a path other than the --brief file it would overwrite",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Writes a search's report (text or JSON) and its Pareto front as asked; true when some
+/// plan passes.
+fn write_report(out: &OutputArgs, report: &SearchReport) -> Result<bool> {
+    let format = if out.json { Format::Json } else { Format::Text };
+    let summary = format.exporter().search(report)?;
+    if let Some(path) = &out.pareto {
+        let front_format = match out.pareto_format {
             FrontFormat::Json => Format::Json,
             FrontFormat::Text => Format::Text,
         };
-        let front = front_format.exporter().front(&report)?;
-        if to_stdout {
+        let front = front_format.exporter().front(report)?;
+        if path.as_path() == Path::new("-") {
             // The front alone on stdout, so it can be piped; the summary to stderr.
             let _ = io::stderr().lock().write_all(summary.as_bytes());
             print(&front)?;

@@ -9,7 +9,7 @@
 //! | days | days by 6ND ≤ the brief's limit |
 //! | loss | predicted loss ≤ the brief's target |
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::brief::Brief;
 use crate::error::Result;
@@ -56,7 +56,7 @@ impl<'a> Design<'a> {
 }
 
 /// Which checks a plan passes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Checks {
     /// Per-GPU memory within the cap.
     pub memory: bool,
@@ -74,7 +74,7 @@ impl Checks {
 }
 
 /// How far each check is from its limit; positive is headroom, negative is the shortfall.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Margins {
     /// Memory cap minus per-GPU memory, GB.
     pub memory_gb: f64,
@@ -85,7 +85,7 @@ pub struct Margins {
 }
 
 /// A graded design: the plan object of the JSON contract.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
     /// The model's name, for example `llama3-70b`.
     pub model: String,

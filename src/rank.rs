@@ -23,7 +23,8 @@ pub struct Candidate {
     pub loss: f64,
     /// Days.
     pub days: f64,
-    /// Per-GPU memory, bytes.
+    /// Per-GPU memory, GB: exactly the plan's `memory_gb.total`, so a plan read back from a
+    /// shard's file ranks as it did.
     pub memory: f64,
 }
 

@@ -19,7 +19,7 @@ use crate::error::{check_numbers, Error, Result};
 use crate::format::general;
 
 /// How often GPUs fail, how fast checkpoints are written and how long a restart takes.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Reliability {
     /// Unexpected interruptions per GPU-hour.
     pub failures_per_gpu_hour: f64,
@@ -45,7 +45,7 @@ impl Default for Reliability {
 }
 
 /// What failures cost a run.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Outage {
     /// Seconds to write one checkpoint, δ.
     pub checkpoint_seconds: f64,

@@ -146,7 +146,7 @@ impl LossLaw {
 }
 
 /// The compute-optimal model for a budget, in whole parameters and tokens.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ComputeOptimal {
     /// `N_opt`, rounded to a whole parameter.
     pub params: u64,

@@ -29,10 +29,11 @@ use crate::scaling::ComputeOptimal;
 use crate::step::Step;
 use crate::step_time::TimeModel;
 use crate::time;
+use crate::units::gb;
 use crate::verdict::{layout_order, lightest, no_layout_reason, verdict, Pace, ShapeVerdict};
 
 /// Token counts to try: `min, min + step, …` up to `max` inclusive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TokenGrid {
     /// First token count.
     min: u64,
@@ -85,6 +86,11 @@ impl TokenGrid {
             ));
         }
         Ok(grid)
+    }
+
+    /// This grid checked again, as [`Self::new`] checks it (for a grid read from a file).
+    pub fn checked(self) -> Result<Self> {
+        TokenGrid::new(self.min, self.max, self.step)
     }
 
     /// How many token counts the grid has.
@@ -445,7 +451,7 @@ pub fn search(
                     model: c.model,
                     loss,
                     days: days_of(c),
-                    memory: c.bytes,
+                    memory: gb(c.bytes),
                 };
                 let first_best = if options.rank == Rank::Memory {
                     let best = fit.by_memory.iter().filter(|c| days_fit(brief, days_of(c)));

@@ -17,7 +17,7 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::activations::Recompute;
 use crate::error::{Error, Result};
@@ -72,6 +72,13 @@ impl fmt::Display for Schedule {
     }
 }
 
+impl<'de> Deserialize<'de> for Schedule {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Schedule::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 impl Serialize for Schedule {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         s.collect_str(self)
@@ -79,7 +86,7 @@ impl Serialize for Schedule {
 }
 
 /// One training step's shape. Ordered field by field, the search's last tie-break.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Step {
     /// Sequences per micro-batch, b.
     pub micro_batch: u64,

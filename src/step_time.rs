@@ -32,7 +32,7 @@
 //! the input embedding's lookup and the norms left out) over the cluster's peak. Days are the compute time over goodput ([`crate::reliability`]):
 //! `days = D · step_seconds / (B · goodput · 86,400)`, linear in the tokens D.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::activations::Recompute;
 use crate::brief::Brief;
@@ -102,7 +102,7 @@ pub enum TimeModel {
 }
 
 /// Seconds per step by where they go.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Breakdown {
     /// Compute of the slowest stage's micro-batches.
     pub compute: f64,

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{check_numbers, Result};
 
 /// The links of the cluster and the GPUs' memory bandwidth.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Topology {
     /// All-reduce bus bandwidth inside a node, GB/s (H100 NVLink: ~370).
     pub intra_node_gbps: f64,

@@ -13,7 +13,7 @@
 //! the exact whole number by the same check functions the plans use, so the window and the
 //! graded plans can never disagree about a token count.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::brief::Brief;
 use crate::format::{count, fixed};
@@ -26,7 +26,7 @@ use crate::time;
 use crate::units::gb;
 
 /// What the search says of one shape.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ShapeVerdict {
     /// The model's name.
     pub model: String,

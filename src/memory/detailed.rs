@@ -22,10 +22,10 @@
 //! micro-batches), or as Llama 3 did (Llama Team 2024, §3.3.2): one layer fewer on the first
 //! and the last stage, which carry the embedding and the output head.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::plate::shard;
-use super::{Detail, Memory, StageInfo};
+use super::{Detail, Memory, StageInfo, StageRole};
 use crate::activations::{Kernels, Layer, Setting};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
@@ -34,7 +34,7 @@ use crate::step::Step;
 use crate::units::BYTES_PER_GB;
 
 /// Precision of the gradient buffers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GradientPrecision {
     /// BF16, 2 bytes per parameter (the plate's assumption).
@@ -54,7 +54,7 @@ impl GradientPrecision {
 }
 
 /// Precision the cross-entropy loss is computed in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LossPrecision {
     /// FP32 (Megatron-LM's default).
@@ -84,7 +84,7 @@ impl LossPrecision {
 }
 
 /// How layers are spread over the pipeline stages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StageSplit {
     /// As evenly as possible, the remainder on the last stages.
@@ -94,7 +94,7 @@ pub enum StageSplit {
 }
 
 /// The settings of the detailed model that are not part of the step.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Options {
     /// Gradient buffer precision.
     pub gradients: GradientPrecision,
@@ -209,15 +209,6 @@ pub fn stage_params(shape: &Shape, tp: u64, layers: u64, first: bool, last: bool
     split / tp as f64 + whole
 }
 
-fn role(index: u64, of: u64) -> &'static str {
-    match (index, of) {
-        (_, 1) => "only",
-        (0, _) => "first",
-        (i, p) if i == p - 1 => "last",
-        _ => "middle",
-    }
-}
-
 impl Detailed {
     /// Memory of the stage that needs the most, or why the step does not go with the layout.
     pub fn memory(&self, shape: &Shape, layout: &Layout) -> Result<Memory> {
@@ -267,7 +258,7 @@ impl Detailed {
                     stage: StageInfo {
                         index: i,
                         of: layout.pp,
-                        role: role(i, layout.pp),
+                        role: StageRole::of(i, layout.pp),
                         layers: n_layers,
                         in_flight: step.in_flight(i, layout.pp, m),
                         micro_batches: m,
@@ -369,7 +360,7 @@ mod tests {
         // 8 micro-batches × 10 layers × 2·s·h/8 bytes.
         let m = memory("70b", 8, 8, 1, step(Recompute::Full, true), bare());
         let d = m.detail.unwrap();
-        assert_eq!((d.stage.index, d.stage.role), (0, "first"));
+        assert_eq!((d.stage.index, d.stage.role), (0, StageRole::First));
         assert_eq!(m.activations, 8.0 * 10.0 * 2.0 * 8192.0 * 8192.0 / 8.0);
     }
 

@@ -4,7 +4,7 @@
 pub mod detailed;
 pub mod plate;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::brief::Brief;
 use crate::error::Result;
@@ -46,15 +46,52 @@ pub struct Detail {
     pub stage: StageInfo,
 }
 
+/// Where a stage sits in the pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StageRole {
+    /// The only stage (no pipeline parallelism).
+    Only,
+    /// The first stage, with the input embedding.
+    First,
+    /// A stage between.
+    Middle,
+    /// The last stage, with the output head and the loss.
+    Last,
+}
+
+impl StageRole {
+    /// The role of stage `index` of `of`.
+    pub fn of(index: u64, of: u64) -> Self {
+        match (index, of) {
+            (_, 1) => StageRole::Only,
+            (0, _) => StageRole::First,
+            (i, p) if i == p - 1 => StageRole::Last,
+            _ => StageRole::Middle,
+        }
+    }
+}
+
+impl std::fmt::Display for StageRole {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StageRole::Only => "only",
+            StageRole::First => "first",
+            StageRole::Middle => "middle",
+            StageRole::Last => "last",
+        })
+    }
+}
+
 /// Which pipeline stage a plan's memory is for.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct StageInfo {
     /// 0-based index of the stage.
     pub index: u64,
     /// Stages in the pipeline.
     pub of: u64,
     /// `only`, `first`, `middle` or `last`.
-    pub role: &'static str,
+    pub role: StageRole,
     /// Transformer layers on the stage.
     pub layers: u64,
     /// Micro-batches' worth of the stage's layers whose activations it holds at once.
@@ -88,7 +125,7 @@ impl Memory {
 }
 
 /// Per-GPU memory in GB (10^9 bytes): the plan JSON's `memory_gb` object.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct MemoryGb {
     /// BF16 weights, GB.
     pub weights: f64,

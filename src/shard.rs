@@ -1,0 +1,315 @@
+//! Splitting a search over machines: `search --shard I/N` searches one slice of the shapes and
+//! writes a partial result; `merge` combines the partial results into the report one run
+//! over all the shapes gives, byte for byte.
+//!
+//! Shape `i` (0-based, in the order the search lists them) belongs to shard `i mod N + 1`. A
+//! shard keeps its own top K and Pareto front: the global top K are among the shards' top Ks,
+//! and a plan dominated within its shard is dominated overall, so the merged ranking and front
+//! are the single run's. Plans carry their shape's global index, which the tie-break uses.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::brief::Brief;
+use crate::error::{Error, Result};
+use crate::memory::detailed::Detailed;
+use crate::memory::MemoryModel;
+use crate::pareto::Front;
+use crate::plan::Plan;
+use crate::rank::{Candidate, Rank, TopK};
+use crate::scaling::ComputeOptimal;
+use crate::search::{SearchReport, TokenGrid};
+use crate::verdict::ShapeVerdict;
+
+/// What a partial file says it is.
+pub const PARTIAL_KIND: &str = "trainplan-partial";
+
+/// One slice of a search: shard `index` of `count`, 1-based.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// This shard, 1 to `count`.
+    pub index: u64,
+    /// How many shards.
+    pub count: u64,
+}
+
+impl Shard {
+    /// Parses `I/N` with `1 ≤ I ≤ N`.
+    pub fn parse(text: &str) -> Result<Self> {
+        let bad = || Error::invalid("--shard", text, "I/N with 1 ≤ I ≤ N, for example 3/8");
+        let (i, n) = text.split_once('/').ok_or_else(bad)?;
+        let (index, count) = (i.trim().parse::<u64>(), n.trim().parse::<u64>());
+        match (index, count) {
+            (Ok(index), Ok(count)) if index >= 1 && index <= count => Ok(Shard { index, count }),
+            _ => Err(bad()),
+        }
+    }
+
+    /// Whether shape `i` (0-based) belongs to this shard.
+    pub fn takes(&self, i: usize) -> bool {
+        i as u64 % self.count == self.index - 1
+    }
+}
+
+/// A verdict with its shape's place among all the shapes searched.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IndexedVerdict {
+    /// The shape's 0-based place in the full list.
+    pub index: usize,
+    /// Its verdict.
+    pub verdict: ShapeVerdict,
+}
+
+/// A plan with its shape's place among all the shapes searched.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IndexedPlan {
+    /// The shape's 0-based place in the full list.
+    pub shape_index: usize,
+    /// The plan.
+    pub plan: Plan,
+}
+
+/// A shard's result: everything `merge` needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Partial {
+    /// Always [`PARTIAL_KIND`].
+    pub kind: String,
+    /// Version of this layout.
+    pub schema_version: u32,
+    /// `[I, N]`.
+    pub shard: [u64; 2],
+    /// Shapes in the whole search.
+    pub shapes_total: usize,
+    /// A fingerprint of the shapes, memory and time models searched; shards of one search
+    /// share it.
+    pub fingerprint: String,
+    /// The brief.
+    pub brief: Brief,
+    /// The token grid.
+    pub grid: TokenGrid,
+    /// The ranking, by name.
+    pub rank: String,
+    /// How many plans were kept (`null`: all).
+    pub top: Option<usize>,
+    /// This shard's verdicts.
+    pub shapes: Vec<IndexedVerdict>,
+    /// This shard's best plans.
+    pub plans: Vec<IndexedPlan>,
+    /// This shard's Pareto front.
+    pub front: Vec<IndexedPlan>,
+    /// Candidates this shard graded.
+    pub evaluated: u64,
+    /// Candidates of this shard that passed.
+    pub passing: u64,
+}
+
+/// A 64-bit FNV-1a hash of `text`, as 16 hex digits: enough to tell two searches apart.
+pub fn fingerprint(text: &str) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in text.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{hash:016x}")
+}
+
+impl Partial {
+    /// The partial result of shard `shard` from the report of a search over its shapes, whose
+    /// global places are `indices`.
+    pub fn from_report(
+        report: SearchReport,
+        shard: Shard,
+        indices: &[usize],
+        shapes_total: usize,
+        fingerprint: String,
+        top: Option<usize>,
+    ) -> Self {
+        let global = |local: usize| indices[local];
+        let index_of = |plan: &Plan| {
+            let local = report
+                .shapes
+                .iter()
+                .position(|v| v.model == plan.model && v.params == plan.params)
+                .expect("every plan's shape has a verdict");
+            global(local)
+        };
+        let plans = report
+            .plans
+            .iter()
+            .map(|p| IndexedPlan {
+                shape_index: index_of(p),
+                plan: p.clone(),
+            })
+            .collect();
+        let front = report
+            .front
+            .iter()
+            .map(|p| IndexedPlan {
+                shape_index: index_of(p),
+                plan: p.clone(),
+            })
+            .collect();
+        Partial {
+            kind: PARTIAL_KIND.to_string(),
+            schema_version: 1,
+            shard: [shard.index, shard.count],
+            shapes_total,
+            fingerprint,
+            rank: report.rank.name().to_string(),
+            top,
+            shapes: report
+                .shapes
+                .into_iter()
+                .enumerate()
+                .map(|(i, verdict)| IndexedVerdict {
+                    index: global(i),
+                    verdict,
+                })
+                .collect(),
+            plans,
+            front,
+            brief: report.brief,
+            grid: report.grid,
+            evaluated: report.evaluated,
+            passing: report.passing,
+        }
+    }
+}
+
+/// The candidate a plan was, for ranking it again.
+fn candidate(p: &IndexedPlan) -> Candidate {
+    let plan = &p.plan;
+    let model = match (plan.step, plan.memory_model) {
+        (Some(step), Some(options)) => MemoryModel::Detailed(Detailed { step, options }),
+        _ => MemoryModel::Plate,
+    };
+    Candidate {
+        shape: p.shape_index,
+        tokens: plan.tokens,
+        layout: plan.layout,
+        model,
+        loss: plan.loss,
+        days: plan.days,
+        memory: plan.memory_gb.total,
+    }
+}
+
+/// The key that finds a candidate's plan again.
+type Key = (usize, u64, u64, u64, u8, Option<crate::step::Step>);
+
+fn key(c: &Candidate) -> Key {
+    let l = c.layout;
+    (
+        c.shape,
+        c.tokens,
+        l.tp,
+        l.pp,
+        l.zero.get(),
+        c.model.step().copied(),
+    )
+}
+
+/// Combines the partial results of every shard of one search into its report.
+pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
+    let first = partials
+        .first()
+        .ok_or_else(|| Error::invalid("merge", "no files", "the partial files of every shard"))?;
+    let count = first.shard[1];
+    for p in &partials {
+        let same = p.kind == PARTIAL_KIND
+            && p.schema_version == first.schema_version
+            && p.shard[1] == count
+            && p.shapes_total == first.shapes_total
+            && p.fingerprint == first.fingerprint
+            && p.brief == first.brief
+            && p.grid == first.grid
+            && p.rank == first.rank
+            && p.top == first.top;
+        if !same {
+            return Err(Error::invalid(
+                "merge",
+                format!("shard {}/{}", p.shard[0], p.shard[1]),
+                "partial files of one search: the same brief, shapes, models, grid and ranking",
+            ));
+        }
+    }
+    let mut seen: Vec<u64> = partials.iter().map(|p| p.shard[0]).collect();
+    seen.sort_unstable();
+    if seen != (1..=count).collect::<Vec<u64>>() {
+        return Err(Error::invalid(
+            "merge",
+            format!("shards {seen:?}"),
+            format!("each of the {count} shards once"),
+        ));
+    }
+    first.brief.validate()?;
+    first.grid.checked()?;
+    let rank = match first.rank.as_str() {
+        "days" => Rank::Days,
+        "memory" => Rank::Memory,
+        _ => Rank::Loss,
+    };
+    let (brief, grid, top, total) = (
+        first.brief.clone(),
+        first.grid,
+        first.top,
+        first.shapes_total,
+    );
+    let mut shapes: Vec<IndexedVerdict> = Vec::with_capacity(total);
+    let mut plans: HashMap<Key, Plan> = HashMap::new();
+    let mut best = TopK::new(rank, top);
+    let mut front = Front::new();
+    let (mut evaluated, mut passing) = (0u64, 0u64);
+    for p in partials {
+        evaluated += p.evaluated;
+        passing += p.passing;
+        shapes.extend(p.shapes);
+        for ip in p.plans {
+            let c = candidate(&ip);
+            best.push(c);
+            plans.insert(key(&c), ip.plan);
+        }
+        for ip in p.front {
+            let c = candidate(&ip);
+            front.insert(c);
+            plans.insert(key(&c), ip.plan);
+        }
+    }
+    shapes.sort_by_key(|v| v.index);
+    let plan_of = |c: &Candidate| plans[&key(c)].clone();
+    let budget_flops = brief.budget_flops();
+    Ok(SearchReport {
+        compute_optimal: ComputeOptimal::for_budget(&brief.loss_law, budget_flops),
+        budget_flops,
+        grid,
+        rank,
+        shapes: shapes.into_iter().map(|v| v.verdict).collect(),
+        plans: best.into_sorted().iter().map(plan_of).collect(),
+        front: front.into_points().iter().map(plan_of).collect(),
+        evaluated,
+        passing,
+        brief,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_parse_and_split_the_shapes() {
+        let s = Shard::parse("2/3").unwrap();
+        let taken: Vec<usize> = (0..7).filter(|&i| s.takes(i)).collect();
+        assert_eq!(taken, [1, 4]);
+        for bad in ["0/3", "4/3", "3", "a/b", "1/0"] {
+            assert!(Shard::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn fingerprints_tell_texts_apart() {
+        assert_ne!(fingerprint("a"), fingerprint("b"));
+        assert_eq!(fingerprint("a").len(), 16);
+    }
+}

@@ -1,0 +1,140 @@
+//! `search --shard I/N` and `merge`: the merged report of every shard equals, byte for byte,
+//! the report of one run over all the shapes.
+
+use assert_cmd::Command;
+
+fn trainplan(dir: &std::path::Path) -> Command {
+    let mut c = Command::cargo_bin("trainplan").unwrap();
+    c.current_dir(dir);
+    c
+}
+
+/// A run's stdout and its Pareto file.
+type Output = (Vec<u8>, Vec<u8>);
+
+/// Runs `search ARGS` as `shards` shards and merges them; returns (merged, single) outputs of
+/// `OUTPUT` (report arguments such as `--json`), front files included.
+fn sharded_and_single(args: &[&str], shards: u64, output: &[&str]) -> (Output, Output) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for i in 1..=shards {
+        let shard = format!("{i}/{shards}");
+        let out = trainplan(dir.path())
+            .arg("search")
+            .args(args)
+            .args(["--shard", &shard])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let file = format!("part{i}.json");
+        std::fs::write(dir.path().join(&file), out.stdout).unwrap();
+        files.push(file);
+    }
+    files.reverse(); // the order of the files does not matter
+    let merged = trainplan(dir.path())
+        .arg("merge")
+        .args(&files)
+        .args(output)
+        .args(["--pareto", "m.json"])
+        .output()
+        .unwrap();
+    assert!(
+        merged.status.code().unwrap() < 2,
+        "{}",
+        String::from_utf8_lossy(&merged.stderr)
+    );
+    let single = trainplan(dir.path())
+        .arg("search")
+        .args(args)
+        .args(output)
+        .args(["--pareto", "s.json"])
+        .output()
+        .unwrap();
+    let read = |f: &str| std::fs::read(dir.path().join(f)).unwrap();
+    (
+        (merged.stdout, read("m.json")),
+        (single.stdout, read("s.json")),
+    )
+}
+
+#[test]
+fn three_shards_of_the_default_brief_merge_into_the_single_run() {
+    let (merged, single) = sharded_and_single(&[], 3, &[]);
+    assert_eq!(merged, single);
+    let (merged, single) = sharded_and_single(&["--all"], 2, &["--json"]);
+    assert_eq!(merged, single);
+}
+
+#[test]
+fn shards_of_a_family_ranked_by_days_merge_into_the_single_run() {
+    let family = [
+        "--layers",
+        "40..120:16",
+        "--hidden",
+        "6144..16384:2048",
+        "--ffn-ratio",
+        "3..4:0.5",
+        "--rank",
+        "days",
+        "--top",
+        "7",
+    ];
+    let (merged, single) = sharded_and_single(&family, 4, &["--json"]);
+    assert_eq!(merged, single);
+}
+
+#[test]
+fn shards_under_the_detailed_models_merge_into_the_single_run() {
+    let detailed = [
+        "--models", "70b,405b", "--memory", "detailed", "--time", "detailed", "--rank", "memory",
+        "--top", "5",
+    ];
+    let (merged, single) = sharded_and_single(&detailed, 2, &[]);
+    assert_eq!(merged, single);
+}
+
+#[test]
+fn a_missing_shard_or_a_different_search_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    for (file, args) in [
+        ("a.json", vec!["--shard", "1/2"]),
+        ("b.json", vec!["--shard", "2/2", "--gpus", "1024"]),
+        ("c.json", vec!["--shard", "2/2"]),
+    ] {
+        let out = trainplan(dir.path())
+            .arg("search")
+            .args(&args)
+            .output()
+            .unwrap();
+        std::fs::write(dir.path().join(file), out.stdout).unwrap();
+    }
+    let merge = |files: &[&str]| {
+        trainplan(dir.path())
+            .arg("merge")
+            .args(files)
+            .output()
+            .unwrap()
+    };
+    for (files, needle) in [
+        (vec!["a.json"], "each of the 2 shards once"),
+        (vec!["a.json", "b.json"], "partial files of one search"),
+        (
+            vec!["a.json", "a.json", "c.json"],
+            "each of the 2 shards once",
+        ),
+        (vec!["missing.json"], "cannot read 'missing.json'"),
+    ] {
+        let out = merge(&files);
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{files:?}: {err}");
+        assert!(
+            err.contains(needle) && err.lines().count() == 1,
+            "{files:?}: {err}"
+        );
+    }
+    assert!(merge(&["a.json", "c.json"]).status.code().unwrap() < 2);
+}
