@@ -7,6 +7,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 use itertools::iproduct;
 use trainplan::activations::Recompute;
+use trainplan::family::{Family, Span};
 use trainplan::layout::{Layout, ZeroStage};
 use trainplan::memory::detailed::Options;
 use trainplan::model::{preset, presets};
@@ -127,5 +128,46 @@ fn detailed_search(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, one_plan, default_search, detailed_search);
+fn family_search(c: &mut Criterion) {
+    let brief = Brief::default();
+    let family = Family {
+        layers: Span::parse("--layers", "40..160:4").unwrap(),
+        hidden: Span::parse("--hidden", "6144..20480:512").unwrap(),
+        ffn_ratio: Span::parse("--ffn-ratio", "3.0..4.0:0.25").unwrap(),
+        head_dim: 128,
+        kv_heads: 8,
+        vocab: 128_256,
+        ffn_multiple: 256,
+    };
+    let mut shapes = presets();
+    shapes.extend(family.shapes().unwrap());
+    let options = SearchOptions::default();
+    let mut g = c.benchmark_group("search");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(
+        search(&brief, &shapes, &options, &Silent).evaluated,
+    ));
+    for threads in [1, 0] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let label = format!(
+            "family of 2,331 shapes, {} thread(s)",
+            pool.current_num_threads()
+        );
+        g.bench_function(label, |b| {
+            b.iter(|| pool.install(|| search(black_box(&brief), &shapes, &options, &Silent)))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    one_plan,
+    default_search,
+    detailed_search,
+    family_search
+);
 criterion_main!(benches);
