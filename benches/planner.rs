@@ -153,7 +153,7 @@ fn family_search(c: &mut Criterion) {
             .build()
             .unwrap();
         let label = format!(
-            "family of 2,331 shapes, {} thread(s)",
+            "family of 2,327 shapes, {} thread(s)",
             pool.current_num_threads()
         );
         g.bench_function(label, |b| {

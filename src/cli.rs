@@ -757,7 +757,12 @@ impl SearchArgs {
             }
         }
         if let Some(family) = self.family.family()? {
-            shapes.extend(family.shapes()?);
+            // A family shape with a preset's dimensions is the preset: searched once.
+            for shape in family.shapes()? {
+                if !shapes.iter().any(|s| s.same_dimensions(&shape)) {
+                    shapes.push(shape);
+                }
+            }
         }
         Ok(shapes)
     }

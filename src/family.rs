@@ -9,6 +9,7 @@
 //! Combinations that round to the same shape are kept once.
 
 use crate::error::{Error, Result};
+use crate::format::general;
 use crate::model::Shape;
 
 /// An inclusive range `start..end:step` of numbers.
@@ -44,10 +45,30 @@ impl Span {
         Ok(Span { start, end, step })
     }
 
-    /// The values, from start while not past end (with a tolerance of a millionth of a step).
+    /// The range as written, `start..end:step`.
+    pub fn text(&self) -> String {
+        format!(
+            "{}..{}:{}",
+            general(self.start),
+            general(self.end),
+            general(self.step)
+        )
+    }
+
+    /// How many values the range holds (saturating), from start while not past end, with a
+    /// tolerance of a millionth of a step.
+    pub fn count(&self) -> u64 {
+        let steps = ((self.end - self.start) / self.step + 1e-6).floor();
+        if steps.is_finite() && steps < 1e18 {
+            steps as u64 + 1
+        } else {
+            u64::MAX
+        }
+    }
+
+    /// The values; call only once [`Self::count`] is known to be small.
     pub fn values(&self) -> Vec<f64> {
-        let count = ((self.end - self.start) / self.step + 1e-6).floor() as u64 + 1;
-        (0..count)
+        (0..self.count())
             .map(|i| self.start + i as f64 * self.step)
             .collect()
     }
@@ -74,10 +95,58 @@ pub struct Family {
 
 /// The most shapes a family may have, so a typo cannot start a sweep of years.
 pub const MAX_SHAPES: usize = 1_000_000;
+/// The most layers a family's shapes may have.
+pub const MAX_LAYERS: f64 = 10_000.0;
+/// The largest hidden size a family's shapes may have.
+pub const MAX_HIDDEN: f64 = 1_048_576.0;
+/// The largest FFN ratio a family may have.
+pub const MAX_FFN_RATIO: f64 = 64.0;
 
 impl Family {
     /// Every shape of the family, in order of layers, then hidden size, then FFN width.
     pub fn shapes(&self) -> Result<Vec<Shape>> {
+        // Counted before any list is made, so a typo cannot exhaust memory.
+        let spans = [
+            ("--layers", &self.layers),
+            ("--hidden", &self.hidden),
+            ("--ffn-ratio", &self.ffn_ratio),
+        ];
+        for (flag, span) in spans {
+            if span.count() > MAX_SHAPES as u64 {
+                return Err(Error::invalid(
+                    flag,
+                    span.text(),
+                    format!("a range of at most {MAX_SHAPES} values (widen the step)"),
+                ));
+            }
+        }
+        let count = spans
+            .iter()
+            .fold(1u64, |n, (_, s)| n.saturating_mul(s.count()));
+        if count > MAX_SHAPES as u64 {
+            return Err(Error::invalid(
+                "shape family",
+                format!("{count} shapes"),
+                format!("at most {MAX_SHAPES} (widen the steps)"),
+            ));
+        }
+        if self.layers.end > MAX_LAYERS
+            || self.hidden.end > MAX_HIDDEN
+            || self.ffn_ratio.end > MAX_FFN_RATIO
+        {
+            return Err(Error::invalid(
+                "shape family",
+                format!(
+                    "up to {} layers, hidden {}, FFN ratio {}",
+                    general(self.layers.end),
+                    general(self.hidden.end),
+                    general(self.ffn_ratio.end)
+                ),
+                format!(
+                    "at most {MAX_LAYERS} layers, a hidden size of {MAX_HIDDEN} and an FFN ratio of {MAX_FFN_RATIO}"
+                ),
+            ));
+        }
         let whole = |flag: &str, span: &Span| {
             let ok = [span.start, span.end, span.step]
                 .iter()
@@ -87,7 +156,7 @@ impl Family {
             } else {
                 Err(Error::invalid(
                     flag,
-                    span.start,
+                    span.text(),
                     "whole numbers in the range and its step",
                 ))
             }
@@ -95,17 +164,6 @@ impl Family {
         let layers = whole("--layers", &self.layers)?;
         let hidden = whole("--hidden", &self.hidden)?;
         let ratios = self.ffn_ratio.values();
-        let count = layers
-            .len()
-            .saturating_mul(hidden.len())
-            .saturating_mul(ratios.len());
-        if count > MAX_SHAPES {
-            return Err(Error::invalid(
-                "shape family",
-                format!("{count} shapes"),
-                format!("at most {MAX_SHAPES} (widen the steps)"),
-            ));
-        }
         if self.head_dim == 0 || self.ffn_multiple == 0 || self.kv_heads == 0 || self.vocab == 0 {
             return Err(Error::invalid(
                 "shape family",
@@ -221,9 +279,29 @@ mod tests {
     }
 
     #[test]
-    fn too_large_a_family_is_refused() {
+    fn too_large_a_family_is_refused_before_any_list_is_made() {
         assert!(family("1..2000", "128..1000000:128", "1..4:0.001")
             .shapes()
             .is_err());
+        let e = family("1..1e12", "8192", "3.5")
+            .shapes()
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("invalid --layers"), "{e}");
+        let e = family("80", "8192", "1..2:1e-300")
+            .shapes()
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("invalid --ffn-ratio"), "{e}");
+        let e = family("80", "8192", "1e300")
+            .shapes()
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("invalid shape family"), "{e}");
+        let e = family("80..90:0.5", "8192", "3.5")
+            .shapes()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("80..90:0.5"), "{e}");
     }
 }

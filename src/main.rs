@@ -153,8 +153,8 @@ fn run_search(args: &SearchArgs) -> Result<bool> {
         let indices: Vec<usize> = (0..shapes.len()).filter(|&i| shard.takes(i)).collect();
         let mine: Vec<_> = indices.iter().map(|&i| shapes[i].clone()).collect();
         let report = pool.install(|| search(&brief, &mine, &options, progress));
-        let names: Vec<&str> = shapes.iter().map(|s| s.name.as_str()).collect();
-        let print_key = format!("{names:?} {:?} {:?}", options.memory, options.time);
+        // Every shape's full dimensions, not just its name, and the models searched.
+        let print_key = format!("{shapes:?} {:?} {:?}", options.memory, options.time);
         let partial = Partial::from_report(
             report,
             shard,

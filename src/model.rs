@@ -67,7 +67,7 @@ impl Shape {
                 format!("a divisor of the {heads} attention heads"),
             ));
         }
-        Ok(Shape {
+        let shape = Shape {
             name: name.to_string(),
             layers,
             hidden,
@@ -75,7 +75,50 @@ impl Shape {
             heads,
             kv_heads,
             vocab,
-        })
+        };
+        if shape.checked_params().is_none() {
+            return Err(Error::invalid(
+                format!("{name}.params"),
+                "more than 2^64",
+                "a shape whose parameters can be counted",
+            ));
+        }
+        Ok(shape)
+    }
+
+    /// The parameter count with every product checked, `None` past `u64::MAX`.
+    fn checked_params(&self) -> Option<u64> {
+        let h = self.hidden;
+        let kv_width = u64::from(self.kv_heads).checked_mul(self.head_dim())?;
+        let per_layer = 2u64
+            .checked_mul(h)?
+            .checked_mul(h)?
+            .checked_add(2u64.checked_mul(h)?.checked_mul(kv_width)?)?
+            .checked_add(3u64.checked_mul(h)?.checked_mul(self.ffn)?)?
+            .checked_add(2u64.checked_mul(h)?)?;
+        u64::from(self.layers)
+            .checked_mul(per_layer)?
+            .checked_add(2u64.checked_mul(self.vocab)?.checked_mul(h)?)?
+            .checked_add(h)
+    }
+
+    /// Whether `other` has the same dimensions, whatever its name.
+    pub fn same_dimensions(&self, other: &Shape) -> bool {
+        (
+            self.layers,
+            self.hidden,
+            self.ffn,
+            self.heads,
+            self.kv_heads,
+            self.vocab,
+        ) == (
+            other.layers,
+            other.hidden,
+            other.ffn,
+            other.heads,
+            other.kv_heads,
+            other.vocab,
+        )
     }
 
     /// Head dimension `d = h / heads`.

@@ -262,8 +262,8 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
     let mut front = Front::new();
     let (mut evaluated, mut passing) = (0u64, 0u64);
     for p in partials {
-        evaluated += p.evaluated;
-        passing += p.passing;
+        evaluated = evaluated.saturating_add(p.evaluated);
+        passing = passing.saturating_add(p.passing);
         shapes.extend(p.shapes);
         for ip in p.plans {
             let c = candidate(&ip);
@@ -277,6 +277,16 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
         }
     }
     shapes.sort_by_key(|v| v.index);
+    // Every shape once, each where its shard put it.
+    let complete = shapes.len() == total && shapes.iter().enumerate().all(|(i, v)| v.index == i);
+    let in_range = plans.keys().all(|k| k.0 < total);
+    if !complete || !in_range {
+        return Err(Error::invalid(
+            "merge",
+            format!("{} shapes", shapes.len()),
+            format!("the {total} shapes of the search, each once"),
+        ));
+    }
     let plan_of = |c: &Candidate| plans[&key(c)].clone();
     let budget_flops = brief.budget_flops();
     Ok(SearchReport {
