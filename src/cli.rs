@@ -721,6 +721,10 @@ pub struct SearchArgs {
     /// List every passing plan instead of the top K.
     #[arg(long, conflicts_with = "top")]
     pub all: bool,
+    /// Rank over every whole token count in each shape's exact window rather than over the
+    /// grid (the counts and the Pareto front stay the grid's).
+    #[arg(long, conflicts_with = "all")]
+    pub exact: bool,
     #[command(flatten)]
     pub output: OutputArgs,
     /// Search only shard I of N (1 ≤ I ≤ N) of the shapes, and print its partial result as
@@ -816,6 +820,7 @@ impl SearchArgs {
             top,
             memory,
             time: self.time.model()?,
+            exact: self.exact,
         })
     }
 }

@@ -30,7 +30,9 @@ use crate::step::Step;
 use crate::step_time::TimeModel;
 use crate::time;
 use crate::units::gb;
-use crate::verdict::{layout_order, lightest, no_layout_reason, verdict, Pace, ShapeVerdict};
+use crate::verdict::{
+    layout_order, lightest, no_layout_reason, token_bounds, verdict, Pace, ShapeVerdict,
+};
 
 /// Token counts to try: `min, min + step, …` up to `max` inclusive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -154,6 +156,8 @@ pub struct SearchOptions {
     pub memory: MemorySpace,
     /// How days are computed.
     pub time: TimeModel,
+    /// Rank over every whole token count in the shapes' windows rather than over the grid.
+    pub exact: bool,
 }
 
 impl Default for SearchOptions {
@@ -165,6 +169,7 @@ impl Default for SearchOptions {
             top: Some(10),
             memory: MemorySpace::Plate,
             time: TimeModel::Plate,
+            exact: false,
         }
     }
 }
@@ -291,6 +296,9 @@ pub struct SearchReport {
     pub grid: TokenGrid,
     /// The ranking of `plans`.
     pub rank: Rank,
+    /// Whether `plans` (and each shape's best) come from the exact token windows rather than
+    /// the grid.
+    pub exact: bool,
     /// `C = GPUs × peak × MFU × days × 86,400`, FLOPs.
     pub budget_flops: f64,
     /// The compute-optimal model for the budget.
@@ -352,6 +360,126 @@ fn grid_range(grid: &TokenGrid, [lo, hi]: [u64; 2]) -> std::ops::Range<u64> {
     first..end.max(first)
 }
 
+/// One configuration's plans in ranking order: its tokens from `next` towards `last` (down
+/// for the loss and memory rankings, up for days).
+struct Stream {
+    shape: usize,
+    config: Config,
+    next: u64,
+    last: u64,
+}
+
+/// A stream's current plan, ordered for a max-heap so the best plan comes out first.
+struct Head {
+    rank: Rank,
+    candidate: Candidate,
+    stream: usize,
+}
+
+impl PartialEq for Head {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+impl Eq for Head {}
+impl PartialOrd for Head {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Head {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.rank.compare(&other.candidate, &self.candidate)
+    }
+}
+
+/// The best `top` plans over every whole token count in the shapes' windows, exactly: each
+/// fitting configuration's passing tokens form an interval (the fewest that reach the loss to
+/// the most its pace allows), along which every ranking is monotone, so a merge of the
+/// intervals in ranking order yields the best plans one by one. Also each shape's best.
+fn exact_top(
+    brief: &Brief,
+    shapes: &[Shape],
+    fitting: &[Fitting],
+    rank: Rank,
+    top: usize,
+) -> (Vec<Candidate>, Vec<Option<Candidate>>) {
+    let mut streams = Vec::new();
+    for (s, (shape, fit)) in shapes.iter().zip(fitting).enumerate() {
+        let mut plate_bounds = None;
+        for &config in &fit.by_pace {
+            let bounds = match config.pace {
+                Pace::Plate => {
+                    *plate_bounds.get_or_insert_with(|| token_bounds(brief, shape, Pace::Plate))
+                }
+                pace => token_bounds(brief, shape, pace),
+            };
+            let Some(lo) = bounds.min_tokens_for_loss else {
+                continue;
+            };
+            let hi = bounds.max_tokens_in_time;
+            if lo > hi {
+                continue;
+            }
+            let (next, last) = if rank == Rank::Days {
+                (lo, hi)
+            } else {
+                (hi, lo)
+            };
+            streams.push(Stream {
+                shape: s,
+                config,
+                next,
+                last,
+            });
+        }
+    }
+    let at = |st: &Stream, tokens: u64| {
+        let shape = &shapes[st.shape];
+        let plate = time::days(brief, shape.params() as f64, tokens as f64);
+        Candidate {
+            shape: st.shape,
+            tokens,
+            layout: st.config.layout,
+            model: st.config.model,
+            loss: loss(brief, shape, tokens),
+            days: st.config.pace.days(plate, tokens),
+            memory: gb(st.config.bytes),
+        }
+    };
+    let mut best: Vec<Option<Candidate>> = vec![None; shapes.len()];
+    let mut heap = std::collections::BinaryHeap::new();
+    for (i, st) in streams.iter().enumerate() {
+        let candidate = at(st, st.next);
+        best[st.shape] = better(rank, best[st.shape], Some(candidate));
+        heap.push(Head {
+            rank,
+            candidate,
+            stream: i,
+        });
+    }
+    let mut out = Vec::new();
+    while out.len() < top {
+        let Some(head) = heap.pop() else { break };
+        out.push(head.candidate);
+        let st = &mut streams[head.stream];
+        if st.next == st.last {
+            continue;
+        }
+        st.next = if st.next < st.last {
+            st.next + 1
+        } else {
+            st.next - 1
+        };
+        heap.push(Head {
+            rank,
+            candidate: at(st, st.next),
+            stream: head.stream,
+        });
+    }
+    (out, best)
+}
+
 /// Searches every shape in `shapes` under `brief` (which must be valid) on the current rayon
 /// thread pool, reporting progress in candidates graded.
 pub fn search(
@@ -361,8 +489,6 @@ pub fn search(
     progress: &dyn Progress,
 ) -> SearchReport {
     let grid = options.grid;
-    // Per shape: every configuration (memory is computed once each, in parallel), and those
-    // that fit, in tie-break order: plans of one token count differ only in their config.
     // Per shape: every configuration, once; the verdict from them; and only those that fit
     // kept, in both orders (the rest are dropped at once, so memory grows with what fits).
     // Each shape's verdict bounds, in closed form, the tokens with which any configuration can
@@ -489,21 +615,28 @@ pub fn search(
         plan
     };
     let budget_flops = brief.budget_flops();
+    let (plans, best) = if options.exact {
+        let top = options.top.unwrap_or(usize::MAX);
+        exact_top(brief, shapes, &fitting, options.rank, top)
+    } else {
+        (found.top.into_sorted(), found.best)
+    };
     SearchReport {
         brief: brief.clone(),
         grid,
         rank: options.rank,
+        exact: options.exact,
         budget_flops,
         compute_optimal: ComputeOptimal::for_budget(&brief.loss_law, budget_flops),
         shapes: verdicts
             .into_iter()
-            .zip(&found.best)
+            .zip(&best)
             .map(|(mut v, best)| {
                 v.best_plan = best.as_ref().map(grade);
                 v
             })
             .collect(),
-        plans: found.top.into_sorted().iter().map(grade).collect(),
+        plans: plans.iter().map(grade).collect(),
         front: found.front.into_points().iter().map(grade).collect(),
         evaluated,
         passing: found.passing,

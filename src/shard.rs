@@ -92,6 +92,8 @@ pub struct Partial {
     pub rank: String,
     /// How many plans were kept (`null`: all).
     pub top: Option<usize>,
+    /// Whether the plans come from the exact token windows.
+    pub exact: bool,
     /// This shard's verdicts.
     pub shapes: Vec<IndexedVerdict>,
     /// This shard's best plans.
@@ -158,6 +160,7 @@ impl Partial {
             fingerprint,
             rank: report.rank.name().to_string(),
             top,
+            exact: report.exact,
             shapes: report
                 .shapes
                 .into_iter()
@@ -225,7 +228,8 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
             && p.brief == first.brief
             && p.grid == first.grid
             && p.rank == first.rank
-            && p.top == first.top;
+            && p.top == first.top
+            && p.exact == first.exact;
         if !same {
             return Err(Error::invalid(
                 "merge",
@@ -256,6 +260,7 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
         first.top,
         first.shapes_total,
     );
+    let exact = first.exact;
     let mut shapes: Vec<IndexedVerdict> = Vec::with_capacity(total);
     let mut plans: HashMap<Key, Plan> = HashMap::new();
     let mut best = TopK::new(rank, top);
@@ -294,6 +299,7 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
         budget_flops,
         grid,
         rank,
+        exact,
         shapes: shapes.into_iter().map(|v| v.verdict).collect(),
         plans: best.into_sorted().iter().map(plan_of).collect(),
         front: front.into_points().iter().map(plan_of).collect(),

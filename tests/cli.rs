@@ -758,3 +758,16 @@ fn a_partial_or_malformed_family_is_refused() {
         "--hidden = 100",
     );
 }
+
+#[test]
+fn exact_ranking_finds_the_window_edges_the_grid_rounds_off() {
+    let by_loss = json(&["search", "--exact", "--json", "--top", "1"]);
+    assert_eq!(by_loss["exact"], true);
+    // 70B at the most tokens the month allows, D_hi = 4,960,782,062,099, not the grid's 4.96e12.
+    assert_eq!(by_loss["plans"][0]["tokens"], 4_960_782_062_099u64);
+    let by_days = json(&[
+        "search", "--exact", "--json", "--top", "1", "--rank", "days",
+    ]);
+    assert_eq!(by_days["plans"][0]["tokens"], 3_380_993_485_052u64);
+    refuses(&["search", "--exact", "--all"], "--exact");
+}

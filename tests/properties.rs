@@ -257,6 +257,7 @@ fn run(
             top,
             memory: memory.clone(),
             time: time.clone(),
+            exact: false,
         },
         &Silent,
     )
@@ -384,6 +385,44 @@ proptest! {
             (json.search(&r).unwrap(), json.front(&r).unwrap())
         };
         prop_assert_eq!(at(1), at(4));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    #[test]
+    fn exact_ranking_equals_ranking_every_whole_token_count(
+        (mut brief, _, _, space, time) in problem(),
+        shape in shape(),
+        rank in rank(),
+        top in 1usize..20,
+        at_loss in 500u64..2000,
+        at_days in 2000u64..5000,
+    ) {
+        // A window of a few thousand tokens, so a grid of every whole token count covers it.
+        let n = shape.params() as f64;
+        brief.loss_target = brief.loss_law.loss(n, at_loss as f64);
+        brief.max_days = trainplan::time::days(&brief, n, at_days as f64);
+        if let TimeModel::Detailed(_) = time {
+            brief.max_days *= 3.0;
+        }
+        let shapes = vec![shape];
+        let every = TokenGrid::new(1, 200_000, 1).unwrap();
+        let options = |exact| SearchOptions {
+            grid: every,
+            rank,
+            top: Some(top),
+            memory: space.clone(),
+            time: time.clone(),
+            exact,
+        };
+        let grid = search(&brief, &shapes, &options(false), &Silent);
+        let window = grid.shapes[0].token_window;
+        prop_assume!(window.is_none_or(|[_, hi]| hi < 200_000));
+        let exact = search(&brief, &shapes, &options(true), &Silent);
+        prop_assert_eq!(&exact.plans, &grid.plans);
+        prop_assert_eq!(&exact.shapes, &grid.shapes);
     }
 }
 

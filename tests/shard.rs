@@ -138,3 +138,20 @@ fn a_missing_shard_or_a_different_search_is_refused() {
     }
     assert!(merge(&["a.json", "c.json"]).status.code().unwrap() < 2);
 }
+
+#[test]
+fn shards_of_an_exact_ranking_merge_into_the_single_run() {
+    let family = [
+        "--layers",
+        "40..120:20",
+        "--hidden",
+        "8192..16384:4096",
+        "--ffn-ratio",
+        "3.5",
+        "--exact",
+        "--top",
+        "4",
+    ];
+    let (merged, single) = sharded_and_single(&family, 3, &["--json"]);
+    assert_eq!(merged, single);
+}

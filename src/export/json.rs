@@ -31,6 +31,9 @@ struct SearchDocument<'a> {
     token_grid: &'a TokenGrid,
     /// The order of `plans`: `loss`, `days` or `memory`.
     rank: &'static str,
+    /// Whether `plans` come from every whole token count in the shapes' exact windows (true,
+    /// `--exact`) or from the grid.
+    exact: bool,
     /// The compute budget `C = GPUs × peak × MFU × days × 86,400`, FLOPs.
     budget_flops: f64,
     /// The compute-optimal model for the budget.
@@ -79,6 +82,7 @@ impl Exporter for Json {
             brief: &r.brief,
             token_grid: &r.grid,
             rank: r.rank.name(),
+            exact: r.exact,
             budget_flops: r.budget_flops,
             compute_optimal: &r.compute_optimal,
             shapes: &r.shapes,

@@ -544,19 +544,31 @@ impl Exporter for Text {
             out.push_str(&best_shapes(r));
         }
         out.push('\n');
-        let shown = if r.plans.len() as u64 == r.passing {
-            format!("all {}", thousands(r.passing))
+        if r.exact {
+            let _ = writeln!(
+                out,
+                "top {} by {} over every whole token count in the windows (on the grid: {} passing of {} graded on {})",
+                plural(r.plans.len() as u64, "plan"),
+                r.rank.name(),
+                thousands(r.passing),
+                plural(r.evaluated, "candidate"),
+                plural(r.grid.len(), "token count")
+            );
         } else {
-            format!("top {} of {}", r.plans.len(), thousands(r.passing))
-        };
-        let _ = writeln!(
-            out,
-            "{shown} passing {} by {} ({} graded on {})",
-            if r.passing == 1 { "plan" } else { "plans" },
-            r.rank.name(),
-            plural(r.evaluated, "candidate"),
-            plural(r.grid.len(), "token count")
-        );
+            let shown = if r.plans.len() as u64 == r.passing {
+                format!("all {}", thousands(r.passing))
+            } else {
+                format!("top {} of {}", r.plans.len(), thousands(r.passing))
+            };
+            let _ = writeln!(
+                out,
+                "{shown} passing {} by {} ({} graded on {})",
+                if r.passing == 1 { "plan" } else { "plans" },
+                r.rank.name(),
+                plural(r.evaluated, "candidate"),
+                plural(r.grid.len(), "token count")
+            );
+        }
         if !r.plans.is_empty() {
             let mut header = vec!["#"];
             header.extend(plan_header(&r.plans));
