@@ -10,6 +10,7 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::error::{read_json, Error, Result};
+use crate::family::FamilySpec;
 use crate::format::{general, thousands};
 use crate::reliability::{Reliability, ReliabilityPatch};
 use crate::scaling::LossLaw;
@@ -65,6 +66,9 @@ pub struct Brief {
     pub topology: Topology,
     /// Failures, checkpoints and restarts, for the detailed time model.
     pub reliability: Reliability,
+    /// A family of shapes to search beside the presets (`search --layers …` overrides it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<FamilySpec>,
 }
 
 impl Default for Brief {
@@ -84,6 +88,7 @@ impl Default for Brief {
             loss_law: LossLaw::default(),
             topology: Topology::default(),
             reliability: Reliability::default(),
+            family: None,
         }
     }
 }
@@ -224,6 +229,9 @@ pub struct BriefPatch {
     /// See [`Brief::reliability`].
     #[serde(default)]
     pub reliability: ReliabilityPatch,
+    /// See [`Brief::family`].
+    #[serde(default)]
+    pub family: Option<FamilySpec>,
 }
 
 /// Some constants of a loss law, to lay over another.
@@ -299,6 +307,7 @@ impl BriefPatch {
             loss_law: self.loss_law.apply(brief.loss_law),
             topology: self.topology.apply(brief.topology),
             reliability: self.reliability.apply(brief.reliability),
+            family: self.family.or(brief.family),
         }
     }
 }

@@ -190,6 +190,7 @@ impl BriefArgs {
                 storage_gbps_per_gpu: self.storage_gbps_per_gpu,
                 ..ReliabilityPatch::default()
             },
+            family: None,
         };
         let brief = flags.apply(brief);
         brief.validate()?;
@@ -749,7 +750,7 @@ pub struct SearchArgs {
 impl SearchArgs {
     /// The shapes asked for, in the order given, each once: the presets (all three unless
     /// --models names some), then the family's.
-    pub fn shapes(&self) -> Result<Vec<Shape>> {
+    pub fn shapes(&self, brief: &Brief) -> Result<Vec<Shape>> {
         let mut shapes: Vec<Shape> = Vec::new();
         if self.models.is_empty() {
             shapes = model::presets();
@@ -760,7 +761,15 @@ impl SearchArgs {
                 shapes.push(shape);
             }
         }
-        if let Some(family) = self.family.family()? {
+        let family = match self.family.family()? {
+            Some(family) => Some(family),
+            None => brief
+                .family
+                .as_ref()
+                .map(|spec| spec.family())
+                .transpose()?,
+        };
+        if let Some(family) = family {
             // A family shape with a preset's dimensions is the preset: searched once.
             for shape in family.shapes()? {
                 if !shapes.iter().any(|s| s.same_dimensions(&shape)) {
@@ -913,7 +922,12 @@ mod tests {
         let Command::Search(args) = cli.command else {
             panic!()
         };
-        let names: Vec<String> = args.shapes().unwrap().into_iter().map(|s| s.name).collect();
+        let names: Vec<String> = args
+            .shapes(&Brief::default())
+            .unwrap()
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
         assert_eq!(names, ["llama3-405b", "llama3-70b"]);
     }
 }

@@ -8,6 +8,8 @@
 //! Llama's `multiple_of` rule rounds it (Llama 3: 14,336 = 3.5 × 4,096; 53,248 = 3.25 × 16,384).
 //! Combinations that round to the same shape are kept once.
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::{Error, Result};
 use crate::format::general;
 use crate::model::Shape;
@@ -91,6 +93,58 @@ pub struct Family {
     pub vocab: u64,
     /// The FFN width is rounded to a multiple of this.
     pub ffn_multiple: u64,
+}
+
+/// A family as a brief file gives it: the three ranges as text, the rest as numbers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FamilySpec {
+    /// Layer counts, `start..end:step`.
+    pub layers: String,
+    /// Hidden sizes, `start..end:step`.
+    pub hidden: String,
+    /// FFN ratios, `start..end:step`.
+    pub ffn_ratio: String,
+    /// Head dimension (default 128).
+    #[serde(default = "default_head_dim")]
+    pub head_dim: u64,
+    /// KV heads (default 8).
+    #[serde(default = "default_kv_heads")]
+    pub kv_heads: u32,
+    /// Vocabulary (default 128,256).
+    #[serde(default = "default_vocab")]
+    pub vocab: u64,
+    /// FFN rounding multiple (default 256).
+    #[serde(default = "default_ffn_multiple")]
+    pub ffn_multiple: u64,
+}
+
+fn default_head_dim() -> u64 {
+    128
+}
+fn default_kv_heads() -> u32 {
+    8
+}
+fn default_vocab() -> u64 {
+    128_256
+}
+fn default_ffn_multiple() -> u64 {
+    256
+}
+
+impl FamilySpec {
+    /// The family, its ranges parsed.
+    pub fn family(&self) -> Result<Family> {
+        Ok(Family {
+            layers: Span::parse("brief.family.layers", &self.layers)?,
+            hidden: Span::parse("brief.family.hidden", &self.hidden)?,
+            ffn_ratio: Span::parse("brief.family.ffn_ratio", &self.ffn_ratio)?,
+            head_dim: self.head_dim,
+            kv_heads: self.kv_heads,
+            vocab: self.vocab,
+            ffn_multiple: self.ffn_multiple,
+        })
+    }
 }
 
 /// The most shapes a family may have, so a typo cannot start a sweep of years.

@@ -137,7 +137,7 @@ impl Progress for Bar {
 
 fn run_search(args: &SearchArgs) -> Result<bool> {
     let brief = args.brief.resolve()?;
-    let shapes = args.shapes()?;
+    let shapes = args.shapes(&brief)?;
     let options = args.options(&brief)?;
     let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
     check_output(&args.output, args.brief.brief.as_deref())?;

@@ -771,3 +771,27 @@ fn exact_ranking_finds_the_window_edges_the_grid_rounds_off() {
     assert_eq!(by_days["plans"][0]["tokens"], 3_380_993_485_052u64);
     refuses(&["search", "--exact", "--all"], "--exact");
 }
+
+#[test]
+fn a_brief_file_can_carry_the_shape_family() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("brief.json");
+    std::fs::write(
+        &path,
+        r#"{"family": {"layers": "40..120:40", "hidden": "8192..12288:4096", "ffn_ratio": "3.5"}}"#,
+    )
+    .unwrap();
+    let v = json(&["search", "--json", "--brief", path.to_str().unwrap()]);
+    // 3 presets + 3 × 2 family shapes, less L80-h8192, which is llama3-70b.
+    assert_eq!(v["shapes"].as_array().unwrap().len(), 8);
+    assert_eq!(v["brief"]["family"]["layers"], "40..120:40");
+    std::fs::write(
+        &path,
+        r#"{"family": {"layers": "40..", "hidden": "8192", "ffn_ratio": "3.5"}}"#,
+    )
+    .unwrap();
+    refuses(
+        &["search", "--brief", path.to_str().unwrap()],
+        "brief.family.layers = 40..",
+    );
+}
