@@ -173,6 +173,14 @@ pub fn layouts(brief: &Brief, shape: &Shape) -> Vec<Layout> {
         .collect()
 }
 
+/// A layout of Llama 3 70B on the default brief's cluster, for tests.
+#[cfg(test)]
+pub(crate) fn layout_70b(tp: u64, pp: u64, zero: u8) -> Layout {
+    let shape = crate::model::preset("70b").expect("a preset");
+    let zero = ZeroStage::new(zero).expect("a ZeRO stage");
+    Layout::new(&Brief::default(), &shape, tp, pp, zero).expect("a valid layout")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

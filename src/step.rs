@@ -205,15 +205,7 @@ mod tests {
     }
 
     fn layout(tp: u64, pp: u64) -> Layout {
-        let b = Brief::default();
-        Layout::new(
-            &b,
-            &preset("70b").unwrap(),
-            tp,
-            pp,
-            ZeroStage::new(1).unwrap(),
-        )
-        .unwrap()
+        crate::layout::layout_70b(tp, pp, 1)
     }
 
     #[test]

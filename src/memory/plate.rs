@@ -73,15 +73,7 @@ mod tests {
     use crate::model::preset;
 
     fn layout(tp: u64, pp: u64, zero: u8) -> Layout {
-        let b = Brief::default();
-        Layout::new(
-            &b,
-            &preset("70b").unwrap(),
-            tp,
-            pp,
-            ZeroStage::new(zero).unwrap(),
-        )
-        .unwrap()
+        crate::layout::layout_70b(tp, pp, zero)
     }
 
     #[test]
