@@ -23,8 +23,8 @@ use trainplan::progress::Progress;
 use trainplan::search::{search, SearchReport};
 use trainplan::shard::{fingerprint, merge, Partial, Shard};
 
-/// Sweeps at least this many candidates get a progress bar (on a terminal).
-const LONG_SWEEP: u64 = 50_000_000;
+/// Sweeps of at least this many shapes get a progress bar (on a terminal): about a second.
+const LONG_SWEEP: u64 = 10_000;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -113,8 +113,10 @@ impl Bar {
     fn new() -> Self {
         let bar = ProgressBar::hidden();
         bar.set_style(
-            ProgressStyle::with_template("{bar:40} {percent:>3}% {per_sec} ETA {eta}")
-                .expect("the template is valid"),
+            ProgressStyle::with_template(
+                "{bar:40} {percent:>3}% {human_pos}/{human_len} shapes, {per_sec}, ETA {eta}",
+            )
+            .expect("the template is valid"),
         );
         Bar(bar)
     }

@@ -12,7 +12,7 @@
 //! they are merged at the end. Both are canonical under a total order, so the result is the
 //! same, byte for byte, at any thread count.
 
-use itertools::iproduct;
+use itertools::{iproduct, Either};
 use rayon::prelude::*;
 
 use crate::brief::Brief;
@@ -199,7 +199,7 @@ pub fn configurations(
     let models = space.models();
     let pairs: Vec<(Layout, MemoryModel)> = iproduct!(layouts(brief, shape), models).collect();
     pairs
-        .into_par_iter()
+        .into_iter()
         .filter_map(|(layout, model)| {
             let bytes = model.memory(brief, shape, &layout).ok()?.total();
             let pace = match time.run_time(brief, shape, &layout, &model, 1).ok()? {
@@ -480,23 +480,19 @@ fn exact_top(
     (out, best)
 }
 
-/// Searches every shape in `shapes` under `brief` (which must be valid) on the current rayon
-/// thread pool, reporting progress in candidates graded.
-pub fn search(
+/// Shapes searched at a time: the configurations of one block are held at once.
+const BLOCK: usize = 4096;
+
+/// Every shape's verdict and the configurations that fit it, in both orders. Each verdict
+/// bounds, in closed form, the tokens with which any configuration can pass: fewer miss the
+/// loss, more miss the days even at the fastest pace that fits.
+fn shape_configurations(
     brief: &Brief,
     shapes: &[Shape],
     options: &SearchOptions,
-    progress: &dyn Progress,
-) -> SearchReport {
-    let grid = options.grid;
-    // Per shape: every configuration, once; the verdict from them; and only those that fit
-    // kept, in both orders (the rest are dropped at once, so memory grows with what fits).
-    // Each shape's verdict bounds, in closed form, the tokens with which any configuration can
-    // pass: fewer miss the loss, more miss the days even at the fastest pace that fits. Only
-    // the grid's counts inside that window are graded one by one; the rest fail exactly as the
-    // window says (the property tests compare with grading everything).
-    let (verdicts, fitting): (Vec<ShapeVerdict>, Vec<Fitting>) = shapes
-        .iter()
+) -> (Vec<ShapeVerdict>, Vec<Fitting>) {
+    shapes
+        .par_iter()
         .map(|shape| {
             let configs = configurations(brief, shape, &options.memory, &options.time);
             let fit = configs
@@ -522,15 +518,21 @@ pub fn search(
                 },
             )
         })
-        .unzip();
-    let evaluated: u64 = fitting
-        .iter()
-        .map(|f| f.all.saturating_mul(grid.len()))
-        .sum();
-    let work: Vec<(usize, u64, u64)> = verdicts
+        .unzip()
+}
+
+/// The work of a block of shapes starting at `offset`: each shape's grid counts inside its
+/// window, in chunks. Only these are graded one by one; the rest fail exactly as the window
+/// says (the property tests compare with grading everything).
+fn window_work(
+    grid: &TokenGrid,
+    verdicts: &[ShapeVerdict],
+    offset: usize,
+) -> Vec<(usize, u64, u64)> {
+    verdicts
         .iter()
         .enumerate()
-        .filter_map(|(s, v)| Some((s, grid_range(&grid, v.token_window?))))
+        .filter_map(|(s, v)| Some((offset + s, grid_range(grid, v.token_window?))))
         .flat_map(|(s, range)| {
             let chunks = (range.end - range.start).div_ceil(CHUNK);
             (0..chunks).map(move |c| {
@@ -538,68 +540,129 @@ pub fn search(
                 (s, first, (first + CHUNK).min(range.end))
             })
         })
-        .collect();
-    let graded: u64 = work.iter().map(|&(s, a, b)| (b - a) * fitting[s].all).sum();
-    progress.start(graded);
-    let empty = || Found {
+        .collect()
+}
+
+/// Searches every shape in `shapes` under `brief` (which must be valid) on the current rayon
+/// thread pool, reporting progress in shapes searched.
+pub fn search(
+    brief: &Brief,
+    shapes: &[Shape],
+    options: &SearchOptions,
+    progress: &dyn Progress,
+) -> SearchReport {
+    search_in_blocks(brief, shapes, options, progress, BLOCK)
+}
+
+/// [`search`], `block` shapes at a time.
+fn search_in_blocks(
+    brief: &Brief,
+    shapes: &[Shape],
+    options: &SearchOptions,
+    progress: &dyn Progress,
+    block_size: usize,
+) -> SearchReport {
+    let grid = options.grid;
+    let top = options.top.unwrap_or(usize::MAX);
+    // Shapes are searched a block at a time, so memory holds one block's configurations and
+    // grows with the shapes' verdicts and best plans only, however large the family.
+    let mut verdicts: Vec<ShapeVerdict> = Vec::with_capacity(shapes.len());
+    let mut found = Found {
         top: TopK::new(options.rank, options.top),
         front: Front::new(),
         passing: 0,
         best: vec![None; shapes.len()],
     };
-    let top = options.top.unwrap_or(usize::MAX);
-    let found = work
-        .par_iter()
-        .fold(empty, |mut found, &(s, first, last)| {
-            let shape = &shapes[s];
-            let n = shape.params() as f64;
-            let fit = &fitting[s];
-            for i in first..last {
-                let tokens = grid.at(i);
-                let loss = loss(brief, shape, tokens);
-                if !loss_meets(brief, loss) {
-                    continue;
-                }
-                let plate_days = time::days(brief, n, tokens as f64);
-                let days_of = |c: &Config| c.pace.days(plate_days, tokens);
-                // Days rise with the pace, so the configurations that pass are a prefix of
-                // `by_pace`. They share the loss; under any ranking but memory they come in
-                // `by_pace`'s order, so only the first `top` can be among the best, and only
-                // the first (fewest days) can stand on the front.
-                let passing = fit.by_pace.partition_point(|c| days_fit(brief, days_of(c)));
-                if passing == 0 {
-                    continue;
-                }
-                let candidate = |c: &Config| Candidate {
-                    shape: s,
-                    tokens,
-                    layout: c.layout,
-                    model: c.model,
-                    loss,
-                    days: days_of(c),
-                    memory: gb(c.bytes),
-                };
-                let first_best = if options.rank == Rank::Memory {
-                    let best = fit.by_memory.iter().filter(|c| days_fit(brief, days_of(c)));
-                    let mut best = best.take(top).map(candidate).peekable();
-                    let first = best.peek().copied();
+    let mut exact = TopK::new(options.rank, options.top);
+    let mut evaluated = 0u64;
+    progress.start(shapes.len() as u64);
+    for block in (0..shapes.len()).step_by(block_size.max(1)) {
+        let block = block..(block + block_size.max(1)).min(shapes.len());
+        let (block_verdicts, fitting) =
+            shape_configurations(brief, &shapes[block.clone()], options);
+        evaluated = fitting.iter().fold(evaluated, |n, f| {
+            n.saturating_add(f.all.saturating_mul(grid.len()))
+        });
+        let work = window_work(&grid, &block_verdicts, block.start);
+        let empty = || Found {
+            top: TopK::new(options.rank, options.top),
+            front: Front::new(),
+            passing: 0,
+            best: vec![None; block.len()],
+        };
+        let part = work
+            .par_iter()
+            .fold(empty, |mut found, &(s, first, last)| {
+                let shape = &shapes[s];
+                let n = shape.params() as f64;
+                let fit = &fitting[s - block.start];
+                for i in first..last {
+                    let tokens = grid.at(i);
+                    let loss = loss(brief, shape, tokens);
+                    if !loss_meets(brief, loss) {
+                        continue;
+                    }
+                    let plate_days = time::days(brief, n, tokens as f64);
+                    let days_of = |c: &Config| c.pace.days(plate_days, tokens);
+                    // Days rise with the pace, so the configurations that pass are a prefix of
+                    // `by_pace`. They share the loss; under any ranking but memory they come
+                    // in `by_pace`'s order, so only the first `top` can be among the best, and
+                    // only the first (fewest days) can stand on the front.
+                    let passing = fit.by_pace.partition_point(|c| days_fit(brief, days_of(c)));
+                    if passing == 0 {
+                        continue;
+                    }
+                    let candidate = |c: &Config| Candidate {
+                        shape: s,
+                        tokens,
+                        layout: c.layout,
+                        model: c.model,
+                        loss,
+                        days: days_of(c),
+                        memory: gb(c.bytes),
+                    };
+                    let mut best = if options.rank == Rank::Memory {
+                        let fits = fit.by_memory.iter().filter(|c| days_fit(brief, days_of(c)));
+                        Either::Left(fits.take(top).map(candidate))
+                    } else {
+                        Either::Right(fit.by_pace[..passing].iter().take(top).map(candidate))
+                    };
+                    let first_best = best.next();
+                    if let Some(c) = first_best {
+                        found.top.push(c);
+                    }
                     best.for_each(|c| found.top.push(c));
-                    first
-                } else {
-                    let best = fit.by_pace[..passing].iter().take(top).map(candidate);
-                    let mut best = best.peekable();
-                    let first = best.peek().copied();
-                    best.for_each(|c| found.top.push(c));
-                    first
-                };
-                found.best[s] = better(options.rank, found.best[s], first_best);
-                found.front.insert(candidate(&fit.by_pace[0]));
-                found.passing += passing as u64;
+                    let local = s - block.start;
+                    found.best[local] = better(options.rank, found.best[local], first_best);
+                    found.front.insert(candidate(&fit.by_pace[0]));
+                    found.passing += passing as u64;
+                }
+                found
+            })
+            .reduce(empty, Found::merge);
+        found.top = found.top.merge(part.top);
+        found.front = found.front.merge(part.front);
+        found.passing += part.passing;
+        for (global, best) in found.best[block.clone()].iter_mut().zip(part.best) {
+            *global = better(options.rank, *global, best);
+        }
+        if options.exact {
+            let (plans, best) =
+                exact_top(brief, &shapes[block.clone()], &fitting, options.rank, top);
+            for mut c in plans {
+                c.shape += block.start;
+                exact.push(c);
             }
-            progress.advance((last - first) * fit.all);
-            found
-        })
-        .reduce(empty, Found::merge);
+            for (global, best) in found.best[block.clone()].iter_mut().zip(best) {
+                *global = best.map(|mut c| {
+                    c.shape += block.start;
+                    c
+                });
+            }
+        }
+        verdicts.extend(block_verdicts);
+        progress.advance(block.len() as u64);
+    }
     progress.finish();
 
     let grade = |c: &Candidate| {
@@ -615,12 +678,12 @@ pub fn search(
         plan
     };
     let budget_flops = brief.budget_flops();
-    let (plans, best) = if options.exact {
-        let top = options.top.unwrap_or(usize::MAX);
-        exact_top(brief, shapes, &fitting, options.rank, top)
+    let plans = if options.exact {
+        exact.into_sorted()
     } else {
-        (found.top.into_sorted(), found.best)
+        found.top.into_sorted()
     };
+    let best = found.best;
     SearchReport {
         brief: brief.clone(),
         grid,
@@ -648,6 +711,38 @@ mod tests {
     use super::*;
     use crate::model::presets;
     use crate::progress::Silent;
+
+    #[test]
+    fn searching_a_block_at_a_time_changes_nothing() {
+        use crate::export::Format;
+        use crate::family::{Family, Span};
+        let family = Family {
+            layers: Span::parse("l", "40..120:20").unwrap(),
+            hidden: Span::parse("h", "8192..16384:2048").unwrap(),
+            ffn_ratio: Span::parse("f", "3..4:0.5").unwrap(),
+            head_dim: 128,
+            kv_heads: 8,
+            vocab: 128_256,
+            ffn_multiple: 256,
+        };
+        let mut shapes = presets();
+        shapes.extend(family.shapes().unwrap());
+        let b = Brief::default();
+        for exact in [false, true] {
+            let options = SearchOptions {
+                exact,
+                top: Some(7),
+                ..SearchOptions::default()
+            };
+            let json = |block| {
+                let r = search_in_blocks(&b, &shapes, &options, &Silent, block);
+                let e = Format::Json.exporter();
+                (e.search(&r).unwrap(), e.front(&r).unwrap())
+            };
+            assert_eq!(json(1), json(BLOCK));
+            assert_eq!(json(4), json(BLOCK));
+        }
+    }
 
     #[test]
     fn the_default_grid_has_5000_counts() {
