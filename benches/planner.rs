@@ -7,7 +7,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 use itertools::iproduct;
 use trainplan::activations::Recompute;
-use trainplan::family::{Family, Span};
+use trainplan::family::Family;
 use trainplan::layout::{Layout, ZeroStage};
 use trainplan::memory::detailed::Options;
 use trainplan::model::{preset, presets};
@@ -130,15 +130,7 @@ fn detailed_search(c: &mut Criterion) {
 
 fn family_search(c: &mut Criterion) {
     let brief = Brief::default();
-    let family = Family {
-        layers: Span::parse("--layers", "40..160:4").unwrap(),
-        hidden: Span::parse("--hidden", "6144..20480:512").unwrap(),
-        ffn_ratio: Span::parse("--ffn-ratio", "3.0..4.0:0.25").unwrap(),
-        head_dim: 128,
-        kv_heads: 8,
-        vocab: 128_256,
-        ffn_multiple: 256,
-    };
+    let family = Family::llama("40..160:4", "6144..20480:512", "3.0..4.0:0.25").unwrap();
     let mut shapes = presets();
     shapes.extend(family.shapes().unwrap());
     let options = SearchOptions::default();

@@ -157,6 +157,20 @@ pub const MAX_HIDDEN: f64 = 1_048_576.0;
 pub const MAX_FFN_RATIO: f64 = 64.0;
 
 impl Family {
+    /// A family of Llama 3's head dimension (128), KV heads (8), vocabulary (128,256) and FFN
+    /// multiple (256), over the ranges given as text.
+    pub fn llama(layers: &str, hidden: &str, ffn_ratio: &str) -> Result<Family> {
+        Ok(Family {
+            layers: Span::parse("--layers", layers)?,
+            hidden: Span::parse("--hidden", hidden)?,
+            ffn_ratio: Span::parse("--ffn-ratio", ffn_ratio)?,
+            head_dim: default_head_dim(),
+            kv_heads: default_kv_heads(),
+            vocab: default_vocab(),
+            ffn_multiple: default_ffn_multiple(),
+        })
+    }
+
     /// Every shape of the family, in order of layers, then hidden size, then FFN width.
     pub fn shapes(&self) -> Result<Vec<Shape>> {
         // Counted before any list is made, so a typo cannot exhaust memory.
@@ -277,15 +291,7 @@ mod tests {
     use super::*;
 
     fn family(layers: &str, hidden: &str, ratio: &str) -> Family {
-        Family {
-            layers: Span::parse("--layers", layers).unwrap(),
-            hidden: Span::parse("--hidden", hidden).unwrap(),
-            ffn_ratio: Span::parse("--ffn-ratio", ratio).unwrap(),
-            head_dim: 128,
-            kv_heads: 8,
-            vocab: 128_256,
-            ffn_multiple: 256,
-        }
+        Family::llama(layers, hidden, ratio).unwrap()
     }
 
     #[test]

@@ -715,16 +715,8 @@ mod tests {
     #[test]
     fn searching_a_block_at_a_time_changes_nothing() {
         use crate::export::Format;
-        use crate::family::{Family, Span};
-        let family = Family {
-            layers: Span::parse("l", "40..120:20").unwrap(),
-            hidden: Span::parse("h", "8192..16384:2048").unwrap(),
-            ffn_ratio: Span::parse("f", "3..4:0.5").unwrap(),
-            head_dim: 128,
-            kv_heads: 8,
-            vocab: 128_256,
-            ffn_multiple: 256,
-        };
+        use crate::family::Family;
+        let family = Family::llama("40..120:20", "8192..16384:2048", "3..4:0.5").unwrap();
         let mut shapes = presets();
         shapes.extend(family.shapes().unwrap());
         let b = Brief::default();
