@@ -53,7 +53,7 @@
 //! smaller for 405B, the replicated part 20 % smaller than 10h.
 //!
 //! ## Llama in eager PyTorch ([`Kernels::Eager`])
-//! The layer `shared/calibration/measure_layers.py` measured: RMSNorm in FP32 (it keeps the FP32
+//! The layer `data/calibration/measure_layers.py` measured: RMSNorm in FP32 (it keeps the FP32
 //! upcast 4h and the BF16 normalised 2h, and the next layer keeps the 2h output), RoPE unfused (the
 //! pre-rotation Q and K stay alive through the slices RoPE saves), K and V repeated to every head
 //! before `scaled_dot_product_attention`, and SwiGLU unfused (SiLU input, SiLU output, up output,
@@ -111,7 +111,7 @@ impl Recompute {
 pub enum Kernels {
     /// FlashAttention, fused RMSNorm, RoPE and SwiGLU (Megatron-Core with Transformer Engine).
     Fused,
-    /// Eager PyTorch, as in `shared/calibration/measure_layers.py`.
+    /// Eager PyTorch, as in `data/calibration/measure_layers.py`.
     Eager,
 }
 

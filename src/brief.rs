@@ -11,7 +11,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::error::{read_json, Error, Result};
 use crate::family::FamilySpec;
-use crate::format::{general, thousands};
+use crate::format::{exact, general, thousands};
 use crate::reliability::{Reliability, ReliabilityPatch};
 use crate::scaling::LossLaw;
 use crate::topology::{Topology, TopologyPatch};
@@ -116,7 +116,7 @@ impl Brief {
             } else {
                 Err(Error::invalid(
                     format!("brief.{field}"),
-                    general(v),
+                    exact(v),
                     format!("a number > 0 and at most {}", general(max)),
                 ))
             }
@@ -129,14 +129,14 @@ impl Brief {
         if !(self.mfu.is_finite() && self.mfu > 0.0 && self.mfu <= 1.0) {
             return Err(Error::invalid(
                 "brief.mfu",
-                general(self.mfu),
+                exact(self.mfu),
                 "a fraction in (0, 1], for example 0.4 for 40 %",
             ));
         }
         if self.memory_cap_gb > self.gpu_memory_gb {
             return Err(Error::invalid(
                 "brief.memory_cap_gb",
-                general(self.memory_cap_gb),
+                exact(self.memory_cap_gb),
                 format!(
                     "at most the card's {} GB (gpu_memory_gb)",
                     self.gpu_memory_gb

@@ -277,8 +277,8 @@ pub struct TimeArgs {
     /// model needs --memory detailed, which defines the step.
     #[arg(long, value_enum, default_value = "plate")]
     pub time: TimeArg,
-    /// Measured efficiency table, JSON {"points": [{"width": h/TP, "efficiency": f}, …}]}
-    /// [default: fitted to shared/calibration].
+    /// Measured efficiency table, JSON {"points": [{"width": h/TP, "efficiency": f}, …]}
+    /// [default: fitted to data/calibration].
     #[arg(long, value_name = "FILE.json")]
     pub efficiency: Option<PathBuf>,
     /// Fraction of TP communication hidden behind compute [default: 0].
@@ -337,16 +337,16 @@ pub struct FamilyArgs {
     /// FFN width over hidden size (for example 3.0..4.0:0.25).
     #[arg(long, value_name = "RANGE")]
     pub ffn_ratio: Option<String>,
-    /// Head dimension [default: 128, as Llama 3].
+    /// Head dimension (Llama 3: 128).
     #[arg(long, value_name = "D", default_value = "128", value_parser = parse_whole)]
     pub head_dim: u64,
-    /// KV heads [default: 8, as Llama 3].
+    /// KV heads (Llama 3: 8).
     #[arg(long, value_name = "N", default_value = "8", value_parser = parse_whole)]
     pub kv_heads: u64,
-    /// Vocabulary [default: 128256, as Llama 3].
+    /// Vocabulary (Llama 3: 128,256).
     #[arg(long, value_name = "V", default_value = "128256", value_parser = parse_whole)]
     pub vocab: u64,
-    /// The FFN width is rounded to a multiple of this [default: 256].
+    /// The FFN width is rounded to a multiple of this.
     #[arg(long, value_name = "N", default_value = "256", value_parser = parse_whole)]
     pub ffn_multiple: u64,
 }
@@ -469,7 +469,7 @@ pub enum LossArg {
 pub enum KernelsArg {
     /// FlashAttention and fused RMSNorm, RoPE, SwiGLU.
     Fused,
-    /// Eager PyTorch, as measured in shared/calibration.
+    /// Eager PyTorch, as measured in data/calibration.
     Eager,
 }
 
@@ -741,7 +741,7 @@ pub struct SearchArgs {
     #[command(flatten)]
     pub time: TimeArgs,
     /// Worker threads; 0 uses every core.
-    #[arg(long, value_name = "N", default_value = "0", value_parser = parse_whole)]
+    #[arg(long, value_name = "N", default_value = "0", value_parser = parse_whole, help_heading = "Options")]
     pub threads: u64,
     #[command(flatten)]
     pub brief: BriefArgs,
@@ -852,7 +852,7 @@ fn parse_whole(text: &str) -> std::result::Result<u64, String> {
         return Err("expected a whole number, not a fraction".into());
     }
     // Above 2^53 a double cannot hold every whole number: such a value must be written out.
-    if x > 9_007_199_254_740_992.0 {
+    if x >= 9_007_199_254_740_992.0 {
         return Err("above 2^53 write the number out in full digits, not as 1.2e19".into());
     }
     Ok(x as u64)

@@ -79,7 +79,7 @@ pub(crate) fn check_numbers(prefix: &str, fields: &[(&str, f64, bool)], max: f64
             };
             return Err(Error::invalid(
                 format!("{prefix}{name}"),
-                crate::format::general(v),
+                crate::format::exact(v),
                 expected,
             ));
         }

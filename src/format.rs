@@ -44,8 +44,9 @@ fn round_significant(x: f64, digits: i32) -> f64 {
     if x == 0.0 || !x.is_finite() {
         return x;
     }
-    let scale = 10f64.powi(digits - 1 - x.abs().log10().floor() as i32);
-    (x * scale).round() / scale
+    // Through the decimal text, so 10^12 stays 10^12 rather than 999,999,999,999.99.
+    let text = format!("{:.*e}", (digits - 1).max(0) as usize, x);
+    text.parse().unwrap_or(x)
 }
 
 /// `text` without trailing zeros after a decimal point.
@@ -92,6 +93,16 @@ pub fn general(x: f64) -> String {
     trim_zeros(&format!("{r:.decimals$}")).to_string()
 }
 
+/// A number exactly as it was given (Rust's shortest round-trip form), in scientific notation
+/// outside 10^-4 to 10^15: for error messages, which must show the value the user typed.
+pub fn exact(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() || (1e-4..1e15).contains(&x.abs()) {
+        x.to_string()
+    } else {
+        format!("{x:e}")
+    }
+}
+
 /// `n` and the noun, plural unless `n` is 1: `1 plan`, `158 plans`.
 pub fn plural(n: u64, noun: &str) -> String {
     let s = if n == 1 { "" } else { "s" };
@@ -135,6 +146,7 @@ mod tests {
         assert_eq!(count(5e6), "5 M");
         assert_eq!(count(1234.0), "1,234");
         assert_eq!(count(999_999_999_999.0), "1 T");
+        assert_eq!(count(1e12), "1 T");
         assert_eq!(count(4.405e19), "4.405e19");
     }
 

@@ -168,22 +168,56 @@ pub fn presets() -> Vec<Shape> {
 /// in any case.
 pub fn preset(name: &str) -> Result<Shape> {
     let wanted = name.trim().to_ascii_lowercase();
-    presets()
+    if let Some(shape) = presets()
         .into_iter()
         .find(|s| s.name == wanted || s.name.strip_prefix("llama3-") == Some(wanted.as_str()))
-        .ok_or_else(|| Error::UnknownModel {
-            name: name.to_string(),
-            known: presets()
-                .iter()
-                .map(|s| {
-                    s.name
-                        .strip_prefix("llama3-")
-                        .unwrap_or(&s.name)
-                        .to_string()
-                })
-                .collect::<Vec<_>>()
-                .join(", "),
+    {
+        return Ok(shape);
+    }
+    if let Some(shape) = family_shape(name.trim())? {
+        return Ok(shape);
+    }
+    let known: Vec<String> = presets()
+        .iter()
+        .map(|s| {
+            s.name
+                .strip_prefix("llama3-")
+                .unwrap_or(&s.name)
+                .to_string()
         })
+        .collect();
+    Err(Error::UnknownModel {
+        name: name.to_string(),
+        known: format!(
+            "{}, or a family shape such as L80-h8192-f28672",
+            known.join(", ")
+        ),
+    })
+}
+
+/// A shape named as a family names it, `L<layers>-h<hidden>-f<ffn>`, with Llama 3's head
+/// dimension (128), KV heads (8) and vocabulary (128,256); `None` if the name is not of that
+/// form.
+fn family_shape(name: &str) -> Result<Option<Shape>> {
+    let parts: Vec<&str> = name.split('-').collect();
+    let [l, h, f] = parts.as_slice() else {
+        return Ok(None);
+    };
+    let number = |part: &str, prefix: char| part.strip_prefix(prefix)?.parse::<u64>().ok();
+    let (Some(layers), Some(hidden), Some(ffn)) = (number(l, 'L'), number(h, 'h'), number(f, 'f'))
+    else {
+        return Ok(None);
+    };
+    let (Ok(layers), true) = (u32::try_from(layers), hidden % 128 == 0 && hidden > 0) else {
+        return Err(Error::invalid(
+            "model",
+            name,
+            "a family shape whose hidden size is a multiple of 128",
+        ));
+    };
+    let heads = u32::try_from(hidden / 128)
+        .map_err(|_| Error::invalid("model", name, "a hidden size of at most 2^32 heads"))?;
+    Shape::new(name, layers, hidden, ffn, heads, 8, 128_256).map(Some)
 }
 
 #[cfg(test)]
@@ -212,7 +246,14 @@ mod tests {
         assert_eq!(preset("70B").unwrap().name, "llama3-70b");
         assert_eq!(preset("llama3-405b").unwrap().layers, 126);
         let e = preset("13b").unwrap_err().to_string();
-        assert_eq!(e, "unknown model '13b': expected one of 8b, 70b, 405b");
+        assert_eq!(
+            e,
+            "unknown model '13b': expected one of 8b, 70b, 405b, or a family shape such as L80-h8192-f28672"
+        );
+        // A family's name grades the same shape: L80-h8192-f28672 is Llama 3 70B.
+        let family = preset("L80-h8192-f28672").unwrap();
+        assert!(family.same_dimensions(&preset("70b").unwrap()));
+        assert!(preset("L80-h8000-f28672").is_err());
     }
 
     #[test]

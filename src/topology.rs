@@ -90,7 +90,7 @@ impl Topology {
             if v < 1e-3 {
                 return Err(crate::error::Error::invalid(
                     format!("brief.topology.{name}"),
-                    crate::format::general(v),
+                    crate::format::exact(v),
                     "at least 0.001 GB/s",
                 ));
             }

@@ -14,7 +14,7 @@
 //! K = 12), which give `16Ψ`, `4Ψ + 12Ψ/DP`, `2Ψ + 14Ψ/DP`, `16Ψ/DP` for stages 0–3. Under full
 //! recomputation a layer keeps only its BF16 input, `2·s·h` bytes for one sequence of `s`
 //! tokens (Korthikanti et al., arXiv:2205.05198, §4.3); with TP the input is split along the
-//! sequence (sequence parallelism). The calibration on an H200 (`shared/calibration/`) measured
+//! sequence (sequence parallelism). The calibration on an H200 (`data/calibration/`) measured
 //! 16.08 bytes per parameter and exactly `2·s·h` bytes per layer.
 
 use super::Memory;
