@@ -723,7 +723,8 @@ pub struct SearchArgs {
     #[arg(long, conflicts_with = "top")]
     pub all: bool,
     /// Rank over every whole token count in each shape's exact window rather than over the
-    /// grid (the counts and the Pareto front stay the grid's).
+    /// grid, and add the exact Pareto front over them, as runs of consecutive counts (the
+    /// counts and the grid's front are still reported).
     #[arg(long, conflicts_with = "all")]
     pub exact: bool,
     #[command(flatten)]

@@ -95,6 +95,12 @@ pub struct Segment {
     pub last: u64,
 }
 
+/// The last plan of `run` on the front: the first count of the run with its last count's loss.
+pub fn last_on_front<C: Chain>(chain: &C, run: &Segment) -> u64 {
+    let floor = chain.loss(run.last);
+    first_where(run.first, run.last, |t| chain.loss(t) <= floor).unwrap_or(run.last)
+}
+
 /// The first count in `lo..=hi` where `pred` holds, for a `pred` false then true.
 fn first_where(mut lo: u64, hi: u64, pred: impl Fn(u64) -> bool) -> Option<u64> {
     if !pred(hi) {
@@ -217,8 +223,20 @@ impl<C: Chain> Heads<'_, C> {
     }
 }
 
+/// An exact front, or its beginning.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExactFront {
+    /// The runs, sorted by days.
+    pub runs: Vec<Segment>,
+    /// Whether these are all the runs, rather than the first `limit`, which end where the
+    /// front carries on.
+    pub complete: bool,
+}
+
 /// The exact Pareto front on (loss, days) of every plan along `chains`, as runs along the
-/// chains sorted by days. `tie` orders two plans of different chains equal on both (chain,
+/// chains sorted by days: the first `limit` runs of it. Chains that differ little (neighbouring
+/// shapes of a dense family) can trade the front back and forth count by count where their
+/// curves meet, so a front can have more runs than anyone could read; the sweep stops there. `tie` orders two plans of different chains equal on both (chain,
 /// tokens of each); the lesser is kept, as [`Front`] keeps it.
 ///
 /// A sweep in days: the next point of the front after one with loss `m` is the plan with the
@@ -232,7 +250,8 @@ impl<C: Chain> Heads<'_, C> {
 pub fn exact_front<C: Chain>(
     chains: &[C],
     tie: impl Fn((usize, u64), (usize, u64)) -> Ordering,
-) -> Vec<Segment> {
+    limit: usize,
+) -> ExactFront {
     let mut heads = Heads {
         chains,
         heap: std::collections::BinaryHeap::new(),
@@ -282,8 +301,15 @@ pub fn exact_front<C: Chain>(
             None => chains[c].tokens().1,
         };
         m = chains[c].loss(last);
+        let full = out.len() == limit;
         match out.last_mut() {
             Some(s) if s.chain == c => s.last = last,
+            _ if full => {
+                return ExactFront {
+                    runs: out,
+                    complete: false,
+                }
+            }
             _ => out.push(Segment {
                 chain: c,
                 first: t,
@@ -291,7 +317,10 @@ pub fn exact_front<C: Chain>(
             }),
         }
     }
-    out
+    ExactFront {
+        runs: out,
+        complete: true,
+    }
 }
 
 #[cfg(test)]
@@ -464,7 +493,7 @@ mod tests {
             k: 0.1,
             round: 0.0,
         };
-        let front = exact_front(&[c], by_chain_then_tokens);
+        let front = exact_front(&[c], by_chain_then_tokens, usize::MAX).runs;
         assert_eq!(
             front,
             [Segment {
@@ -496,7 +525,7 @@ mod tests {
                 round: 0.0,
             },
         ];
-        let front = exact_front(&chains, by_chain_then_tokens);
+        let front = exact_front(&chains, by_chain_then_tokens, usize::MAX).runs;
         assert_eq!(expand(&chains, &front), brute(&chains));
         assert_eq!(front.first().unwrap().chain, 0);
         assert_eq!(front.last().unwrap().chain, 1);
@@ -514,8 +543,12 @@ mod tests {
                 .iter()
                 .map(|&(first, len, e, b, k)| Toy { first, last: first + len, e, b, k, round })
                 .collect();
-            let front = exact_front(&chains, by_chain_then_tokens);
+            let front = exact_front(&chains, by_chain_then_tokens, usize::MAX).runs;
             proptest::prop_assert_eq!(expand(&chains, &front), brute(&chains));
+            // Cut short, the sweep gives the front's first runs and says it stopped.
+            let cut = exact_front(&chains, by_chain_then_tokens, 2);
+            proptest::prop_assert_eq!(&cut.runs[..], &front[..front.len().min(2)]);
+            proptest::prop_assert_eq!(cut.complete, front.len() <= 2);
         }
     }
 }

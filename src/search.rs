@@ -21,10 +21,10 @@ use crate::layout::{layouts, Layout};
 use crate::memory::detailed::{Detailed, Options};
 use crate::memory::MemoryModel;
 use crate::model::Shape;
-use crate::pareto::Front;
+use crate::pareto::{exact_front, last_on_front, Chain, Front};
 use crate::plan::{days_fit, evaluate, loss, loss_meets, memory_fits, Design, Plan};
 use crate::progress::Progress;
-use crate::rank::{Candidate, Rank, TopK};
+use crate::rank::{tie_break, Candidate, Rank, TopK};
 use crate::scaling::ComputeOptimal;
 use crate::step::Step;
 use crate::step_time::TimeModel;
@@ -307,12 +307,106 @@ pub struct SearchReport {
     pub shapes: Vec<ShapeVerdict>,
     /// The best passing plans (or all of them), ranked.
     pub plans: Vec<Plan>,
-    /// The Pareto front on (loss, days), sorted by days.
+    /// The Pareto front on (loss, days) of the plans on the grid, sorted by days.
     pub front: Vec<Plan>,
+    /// With `exact`, the Pareto front over every whole token count in the windows, as runs
+    /// sorted by days (`None` without `exact`, and after a merge of shards, which keep only
+    /// the grid's front).
+    pub front_runs: Option<FrontRuns>,
     /// Candidates graded.
     pub evaluated: u64,
     /// Candidates that passed every check.
     pub passing: u64,
+}
+
+/// A run of the exact Pareto front: plans of one shape and configuration at consecutive token
+/// counts, every one on the front (but for counts whose loss or days `f64` rounds to a
+/// neighbour's, see [`crate::pareto::Segment`]).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FrontRun {
+    /// The run's first plan, the one with the fewest tokens and days.
+    pub first: Plan,
+    /// The run's last plan on the front, the one with the lowest loss.
+    pub last: Plan,
+}
+
+/// The exact front's runs, sorted by days: all of them, or the first [`MAX_FRONT_RUNS`].
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FrontRuns {
+    /// The runs.
+    pub runs: Vec<FrontRun>,
+    /// Whether these are all the runs; if not, the front carries on past the last.
+    pub complete: bool,
+}
+
+/// The most runs of an exact front a search finds. Neighbouring shapes of a dense family trade
+/// the front count by count where their curves meet (the default family's front has hundreds
+/// of millions of runs), and nobody reads past a few thousand.
+pub const MAX_FRONT_RUNS: usize = 10_000;
+
+/// A shape's fastest fitting configuration over its passing token window: the only plans of
+/// the shape that can stand on the Pareto front, since every other configuration at the same
+/// tokens has the same loss and no fewer days.
+struct Window<'a> {
+    brief: &'a Brief,
+    shape: &'a Shape,
+    index: usize,
+    config: Config,
+    tokens: (u64, u64),
+}
+
+impl Chain for Window<'_> {
+    fn tokens(&self) -> (u64, u64) {
+        self.tokens
+    }
+    fn loss(&self, tokens: u64) -> f64 {
+        loss(self.brief, self.shape, tokens)
+    }
+    fn days(&self, tokens: u64) -> f64 {
+        let plate = time::days(self.brief, self.shape.params() as f64, tokens as f64);
+        self.config.pace.days(plate, tokens)
+    }
+}
+
+impl Window<'_> {
+    fn candidate(&self, tokens: u64) -> Candidate {
+        Candidate {
+            shape: self.index,
+            tokens,
+            layout: self.config.layout,
+            model: self.config.model,
+            loss: self.loss(tokens),
+            days: self.days(tokens),
+            memory: gb(self.config.bytes),
+        }
+    }
+}
+
+/// The window of each shape's fastest fitting configuration, where it has one.
+fn windows<'a>(
+    brief: &'a Brief,
+    shapes: &'a [Shape],
+    fitting: &[Fitting],
+    offset: usize,
+) -> Vec<Window<'a>> {
+    shapes
+        .iter()
+        .zip(fitting)
+        .enumerate()
+        .filter_map(|(s, (shape, fit))| {
+            let config = *fit.by_pace.first()?;
+            let bounds = token_bounds(brief, shape, config.pace);
+            let lo = bounds.min_tokens_for_loss?;
+            let hi = bounds.max_tokens_in_time;
+            (lo <= hi).then_some(Window {
+                brief,
+                shape,
+                index: offset + s,
+                config,
+                tokens: (lo, hi),
+            })
+        })
+        .collect()
 }
 
 /// Token counts one unit of parallel work covers.
@@ -574,6 +668,7 @@ fn search_in_blocks(
         best: vec![None; shapes.len()],
     };
     let mut exact = TopK::new(options.rank, options.top);
+    let mut exact_windows = Vec::new();
     let mut evaluated = 0u64;
     progress.start(shapes.len() as u64);
     for block in (0..shapes.len()).step_by(block_size.max(1)) {
@@ -647,6 +742,12 @@ fn search_in_blocks(
             *global = better(options.rank, *global, best);
         }
         if options.exact {
+            exact_windows.extend(windows(
+                brief,
+                &shapes[block.clone()],
+                &fitting,
+                block.start,
+            ));
             let (plans, best) =
                 exact_top(brief, &shapes[block.clone()], &fitting, options.rank, top);
             for mut c in plans {
@@ -684,6 +785,29 @@ fn search_in_blocks(
         found.top.into_sorted()
     };
     let best = found.best;
+    let front_runs = options.exact.then(|| {
+        let tie = |(a, ta): (usize, u64), (b, tb): (usize, u64)| {
+            tie_break(
+                &exact_windows[a].candidate(ta),
+                &exact_windows[b].candidate(tb),
+            )
+        };
+        let front = exact_front(&exact_windows, tie, MAX_FRONT_RUNS);
+        FrontRuns {
+            runs: front
+                .runs
+                .iter()
+                .map(|run| {
+                    let window = &exact_windows[run.chain];
+                    FrontRun {
+                        first: grade(&window.candidate(run.first)),
+                        last: grade(&window.candidate(last_on_front(window, run))),
+                    }
+                })
+                .collect(),
+            complete: front.complete,
+        }
+    });
     SearchReport {
         brief: brief.clone(),
         grid,
@@ -701,6 +825,7 @@ fn search_in_blocks(
             .collect(),
         plans: plans.iter().map(grade).collect(),
         front: found.front.into_points().iter().map(grade).collect(),
+        front_runs,
         evaluated,
         passing: found.passing,
     }

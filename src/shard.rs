@@ -303,6 +303,9 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
         shapes: shapes.into_iter().map(|v| v.verdict).collect(),
         plans: best.into_sorted().iter().map(plan_of).collect(),
         front: front.into_points().iter().map(plan_of).collect(),
+        // A shard's exact runs do not merge by themselves (another shard's runs can cut them
+        // anywhere inside), so a merge keeps the grid's front only.
+        front_runs: None,
         evaluated,
         passing,
         brief,

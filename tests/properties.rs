@@ -424,6 +424,84 @@ proptest! {
         prop_assert_eq!(&exact.plans, &grid.plans);
         prop_assert_eq!(&exact.shapes, &grid.shapes);
     }
+
+    #[test]
+    fn the_exact_front_is_the_front_of_every_whole_token_count(
+        (mut brief, _, _, space, time) in problem(),
+        first in shape(),
+        deeper in 1u32..=12,
+        data_term in 0.3f64..30.0,
+        at_loss in 500u64..2000,
+        at_days in 2000u64..5000,
+    ) {
+        // With so few tokens a real law's data term swamps any difference between shapes; a
+        // small one brings the trade between size and tokens into these windows.
+        brief.loss_law.b = data_term;
+        // Windows of a few thousand tokens, so a grid of every whole token count covers them
+        // and its front is the front of every plan.
+        let n = first.params() as f64;
+        brief.loss_target = brief.loss_law.loss(n, at_loss as f64);
+        brief.max_days = trainplan::time::days(&brief, n, at_days as f64);
+        if let TimeModel::Detailed(_) = time {
+            brief.max_days *= 3.0;
+        }
+        // A deeper neighbour reaches lower but more slowly, so the front often passes from one
+        // shape to the other.
+        let second = Shape::new(
+            "deeper",
+            first.layers + deeper,
+            first.hidden,
+            first.ffn,
+            first.heads,
+            first.kv_heads,
+            first.vocab,
+        )
+        .unwrap();
+        let shapes = vec![first, second];
+        let every = TokenGrid::new(1, 200_000, 1).unwrap();
+        let options = SearchOptions {
+            grid: every,
+            rank: Rank::Loss,
+            top: Some(1),
+            memory: space.clone(),
+            time: time.clone(),
+            exact: true,
+        };
+        let r = search(&brief, &shapes, &options, &Silent);
+        prop_assume!(r.shapes.iter().all(|v| v.token_window.is_none_or(|[_, hi]| hi < 200_000)));
+        let runs = &r.front_runs.as_ref().unwrap().runs;
+        let same_stream = |a: &Plan, b: &Plan| {
+            a.model == b.model && a.layout == b.layout && a.step == b.step
+        };
+        // Each run starts and ends on the front, the runs follow one another in days, and every
+        // plan of the front lies in a run.
+        for run in runs {
+            prop_assert!(r.front.contains(&run.first) && r.front.contains(&run.last));
+            prop_assert!(same_stream(&run.first, &run.last));
+            // Inside a run every count whose loss falls below the count before's is on the
+            // front (at these sizes days never round to a neighbour's).
+            let loss = |t: u64| brief.loss_law.loss(run.first.params as f64, t as f64);
+            let (a, b) = (run.first.tokens, run.last.tokens);
+            let claimed = (a..=b).filter(|&t| t == a || loss(t) < loss(t - 1)).count();
+            let on_front = r
+                .front
+                .iter()
+                .filter(|p| same_stream(p, &run.first) && (a..=b).contains(&p.tokens))
+                .count();
+            prop_assert_eq!(claimed, on_front);
+        }
+        for pair in runs.windows(2) {
+            prop_assert!(pair[0].last.days < pair[1].first.days);
+            prop_assert!(pair[0].last.loss > pair[1].first.loss);
+        }
+        for plan in &r.front {
+            let inside = runs.iter().any(|run| {
+                same_stream(plan, &run.first)
+                    && (run.first.tokens..=run.last.tokens).contains(&plan.tokens)
+            });
+            prop_assert!(inside, "{} at {} tokens is in no run", plan.model, plan.tokens);
+        }
+    }
 }
 
 #[test]

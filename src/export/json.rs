@@ -10,7 +10,7 @@ use crate::check::CheckReport;
 use crate::error::{Error, Result};
 use crate::plan::Plan;
 use crate::scaling::ComputeOptimal;
-use crate::search::{SearchReport, TokenGrid};
+use crate::search::{FrontRuns, SearchReport, TokenGrid};
 use crate::verdict::ShapeVerdict;
 
 /// Version of the search and Pareto documents.
@@ -57,8 +57,14 @@ struct FrontDocument<'a> {
     brief: &'a Brief,
     /// The objectives, both minimised.
     objectives: [&'static str; 2],
-    /// Passing plans that no other passing plan beats on both objectives, sorted by days.
+    /// Passing plans on the grid that no other passing plan on the grid beats on both
+    /// objectives, sorted by days.
     front: &'a [Plan],
+    /// With `--exact`: the front over every whole token count in the windows, as runs sorted
+    /// by days, each its first and last plan with every count between them on the front, and
+    /// whether the runs are complete.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exact_front: Option<&'a FrontRuns>,
 }
 
 fn to_json(value: &impl Serialize) -> Result<String> {
@@ -98,6 +104,7 @@ impl Exporter for Json {
             brief: &r.brief,
             objectives: ["loss", "days"],
             front: &r.front,
+            exact_front: r.front_runs.as_ref(),
         })
     }
 }

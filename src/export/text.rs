@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::format::{count, fixed, general, plural, sci, thousands};
 use crate::memory::detailed::{GradientPrecision, LossPrecision};
 use crate::plan::Plan;
-use crate::search::SearchReport;
+use crate::search::{FrontRuns, SearchReport, MAX_FRONT_RUNS};
 use crate::verdict::ShapeVerdict;
 
 /// Plain text for a terminal.
@@ -276,6 +276,61 @@ fn plan_align(header: &[&str]) -> String {
             }
         })
         .collect()
+}
+
+/// Runs of the exact front a search's summary lists; the `--pareto` file has them all.
+const SUMMARY_RUNS: usize = 10;
+
+/// The exact front's runs: each run's first and last plan, every whole token count between
+/// them a plan on the front.
+fn exact_runs(front: &FrontRuns, rows: usize) -> String {
+    let runs = &front.runs;
+    let Some((first, last)) = runs.first().zip(runs.last()) else {
+        return "\nexact pareto front: empty\n".to_string();
+    };
+    let shown = if front.complete {
+        plural(runs.len() as u64, "run")
+    } else {
+        format!(
+            "the first {} runs only (it carries on: shapes this close trade the front token by token)",
+            thousands(MAX_FRONT_RUNS as u64)
+        )
+    };
+    let mut out = format!(
+        "\nexact pareto front over every whole token count: {shown}, from {} days at loss {} to {} days at loss {}\n",
+        fixed(first.first.days, 2),
+        fixed(first.first.loss, 4),
+        fixed(last.last.days, 2),
+        fixed(last.last.loss, 4)
+    );
+    let ends: Vec<Plan> = runs
+        .iter()
+        .take(rows)
+        .flat_map(|run| [run.first.clone(), run.last.clone()])
+        .collect();
+    let mut header = vec!["run", "end"];
+    header.extend(plan_header(&ends));
+    let rows: Vec<Vec<String>> = plan_rows(&ends, false)
+        .into_iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let end = if i % 2 == 0 { "first" } else { "last" };
+            [(i / 2 + 1).to_string(), end.to_string()]
+                .into_iter()
+                .chain(row)
+                .collect()
+        })
+        .collect();
+    let align = format!("rl{}", plan_align(&header[2..]));
+    out.push_str(&table(&header, &rows, &align, "  "));
+    if rows.len() < 2 * runs.len() {
+        let _ = writeln!(
+            out,
+            "  … {} more in the --pareto file",
+            plural((runs.len() - rows.len() / 2) as u64, "run")
+        );
+    }
+    out
 }
 
 /// Shapes listed one by one in a search report; beyond this only the presets are.
@@ -589,6 +644,13 @@ impl Exporter for Text {
             }
             _ => out.push_str("\nno plan passes every check\n"),
         }
+        match &r.front_runs {
+            Some(runs) => out.push_str(&exact_runs(runs, SUMMARY_RUNS)),
+            None if r.exact => out.push_str(
+                "\nexact pareto front: not kept by a merge of shards (the grid's is above); search unsharded for it\n",
+            ),
+            None => {}
+        }
         Ok(out)
     }
 
@@ -600,6 +662,9 @@ impl Exporter for Text {
         let header = plan_header(&r.front);
         let rows = plan_rows(&r.front, false);
         out.push_str(&table(&header, &rows, &plan_align(&header), "  "));
+        if let Some(runs) = &r.front_runs {
+            out.push_str(&exact_runs(runs, usize::MAX));
+        }
         Ok(out)
     }
 }
