@@ -49,6 +49,23 @@ fn the_readme_shows_the_real_output_of_its_examples() {
 }
 
 #[test]
+fn results_hold_the_default_brief_s_exact_search_as_the_tool_writes_it() {
+    let out = Command::cargo_bin("trainplan")
+        .unwrap()
+        .args(["search", "--exact"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
+    let summary = std::fs::read_to_string(root.join("default-exact-summary.txt")).unwrap();
+    let out = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out, summary, "results/default-exact-summary.txt is stale");
+    // The exact front is one run of 70B from the fewest tokens that reach the target to the
+    // most the month allows, the ends of its window.
+    assert!(out.contains("exact pareto front over every whole token count: 1 run,"));
+}
+
+#[test]
 fn results_hold_the_family_sweep_as_the_tool_writes_it() {
     let out = Command::cargo_bin("trainplan")
         .unwrap()
