@@ -33,8 +33,10 @@ pub struct Point {
     pub efficiency: f64,
 }
 
-/// An efficiency curve: points sorted by width, at least one.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// An efficiency curve: points sorted by width, at least one. Read back (from a shard's
+/// partial file) through [`EfficiencyCurve::new`], so its checks hold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "CurveFile")]
 pub struct EfficiencyCurve {
     points: Vec<Point>,
 }
@@ -43,6 +45,13 @@ pub struct EfficiencyCurve {
 #[serde(deny_unknown_fields)]
 struct CurveFile {
     points: Vec<Point>,
+}
+
+impl TryFrom<CurveFile> for EfficiencyCurve {
+    type Error = Error;
+    fn try_from(file: CurveFile) -> Result<Self> {
+        EfficiencyCurve::new(file.points)
+    }
 }
 
 /// One calibration row and the efficiency it implies.

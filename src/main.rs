@@ -160,10 +160,12 @@ fn run_search(args: &SearchArgs) -> Result<bool> {
         let partial = Partial::from_report(
             report,
             shard,
+            &mine,
             &indices,
             shapes.len(),
             fingerprint(&print_key),
             options.top,
+            &options.time,
         );
         let json = serde_json::to_string_pretty(&partial)
             .map_err(|e| Error::invalid("output", "partial", e.to_string()))?;

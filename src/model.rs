@@ -1,12 +1,13 @@
 //! Model shapes: the Llama 3 architecture (untied embeddings, SwiGLU MLP, grouped-query
 //! attention, RMSNorm, no biases) and its parameter count, computed from the shape.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
 /// The shape of a Llama-family decoder. Counts only; the parameter count is derived.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "ShapeFields")]
 pub struct Shape {
     /// The name plans carry, for example `llama3-70b`.
     pub name: String,
@@ -22,6 +23,28 @@ pub struct Shape {
     pub kv_heads: u32,
     /// Vocabulary size V.
     pub vocab: u64,
+}
+
+/// A shape as read from a file, before [`Shape::new`] checks it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ShapeFields {
+    name: String,
+    layers: u32,
+    hidden: u64,
+    ffn: u64,
+    heads: u32,
+    kv_heads: u32,
+    vocab: u64,
+}
+
+impl TryFrom<ShapeFields> for Shape {
+    type Error = Error;
+    fn try_from(f: ShapeFields) -> Result<Self> {
+        Shape::new(
+            &f.name, f.layers, f.hidden, f.ffn, f.heads, f.kv_heads, f.vocab,
+        )
+    }
 }
 
 impl Shape {

@@ -328,6 +328,9 @@ pub struct FrontRun {
     pub first: Plan,
     /// The run's last plan on the front, the one with the lowest loss.
     pub last: Plan,
+    /// Days per token along the run under the detailed time model (`null`: the plate's 6ND
+    /// at the assumed MFU), so the plans between the ends can be told without grading them.
+    pub days_per_token: Option<f64>,
 }
 
 /// The exact front's runs, sorted by days: all of them, or the first [`MAX_FRONT_RUNS`].
@@ -802,6 +805,10 @@ fn search_in_blocks(
                     FrontRun {
                         first: grade(&window.candidate(run.first)),
                         last: grade(&window.candidate(last_on_front(window, run))),
+                        days_per_token: match window.config.pace {
+                            Pace::Plate => None,
+                            Pace::PerToken(k) => Some(k),
+                        },
                     }
                 })
                 .collect(),

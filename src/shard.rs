@@ -6,6 +6,8 @@
 //! shard keeps its own top K and Pareto front: the global top K are among the shards' top Ks,
 //! and a plan dominated within its shard is dominated overall, so the merged ranking and front
 //! are the single run's. Plans carry their shape's global index, which the tie-break uses.
+//! The same holds for the exact front (`--exact`): the merge takes each shard's runs as chains,
+//! finds their front with [`crate::pareto::exact_front`], and grades the ends again.
 
 use std::collections::HashMap;
 
@@ -15,11 +17,14 @@ use crate::brief::Brief;
 use crate::error::{Error, Result};
 use crate::memory::detailed::Detailed;
 use crate::memory::MemoryModel;
-use crate::pareto::Front;
-use crate::plan::Plan;
-use crate::rank::{Candidate, Rank, TopK};
+use crate::model::Shape;
+use crate::pareto::{exact_front, last_on_front, Chain, Front, Segment};
+use crate::plan::{evaluate, Design, Plan};
+use crate::rank::{tie_break, Candidate, Rank, TopK};
 use crate::scaling::ComputeOptimal;
-use crate::search::{SearchReport, TokenGrid};
+use crate::search::{FrontRun, FrontRuns, SearchReport, TokenGrid, MAX_FRONT_RUNS};
+use crate::step_time::TimeModel;
+use crate::time;
 use crate::verdict::ShapeVerdict;
 
 /// What a partial file says it is.
@@ -100,10 +105,41 @@ pub struct Partial {
     pub plans: Vec<IndexedPlan>,
     /// This shard's Pareto front.
     pub front: Vec<IndexedPlan>,
+    /// With `exact`, this shard's exact front, with what a merge needs to re-grade it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exact_front: Option<PartialFront>,
     /// Candidates this shard graded.
     pub evaluated: u64,
     /// Candidates of this shard that passed.
     pub passing: u64,
+}
+
+/// A shard's exact front: its runs and the time model that graded them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PartialFront {
+    /// The time model searched, to grade the merged runs' new ends.
+    pub time: TimeModel,
+    /// Whether the runs are all of this shard's front, or its first [`MAX_FRONT_RUNS`].
+    pub complete: bool,
+    /// The runs, sorted by days.
+    pub runs: Vec<PartialRun>,
+}
+
+/// One run of a shard's exact front.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PartialRun {
+    /// The shape's 0-based place in the full list.
+    pub shape_index: usize,
+    /// The shape itself.
+    pub shape: Shape,
+    /// The run's first plan.
+    pub first: Plan,
+    /// The tokens of its last plan on the front.
+    pub last_tokens: u64,
+    /// Days per token under the detailed time model, `None` under the plate's.
+    pub days_per_token: Option<f64>,
 }
 
 /// A 64-bit FNV-1a hash of `text`, as 16 hex digits: enough to tell two searches apart.
@@ -117,25 +153,43 @@ pub fn fingerprint(text: &str) -> String {
 }
 
 impl Partial {
-    /// The partial result of shard `shard` from the report of a search over its shapes, whose
-    /// global places are `indices`.
+    /// The partial result of shard `shard` from the report of a search over its shapes
+    /// `shapes` under `time`, whose global places are `indices`.
+    #[allow(clippy::too_many_arguments)]
     pub fn from_report(
         report: SearchReport,
         shard: Shard,
+        shapes: &[Shape],
         indices: &[usize],
         shapes_total: usize,
         fingerprint: String,
         top: Option<usize>,
+        time: &TimeModel,
     ) -> Self {
         let global = |local: usize| indices[local];
-        let index_of = |plan: &Plan| {
-            let local = report
+        let local_of = |plan: &Plan| {
+            report
                 .shapes
                 .iter()
                 .position(|v| v.model == plan.model && v.params == plan.params)
-                .expect("every plan's shape has a verdict");
-            global(local)
+                .expect("every plan's shape has a verdict")
         };
+        let index_of = |plan: &Plan| global(local_of(plan));
+        let exact_front = report.front_runs.as_ref().map(|front| PartialFront {
+            time: time.clone(),
+            complete: front.complete,
+            runs: front
+                .runs
+                .iter()
+                .map(|run| PartialRun {
+                    shape_index: index_of(&run.first),
+                    shape: shapes[local_of(&run.first)].clone(),
+                    first: run.first.clone(),
+                    last_tokens: run.last.tokens,
+                    days_per_token: run.days_per_token,
+                })
+                .collect(),
+        });
         let plans = report
             .plans
             .iter()
@@ -172,12 +226,134 @@ impl Partial {
                 .collect(),
             plans,
             front,
+            exact_front,
             brief: report.brief,
             grid: report.grid,
             evaluated: report.evaluated,
             passing: report.passing,
         }
     }
+}
+
+/// A run of a shard's exact front as a chain of plans, for the merged front.
+struct RunChain<'a> {
+    brief: &'a Brief,
+    run: &'a PartialRun,
+}
+
+impl Chain for RunChain<'_> {
+    fn tokens(&self) -> (u64, u64) {
+        (self.run.first.tokens, self.run.last_tokens)
+    }
+    /// As [`crate::plan::loss`].
+    fn loss(&self, tokens: u64) -> f64 {
+        let n = self.run.shape.params() as f64;
+        self.brief.loss_law.loss(n, tokens as f64)
+    }
+    /// As [`crate::verdict::Pace::days`].
+    fn days(&self, tokens: u64) -> f64 {
+        match self.run.days_per_token {
+            Some(k) => tokens as f64 * k,
+            None => time::days(self.brief, self.run.shape.params() as f64, tokens as f64),
+        }
+    }
+}
+
+impl RunChain<'_> {
+    fn candidate(&self, tokens: u64) -> Candidate {
+        Candidate {
+            tokens,
+            loss: self.loss(tokens),
+            days: self.days(tokens),
+            ..candidate(&IndexedPlan {
+                shape_index: self.run.shape_index,
+                plan: self.run.first.clone(),
+            })
+        }
+    }
+}
+
+/// The exact front of the whole search from its shards' exact fronts: the front of the shards'
+/// runs taken as chains (a plan dominated within its shard is dominated overall), whose ends
+/// are graded again. Where a shard kept only its first runs, the merged front is known only up
+/// to that shard's last day, and is cut there.
+fn merge_exact(brief: &Brief, fronts: &[PartialFront]) -> Result<FrontRuns> {
+    let Some(time) = fronts.first().map(|f| &f.time) else {
+        return Ok(FrontRuns {
+            runs: Vec::new(),
+            complete: true,
+        });
+    };
+    let chains: Vec<RunChain> = fronts
+        .iter()
+        .flat_map(|f| f.runs.iter().map(|run| RunChain { brief, run }))
+        .collect();
+    // Each shard's front is known up to the end of its last run.
+    let cut = fronts
+        .iter()
+        .filter(|f| !f.complete)
+        .filter_map(|f| f.runs.last())
+        .map(|run| RunChain { brief, run }.days(run.last_tokens))
+        .min_by(f64::total_cmp);
+    let tie = |(a, ta): (usize, u64), (b, tb): (usize, u64)| {
+        tie_break(&chains[a].candidate(ta), &chains[b].candidate(tb))
+    };
+    let front = exact_front(&chains, tie, MAX_FRONT_RUNS);
+    let mut complete = front.complete && cut.is_none();
+    let mut runs: Vec<Segment> = Vec::with_capacity(front.runs.len());
+    for mut seg in front.runs {
+        let chain = &chains[seg.chain];
+        if let Some(cut) = cut {
+            if chain.days(seg.first) > cut {
+                break;
+            }
+            if chain.days(seg.last) > cut {
+                let (mut lo, mut hi) = (seg.first, seg.last);
+                while lo < hi {
+                    let mid = lo + (hi - lo).div_ceil(2);
+                    if chain.days(mid) <= cut {
+                        lo = mid;
+                    } else {
+                        hi = mid - 1;
+                    }
+                }
+                seg.last = lo;
+                runs.push(seg);
+                break;
+            }
+        }
+        runs.push(seg);
+    }
+    if cut.is_some() {
+        complete = false;
+    }
+    let grade = |chain: &RunChain, tokens: u64| -> Result<Plan> {
+        let first = &chain.run.first;
+        let design = Design {
+            shape: &chain.run.shape,
+            tokens,
+            layout: first.layout,
+            memory: candidate(&IndexedPlan {
+                shape_index: chain.run.shape_index,
+                plan: first.clone(),
+            })
+            .model,
+            time,
+        };
+        evaluate(brief, &design)
+    };
+    let runs = runs
+        .iter()
+        .map(|seg| {
+            let chain = &chains[seg.chain];
+            Ok(FrontRun {
+                first: grade(chain, seg.first)?,
+                last: grade(chain, last_on_front(chain, seg))?,
+                days_per_token: chain.run.days_per_token,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(FrontRuns { runs, complete })
 }
 
 /// The candidate a plan was, for ranking it again.
@@ -229,7 +405,10 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
             && p.grid == first.grid
             && p.rank == first.rank
             && p.top == first.top
-            && p.exact == first.exact;
+            && p.exact == first.exact
+            && p.exact_front.is_some() == p.exact
+            && p.exact_front.as_ref().map(|f| &f.time)
+                == first.exact_front.as_ref().map(|f| &f.time);
         if !same {
             return Err(Error::invalid(
                 "merge",
@@ -265,8 +444,10 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
     let mut plans: HashMap<Key, Plan> = HashMap::new();
     let mut best = TopK::new(rank, top);
     let mut front = Front::new();
+    let mut exact_fronts = Vec::new();
     let (mut evaluated, mut passing) = (0u64, 0u64);
     for p in partials {
+        exact_fronts.extend(p.exact_front);
         evaluated = evaluated.saturating_add(p.evaluated);
         passing = passing.saturating_add(p.passing);
         shapes.extend(p.shapes);
@@ -284,7 +465,11 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
     shapes.sort_by_key(|v| v.index);
     // Every shape once, each where its shard put it.
     let complete = shapes.len() == total && shapes.iter().enumerate().all(|(i, v)| v.index == i);
-    let in_range = plans.keys().all(|k| k.0 < total);
+    let in_range = plans.keys().all(|k| k.0 < total)
+        && exact_fronts
+            .iter()
+            .flat_map(|f| &f.runs)
+            .all(|r| r.shape_index < total && r.first.tokens <= r.last_tokens);
     if !complete || !in_range {
         return Err(Error::invalid(
             "merge",
@@ -303,9 +488,11 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
         shapes: shapes.into_iter().map(|v| v.verdict).collect(),
         plans: best.into_sorted().iter().map(plan_of).collect(),
         front: front.into_points().iter().map(plan_of).collect(),
-        // A shard's exact runs do not merge by themselves (another shard's runs can cut them
-        // anywhere inside), so a merge keeps the grid's front only.
-        front_runs: None,
+        front_runs: if exact {
+            Some(merge_exact(&brief, &exact_fronts)?)
+        } else {
+            None
+        },
         evaluated,
         passing,
         brief,

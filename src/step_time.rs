@@ -52,7 +52,8 @@ pub const OPTIMIZER_BYTES_MOVED: f64 = 28.0;
 pub const OPTIMIZER_HBM_EFFICIENCY: f64 = 0.6;
 
 /// The settings of the detailed time model.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TimeOptions {
     /// Efficiency against the per-GPU width.
     pub efficiency: EfficiencyCurve,
@@ -93,7 +94,8 @@ impl TimeOptions {
 }
 
 /// How days are computed.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum TimeModel {
     /// 6ND at the brief's assumed MFU.
     Plate,

@@ -644,12 +644,8 @@ impl Exporter for Text {
             }
             _ => out.push_str("\nno plan passes every check\n"),
         }
-        match &r.front_runs {
-            Some(runs) => out.push_str(&exact_runs(runs, SUMMARY_RUNS)),
-            None if r.exact => out.push_str(
-                "\nexact pareto front: not kept by a merge of shards (the grid's is above); search unsharded for it\n",
-            ),
-            None => {}
+        if let Some(runs) = &r.front_runs {
+            out.push_str(&exact_runs(runs, SUMMARY_RUNS));
         }
         Ok(out)
     }
