@@ -155,11 +155,37 @@ fn family_search(c: &mut Criterion) {
     g.finish();
 }
 
+/// `--exact`: the ranking and the Pareto front over every whole token count in the windows,
+/// for the presets (a front of one run) and the family (capped at 10,000 runs).
+fn exact_search(c: &mut Criterion) {
+    let brief = Brief::default();
+    let family = Family::llama("40..160:4", "6144..20480:512", "3.0..4.0:0.25").unwrap();
+    let mut with_family = presets();
+    with_family.extend(family.shapes().unwrap());
+    let options = SearchOptions {
+        exact: true,
+        top: Some(3),
+        ..SearchOptions::default()
+    };
+    let mut g = c.benchmark_group("exact");
+    g.sample_size(10);
+    for (name, shapes) in [
+        ("default brief", presets()),
+        ("family of 2,327 shapes", with_family),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter(|| search(black_box(&brief), &shapes, &options, &Silent))
+        });
+    }
+    g.finish();
+}
+
 criterion_group!(
     benches,
     one_plan,
     default_search,
     detailed_search,
-    family_search
+    family_search,
+    exact_search
 );
 criterion_main!(benches);

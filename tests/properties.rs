@@ -376,11 +376,20 @@ proptest! {
 
     #[test]
     fn results_are_byte_identical_at_one_and_four_threads(
-        (brief, shapes, grid, space, time) in problem(), rank in rank(), top in 1usize..20
+        (brief, shapes, grid, space, time) in problem(), rank in rank(), top in 1usize..20,
+        exact in any::<bool>(),
     ) {
+        let options = SearchOptions {
+            grid,
+            rank,
+            top: Some(top),
+            memory: space.clone(),
+            time: time.clone(),
+            exact,
+        };
         let at = |threads: usize| {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-            let r = pool.install(|| run(&brief, &shapes, grid, rank, Some(top), &space, &time));
+            let r = pool.install(|| search(&brief, &shapes, &options, &Silent));
             let json = Format::Json.exporter();
             (json.search(&r).unwrap(), json.front(&r).unwrap())
         };
