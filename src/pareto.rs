@@ -78,6 +78,101 @@ pub trait Chain {
     fn loss(&self, tokens: u64) -> f64;
     /// Days at `tokens`.
     fn days(&self, tokens: u64) -> f64;
+    /// A key two chains share when their loss and days agree at every count (two shapes with
+    /// the same parameter count at the same pace); `None` when the chain shares it with none.
+    fn curve(&self) -> Option<(u64, u64)> {
+        None
+    }
+}
+
+/// A part of a chain's tokens.
+struct Piece<'a, C> {
+    chain: &'a C,
+    index: usize,
+    tokens: (u64, u64),
+}
+
+impl<C: Chain> Chain for Piece<'_, C> {
+    fn tokens(&self) -> (u64, u64) {
+        self.tokens
+    }
+    fn loss(&self, tokens: u64) -> f64 {
+        self.chain.loss(tokens)
+    }
+    fn days(&self, tokens: u64) -> f64 {
+        self.chain.days(tokens)
+    }
+}
+
+/// The chains cut so that no two pieces share a count on the same curve: where chains with one
+/// curve overlap, each count goes to the chain that wins the tie-break there (it wins at every
+/// count: `tie` between plans of one token count does not depend on the count), since the
+/// others' plans at it equal the winner's and lose. Without this, two identical chains would
+/// make the sweep advance one count at a time.
+fn pieces<'a, C: Chain>(
+    chains: &'a [C],
+    tie: &impl Fn((usize, u64), (usize, u64)) -> Ordering,
+) -> Vec<Piece<'a, C>> {
+    let mut groups: std::collections::BTreeMap<(u64, u64), Vec<usize>> = Default::default();
+    let mut out = Vec::new();
+    for (j, chain) in chains.iter().enumerate() {
+        match chain.curve() {
+            Some(key) => groups.entry(key).or_default().push(j),
+            None => out.push(Piece {
+                chain,
+                index: j,
+                tokens: chain.tokens(),
+            }),
+        }
+    }
+    for (_, mut members) in groups {
+        let at = chains[members[0]].tokens().0;
+        members.sort_by(|&a, &b| tie((a, at), (b, at)).then(a.cmp(&b)));
+        // Counts taken by earlier (winning) members, as sorted disjoint intervals.
+        let mut taken: Vec<(u64, u64)> = Vec::new();
+        for j in members {
+            let (lo, hi) = chains[j].tokens();
+            // The gaps `taken` leaves in lo..=hi.
+            let mut from = Some(lo);
+            for &(a, b) in &taken {
+                let Some(start) = from else { break };
+                if b < start {
+                    continue;
+                }
+                if a > hi {
+                    break;
+                }
+                if a > start {
+                    out.push(Piece {
+                        chain: &chains[j],
+                        index: j,
+                        tokens: (start, a - 1),
+                    });
+                }
+                // b < hi ≤ u64::MAX, so b + 1 does not overflow.
+                from = (b < hi).then(|| b + 1);
+            }
+            if let Some(start) = from {
+                out.push(Piece {
+                    chain: &chains[j],
+                    index: j,
+                    tokens: (start, hi),
+                });
+            }
+            taken.push((lo, hi));
+            taken.sort_unstable();
+            let mut merged: Vec<(u64, u64)> = Vec::with_capacity(taken.len());
+            for (a, b) in taken {
+                match merged.last_mut() {
+                    Some(last) if a <= last.1.saturating_add(1) => last.1 = last.1.max(b),
+                    _ => merged.push((a, b)),
+                }
+            }
+            taken = merged;
+        }
+    }
+    out.sort_by_key(|p| (p.index, p.tokens.0));
+    out
 }
 
 /// A run of an exact front along one chain: of the chain's plans with tokens in
@@ -252,6 +347,23 @@ pub fn exact_front<C: Chain>(
     tie: impl Fn((usize, u64), (usize, u64)) -> Ordering,
     limit: usize,
 ) -> ExactFront {
+    let pieces = pieces(chains, &tie);
+    sweep(
+        &pieces,
+        |p| pieces[p].index,
+        |(a, ta), (b, tb)| tie((pieces[a].index, ta), (pieces[b].index, tb)),
+        limit,
+    )
+}
+
+/// [`exact_front`] over pieces no two of which share a count on one curve; `owner` gives the
+/// chain a piece is part of, which the runs name.
+fn sweep<C: Chain>(
+    chains: &[C],
+    owner: impl Fn(usize) -> usize,
+    tie: impl Fn((usize, u64), (usize, u64)) -> Ordering,
+    limit: usize,
+) -> ExactFront {
     let mut heads = Heads {
         chains,
         heap: std::collections::BinaryHeap::new(),
@@ -302,6 +414,7 @@ pub fn exact_front<C: Chain>(
         };
         m = chains[c].loss(last);
         let full = out.len() == limit;
+        let c = owner(c);
         match out.last_mut() {
             Some(s) if s.chain == c => s.last = last,
             _ if full => {
@@ -414,6 +527,7 @@ mod tests {
 
     /// A chain for the tests: loss `e + b / t^0.3` and days `k · t`, each rounded to a grid
     /// step (0 for none) so runs of equal losses and equal days occur.
+    #[derive(Clone, Copy)]
     struct Toy {
         first: u64,
         last: u64,
@@ -421,9 +535,13 @@ mod tests {
         b: f64,
         k: f64,
         round: f64,
+        curve: Option<(u64, u64)>,
     }
 
     impl Chain for Toy {
+        fn curve(&self) -> Option<(u64, u64)> {
+            self.curve
+        }
         fn tokens(&self) -> (u64, u64) {
             (self.first, self.last)
         }
@@ -492,6 +610,7 @@ mod tests {
             b: 2.0,
             k: 0.1,
             round: 0.0,
+            curve: None,
         };
         let front = exact_front(&[c], by_chain_then_tokens, usize::MAX).runs;
         assert_eq!(
@@ -515,6 +634,7 @@ mod tests {
                 b: 1.0,
                 k: 0.01,
                 round: 0.0,
+                curve: None,
             },
             Toy {
                 first: 1,
@@ -523,6 +643,7 @@ mod tests {
                 b: 2.0,
                 k: 0.05,
                 round: 0.0,
+                curve: None,
             },
         ];
         let front = exact_front(&chains, by_chain_then_tokens, usize::MAX).runs;
@@ -538,11 +659,27 @@ mod tests {
             specs in proptest::collection::vec(
                 (1u64..300, 0u64..300, 0.5f64..2.0, 0.5f64..4.0, 0.001f64..0.1), 1..6),
             round in proptest::sample::select(vec![0.0, 1e-3, 1e-2, 0.05]),
+            copies in proptest::collection::vec((0usize..6, 1u64..300, 0u64..300), 0..4),
         ) {
-            let chains: Vec<Toy> = specs
+            let mut chains: Vec<Toy> = specs
                 .iter()
-                .map(|&(first, len, e, b, k)| Toy { first, last: first + len, e, b, k, round })
+                .enumerate()
+                .map(|(i, &(first, len, e, b, k))| Toy {
+                    first,
+                    last: first + len,
+                    e,
+                    b,
+                    k,
+                    round,
+                    curve: Some((i as u64, 0)),
+                })
                 .collect();
+            // Chains on the same curve as another over other tokens: shapes of one size.
+            for &(of, first, len) in &copies {
+                let c = &chains[of % specs.len()];
+                let copy = Toy { first, last: first + len, curve: c.curve, ..*c };
+                chains.push(copy);
+            }
             let front = exact_front(&chains, by_chain_then_tokens, usize::MAX).runs;
             proptest::prop_assert_eq!(expand(&chains, &front), brute(&chains));
             // Cut short, the sweep gives the front's first runs and says it stopped.

@@ -310,8 +310,7 @@ pub struct SearchReport {
     /// The Pareto front on (loss, days) of the plans on the grid, sorted by days.
     pub front: Vec<Plan>,
     /// With `exact`, the Pareto front over every whole token count in the windows, as runs
-    /// sorted by days (`None` without `exact`, and after a merge of shards, which keep only
-    /// the grid's front).
+    /// sorted by days (`None` without `exact`).
     pub front_runs: Option<FrontRuns>,
     /// Candidates graded.
     pub evaluated: u64,
@@ -368,6 +367,19 @@ impl Chain for Window<'_> {
     fn days(&self, tokens: u64) -> f64 {
         let plate = time::days(self.brief, self.shape.params() as f64, tokens as f64);
         self.config.pace.days(plate, tokens)
+    }
+    /// Loss and days depend on the shape only through its parameter count, and on the
+    /// configuration only through its pace.
+    fn curve(&self) -> Option<(u64, u64)> {
+        Some((self.shape.params(), pace_bits(self.config.pace)))
+    }
+}
+
+/// A pace as a key: its days per token, or a value no pace has for the plate's.
+pub fn pace_bits(pace: Pace) -> u64 {
+    match pace {
+        Pace::Plate => u64::MAX,
+        Pace::PerToken(k) => k.to_bits(),
     }
 }
 
@@ -866,6 +878,39 @@ mod tests {
             assert_eq!(json(1), json(BLOCK));
             assert_eq!(json(4), json(BLOCK));
         }
+    }
+
+    #[test]
+    fn two_shapes_of_one_size_give_the_front_of_one() {
+        // Equal parameter counts make equal curves; the exact front must not crawl along them a
+        // token at a time, and the tie goes to the first shape.
+        let seventy = crate::model::preset("70b").unwrap();
+        let twin = Shape {
+            name: "twin".into(),
+            ..seventy.clone()
+        };
+        let options = SearchOptions {
+            exact: true,
+            top: Some(1),
+            ..SearchOptions::default()
+        };
+        let alone = search(
+            &Brief::default(),
+            std::slice::from_ref(&seventy),
+            &options,
+            &Silent,
+        );
+        let both = search(&Brief::default(), &[seventy, twin], &options, &Silent);
+        let runs = |r: &SearchReport| {
+            let f = r.front_runs.as_ref().unwrap();
+            assert!(f.complete);
+            f.runs
+                .iter()
+                .map(|run| (run.first.model.clone(), run.first.tokens, run.last.tokens))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(runs(&both), runs(&alone));
+        assert_eq!(runs(&both).len(), 1);
     }
 
     #[test]

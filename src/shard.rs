@@ -22,10 +22,10 @@ use crate::pareto::{exact_front, last_on_front, Chain, Front, Segment};
 use crate::plan::{evaluate, Design, Plan};
 use crate::rank::{tie_break, Candidate, Rank, TopK};
 use crate::scaling::ComputeOptimal;
-use crate::search::{FrontRun, FrontRuns, SearchReport, TokenGrid, MAX_FRONT_RUNS};
+use crate::search::{pace_bits, FrontRun, FrontRuns, SearchReport, TokenGrid, MAX_FRONT_RUNS};
 use crate::step_time::TimeModel;
 use crate::time;
-use crate::verdict::ShapeVerdict;
+use crate::verdict::{Pace, ShapeVerdict};
 
 /// What a partial file says it is.
 pub const PARTIAL_KIND: &str = "trainplan-partial";
@@ -257,6 +257,14 @@ impl Chain for RunChain<'_> {
             None => time::days(self.brief, self.run.shape.params() as f64, tokens as f64),
         }
     }
+    /// As the search's windows: the parameter count and the pace.
+    fn curve(&self) -> Option<(u64, u64)> {
+        let pace = match self.run.days_per_token {
+            Some(k) => Pace::PerToken(k),
+            None => Pace::Plate,
+        };
+        Some((self.run.shape.params(), pace_bits(pace)))
+    }
 }
 
 impl RunChain<'_> {
@@ -288,12 +296,16 @@ fn merge_exact(brief: &Brief, fronts: &[PartialFront]) -> Result<FrontRuns> {
         .iter()
         .flat_map(|f| f.runs.iter().map(|run| RunChain { brief, run }))
         .collect();
-    // Each shard's front is known up to the end of its last run.
+    // Each shard's front is known up to the end of its last run (nothing of it, if a shard
+    // that stopped kept no run).
     let cut = fronts
         .iter()
         .filter(|f| !f.complete)
-        .filter_map(|f| f.runs.last())
-        .map(|run| RunChain { brief, run }.days(run.last_tokens))
+        .map(|f| {
+            f.runs.last().map_or(f64::NEG_INFINITY, |run| {
+                RunChain { brief, run }.days(run.last_tokens)
+            })
+        })
         .min_by(f64::total_cmp);
     let tie = |(a, ta): (usize, u64), (b, tb): (usize, u64)| {
         tie_break(&chains[a].candidate(ta), &chains[b].candidate(tb))
@@ -466,10 +478,12 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
     // Every shape once, each where its shard put it.
     let complete = shapes.len() == total && shapes.iter().enumerate().all(|(i, v)| v.index == i);
     let in_range = plans.keys().all(|k| k.0 < total)
-        && exact_fronts
-            .iter()
-            .flat_map(|f| &f.runs)
-            .all(|r| r.shape_index < total && r.first.tokens <= r.last_tokens);
+        && exact_fronts.iter().flat_map(|f| &f.runs).all(|r| {
+            r.shape_index < total
+                && r.first.tokens <= r.last_tokens
+                && r.first.params == r.shape.params()
+                && r.days_per_token.is_none_or(|k| k.is_finite() && k > 0.0)
+        });
     if !complete || !in_range {
         return Err(Error::invalid(
             "merge",

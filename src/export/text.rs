@@ -290,9 +290,15 @@ fn exact_runs(front: &FrontRuns, rows: usize) -> String {
     };
     let shown = if front.complete {
         plural(runs.len() as u64, "run")
-    } else {
+    } else if runs.len() == MAX_FRONT_RUNS {
         format!(
             "the first {} runs only (it carries on: shapes this close trade the front token by token)",
+            thousands(MAX_FRONT_RUNS as u64)
+        )
+    } else {
+        format!(
+            "the first {} only (it carries on past where a shard stopped at {} runs)",
+            plural(runs.len() as u64, "run"),
             thousands(MAX_FRONT_RUNS as u64)
         )
     };
