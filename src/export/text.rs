@@ -286,7 +286,11 @@ const SUMMARY_RUNS: usize = 10;
 fn exact_runs(front: &FrontRuns, rows: usize) -> String {
     let runs = &front.runs;
     let Some((first, last)) = runs.first().zip(runs.last()) else {
-        return "\nexact pareto front: empty\n".to_string();
+        return if front.complete {
+            "\nexact pareto front: empty\n".to_string()
+        } else {
+            "\nexact pareto front: unknown (a shard stopped before any run of it)\n".to_string()
+        };
     };
     let shown = if front.complete {
         plural(runs.len() as u64, "run")
