@@ -225,8 +225,9 @@ fn first_below<C: Chain>(chain: &C, m: f64) -> Option<u64> {
     first_where(t, end, |t| chain.loss(t) <= floor)
 }
 
-/// The last count from `from` on whose days satisfy `within`, given that `from`'s do.
-fn last_before<C: Chain>(chain: &C, from: u64, within: impl Fn(f64) -> bool) -> u64 {
+/// The last count of `chain` from `from` on whose days satisfy `within`, given that `from`'s
+/// do (days never fall, so those counts are a run).
+pub fn last_before<C: Chain>(chain: &C, from: u64, within: impl Fn(f64) -> bool) -> u64 {
     let (mut lo, mut hi) = (from, chain.tokens().1);
     while lo < hi {
         let mid = lo + (hi - lo).div_ceil(2);

@@ -12,7 +12,7 @@
 //! they are merged at the end. Both are canonical under a total order, so the result is the
 //! same, byte for byte, at any thread count.
 
-use itertools::{iproduct, Either};
+use itertools::{iproduct, Either, Itertools};
 use rayon::prelude::*;
 
 use crate::brief::Brief;
@@ -202,10 +202,8 @@ pub fn configurations(
         .into_iter()
         .filter_map(|(layout, model)| {
             let bytes = model.memory(brief, shape, &layout).ok()?.total();
-            let pace = match time.run_time(brief, shape, &layout, &model, 1).ok()? {
-                None => Pace::Plate,
-                Some(run) => Pace::PerToken(run.days_per_token),
-            };
+            let run = time.run_time(brief, shape, &layout, &model, 1).ok()?;
+            let pace = Pace::from_days_per_token(run.map(|r| r.days_per_token));
             Some(Config {
                 layout,
                 model,
@@ -346,9 +344,9 @@ pub struct FrontRuns {
 /// of millions of runs), and nobody reads past a few thousand.
 pub const MAX_FRONT_RUNS: usize = 10_000;
 
-/// A shape's fastest fitting configuration over its passing token window: the only plans of
-/// the shape that can stand on the Pareto front, since every other configuration at the same
-/// tokens has the same loss and no fewer days.
+/// A fitting configuration of a shape over its passing token window. The fastest of a shape's
+/// are the only plans of it that can stand on the Pareto front, since every other
+/// configuration at the same tokens has the same loss and no fewer days.
 struct Window<'a> {
     brief: &'a Brief,
     shape: &'a Shape,
@@ -371,15 +369,7 @@ impl Chain for Window<'_> {
     /// Loss and days depend on the shape only through its parameter count, and on the
     /// configuration only through its pace.
     fn curve(&self) -> Option<(u64, u64)> {
-        Some((self.shape.params(), pace_bits(self.config.pace)))
-    }
-}
-
-/// A pace as a key: its days per token, or a value no pace has for the plate's.
-pub fn pace_bits(pace: Pace) -> u64 {
-    match pace {
-        Pace::Plate => u64::MAX,
-        Pace::PerToken(k) => k.to_bits(),
+        Some((self.shape.params(), self.config.pace.key().to_bits()))
     }
 }
 
@@ -397,31 +387,41 @@ impl Window<'_> {
     }
 }
 
-/// The window of each shape's fastest fitting configuration, where it has one.
+/// The window of every fitting configuration of each shape that passes somewhere, fastest
+/// first within a shape (the first of a shape is the one [`Window`] means for the front; the
+/// plate's bounds are solved once a shape, all its configurations sharing the pace).
 fn windows<'a>(
     brief: &'a Brief,
     shapes: &'a [Shape],
     fitting: &[Fitting],
     offset: usize,
 ) -> Vec<Window<'a>> {
-    shapes
-        .iter()
-        .zip(fitting)
-        .enumerate()
-        .filter_map(|(s, (shape, fit))| {
-            let config = *fit.by_pace.first()?;
-            let bounds = token_bounds(brief, shape, config.pace);
-            let lo = bounds.min_tokens_for_loss?;
+    let mut out = Vec::new();
+    for (s, (shape, fit)) in shapes.iter().zip(fitting).enumerate() {
+        let mut plate_bounds = None;
+        for &config in &fit.by_pace {
+            let bounds = match config.pace {
+                Pace::Plate => {
+                    *plate_bounds.get_or_insert_with(|| token_bounds(brief, shape, Pace::Plate))
+                }
+                pace => token_bounds(brief, shape, pace),
+            };
+            let Some(lo) = bounds.min_tokens_for_loss else {
+                continue;
+            };
             let hi = bounds.max_tokens_in_time;
-            (lo <= hi).then_some(Window {
-                brief,
-                shape,
-                index: offset + s,
-                config,
-                tokens: (lo, hi),
-            })
-        })
-        .collect()
+            if lo <= hi {
+                out.push(Window {
+                    brief,
+                    shape,
+                    index: offset + s,
+                    config,
+                    tokens: (lo, hi),
+                });
+            }
+        }
+    }
+    out
 }
 
 /// Token counts one unit of parallel work covers.
@@ -469,11 +469,10 @@ fn grid_range(grid: &TokenGrid, [lo, hi]: [u64; 2]) -> std::ops::Range<u64> {
     first..end.max(first)
 }
 
-/// One configuration's plans in ranking order: its tokens from `next` towards `last` (down
-/// for the loss and memory rankings, up for days).
+/// One window's plans in ranking order: its tokens from `next` towards `last` (down for the
+/// loss and memory rankings, up for days).
 struct Stream {
-    shape: usize,
-    config: Config,
+    window: usize,
     next: u64,
     last: u64,
 }
@@ -507,60 +506,31 @@ impl Ord for Head {
 /// the most its pace allows), along which every ranking is monotone, so a merge of the
 /// intervals in ranking order yields the best plans one by one. Also each shape's best.
 fn exact_top(
-    brief: &Brief,
-    shapes: &[Shape],
-    fitting: &[Fitting],
+    windows: &[Window],
     rank: Rank,
     top: usize,
+    shapes: std::ops::Range<usize>,
 ) -> (Vec<Candidate>, Vec<Option<Candidate>>) {
-    let mut streams = Vec::new();
-    for (s, (shape, fit)) in shapes.iter().zip(fitting).enumerate() {
-        let mut plate_bounds = None;
-        for &config in &fit.by_pace {
-            let bounds = match config.pace {
-                Pace::Plate => {
-                    *plate_bounds.get_or_insert_with(|| token_bounds(brief, shape, Pace::Plate))
-                }
-                pace => token_bounds(brief, shape, pace),
-            };
-            let Some(lo) = bounds.min_tokens_for_loss else {
-                continue;
-            };
-            let hi = bounds.max_tokens_in_time;
-            if lo > hi {
-                continue;
-            }
+    let mut streams: Vec<Stream> = windows
+        .iter()
+        .enumerate()
+        .map(|(window, w)| {
+            let (lo, hi) = w.tokens;
             let (next, last) = if rank == Rank::Days {
                 (lo, hi)
             } else {
                 (hi, lo)
             };
-            streams.push(Stream {
-                shape: s,
-                config,
-                next,
-                last,
-            });
-        }
-    }
-    let at = |st: &Stream, tokens: u64| {
-        let shape = &shapes[st.shape];
-        let plate = time::days(brief, shape.params() as f64, tokens as f64);
-        Candidate {
-            shape: st.shape,
-            tokens,
-            layout: st.config.layout,
-            model: st.config.model,
-            loss: loss(brief, shape, tokens),
-            days: st.config.pace.days(plate, tokens),
-            memory: gb(st.config.bytes),
-        }
-    };
+            Stream { window, next, last }
+        })
+        .collect();
+    let at = |st: &Stream, tokens: u64| windows[st.window].candidate(tokens);
     let mut best: Vec<Option<Candidate>> = vec![None; shapes.len()];
     let mut heap = std::collections::BinaryHeap::new();
     for (i, st) in streams.iter().enumerate() {
         let candidate = at(st, st.next);
-        best[st.shape] = better(rank, best[st.shape], Some(candidate));
+        let local = candidate.shape - shapes.start;
+        best[local] = better(rank, best[local], Some(candidate));
         heap.push(Head {
             rank,
             candidate,
@@ -757,24 +727,16 @@ fn search_in_blocks(
             *global = better(options.rank, *global, best);
         }
         if options.exact {
-            exact_windows.extend(windows(
-                brief,
-                &shapes[block.clone()],
-                &fitting,
-                block.start,
-            ));
-            let (plans, best) =
-                exact_top(brief, &shapes[block.clone()], &fitting, options.rank, top);
-            for mut c in plans {
-                c.shape += block.start;
-                exact.push(c);
-            }
-            for (global, best) in found.best[block.clone()].iter_mut().zip(best) {
-                *global = best.map(|mut c| {
-                    c.shape += block.start;
-                    c
-                });
-            }
+            let block_windows = windows(brief, &shapes[block.clone()], &fitting, block.start);
+            let (plans, best) = exact_top(&block_windows, options.rank, top, block.clone());
+            plans.into_iter().for_each(|c| exact.push(c));
+            found.best[block.clone()].copy_from_slice(&best);
+            // Only each shape's fastest configuration can stand on the front.
+            exact_windows.extend(
+                block_windows
+                    .into_iter()
+                    .dedup_by(|a, b| a.index == b.index),
+            );
         }
         verdicts.extend(block_verdicts);
         progress.advance(block.len() as u64);
@@ -817,10 +779,7 @@ fn search_in_blocks(
                     FrontRun {
                         first: grade(&window.candidate(run.first)),
                         last: grade(&window.candidate(last_on_front(window, run))),
-                        days_per_token: match window.config.pace {
-                            Pace::Plate => None,
-                            Pace::PerToken(k) => Some(k),
-                        },
+                        days_per_token: window.config.pace.days_per_token(),
                     }
                 })
                 .collect(),

@@ -18,11 +18,11 @@ use crate::error::{Error, Result};
 use crate::memory::detailed::Detailed;
 use crate::memory::MemoryModel;
 use crate::model::Shape;
-use crate::pareto::{exact_front, last_on_front, Chain, Front, Segment};
+use crate::pareto::{exact_front, last_before, last_on_front, Chain, Front, Segment};
 use crate::plan::{evaluate, Design, Plan};
 use crate::rank::{tie_break, Candidate, Rank, TopK};
 use crate::scaling::ComputeOptimal;
-use crate::search::{pace_bits, FrontRun, FrontRuns, SearchReport, TokenGrid, MAX_FRONT_RUNS};
+use crate::search::{FrontRun, FrontRuns, SearchReport, TokenGrid, MAX_FRONT_RUNS};
 use crate::step_time::TimeModel;
 use crate::time;
 use crate::verdict::{Pace, ShapeVerdict};
@@ -250,33 +250,32 @@ impl Chain for RunChain<'_> {
         let n = self.run.shape.params() as f64;
         self.brief.loss_law.loss(n, tokens as f64)
     }
-    /// As [`crate::verdict::Pace::days`].
+    /// As the search's windows.
     fn days(&self, tokens: u64) -> f64 {
-        match self.run.days_per_token {
-            Some(k) => tokens as f64 * k,
-            None => time::days(self.brief, self.run.shape.params() as f64, tokens as f64),
-        }
+        let plate = time::days(self.brief, self.run.shape.params() as f64, tokens as f64);
+        self.pace().days(plate, tokens)
     }
     /// As the search's windows: the parameter count and the pace.
     fn curve(&self) -> Option<(u64, u64)> {
-        let pace = match self.run.days_per_token {
-            Some(k) => Pace::PerToken(k),
-            None => Pace::Plate,
-        };
-        Some((self.run.shape.params(), pace_bits(pace)))
+        Some((self.run.shape.params(), self.pace().key().to_bits()))
     }
 }
 
 impl RunChain<'_> {
+    fn pace(&self) -> Pace {
+        Pace::from_days_per_token(self.run.days_per_token)
+    }
+
     fn candidate(&self, tokens: u64) -> Candidate {
+        let first = &self.run.first;
         Candidate {
+            shape: self.run.shape_index,
             tokens,
+            layout: first.layout,
+            model: memory_model(first),
             loss: self.loss(tokens),
             days: self.days(tokens),
-            ..candidate(&IndexedPlan {
-                shape_index: self.run.shape_index,
-                plan: self.run.first.clone(),
-            })
+            memory: first.memory_gb.total,
         }
     }
 }
@@ -320,16 +319,7 @@ fn merge_exact(brief: &Brief, fronts: &[PartialFront]) -> Result<FrontRuns> {
                 break;
             }
             if chain.days(seg.last) > cut {
-                let (mut lo, mut hi) = (seg.first, seg.last);
-                while lo < hi {
-                    let mid = lo + (hi - lo).div_ceil(2);
-                    if chain.days(mid) <= cut {
-                        lo = mid;
-                    } else {
-                        hi = mid - 1;
-                    }
-                }
-                seg.last = lo;
+                seg.last = last_before(chain, seg.first, |d| d <= cut);
                 runs.push(seg);
                 break;
             }
@@ -340,16 +330,11 @@ fn merge_exact(brief: &Brief, fronts: &[PartialFront]) -> Result<FrontRuns> {
         complete = false;
     }
     let grade = |chain: &RunChain, tokens: u64| -> Result<Plan> {
-        let first = &chain.run.first;
         let design = Design {
             shape: &chain.run.shape,
             tokens,
-            layout: first.layout,
-            memory: candidate(&IndexedPlan {
-                shape_index: chain.run.shape_index,
-                plan: first.clone(),
-            })
-            .model,
+            layout: chain.run.first.layout,
+            memory: memory_model(&chain.run.first),
             time,
         };
         evaluate(brief, &design)
@@ -371,18 +356,22 @@ fn merge_exact(brief: &Brief, fronts: &[PartialFront]) -> Result<FrontRuns> {
 /// The candidate a plan was, for ranking it again.
 fn candidate(p: &IndexedPlan) -> Candidate {
     let plan = &p.plan;
-    let model = match (plan.step, plan.memory_model) {
-        (Some(step), Some(options)) => MemoryModel::Detailed(Detailed { step, options }),
-        _ => MemoryModel::Plate,
-    };
     Candidate {
         shape: p.shape_index,
         tokens: plan.tokens,
         layout: plan.layout,
-        model,
+        model: memory_model(plan),
         loss: plan.loss,
         days: plan.days,
         memory: plan.memory_gb.total,
+    }
+}
+
+/// The memory model (with its step) a plan was graded under.
+fn memory_model(plan: &Plan) -> MemoryModel {
+    match (plan.step, plan.memory_model) {
+        (Some(step), Some(options)) => MemoryModel::Detailed(Detailed { step, options }),
+        _ => MemoryModel::Plate,
     }
 }
 

@@ -136,6 +136,19 @@ pub enum Pace {
 }
 
 impl Pace {
+    /// The pace of `days_per_token` under the detailed time model, the plate's for `None`.
+    pub fn from_days_per_token(days_per_token: Option<f64>) -> Pace {
+        days_per_token.map_or(Pace::Plate, Pace::PerToken)
+    }
+
+    /// Days per token under the detailed time model, `None` for the plate's.
+    pub fn days_per_token(&self) -> Option<f64> {
+        match self {
+            Pace::Plate => None,
+            Pace::PerToken(k) => Some(*k),
+        }
+    }
+
     /// Days for `tokens`, given the plate's days for them.
     pub fn days(&self, plate_days: f64, tokens: u64) -> f64 {
         match self {
