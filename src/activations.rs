@@ -166,13 +166,15 @@ fn tensors(layer: Layer, shape: &Shape, s: f64) -> Vec<Kept> {
     let f = shape.ffn as f64;
     let a = f64::from(shape.heads);
     let g = f64::from(shape.kv_heads) * shape.head_dim() as f64;
+    // Queries and the attention output are a·d wide, h for Llama.
+    let q = shape.attention_width() as f64;
     match layer {
         Layer::Llama(Kernels::Fused) => vec![
             kept(2.0 * h, Replicated), // attention RMSNorm input
             kept(2.0 * h, Replicated), // QKV input
-            kept(2.0 * h, Tensor),     // Q after RoPE
+            kept(2.0 * q, Tensor),     // Q after RoPE
             kept(4.0 * g, Tensor),     // K after RoPE, V
-            kept(2.0 * h, Tensor),     // attention output O
+            kept(2.0 * q, Tensor),     // attention output O
             core(4.0 * a),             // log-sum-exp, FP32
             kept(2.0 * h, Replicated), // MLP RMSNorm input
             kept(2.0 * h, Replicated), // gate/up input
@@ -182,11 +184,11 @@ fn tensors(layer: Layer, shape: &Shape, s: f64) -> Vec<Kept> {
         Layer::Llama(Kernels::Eager) => vec![
             kept(6.0 * h, Replicated), // attention RMSNorm: FP32 upcast, BF16 normalised
             kept(2.0 * h, Replicated), // its output, the QKV input
-            kept(2.0 * h, Tensor),     // Q before RoPE (kept by RoPE's slices)
+            kept(2.0 * q, Tensor),     // Q before RoPE (kept by RoPE's slices)
             kept(2.0 * g, Tensor),     // K before RoPE
-            kept(2.0 * h, Tensor),     // Q after RoPE
-            kept(4.0 * h, Tensor),     // K after RoPE and V, repeated to every head
-            kept(2.0 * h, Tensor),     // attention output
+            kept(2.0 * q, Tensor),     // Q after RoPE
+            kept(4.0 * q, Tensor),     // K after RoPE and V, repeated to every head
+            kept(2.0 * q, Tensor),     // attention output
             core(4.0 * a),             // log-sum-exp, FP32
             kept(6.0 * h, Replicated), // MLP RMSNorm
             kept(2.0 * h, Replicated), // its output, the gate/up input

@@ -1,13 +1,38 @@
-//! Model shapes: the Llama 3 architecture (untied embeddings, SwiGLU MLP, grouped-query
-//! attention, RMSNorm, no biases) and its parameter count, computed from the shape.
+//! Model shapes: dense Llama-family decoders (SwiGLU MLP, grouped-query attention, RMSNorm) and
+//! their parameter count, computed from the shape. Llama 3 unties the embeddings and has no
+//! biases; the architectures read from Hugging Face configs ([`crate::hf`]) may tie them, carry
+//! biases or set the head dimension apart from `h / heads`.
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
+/// Which linear layers carry a bias vector. Llama 3 and Mistral have none; Qwen2 has them on the
+/// query, key and value projections; a Llama config's `attention_bias` puts them on all four
+/// attention projections and `mlp_bias` on the three MLP ones (transformers' `modeling_llama`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Biases {
+    /// Biases on the query, key and value projections: `heads·d + 2·kv·d` a layer.
+    #[serde(default)]
+    pub qkv: bool,
+    /// A bias on the attention output projection: `h` a layer.
+    #[serde(default)]
+    pub output: bool,
+    /// Biases on the gate, up and down projections: `2f + h` a layer.
+    #[serde(default)]
+    pub mlp: bool,
+}
+
+impl Biases {
+    fn is_none(&self) -> bool {
+        *self == Biases::default()
+    }
+}
+
 /// The shape of a Llama-family decoder. Counts only; the parameter count is derived.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "ShapeFields")]
+#[serde(try_from = "ShapeSpec", into = "ShapeSpec")]
 pub struct Shape {
     /// The name plans carry, for example `llama3-70b`.
     pub name: String,
@@ -23,49 +48,85 @@ pub struct Shape {
     pub kv_heads: u32,
     /// Vocabulary size V.
     pub vocab: u64,
+    /// Width of one attention head d: `h / heads` for Llama; Mistral NeMo sets 128 with
+    /// `h = 5,120` and 32 heads.
+    pub head_dim: u64,
+    /// Whether the output head shares the input embedding's matrix (Llama 3.2 1B and 3B).
+    pub tied_embeddings: bool,
+    /// The bias vectors of the linear layers.
+    pub biases: Biases,
 }
 
-/// A shape as read from a file, before [`Shape::new`] checks it.
-#[derive(Deserialize)]
+/// A shape as written in a file or built by a reader, before [`ShapeSpec::build`] checks it.
+/// The fields Llama 3 leaves at their defaults (the head dimension `h / heads`, untied
+/// embeddings, no biases) may be left out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ShapeFields {
-    name: String,
-    layers: u32,
-    hidden: u64,
-    ffn: u64,
-    heads: u32,
-    kv_heads: u32,
-    vocab: u64,
+pub struct ShapeSpec {
+    /// The name.
+    pub name: String,
+    /// Layers L.
+    pub layers: u32,
+    /// Hidden size h.
+    pub hidden: u64,
+    /// FFN width f.
+    pub ffn: u64,
+    /// Attention heads.
+    pub heads: u32,
+    /// KV heads.
+    pub kv_heads: u32,
+    /// Vocabulary V.
+    pub vocab: u64,
+    /// Head dimension, when it is not `h / heads`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_dim: Option<u64>,
+    /// Tied input embedding and output head.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tied_embeddings: bool,
+    /// Bias vectors.
+    #[serde(default, skip_serializing_if = "Biases::is_none")]
+    pub biases: Biases,
 }
 
-impl TryFrom<ShapeFields> for Shape {
+impl TryFrom<ShapeSpec> for Shape {
     type Error = Error;
-    fn try_from(f: ShapeFields) -> Result<Self> {
-        Shape::new(
-            &f.name, f.layers, f.hidden, f.ffn, f.heads, f.kv_heads, f.vocab,
-        )
+    fn try_from(spec: ShapeSpec) -> Result<Self> {
+        spec.build()
     }
 }
 
-impl Shape {
-    /// A shape, checked: every count positive, the heads dividing the hidden size, the KV heads
-    /// dividing the heads.
-    pub fn new(
-        name: &str,
-        layers: u32,
-        hidden: u64,
-        ffn: u64,
-        heads: u32,
-        kv_heads: u32,
-        vocab: u64,
-    ) -> Result<Self> {
+impl From<Shape> for ShapeSpec {
+    fn from(s: Shape) -> Self {
+        let implicit =
+            s.hidden % u64::from(s.heads) == 0 && s.hidden / u64::from(s.heads) == s.head_dim;
+        ShapeSpec {
+            head_dim: (!implicit).then_some(s.head_dim),
+            name: s.name,
+            layers: s.layers,
+            hidden: s.hidden,
+            ffn: s.ffn,
+            heads: s.heads,
+            kv_heads: s.kv_heads,
+            vocab: s.vocab,
+            tied_embeddings: s.tied_embeddings,
+            biases: s.biases,
+        }
+    }
+}
+
+impl ShapeSpec {
+    /// The shape, checked: every count positive; without an explicit head dimension the heads
+    /// divide the hidden size; the KV heads divide the heads; the parameters fit in 64 bits.
+    pub fn build(self) -> Result<Shape> {
+        let name = self.name.as_str();
         let positive = [
-            ("layers", u64::from(layers)),
-            ("hidden", hidden),
-            ("ffn", ffn),
-            ("heads", u64::from(heads)),
-            ("kv_heads", u64::from(kv_heads)),
-            ("vocab", vocab),
+            ("layers", u64::from(self.layers)),
+            ("hidden", self.hidden),
+            ("ffn", self.ffn),
+            ("heads", u64::from(self.heads)),
+            ("kv_heads", u64::from(self.kv_heads)),
+            ("vocab", self.vocab),
+            ("head_dim", self.head_dim.unwrap_or(1)),
         ];
         for (field, v) in positive {
             if v == 0 {
@@ -76,21 +137,78 @@ impl Shape {
                 ));
             }
         }
-        if hidden % u64::from(heads) != 0 {
-            return Err(Error::invalid(
-                format!("{name}.heads"),
-                heads,
-                format!("a divisor of the hidden size {hidden}"),
-            ));
-        }
-        if heads % kv_heads != 0 {
+        let head_dim = match self.head_dim {
+            Some(d) => d,
+            None if self.hidden % u64::from(self.heads) == 0 => self.hidden / u64::from(self.heads),
+            None => {
+                return Err(Error::invalid(
+                    format!("{name}.heads"),
+                    self.heads,
+                    format!(
+                        "a divisor of the hidden size {}, or an explicit head dimension",
+                        self.hidden
+                    ),
+                ))
+            }
+        };
+        if self.heads % self.kv_heads != 0 {
             return Err(Error::invalid(
                 format!("{name}.kv_heads"),
-                kv_heads,
-                format!("a divisor of the {heads} attention heads"),
+                self.kv_heads,
+                format!("a divisor of the {} attention heads", self.heads),
             ));
         }
         let shape = Shape {
+            name: self.name,
+            layers: self.layers,
+            hidden: self.hidden,
+            ffn: self.ffn,
+            heads: self.heads,
+            kv_heads: self.kv_heads,
+            vocab: self.vocab,
+            head_dim,
+            tied_embeddings: self.tied_embeddings,
+            biases: self.biases,
+        };
+        if shape.counts().is_none() {
+            return Err(Error::invalid(
+                format!("{}.params", shape.name),
+                "more than 2^64",
+                "a shape whose parameters can be counted",
+            ));
+        }
+        Ok(shape)
+    }
+}
+
+/// A shape's parameters by kind (SPEC.md §2, extended by [`Biases`] and tied embeddings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Counts {
+    /// One layer's matrices: `h·(a·d) + 2·h·(kv·d) + (a·d)·h + 3·h·f` — query, key and value,
+    /// output, and SwiGLU's gate, up and down.
+    layer_matrices: u64,
+    /// One layer's biases split over TP with their matrices: query, key, value, gate and up.
+    layer_split_biases: u64,
+    /// One layer's vectors every TP rank holds whole: two RMSNorm weights (`2h`) and the
+    /// output and down-projection biases.
+    layer_whole: u64,
+    /// One vocabulary-by-hidden matrix, `V·h`.
+    embedding: u64,
+}
+
+impl Shape {
+    /// A Llama-3-style shape (head dimension `h / heads`, untied embeddings, no biases),
+    /// checked as [`ShapeSpec::build`] checks.
+    pub fn new(
+        name: &str,
+        layers: u32,
+        hidden: u64,
+        ffn: u64,
+        heads: u32,
+        kv_heads: u32,
+        vocab: u64,
+    ) -> Result<Self> {
+        ShapeSpec {
             name: name.to_string(),
             layers,
             hidden,
@@ -98,87 +216,138 @@ impl Shape {
             heads,
             kv_heads,
             vocab,
-        };
-        if shape.checked_params().is_none() {
-            return Err(Error::invalid(
-                format!("{name}.params"),
-                "more than 2^64",
-                "a shape whose parameters can be counted",
-            ));
+            head_dim: None,
+            tied_embeddings: false,
+            biases: Biases::default(),
         }
-        Ok(shape)
+        .build()
     }
 
-    /// The parameter count with every product checked, `None` past `u64::MAX`.
-    fn checked_params(&self) -> Option<u64> {
-        let h = self.hidden;
-        let kv_width = u64::from(self.kv_heads).checked_mul(self.head_dim())?;
-        let per_layer = 2u64
-            .checked_mul(h)?
-            .checked_mul(h)?
-            .checked_add(2u64.checked_mul(h)?.checked_mul(kv_width)?)?
-            .checked_add(3u64.checked_mul(h)?.checked_mul(self.ffn)?)?
-            .checked_add(2u64.checked_mul(h)?)?;
+    /// The parameter counts with every product checked, `None` past `u64::MAX`.
+    fn counts(&self) -> Option<Counts> {
+        let (h, f) = (self.hidden, self.ffn);
+        let q = u64::from(self.heads).checked_mul(self.head_dim)?;
+        let kv = u64::from(self.kv_heads).checked_mul(self.head_dim)?;
+        let layer_matrices = h
+            .checked_mul(q)?
+            .checked_mul(2)?
+            .checked_add(h.checked_mul(kv)?.checked_mul(2)?)?
+            .checked_add(h.checked_mul(f)?.checked_mul(3)?)?;
+        let b = self.biases;
+        let qkv_bias = if b.qkv {
+            q.checked_add(kv.checked_mul(2)?)?
+        } else {
+            0
+        };
+        let gate_up_bias = if b.mlp { f.checked_mul(2)? } else { 0 };
+        let layer_whole = h
+            .checked_mul(2)?
+            .checked_add(if b.output { h } else { 0 })?
+            .checked_add(if b.mlp { h } else { 0 })?;
+        let counts = Counts {
+            layer_matrices,
+            layer_split_biases: qkv_bias.checked_add(gate_up_bias)?,
+            layer_whole,
+            embedding: self.vocab.checked_mul(h)?,
+        };
+        // The whole model must be countable too.
+        let per_layer = layer_matrices
+            .checked_add(counts.layer_split_biases)?
+            .checked_add(layer_whole)?;
         u64::from(self.layers)
             .checked_mul(per_layer)?
-            .checked_add(2u64.checked_mul(self.vocab)?.checked_mul(h)?)?
-            .checked_add(h)
+            .checked_add(
+                counts
+                    .embedding
+                    .checked_mul(if self.tied_embeddings { 1 } else { 2 })?,
+            )?
+            .checked_add(h)?;
+        Some(counts)
+    }
+
+    /// The counts of a shape built by [`ShapeSpec::build`], which checked they fit.
+    fn counted(&self) -> Counts {
+        self.counts()
+            .expect("a shape's parameters are checked when it is built")
     }
 
     /// Whether `other` has the same dimensions, whatever its name.
     pub fn same_dimensions(&self, other: &Shape) -> bool {
-        (
-            self.layers,
-            self.hidden,
-            self.ffn,
-            self.heads,
-            self.kv_heads,
-            self.vocab,
-        ) == (
-            other.layers,
-            other.hidden,
-            other.ffn,
-            other.heads,
-            other.kv_heads,
-            other.vocab,
-        )
+        Shape {
+            name: String::new(),
+            ..self.clone()
+        } == Shape {
+            name: String::new(),
+            ..other.clone()
+        }
     }
 
-    /// Head dimension `d = h / heads`.
+    /// Head dimension d.
     pub fn head_dim(&self) -> u64 {
-        self.hidden / u64::from(self.heads)
+        self.head_dim
+    }
+
+    /// Width of the attention's queries and output, `a·d` (`h` for Llama).
+    pub fn attention_width(&self) -> u64 {
+        u64::from(self.heads) * self.head_dim
     }
 
     /// Parameters of one transformer layer (SPEC.md §2):
-    /// `2h² + 2·h·(kv·d) + 3·h·f + 2h` — the query and output projections, the key and value
-    /// projections of grouped-query attention, SwiGLU's gate, up and down matrices, and the two
-    /// RMSNorm weight vectors. Llama has no biases.
+    /// `2h·(a·d) + 2·h·(kv·d) + 3·h·f + 2h` plus any biases — the query and output
+    /// projections, the key and value projections of grouped-query attention, SwiGLU's gate, up
+    /// and down matrices, and the two RMSNorm weight vectors. Llama 3 has no biases.
     pub fn params_per_layer(&self) -> u64 {
-        let h = self.hidden;
-        let kv_width = u64::from(self.kv_heads) * self.head_dim();
-        2 * h * h + 2 * h * kv_width + 3 * h * self.ffn + 2 * h
+        let c = self.counted();
+        c.layer_matrices + c.layer_split_biases + c.layer_whole
+    }
+
+    /// Parameters of one layer's matrices, the ones that multiply: `2h·(a·d) + 2·h·(kv·d) + 3·h·f`.
+    pub fn layer_matrix_params(&self) -> u64 {
+        self.counted().layer_matrices
+    }
+
+    /// Parameters of one layer that tensor parallelism splits: the matrices and the biases of
+    /// the column-parallel projections (query, key, value, gate, up).
+    pub fn layer_split_params(&self) -> u64 {
+        let c = self.counted();
+        c.layer_matrices + c.layer_split_biases
+    }
+
+    /// Parameters of one layer every TP rank holds whole: the two RMSNorm vectors and the
+    /// biases of the row-parallel projections (attention output, down), `2h` for Llama.
+    pub fn layer_whole_params(&self) -> u64 {
+        self.counted().layer_whole
+    }
+
+    /// Parameters of one vocabulary-by-hidden matrix, `V·h`: the input embedding, and the
+    /// output head unless it is tied to it.
+    pub fn embedding_params(&self) -> u64 {
+        self.counted().embedding
     }
 
     /// Parameters of the whole model N (SPEC.md §2): `L · per_layer + 2·V·h + h` — the layers,
-    /// the untied input embedding and output head, and the final RMSNorm.
+    /// the untied input embedding and output head (one `V·h` when tied), and the final RMSNorm.
     pub fn params(&self) -> u64 {
+        let tables = if self.tied_embeddings { 1 } else { 2 };
         u64::from(self.layers) * self.params_per_layer()
-            + 2 * self.vocab * self.hidden
+            + tables * self.embedding_params()
             + self.hidden
+    }
+
+    /// Parameters that multiply each token, `N_matrix = L·(matrices of a layer) + V·h`: the
+    /// layers' matrices and the output head, leaving out the input embedding (a lookup, as
+    /// PaLM's MFU counts) and the vectors (norms, biases; elementwise).
+    pub fn matrix_params(&self) -> u64 {
+        u64::from(self.layers) * self.layer_matrix_params() + self.embedding_params()
     }
 }
 
 /// The shapes trainplan knows by name: Llama 3 / 3.1 8B, 70B and 405B, from the published
 /// `config.json` files of the checkpoints (SPEC.md §2).
 pub fn presets() -> Vec<Shape> {
-    let llama = |name, layers, hidden, ffn, heads| Shape {
-        name: String::from(name),
-        layers,
-        hidden,
-        ffn,
-        heads,
-        kv_heads: 8,
-        vocab: 128_256,
+    let llama = |name: &str, layers, hidden, ffn, heads| {
+        Shape::new(name, layers, hidden, ffn, heads, 8, 128_256)
+            .expect("the Llama 3 shapes are valid")
     };
     vec![
         llama("llama3-8b", 32, 4_096, 14_336, 32),
@@ -280,13 +449,55 @@ mod tests {
     }
 
     #[test]
-    fn presets_are_valid_shapes() {
-        for s in presets() {
-            let checked = Shape::new(
-                &s.name, s.layers, s.hidden, s.ffn, s.heads, s.kv_heads, s.vocab,
-            );
-            assert_eq!(checked.unwrap(), s);
-        }
+    fn a_llama_shape_is_written_without_the_fields_it_leaves_at_their_defaults() {
+        let json = serde_json::to_string(&preset("8b").unwrap()).unwrap();
+        assert_eq!(
+            json,
+            r#"{"name":"llama3-8b","layers":32,"hidden":4096,"ffn":14336,"heads":32,"kv_heads":8,"vocab":128256}"#
+        );
+        let back: Shape = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, preset("8b").unwrap());
+    }
+
+    #[test]
+    fn a_shape_with_its_own_head_dimension_ties_and_biases_round_trips() {
+        // Mistral NeMo's attention: 32 heads of 128 with h = 5,120, so a·d = 4,096 ≠ h.
+        let spec = ShapeSpec {
+            name: "nemo-like".into(),
+            layers: 2,
+            hidden: 5_120,
+            ffn: 14_336,
+            heads: 32,
+            kv_heads: 8,
+            vocab: 1_000,
+            head_dim: Some(128),
+            tied_embeddings: true,
+            biases: Biases {
+                qkv: true,
+                output: true,
+                mlp: true,
+            },
+        };
+        let shape = spec.clone().build().unwrap();
+        // By hand, per layer: q and o 2·5120·4096 = 41,943,040; k and v 2·5120·1024 =
+        // 10,485,760; MLP 3·5120·14336 = 220,200,960; norms 10,240 (272,640,000); biases
+        // q,k,v 4096 + 2048, o 5120, MLP 2·14336 + 5120 (45,056): 272,685,056.
+        assert_eq!(shape.params_per_layer(), 272_685_056);
+        // Two layers, one tied 1000×5120 table, the final norm.
+        assert_eq!(shape.params(), 2 * 272_685_056 + 5_120_000 + 5_120);
+        assert_eq!(
+            shape.layer_split_params() + shape.layer_whole_params(),
+            272_685_056
+        );
+        let json = serde_json::to_string(&shape).unwrap();
+        assert!(json.contains(r#""head_dim":128"#), "{json}");
+        assert_eq!(serde_json::from_str::<Shape>(&json).unwrap(), shape);
+        // Without the explicit head dimension 5,120 / 32 = 160 would be taken.
+        let implicit = ShapeSpec {
+            head_dim: None,
+            ..spec
+        };
+        assert_eq!(implicit.build().unwrap().head_dim(), 160);
     }
 
     #[test]

@@ -137,20 +137,21 @@ pub struct StepTime {
 
 /// Model FLOPs per token, `6·N_matrix + 6·L·s·h`: SPEC.md §4's `6N + 6·L·s·h` (Megatron-LM)
 /// counted over the parameters that multiply, leaving out the input embedding (a lookup, as
-/// PaLM's MFU does) and the RMSNorm vectors (elementwise): `N_matrix = N − V·h − (2L + 1)·h`.
-/// So hardware FLOPs are never fewer than model FLOPs: HFU ≥ MFU.
+/// PaLM's MFU does) and the RMSNorm and bias vectors (elementwise): `N_matrix =
+/// Shape::matrix_params`, which is `N − V·h − (2L + 1)·h` for Llama 3. Attention's width is
+/// `a·d` (`h` for Llama). So hardware FLOPs are never fewer than model FLOPs: HFU ≥ MFU.
 pub fn model_flops_per_token(shape: &Shape, seq_len: u64) -> f64 {
-    let (l, h) = (u64::from(shape.layers), shape.hidden);
-    let matrices = shape.params() - shape.vocab * h - (2 * l + 1) * h;
-    6.0 * matrices as f64 + 6.0 * l as f64 * seq_len as f64 * h as f64
+    let l = f64::from(shape.layers);
+    let width = shape.attention_width() as f64;
+    6.0 * shape.matrix_params() as f64 + 6.0 * l * seq_len as f64 * width
 }
 
-/// Forward FLOPs per token of one layer on one TP rank: `(2·(P_layer − 2h) + 2·s·h) / t`;
-/// the first term the matrices, the second causal attention.
+/// Forward FLOPs per token of one layer on one TP rank: `(2·P_matrices + 2·s·a·d) / t`
+/// (`a·d = h` for Llama); the first term the matrices, the second causal attention.
 pub fn layer_forward_flops(shape: &Shape, tp: u64, seq_len: u64) -> (f64, f64) {
-    let h = shape.hidden as f64;
-    let matrices = 2.0 * (shape.params_per_layer() - 2 * shape.hidden) as f64 / tp as f64;
-    let attention = 2.0 * seq_len as f64 * h / tp as f64;
+    let width = shape.attention_width() as f64;
+    let matrices = 2.0 * shape.layer_matrix_params() as f64 / tp as f64;
+    let attention = 2.0 * seq_len as f64 * width / tp as f64;
     (matrices, attention)
 }
 

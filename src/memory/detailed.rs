@@ -197,15 +197,19 @@ pub fn stage_layers(layers: u64, pp: u64, split: StageSplit) -> Result<Vec<u64>>
     }
 }
 
-/// Parameters one GPU of a stage holds, `Ψᵢ`: the stage's layers' matrices split over TP and
-/// their two RMSNorm vectors whole, the input embedding (first stage) and the output head (last
-/// stage) split over TP by vocabulary, the final norm (last stage) whole.
+/// Parameters one GPU of a stage holds, `Ψᵢ`: the stage's layers' matrices (and their
+/// column-parallel biases) split over TP and their RMSNorm vectors (and row-parallel biases)
+/// whole, the input embedding (first stage) and the output head (last stage) split over TP by
+/// vocabulary, the final norm (last stage) whole. Tied embeddings on one stage are one matrix;
+/// over several stages the last keeps its own copy of the head, as Megatron-LM does.
 pub fn stage_params(shape: &Shape, tp: u64, layers: u64, first: bool, last: bool) -> f64 {
-    let (h, v) = (shape.hidden as f64, shape.vocab as f64);
-    let layer_split = (shape.params_per_layer() - 2 * shape.hidden) as f64;
+    let (h, e) = (shape.hidden as f64, shape.embedding_params() as f64);
     let l = layers as f64;
-    let split = l * layer_split + if first { v * h } else { 0.0 } + if last { v * h } else { 0.0 };
-    let whole = l * 2.0 * h + if last { h } else { 0.0 };
+    let head = last && !(first && shape.tied_embeddings);
+    let split = l * shape.layer_split_params() as f64
+        + if first { e } else { 0.0 }
+        + if head { e } else { 0.0 };
+    let whole = l * shape.layer_whole_params() as f64 + if last { h } else { 0.0 };
     split / tp as f64 + whole
 }
 
