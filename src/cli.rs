@@ -11,12 +11,13 @@ use trainplan::brief::{self, Brief, BriefPatch, LossLawPatch};
 use trainplan::efficiency::EfficiencyCurve;
 use trainplan::error::{Error, Result};
 use trainplan::family::{Family, Span};
+use trainplan::hf;
 use trainplan::layout::ZeroStage;
 use trainplan::memory::detailed::{
     Detailed, GradientPrecision, LossPrecision, Options, StageSplit,
 };
 use trainplan::memory::MemoryModel;
-use trainplan::model::{self, Shape};
+use trainplan::model::{self, Biases, Shape, ShapeSpec};
 use trainplan::rank::Rank;
 use trainplan::reliability::ReliabilityPatch;
 use trainplan::scaling::LossLawPreset;
@@ -200,9 +201,8 @@ impl BriefArgs {
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// The model: 8b, 70b or 405b (Llama 3).
-    #[arg(long, value_name = "MODEL")]
-    pub model: String,
+    #[command(flatten)]
+    pub model: ModelArgs,
     /// Training tokens, a whole number (15e12 is fine).
     #[arg(long, value_name = "D", value_parser = parse_whole)]
     pub tokens: u64,
@@ -228,10 +228,117 @@ pub struct CheckArgs {
     pub brief: BriefArgs,
 }
 
+/// The model of one design: a name, a Hugging Face config, or its dimensions.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Model (one of --model, --model-config, or --layers --hidden --ffn)")]
+pub struct ModelArgs {
+    /// A preset (8b, 70b, 405b: Llama 3) or a dimension name such as L80-h8192-f28672.
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// A Hugging Face config.json (Llama, Mistral, Qwen2 dense decoders).
+    #[arg(long, value_name = "config.json", conflicts_with = "model")]
+    pub model_config: Option<PathBuf>,
+    /// Layers of an ad-hoc shape.
+    #[arg(long, value_name = "L", value_parser = parse_whole, conflicts_with_all = ["model", "model_config"], requires_all = ["hidden", "ffn"])]
+    pub layers: Option<u64>,
+    /// Hidden size of an ad-hoc shape.
+    #[arg(long, value_name = "H", value_parser = parse_whole, requires = "layers")]
+    pub hidden: Option<u64>,
+    /// SwiGLU FFN width of an ad-hoc shape.
+    #[arg(long, value_name = "F", value_parser = parse_whole, requires = "layers")]
+    pub ffn: Option<u64>,
+    #[command(flatten)]
+    pub attention: AttentionArgs,
+}
+
+/// The dimensions of an ad-hoc shape beyond layers, hidden size and FFN width, with Llama 3's
+/// defaults.
+#[derive(Debug, Args)]
+pub struct AttentionArgs {
+    /// Attention heads of an ad-hoc shape [default: hidden / 128].
+    #[arg(long, value_name = "N", value_parser = parse_whole, requires = "layers")]
+    pub heads: Option<u64>,
+    /// KV heads of an ad-hoc shape [default: 8].
+    #[arg(long, value_name = "N", value_parser = parse_whole, requires = "layers")]
+    pub kv_heads: Option<u64>,
+    /// Head dimension of an ad-hoc shape [default: hidden / heads].
+    #[arg(long, value_name = "D", value_parser = parse_whole, requires = "layers")]
+    pub head_dim: Option<u64>,
+    /// Vocabulary of an ad-hoc shape [default: 128256].
+    #[arg(long, value_name = "V", value_parser = parse_whole, requires = "layers")]
+    pub vocab: Option<u64>,
+    /// The ad-hoc shape's output head shares the input embedding.
+    #[arg(long, requires = "layers")]
+    pub tied_embeddings: bool,
+}
+
+impl AttentionArgs {
+    /// The shape of `layers × hidden × ffn` with these dimensions, named by them.
+    fn shape(&self, layers: u64, hidden: u64, ffn: u64) -> Result<Shape> {
+        let narrow = |flag: &str, n: u64| {
+            u32::try_from(n)
+                .map_err(|_| Error::invalid(flag, n, "a whole number of at most 4294967295"))
+        };
+        let heads = match self.heads {
+            Some(a) => a,
+            None => match self.head_dim {
+                Some(d) if d > 0 && hidden % d == 0 => hidden / d,
+                _ if hidden % 128 == 0 => hidden / 128,
+                _ => {
+                    return Err(Error::invalid(
+                        "--hidden",
+                        hidden,
+                        "a multiple of 128, or give --heads",
+                    ))
+                }
+            },
+        };
+        let mut spec = ShapeSpec {
+            name: String::new(),
+            layers: narrow("--layers", layers)?,
+            hidden,
+            ffn,
+            heads: narrow("--heads", heads)?,
+            kv_heads: narrow("--kv-heads", self.kv_heads.unwrap_or(8))?,
+            vocab: self.vocab.unwrap_or(128_256),
+            head_dim: self.head_dim,
+            tied_embeddings: self.tied_embeddings,
+            biases: Biases::default(),
+        };
+        spec.name = spec.dimension_name();
+        spec.build()
+    }
+}
+
+impl ModelArgs {
+    /// The shape asked for.
+    pub fn shape(&self) -> Result<Shape> {
+        match (&self.model, &self.model_config, self.layers) {
+            (Some(name), None, None) => model::preset(name),
+            (None, Some(path), None) => hf::read(path),
+            (None, None, Some(layers)) => {
+                let (Some(hidden), Some(ffn)) = (self.hidden, self.ffn) else {
+                    return Err(Error::invalid(
+                        "--layers",
+                        layers,
+                        "--layers with --hidden and --ffn",
+                    ));
+                };
+                self.attention.shape(layers, hidden, ffn)
+            }
+            _ => Err(Error::invalid(
+                "model",
+                "none",
+                "one of --model, --model-config, or --layers --hidden --ffn",
+            )),
+        }
+    }
+}
+
 impl CheckArgs {
     /// The shape asked for.
     pub fn shape(&self) -> Result<Shape> {
-        model::preset(&self.model)
+        self.model.shape()
     }
 
     /// The memory model, with the step under `--memory detailed`.
@@ -324,22 +431,31 @@ impl TimeArgs {
     }
 }
 
-/// A family of Llama-like shapes to search beside the presets.
+/// A family of Llama-like shapes to search beside the presets, or one ad-hoc shape.
 #[derive(Debug, Args)]
-#[command(next_help_heading = "Shape family (all three ranges together)")]
+#[command(
+    next_help_heading = "Shape family (--layers, --hidden and --ffn-ratio as ranges together) or one ad-hoc shape (--layers, --hidden and --ffn as numbers)"
+)]
 pub struct FamilyArgs {
-    /// Layer counts, start..end:step (for example 40..160:4).
+    /// Layer counts, start..end:step (for example 40..160:4), or one count with --ffn.
     #[arg(long, value_name = "RANGE")]
     pub layers: Option<String>,
-    /// Hidden sizes, multiples of the head dimension (for example 6144..20480:512).
+    /// Hidden sizes, multiples of the head dimension (for example 6144..20480:512), or one
+    /// size with --ffn.
     #[arg(long, value_name = "RANGE")]
     pub hidden: Option<String>,
     /// FFN width over hidden size (for example 3.0..4.0:0.25).
-    #[arg(long, value_name = "RANGE")]
+    #[arg(long, value_name = "RANGE", conflicts_with = "ffn")]
     pub ffn_ratio: Option<String>,
-    /// Head dimension (Llama 3: 128).
-    #[arg(long, value_name = "D", default_value = "128", value_parser = parse_whole)]
-    pub head_dim: u64,
+    /// The FFN width of one ad-hoc shape (with --layers and --hidden as single numbers).
+    #[arg(long, value_name = "F", value_parser = parse_whole)]
+    pub ffn: Option<u64>,
+    /// Attention heads of the ad-hoc shape [default: hidden / head dimension].
+    #[arg(long, value_name = "N", value_parser = parse_whole, requires = "ffn")]
+    pub heads: Option<u64>,
+    /// Head dimension [default: 128, Llama 3's].
+    #[arg(long, value_name = "D", value_parser = parse_whole)]
+    pub head_dim: Option<u64>,
     /// KV heads (Llama 3: 8).
     #[arg(long, value_name = "N", default_value = "8", value_parser = parse_whole)]
     pub kv_heads: u64,
@@ -349,18 +465,51 @@ pub struct FamilyArgs {
     /// The FFN width is rounded to a multiple of this.
     #[arg(long, value_name = "N", default_value = "256", value_parser = parse_whole)]
     pub ffn_multiple: u64,
+    /// The ad-hoc shape's output head shares the input embedding.
+    #[arg(long, requires = "ffn")]
+    pub tied_embeddings: bool,
 }
 
 impl FamilyArgs {
+    /// The ad-hoc shape, if --ffn gives one.
+    pub fn adhoc(&self) -> Result<Option<Shape>> {
+        let Some(ffn) = self.ffn else {
+            return Ok(None);
+        };
+        let single = |flag: &str, text: &Option<String>| -> Result<u64> {
+            let text = text.as_deref().ok_or_else(|| {
+                Error::invalid(flag, "missing", "--layers and --hidden with --ffn")
+            })?;
+            parse_whole(text).map_err(|why| Error::invalid(flag, text, why))
+        };
+        let attention = AttentionArgs {
+            heads: self.heads,
+            kv_heads: Some(self.kv_heads),
+            head_dim: self.head_dim,
+            vocab: Some(self.vocab),
+            tied_embeddings: self.tied_embeddings,
+        };
+        attention
+            .shape(
+                single("--layers", &self.layers)?,
+                single("--hidden", &self.hidden)?,
+                ffn,
+            )
+            .map(Some)
+    }
+
     /// The family, if its ranges are given.
     pub fn family(&self) -> Result<Option<Family>> {
+        if self.ffn.is_some() {
+            return Ok(None);
+        }
         match (&self.layers, &self.hidden, &self.ffn_ratio) {
             (None, None, None) => Ok(None),
             (Some(l), Some(h), Some(r)) => Ok(Some(Family {
                 layers: Span::parse("--layers", l)?,
                 hidden: Span::parse("--hidden", h)?,
                 ffn_ratio: Span::parse("--ffn-ratio", r)?,
-                head_dim: self.head_dim,
+                head_dim: self.head_dim.unwrap_or(128),
                 kv_heads: u32::try_from(self.kv_heads).map_err(|_| {
                     Error::invalid("--kv-heads", self.kv_heads, "at most 4294967295")
                 })?,
@@ -370,7 +519,7 @@ impl FamilyArgs {
             _ => Err(Error::invalid(
                 "shape family",
                 "a partial range",
-                "--layers, --hidden and --ffn-ratio together",
+                "--layers, --hidden and --ffn-ratio together (or --ffn for one shape)",
             )),
         }
     }
@@ -701,9 +850,13 @@ pub enum FrontFormat {
 
 #[derive(Debug, Args)]
 pub struct SearchArgs {
-    /// Shapes to search, comma separated [default: 8b,70b,405b].
+    /// Shapes to search, comma separated: presets or dimension names [default: 8b,70b,405b
+    /// unless --model-config or --ffn names the models].
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub models: Vec<String>,
+    /// A Hugging Face config.json to search; repeat it to search several models together.
+    #[arg(long, value_name = "config.json")]
+    pub model_config: Vec<PathBuf>,
     /// First token count of the grid.
     #[arg(long, value_name = "D", default_value = "1e10", value_parser = parse_whole)]
     pub tokens_min: u64,
@@ -753,12 +906,15 @@ impl SearchArgs {
     /// --models names some), then the family's.
     pub fn shapes(&self, brief: &Brief) -> Result<Vec<Shape>> {
         let mut shapes: Vec<Shape> = Vec::new();
-        if self.models.is_empty() {
+        let adhoc = self.family.adhoc()?;
+        if self.models.is_empty() && self.model_config.is_empty() && adhoc.is_none() {
             shapes = model::presets();
         }
-        for name in &self.models {
-            let shape = model::preset(name)?;
-            if !shapes.contains(&shape) {
+        let named = self.models.iter().map(|name| model::preset(name));
+        let configs = self.model_config.iter().map(|path| hf::read(path));
+        for shape in named.chain(configs).chain(adhoc.map(Ok)) {
+            let shape = shape?;
+            if !shapes.iter().any(|s| s.same_dimensions(&shape)) {
                 shapes.push(shape);
             }
         }

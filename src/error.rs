@@ -40,6 +40,14 @@ pub enum Error {
         /// What the operating system said.
         source: std::io::Error,
     },
+    /// A model the planner cannot represent (a mixture of experts, another architecture).
+    #[error("cannot plan '{}': {}", one_line(&path.display().to_string()), one_line(reason))]
+    Unsupported {
+        /// The file that describes it.
+        path: PathBuf,
+        /// What is not supported and what is.
+        reason: String,
+    },
     /// A file that was read but is not a valid document of the expected kind.
     #[error("cannot parse '{}': {}", one_line(&path.display().to_string()), one_line(message))]
     Parse {
@@ -87,13 +95,18 @@ pub(crate) fn check_numbers(prefix: &str, fields: &[(&str, f64, bool)], max: f64
     Ok(())
 }
 
-/// Reads a JSON document of type `T` from `path`; `kind` names it in the error ("a brief").
-pub fn read_json<T: serde::de::DeserializeOwned>(path: &std::path::Path, kind: &str) -> Result<T> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+/// Reads a text file whole; a missing file or one that is not UTF-8 is an [`Error::Io`].
+pub fn read_text(path: &std::path::Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|source| Error::Io {
         action: "read",
         path: path.to_path_buf(),
         source,
-    })?;
+    })
+}
+
+/// Reads a JSON document of type `T` from `path`; `kind` names it in the error ("a brief").
+pub fn read_json<T: serde::de::DeserializeOwned>(path: &std::path::Path, kind: &str) -> Result<T> {
+    let text = read_text(path)?;
     serde_json::from_str(&text).map_err(|e| Error::Parse {
         path: path.to_path_buf(),
         message: format!("not {kind}: {e}"),

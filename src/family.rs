@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::format::general;
-use crate::model::Shape;
+use crate::model::{Biases, Shape, ShapeSpec};
 
 /// An inclusive range `start..end:step` of numbers.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -256,16 +256,20 @@ impl Family {
                 for &r in &ratios {
                     let multiples = (r * h as f64 / self.ffn_multiple as f64).round().max(1.0);
                     let ffn = multiples as u64 * self.ffn_multiple;
-                    let name = format!("L{l}-h{h}-f{ffn}");
-                    let shape = Shape::new(
-                        &name,
-                        l as u32,
-                        h,
+                    let mut spec = ShapeSpec {
+                        name: String::new(),
+                        layers: l as u32,
+                        hidden: h,
                         ffn,
-                        heads as u32,
-                        self.kv_heads,
-                        self.vocab,
-                    )?;
+                        heads: heads as u32,
+                        kv_heads: self.kv_heads,
+                        vocab: self.vocab,
+                        head_dim: None,
+                        tied_embeddings: false,
+                        biases: Biases::default(),
+                    };
+                    spec.name = spec.dimension_name();
+                    let shape = spec.build()?;
                     if shapes.last() != Some(&shape) {
                         shapes.push(shape);
                     }

@@ -387,29 +387,96 @@ pub fn preset(name: &str) -> Result<Shape> {
     })
 }
 
-/// A shape named as a family names it, `L<layers>-h<hidden>-f<ffn>`, with Llama 3's head
-/// dimension (128), KV heads (8) and vocabulary (128,256); `None` if the name is not of that
-/// form.
+/// Llama 3's head dimension, KV heads and vocabulary: what a dimension name leaves out.
+const LLAMA3_HEAD_DIM: u64 = 128;
+const LLAMA3_KV_HEADS: u32 = 8;
+const LLAMA3_VOCAB: u64 = 128_256;
+
+impl ShapeSpec {
+    /// A Llama-like shape named by its dimensions, `L<layers>-h<hidden>-f<ffn>`, with a suffix
+    /// for each dimension that is not Llama 3's: `-a<heads>` when the heads are not `h / 128`,
+    /// `-d<head_dim>` when that is not `h / heads`, `-kv<kv_heads>` when not 8, `-v<vocab>` when
+    /// not 128,256, `-tied` for tied embeddings. [`preset`] reads every such name back.
+    pub fn dimension_name(&self) -> String {
+        let mut name = format!("L{}-h{}-f{}", self.layers, self.hidden, self.ffn);
+        if u64::from(self.heads) * LLAMA3_HEAD_DIM != self.hidden {
+            name += &format!("-a{}", self.heads);
+        }
+        if let Some(d) = self.head_dim {
+            if u64::from(self.heads) * d != self.hidden {
+                name += &format!("-d{d}");
+            }
+        }
+        if self.kv_heads != LLAMA3_KV_HEADS {
+            name += &format!("-kv{}", self.kv_heads);
+        }
+        if self.vocab != LLAMA3_VOCAB {
+            name += &format!("-v{}", self.vocab);
+        }
+        if self.tied_embeddings {
+            name += "-tied";
+        }
+        name
+    }
+}
+
+/// A shape named by its dimensions as [`ShapeSpec::dimension_name`] names it (a family's
+/// shapes are, `L80-h8192-f28672`); `None` if the name is not of that form.
 fn family_shape(name: &str) -> Result<Option<Shape>> {
-    let parts: Vec<&str> = name.split('-').collect();
-    let [l, h, f] = parts.as_slice() else {
+    let mut parts = name.split('-');
+    let mut number =
+        |prefix: &str| -> Option<u64> { parts.next()?.strip_prefix(prefix)?.parse::<u64>().ok() };
+    let (Some(layers), Some(hidden), Some(ffn)) = (number("L"), number("h"), number("f")) else {
         return Ok(None);
     };
-    let number = |part: &str, prefix: char| part.strip_prefix(prefix)?.parse::<u64>().ok();
-    let (Some(layers), Some(hidden), Some(ffn)) = (number(l, 'L'), number(h, 'h'), number(f, 'f'))
-    else {
-        return Ok(None);
-    };
-    let (Ok(layers), true) = (u32::try_from(layers), hidden % 128 == 0 && hidden > 0) else {
-        return Err(Error::invalid(
+    let (mut heads, mut head_dim, mut kv_heads, mut vocab, mut tied) =
+        (None, None, u64::from(LLAMA3_KV_HEADS), LLAMA3_VOCAB, false);
+    for part in parts {
+        let value = |prefix: &str| {
+            part.strip_prefix(prefix)
+                .and_then(|v| v.parse::<u64>().ok())
+        };
+        if part == "tied" {
+            tied = true;
+        } else if let Some(kv) = value("kv") {
+            kv_heads = kv;
+        } else if let Some(a) = value("a") {
+            heads = Some(a);
+        } else if let Some(d) = value("d") {
+            head_dim = Some(d);
+        } else if let Some(v) = value("v") {
+            vocab = v;
+        } else {
+            return Ok(None);
+        }
+    }
+    let heads = match heads {
+        Some(a) => a,
+        None if hidden % LLAMA3_HEAD_DIM == 0 && hidden > 0 => hidden / LLAMA3_HEAD_DIM,
+        None => return Err(Error::invalid(
             "model",
             name,
-            "a family shape whose hidden size is a multiple of 128",
-        ));
+            "a shape whose hidden size is a multiple of 128, or whose heads are named (-a<heads>)",
+        )),
     };
-    let heads = u32::try_from(hidden / 128)
-        .map_err(|_| Error::invalid("model", name, "a hidden size of at most 2^32 heads"))?;
-    Shape::new(name, layers, hidden, ffn, heads, 8, 128_256).map(Some)
+    let narrow = |what: &str, n: u64| {
+        u32::try_from(n)
+            .map_err(|_| Error::invalid("model", name, format!("{what} of at most 2^32 − 1")))
+    };
+    ShapeSpec {
+        name: name.to_string(),
+        layers: narrow("layers", layers)?,
+        hidden,
+        ffn,
+        heads: narrow("heads", heads)?,
+        kv_heads: narrow("KV heads", kv_heads)?,
+        vocab,
+        head_dim,
+        tied_embeddings: tied,
+        biases: Biases::default(),
+    }
+    .build()
+    .map(Some)
 }
 
 #[cfg(test)]
@@ -446,6 +513,31 @@ mod tests {
         let family = preset("L80-h8192-f28672").unwrap();
         assert!(family.same_dimensions(&preset("70b").unwrap()));
         assert!(preset("L80-h8000-f28672").is_err());
+    }
+
+    #[test]
+    fn a_dimension_name_reads_back_as_its_shape() {
+        let nemo = ShapeSpec {
+            name: String::new(),
+            layers: 40,
+            hidden: 5_120,
+            ffn: 14_336,
+            heads: 32,
+            kv_heads: 8,
+            vocab: 131_072,
+            head_dim: Some(128),
+            tied_embeddings: false,
+            biases: Biases::default(),
+        };
+        let name = nemo.dimension_name();
+        assert_eq!(name, "L40-h5120-f14336-a32-d128-v131072");
+        let back = preset(&name).unwrap();
+        assert!(back.same_dimensions(&ShapeSpec { name, ..nemo }.build().unwrap()));
+        // Llama 3.2 1B: 32 heads of 64, tied.
+        let one = preset("L16-h2048-f8192-a32-tied").unwrap();
+        assert_eq!(one.params(), 1_235_814_400);
+        assert_eq!(preset("L32-h4096-f14336").unwrap().name, "L32-h4096-f14336");
+        assert!(preset("L32-h4096-f14336-x3").is_err());
     }
 
     #[test]

@@ -1,0 +1,193 @@
+//! What engineers already have, in; what they paste next, out: Hugging Face configs, GPU
+//! presets, TOML briefs, launcher configurations, tables and plots — through the real binary.
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn trainplan() -> Command {
+    Command::cargo_bin("trainplan").unwrap()
+}
+
+fn fixture(name: &str) -> String {
+    format!(
+        "{}/tests/fixtures/hf/{name}/config.json",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn stdout(args: &[&str]) -> String {
+    let out = trainplan().args(args).output().unwrap();
+    assert!(
+        out.status.code() == Some(0) || out.status.code() == Some(1),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs with `args`, expects exit status 2 and one line on stderr containing `needle`.
+fn refuses(args: &[&str], needle: &str) {
+    let out = trainplan().args(args).output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    assert!(
+        stderr.contains(needle),
+        "{args:?}: {stderr:?} lacks {needle:?}"
+    );
+}
+
+#[test]
+fn check_grades_a_model_from_its_config() {
+    let config = fixture("llama-3.2-3b");
+    let plan: Value = serde_json::from_str(&stdout(&[
+        "check",
+        "--model-config",
+        &config,
+        "--tokens",
+        "1e12",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(plan["model"], "llama-3.2-3b");
+    assert_eq!(plan["params"], 3_212_749_824u64);
+}
+
+#[test]
+fn a_config_s_shape_grades_as_the_preset_it_equals() {
+    let by_config = stdout(&[
+        "check",
+        "--model-config",
+        &fixture("llama-3.1-70b"),
+        "--tokens",
+        "4.96e12",
+        "--tp",
+        "8",
+        "--pp",
+        "8",
+        "--zero",
+        "1",
+        "--json",
+    ]);
+    let by_name = stdout(&[
+        "check", "--model", "70b", "--tokens", "4.96e12", "--tp", "8", "--pp", "8", "--zero", "1",
+        "--json",
+    ]);
+    let strip = |s: &str| s.replace("\"llama-3.1-70b\"", "\"llama3-70b\"");
+    assert_eq!(strip(&by_config), by_name);
+}
+
+#[test]
+fn search_takes_several_configs_together() {
+    let report: Value = serde_json::from_str(&stdout(&[
+        "search",
+        "--model-config",
+        &fixture("qwen2.5-7b"),
+        "--model-config",
+        &fixture("llama-3.1-70b"),
+        "--json",
+    ]))
+    .unwrap();
+    let models: Vec<&str> = report["shapes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["model"].as_str().unwrap())
+        .collect();
+    assert_eq!(models, ["qwen2.5-7b", "llama-3.1-70b"]);
+    assert_eq!(report["plans"][0]["model"], "llama-3.1-70b");
+}
+
+#[test]
+fn an_ad_hoc_shape_is_named_so_check_reads_the_name_back() {
+    let adhoc: Value = serde_json::from_str(&stdout(&[
+        "check",
+        "--layers",
+        "40",
+        "--hidden",
+        "5120",
+        "--ffn",
+        "14336",
+        "--heads",
+        "32",
+        "--head-dim",
+        "128",
+        "--vocab",
+        "131072",
+        "--tokens",
+        "1e12",
+        "--json",
+    ]))
+    .unwrap();
+    let name = adhoc["model"].as_str().unwrap();
+    assert_eq!(name, "L40-h5120-f14336-a32-d128-v131072");
+    // Mistral NeMo's dimensions: its published count.
+    assert_eq!(adhoc["params"], 12_247_782_400u64);
+    let by_name: Value = serde_json::from_str(&stdout(&[
+        "check", "--model", name, "--tokens", "1e12", "--json",
+    ]))
+    .unwrap();
+    assert_eq!(by_name, adhoc);
+    let search: Value = serde_json::from_str(&stdout(&[
+        "search",
+        "--layers",
+        "40",
+        "--hidden",
+        "5120",
+        "--ffn",
+        "14336",
+        "--heads",
+        "32",
+        "--head-dim",
+        "128",
+        "--vocab",
+        "131072",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(search["shapes"][0]["model"], name);
+}
+
+#[test]
+fn models_that_cannot_be_planned_are_refused_by_name() {
+    refuses(
+        &[
+            "check",
+            "--model-config",
+            &fixture("mixtral-8x7b-v0.1"),
+            "--tokens",
+            "1e12",
+        ],
+        "mixture-of-experts model (num_local_experts = 8)",
+    );
+    refuses(
+        &["search", "--model-config", &fixture("gemma-2b")],
+        "architecture GemmaForCausalLM is not supported",
+    );
+    refuses(
+        &[
+            "check",
+            "--model-config",
+            "/no/such/config.json",
+            "--tokens",
+            "1e12",
+        ],
+        "cannot read '/no/such/config.json'",
+    );
+    refuses(
+        &["check", "--tokens", "1e12"],
+        "one of --model, --model-config",
+    );
+    refuses(
+        &[
+            "check", "--layers", "4", "--hidden", "100", "--ffn", "300", "--tokens", "1e12",
+        ],
+        "--hidden = 100",
+    );
+    refuses(
+        &[
+            "search", "--layers", "4..8", "--hidden", "1024", "--ffn", "300",
+        ],
+        "--layers = 4..8",
+    );
+}
