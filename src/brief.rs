@@ -9,9 +9,10 @@ use std::path::Path;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::error::{read_json, Error, Result};
+use crate::error::{parse_json, parse_toml, read_text, Error, Result};
 use crate::family::FamilySpec;
 use crate::format::{exact, general, thousands};
+use crate::gpu::GpuName;
 use crate::reliability::{Reliability, ReliabilityPatch};
 use crate::scaling::LossLaw;
 use crate::topology::{Topology, TopologyPatch};
@@ -181,11 +182,27 @@ impl Brief {
         self.cluster_flops_per_second() * self.max_days * SECONDS_PER_DAY
     }
 
-    /// Reads a brief file (JSON, the field names of [`Brief`]; any subset) and applies it on
-    /// top of `self`. Unknown fields are refused, so a typo is not silently ignored.
+    /// Reads a brief file and applies it on top of `self`: TOML when the name ends in
+    /// `.toml`, JSON otherwise, with the field names of [`Brief`] (any subset) and optionally
+    /// `gpu`, a [`crate::gpu`] preset laid down before the file's other fields. Unknown fields
+    /// are refused, so a typo is not silently ignored.
     pub fn with_file(self, path: &Path) -> Result<Brief> {
-        let patch: BriefPatch = read_json(path, "a brief")?;
+        let toml = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("toml"));
+        let text = read_text(path)?;
+        let patch: BriefPatch = if toml {
+            parse_toml(&text, path, "a brief")?
+        } else {
+            parse_json(&text, path, "a brief")?
+        };
         Ok(patch.apply(self))
+    }
+
+    /// The brief as TOML, the form `trainplan brief --print` writes and `--brief FILE.toml`
+    /// reads back.
+    pub fn to_toml(&self) -> Result<String> {
+        toml::to_string(self).map_err(|e| Error::invalid("brief", "TOML", e.to_string()))
     }
 }
 
@@ -193,6 +210,9 @@ impl Brief {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BriefPatch {
+    /// A GPU preset, applied before every other field of the patch.
+    #[serde(default)]
+    pub gpu: Option<GpuName>,
     /// See [`Brief::gpus`].
     #[serde(default, deserialize_with = "whole")]
     pub gpus: Option<u64>,
@@ -292,8 +312,12 @@ impl LossLawPatch {
 }
 
 impl BriefPatch {
-    /// `brief` with every field this patch sets replaced.
+    /// `brief` with the GPU preset, then every field this patch sets, replaced.
     pub fn apply(self, brief: Brief) -> Brief {
+        let brief = match self.gpu {
+            Some(GpuName(gpu)) => gpu.patch().apply(brief),
+            None => brief,
+        };
         Brief {
             gpus: self.gpus.unwrap_or(brief.gpus),
             peak_tflops: self.peak_tflops.unwrap_or(brief.peak_tflops),

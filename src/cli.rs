@@ -11,6 +11,7 @@ use trainplan::brief::{self, Brief, BriefPatch, LossLawPatch};
 use trainplan::efficiency::EfficiencyCurve;
 use trainplan::error::{Error, Result};
 use trainplan::family::{Family, Span};
+use trainplan::gpu::{Gpu, GpuName};
 use trainplan::hf;
 use trainplan::layout::ZeroStage;
 use trainplan::memory::detailed::{
@@ -56,16 +57,49 @@ pub enum Command {
     Search(Box<SearchArgs>),
     /// Combine the partial results of `search --shard I/N` into the report one run gives.
     Merge(MergeArgs),
+    /// Show the effective brief (the default, a file, a GPU preset and flags, in that order);
+    /// with --print write it whole as TOML or JSON to start a brief file from. Exit status 0,
+    /// or 2 when it is not valid.
+    #[command(allow_negative_numbers = true)]
+    Brief(Box<BriefCommandArgs>),
+}
+
+/// `brief`.
+#[derive(Debug, Args)]
+pub struct BriefCommandArgs {
+    /// Write the whole brief, every field, instead of its summary.
+    #[arg(long)]
+    pub print: bool,
+    /// Format of --print.
+    #[arg(long, value_enum, default_value = "toml", requires = "print")]
+    pub format: BriefFormat,
+    #[command(flatten)]
+    pub brief: BriefArgs,
+}
+
+/// Format of `brief --print`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BriefFormat {
+    /// TOML, for `--brief FILE.toml`.
+    Toml,
+    /// JSON, for `--brief FILE.json`.
+    Json,
 }
 
 /// The brief: a file, then flags over it. Every number of SPEC.md §1 can be changed.
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Brief (defaults: SPEC.md §1)")]
 pub struct BriefArgs {
-    /// A brief as JSON, with the field names of the `brief` object in the JSON output; any
-    /// subset of fields. Flags override it.
-    #[arg(long, value_name = "FILE.json")]
+    /// A brief as TOML (FILE.toml) or JSON, with the field names of the `brief` object in the
+    /// JSON output, any subset of them, and optionally `gpu`; `trainplan brief --print` writes
+    /// one to start from. Flags override it.
+    #[arg(long, value_name = "FILE")]
     pub brief: Option<PathBuf>,
+    /// A GPU preset laid over the brief: peak, memory (cap 90 %), GPUs per node and links;
+    /// flags still override each [a100-40gb, a100-80gb, h100-sxm, h100-pcie, h200, b200,
+    /// mi300x].
+    #[arg(long, value_name = "GPU", value_parser = parse_gpu)]
+    pub gpu: Option<Gpu>,
     /// GPUs in the cluster [default: 2048].
     #[arg(long, value_name = "N", value_parser = parse_whole)]
     pub gpus: Option<u64>,
@@ -163,6 +197,7 @@ impl BriefArgs {
             brief.loss_law = law.preset().law();
         }
         let flags = BriefPatch {
+            gpu: self.gpu.map(GpuName),
             gpus: self.gpus,
             peak_tflops: self.peak_tflops,
             gpu_memory_gb: self.gpu_memory_gb,
@@ -1013,6 +1048,14 @@ fn parse_whole(text: &str) -> std::result::Result<u64, String> {
         return Err("above 2^53 write the number out in full digits, not as 1.2e19".into());
     }
     Ok(x as u64)
+}
+
+/// A GPU preset.
+fn parse_gpu(text: &str) -> std::result::Result<Gpu, String> {
+    Gpu::named(text).map_err(|e| match e {
+        Error::Invalid { expected, .. } => format!("expected {expected}"),
+        other => other.to_string(),
+    })
 }
 
 /// A ZeRO stage.

@@ -104,13 +104,60 @@ pub fn read_text(path: &std::path::Path) -> Result<String> {
     })
 }
 
-/// Reads a JSON document of type `T` from `path`; `kind` names it in the error ("a brief").
+/// Reads a JSON document of type `T` from `path`; `kind` names it in the error ("a brief"),
+/// with the path of the field that was wrong (`topology.hbm_gbps: invalid type …`).
 pub fn read_json<T: serde::de::DeserializeOwned>(path: &std::path::Path, kind: &str) -> Result<T> {
-    let text = read_text(path)?;
-    serde_json::from_str(&text).map_err(|e| Error::Parse {
-        path: path.to_path_buf(),
-        message: format!("not {kind}: {e}"),
+    parse_json(&read_text(path)?, path, kind)
+}
+
+/// Parses a JSON document of type `T`; errors as [`read_json`]'s.
+pub fn parse_json<T: serde::de::DeserializeOwned>(
+    text: &str,
+    path: &std::path::Path,
+    kind: &str,
+) -> Result<T> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let value: T = serde_path_to_error::deserialize(&mut de)
+        .map_err(|e| parse_error(path, kind, &e.path().to_string(), e.inner()))?;
+    de.end().map_err(|e| parse_error(path, kind, ".", &e))?;
+    Ok(value)
+}
+
+/// Parses a TOML document of type `T`; errors name the field and the line and column.
+pub fn parse_toml<T: serde::de::DeserializeOwned>(
+    text: &str,
+    path: &std::path::Path,
+    kind: &str,
+) -> Result<T> {
+    let de = toml::Deserializer::new(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let inner = e.inner();
+        let at = inner.span().map_or(String::new(), |span| {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            format!(" at line {line} column {column}")
+        });
+        let message = format!("{}{at}", inner.message().trim().replace('\n', ": "));
+        parse_error(path, kind, &e.path().to_string(), &message)
     })
+}
+
+fn parse_error(
+    path: &std::path::Path,
+    kind: &str,
+    field: &str,
+    why: &dyn std::fmt::Display,
+) -> Error {
+    let field = if field == "." || field.is_empty() {
+        String::new()
+    } else {
+        format!("{field}: ")
+    };
+    Error::Parse {
+        path: path.to_path_buf(),
+        message: format!("not {kind}: {field}{why}"),
+    }
 }
 
 /// `text` with control characters (a newline in a file name, say) escaped, so an error stays

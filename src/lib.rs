@@ -31,6 +31,7 @@ pub mod error;
 pub mod export;
 pub mod family;
 pub mod format;
+pub mod gpu;
 pub mod hf;
 pub mod layout;
 pub mod memory;

@@ -11,11 +11,14 @@ use clap::error::ErrorKind;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use cli::{CheckArgs, Cli, Command, FrontFormat, MergeArgs, OutputArgs, SearchArgs};
+use cli::{
+    BriefCommandArgs, BriefFormat, CheckArgs, Cli, Command, FrontFormat, MergeArgs, OutputArgs,
+    SearchArgs,
+};
 use trainplan::check::check;
 use trainplan::error::read_json;
 use trainplan::error::{Error, Result};
-use trainplan::export::Format;
+use trainplan::export::{brief_lines, Format};
 use trainplan::layout::Layout;
 use trainplan::output::{emit, same_file, write_atomic};
 use trainplan::plan::Design;
@@ -47,6 +50,7 @@ fn main() -> ExitCode {
         Command::Check(args) => run_check(args),
         Command::Search(args) => run_search(args),
         Command::Merge(args) => run_merge(args),
+        Command::Brief(args) => run_brief(args),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,
@@ -78,6 +82,21 @@ fn print(text: &str) -> Result<()> {
             path: "<stdout>".into(),
             source,
         })
+}
+
+fn run_brief(args: &BriefCommandArgs) -> Result<bool> {
+    let brief = args.brief.resolve()?;
+    let text = match (args.print, args.format) {
+        (false, _) => brief_lines(&brief),
+        (true, BriefFormat::Toml) => brief.to_toml()?,
+        (true, BriefFormat::Json) => {
+            serde_json::to_string_pretty(&brief)
+                .map_err(|e| Error::invalid("brief", "JSON", e.to_string()))?
+                + "\n"
+        }
+    };
+    print(&text)?;
+    Ok(true)
 }
 
 fn run_check(args: &CheckArgs) -> Result<bool> {

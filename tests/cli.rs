@@ -337,7 +337,24 @@ fn a_malformed_or_mistyped_brief_file_is_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
     for (name, text, needle) in [
         ("broken.json", "{\"gpus\": ", "cannot parse"),
-        ("typo.json", "{\"gpu\": 8}", "unknown field `gpu`"),
+        ("typo.json", "{\"gpux\": 8}", "gpux: unknown field `gpux`"),
+        ("gpu.json", "{\"gpu\": 8}", "gpu: invalid type: integer `8`"),
+        (
+            "nested.json",
+            "{\"topology\": {\"hbm_gbps\": \"x\"}}",
+            "topology.hbm_gbps: invalid type",
+        ),
+        ("broken.toml", "gpus = [", "expected `]` at line 1 column 9"),
+        (
+            "typo.toml",
+            "[loss_law]\nalfa = 0.3",
+            "loss_law.alfa: unknown field `alfa`",
+        ),
+        (
+            "unknown.toml",
+            "gpu = \"h300\"",
+            "gpu: invalid gpu = h300: one of a100-40gb",
+        ),
         ("string.json", "{\"gpus\": \"many\"}", "invalid type"),
         ("empty.json", "", "cannot parse"),
         ("zero.json", "{\"gpus\": 0}", "brief.gpus = 0"),

@@ -191,3 +191,97 @@ fn models_that_cannot_be_planned_are_refused_by_name() {
         "--layers = 4..8",
     );
 }
+
+#[test]
+fn the_printed_brief_reads_back_as_itself_in_toml_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    for (format, file) in [("toml", "brief.toml"), ("json", "brief.json")] {
+        let printed = stdout(&[
+            "brief", "--print", "--format", format, "--gpu", "h200", "--gpus", "512",
+        ]);
+        let path = dir.path().join(file);
+        std::fs::write(&path, &printed).unwrap();
+        let again = stdout(&[
+            "brief",
+            "--print",
+            "--format",
+            format,
+            "--brief",
+            path.to_str().unwrap(),
+        ]);
+        assert_eq!(again, printed, "{format}");
+    }
+    // The JSON print is the `brief` object every JSON output carries.
+    let printed: Value =
+        serde_json::from_str(&stdout(&["brief", "--print", "--format", "json"])).unwrap();
+    let report: Value = serde_json::from_str(&stdout(&["search", "--json"])).unwrap();
+    assert_eq!(printed, report["brief"]);
+}
+
+#[test]
+fn a_gpu_preset_sets_the_card_and_flags_still_override_it() {
+    let brief = |args: &[&str]| -> Value {
+        let mut all = vec!["brief", "--print", "--format", "json"];
+        all.extend_from_slice(args);
+        serde_json::from_str(&stdout(&all)).unwrap()
+    };
+    let h200 = brief(&["--gpu", "h200"]);
+    assert_eq!(h200["peak_tflops"], 989.0);
+    assert_eq!(h200["gpu_memory_gb"], 141.0);
+    assert_eq!(h200["memory_cap_gb"], 141.0 * 0.9);
+    assert_eq!(h200["topology"]["hbm_gbps"], 4800.0);
+    assert_eq!(h200["gpus"], 2048, "the cluster's size is not the card's");
+    let overridden = brief(&["--gpu", "b200", "--memory-cap-gb", "150"]);
+    assert_eq!(overridden["peak_tflops"], 2250.0);
+    assert_eq!(overridden["memory_cap_gb"], 150.0);
+    // H100 SXM is the default brief's card.
+    assert_eq!(brief(&["--gpu", "h100"]), brief(&[]));
+}
+
+#[test]
+fn a_toml_brief_and_its_gpu_come_before_the_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = dir.path().join("cluster.toml");
+    std::fs::write(
+        &toml,
+        "gpu = \"mi300x\"\ngpus = 1024\npeak_tflops = 1000\n\n[loss_law]\ne = 1.8\n",
+    )
+    .unwrap();
+    let json = dir.path().join("cluster.json");
+    std::fs::write(
+        &json,
+        r#"{"gpu": "mi300x", "gpus": 1024, "peak_tflops": 1000, "loss_law": {"e": 1.8}}"#,
+    )
+    .unwrap();
+    let from = |path: &std::path::Path, extra: &[&str]| -> Value {
+        let mut args = vec![
+            "brief",
+            "--print",
+            "--format",
+            "json",
+            "--brief",
+            path.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        serde_json::from_str(&stdout(&args)).unwrap()
+    };
+    let brief = from(&toml, &[]);
+    assert_eq!(brief, from(&json, &[]));
+    // The file's own numbers lie over its GPU; the flags over both.
+    assert_eq!(brief["peak_tflops"], 1000.0);
+    assert_eq!(brief["gpu_memory_gb"], 192.0);
+    assert_eq!(brief["loss_law"]["e"], 1.8);
+    assert_eq!(brief["loss_law"]["a"], 482.0);
+    let flagged = from(&toml, &["--gpu", "a100-40gb", "--gpus", "64"]);
+    assert_eq!(flagged["peak_tflops"], 312.0);
+    assert_eq!(flagged["gpus"], 64);
+    // A search reads the same brief.
+    let report: Value = serde_json::from_str(&stdout(&[
+        "search",
+        "--json",
+        "--brief",
+        toml.to_str().unwrap(),
+    ]))
+    .unwrap();
+    assert_eq!(report["brief"], brief);
+}

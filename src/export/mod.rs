@@ -8,7 +8,7 @@ mod json;
 mod text;
 
 pub use json::{Json, SCHEMA_VERSION};
-pub use text::Text;
+pub use text::{brief_lines, Text};
 
 /// Turns results into the bytes of one format.
 pub trait Exporter {

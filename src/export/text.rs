@@ -61,7 +61,7 @@ fn verdict_word(pass: bool) -> &'static str {
 }
 
 /// The brief in two lines.
-fn brief_lines(b: &Brief) -> String {
+pub fn brief_lines(b: &Brief) -> String {
     let law = &b.loss_law;
     format!(
         "brief     {} GPUs × {} TFLOP/s at {}% MFU ({} per node), at most {} days, {} GB cap of {} GB per GPU\n          \
