@@ -18,6 +18,9 @@ pub struct CheckReport {
     /// The brief the plan was graded against (not part of the plan object).
     #[serde(skip)]
     pub brief: Brief,
+    /// The shape graded (not part of the plan object, which names it).
+    #[serde(skip)]
+    pub shape: Shape,
     /// The plan object of the JSON contract.
     #[serde(flatten)]
     pub plan: Plan,
@@ -42,6 +45,7 @@ pub fn check(brief: &Brief, design: &Design) -> Result<CheckReport> {
     }
     Ok(CheckReport {
         brief: brief.clone(),
+        shape: design.shape.clone(),
         plan,
         fixes,
     })

@@ -10,6 +10,7 @@ use trainplan::activations::{Kernels, Recompute};
 use trainplan::brief::{self, Brief, BriefPatch, LossLawPatch};
 use trainplan::efficiency::EfficiencyCurve;
 use trainplan::error::{Error, Result};
+use trainplan::export::Format;
 use trainplan::family::{Family, Span};
 use trainplan::gpu::{Gpu, GpuName};
 use trainplan::hf;
@@ -41,8 +42,19 @@ Examples:
 #[derive(Debug, Parser)]
 #[command(name = "trainplan", version, after_help = EXAMPLES, allow_negative_numbers = true)]
 pub struct Cli {
+    /// Print results only: no progress bar, no notes on stderr (errors still are).
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Subcommand)]
@@ -57,6 +69,13 @@ pub enum Command {
     Search(Box<SearchArgs>),
     /// Combine the partial results of `search --shard I/N` into the report one run gives.
     Merge(MergeArgs),
+    /// Write a launcher configuration (Megatron-LM, DeepSpeed, torchtitan) for one plan: from
+    /// a plan JSON (--plan) or from the same flags as check. Exit status 0 when the plan
+    /// passes, 1 when it fails (the configuration is still written), 2 for bad input.
+    #[command(allow_negative_numbers = true)]
+    Export(Box<ExportArgs>),
+    /// Print a shell completion script: bash, zsh, fish, elvish or powershell.
+    Completions(CompletionsArgs),
     /// Show the effective brief (the default, a file, a GPU preset and flags, in that order);
     /// with --print write it whole as TOML or JSON to start a brief file from. Exit status 0,
     /// or 2 when it is not valid.
@@ -234,13 +253,101 @@ impl BriefArgs {
     }
 }
 
+/// `check`: one design, graded.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
+    /// Print the plan object as JSON instead of the report (same as --format json).
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
+    /// Output format: the report, the plan as JSON, a one-row CSV or Markdown table, or a
+    /// launcher configuration for the plan.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: CheckFormat,
+    #[command(flatten)]
+    pub design: DesignArgs,
+}
+
+/// `check --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CheckFormat {
+    /// The report, for people.
+    Text,
+    /// The plan object (the JSON contract).
+    Json,
+    /// One CSV row under a header.
+    Csv,
+    /// A one-row Markdown table.
+    Markdown,
+    /// Megatron-LM pretrain_gpt.py arguments.
+    Megatron,
+    /// A DeepSpeed ds_config.json.
+    Deepspeed,
+    /// A torchtitan job TOML.
+    Torchtitan,
+}
+
+impl CheckFormat {
+    /// The library's format.
+    pub fn format(self) -> Format {
+        match self {
+            CheckFormat::Text => Format::Text,
+            CheckFormat::Json => Format::Json,
+            CheckFormat::Csv => Format::Csv,
+            CheckFormat::Markdown => Format::Markdown,
+            CheckFormat::Megatron => Format::Megatron,
+            CheckFormat::Deepspeed => Format::DeepSpeed,
+            CheckFormat::Torchtitan => Format::Torchtitan,
+        }
+    }
+}
+
+/// `export`: a launcher configuration for one plan.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The launcher.
+    #[arg(long, value_enum)]
+    pub format: LauncherFormat,
+    /// A plan as JSON: `check --json` output, or a search's JSON or Pareto file (with --index).
+    /// Without it, the design flags below give the plan, as for `check`.
+    #[arg(long, value_name = "FILE.json")]
+    pub plan: Option<PathBuf>,
+    /// Which plan of a search's `plans` (or a Pareto file's `front`), from 1.
+    #[arg(long, value_name = "N", default_value = "1", value_parser = parse_whole, requires = "plan")]
+    pub index: u64,
+    #[command(flatten)]
+    pub design: DesignArgs,
+}
+
+/// `export --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LauncherFormat {
+    /// Megatron-LM pretrain_gpt.py arguments, as a bash array.
+    Megatron,
+    /// A DeepSpeed ds_config.json.
+    Deepspeed,
+    /// A torchtitan job TOML.
+    Torchtitan,
+}
+
+impl LauncherFormat {
+    /// The library's format.
+    pub fn format(self) -> Format {
+        match self {
+            LauncherFormat::Megatron => Format::Megatron,
+            LauncherFormat::Deepspeed => Format::DeepSpeed,
+            LauncherFormat::Torchtitan => Format::Torchtitan,
+        }
+    }
+}
+
+/// One design: the model, the tokens, the layout and the models of memory and time.
+#[derive(Debug, Args)]
+pub struct DesignArgs {
     #[command(flatten)]
     pub model: ModelArgs,
     /// Training tokens, a whole number (15e12 is fine).
     #[arg(long, value_name = "D", value_parser = parse_whole)]
-    pub tokens: u64,
+    pub tokens: Option<u64>,
     /// Tensor-parallel degree: divides the GPUs per node and the heads.
     #[arg(long, value_name = "N", default_value = "1", value_parser = parse_whole)]
     pub tp: u64,
@@ -250,9 +357,6 @@ pub struct CheckArgs {
     /// ZeRO stage: 0, 1, 2 or 3.
     #[arg(long, value_name = "STAGE", default_value = "0", value_parser = parse_zero)]
     pub zero: ZeroStage,
-    /// Print the plan object as JSON instead of the report.
-    #[arg(long)]
-    pub json: bool,
     #[command(flatten)]
     pub step: CheckStepArgs,
     #[command(flatten)]
@@ -370,10 +474,19 @@ impl ModelArgs {
     }
 }
 
-impl CheckArgs {
+impl DesignArgs {
     /// The shape asked for.
     pub fn shape(&self) -> Result<Shape> {
         self.model.shape()
+    }
+
+    /// The tokens asked for: a whole number ≥ 1.
+    pub fn tokens(&self) -> Result<u64> {
+        match self.tokens {
+            None => Err(Error::invalid("--tokens", "missing", "a whole number ≥ 1")),
+            Some(0) => Err(Error::invalid("--tokens", 0, "a whole number ≥ 1")),
+            Some(d) => Ok(d),
+        }
     }
 
     /// The memory model, with the step under `--memory detailed`.
@@ -852,9 +965,14 @@ pub enum RankArg {
 /// Where and how a search's result is written (`search` and `merge`).
 #[derive(Debug, Args)]
 pub struct OutputArgs {
-    /// Print the whole result as JSON instead of the report.
-    #[arg(long)]
+    /// Print the whole result as JSON instead of the report (same as --format json).
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
+    /// Output format: the report, the JSON document, or the ranked plans as a CSV or Markdown
+    /// table.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: ReportFormat,
+
     /// Write the Pareto front on (loss, days) to FILE (written atomically), or to stdout with
     /// `-`, in which case the report goes to stderr.
     #[arg(long, value_name = "FILE")]
@@ -875,12 +993,56 @@ pub struct MergeArgs {
 }
 
 /// Format of the `--pareto` output.
-#[derive(Debug, Clone, Copy, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FrontFormat {
     /// The JSON contract (`schema_version`, `brief`, `objectives`, `front`).
     Json,
     /// An aligned table.
     Text,
+    /// A CSV table of the front's plans.
+    Csv,
+    /// A Markdown table of the front's plans.
+    Markdown,
+}
+
+impl FrontFormat {
+    /// The library's format.
+    pub fn format(self) -> Format {
+        match self {
+            FrontFormat::Json => Format::Json,
+            FrontFormat::Text => Format::Text,
+            FrontFormat::Csv => Format::Csv,
+            FrontFormat::Markdown => Format::Markdown,
+        }
+    }
+}
+
+/// Format of a search's or merge's result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// The report, for people.
+    Text,
+    /// The search document (the JSON contract).
+    Json,
+    /// The ranked plans as CSV.
+    Csv,
+    /// The ranked plans as a Markdown table.
+    Markdown,
+}
+
+impl OutputArgs {
+    /// The format of the result.
+    pub fn format(&self) -> Format {
+        if self.json {
+            return Format::Json;
+        }
+        match self.format {
+            ReportFormat::Text => Format::Text,
+            ReportFormat::Json => Format::Json,
+            ReportFormat::Csv => Format::Csv,
+            ReportFormat::Markdown => Format::Markdown,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -919,7 +1081,7 @@ pub struct SearchArgs {
     pub output: OutputArgs,
     /// Search only shard I of N (1 ≤ I ≤ N) of the shapes, and print its partial result as
     /// JSON for `trainplan merge`; for a batch scheduler's array job.
-    #[arg(long, value_name = "I/N", conflicts_with_all = ["pareto", "json"])]
+    #[arg(long, value_name = "I/N", conflicts_with_all = ["pareto", "json", "format"])]
     pub shard: Option<String>,
     #[command(flatten)]
     pub family: FamilyArgs,

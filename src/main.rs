@@ -8,16 +8,18 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use clap::error::ErrorKind;
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use cli::{
-    BriefCommandArgs, BriefFormat, CheckArgs, Cli, Command, FrontFormat, MergeArgs, OutputArgs,
-    SearchArgs,
+    BriefCommandArgs, BriefFormat, CheckArgs, Cli, Command, CompletionsArgs, DesignArgs,
+    ExportArgs, MergeArgs, OutputArgs, SearchArgs,
 };
-use trainplan::check::check;
-use trainplan::error::read_json;
+use trainplan::check::{check, CheckReport};
+use trainplan::error::{parse_json, read_json};
 use trainplan::error::{Error, Result};
+use trainplan::export::launch::PlanFields;
+use trainplan::export::Launch;
 use trainplan::export::{brief_lines, Format};
 use trainplan::layout::Layout;
 use trainplan::output::{emit, same_file, write_atomic};
@@ -25,6 +27,7 @@ use trainplan::plan::Design;
 use trainplan::progress::Progress;
 use trainplan::search::{search, SearchReport};
 use trainplan::shard::{fingerprint, merge, Partial, Shard};
+use trainplan::{hf, model};
 
 /// Sweeps of at least this many shapes get a progress bar (on a terminal): about a second.
 const LONG_SWEEP: u64 = 10_000;
@@ -47,9 +50,11 @@ fn main() -> ExitCode {
         }
     };
     let outcome = match &cli.command {
-        Command::Check(args) => run_check(args),
-        Command::Search(args) => run_search(args),
+        Command::Check(args) => run_check(args, cli.quiet),
+        Command::Search(args) => run_search(args, cli.quiet),
         Command::Merge(args) => run_merge(args),
+        Command::Export(args) => run_export(args, cli.quiet),
+        Command::Completions(args) => run_completions(args),
         Command::Brief(args) => run_brief(args),
     };
     match outcome {
@@ -99,37 +104,159 @@ fn run_brief(args: &BriefCommandArgs) -> Result<bool> {
     Ok(true)
 }
 
-fn run_check(args: &CheckArgs) -> Result<bool> {
+/// The graded design the flags describe.
+fn grade(args: &DesignArgs) -> Result<CheckReport> {
     let brief = args.brief.resolve()?;
     let shape = args.shape()?;
     let layout = Layout::new(&brief, &shape, args.tp, args.pp, args.zero)?;
-    if args.tokens == 0 {
-        return Err(Error::invalid("--tokens", 0, "a whole number ≥ 1"));
-    }
+    let tokens = args.tokens()?;
     let time = args.time.model()?;
     let design = Design {
         shape: &shape,
-        tokens: args.tokens,
+        tokens,
         layout,
         memory: args.memory(&brief)?,
         time: &time,
     };
-    let report = check(&brief, &design)?;
+    check(&brief, &design)
+}
+
+fn run_check(args: &CheckArgs, quiet: bool) -> Result<bool> {
+    let report = grade(&args.design)?;
     let format = if args.json {
         Format::Json
     } else {
-        Format::Text
+        args.format.format()
     };
-    print(&format.exporter().check(&report)?)?;
+    if format.is_launcher() {
+        let launch = Launch::from_check(&report)?;
+        print_launch(format, &launch, report.plan.pass, quiet)?;
+    } else {
+        print(&format.exporter().check(&report)?)?;
+    }
     Ok(report.plan.pass)
+}
+
+/// Writes a launcher configuration to stdout, and on stderr (unless quiet) the choices made
+/// for the user and a warning when the plan fails its checks.
+fn print_launch(format: Format, launch: &Launch, pass: bool, quiet: bool) -> Result<()> {
+    let text = format.exporter().launch(launch)?;
+    if !quiet {
+        let mut err = io::stderr().lock();
+        if !pass {
+            let _ = writeln!(
+                err,
+                "warning: this plan fails its checks; the configuration is written as asked"
+            );
+        }
+        if format == Format::DeepSpeed {
+            let _ = writeln!(err, "trainplan: {}", launch.summary());
+            for note in &launch.notes {
+                let _ = writeln!(err, "note: {note}");
+            }
+            let _ = writeln!(
+                err,
+                "note: DeepSpeed's JSON has no parallel degrees: set TP {} and PP {} in the training script (Megatron-DeepSpeed flags or a PipelineModule)",
+                launch.layout.tp, launch.layout.pp
+            );
+        }
+    }
+    print(&text)
+}
+
+fn run_export(args: &ExportArgs, quiet: bool) -> Result<bool> {
+    let format = args.format.format();
+    let Some(path) = &args.plan else {
+        let report = grade(&args.design)?;
+        let launch = Launch::from_check(&report)?;
+        print_launch(format, &launch, report.plan.pass, quiet)?;
+        return Ok(report.plan.pass);
+    };
+    let d = &args.design;
+    if d.tokens.is_some() || d.model.model.is_some() || d.model.layers.is_some() {
+        return Err(Error::invalid(
+            "--plan",
+            path.display(),
+            "either a plan file or the design flags (--model, --tokens, …), not both; --model-config may name the plan's model",
+        ));
+    }
+    let (fields, pass) = read_plan(path, args.index)?;
+    let shape = match &d.model.model_config {
+        Some(config) => hf::read(config)?,
+        None => model::preset(&fields.model).map_err(|_| {
+            Error::invalid(
+                "--plan",
+                &fields.model,
+                "a preset or dimension name, or give the model's config with --model-config",
+            )
+        })?,
+    };
+    if shape.name != fields.model
+        && !model::preset(&fields.model).is_ok_and(|s| s.same_dimensions(&shape))
+    {
+        return Err(Error::invalid(
+            "--model-config",
+            &shape.name,
+            format!("the plan's model, {}", fields.model),
+        ));
+    }
+    let brief = d.brief.resolve()?;
+    let launch = Launch::new(
+        shape,
+        fields.tokens,
+        fields.layout,
+        fields.step,
+        brief.seq_len,
+    )?;
+    print_launch(format, &launch, pass, quiet)?;
+    Ok(pass)
+}
+
+/// The plan in a JSON file: a plan object, or entry `index` (from 1) of a search document's
+/// `plans` or a Pareto file's `front`; and whether it passes (true when the file does not say).
+fn read_plan(path: &Path, index: u64) -> Result<(PlanFields, bool)> {
+    let value: serde_json::Value = read_json(path, "a plan, search or Pareto JSON")?;
+    let list = ["plans", "front"]
+        .into_iter()
+        .find_map(|key| value.get(key).and_then(|v| v.as_array()).map(|a| (key, a)));
+    let plan = match list {
+        Some((key, plans)) => usize::try_from(index)
+            .ok()
+            .and_then(|i| i.checked_sub(1))
+            .and_then(|i| plans.get(i))
+            .ok_or_else(|| {
+                Error::invalid(
+                    "--index",
+                    index,
+                    format!("1 to {}, the plans in the file's {key}", plans.len()),
+                )
+            })?
+            .clone(),
+        None => value,
+    };
+    let pass = plan.get("pass").and_then(|p| p.as_bool()).unwrap_or(true);
+    let fields = parse_json(&plan.to_string(), path, "a plan")?;
+    Ok((fields, pass))
+}
+
+fn run_completions(args: &CompletionsArgs) -> Result<bool> {
+    let mut command = Cli::command();
+    let mut out = Vec::new();
+    clap_complete::generate(args.shell, &mut command, "trainplan", &mut out);
+    print(&String::from_utf8_lossy(&out))?;
+    Ok(true)
 }
 
 /// An indicatif bar, fed by the search: drawn on stderr when that is a terminal and the sweep
 /// is long, hidden otherwise.
-struct Bar(ProgressBar);
+struct Bar {
+    bar: ProgressBar,
+    quiet: bool,
+}
 
 impl Bar {
-    fn new() -> Self {
+    /// A bar, never drawn when `quiet`.
+    fn new(quiet: bool) -> Self {
         let bar = ProgressBar::hidden();
         bar.set_style(
             ProgressStyle::with_template(
@@ -137,33 +264,33 @@ impl Bar {
             )
             .expect("the template is valid"),
         );
-        Bar(bar)
+        Bar { bar, quiet }
     }
 }
 
 impl Progress for Bar {
     fn start(&self, total: u64) {
-        self.0.set_length(total);
-        if io::stderr().is_terminal() && total >= LONG_SWEEP {
-            self.0.set_draw_target(ProgressDrawTarget::stderr());
+        self.bar.set_length(total);
+        if !self.quiet && io::stderr().is_terminal() && total >= LONG_SWEEP {
+            self.bar.set_draw_target(ProgressDrawTarget::stderr());
         }
     }
     fn advance(&self, n: u64) {
-        self.0.inc(n);
+        self.bar.inc(n);
     }
     fn finish(&self) {
-        self.0.finish_and_clear();
+        self.bar.finish_and_clear();
     }
 }
 
-fn run_search(args: &SearchArgs) -> Result<bool> {
+fn run_search(args: &SearchArgs, quiet: bool) -> Result<bool> {
     let brief = args.brief.resolve()?;
     let shapes = args.shapes(&brief)?;
     let options = args.options(&brief)?;
     let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
     check_output(&args.output, args.brief.brief.as_deref())?;
 
-    let bar = Bar::new();
+    let bar = Bar::new(quiet);
     let progress: &dyn Progress = &bar;
     let threads = args.threads()?;
     let pool = rayon::ThreadPoolBuilder::new()
@@ -225,11 +352,11 @@ fn run_merge(args: &MergeArgs) -> Result<bool> {
 /// Refuses output options that clash: the front and the JSON both on stdout, or the front
 /// overwriting the brief it was computed from.
 fn check_output(out: &OutputArgs, input: Option<&Path>) -> Result<()> {
-    if out.pareto.as_deref() == Some(Path::new("-")) && out.json {
+    if out.pareto.as_deref() == Some(Path::new("-")) && out.format() != Format::Text {
         return Err(Error::invalid(
             "--pareto",
             "-",
-            "a file when --json also writes to stdout",
+            "a file when --json or --format also writes to stdout",
         ));
     }
     if let (Some(front), Some(input)) = (&out.pareto, input) {
@@ -247,14 +374,9 @@ fn check_output(out: &OutputArgs, input: Option<&Path>) -> Result<()> {
 /// Writes a search's report (text or JSON) and its Pareto front as asked; true when some
 /// plan passes.
 fn write_report(out: &OutputArgs, report: &SearchReport) -> Result<bool> {
-    let format = if out.json { Format::Json } else { Format::Text };
-    let summary = format.exporter().search(report)?;
+    let summary = out.format().exporter().search(report)?;
     if let Some(path) = &out.pareto {
-        let front_format = match out.pareto_format {
-            FrontFormat::Json => Format::Json,
-            FrontFormat::Text => Format::Text,
-        };
-        let front = front_format.exporter().front(report)?;
+        let front = out.pareto_format.format().exporter().front(report)?;
         if path.as_path() == Path::new("-") {
             // The front alone on stdout, so it can be piped; the summary to stderr.
             let _ = io::stderr().lock().write_all(summary.as_bytes());

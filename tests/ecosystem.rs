@@ -285,3 +285,347 @@ fn a_toml_brief_and_its_gpu_come_before_the_flags() {
     .unwrap();
     assert_eq!(report["brief"], brief);
 }
+
+/// The arguments of a Megatron-LM export, option → value ("" for a switch).
+fn megatron_args(text: &str) -> std::collections::BTreeMap<String, String> {
+    let body = text
+        .split("MEGATRON_ARGS=(\n")
+        .nth(1)
+        .expect("a MEGATRON_ARGS array");
+    body.lines()
+        .take_while(|l| *l != ")")
+        .map(|l| {
+            let mut parts = l.trim().splitn(2, ' ');
+            let option = parts.next().unwrap().to_string();
+            (option, parts.next().unwrap_or("").to_string())
+        })
+        .collect()
+}
+
+const SEVENTY: [&str; 10] = [
+    "--model", "70b", "--tokens", "4.96e12", "--tp", "8", "--pp", "8", "--zero", "1",
+];
+
+#[test]
+fn megatron_arguments_carry_the_plan_and_the_shape() {
+    let mut args = vec!["export", "--format", "megatron"];
+    args.extend(SEVENTY);
+    let text = stdout(&args);
+    let a = megatron_args(&text);
+    for (option, value) in [
+        ("--tensor-model-parallel-size", "8"),
+        ("--pipeline-model-parallel-size", "8"),
+        ("--use-distributed-optimizer", ""),
+        ("--sequence-parallel", ""),
+        ("--num-layers", "80"),
+        ("--hidden-size", "8192"),
+        ("--ffn-hidden-size", "28672"),
+        ("--num-attention-heads", "64"),
+        ("--num-query-groups", "8"),
+        ("--untie-embeddings-and-output-weights", ""),
+        ("--disable-bias-linear", ""),
+        ("--seq-length", "8192"),
+        // 16 Mi tokens: 2,048 sequences, 64 micro-batches of 1 on each of 32 replicas.
+        ("--global-batch-size", "2048"),
+        ("--micro-batch-size", "1"),
+        // ⌈4.96e12 / 16,777,216⌉.
+        ("--train-iters", "295640"),
+        ("--recompute-granularity", "full"),
+    ] {
+        assert_eq!(
+            a.get(option).map(String::as_str),
+            Some(value),
+            "{option}\n{text}"
+        );
+    }
+    assert!(
+        !a.contains_key("--kv-channels"),
+        "Llama's head dimension is implied"
+    );
+    // `check --format megatron` writes the same.
+    let mut check = vec!["check", "--format", "megatron"];
+    check.extend(SEVENTY);
+    assert_eq!(stdout(&check), text);
+}
+
+#[test]
+fn megatron_arguments_follow_the_model_s_quirks() {
+    // Qwen2: q/k/v biases; tied embeddings in 0.5B; 405B: 126 layers do not split over 16.
+    let qwen = megatron_args(&stdout(&[
+        "export",
+        "--format",
+        "megatron",
+        "--model-config",
+        &fixture("qwen2.5-0.5b"),
+        "--tokens",
+        "1e12",
+    ]));
+    assert!(qwen.contains_key("--add-qkv-bias") && qwen.contains_key("--disable-bias-linear"));
+    assert!(!qwen.contains_key("--untie-embeddings-and-output-weights"));
+    let nemo = megatron_args(&stdout(&[
+        "export",
+        "--format",
+        "megatron",
+        "--model-config",
+        &fixture("mistral-nemo-base-2407"),
+        "--tokens",
+        "1e12",
+        "--tp",
+        "8",
+    ]));
+    assert_eq!(nemo["--kv-channels"], "128");
+    let big = megatron_args(&stdout(&[
+        "export", "--format", "megatron", "--model", "405b", "--tokens", "8.5e11", "--tp", "8",
+        "--pp", "16", "--zero", "1",
+    ]));
+    assert_eq!(big["--decoder-first-pipeline-num-layers"], "7");
+    assert_eq!(big["--decoder-last-pipeline-num-layers"], "7");
+    // ZeRO 3 is Megatron-FSDP's full sharding.
+    let fsdp = megatron_args(&stdout(&[
+        "export", "--format", "megatron", "--model", "70b", "--tokens", "4.96e12", "--tp", "8",
+        "--zero", "3",
+    ]));
+    assert_eq!(
+        fsdp["--data-parallel-sharding-strategy"],
+        "optim_grads_params"
+    );
+}
+
+#[test]
+fn a_deepspeed_config_passes_deepspeed_s_own_batch_check() {
+    let out = trainplan()
+        .args([
+            "export",
+            "--format",
+            "deepspeed",
+            "--model",
+            "70b",
+            "--tokens",
+            "4.96e12",
+            "--tp",
+            "8",
+            "--zero",
+            "3",
+        ])
+        .output()
+        .unwrap();
+    let config: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // train_batch_size = micro × accumulation × DP (DP = 2048 / 8 = 256).
+    let (batch, micro, steps) = (
+        config["train_batch_size"].as_u64().unwrap(),
+        config["train_micro_batch_size_per_gpu"].as_u64().unwrap(),
+        config["gradient_accumulation_steps"].as_u64().unwrap(),
+    );
+    assert_eq!(batch, micro * steps * 256);
+    assert_eq!(config["zero_optimization"]["stage"], 3);
+    assert_eq!(config["bf16"]["enabled"], true);
+    // What the JSON cannot say goes to stderr.
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("set TP 8 and PP 1"), "{stderr}");
+    // DeepSpeed's pipeline engine takes ZeRO 0 or 1 only.
+    refuses(
+        &[
+            "export",
+            "--format",
+            "deepspeed",
+            "--model",
+            "70b",
+            "--tokens",
+            "4.96e12",
+            "--tp",
+            "8",
+            "--pp",
+            "8",
+            "--zero",
+            "3",
+        ],
+        "PP 8 takes ZeRO 0 or 1, not 3",
+    );
+}
+
+#[test]
+fn a_torchtitan_config_is_toml_whose_degrees_make_the_cluster() {
+    let text = stdout(&[
+        "check",
+        "--format",
+        "torchtitan",
+        "--model",
+        "405b",
+        "--tokens",
+        "8.5e11",
+        "--tp",
+        "8",
+        "--pp",
+        "16",
+        "--zero",
+        "1",
+    ]);
+    let config: toml::Value = toml::from_str(&text).unwrap();
+    let p = &config["parallelism"];
+    let degree = |k: &str| p[k].as_integer().unwrap();
+    assert_eq!(
+        degree("data_parallel_replicate_degree")
+            * degree("data_parallel_shard_degree")
+            * degree("tensor_parallel_degree")
+            * degree("pipeline_parallel_degree"),
+        2048
+    );
+    assert_eq!(config["model"]["flavor"].as_str(), Some("405B"));
+    assert_eq!(
+        config["activation_checkpoint"]["mode"].as_str(),
+        Some("full")
+    );
+    assert_eq!(config["training"]["seq_len"].as_integer(), Some(8192));
+    // A model that is not one of torchtitan's flavors is said to need one.
+    let qwen = stdout(&[
+        "check",
+        "--format",
+        "torchtitan",
+        "--model-config",
+        &fixture("qwen2.5-7b"),
+        "--tokens",
+        "1e12",
+    ]);
+    assert!(
+        qwen.contains("is not one of torchtitan's llama3 flavors"),
+        "{qwen}"
+    );
+}
+
+#[test]
+fn export_takes_a_plan_from_check_or_search_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut check = vec!["check", "--json"];
+    check.extend(SEVENTY);
+    let plan = dir.path().join("plan.json");
+    std::fs::write(&plan, stdout(&check)).unwrap();
+    let mut direct = vec!["export", "--format", "megatron"];
+    direct.extend(SEVENTY);
+    let from_file = stdout(&[
+        "export",
+        "--format",
+        "megatron",
+        "--plan",
+        plan.to_str().unwrap(),
+    ]);
+    assert_eq!(from_file, stdout(&direct));
+
+    let search = dir.path().join("search.json");
+    std::fs::write(&search, stdout(&["search", "--json"])).unwrap();
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&search).unwrap()).unwrap();
+    let second = &report["plans"][1];
+    let toml_text = stdout(&[
+        "export",
+        "--format",
+        "torchtitan",
+        "--plan",
+        search.to_str().unwrap(),
+        "--index",
+        "2",
+    ]);
+    let config: toml::Value = toml::from_str(&toml_text).unwrap();
+    assert_eq!(
+        config["parallelism"]["pipeline_parallel_degree"].as_integer(),
+        second["layout"]["pp"].as_i64()
+    );
+    refuses(
+        &[
+            "export",
+            "--format",
+            "megatron",
+            "--plan",
+            search.to_str().unwrap(),
+            "--index",
+            "99",
+        ],
+        "--index = 99: 1 to 10",
+    );
+    refuses(
+        &[
+            "export",
+            "--format",
+            "megatron",
+            "--plan",
+            plan.to_str().unwrap(),
+            "--model-config",
+            &fixture("qwen2.5-7b"),
+        ],
+        "the plan's model, llama3-70b",
+    );
+    refuses(
+        &[
+            "export",
+            "--format",
+            "megatron",
+            "--plan",
+            plan.to_str().unwrap(),
+            "--tokens",
+            "1e12",
+        ],
+        "either a plan file or the design flags",
+    );
+}
+
+#[test]
+fn csv_and_markdown_tables_hold_the_ranked_plans() {
+    let report: Value = serde_json::from_str(&stdout(&["search", "--json", "--top", "4"])).unwrap();
+    let csv = stdout(&["search", "--format", "csv", "--top", "4"]);
+    let lines: Vec<&str> = csv.split("\r\n").filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines.len(), 5);
+    assert!(lines[0].starts_with("rank,model,params,tokens,tp,pp,dp,zero,memory_gb,days,loss,pass"));
+    for (line, plan) in lines[1..].iter().zip(report["plans"].as_array().unwrap()) {
+        let cells: Vec<&str> = line.split(',').collect();
+        assert_eq!(cells[1], plan["model"]);
+        assert_eq!(
+            cells[3].parse::<u64>().unwrap(),
+            plan["tokens"].as_u64().unwrap()
+        );
+        // Every digit: the CSV's loss reads back as the JSON's.
+        assert_eq!(
+            cells[10].parse::<f64>().unwrap(),
+            plan["loss"].as_f64().unwrap()
+        );
+    }
+    let md = stdout(&["search", "--format", "markdown", "--top", "4"]);
+    assert_eq!(md.lines().count(), 6);
+    assert!(md.lines().nth(1).unwrap().starts_with("| ---: | --- |"));
+    // The front too.
+    let front = stdout(&["search", "--pareto", "-", "--pareto-format", "csv"]);
+    assert!(front.starts_with("rank,model"), "{front}");
+}
+
+#[test]
+fn completions_are_written_for_each_shell() {
+    for shell in ["bash", "zsh", "fish"] {
+        let script = stdout(&["completions", shell]);
+        assert!(
+            script.contains("trainplan") && script.contains("model-config"),
+            "{shell}"
+        );
+    }
+}
+
+#[test]
+fn quiet_keeps_stderr_for_errors_only() {
+    let args = [
+        "-q",
+        "export",
+        "--format",
+        "deepspeed",
+        "--model",
+        "70b",
+        "--tokens",
+        "4.96e12",
+        "--tp",
+        "8",
+        "--zero",
+        "3",
+    ];
+    let out = trainplan().args(args).output().unwrap();
+    assert!(out.status.success());
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

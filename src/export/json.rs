@@ -107,4 +107,7 @@ impl Exporter for Json {
             exact_front: r.front_runs.as_ref(),
         })
     }
+    fn launch(&self, _: &super::Launch) -> Result<String> {
+        Err(super::not_a_launcher("json"))
+    }
 }

@@ -1,14 +1,31 @@
 //! Exporters: one small trait that turns results into text, one module per format.
+//!
+//! Reports (text, JSON), tables of plans (CSV, Markdown) and launcher configurations for one
+//! plan (Megatron-LM, DeepSpeed, torchtitan) are all [`Exporter`]s; a format that has no
+//! sense for a kind of result says so as an error.
 
 use crate::check::CheckReport;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::search::SearchReport;
 
+mod columns;
+mod csv;
+mod deepspeed;
 mod json;
+pub mod launch;
+mod markdown;
+mod megatron;
 mod text;
+mod torchtitan;
 
+pub use csv::Csv;
+pub use deepspeed::DeepSpeed;
 pub use json::{Json, SCHEMA_VERSION};
+pub use launch::Launch;
+pub use markdown::Markdown;
+pub use megatron::Megatron;
 pub use text::{brief_lines, Text};
+pub use torchtitan::Torchtitan;
 
 /// Turns results into the bytes of one format.
 pub trait Exporter {
@@ -18,6 +35,8 @@ pub trait Exporter {
     fn search(&self, report: &SearchReport) -> Result<String>;
     /// The Pareto front of a search.
     fn front(&self, report: &SearchReport) -> Result<String>;
+    /// A launcher configuration for one plan.
+    fn launch(&self, launch: &Launch) -> Result<String>;
 }
 
 /// The formats there are.
@@ -27,6 +46,16 @@ pub enum Format {
     Text,
     /// For programs: the JSON contract.
     Json,
+    /// A table of plans for spreadsheets.
+    Csv,
+    /// A table of plans for documents.
+    Markdown,
+    /// Megatron-LM `pretrain_gpt.py` arguments.
+    Megatron,
+    /// A DeepSpeed `ds_config.json`.
+    DeepSpeed,
+    /// A torchtitan job TOML.
+    Torchtitan,
 }
 
 impl Format {
@@ -35,6 +64,37 @@ impl Format {
         match self {
             Format::Text => Box::new(Text),
             Format::Json => Box::new(Json),
+            Format::Csv => Box::new(Csv),
+            Format::Markdown => Box::new(Markdown),
+            Format::Megatron => Box::new(Megatron),
+            Format::DeepSpeed => Box::new(DeepSpeed),
+            Format::Torchtitan => Box::new(Torchtitan),
         }
     }
+
+    /// Whether this format writes a launcher configuration for one plan.
+    pub fn is_launcher(self) -> bool {
+        matches!(
+            self,
+            Format::Megatron | Format::DeepSpeed | Format::Torchtitan
+        )
+    }
+}
+
+/// The error of a launcher format asked for many plans.
+fn one_plan(format: &str) -> Error {
+    Error::invalid(
+        "--format",
+        format,
+        "a report format for a search (a launcher configuration is for one plan: use `trainplan export`)",
+    )
+}
+
+/// The error of a report format asked for a launcher configuration.
+fn not_a_launcher(format: &str) -> Error {
+    Error::invalid(
+        "--format",
+        format,
+        "megatron, deepspeed or torchtitan for a launcher configuration",
+    )
 }

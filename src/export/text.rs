@@ -673,4 +673,7 @@ impl Exporter for Text {
         }
         Ok(out)
     }
+    fn launch(&self, _: &super::Launch) -> Result<String> {
+        Err(super::not_a_launcher("text"))
+    }
 }
