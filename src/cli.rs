@@ -263,6 +263,10 @@ pub struct CheckArgs {
     /// launcher configuration for the plan.
     #[arg(long, value_enum, default_value = "text")]
     pub format: CheckFormat,
+    /// Also draw the plan's memory per GPU by component against the cap, as SVG (written
+    /// atomically).
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
     #[command(flatten)]
     pub design: DesignArgs,
 }
@@ -972,6 +976,10 @@ pub struct OutputArgs {
     /// table.
     #[arg(long, value_enum, default_value = "text")]
     pub format: ReportFormat,
+    /// Also draw predicted loss against days for the shapes, with the loss target, the day
+    /// limit and the Pareto front marked, as SVG (written atomically).
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
 
     /// Write the Pareto front on (loss, days) to FILE (written atomically), or to stdout with
     /// `-`, in which case the report goes to stderr.
@@ -1081,7 +1089,7 @@ pub struct SearchArgs {
     pub output: OutputArgs,
     /// Search only shard I of N (1 ≤ I ≤ N) of the shapes, and print its partial result as
     /// JSON for `trainplan merge`; for a batch scheduler's array job.
-    #[arg(long, value_name = "I/N", conflicts_with_all = ["pareto", "json", "format"])]
+    #[arg(long, value_name = "I/N", conflicts_with_all = ["pareto", "json", "format", "plot"])]
     pub shard: Option<String>,
     #[command(flatten)]
     pub family: FamilyArgs,

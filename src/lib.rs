@@ -39,6 +39,7 @@ pub mod model;
 pub mod output;
 pub mod pareto;
 pub mod plan;
+pub mod plot;
 pub mod progress;
 pub mod rank;
 pub mod reliability;

@@ -27,7 +27,7 @@ use trainplan::plan::Design;
 use trainplan::progress::Progress;
 use trainplan::search::{search, SearchReport};
 use trainplan::shard::{fingerprint, merge, Partial, Shard};
-use trainplan::{hf, model};
+use trainplan::{hf, model, plot};
 
 /// Sweeps of at least this many shapes get a progress bar (on a terminal): about a second.
 const LONG_SWEEP: u64 = 10_000;
@@ -122,7 +122,13 @@ fn grade(args: &DesignArgs) -> Result<CheckReport> {
 }
 
 fn run_check(args: &CheckArgs, quiet: bool) -> Result<bool> {
+    if let (Some(plot), Some(brief)) = (&args.plot, &args.design.brief.brief) {
+        refuse_overwrite("--plot", plot, brief)?;
+    }
     let report = grade(&args.design)?;
+    if let Some(path) = &args.plot {
+        write_atomic(path, plot::memory(&report)?.as_bytes())?;
+    }
     let format = if args.json {
         Format::Json
     } else {
@@ -331,17 +337,17 @@ fn run_merge(args: &MergeArgs) -> Result<bool> {
         .map(|path| read_json::<Partial>(path, "a partial search result"))
         .collect::<Result<Vec<Partial>>>()?;
     for (p, path) in partials.iter().zip(&args.files) {
-        if args
-            .output
-            .pareto
-            .as_deref()
-            .is_some_and(|out| same_file(out, path))
-        {
-            return Err(Error::invalid(
-                "--pareto",
-                path.display(),
-                "a path other than the partial files it would overwrite",
-            ));
+        for (flag, out) in [
+            ("--pareto", &args.output.pareto),
+            ("--plot", &args.output.plot),
+        ] {
+            if out.as_deref().is_some_and(|out| same_file(out, path)) {
+                return Err(Error::invalid(
+                    flag,
+                    path.display(),
+                    "a path other than the partial files it would overwrite",
+                ));
+            }
         }
         p.brief.validate()?;
     }
@@ -359,14 +365,33 @@ fn check_output(out: &OutputArgs, input: Option<&Path>) -> Result<()> {
             "a file when --json or --format also writes to stdout",
         ));
     }
-    if let (Some(front), Some(input)) = (&out.pareto, input) {
-        if same_file(front, input) {
+    if let Some(input) = input {
+        for (flag, path) in [("--pareto", &out.pareto), ("--plot", &out.plot)] {
+            if let Some(path) = path {
+                refuse_overwrite(flag, path, input)?;
+            }
+        }
+    }
+    if let (Some(front), Some(plot)) = (&out.pareto, &out.plot) {
+        if front == plot || same_file(front, plot) {
             return Err(Error::invalid(
-                "--pareto",
-                front.display(),
-                "a path other than the --brief file it would overwrite",
+                "--plot",
+                plot.display(),
+                "a path other than the --pareto file",
             ));
         }
+    }
+    Ok(())
+}
+
+/// Refuses an output `path` (of `flag`) that is the input file it was computed from.
+fn refuse_overwrite(flag: &str, path: &Path, input: &Path) -> Result<()> {
+    if same_file(path, input) {
+        return Err(Error::invalid(
+            flag,
+            path.display(),
+            "a path other than the --brief file it would overwrite",
+        ));
     }
     Ok(())
 }
@@ -375,6 +400,9 @@ fn check_output(out: &OutputArgs, input: Option<&Path>) -> Result<()> {
 /// plan passes.
 fn write_report(out: &OutputArgs, report: &SearchReport) -> Result<bool> {
     let summary = out.format().exporter().search(report)?;
+    if let Some(path) = &out.plot {
+        write_atomic(path, plot::loss_days(report)?.as_bytes())?;
+    }
     if let Some(path) = &out.pareto {
         let front = out.pareto_format.format().exporter().front(report)?;
         if path.as_path() == Path::new("-") {
