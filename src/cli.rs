@@ -35,7 +35,14 @@ Examples:
   trainplan search --pareto front.json              also write the Pareto front
   trainplan search --json --gpus 1024 --max-days 60 another cluster, as JSON
   trainplan check --model 70b --tokens 15e12 --tp 1 --pp 1 --zero 0
-  trainplan check --model 70b --tokens 4.96e12 --tp 8 --pp 1 --zero 3 --json";
+  trainplan check --model 70b --tokens 4.96e12 --tp 8 --pp 1 --zero 3 --json
+  trainplan search --model-config config.json --gpu h200 --plot loss.svg
+  trainplan check --model 70b --tokens 4.96e12 --tp 8 --pp 8 --zero 1 --plot memory.svg
+  trainplan export --format megatron --model 70b --tokens 4.96e12 --tp 8 --pp 8 --zero 1
+  trainplan brief --print --gpu b200 > brief.toml    start a brief file
+  trainplan completions bash                        shell completions
+
+Exit status: 0 yes (passes), 1 no (fails), 2 bad input (one line on stderr).";
 
 /// Plan a large language-model training run: model size, tokens and parallel layout that fit
 /// in memory, finish in time and reach a loss target.

@@ -629,3 +629,29 @@ fn quiet_keeps_stderr_for_errors_only() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn no_color_turns_off_the_colour_clap_would_force() {
+    let help = |no_color: bool| {
+        let mut cmd = trainplan();
+        cmd.env_remove("NO_COLOR")
+            .env("CLICOLOR_FORCE", "1")
+            .arg("--help");
+        if no_color {
+            cmd.env("NO_COLOR", "1");
+        }
+        String::from_utf8(cmd.output().unwrap().stdout).unwrap()
+    };
+    assert!(
+        help(false).contains('\u{1b}'),
+        "CLICOLOR_FORCE colours the help"
+    );
+    assert!(!help(true).contains('\u{1b}'), "NO_COLOR wins");
+}
+
+#[test]
+fn help_shows_examples_and_exit_statuses() {
+    let help = stdout(&["--help"]);
+    assert!(help.contains("trainplan export --format megatron"));
+    assert!(help.contains("Exit status: 0 yes (passes), 1 no (fails), 2 bad input"));
+}

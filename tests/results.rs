@@ -39,6 +39,12 @@ fn the_readme_shows_the_real_output_of_its_examples() {
         "tests/snapshots/check-start.txt",
         "tests/snapshots/check-405b-detailed.txt",
         "tests/snapshots/check-70b-time.txt",
+        "tests/snapshots/search-configs-h200.txt",
+        "tests/snapshots/brief-h200.toml",
+        "tests/snapshots/search-top5.md",
+        "tests/snapshots/export-megatron.txt",
+        "tests/snapshots/export-deepspeed.json",
+        "tests/snapshots/export-torchtitan.toml",
     ] {
         let output = std::fs::read_to_string(root.join(shown)).unwrap();
         assert!(

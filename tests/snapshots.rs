@@ -125,3 +125,76 @@ fn check_report_of_70b_under_the_detailed_time_model() {
         "check-70b-time.txt",
     );
 }
+
+/// The README's walk-through: three Hugging Face configs on H200s under the detailed models.
+const CONFIGS_ON_H200: [&str; 13] = [
+    "--model-config",
+    "tests/fixtures/hf/llama-3.1-70b/config.json",
+    "--model-config",
+    "tests/fixtures/hf/qwen2.5-7b/config.json",
+    "--model-config",
+    "tests/fixtures/hf/mistral-nemo-base-2407/config.json",
+    "--gpu",
+    "h200",
+    "--memory",
+    "detailed",
+    "--time",
+    "detailed",
+    "-q",
+];
+
+#[test]
+fn a_search_of_hugging_face_configs_on_h200s() {
+    let mut args = vec!["search"];
+    args.extend(CONFIGS_ON_H200);
+    args.extend(["--top", "3"]);
+    snapshot(&args, "search-configs-h200.txt");
+}
+
+#[test]
+fn launcher_configurations_of_the_walk_through_s_best_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let plans = dir.path().join("plans.json");
+    let mut search = vec!["search"];
+    search.extend(CONFIGS_ON_H200);
+    search.push("--json");
+    let out = Command::cargo_bin("trainplan")
+        .unwrap()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(&search)
+        .output()
+        .unwrap();
+    std::fs::write(&plans, out.stdout).unwrap();
+    for (format, file) in [
+        ("megatron", "export-megatron.txt"),
+        ("deepspeed", "export-deepspeed.json"),
+        ("torchtitan", "export-torchtitan.toml"),
+    ] {
+        snapshot(
+            &[
+                "-q",
+                "export",
+                "--plan",
+                plans.to_str().unwrap(),
+                "--format",
+                format,
+                "--model-config",
+                "tests/fixtures/hf/llama-3.1-70b/config.json",
+            ],
+            file,
+        );
+    }
+}
+
+#[test]
+fn the_h200_brief_printed_as_toml() {
+    snapshot(&["brief", "--print", "--gpu", "h200"], "brief-h200.toml");
+}
+
+#[test]
+fn the_top_plans_as_a_markdown_table() {
+    snapshot(
+        &["search", "--format", "markdown", "--top", "5"],
+        "search-top5.md",
+    );
+}

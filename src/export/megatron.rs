@@ -142,7 +142,13 @@ pub fn render(l: &Launch) -> Result<String> {
         "# Add your data (--data-path), tokenizer (--tokenizer-type, --tokenizer-model; vocabulary {}), optimizer and schedule.",
         l.shape.vocab
     );
-    if l.layout.tp > 1 && l.zero().get() < 2 {
+    if l.zero().get() >= 2 {
+        let _ = writeln!(
+            out,
+            "# Megatron-FSDP (ZeRO {}): unset CUDA_DEVICE_MAX_CONNECTIONS",
+            l.zero()
+        );
+    } else if l.layout.tp > 1 {
         let _ = writeln!(
             out,
             "# TP > 1 before Blackwell: export CUDA_DEVICE_MAX_CONNECTIONS=1"
