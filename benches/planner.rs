@@ -7,6 +7,8 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 use itertools::iproduct;
 use trainplan::activations::Recompute;
+use trainplan::check::check;
+use trainplan::export::Format;
 use trainplan::family::Family;
 use trainplan::layout::{Layout, ZeroStage};
 use trainplan::memory::detailed::Options;
@@ -17,7 +19,7 @@ use trainplan::search::{search, MemorySpace, SearchOptions, TokenGrid};
 use trainplan::step::{Schedule, Step};
 use trainplan::step_time::{TimeModel, TimeOptions};
 use trainplan::verdict::{plate_lightest, verdict, Pace};
-use trainplan::Brief;
+use trainplan::{hf, plot, Brief};
 
 fn one_plan(c: &mut Criterion) {
     let brief = Brief::default();
@@ -180,12 +182,47 @@ fn exact_search(c: &mut Criterion) {
     g.finish();
 }
 
+/// Reading a Hugging Face config, the plots, and the exporters of issue 5's ecosystem.
+fn ecosystem(c: &mut Criterion) {
+    let mut g = c.benchmark_group("ecosystem");
+    let config = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/hf/llama-3.1-70b/config.json"
+    ))
+    .unwrap();
+    let path = std::path::Path::new("config.json");
+    g.bench_function("read a config.json (Llama 3.1 70B)", |b| {
+        b.iter(|| hf::parse(black_box(&config), path).unwrap())
+    });
+    let brief = Brief::default();
+    let shape = preset("70b").unwrap();
+    let layout = Layout::new(&brief, &shape, 8, 8, ZeroStage::new(1).unwrap()).unwrap();
+    let report = check(&brief, &Design::plate(&shape, 4_960_000_000_000, layout)).unwrap();
+    g.bench_function("memory plot (SVG)", |b| {
+        b.iter(|| plot::memory(black_box(&report)).unwrap())
+    });
+    let searched = search(&brief, &presets(), &SearchOptions::default(), &Silent);
+    g.bench_function("loss-days plot of the default search (SVG)", |b| {
+        b.iter(|| plot::loss_days(black_box(&searched)).unwrap())
+    });
+    for format in [Format::Megatron, Format::DeepSpeed, Format::Torchtitan] {
+        g.bench_function(format!("{format:?} export of one plan"), |b| {
+            b.iter(|| format.exporter().check(black_box(&report)).unwrap())
+        });
+    }
+    g.bench_function("CSV of the default search's front", |b| {
+        b.iter(|| Format::Csv.exporter().front(black_box(&searched)).unwrap())
+    });
+    g.finish();
+}
+
 criterion_group!(
     benches,
     one_plan,
     default_search,
     detailed_search,
     family_search,
-    exact_search
+    exact_search,
+    ecosystem
 );
 criterion_main!(benches);

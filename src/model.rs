@@ -225,61 +225,70 @@ impl Shape {
 
     /// The parameter counts with every product checked, `None` past `u64::MAX`.
     fn counts(&self) -> Option<Counts> {
-        let (h, f) = (self.hidden, self.ffn);
-        let q = u64::from(self.heads).checked_mul(self.head_dim)?;
-        let kv = u64::from(self.kv_heads).checked_mul(self.head_dim)?;
-        let layer_matrices = h
-            .checked_mul(q)?
-            .checked_mul(2)?
-            .checked_add(h.checked_mul(kv)?.checked_mul(2)?)?
-            .checked_add(h.checked_mul(f)?.checked_mul(3)?)?;
-        let b = self.biases;
-        let qkv_bias = if b.qkv {
-            q.checked_add(kv.checked_mul(2)?)?
-        } else {
-            0
-        };
-        let gate_up_bias = if b.mlp { f.checked_mul(2)? } else { 0 };
-        let layer_whole = h
-            .checked_mul(2)?
-            .checked_add(if b.output { h } else { 0 })?
-            .checked_add(if b.mlp { h } else { 0 })?;
-        let counts = Counts {
-            layer_matrices,
-            layer_split_biases: qkv_bias.checked_add(gate_up_bias)?,
-            layer_whole,
-            embedding: self.vocab.checked_mul(h)?,
-        };
-        // The whole model must be countable too.
-        let per_layer = layer_matrices
-            .checked_add(counts.layer_split_biases)?
-            .checked_add(layer_whole)?;
-        u64::from(self.layers)
-            .checked_mul(per_layer)?
-            .checked_add(
-                counts
-                    .embedding
-                    .checked_mul(if self.tied_embeddings { 1 } else { 2 })?,
-            )?
-            .checked_add(h)?;
-        Some(counts)
+        self.counts_with(u64::checked_mul, u64::checked_add)
     }
 
-    /// The counts of a shape built by [`ShapeSpec::build`], which checked they fit.
+    /// The counts of a shape built by [`ShapeSpec::build`], which checked they fit: the same
+    /// formula in plain arithmetic, which the search calls in its inner loops.
     fn counted(&self) -> Counts {
-        self.counts()
-            .expect("a shape's parameters are checked when it is built")
+        self.counts_with(|a, b| Some(a * b), |a, b| Some(a + b))
+            .expect("plain arithmetic always gives counts")
+    }
+
+    /// The counts (see [`Counts`]) with products `mul` and sums `add`, and the whole model
+    /// counted once so an overflow anywhere shows.
+    #[inline(always)]
+    fn counts_with(
+        &self,
+        mul: impl Fn(u64, u64) -> Option<u64>,
+        add: impl Fn(u64, u64) -> Option<u64>,
+    ) -> Option<Counts> {
+        let (h, f) = (self.hidden, self.ffn);
+        let q = mul(u64::from(self.heads), self.head_dim)?;
+        let kv = mul(u64::from(self.kv_heads), self.head_dim)?;
+        let layer_matrices = add(
+            add(mul(mul(h, q)?, 2)?, mul(mul(h, kv)?, 2)?)?,
+            mul(mul(h, f)?, 3)?,
+        )?;
+        let b = self.biases;
+        let qkv_bias = if b.qkv { add(q, mul(kv, 2)?)? } else { 0 };
+        let gate_up_bias = if b.mlp { mul(f, 2)? } else { 0 };
+        let vectors = u64::from(b.output) + u64::from(b.mlp);
+        let layer_whole = add(mul(h, 2)?, mul(h, vectors)?)?;
+        let counts = Counts {
+            layer_matrices,
+            layer_split_biases: add(qkv_bias, gate_up_bias)?,
+            layer_whole,
+            embedding: mul(self.vocab, h)?,
+        };
+        let per_layer = add(add(layer_matrices, counts.layer_split_biases)?, layer_whole)?;
+        let tables = if self.tied_embeddings { 1 } else { 2 };
+        add(
+            add(
+                mul(u64::from(self.layers), per_layer)?,
+                mul(counts.embedding, tables)?,
+            )?,
+            h,
+        )?;
+        Some(counts)
     }
 
     /// Whether `other` has the same dimensions, whatever its name.
     pub fn same_dimensions(&self, other: &Shape) -> bool {
-        Shape {
-            name: String::new(),
-            ..self.clone()
-        } == Shape {
-            name: String::new(),
-            ..other.clone()
-        }
+        let dimensions = |s: &Shape| {
+            (
+                s.layers,
+                s.hidden,
+                s.ffn,
+                s.heads,
+                s.kv_heads,
+                s.vocab,
+                s.head_dim,
+                s.tied_embeddings,
+                s.biases,
+            )
+        };
+        dimensions(self) == dimensions(other)
     }
 
     /// Head dimension d.
@@ -328,10 +337,10 @@ impl Shape {
     /// Parameters of the whole model N (SPEC.md §2): `L · per_layer + 2·V·h + h` — the layers,
     /// the untied input embedding and output head (one `V·h` when tied), and the final RMSNorm.
     pub fn params(&self) -> u64 {
+        let c = self.counted();
         let tables = if self.tied_embeddings { 1 } else { 2 };
-        u64::from(self.layers) * self.params_per_layer()
-            + tables * self.embedding_params()
-            + self.hidden
+        let per_layer = c.layer_matrices + c.layer_split_biases + c.layer_whole;
+        u64::from(self.layers) * per_layer + tables * c.embedding + self.hidden
     }
 
     /// Parameters that multiply each token, `N_matrix = L·(matrices of a layer) + V·h`: the
