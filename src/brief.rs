@@ -283,7 +283,7 @@ pub(crate) fn number<'de, D: Deserializer<'de>>(
 }
 
 /// A whole number, written as an integer (`2048`) or as a float with no fraction (`2.048e3`).
-fn whole<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<u64>, D::Error> {
+pub(crate) fn whole<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<u64>, D::Error> {
     let x = serde_json::Number::deserialize(d)?;
     if let Some(n) = x.as_u64() {
         return Ok(Some(n));

@@ -56,6 +56,18 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// `serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Port to listen on; 0 picks a free one.
+    #[arg(long, default_value = "8080")]
+    pub port: u16,
+    /// Address to listen on. Only loopback by default: another address exposes the page and
+    /// its API to the network.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: std::net::IpAddr,
+}
+
 /// `completions`.
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {
@@ -83,6 +95,9 @@ pub enum Command {
     Export(Box<ExportArgs>),
     /// Print a shell completion script: bash, zsh, fish, elvish or powershell.
     Completions(CompletionsArgs),
+    /// Serve the workshop: a page where a design is graded as its controls move, driven by
+    /// this engine, on http://127.0.0.1:8080/ (prints the address; Ctrl-C stops).
+    Serve(ServeArgs),
     /// Show the effective brief (the default, a file, a GPU preset and flags, in that order);
     /// with --print write it whole as TOML or JSON to start a brief file from. Exit status 0,
     /// or 2 when it is not valid.

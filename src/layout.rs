@@ -18,7 +18,7 @@ use crate::model::Shape;
 
 /// A ZeRO stage, 0 (none) to 3. Stage k shards over the data-parallel group: from stage 1 the
 /// optimizer state, from stage 2 the gradients too, at stage 3 the weights too.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct ZeroStage(u8);
 
 impl ZeroStage {

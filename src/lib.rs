@@ -45,6 +45,7 @@ pub mod rank;
 pub mod reliability;
 pub mod scaling;
 pub mod search;
+pub mod serve;
 pub mod shard;
 pub mod step;
 pub mod step_time;

@@ -13,7 +13,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use cli::{
     BriefCommandArgs, BriefFormat, CheckArgs, Cli, Command, CompletionsArgs, DesignArgs,
-    ExportArgs, MergeArgs, OutputArgs, SearchArgs,
+    ExportArgs, MergeArgs, OutputArgs, SearchArgs, ServeArgs,
 };
 use trainplan::check::{check, CheckReport};
 use trainplan::error::{parse_json, read_json};
@@ -27,7 +27,7 @@ use trainplan::plan::Design;
 use trainplan::progress::Progress;
 use trainplan::search::{search, SearchReport};
 use trainplan::shard::{fingerprint, merge, Partial, Shard};
-use trainplan::{hf, model, plot};
+use trainplan::{hf, model, plot, serve};
 
 /// Sweeps of at least this many shapes get a progress bar (on a terminal): about a second.
 const LONG_SWEEP: u64 = 10_000;
@@ -55,6 +55,7 @@ fn main() -> ExitCode {
         Command::Merge(args) => run_merge(args),
         Command::Export(args) => run_export(args, cli.quiet),
         Command::Completions(args) => run_completions(args),
+        Command::Serve(args) => run_serve(args, cli.quiet),
         Command::Brief(args) => run_brief(args),
     };
     match outcome {
@@ -243,6 +244,21 @@ fn read_plan(path: &Path, index: u64) -> Result<(PlanFields, bool)> {
     let pass = plan.get("pass").and_then(|p| p.as_bool()).unwrap_or(true);
     let fields = parse_json(&plan.to_string(), path, "a plan")?;
     Ok((fields, pass))
+}
+
+fn run_serve(args: &ServeArgs, quiet: bool) -> Result<bool> {
+    let address = std::net::SocketAddr::new(args.host, args.port);
+    serve::serve(address, |bound| {
+        // The address on stdout, so a script can read it; the rest on stderr.
+        let _ = print(&format!("http://{bound}/\n"));
+        if !quiet {
+            if !bound.ip().is_loopback() {
+                eprintln!("warning: serving on {bound}, beyond this machine: anyone who can reach it can use the page and its API");
+            }
+            eprintln!("trainplan serve: the workshop is at http://{bound}/ (Ctrl-C stops)");
+        }
+    })?;
+    Ok(true)
 }
 
 fn run_completions(args: &CompletionsArgs) -> Result<bool> {

@@ -1,0 +1,371 @@
+//! `trainplan serve`: the plate in a browser. One self-contained page (embedded in the binary:
+//! no CDN, no build step) and a small JSON API over the library, whose plan objects are the
+//! command line's JSON contract:
+//!
+//! - `GET /` — the workshop page.
+//! - `GET /api/presets` — the models, the GPU presets and the default brief.
+//! - `POST /api/check` — grade one design: `{"model", "tokens", "tp", "pp", "zero", "brief"}`
+//!   gives exactly what `trainplan check --json` prints for the same design.
+//! - `POST /api/search` — the best passing plans and the Pareto front:
+//!   `{"models", "top", "rank", "brief"}` gives `{"search": …, "front": …}`, the documents of
+//!   `search --json` and `search --pareto`.
+//! - `POST /api/export` — a design and a `format` (`megatron`, `deepspeed`, `torchtitan`)
+//!   gives the launcher configuration `trainplan export` writes.
+//!
+//! Safe by default: bound to loopback unless told otherwise; bodies at most [`MAX_BODY`]
+//! bytes; every field checked by the same rules as the command line, unknown fields refused,
+//! errors one line as `{"error": …}` with status 400; searches bounded in size (at most
+//! [`MAX_MODELS`] models and [`MAX_TOP`] plans, the default token grid, the plate models) and
+//! in time ([`SEARCH_TIMEOUT`]), at most [`MAX_SEARCHES`] at once.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde::Deserialize;
+use serde_json::json;
+use tokio::sync::Semaphore;
+
+use crate::brief::{Brief, BriefPatch};
+use crate::check::{check, CheckReport};
+use crate::error::{parse_json, Error, Result};
+use crate::export::{Exporter, Format, Json, Launch};
+use crate::gpu::PRESETS;
+use crate::layout::{Layout, ZeroStage};
+use crate::model::{self, Shape};
+use crate::plan::Design;
+use crate::progress::Silent;
+use crate::rank::Rank;
+use crate::search::{search, SearchOptions};
+
+/// The page, with its styles and script inline.
+const PAGE: &str = include_str!("../assets/workshop.html");
+/// Largest request body, bytes.
+pub const MAX_BODY: usize = 64 * 1024;
+/// Most models one search may name.
+pub const MAX_MODELS: usize = 16;
+/// Most plans one search may list.
+pub const MAX_TOP: usize = 100;
+/// Longest a search may run before the request is answered with an error.
+pub const SEARCH_TIMEOUT: Duration = Duration::from_secs(10);
+/// Most searches running at once; more are refused with status 429.
+pub const MAX_SEARCHES: usize = 2;
+
+/// A design as the page sends it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DesignRequest {
+    /// A preset or a dimension name (`70b`, `L80-h8192-f28672`).
+    model: String,
+    /// Training tokens, a whole number.
+    #[serde(deserialize_with = "crate::brief::whole")]
+    tokens: Option<u64>,
+    #[serde(default = "one", deserialize_with = "crate::brief::whole")]
+    tp: Option<u64>,
+    #[serde(default = "one", deserialize_with = "crate::brief::whole")]
+    pp: Option<u64>,
+    #[serde(default)]
+    zero: ZeroStage,
+    /// Fields of the brief over the default, as a `--brief` file gives them.
+    #[serde(default)]
+    brief: BriefPatch,
+}
+
+fn one() -> Option<u64> {
+    Some(1)
+}
+
+/// An export request: a design and a launcher.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExportRequest {
+    format: String,
+    #[serde(flatten)]
+    design: DesignRequest,
+}
+
+/// A search request.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchRequest {
+    /// Presets or dimension names [default: the three presets].
+    #[serde(default)]
+    models: Vec<String>,
+    /// How many plans to list [default: 10].
+    #[serde(default)]
+    top: Option<usize>,
+    /// `loss`, `days` or `memory` [default: loss].
+    #[serde(default)]
+    rank: Option<String>,
+    #[serde(default)]
+    brief: BriefPatch,
+}
+
+/// The brief a request's patch gives over the default, validated.
+fn brief(patch: BriefPatch) -> Result<Brief> {
+    let brief = patch.apply(Brief::default());
+    brief.validate()?;
+    Ok(brief)
+}
+
+/// The graded design of a request.
+fn grade(request: DesignRequest) -> Result<(CheckReport, Shape)> {
+    let brief = brief(request.brief)?;
+    let shape = model::preset(&request.model)?;
+    let (tp, pp) = (request.tp.unwrap_or(1), request.pp.unwrap_or(1));
+    let layout = Layout::new(&brief, &shape, tp, pp, request.zero)?;
+    let tokens = request.tokens.filter(|&d| d >= 1).ok_or_else(|| {
+        Error::invalid("tokens", request.tokens.unwrap_or(0), "a whole number ≥ 1")
+    })?;
+    let report = check(&brief, &Design::plate(&shape, tokens, layout))?;
+    Ok((report, shape))
+}
+
+/// `POST /api/check`.
+pub fn api_check(body: &[u8]) -> Result<String> {
+    let (report, _) = grade(parse(body, "a design")?)?;
+    Json.check(&report)
+}
+
+/// `POST /api/export`.
+pub fn api_export(body: &[u8]) -> Result<String> {
+    let request: ExportRequest = parse(body, "an export request")?;
+    let format = match request.format.as_str() {
+        "megatron" => Format::Megatron,
+        "deepspeed" => Format::DeepSpeed,
+        "torchtitan" => Format::Torchtitan,
+        other => {
+            return Err(Error::invalid(
+                "format",
+                other,
+                "megatron, deepspeed or torchtitan",
+            ))
+        }
+    };
+    let (report, _) = grade(request.design)?;
+    format.exporter().launch(&Launch::from_check(&report)?)
+}
+
+/// `POST /api/search`, bounded in size.
+pub fn api_search(body: &[u8]) -> Result<String> {
+    let request: SearchRequest = parse(body, "a search request")?;
+    let brief = brief(request.brief)?;
+    if request.models.len() > MAX_MODELS {
+        return Err(Error::invalid(
+            "models",
+            format!("{} models", request.models.len()),
+            format!("at most {MAX_MODELS}"),
+        ));
+    }
+    let mut shapes: Vec<Shape> = Vec::new();
+    if request.models.is_empty() {
+        shapes = model::presets();
+    }
+    for name in &request.models {
+        let shape = model::preset(name)?;
+        if !shapes.iter().any(|s| s.same_dimensions(&shape)) {
+            shapes.push(shape);
+        }
+    }
+    let top = request.top.unwrap_or(10);
+    if !(1..=MAX_TOP).contains(&top) {
+        return Err(Error::invalid("top", top, format!("1 to {MAX_TOP}")));
+    }
+    let rank = match request.rank.as_deref().unwrap_or("loss") {
+        "loss" => Rank::Loss,
+        "days" => Rank::Days,
+        "memory" => Rank::Memory,
+        other => return Err(Error::invalid("rank", other, "loss, days or memory")),
+    };
+    let options = SearchOptions {
+        rank,
+        top: Some(top),
+        ..SearchOptions::default()
+    };
+    let report = search(&brief, &shapes, &options, &Silent);
+    Ok(format!(
+        "{{\"search\": {}, \"front\": {}}}\n",
+        Json.search(&report)?.trim_end(),
+        Json.front(&report)?.trim_end()
+    ))
+}
+
+/// `GET /api/presets`.
+pub fn api_presets() -> Result<String> {
+    let models: Vec<_> = model::presets()
+        .into_iter()
+        .map(|s| {
+            json!({
+                "name": s.name,
+                "short": s.name.strip_prefix("llama3-").unwrap_or(&s.name),
+                "params": s.params(),
+                "layers": s.layers,
+                "heads": s.heads,
+                "kv_heads": s.kv_heads,
+            })
+        })
+        .collect();
+    let value = json!({
+        "models": models,
+        "gpus": PRESETS,
+        "brief": Brief::default(),
+    });
+    serde_json::to_string_pretty(&value)
+        .map_err(|e| Error::invalid("presets", "JSON", e.to_string()))
+}
+
+/// A request body as `T`: UTF-8 JSON, errors naming the field's path.
+fn parse<T: serde::de::DeserializeOwned>(body: &[u8], kind: &str) -> Result<T> {
+    let text = std::str::from_utf8(body)
+        .map_err(|_| Error::invalid("body", "bytes that are not UTF-8", "UTF-8 JSON"))?;
+    parse_json(text, std::path::Path::new("request"), kind)
+}
+
+/// A JSON answer, or the error as `{"error": …}` with status 400.
+fn answer(result: Result<String>) -> Response {
+    match result {
+        Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+        Err(e) => failure(StatusCode::BAD_REQUEST, &e.to_string()),
+    }
+}
+
+fn failure(status: StatusCode, message: &str) -> Response {
+    (status, axum::Json(json!({ "error": message }))).into_response()
+}
+
+/// The router: the page and the API, over the shared search limiter.
+pub fn router() -> Router {
+    let searches = Arc::new(Semaphore::new(MAX_SEARCHES));
+    Router::new()
+        .route(
+            "/",
+            get(|| async { ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], PAGE) }),
+        )
+        .route("/api/presets", get(|| async { answer(api_presets()) }))
+        .route(
+            "/api/check",
+            post(|body: Bytes| async move { answer(api_check(&body)) }),
+        )
+        .route(
+            "/api/export",
+            post(|body: Bytes| async move { answer(api_export(&body)) }),
+        )
+        .route("/api/search", post(run_search))
+        .fallback(|| async {
+            failure(StatusCode::NOT_FOUND, "no such page: try / or /api/presets")
+        })
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .with_state(searches)
+}
+
+/// A search on a blocking thread, at most [`MAX_SEARCHES`] at once, answered within
+/// [`SEARCH_TIMEOUT`].
+async fn run_search(State(searches): State<Arc<Semaphore>>, body: Bytes) -> Response {
+    let Ok(permit) = searches.try_acquire_owned() else {
+        return failure(
+            StatusCode::TOO_MANY_REQUESTS,
+            &format!("{MAX_SEARCHES} searches are running; try again when one has finished"),
+        );
+    };
+    let work = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        api_search(&body)
+    });
+    match tokio::time::timeout(SEARCH_TIMEOUT, work).await {
+        Ok(Ok(result)) => answer(result),
+        Ok(Err(_)) => failure(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the search stopped unexpectedly",
+        ),
+        Err(_) => failure(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!("the search took longer than {} s", SEARCH_TIMEOUT.as_secs()),
+        ),
+    }
+}
+
+/// Serves on `address` until Ctrl-C; `ready` is told the address bound (port 0 picks one).
+pub fn serve(address: SocketAddr, ready: impl FnOnce(SocketAddr)) -> Result<()> {
+    let io = |source: std::io::Error| Error::Io {
+        action: "serve on",
+        path: address.to_string().into(),
+        source,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(io)?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(address).await.map_err(io)?;
+        ready(listener.local_addr().map_err(io)?);
+        axum::serve(listener, router())
+            .with_graceful_shutdown(async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await
+            .map_err(io)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_api_grades_as_check_json_does() {
+        let body = br#"{"model": "70b", "tokens": 15000000000000}"#;
+        let json: serde_json::Value = serde_json::from_str(&api_check(body).unwrap()).unwrap();
+        assert_eq!(json["pass"], false);
+        assert!((json["memory_gb"]["total"].as_f64().unwrap() - 1139.6).abs() < 0.1);
+    }
+
+    #[test]
+    fn requests_are_checked_as_the_command_line_checks_flags() {
+        let cases: [(&[u8], &str); 7] = [
+            (br#"{"model": "70b", "tokens": 1e12, "tp": 3}"#, "tp = 3"),
+            (
+                br#"{"model": "13b", "tokens": 1e12}"#,
+                "unknown model '13b'",
+            ),
+            (br#"{"model": "70b", "tokens": 0}"#, "tokens = 0"),
+            (br#"{"model": "70b", "tokens": 1.5}"#, "tokens"),
+            (
+                br#"{"model": "70b", "tokens": 1e12, "brief": {"mfu": -1}}"#,
+                "brief.mfu = -1",
+            ),
+            (
+                br#"{"model": "70b", "tokens": 1e12, "tpp": 1}"#,
+                "unknown field `tpp`",
+            ),
+            (b"\xff", "UTF-8"),
+        ];
+        for (body, needle) in cases {
+            let e = api_check(body).unwrap_err().to_string();
+            assert!(e.contains(needle), "{e}");
+            assert!(!e.contains('\n'));
+        }
+    }
+
+    #[test]
+    fn searches_are_bounded() {
+        let many = format!(r#"{{"models": {:?}}}"#, vec!["70b"; MAX_MODELS + 1]);
+        assert!(api_search(many.as_bytes())
+            .unwrap_err()
+            .to_string()
+            .contains("at most 16"));
+        assert!(api_search(br#"{"top": 1000}"#)
+            .unwrap_err()
+            .to_string()
+            .contains("1 to 100"));
+        let ok: serde_json::Value =
+            serde_json::from_str(&api_search(br#"{"top": 3}"#).unwrap()).unwrap();
+        assert_eq!(ok["search"]["plans"].as_array().unwrap().len(), 3);
+        assert_eq!(ok["front"]["front"].as_array().unwrap().len(), 158);
+    }
+}
