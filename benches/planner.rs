@@ -19,7 +19,7 @@ use trainplan::search::{search, MemorySpace, SearchOptions, TokenGrid};
 use trainplan::step::{Schedule, Step};
 use trainplan::step_time::{TimeModel, TimeOptions};
 use trainplan::verdict::{plate_lightest, verdict, Pace};
-use trainplan::{hf, plot, Brief};
+use trainplan::{hf, plot, serve, Brief};
 
 fn one_plan(c: &mut Criterion) {
     let brief = Brief::default();
@@ -210,6 +210,14 @@ fn ecosystem(c: &mut Criterion) {
             b.iter(|| format.exporter().check(black_box(&report)).unwrap())
         });
     }
+    g.bench_function("serve: POST /api/check (the starting plan)", |b| {
+        let body = br#"{"model": "70b", "tokens": 15000000000000}"#;
+        b.iter(|| serve::api_check(black_box(body)).unwrap())
+    });
+    g.bench_function("serve: POST /api/search (top 10 and the front)", |b| {
+        let body = br#"{"top": 10}"#;
+        b.iter(|| serve::api_search(black_box(body)).unwrap())
+    });
     g.bench_function("CSV of the default search's front", |b| {
         b.iter(|| Format::Csv.exporter().front(black_box(&searched)).unwrap())
     });
