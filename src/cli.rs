@@ -1,7 +1,7 @@
 //! The command line: clap's definitions, and their translation into the library's inputs.
 //! Nothing outside this module sees clap.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -374,15 +374,15 @@ pub struct DesignArgs {
     /// Training tokens, a whole number (15e12 is fine).
     #[arg(long, value_name = "D", value_parser = parse_whole)]
     pub tokens: Option<u64>,
-    /// Tensor-parallel degree: divides the GPUs per node and the heads.
-    #[arg(long, value_name = "N", default_value = "1", value_parser = parse_whole)]
-    pub tp: u64,
-    /// Pipeline-parallel degree: 1 to the number of layers.
-    #[arg(long, value_name = "N", default_value = "1", value_parser = parse_whole)]
-    pub pp: u64,
-    /// ZeRO stage: 0, 1, 2 or 3.
-    #[arg(long, value_name = "STAGE", default_value = "0", value_parser = parse_zero)]
-    pub zero: ZeroStage,
+    /// Tensor-parallel degree: divides the GPUs per node and the heads [default: 1].
+    #[arg(long, value_name = "N", value_parser = parse_whole)]
+    pub tp: Option<u64>,
+    /// Pipeline-parallel degree: 1 to the number of layers [default: 1].
+    #[arg(long, value_name = "N", value_parser = parse_whole)]
+    pub pp: Option<u64>,
+    /// ZeRO stage: 0, 1, 2 or 3 [default: 0].
+    #[arg(long, value_name = "STAGE", value_parser = parse_zero)]
+    pub zero: Option<ZeroStage>,
     #[command(flatten)]
     pub step: CheckStepArgs,
     #[command(flatten)]
@@ -464,14 +464,30 @@ impl AttentionArgs {
             hidden,
             ffn,
             heads: narrow("--heads", heads)?,
-            kv_heads: narrow("--kv-heads", self.kv_heads.unwrap_or(8))?,
+            // Llama 3's 8 KV heads where they divide the heads, else one per head.
+            kv_heads: narrow(
+                "--kv-heads",
+                self.kv_heads
+                    .unwrap_or(if heads % 8 == 0 { 8 } else { heads }),
+            )?,
             vocab: self.vocab.unwrap_or(128_256),
             head_dim: self.head_dim,
             tied_embeddings: self.tied_embeddings,
             biases: Biases::default(),
         };
         spec.name = spec.dimension_name();
-        spec.build()
+        spec.build().map_err(|e| match e {
+            // The shape's checks name its fields; say the flags instead.
+            Error::Invalid {
+                field,
+                value,
+                expected,
+            } => {
+                let (_, own) = field.rsplit_once('.').unwrap_or(("", &field));
+                Error::invalid(format!("--{}", own.replace('_', "-")), value, expected)
+            }
+            other => other,
+        })
     }
 }
 
@@ -506,6 +522,58 @@ impl DesignArgs {
         self.model.shape()
     }
 
+    /// The files the design is read from: the brief, the model's config, the efficiency table.
+    pub fn inputs(&self) -> Vec<&Path> {
+        [
+            self.brief.brief.as_deref(),
+            self.model.model_config.as_deref(),
+            self.time.efficiency.as_deref(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+
+    /// The TP degree asked for (1 when not).
+    pub fn tp(&self) -> u64 {
+        self.tp.unwrap_or(1)
+    }
+
+    /// The PP degree asked for (1 when not).
+    pub fn pp(&self) -> u64 {
+        self.pp.unwrap_or(1)
+    }
+
+    /// The ZeRO stage asked for (0 when not).
+    pub fn zero(&self) -> ZeroStage {
+        self.zero.unwrap_or_default()
+    }
+
+    /// The first flag given that describes a design rather than the brief or the model's
+    /// config (which `export --plan` takes from the plan file instead), if any.
+    pub fn design_flag(&self) -> Option<&'static str> {
+        let s = &self.step;
+        let m = &self.model;
+        [
+            ("--tokens", self.tokens.is_some()),
+            ("--model", m.model.is_some()),
+            ("--layers", m.layers.is_some()),
+            ("--tp", self.tp.is_some()),
+            ("--pp", self.pp.is_some()),
+            ("--zero", self.zero.is_some()),
+            ("--micro-batch", s.micro_batch.is_some()),
+            ("--recompute", s.recompute.is_some()),
+            ("--sequence-parallel", s.sequence_parallel.is_some()),
+            ("--schedule", s.schedule.is_some()),
+            ("--global-batch-tokens", s.global_batch_tokens.is_some()),
+            ("--memory", self.detailed.memory != MemoryArg::Plate),
+            ("--time", self.time.time != TimeArg::Plate),
+        ]
+        .into_iter()
+        .find(|&(_, given)| given)
+        .map(|(flag, _)| flag)
+    }
+
     /// The tokens asked for: a whole number ≥ 1.
     pub fn tokens(&self) -> Result<u64> {
         match self.tokens {
@@ -530,7 +598,9 @@ impl DesignArgs {
             micro_batch: s.micro_batch.unwrap_or(1),
             seq_len: brief.seq_len,
             recompute: s.recompute.map_or(Recompute::Full, RecomputeArg::mode),
-            sequence_parallel: s.sequence_parallel.map_or(self.tp > 1, |o| o == OnOff::On),
+            sequence_parallel: s
+                .sequence_parallel
+                .map_or(self.tp() > 1, |o| o == OnOff::On),
             schedule: s
                 .schedule
                 .as_deref()
@@ -630,9 +700,10 @@ pub struct FamilyArgs {
     /// Head dimension [default: 128, Llama 3's].
     #[arg(long, value_name = "D", value_parser = parse_whole)]
     pub head_dim: Option<u64>,
-    /// KV heads (Llama 3: 8).
-    #[arg(long, value_name = "N", default_value = "8", value_parser = parse_whole)]
-    pub kv_heads: u64,
+    /// KV heads [default: 8, Llama 3's; an ad-hoc shape whose heads 8 does not divide gets one
+    /// per head].
+    #[arg(long, value_name = "N", value_parser = parse_whole)]
+    pub kv_heads: Option<u64>,
     /// Vocabulary (Llama 3: 128,256).
     #[arg(long, value_name = "V", default_value = "128256", value_parser = parse_whole)]
     pub vocab: u64,
@@ -658,7 +729,7 @@ impl FamilyArgs {
         };
         let attention = AttentionArgs {
             heads: self.heads,
-            kv_heads: Some(self.kv_heads),
+            kv_heads: self.kv_heads,
             head_dim: self.head_dim,
             vocab: Some(self.vocab),
             tied_embeddings: self.tied_embeddings,
@@ -684,8 +755,12 @@ impl FamilyArgs {
                 hidden: Span::parse("--hidden", h)?,
                 ffn_ratio: Span::parse("--ffn-ratio", r)?,
                 head_dim: self.head_dim.unwrap_or(128),
-                kv_heads: u32::try_from(self.kv_heads).map_err(|_| {
-                    Error::invalid("--kv-heads", self.kv_heads, "at most 4294967295")
+                kv_heads: u32::try_from(self.kv_heads.unwrap_or(8)).map_err(|_| {
+                    Error::invalid(
+                        "--kv-heads",
+                        self.kv_heads.unwrap_or(8),
+                        "at most 4294967295",
+                    )
                 })?,
                 vocab: self.vocab,
                 ffn_multiple: self.ffn_multiple,
@@ -1162,6 +1237,14 @@ impl SearchArgs {
             }
         }
         Ok(shapes)
+    }
+
+    /// The files the search reads: the brief, the models' configs, the efficiency table.
+    pub fn inputs(&self) -> Vec<&Path> {
+        let mut inputs: Vec<&Path> = self.model_config.iter().map(PathBuf::as_path).collect();
+        inputs.extend(self.brief.brief.as_deref());
+        inputs.extend(self.time.efficiency.as_deref());
+        inputs
     }
 
     /// The worker threads asked for (0: every core).

@@ -101,15 +101,52 @@ pub fn parse(text: &str, path: &Path) -> Result<Shape> {
             field,
             value,
             expected,
-        } => Error::invalid(format!("{}: {field}", path.display()), value, expected),
+        } => {
+            // The shape's checks name its own fields; say the config's keys instead.
+            let (_, own) = field.rsplit_once('.').unwrap_or(("", &field));
+            let key = match own {
+                "layers" => "num_hidden_layers",
+                "hidden" => "hidden_size",
+                "ffn" => "intermediate_size",
+                "heads" => "num_attention_heads",
+                "kv_heads" => "num_key_value_heads",
+                "vocab" => "vocab_size",
+                other => other,
+            };
+            Error::invalid(format!("{}: {key}", path.display()), value, expected)
+        }
         other => other,
     })
 }
 
 /// The name a config gives its model: the last part of `_name_or_path`
 /// (`meta-llama/Llama-3.1-8B` → `Llama-3.1-8B`), else the folder of a file called
-/// `config.json`, else the file's stem.
+/// `config.json`, else the file's stem; with every character but letters, digits and `._+-`
+/// replaced by `-`, since the name goes into launcher scripts, TOML and tables.
 fn name(config: &Map<String, Value>, path: &Path) -> String {
+    safe(&raw_name(config, path))
+}
+
+/// `text` with every character but ASCII letters, digits and `._+-` replaced by `-`.
+fn safe(text: &str) -> String {
+    let cleaned: String = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._+-".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if cleaned.is_empty() {
+        "config".into()
+    } else {
+        cleaned
+    }
+}
+
+fn raw_name(config: &Map<String, Value>, path: &Path) -> String {
     let from_config = config
         .get("_name_or_path")
         .and_then(Value::as_str)
@@ -152,7 +189,8 @@ impl Fields<'_> {
         for field in EXPERT_FIELDS {
             match self.config.get(field) {
                 None | Some(Value::Null) => {}
-                Some(Value::Number(n)) if n.as_u64() == Some(0) => {}
+                Some(Value::Number(n)) if n.as_f64() == Some(0.0) => {}
+                Some(Value::Bool(false)) => {}
                 Some(v) => {
                     return Err(self.unsupported(format!(
                         "a mixture-of-experts model ({field} = {v}); trainplan plans dense \
@@ -164,6 +202,7 @@ impl Fields<'_> {
         let named = match self.config.get("architectures") {
             None | Some(Value::Null) => None,
             Some(Value::Array(list)) => match list.first() {
+                None => None,
                 Some(Value::String(name)) => Some(name.as_str()),
                 _ => {
                     return Err(self.invalid(

@@ -4,7 +4,7 @@
 mod cli;
 
 use std::io::{self, IsTerminal, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::error::ErrorKind;
@@ -52,7 +52,7 @@ fn main() -> ExitCode {
     let outcome = match &cli.command {
         Command::Check(args) => run_check(args, cli.quiet),
         Command::Search(args) => run_search(args, cli.quiet),
-        Command::Merge(args) => run_merge(args),
+        Command::Merge(args) => run_merge(args, cli.quiet),
         Command::Export(args) => run_export(args, cli.quiet),
         Command::Completions(args) => run_completions(args),
         Command::Serve(args) => run_serve(args, cli.quiet),
@@ -109,7 +109,7 @@ fn run_brief(args: &BriefCommandArgs) -> Result<bool> {
 fn grade(args: &DesignArgs) -> Result<CheckReport> {
     let brief = args.brief.resolve()?;
     let shape = args.shape()?;
-    let layout = Layout::new(&brief, &shape, args.tp, args.pp, args.zero)?;
+    let layout = Layout::new(&brief, &shape, args.tp(), args.pp(), args.zero())?;
     let tokens = args.tokens()?;
     let time = args.time.model()?;
     let design = Design {
@@ -123,8 +123,8 @@ fn grade(args: &DesignArgs) -> Result<CheckReport> {
 }
 
 fn run_check(args: &CheckArgs, quiet: bool) -> Result<bool> {
-    if let (Some(plot), Some(brief)) = (&args.plot, &args.design.brief.brief) {
-        refuse_overwrite("--plot", plot, brief)?;
+    if let Some(plot) = &args.plot {
+        refuse_overwrite("--plot", plot, &args.design.inputs())?;
     }
     let report = grade(&args.design)?;
     if let Some(path) = &args.plot {
@@ -180,14 +180,15 @@ fn run_export(args: &ExportArgs, quiet: bool) -> Result<bool> {
         return Ok(report.plan.pass);
     };
     let d = &args.design;
-    if d.tokens.is_some() || d.model.model.is_some() || d.model.layers.is_some() {
+    if let Some(flag) = d.design_flag() {
         return Err(Error::invalid(
-            "--plan",
-            path.display(),
-            "either a plan file or the design flags (--model, --tokens, …), not both; --model-config may name the plan's model",
+            flag,
+            "given with --plan",
+            "either a plan file or the design flags, not both (with --plan: --model-config for the plan's model, the brief's flags)",
         ));
     }
-    let (fields, pass) = read_plan(path, args.index)?;
+    let plan = read_plan(path, args.index)?;
+    let fields = &plan.fields;
     let shape = match &d.model.model_config {
         Some(config) => hf::read(config)?,
         None => model::preset(&fields.model).map_err(|_| {
@@ -198,31 +199,67 @@ fn run_export(args: &ExportArgs, quiet: bool) -> Result<bool> {
             )
         })?,
     };
-    if shape.name != fields.model
-        && !model::preset(&fields.model).is_ok_and(|s| s.same_dimensions(&shape))
-    {
+    let named = shape.name == fields.model
+        || model::preset(&fields.model).is_ok_and(|s| s.same_dimensions(&shape));
+    if !named || fields.params.is_some_and(|n| n != shape.params()) {
         return Err(Error::invalid(
             "--model-config",
-            &shape.name,
-            format!("the plan's model, {}", fields.model),
+            format!("{} ({} parameters)", shape.name, shape.params()),
+            format!(
+                "the plan's model, {} ({} parameters)",
+                fields.model,
+                fields.params.map_or("?".into(), |n| n.to_string())
+            ),
         ));
     }
-    let brief = d.brief.resolve()?;
-    let launch = Launch::new(
-        shape,
-        fields.tokens,
-        fields.layout,
-        fields.step,
-        brief.seq_len,
-    )?;
-    print_launch(format, &launch, pass, quiet)?;
-    Ok(pass)
+    // The plan's own brief where the file carries one (search and Pareto documents), else the
+    // flags'; sized to the plan's GPUs so the layout rules are checked as for `check`.
+    let mut brief = match plan.brief {
+        Some(brief) => brief,
+        None => d.brief.resolve()?,
+    };
+    let l = fields.layout;
+    brief.gpus =
+        l.tp.checked_mul(l.pp)
+            .and_then(|g| g.checked_mul(l.dp))
+            .filter(|g| (1..=trainplan::brief::limits::GPUS).contains(g))
+            .ok_or_else(|| {
+                Error::invalid(
+                    "plan.layout",
+                    format!("TP {} × PP {} × DP {}", l.tp, l.pp, l.dp),
+                    format!(
+                        "at least 1 and at most {} GPUs",
+                        trainplan::brief::limits::GPUS
+                    ),
+                )
+            })?;
+    brief.validate()?;
+    let layout = Layout::new(&brief, &shape, l.tp, l.pp, l.zero)?;
+    let launch = Launch::new(shape, fields.tokens, layout, fields.step, brief.seq_len)?;
+    print_launch(format, &launch, plan.pass, quiet)?;
+    Ok(plan.pass)
+}
+
+/// A plan read from a file: its fields, the brief of the document it came from (if the
+/// document carries one), and whether it passes (true when the file does not say).
+struct PlanFile {
+    fields: PlanFields,
+    brief: Option<trainplan::Brief>,
+    pass: bool,
 }
 
 /// The plan in a JSON file: a plan object, or entry `index` (from 1) of a search document's
-/// `plans` or a Pareto file's `front`; and whether it passes (true when the file does not say).
-fn read_plan(path: &Path, index: u64) -> Result<(PlanFields, bool)> {
+/// `plans` or a Pareto file's `front`.
+fn read_plan(path: &Path, index: u64) -> Result<PlanFile> {
     let value: serde_json::Value = read_json(path, "a plan, search or Pareto JSON")?;
+    let brief = match value.get("brief") {
+        Some(b) => Some(parse_json::<trainplan::Brief>(
+            &b.to_string(),
+            path,
+            "a brief",
+        )?),
+        None => None,
+    };
     let list = ["plans", "front"]
         .into_iter()
         .find_map(|key| value.get(key).and_then(|v| v.as_array()).map(|a| (key, a)));
@@ -243,7 +280,11 @@ fn read_plan(path: &Path, index: u64) -> Result<(PlanFields, bool)> {
     };
     let pass = plan.get("pass").and_then(|p| p.as_bool()).unwrap_or(true);
     let fields = parse_json(&plan.to_string(), path, "a plan")?;
-    Ok((fields, pass))
+    Ok(PlanFile {
+        fields,
+        brief,
+        pass,
+    })
 }
 
 fn run_serve(args: &ServeArgs, quiet: bool) -> Result<bool> {
@@ -310,7 +351,7 @@ fn run_search(args: &SearchArgs, quiet: bool) -> Result<bool> {
     let shapes = args.shapes(&brief)?;
     let options = args.options(&brief)?;
     let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
-    check_output(&args.output, args.brief.brief.as_deref())?;
+    check_output(&args.output, &args.inputs())?;
 
     let bar = Bar::new(quiet);
     let progress: &dyn Progress = &bar;
@@ -342,38 +383,27 @@ fn run_search(args: &SearchArgs, quiet: bool) -> Result<bool> {
         return Ok(true);
     }
     let report = pool.install(|| search(&brief, &shapes, &options, progress));
-    write_report(&args.output, &report)
+    write_report(&args.output, &report, quiet)
 }
 
-fn run_merge(args: &MergeArgs) -> Result<bool> {
-    check_output(&args.output, None)?;
+fn run_merge(args: &MergeArgs, quiet: bool) -> Result<bool> {
+    let inputs: Vec<&Path> = args.files.iter().map(PathBuf::as_path).collect();
+    check_output(&args.output, &inputs)?;
     let partials = args
         .files
         .iter()
         .map(|path| read_json::<Partial>(path, "a partial search result"))
         .collect::<Result<Vec<Partial>>>()?;
-    for (p, path) in partials.iter().zip(&args.files) {
-        for (flag, out) in [
-            ("--pareto", &args.output.pareto),
-            ("--plot", &args.output.plot),
-        ] {
-            if out.as_deref().is_some_and(|out| same_file(out, path)) {
-                return Err(Error::invalid(
-                    flag,
-                    path.display(),
-                    "a path other than the partial files it would overwrite",
-                ));
-            }
-        }
+    for p in &partials {
         p.brief.validate()?;
     }
     let report = merge(partials)?;
-    write_report(&args.output, &report)
+    write_report(&args.output, &report, quiet)
 }
 
 /// Refuses output options that clash: the front and the JSON both on stdout, or the front
 /// overwriting the brief it was computed from.
-fn check_output(out: &OutputArgs, input: Option<&Path>) -> Result<()> {
+fn check_output(out: &OutputArgs, inputs: &[&Path]) -> Result<()> {
     if out.pareto.as_deref() == Some(Path::new("-")) && out.format() != Format::Text {
         return Err(Error::invalid(
             "--pareto",
@@ -381,11 +411,9 @@ fn check_output(out: &OutputArgs, input: Option<&Path>) -> Result<()> {
             "a file when --json or --format also writes to stdout",
         ));
     }
-    if let Some(input) = input {
-        for (flag, path) in [("--pareto", &out.pareto), ("--plot", &out.plot)] {
-            if let Some(path) = path {
-                refuse_overwrite(flag, path, input)?;
-            }
+    for (flag, path) in [("--pareto", &out.pareto), ("--plot", &out.plot)] {
+        if let Some(path) = path {
+            refuse_overwrite(flag, path, inputs)?;
         }
     }
     if let (Some(front), Some(plot)) = (&out.pareto, &out.plot) {
@@ -400,13 +428,14 @@ fn check_output(out: &OutputArgs, input: Option<&Path>) -> Result<()> {
     Ok(())
 }
 
-/// Refuses an output `path` (of `flag`) that is the input file it was computed from.
-fn refuse_overwrite(flag: &str, path: &Path, input: &Path) -> Result<()> {
-    if same_file(path, input) {
+/// Refuses an output `path` (of `flag`) that is one of the input files it was computed from
+/// (a brief, a model's config, an efficiency table, a partial result).
+fn refuse_overwrite(flag: &str, path: &Path, inputs: &[&Path]) -> Result<()> {
+    if inputs.iter().any(|input| same_file(path, input)) {
         return Err(Error::invalid(
             flag,
             path.display(),
-            "a path other than the --brief file it would overwrite",
+            "a path other than the input files it would overwrite",
         ));
     }
     Ok(())
@@ -414,7 +443,7 @@ fn refuse_overwrite(flag: &str, path: &Path, input: &Path) -> Result<()> {
 
 /// Writes a search's report (text or JSON) and its Pareto front as asked; true when some
 /// plan passes.
-fn write_report(out: &OutputArgs, report: &SearchReport) -> Result<bool> {
+fn write_report(out: &OutputArgs, report: &SearchReport, quiet: bool) -> Result<bool> {
     let summary = out.format().exporter().search(report)?;
     if let Some(path) = &out.plot {
         write_atomic(path, plot::loss_days(report)?.as_bytes())?;
@@ -423,7 +452,9 @@ fn write_report(out: &OutputArgs, report: &SearchReport) -> Result<bool> {
         let front = out.pareto_format.format().exporter().front(report)?;
         if path.as_path() == Path::new("-") {
             // The front alone on stdout, so it can be piped; the summary to stderr.
-            let _ = io::stderr().lock().write_all(summary.as_bytes());
+            if !quiet {
+                let _ = io::stderr().lock().write_all(summary.as_bytes());
+            }
             print(&front)?;
             return Ok(report.passing > 0);
         }

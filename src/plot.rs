@@ -182,11 +182,12 @@ fn general_gb(gb: f64) -> String {
 fn drawn(report: &SearchReport) -> Vec<&ShapeVerdict> {
     let law = &report.brief.loss_law;
     let reach = |v: &ShapeVerdict| law.loss(v.params as f64, v.max_tokens_in_time as f64);
+    let cap = report.brief.memory_cap_gb;
     let fitting: Vec<(usize, &ShapeVerdict)> = report
         .shapes
         .iter()
         .enumerate()
-        .filter(|(_, v)| v.max_tokens_in_time > 0)
+        .filter(|(_, v)| fits(v, cap))
         .collect();
     if fitting.len() <= MAX_CURVES {
         return fitting.into_iter().map(|(_, v)| v).collect();
@@ -217,6 +218,11 @@ fn drawn(report: &SearchReport) -> Vec<&ShapeVerdict> {
     chosen.into_iter().map(|(_, v)| v).collect()
 }
 
+/// Whether some layout of the shape fits the cap and trains a token within the day limit.
+fn fits(v: &ShapeVerdict, cap: f64) -> bool {
+    v.max_tokens_in_time > 0 && v.min_memory_gb.is_some_and(|gb| gb <= cap)
+}
+
 /// Predicted loss against days for each shape, at the pace of its fastest layout that fits
 /// (`max_days / max_tokens_in_time` days a token), with the loss target, the day limit, the
 /// region where both hold, and the search's Pareto front (the plate's right panel).
@@ -225,21 +231,21 @@ pub fn loss_days(report: &SearchReport) -> Result<String> {
     let law = &b.loss_law;
     let shapes = drawn(report);
     let x_max = b.max_days * 1.5;
-    // From the target's neighbourhood down to the lowest loss any curve reaches.
+    // From the lowest loss any curve reaches (or the target, if lower) to above the highest
+    // loss a curve has at the day limit (or the target, if higher), so every curve drawn
+    // crosses the plot and the target is on it.
     let lowest = shapes
         .iter()
         .map(|v| law.loss(v.params as f64, v.max_tokens_in_time as f64 * 1.5))
         .chain(report.front.iter().map(|p| p.loss))
         .fold(b.loss_target, f64::min);
-    let y_min = lowest - 0.1 * (b.loss_target - lowest).max(0.01);
-    // High enough to show the target's neighbourhood and 0.03 above the highest floor
-    // drawn (a shape that never reaches the target), within 0.1 of the target.
-    let highest_floor = shapes
+    let highest = shapes
         .iter()
-        .map(|v| law.loss_floor(v.params as f64))
-        .fold(f64::NEG_INFINITY, f64::max);
-    let y_max = (b.loss_target + 2.0 * (b.loss_target - y_min).max(0.02))
-        .max((highest_floor + 0.03).min(b.loss_target + 0.1));
+        .map(|v| law.loss(v.params as f64, v.max_tokens_in_time as f64))
+        .fold(b.loss_target, f64::max);
+    let span = (highest - lowest).max(0.01);
+    let y_min = lowest - 0.1 * span;
+    let y_max = highest + 0.6 * span;
     let hidden = report
         .shapes
         .iter()
@@ -281,13 +287,16 @@ pub fn loss_days(report: &SearchReport) -> Result<String> {
             let colour = COLOURS[i % COLOURS.len()];
             let n = v.params as f64;
             let days_per_token = b.max_days / v.max_tokens_in_time as f64;
-            // From where the curve enters the plot to its right edge.
+            // From where the curve enters the plot (its loss at the day limit is below y_max,
+            // so it does) to its right edge.
             let first = law.tokens_for_loss(n, y_max).unwrap_or(1.0).max(1.0);
             let last = x_max / days_per_token;
-            let points = (0..=200).map(|k| {
-                let d = first * (last / first).max(1.0).powf(f64::from(k) / 200.0);
-                (d * days_per_token, law.loss(n, d))
-            });
+            let points = (0..=200)
+                .map(|k| {
+                    let d = first * (last / first).max(1.0).powf(f64::from(k) / 200.0);
+                    (d * days_per_token, law.loss(n, d))
+                })
+                .filter(|&(days, loss)| days <= x_max && loss <= y_max && loss >= y_min);
             chart
                 .draw_series(LineSeries::new(points, colour.stroke_width(3)))
                 .map_err(failed)?

@@ -655,3 +655,195 @@ fn help_shows_examples_and_exit_statuses() {
     assert!(help.contains("trainplan export --format megatron"));
     assert!(help.contains("Exit status: 0 yes (passes), 1 no (fails), 2 bad input"));
 }
+
+#[test]
+fn a_plan_file_is_checked_as_check_checks_a_design() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let plan = |tp: u64, pp: u64, dp: u64| {
+        format!(
+            r#"{{"model": "llama3-70b", "params": 70553706496, "tokens": 1000000000000, "layout": {{"tp": {tp}, "pp": {pp}, "dp": {dp}, "zero": 1}}}}"#
+        )
+    };
+    for (name, text, needle) in [
+        ("tp3.json", plan(3, 1, 2), "tp = 3 must divide"),
+        ("pp81.json", plan(1, 81, 1), "pp = 81"),
+        ("huge.json", plan(8, 1, 1 << 51), "at most 100000000 GPUs"),
+        (
+            "wrapped.json",
+            plan(8, 8, u64::MAX),
+            "plan.layout = TP 8 × PP 8 × DP 18446744073709551615",
+        ),
+        (
+            "params.json",
+            plan(8, 1, 8).replace("70553706496", "8030261248"),
+            "the plan's model, llama3-70b (8030261248 parameters)",
+        ),
+    ] {
+        let path = write(name, &text);
+        refuses(&["export", "--format", "megatron", "--plan", &path], needle);
+    }
+    // Design flags beside a plan file would be ignored: they are refused.
+    let good = write("good.json", &plan(8, 1, 8));
+    refuses(
+        &[
+            "export", "--format", "megatron", "--plan", &good, "--tp", "4",
+        ],
+        "--tp = given with --plan",
+    );
+    // A search document's own brief gives the sequence length.
+    let search = write(
+        "s4096.json",
+        &stdout(&["search", "--json", "--seq-len", "4096", "--models", "70b"]),
+    );
+    let args = megatron_args(&stdout(&[
+        "export", "--format", "megatron", "--plan", &search,
+    ]));
+    assert_eq!(args["--seq-length"], "4096");
+}
+
+#[test]
+fn launchers_refuse_splits_their_schedules_cannot_run() {
+    // Megatron-LM splits each stage's 10 layers into V = 3 chunks: it cannot.
+    refuses(
+        &[
+            "export",
+            "--format",
+            "megatron",
+            "--model",
+            "70b",
+            "--tokens",
+            "1e12",
+            "--tp",
+            "8",
+            "--pp",
+            "8",
+            "--zero",
+            "1",
+            "--memory",
+            "detailed",
+            "--schedule",
+            "interleaved:3",
+            "--global-batch-tokens",
+            "25165824",
+        ],
+        "3 chunks of each stage's layers (10)",
+    );
+    // torchtitan counts the embedding and the head as layers: 82 do not make 16 stages.
+    refuses(
+        &[
+            "export",
+            "--format",
+            "torchtitan",
+            "--model",
+            "70b",
+            "--tokens",
+            "1e12",
+            "--tp",
+            "8",
+            "--pp",
+            "8",
+            "--zero",
+            "1",
+            "--memory",
+            "detailed",
+            "--schedule",
+            "interleaved:2",
+        ],
+        "(82) do not divide by PP 8 × V 2",
+    );
+}
+
+#[test]
+fn torchtitan_gets_the_sharding_and_batch_it_can_run() {
+    let config = |args: &[&str]| -> toml::Value {
+        let mut all = vec![
+            "check",
+            "--format",
+            "torchtitan",
+            "--model",
+            "70b",
+            "--tokens",
+            "1e12",
+        ];
+        all.extend_from_slice(args);
+        toml::from_str(&stdout(&all)).unwrap()
+    };
+    // ZeRO 0 with TP: torchtitan's DDP does not compose with TP, so FSDP that keeps weights.
+    let zero0 = config(&["--tp", "8", "--zero", "0"]);
+    assert_eq!(
+        zero0["parallelism"]["data_parallel_shard_degree"].as_integer(),
+        Some(256)
+    );
+    assert_eq!(
+        zero0["parallelism"]["fsdp_reshard_after_forward"].as_str(),
+        Some("never")
+    );
+    // ZeRO 3 under a pipeline reshards always ("default" would keep the weights gathered).
+    let zero3 = config(&["--tp", "8", "--pp", "4", "--zero", "3"]);
+    assert_eq!(
+        zero3["parallelism"]["fsdp_reshard_after_forward"].as_str(),
+        Some("always")
+    );
+    // With a pipeline, each DP rank's batch is the step's micro-batches: 2,048 / 64 = 32.
+    assert_eq!(zero3["training"]["local_batch_size"].as_integer(), Some(32));
+    assert_eq!(
+        zero3["parallelism"]["pipeline_parallel_microbatch_size"].as_integer(),
+        Some(1)
+    );
+}
+
+#[test]
+fn outputs_never_overwrite_the_files_they_were_computed_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.json");
+    std::fs::copy(fixture("llama-3.1-8b"), &config).unwrap();
+    let config = config.to_str().unwrap();
+    let before = std::fs::read_to_string(config).unwrap();
+    refuses(
+        &[
+            "check",
+            "--model-config",
+            config,
+            "--tokens",
+            "1e12",
+            "--plot",
+            config,
+        ],
+        "a path other than the input files",
+    );
+    refuses(
+        &["search", "--model-config", config, "--pareto", config],
+        "a path other than the input files",
+    );
+    assert_eq!(std::fs::read_to_string(config).unwrap(), before);
+}
+
+#[test]
+fn quiet_keeps_the_summary_off_stderr_when_the_front_goes_to_stdout() {
+    let out = trainplan()
+        .args([
+            "-q",
+            "search",
+            "--models",
+            "70b",
+            "--pareto",
+            "-",
+            "--pareto-format",
+            "csv",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .starts_with("rank,model"));
+}

@@ -103,7 +103,7 @@ fn bad_fields_name_the_file_the_field_and_the_value() {
         (
             "\"num_key_value_heads\": 8",
             "\"num_key_value_heads\": 5",
-            "kv_heads = 5",
+            "num_key_value_heads = 5: a divisor of the 32 attention heads",
         ),
         (
             "\"vocab_size\": 128256",
@@ -141,4 +141,31 @@ fn a_config_without_kv_heads_has_multi_head_attention() {
     let shape = hf::parse(&text, &PathBuf::from("t.json")).unwrap();
     assert_eq!(shape.kv_heads, 32);
     assert_eq!(shape.name, "t");
+}
+
+#[test]
+fn a_name_from_the_config_cannot_carry_commands_or_markup() {
+    let base = std::fs::read_to_string(fixture("llama-3.1-8b")).unwrap();
+    let text = base.replacen(
+        '{',
+        "{\"_name_or_path\": \"org/x\\ntouch PWNED #|\\\"\",",
+        1,
+    );
+    let shape = hf::parse(&text, &PathBuf::from("c.json")).unwrap();
+    assert_eq!(shape.name, "x-touch-PWNED----");
+}
+
+#[test]
+fn an_empty_architectures_list_or_zero_experts_falls_back_to_the_model_type() {
+    let base = std::fs::read_to_string(fixture("llama-3.1-8b")).unwrap();
+    let text = base
+        .replace("[\n    \"LlamaForCausalLM\"\n  ]", "[]")
+        .replacen(
+            '{',
+            "{\"num_experts\": 0.0, \"num_local_experts\": false,",
+            1,
+        );
+    assert!(text.contains("\"architectures\": []"), "{text}");
+    let shape = hf::parse(&text, &PathBuf::from("c.json")).unwrap();
+    assert_eq!(shape.params(), 8_030_261_248);
 }

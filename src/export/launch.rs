@@ -39,6 +39,9 @@ pub struct Launch {
 pub struct PlanFields {
     /// The model's name.
     pub model: String,
+    /// Parameters, when the file gives them: checked against the model's.
+    #[serde(default)]
+    pub params: Option<u64>,
     /// Training tokens.
     pub tokens: u64,
     /// The layout.
@@ -121,8 +124,15 @@ impl Launch {
             ));
             g
         };
+        let global_batch_tokens = global_batch.checked_mul(step.seq_len).ok_or_else(|| {
+            Error::invalid(
+                "plan.step",
+                global_batch,
+                "a global batch of fewer than 2^64 tokens",
+            )
+        })?;
         let step = Step {
-            global_batch_tokens: global_batch * step.seq_len,
+            global_batch_tokens,
             ..step
         };
         Ok(Launch {
@@ -147,9 +157,12 @@ impl Launch {
         )
     }
 
-    /// GPUs, `TP · PP · DP`.
+    /// GPUs, `TP · PP · DP` (saturating; a layout from [`Layout::new`] is far below).
     pub fn gpus(&self) -> u64 {
-        self.layout.tp * self.layout.pp * self.layout.dp
+        self.layout
+            .tp
+            .saturating_mul(self.layout.pp)
+            .saturating_mul(self.layout.dp)
     }
 
     /// Micro-batches each replica accumulates per step, `G / (b·DP)`.
@@ -208,11 +221,16 @@ pub fn uneven_ends(layers: u64, pp: u64) -> Result<Option<(u64, u64)>> {
         return Ok(Some(split(layers)));
     }
     let middle_stages = pp - 2;
-    (1..=layers / middle_stages)
-        .filter_map(|m| {
-            let rest = layers - m * middle_stages;
-            (rest >= 2).then(|| (m, split(rest)))
-        })
+    // The fullest stage, max(m, ⌈rest/2⌉), falls then rises in m, with its turn near L/PP:
+    // the few values of m around it, and the smallest and largest m, are all the candidates.
+    let largest = layers.saturating_sub(2) / middle_stages;
+    let near = layers / pp;
+    let candidates = [1, largest]
+        .into_iter()
+        .chain(near.saturating_sub(2)..=near.saturating_add(2));
+    candidates
+        .filter(|&m| m >= 1 && m <= largest)
+        .map(|m| (m, split(layers - m * middle_stages)))
         .min_by_key(|&(m, (_, last))| (m.max(last), std::cmp::Reverse(m)))
         .map(|(_, ends)| Some(ends))
         .ok_or_else(|| {
@@ -320,5 +338,34 @@ mod tests {
         assert_eq!(uneven_ends(7, 2).unwrap(), Some((3, 4)));
         // 3 layers cannot fill 4 stages.
         assert!(uneven_ends(3, 4).is_err());
+        // Against trying every m: the same split for every small case.
+        for layers in 3..200u64 {
+            for pp in 3..=layers.min(40) {
+                if layers % pp == 0 {
+                    continue;
+                }
+                let middle = pp - 2;
+                let brute = (1..=layers / middle)
+                    .filter(|m| layers - m * middle >= 2)
+                    .map(|m| {
+                        (
+                            m,
+                            (
+                                (layers - m * middle) / 2,
+                                layers - m * middle - (layers - m * middle) / 2,
+                            ),
+                        )
+                    })
+                    .min_by_key(|&(m, (_, last))| (m.max(last), std::cmp::Reverse(m)))
+                    .map(|(_, ends)| ends);
+                assert_eq!(
+                    uneven_ends(layers, pp).ok().flatten(),
+                    brute,
+                    "{layers} over {pp}"
+                );
+            }
+        }
+        // A huge layer count is answered at once.
+        assert!(uneven_ends(4_294_967_294, 3).unwrap().is_some());
     }
 }

@@ -22,6 +22,32 @@ pub struct Megatron;
 /// The arguments, one option (with its value) an entry.
 pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     let (s, step, layout) = (&l.shape, &l.step, &l.layout);
+    let layers = u64::from(s.layers);
+    let ends = uneven_ends(layers, layout.pp)?;
+    if let Schedule::Interleaved(v) = step.schedule {
+        // Megatron-LM splits every stage's layers into V chunks: each stage's count (the
+        // middle ones', and the first's and last's when uneven) must divide by V.
+        let counts = match ends {
+            Some((first, last)) => vec![
+                first,
+                last,
+                (layers - first - last) / (layout.pp - 2).max(1),
+            ],
+            None => vec![layers / layout.pp],
+        };
+        if counts.iter().any(|c| c % u64::from(v) != 0) {
+            let counts: Vec<String> = counts.iter().map(u64::to_string).collect();
+            return Err(Error::invalid(
+                "--format",
+                "megatron",
+                format!(
+                    "a plan Megatron-LM's interleaved schedule can split: {v} chunks of each stage's layers ({}), which {layers} layers over PP {} do not give",
+                    counts.join(", "),
+                    layout.pp
+                ),
+            ));
+        }
+    }
     let mut args: Vec<String> = Vec::new();
     let mut push = |option: &str, value: Option<String>| {
         args.push(match value {
@@ -35,7 +61,7 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
         "--pipeline-model-parallel-size",
         Some(layout.pp.to_string()),
     );
-    if let Some((first, last)) = uneven_ends(u64::from(s.layers), layout.pp)? {
+    if let Some((first, last)) = ends {
         push(
             "--decoder-first-pipeline-num-layers",
             Some(first.to_string()),

@@ -14,7 +14,7 @@ use super::launch::Launch;
 use super::Exporter;
 use crate::activations::Recompute;
 use crate::check::CheckReport;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::search::SearchReport;
 use crate::step::Schedule;
 
@@ -71,34 +71,46 @@ pub fn render(l: &Launch) -> Result<String> {
         );
     }
     let zero = l.zero().get();
-    if zero == 1 || zero == 2 {
+    // torchtitan's plain replication (DDP) does not compose with TP or PP.
+    let ddp = zero == 0 && layout.tp == 1 && layout.pp == 1;
+    if (1..=2).contains(&zero) || (zero == 0 && !ddp) {
         let _ = writeln!(
             out,
-            "# ZeRO {zero}: FSDP2 without resharding after forward (ZeRO 2), no more memory than ZeRO {zero}."
+            "# ZeRO {zero}: FSDP2 without resharding after forward (ZeRO 2), no more memory than ZeRO {zero}{}.",
+            if zero == 0 { " (torchtitan's DDP does not compose with TP or PP)" } else { "" }
         );
     }
     let _ = writeln!(
         out,
-        "\n[job]\ndump_folder = \"./outputs\"\ndescription = \"{}\"",
-        s.name.replace('"', "'")
+        "\n[job]\ndump_folder = \"./outputs\"\ndescription = {}",
+        toml::Value::String(s.name.clone())
     );
     let _ = writeln!(
         out,
         "\n[model]\nname = \"llama3\"\nflavor = \"{}\"",
         flavor.unwrap_or("CHANGE-ME")
     );
+    // Each DP rank's batch: one micro-batch a pass without a pipeline (torchtitan accumulates
+    // G / (b·DP) of them); with one, the whole step's micro-batches, which the schedule splits
+    // into micro-batches of b.
+    let local_batch = if layout.pp > 1 {
+        step.micro_batch * l.accumulation()
+    } else {
+        step.micro_batch
+    };
     let _ = writeln!(
         out,
-        "\n[training]\nlocal_batch_size = {}\nglobal_batch_size = {}\nseq_len = {}\nsteps = {}\nmixed_precision_param = \"bfloat16\"\nmixed_precision_reduce = \"float32\"",
-        step.micro_batch,
+        "\n[training]\nlocal_batch_size = {local_batch}\nglobal_batch_size = {}\nseq_len = {}\nsteps = {}\nmixed_precision_param = \"bfloat16\"\nmixed_precision_reduce = \"float32\"",
         l.global_batch,
         step.seq_len,
         l.iterations()
     );
+    // ZeRO 3 reshards after forward: "always", since torchtitan's "default" keeps the
+    // weights gathered when a pipeline is on.
     let (replicate, shard, reshard) = match zero {
-        0 => (layout.dp, 1, "default"),
-        1 | 2 => (1, layout.dp, "never"),
-        _ => (1, layout.dp, "default"),
+        0 if ddp => (layout.dp, 1, "default"),
+        0..=2 => (1, layout.dp, "never"),
+        _ => (1, layout.dp, "always"),
     };
     let schedule = match step.schedule {
         Schedule::OneFOneB => "1F1B",
@@ -112,11 +124,24 @@ pub fn render(l: &Launch) -> Result<String> {
         step.micro_batch
     );
     if let Schedule::Interleaved(v) = step.schedule {
+        // torchtitan counts the embedding and the output head as a layer each when it splits
+        // the model into PP·V stages.
         let stages = layout.pp * u64::from(v);
+        let units = u64::from(s.layers) + 2;
+        if units % stages != 0 {
+            return Err(Error::invalid(
+                "--format",
+                "torchtitan",
+                format!(
+                    "a plan torchtitan can split into {stages} stages of equal layers: {} layers, the embedding and the head ({units}) do not divide by PP {} × V {v}",
+                    s.layers, layout.pp
+                ),
+            ));
+        }
         let _ = writeln!(
             out,
             "pipeline_parallel_layers_per_stage = {}",
-            u64::from(s.layers).div_ceil(stages)
+            units / stages
         );
     }
     let mode = match step.recompute {
