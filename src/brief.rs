@@ -190,12 +190,7 @@ impl Brief {
         let toml = path
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("toml"));
-        let text = read_text(path)?;
-        let patch: BriefPatch = if toml {
-            parse_toml(&text, path, "a brief")?
-        } else {
-            parse_json(&text, path, "a brief")?
-        };
+        let patch = BriefPatch::parse(&read_text(path)?, path, toml)?;
         Ok(patch.apply(self))
     }
 
@@ -312,6 +307,15 @@ impl LossLawPatch {
 }
 
 impl BriefPatch {
+    /// A brief file's text, TOML when `toml`, else JSON; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path, toml: bool) -> Result<BriefPatch> {
+        if toml {
+            parse_toml(text, path, "a brief")
+        } else {
+            parse_json(text, path, "a brief")
+        }
+    }
+
     /// `brief` with the GPU preset, then every field this patch sets, replaced.
     pub fn apply(self, brief: Brief) -> Brief {
         let brief = match self.gpu {

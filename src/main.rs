@@ -16,9 +16,9 @@ use cli::{
     ExportArgs, MergeArgs, OutputArgs, SearchArgs, ServeArgs,
 };
 use trainplan::check::{check, CheckReport};
-use trainplan::error::{parse_json, read_json};
+use trainplan::error::read_json;
 use trainplan::error::{Error, Result};
-use trainplan::export::launch::PlanFields;
+use trainplan::export::launch::PlanFile;
 use trainplan::export::Launch;
 use trainplan::export::{brief_lines, Format};
 use trainplan::layout::Layout;
@@ -187,7 +187,7 @@ fn run_export(args: &ExportArgs, quiet: bool) -> Result<bool> {
             "either a plan file or the design flags, not both (with --plan: --model-config for the plan's model, the brief's flags)",
         ));
     }
-    let plan = read_plan(path, args.index)?;
+    let plan = PlanFile::read(path, args.index)?;
     let fields = &plan.fields;
     let shape = match &d.model.model_config {
         Some(config) => hf::read(config)?,
@@ -238,53 +238,6 @@ fn run_export(args: &ExportArgs, quiet: bool) -> Result<bool> {
     let launch = Launch::new(shape, fields.tokens, layout, fields.step, brief.seq_len)?;
     print_launch(format, &launch, plan.pass, quiet)?;
     Ok(plan.pass)
-}
-
-/// A plan read from a file: its fields, the brief of the document it came from (if the
-/// document carries one), and whether it passes (true when the file does not say).
-struct PlanFile {
-    fields: PlanFields,
-    brief: Option<trainplan::Brief>,
-    pass: bool,
-}
-
-/// The plan in a JSON file: a plan object, or entry `index` (from 1) of a search document's
-/// `plans` or a Pareto file's `front`.
-fn read_plan(path: &Path, index: u64) -> Result<PlanFile> {
-    let value: serde_json::Value = read_json(path, "a plan, search or Pareto JSON")?;
-    let brief = match value.get("brief") {
-        Some(b) => Some(parse_json::<trainplan::Brief>(
-            &b.to_string(),
-            path,
-            "a brief",
-        )?),
-        None => None,
-    };
-    let list = ["plans", "front"]
-        .into_iter()
-        .find_map(|key| value.get(key).and_then(|v| v.as_array()).map(|a| (key, a)));
-    let plan = match list {
-        Some((key, plans)) => usize::try_from(index)
-            .ok()
-            .and_then(|i| i.checked_sub(1))
-            .and_then(|i| plans.get(i))
-            .ok_or_else(|| {
-                Error::invalid(
-                    "--index",
-                    index,
-                    format!("1 to {}, the plans in the file's {key}", plans.len()),
-                )
-            })?
-            .clone(),
-        None => value,
-    };
-    let pass = plan.get("pass").and_then(|p| p.as_bool()).unwrap_or(true);
-    let fields = parse_json(&plan.to_string(), path, "a plan")?;
-    Ok(PlanFile {
-        fields,
-        brief,
-        pass,
-    })
 }
 
 fn run_serve(args: &ServeArgs, quiet: bool) -> Result<bool> {
