@@ -29,6 +29,7 @@ pub fn generated_sections(file: &str, source: &str, sections: &[(&str, String)])
 
 /// A GPT layer (4h GELU MLP, multi-head attention, vocabulary 51,200) as a Llama shape with the
 /// same matrices: a SwiGLU MLP of width 8h/3 has GPT's 8h² MLP parameters.
+#[allow(dead_code)] // Not every test file that shares these helpers uses this one.
 pub fn gpt(name: &str, layers: u32, hidden: u64, heads: u32) -> trainplan::model::Shape {
     let ffn = (8.0 * hidden as f64 / 3.0).round() as u64;
     trainplan::model::Shape::new(name, layers, hidden, ffn, heads, heads, 51_200).unwrap()

@@ -1,0 +1,176 @@
+//! Every input, its valid range and the error a user sees outside it: the README's validation
+//! table is generated from the rows below, and each row is a test that runs the binary and
+//! expects exit status 2, nothing on stdout and exactly this one line on stderr. With
+//! `TRAINPLAN_WRITE_RESULTS` set the table in README.md is rewritten.
+
+mod common;
+
+use std::path::Path;
+
+use assert_cmd::Command;
+
+/// One input: what it is, what is valid, a command that breaks it and the error it gets.
+struct Row {
+    input: &'static str,
+    valid: &'static str,
+    args: &'static [&'static str],
+    error: &'static str,
+}
+
+const fn row(
+    input: &'static str,
+    valid: &'static str,
+    args: &'static [&'static str],
+    error: &'static str,
+) -> Row {
+    Row {
+        input,
+        valid,
+        args,
+        error,
+    }
+}
+
+/// The files the rows read, made in the directory the commands run in.
+fn files(dir: &Path) {
+    let hf = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hf");
+    for (name, bytes) in [
+        ("empty.json", &b""[..]),
+        ("latin1.json", &b"{\"gpus\": \"\xe9\"}"[..]),
+        ("broken.json", &b"{\"gpus\": "[..]),
+        ("broken.toml", &b"gpus = ["[..]),
+        ("string.json", &b"{\"gpus\": \"many\"}"[..]),
+        ("typo.json", &b"{\"gpux\": 1}"[..]),
+        ("typo.toml", &b"[loss_law]\nalfa = 0.3\n"[..]),
+        ("list.json", &b"[1, 2]"[..]),
+        ("no-points.json", &b"{\"points\": []}"[..]),
+        ("plan.json", &b"{\"tokens\": 1}"[..]),
+        ("partial.json", &b"{}"[..]),
+    ] {
+        std::fs::write(dir.join(name), bytes).unwrap();
+    }
+    for model in ["mixtral-8x7b-v0.1", "gemma-2b", "llama-3.1-8b"] {
+        std::fs::create_dir_all(dir.join(model)).unwrap();
+        std::fs::copy(
+            hf.join(model).join("config.json"),
+            dir.join(model).join("config.json"),
+        )
+        .unwrap();
+    }
+    let config = std::fs::read_to_string(hf.join("llama-3.1-8b/config.json")).unwrap();
+    std::fs::create_dir_all(dir.join("odd")).unwrap();
+    std::fs::write(
+        dir.join("odd/config.json"),
+        config.replace("\"num_key_value_heads\": 8", "\"num_key_value_heads\": 5"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("neg")).unwrap();
+    std::fs::write(
+        dir.join("neg/config.json"),
+        config.replace("\"num_hidden_layers\": 32", "\"num_hidden_layers\": -32"),
+    )
+    .unwrap();
+}
+
+const ROWS: &[Row] = &[
+    // The brief: flags and file fields alike (SPEC.md §1).
+    row("`--gpus`, `gpus`", "whole, 1 to 10⁸", &["check", "--model", "70b", "--tokens", "1e12", "--gpus", "0"], "error: invalid brief.gpus = 0: a whole number from 1 to 100,000,000"),
+    row("`--peak-tflops`, `peak_tflops`", "finite, > 0, at most 10⁶", &["check", "--model", "70b", "--tokens", "1e12", "--peak-tflops", "NaN"], "error: invalid brief.peak_tflops = NaN: a number > 0 and at most 1000000"),
+    row("`--gpu-memory-gb`, `gpu_memory_gb`", "finite, > 0, at most 10⁶", &["check", "--model", "70b", "--tokens", "1e12", "--gpu-memory-gb", "-80"], "error: invalid brief.gpu_memory_gb = -80: a number > 0 and at most 1000000"),
+    row("`--memory-cap-gb`, `memory_cap_gb`", "> 0, at most the card's memory", &["check", "--model", "70b", "--tokens", "1e12", "--memory-cap-gb", "90"], "error: invalid brief.memory_cap_gb = 90: at most the card's 80 GB (gpu_memory_gb)"),
+    row("`--gpus-per-node`, `gpus_per_node`", "whole, 1 to 1,024", &["check", "--model", "70b", "--tokens", "1e12", "--gpus-per-node", "0"], "error: invalid brief.gpus_per_node = 0: a whole number from 1 to 1,024"),
+    row("`--mfu`, `mfu`", "in (0, 1]", &["check", "--model", "70b", "--tokens", "1e12", "--mfu", "-0.4"], "error: invalid brief.mfu = -0.4: a fraction in (0, 1], for example 0.4 for 40 %"),
+    row("`--max-days`, `max_days`", "finite, > 0, at most 36,500", &["check", "--model", "70b", "--tokens", "1e12", "--max-days", "inf"], "error: invalid brief.max_days = inf: a number > 0 and at most 36500"),
+    row("`--loss-target`, `loss_target`", "> 0, at most 1,000", &["check", "--model", "70b", "--tokens", "1e12", "--loss-target", "0"], "error: invalid brief.loss_target = 0: a number > 0 and at most 1000"),
+    row("`--seq-len`, `seq_len`", "whole, 1 to 10⁸", &["check", "--model", "70b", "--tokens", "1e12", "--seq-len", "0"], "error: invalid brief.seq_len = 0: a whole number from 1 to 100,000,000"),
+    row("`--loss-e`, `loss_law.e`", "finite, ≥ 0", &["check", "--model", "70b", "--tokens", "1e12", "--loss-e", "-1"], "error: invalid brief.loss_law.e = -1: a finite number ≥ 0"),
+    row("`--loss-a`/`-b`/`-alpha`/`-beta`, `loss_law.*`", "finite, > 0", &["check", "--model", "70b", "--tokens", "1e12", "--loss-alpha", "0"], "error: invalid brief.loss_law.alpha = 0: a finite number > 0"),
+    row("the brief as a whole", "a compute-optimal model of 1 to 10¹⁸ parameters and tokens", &["check", "--model", "70b", "--tokens", "1e12", "--mfu", "1e-300"], "error: invalid brief = a budget of 5.250e-276 FLOPs: a budget whose compute-optimal model (3.713e-143 parameters on 2.356e-134 tokens) has between 1 and 1.0e18 of each; check peak_tflops, mfu, gpus, max_days and the loss law"),
+    row("`--loss-law`", "besiroglu, besiroglu-unrounded, hoffmann", &["check", "--model", "70b", "--tokens", "1e12", "--loss-law", "chinchilla"], "error: invalid value 'chinchilla' for '--loss-law <PRESET>' [possible values: besiroglu, besiroglu-unrounded, hoffmann]"),
+    row("`--gpu`, `gpu`", "a preset name", &["check", "--model", "70b", "--tokens", "1e12", "--gpu", "h300"], "error: invalid value 'h300' for '--gpu <GPU>': expected one of a100-40gb, a100-80gb, h100-sxm, h100-pcie, h200, b200, mi300x"),
+    row("`--intra-node-gbps` and the other link figures, `topology.*`", "finite, > 0", &["check", "--model", "70b", "--tokens", "1e12", "--intra-node-gbps", "0"], "error: invalid brief.topology.intra_node_gbps = 0: a number > 0, at most 1000000000"),
+    row("`--failures-per-gpu-hour`, `--restart-minutes`, …, `reliability.*`", "finite, ≥ 0", &["check", "--model", "70b", "--tokens", "1e12", "--failures-per-gpu-hour", "-1"], "error: invalid brief.reliability.failures_per_gpu_hour = -1: a number ≥ 0, at most 1000000000"),
+    // Brief files.
+    row("`--brief FILE`", "a readable file", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "missing.json"], "error: cannot read 'missing.json': No such file or directory (os error 2)"),
+    row("`--brief FILE`", "UTF-8", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "latin1.json"], "error: cannot read 'latin1.json': stream did not contain valid UTF-8"),
+    row("`--brief FILE.json`", "not empty", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "empty.json"], "error: cannot parse 'empty.json': not a brief: EOF while parsing a value at line 1 column 0"),
+    row("`--brief FILE.json`", "well-formed JSON", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "broken.json"], "error: cannot parse 'broken.json': not a brief: gpus: EOF while parsing a value at line 1 column 9"),
+    row("`--brief FILE.toml`", "well-formed TOML", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "broken.toml"], "error: cannot parse 'broken.toml': not a brief: invalid array: expected `]` at line 1 column 9"),
+    row("a brief file's fields", "the right type", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "string.json"], "error: cannot parse 'string.json': not a brief: gpus: invalid type: string \"many\", expected a JSON number at line 1 column 15"),
+    row("a brief file's fields", "known names", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "typo.toml"], "error: cannot parse 'typo.toml': not a brief: loss_law.alfa: unknown field `alfa`, expected one of `e`, `a`, `b`, `alpha`, `beta` at line 2 column 1"),
+    // The design.
+    row("`--model`", "8b, 70b, 405b or a dimension name", &["check", "--model", "13b", "--tokens", "1e12"], "error: unknown model '13b': expected one of 8b, 70b, 405b, or a family shape such as L80-h8192-f28672"),
+    row("the model", "one of `--model`, `--model-config`, `--layers`…", &["check", "--tokens", "1e12"], "error: invalid model = none: one of --model, --model-config, or --layers --hidden --ffn"),
+    row("`--tokens`", "whole, ≥ 1", &["check", "--model", "70b", "--tokens", "0"], "error: invalid --tokens = 0: a whole number ≥ 1"),
+    row("`--tokens`", "whole, not a fraction", &["check", "--model", "70b", "--tokens", "1.5"], "error: invalid value '1.5' for '--tokens <D>': expected a whole number, not a fraction"),
+    row("`--tokens`", "below 2⁵³ in scientific notation", &["check", "--model", "70b", "--tokens", "1e30"], "error: invalid value '1e30' for '--tokens <D>': above 2^53 write the number out in full digits, not as 1.2e19"),
+    row("`--tp`", "divides the GPUs per node", &["check", "--model", "70b", "--tokens", "1e12", "--tp", "16"], "error: invalid layout: tp = 16 must divide the 8 GPUs per node (TP stays inside a node)"),
+    row("`--tp`", "divides the heads and KV heads", &["check", "--layers", "4", "--hidden", "1536", "--ffn", "4096", "--heads", "12", "--kv-heads", "4", "--tokens", "1e12", "--tp", "8"], "error: invalid layout: tp = 8 does not divide the 12 attention heads and 4 KV heads of L4-h1536-f4096-kv4"),
+    row("`--pp`", "1 to the layers", &["check", "--model", "70b", "--tokens", "1e12", "--pp", "81"], "error: invalid layout: pp = 81 must be between 1 and the 80 layers of llama3-70b"),
+    row("`--zero`", "0, 1, 2 or 3", &["check", "--model", "70b", "--tokens", "1e12", "--zero", "4"], "error: invalid value '4' for '--zero <STAGE>': expected a ZeRO stage: 0, 1, 2 or 3"),
+    row("`--global-batch-tokens`", "a multiple of micro-batch × sequence × DP", &["check", "--model", "70b", "--tokens", "1e12", "--tp", "8", "--memory", "detailed", "--global-batch-tokens", "1000"], "error: invalid --global-batch-tokens = 1000: a whole multiple of b × s × DP = 1 × 8192 × 256"),
+    row("`--schedule`", "1f1b or interleaved:V, V ≥ 2", &["check", "--model", "70b", "--tokens", "1e12", "--memory", "detailed", "--schedule", "interleaved:1"], "error: invalid --schedule = interleaved:1: 1f1b or interleaved:V with V ≥ 2 chunks"),
+    row("training-step flags", "with `--memory detailed`", &["check", "--model", "70b", "--tokens", "1e12", "--recompute", "none"], "error: invalid --memory = plate: --memory detailed, which the training-step and memory-model flags need"),
+    row("`--fragmentation`", "in [0, 1)", &["check", "--model", "70b", "--tokens", "1e12", "--memory", "detailed", "--fragmentation", "1"], "error: invalid --fragmentation = 1: a fraction in [0, 1)"),
+    row("`--tp-overlap`, `--pp-overlap`, `--dp-overlap`", "in [0, 1]", &["check", "--model", "70b", "--tokens", "1e12", "--memory", "detailed", "--time", "detailed", "--tp-overlap", "2"], "error: invalid --tp-overlap = 2: a fraction in [0, 1]"),
+    row("`--efficiency FILE`", "at least one point", &["check", "--model", "70b", "--tokens", "1e12", "--memory", "detailed", "--time", "detailed", "--efficiency", "no-points.json"], "error: invalid efficiency.points = []: at least one point"),
+    row("`--layers` (ad hoc)", "whole, ≥ 1", &["check", "--layers", "0", "--hidden", "1024", "--ffn", "4096", "--tokens", "1e12"], "error: invalid --layers = 0: a whole number ≥ 1"),
+    row("`--hidden` (ad hoc)", "a multiple of 128, or `--heads`", &["check", "--layers", "4", "--hidden", "1000", "--ffn", "4096", "--tokens", "1e12"], "error: invalid --hidden = 1000: a multiple of 128, or give --heads"),
+    // Hugging Face configs.
+    row("`--model-config FILE`", "a readable file", &["check", "--model-config", "missing/config.json", "--tokens", "1e12"], "error: cannot read 'missing/config.json': No such file or directory (os error 2)"),
+    row("`--model-config FILE`", "a JSON object", &["check", "--model-config", "list.json", "--tokens", "1e12"], "error: cannot parse 'list.json': not a Hugging Face config.json: expected a JSON object"),
+    row("`num_hidden_layers` and the other counts", "whole, ≥ 1", &["check", "--model-config", "neg/config.json", "--tokens", "1e12"], "error: invalid neg/config.json: num_hidden_layers = -32: a whole number ≥ 1"),
+    row("`num_key_value_heads`", "divides `num_attention_heads`", &["check", "--model-config", "odd/config.json", "--tokens", "1e12"], "error: invalid odd/config.json: num_key_value_heads = 5: a divisor of the 32 attention heads"),
+    row("`num_local_experts`, `num_experts`, …", "absent or 0: dense models only", &["check", "--model-config", "mixtral-8x7b-v0.1/config.json", "--tokens", "1e12"], "error: cannot plan 'mixtral-8x7b-v0.1/config.json': a mixture-of-experts model (num_local_experts = 8); trainplan plans dense decoders: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM"),
+    row("`architectures`", "Llama, Mistral or Qwen2", &["check", "--model-config", "gemma-2b/config.json", "--tokens", "1e12"], "error: cannot plan 'gemma-2b/config.json': architecture GemmaForCausalLM is not supported; trainplan plans dense decoders: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM"),
+    // Search.
+    row("`--top`", "whole, ≥ 1", &["search", "--top", "0"], "error: invalid --top = 0: a whole number ≥ 1"),
+    row("`--tokens-step`", "at most 10⁸ grid points", &["search", "--tokens-step", "1"], "error: invalid --tokens-step = 1: a step giving at most 100000000 token counts (this gives 49990000000001)"),
+    row("`--tokens-max`", "at least `--tokens-min`", &["search", "--tokens-min", "2e13", "--tokens-max", "1e13"], "error: invalid --tokens-max = 10000000000000: at least --tokens-min (20000000000000)"),
+    row("`--threads`", "0 (every core) to 1,024", &["search", "--threads", "2000"], "error: invalid --threads = 2000: 0 (every core) to 1024"),
+    row("`--shard I/N`", "1 ≤ I ≤ N", &["search", "--shard", "3/2"], "error: invalid --shard = 3/2: I/N with 1 ≤ I ≤ N, for example 3/8"),
+    row("`--layers`, `--hidden`, `--ffn-ratio`", "ranges start..end:step, together", &["search", "--layers", "40..10:4", "--hidden", "8192", "--ffn-ratio", "3.5"], "error: invalid --layers = 40..10:4: a range start..end:step, for example 40..160:4"),
+    row("a shape family", "at most 10⁶ shapes", &["search", "--layers", "1..100000:1", "--hidden", "128..1000000:128", "--ffn-ratio", "1..64:1"], "error: invalid shape family = 49996800000 shapes: at most 1000000 (widen the steps)"),
+    // Other commands' inputs.
+    row("`merge FILE…`", "partial results of `search --shard`", &["merge", "partial.json"], "error: cannot parse 'partial.json': not a partial search result: missing field `kind` at line 1 column 2"),
+    row("`export --plan FILE`", "a plan, search or Pareto JSON", &["export", "--format", "megatron", "--plan", "plan.json"], "error: cannot parse 'plan.json': not a plan: missing field `model` at line 1 column 12"),
+    row("`--plot`, `--pareto`", "a writable path that is not an input", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "typo.json", "--plot", "typo.json"], "error: invalid --plot = typo.json: a path other than the input files it would overwrite"),
+    row("`serve --port`", "0 to 65,535", &["serve", "--port", "70000"], "error: invalid value '70000' for '--port <PORT>': 70000 is not in 0..=65535"),
+    row("`serve --host`", "an IP address", &["serve", "--host", "localhost:80"], "error: invalid value 'localhost:80' for '--host <HOST>': invalid IP address syntax"),
+];
+
+#[test]
+fn every_row_of_the_validation_table_is_refused_as_it_says() {
+    let dir = tempfile::tempdir().unwrap();
+    files(dir.path());
+    for row in ROWS {
+        let out = Command::cargo_bin("trainplan")
+            .unwrap()
+            .current_dir(dir.path())
+            .args(row.args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{:?}: {stderr}", row.args);
+        assert!(out.stdout.is_empty(), "{:?}", row.args);
+        assert_eq!(stderr, format!("{}\n", row.error), "{:?}", row.args);
+    }
+}
+
+#[test]
+fn the_readme_holds_the_validation_table() {
+    let code = |s: &str| format!("`{}`", s.replace('|', "\\|"));
+    let mut table = String::from(
+        "| input | valid | for example | the error, exit status 2 |\n|---|---|---|---|\n",
+    );
+    for row in ROWS {
+        table.push_str(&format!(
+            "| {} | {} | {} | {} |\n",
+            row.input,
+            row.valid,
+            code(&format!("trainplan {}", row.args.join(" "))),
+            code(row.error.trim_start_matches("error: "))
+        ));
+    }
+    common::generated_sections("README.md", "tests/validation.rs", &[("validation", table)]);
+}
