@@ -280,6 +280,27 @@ proptest! {
     }
 
     #[test]
+    fn days_are_linear_in_tokens(brief in brief(), shape in shape(), d in 1u64..1_000_000_000_000, k in 2u64..1000) {
+        // Plate days, 6ND over the cluster's rate: k times the tokens, k times the days; and
+        // the plans graded at D and k·D by evaluate say the same.
+        let layout = layouts(&brief, &shape)[0];
+        let at = |tokens: u64| evaluate(&brief, &Design::plate(&shape, tokens, layout)).unwrap().days;
+        let (one, many) = (at(d), at(d * k));
+        prop_assert!((many - k as f64 * one).abs() <= 1e-12 * many, "{one} × {k} ≠ {many}");
+    }
+
+    #[test]
+    fn loss_falls_with_parameters_and_with_tokens(
+        brief in brief(), n in 1e6f64..1e13, d in 1e6f64..1e15, grow in 1.001f64..100.0
+    ) {
+        let law = &brief.loss_law;
+        prop_assert!(law.loss(n * grow, d) < law.loss(n, d));
+        prop_assert!(law.loss(n, d * grow) < law.loss(n, d));
+        // And never below the floor E.
+        prop_assert!(law.loss(n, d) > law.e);
+    }
+
+    #[test]
     fn the_passing_set_and_its_order_equal_a_brute_force_check(
         (brief, shapes, grid, space, time) in problem(), rank in rank()
     ) {
