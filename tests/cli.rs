@@ -812,3 +812,50 @@ fn a_brief_file_can_carry_the_shape_family() {
         "brief.family.layers = 40..",
     );
 }
+
+#[test]
+fn a_run_interrupted_by_ctrl_c_leaves_the_earlier_files_intact() {
+    let dir = tempfile::tempdir().unwrap();
+    let front = dir.path().join("front.json");
+    let plot = dir.path().join("plot.svg");
+    std::fs::write(&front, "the earlier front").unwrap();
+    std::fs::write(&plot, "the earlier plot").unwrap();
+    // A sweep of 64,617 shapes (seconds), interrupted a fraction of a second in.
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_trainplan"))
+        .args([
+            "search",
+            "--layers",
+            "20..200:1",
+            "--hidden",
+            "4096..24576:512",
+            "--ffn-ratio",
+            "2.5..4.5:0.125",
+            "--pareto",
+        ])
+        .arg(&front)
+        .arg("--plot")
+        .arg(&plot)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = child.wait_with_output().unwrap().status;
+    assert!(!status.success(), "the sweep finished before the interrupt");
+    assert_eq!(
+        std::fs::read_to_string(&front).unwrap(),
+        "the earlier front"
+    );
+    assert_eq!(std::fs::read_to_string(&plot).unwrap(), "the earlier plot");
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
