@@ -12,8 +12,10 @@
 //! - `POST /api/export` — a design and a `format` (`megatron`, `deepspeed`, `torchtitan`)
 //!   gives the launcher configuration `trainplan export` writes.
 //!
-//! Safe by default: bound to loopback unless told otherwise; bodies at most [`MAX_BODY`]
-//! bytes; every field checked by the same rules as the command line, unknown fields refused,
+//! Safe by default: bound to loopback unless told otherwise, and then answering only requests
+//! addressed to this machine's own names for it (no DNS rebinding); bodies JSON
+//! (`application/json`, so other sites' pages cannot post without a preflight that is never
+//! granted) of at most [`MAX_BODY`] bytes; every field checked by the same rules as the command line, unknown fields refused,
 //! errors one line as `{"error": …}` with status 400; searches bounded in size (at most
 //! [`MAX_MODELS`] models and [`MAX_TOP`] plans, the default token grid, the plate models) and
 //! in time ([`SEARCH_TIMEOUT`]), at most [`MAX_SEARCHES`] at once.
@@ -23,8 +25,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{header, StatusCode};
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -81,15 +85,6 @@ fn one() -> Option<u64> {
     Some(1)
 }
 
-/// An export request: a design and a launcher.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ExportRequest {
-    format: String,
-    #[serde(flatten)]
-    design: DesignRequest,
-}
-
 /// A search request.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -133,28 +128,48 @@ pub fn api_check(body: &[u8]) -> Result<String> {
     Json.check(&report)
 }
 
-/// `POST /api/export`.
-pub fn api_export(body: &[u8]) -> Result<String> {
-    let request: ExportRequest = parse(body, "an export request")?;
-    let format = match request.format.as_str() {
+/// `POST /api/export`: a design's fields and `format`. The answer is the configuration and its
+/// media type.
+pub fn api_export(body: &[u8]) -> Result<(String, &'static str)> {
+    // `format` is taken out first, so the design's fields keep their names in errors.
+    let mut value: serde_json::Value = parse(body, "an export request")?;
+    let format = value
+        .as_object_mut()
+        .and_then(|o| o.remove("format"))
+        .ok_or_else(|| Error::invalid("format", "missing", "megatron, deepspeed or torchtitan"))?;
+    let format = match format.as_str().unwrap_or("") {
         "megatron" => Format::Megatron,
         "deepspeed" => Format::DeepSpeed,
         "torchtitan" => Format::Torchtitan,
-        other => {
+        _ => {
             return Err(Error::invalid(
                 "format",
-                other,
+                format,
                 "megatron, deepspeed or torchtitan",
             ))
         }
     };
-    let (report, _) = grade(request.design)?;
-    format.exporter().launch(&Launch::from_check(&report)?)
+    let design: DesignRequest = parse(value.to_string().as_bytes(), "a design")?;
+    let (report, _) = grade(design)?;
+    let text = format.exporter().launch(&Launch::from_check(&report)?)?;
+    let media = if format == Format::DeepSpeed {
+        "application/json"
+    } else {
+        "text/plain; charset=utf-8"
+    };
+    Ok((text, media))
 }
 
 /// `POST /api/search`, bounded in size.
 pub fn api_search(body: &[u8]) -> Result<String> {
     let request: SearchRequest = parse(body, "a search request")?;
+    if request.brief.family.is_some() {
+        return Err(Error::invalid(
+            "brief.family",
+            "a shape family",
+            "no family: the workshop searches named models (trainplan search takes families)",
+        ));
+    }
     let brief = brief(request.brief)?;
     if request.models.len() > MAX_MODELS {
         return Err(Error::invalid(
@@ -235,13 +250,42 @@ fn answer(result: Result<String>) -> Response {
     }
 }
 
+/// An error as one line of JSON, `{"error": …}`, with `status`.
 fn failure(status: StatusCode, message: &str) -> Response {
-    (status, axum::Json(json!({ "error": message }))).into_response()
+    let body = format!("{}\n", json!({ "error": message }));
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-/// The router: the page and the API, over the shared search limiter.
-pub fn router() -> Router {
+/// A request body, read only if it is JSON within [`MAX_BODY`]; else the error to answer.
+fn body(
+    headers: &HeaderMap,
+    body: std::result::Result<Bytes, BytesRejection>,
+) -> std::result::Result<Bytes, Box<Response>> {
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
+        });
+    if !json {
+        // Also what keeps other sites' pages from posting here: a cross-site request with this
+        // type needs a preflight, which this server never grants.
+        return Err(Box::new(failure(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "a request body of type application/json",
+        )));
+    }
+    body.map_err(|rejection| Box::new(failure(rejection.status(), &rejection.body_text())))
+}
+
+/// The router: the page and the API, over the shared search limiter; requests whose `Host`
+/// is not one of `hosts` are refused (none: any), which stops another site's page from
+/// reaching a loopback server by rebinding its DNS name to 127.0.0.1.
+pub fn router(hosts: Option<Vec<String>>) -> Router {
     let searches = Arc::new(Semaphore::new(MAX_SEARCHES));
+    let hosts = Arc::new(hosts);
     Router::new()
         .route(
             "/",
@@ -250,23 +294,76 @@ pub fn router() -> Router {
         .route("/api/presets", get(|| async { answer(api_presets()) }))
         .route(
             "/api/check",
-            post(|body: Bytes| async move { answer(api_check(&body)) }),
+            post(
+                |headers: HeaderMap, b: std::result::Result<Bytes, BytesRejection>| async move {
+                    match body(&headers, b) {
+                        Ok(b) => answer(api_check(&b)),
+                        Err(response) => *response,
+                    }
+                },
+            ),
         )
         .route(
             "/api/export",
-            post(|body: Bytes| async move { answer(api_export(&body)) }),
+            post(
+                |headers: HeaderMap, b: std::result::Result<Bytes, BytesRejection>| async move {
+                    match body(&headers, b).map(|b| api_export(&b)) {
+                        Ok(Ok((text, media))) => {
+                            ([(header::CONTENT_TYPE, media)], text).into_response()
+                        }
+                        Ok(Err(e)) => failure(StatusCode::BAD_REQUEST, &e.to_string()),
+                        Err(response) => *response,
+                    }
+                },
+            ),
         )
         .route("/api/search", post(run_search))
+        .method_not_allowed_fallback(|| async {
+            failure(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "GET / and /api/presets; POST the other /api/ routes",
+            )
+        })
         .fallback(|| async {
             failure(StatusCode::NOT_FOUND, "no such page: try / or /api/presets")
         })
         .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(axum::middleware::from_fn(
+            move |request: Request, next: Next| {
+                let hosts = Arc::clone(&hosts);
+                async move {
+                    let host = request
+                        .headers()
+                        .get(header::HOST)
+                        .and_then(|h| h.to_str().ok())
+                        .unwrap_or("");
+                    match hosts.as_ref() {
+                        Some(allowed) if !allowed.iter().any(|a| a == host) => failure(
+                            StatusCode::FORBIDDEN,
+                            &format!(
+                                "this server answers requests for {} only",
+                                allowed.join(", ")
+                            ),
+                        ),
+                        _ => next.run(request).await,
+                    }
+                }
+            },
+        ))
         .with_state(searches)
 }
 
 /// A search on a blocking thread, at most [`MAX_SEARCHES`] at once, answered within
 /// [`SEARCH_TIMEOUT`].
-async fn run_search(State(searches): State<Arc<Semaphore>>, body: Bytes) -> Response {
+async fn run_search(
+    State(searches): State<Arc<Semaphore>>,
+    headers: HeaderMap,
+    raw: std::result::Result<Bytes, BytesRejection>,
+) -> Response {
+    let body = match body(&headers, raw) {
+        Ok(b) => b,
+        Err(response) => return *response,
+    };
     let Ok(permit) = searches.try_acquire_owned() else {
         return failure(
             StatusCode::TOO_MANY_REQUESTS,
@@ -303,8 +400,19 @@ pub fn serve(address: SocketAddr, ready: impl FnOnce(SocketAddr)) -> Result<()> 
         .map_err(io)?;
     runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(address).await.map_err(io)?;
-        ready(listener.local_addr().map_err(io)?);
-        axum::serve(listener, router())
+        let bound = listener.local_addr().map_err(io)?;
+        ready(bound);
+        // On loopback, only this machine's own names for it; elsewhere the user chose to
+        // expose the server, under whatever name reaches it.
+        let hosts = bound.ip().is_loopback().then(|| {
+            let port = bound.port();
+            vec![
+                format!("127.0.0.1:{port}"),
+                format!("localhost:{port}"),
+                format!("[::1]:{port}"),
+            ]
+        });
+        axum::serve(listener, router(hosts))
             .with_graceful_shutdown(async {
                 let _ = tokio::signal::ctrl_c().await;
             })
@@ -350,6 +458,32 @@ mod tests {
             assert!(e.contains(needle), "{e}");
             assert!(!e.contains('\n'));
         }
+    }
+
+    #[test]
+    fn an_export_names_the_design_s_fields_and_its_media_type() {
+        let e = api_export(br#"{"format": "megatron", "model": "70b", "tokens": 1.5}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("tokens:"), "{e}");
+        let (text, media) = api_export(
+            br#"{"format": "deepspeed", "model": "70b", "tokens": 1e12, "tp": 8, "zero": 3}"#,
+        )
+        .unwrap();
+        assert_eq!(media, "application/json");
+        assert!(text.contains("\"stage\": 3"));
+        let e = api_export(br#"{"model": "70b", "tokens": 1e12}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("format = missing"), "{e}");
+    }
+
+    #[test]
+    fn a_family_is_not_searched_silently() {
+        let e = api_search(br#"{"brief": {"family": {"layers": "40..60:20", "hidden": "8192", "ffn_ratio": "3.5"}}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("brief.family"), "{e}");
     }
 
     #[test]

@@ -196,7 +196,7 @@ async fn a_learner_fixes_the_starting_plan_and_saves_it() {
     select(&c, "model", "70b").await;
     type_into(&c, "tokens", "15e12").await;
     select(&c, "tp", "1").await;
-    select(&c, "pp", "1").await;
+    type_into(&c, "pp", "1").await;
     select(&c, "zero", "0").await;
     let start = cli_check(&["--model", "70b", "--tokens", "15e12"]);
     wait_for(
@@ -227,7 +227,7 @@ async fn a_learner_fixes_the_starting_plan_and_saves_it() {
 
     // Fix the layout and the tokens.
     select(&c, "tp", "8").await;
-    select(&c, "pp", "8").await;
+    type_into(&c, "pp", "8").await;
     select(&c, "zero", "1").await;
     type_into(&c, "tokens", "4.96e12").await;
     let fixed = cli_check(&[
@@ -270,10 +270,43 @@ async fn a_learner_fixes_the_starting_plan_and_saves_it() {
         .unwrap();
     assert_eq!(fronts.len(), 158, "the default brief's front");
     screenshot(&c, "best").await;
+    // Clicking the first row loads its plan: TP 8 × PP 64, ZeRO 3 on 4.96 T tokens.
+    c.find(Locator::Css("#plans tbody tr"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_for(&c, "memory-value", "0.58 GB").await;
+    let pp = c.find(Locator::Id("pp")).await.unwrap();
+    assert_eq!(pp.prop("value").await.unwrap().as_deref(), Some("64"));
+    // A brief that moves makes the search's plans and front stale: they go.
+    type_into(&c, "gpus", "1536").await;
+    let start_wait = Instant::now();
+    while !c
+        .find_all(Locator::Css("#plans tbody tr"))
+        .await
+        .unwrap()
+        .is_empty()
+    {
+        assert!(
+            start_wait.elapsed() < Duration::from_secs(10),
+            "stale plans stay"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    type_into(&c, "gpus", "2048").await;
 
-    // Save the passing design; it survives a reload.
-    select(&c, "pp", "8").await;
-    wait_for(&c, "check-memory", "PASS").await;
+    // Back to the fixed design; save it; it survives a reload.
+    select(&c, "zero", "1").await;
+    type_into(&c, "pp", "8").await;
+    wait_for(
+        &c,
+        "memory-value",
+        &gb(fixed["memory_gb"]["total"].as_f64().unwrap()),
+    )
+    .await;
+    wait_for(&c, "verdict", "PASS").await;
     save.click().await.unwrap();
     let saved = c.find_all(Locator::Css("#saved li")).await.unwrap();
     assert_eq!(saved.len(), 1);
@@ -324,14 +357,32 @@ async fn a_learner_fixes_the_starting_plan_and_saves_it() {
     c.close().await.unwrap();
 }
 
-/// A request to the server over a plain socket: the status and the body.
+/// A JSON request to the server over a plain socket: the status and the body.
 fn request(url: &str, method: &str, path: &str, body: &str) -> (u16, String) {
-    use std::io::{Read, Write};
     let host = url.trim_start_matches("http://").trim_end_matches('/');
-    let mut stream = std::net::TcpStream::connect(host).unwrap();
+    request_with(url, method, path, "application/json", host, body)
+}
+
+/// A request with this content type and `Host` (a bare name gets the server's port).
+fn request_with(
+    url: &str,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    host: &str,
+    body: &str,
+) -> (u16, String) {
+    use std::io::{Read, Write};
+    let address = url.trim_start_matches("http://").trim_end_matches('/');
+    let host = if host.contains(':') {
+        host.to_string()
+    } else {
+        format!("{host}:{}", address.rsplit(':').next().unwrap())
+    };
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -376,10 +427,25 @@ fn the_api_answers_as_the_command_line_does() {
         error["error"].as_str().unwrap().contains("tp = 3"),
         "{body}"
     );
-    let (status, _) = request(&url, "POST", "/api/check", &"x".repeat(100_000));
+    let (status, body) = request(&url, "POST", "/api/check", &"x".repeat(100_000));
     assert_eq!(status, 413, "a body above 64 KiB is refused");
+    assert!(body.starts_with("{\"error\":"), "{body}");
     let (status, _) = request(&url, "GET", "/etc/passwd", "");
     assert_eq!(status, 404);
+    let (status, body) = request(&url, "GET", "/api/check", "");
+    assert_eq!(status, 405);
+    assert!(body.starts_with("{\"error\":"), "{body}");
+    let (status, body) = request_with(&url, "POST", "/api/check", "text/plain", "127.0.0.1", "{}");
+    assert_eq!(status, 415, "{body}");
+    let (status, body) = request_with(
+        &url,
+        "POST",
+        "/api/check",
+        "application/json",
+        "evil.example:80",
+        "{}",
+    );
+    assert_eq!(status, 403, "{body}");
     let (status, body) = request(&url, "GET", "/", "");
     assert_eq!(status, 200);
     assert!(body.contains("trainplan workshop") && !body.contains("http://cdn"));
