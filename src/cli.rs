@@ -476,18 +476,8 @@ impl AttentionArgs {
             biases: Biases::default(),
         };
         spec.name = spec.dimension_name();
-        spec.build().map_err(|e| match e {
-            // The shape's checks name its fields; say the flags instead.
-            Error::Invalid {
-                field,
-                value,
-                expected,
-            } => {
-                let (_, own) = field.rsplit_once('.').unwrap_or(("", &field));
-                Error::invalid(format!("--{}", own.replace('_', "-")), value, expected)
-            }
-            other => other,
-        })
+        spec.build()
+            .map_err(|e| e.renamed(|field| format!("--{}", field.replace('_', "-"))))
     }
 }
 

@@ -73,6 +73,29 @@ impl Error {
     }
 }
 
+impl Error {
+    /// The error with an [`Error::Invalid`]'s field renamed by `rename`, given the field's last
+    /// part (`kv_heads` of `model.kv_heads`): a shape's checks name its own fields, and a reader
+    /// of a file or flags says the user's names for them. Other errors are as they are.
+    pub fn renamed(self, rename: impl FnOnce(&str) -> String) -> Error {
+        match self {
+            Error::Invalid {
+                field,
+                value,
+                expected,
+            } => {
+                let last = field.rsplit_once('.').map_or(field.as_str(), |(_, l)| l);
+                Error::Invalid {
+                    field: rename(last),
+                    value,
+                    expected,
+                }
+            }
+            other => other,
+        }
+    }
+}
+
 /// Checks numbers that must be finite, positive (or zero where `zero_ok`) and at most `max`;
 /// the error names `prefix` + the field and its value.
 pub(crate) fn check_numbers(prefix: &str, fields: &[(&str, f64, bool)], max: f64) -> Result<()> {

@@ -96,15 +96,10 @@ pub fn parse(text: &str, path: &Path) -> Result<Shape> {
         tied_embeddings: fields.flag("tie_word_embeddings")?,
         biases,
     };
-    spec.build().map_err(|e| match e {
-        Error::Invalid {
-            field,
-            value,
-            expected,
-        } => {
-            // The shape's checks name its own fields; say the config's keys instead.
-            let (_, own) = field.rsplit_once('.').unwrap_or(("", &field));
-            let key = match own {
+    // The shape's checks name its own fields; say the config's keys instead.
+    spec.build().map_err(|e| {
+        e.renamed(|field| {
+            let key = match field {
                 "layers" => "num_hidden_layers",
                 "hidden" => "hidden_size",
                 "ffn" => "intermediate_size",
@@ -113,9 +108,8 @@ pub fn parse(text: &str, path: &Path) -> Result<Shape> {
                 "vocab" => "vocab_size",
                 other => other,
             };
-            Error::invalid(format!("{}: {key}", path.display()), value, expected)
-        }
-        other => other,
+            format!("{}: {key}", path.display())
+        })
     })
 }
 

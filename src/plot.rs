@@ -3,6 +3,7 @@
 //! search, predicted loss against days for each shape, with the loss target, the time limit
 //! and the Pareto front marked (`search --plot`).
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -154,16 +155,24 @@ pub fn memory(report: &CheckReport) -> Result<String> {
                 )))
                 .map_err(failed)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerLeft)
-            .label_font(font(14))
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            .draw()
-            .map_err(failed)?;
+        legend(&mut chart, SeriesLabelPosition::LowerLeft)?;
         Ok(())
     })
+}
+
+/// Draws the series' labels at `position`, boxed.
+fn legend<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    position: SeriesLabelPosition,
+) -> Result<()> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .label_font(font(14))
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .draw()
+        .map_err(failed)
 }
 
 /// GB to two decimals below 100, one above.
@@ -338,14 +347,7 @@ pub fn loss_days(report: &SearchReport) -> Result<String> {
                 )))
                 .map_err(failed)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .label_font(font(14))
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            .draw()
-            .map_err(failed)?;
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         Ok(())
     })
 }

@@ -12,11 +12,9 @@
 use serde_json::{json, Value};
 
 use super::launch::Launch;
-use super::Exporter;
+use super::Launcher;
 use crate::activations::Recompute;
-use crate::check::CheckReport;
 use crate::error::{Error, Result};
-use crate::search::SearchReport;
 
 /// A DeepSpeed configuration file.
 #[derive(Debug, Clone, Copy, Default)]
@@ -90,17 +88,9 @@ pub fn render(l: &Launch) -> Result<String> {
     Ok(text + "\n")
 }
 
-impl Exporter for DeepSpeed {
-    fn check(&self, report: &CheckReport) -> Result<String> {
-        render(&Launch::from_check(report)?)
-    }
-    fn search(&self, _: &SearchReport) -> Result<String> {
-        Err(super::one_plan("deepspeed"))
-    }
-    fn front(&self, _: &SearchReport) -> Result<String> {
-        Err(super::one_plan("deepspeed"))
-    }
-    fn launch(&self, launch: &Launch) -> Result<String> {
+impl Launcher for DeepSpeed {
+    const NAME: &'static str = "deepspeed";
+    fn render(&self, launch: &Launch) -> Result<String> {
         render(launch)
     }
 }

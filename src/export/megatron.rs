@@ -8,11 +8,9 @@
 use std::fmt::Write;
 
 use super::launch::{uneven_ends, Launch};
-use super::Exporter;
+use super::Launcher;
 use crate::activations::Recompute;
-use crate::check::CheckReport;
 use crate::error::{Error, Result};
-use crate::search::SearchReport;
 use crate::step::Schedule;
 
 /// Megatron-LM command-line arguments.
@@ -194,17 +192,9 @@ pub fn render(l: &Launch) -> Result<String> {
     Ok(out)
 }
 
-impl Exporter for Megatron {
-    fn check(&self, report: &CheckReport) -> Result<String> {
-        render(&Launch::from_check(report)?)
-    }
-    fn search(&self, _: &SearchReport) -> Result<String> {
-        Err(super::one_plan("megatron"))
-    }
-    fn front(&self, _: &SearchReport) -> Result<String> {
-        Err(super::one_plan("megatron"))
-    }
-    fn launch(&self, launch: &Launch) -> Result<String> {
+impl Launcher for Megatron {
+    const NAME: &'static str = "megatron";
+    fn render(&self, launch: &Launch) -> Result<String> {
         render(launch)
     }
 }

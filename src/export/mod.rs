@@ -39,6 +39,30 @@ pub trait Exporter {
     fn launch(&self, launch: &Launch) -> Result<String>;
 }
 
+/// A launcher configuration's format: one plan in, one file out. Every launcher is an
+/// [`Exporter`] that writes the configuration of a checked design and refuses many plans.
+pub trait Launcher {
+    /// The format's name, as `--format` takes it.
+    const NAME: &'static str;
+    /// The configuration for `launch`.
+    fn render(&self, launch: &Launch) -> Result<String>;
+}
+
+impl<T: Launcher> Exporter for T {
+    fn check(&self, report: &CheckReport) -> Result<String> {
+        self.render(&Launch::from_check(report)?)
+    }
+    fn search(&self, _: &SearchReport) -> Result<String> {
+        Err(one_plan(T::NAME))
+    }
+    fn front(&self, _: &SearchReport) -> Result<String> {
+        Err(one_plan(T::NAME))
+    }
+    fn launch(&self, launch: &Launch) -> Result<String> {
+        self.render(launch)
+    }
+}
+
 /// The formats there are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {

@@ -11,11 +11,9 @@
 use std::fmt::Write;
 
 use super::launch::Launch;
-use super::Exporter;
+use super::Launcher;
 use crate::activations::Recompute;
-use crate::check::CheckReport;
 use crate::error::{Error, Result};
-use crate::search::SearchReport;
 use crate::step::Schedule;
 
 /// A torchtitan job configuration.
@@ -156,17 +154,9 @@ pub fn render(l: &Launch) -> Result<String> {
     Ok(out)
 }
 
-impl Exporter for Torchtitan {
-    fn check(&self, report: &CheckReport) -> Result<String> {
-        render(&Launch::from_check(report)?)
-    }
-    fn search(&self, _: &SearchReport) -> Result<String> {
-        Err(super::one_plan("torchtitan"))
-    }
-    fn front(&self, _: &SearchReport) -> Result<String> {
-        Err(super::one_plan("torchtitan"))
-    }
-    fn launch(&self, launch: &Launch) -> Result<String> {
+impl Launcher for Torchtitan {
+    const NAME: &'static str = "torchtitan";
+    fn render(&self, launch: &Launch) -> Result<String> {
         render(launch)
     }
 }
