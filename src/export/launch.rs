@@ -163,7 +163,7 @@ impl Launch {
         let wanted = step.global_batch_tokens as f64 / step.seq_len as f64;
         let global_batch = if exact {
             let g = step.global_batch_tokens / step.seq_len;
-            if step.global_batch_tokens % step.seq_len != 0 || g % unit != 0 {
+            if step.global_batch_tokens % step.seq_len != 0 || g == 0 || g % unit != 0 {
                 return Err(Error::invalid(
                     "plan.step.global_batch_tokens",
                     step.global_batch_tokens,
@@ -369,6 +369,20 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("plan.step.global_batch_tokens = 1572864"), "{e}");
+        // A batch of no tokens is no whole number of micro-batches (found by fuzzing: it
+        // divided by zero when the steps were counted).
+        let none = Step {
+            global_batch_tokens: 0,
+            ..step
+        };
+        assert!(Launch::new(
+            preset("70b").unwrap(),
+            1,
+            layout(8, 4, 64, 1),
+            Some(none),
+            8192
+        )
+        .is_err());
         let ok = Step {
             global_batch_tokens: 2 * 8192 * 64 * 4,
             ..step
