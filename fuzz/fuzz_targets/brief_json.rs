@@ -1,9 +1,3 @@
-#![cfg_attr(feature = "libfuzzer", no_main)]
+#![no_main]
 
-#[cfg(feature = "libfuzzer")]
 libfuzzer_sys::fuzz_target!(|data: &[u8]| trainplan_fuzz::brief_json(data));
-
-#[cfg(feature = "afl")]
-fn main() {
-    afl::fuzz!(|data: &[u8]| trainplan_fuzz::brief_json(data));
-}

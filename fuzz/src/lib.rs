@@ -1,10 +1,12 @@
-//! The fuzzed code paths, shared by the libFuzzer (cargo-fuzz) and AFL++ entry points in
-//! `fuzz_targets/`. Each function takes the raw input; input that is not UTF-8 is skipped,
-//! as the CLI reads every file as UTF-8 and errors before parsing. Every parser must return
-//! `Err` for bad input: a panic anywhere below is a finding.
+//! The fuzzed code paths, called by the libFuzzer entry points in `fuzz_targets/`. Each
+//! function takes the raw input; input that is not UTF-8 is skipped, as the CLI reads every
+//! file as UTF-8 and errors before parsing. Every parser must return `Err` for bad input: a
+//! panic anywhere below is a finding.
 
 use std::path::Path;
 
+use arbitrary::{Arbitrary, Unstructured};
+use serde_json::{json, Value};
 use trainplan::brief::BriefPatch;
 use trainplan::export::launch::{Launch, PlanFile};
 use trainplan::export::Format;
@@ -54,6 +56,11 @@ pub fn plan_json(data: &[u8]) {
     };
     let index = u64::from(first % 4) + 1;
     let Some(text) = text(rest) else { return };
+    plan_text(text, index);
+}
+
+/// What `trainplan export --plan FILE --index I` does with the file's text, minus printing.
+fn plan_text(text: &str, index: u64) {
     let Ok(plan) = PlanFile::parse(text, Path::new("plan.json"), index) else {
         return;
     };
@@ -62,11 +69,10 @@ pub fn plan_json(data: &[u8]) {
         return;
     };
     let l = fields.layout;
-    let Some(gpus) = l
-        .tp
-        .checked_mul(l.pp)
-        .and_then(|g| g.checked_mul(l.dp))
-        .filter(|g| (1..=trainplan::brief::limits::GPUS).contains(g))
+    let Some(gpus) =
+        l.tp.checked_mul(l.pp)
+            .and_then(|g| g.checked_mul(l.dp))
+            .filter(|g| (1..=trainplan::brief::limits::GPUS).contains(g))
     else {
         return;
     };
@@ -92,4 +98,189 @@ pub fn plan_json(data: &[u8]) {
 pub fn partial_json(data: &[u8]) {
     let Some(text) = text(data) else { return };
     let _ = serde_json::from_str::<trainplan::shard::Partial>(text);
+}
+
+/// A number as a fuzzer should try it: small, a power of two, near a power of two, or any.
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum Num {
+    Small(u8),
+    Pow2(u8),
+    Pow2Minus1(u8),
+    Any(u64),
+}
+
+impl Num {
+    fn get(self) -> u64 {
+        match self {
+            Num::Small(n) => u64::from(n),
+            Num::Pow2(k) => 1u64 << (k % 64),
+            Num::Pow2Minus1(k) => (1u64 << (k % 64)).wrapping_sub(1),
+            Num::Any(n) => n,
+        }
+    }
+}
+
+#[derive(Arbitrary, Debug)]
+enum Model {
+    Preset(u8),
+    /// `L<layers>-h<hidden>-f<ffn>` and the optional suffixes `model::preset` reads back.
+    Dimensions {
+        layers: Num,
+        hidden: Num,
+        ffn: Num,
+        heads: Option<Num>,
+        head_dim: Option<Num>,
+        kv_heads: Option<Num>,
+        vocab: Option<Num>,
+        tied: bool,
+    },
+    Text(String),
+}
+
+impl Model {
+    fn name(&self) -> String {
+        match self {
+            Model::Preset(i) => ["8b", "70b", "405b", "llama3-8b", "LLAMA3-70B", " 405B "]
+                [usize::from(*i) % 6]
+                .to_string(),
+            Model::Dimensions {
+                layers,
+                hidden,
+                ffn,
+                heads,
+                head_dim,
+                kv_heads,
+                vocab,
+                tied,
+            } => {
+                let mut name = format!("L{}-h{}-f{}", layers.get(), hidden.get(), ffn.get());
+                for (tag, n) in [
+                    ("a", heads),
+                    ("d", head_dim),
+                    ("kv", kv_heads),
+                    ("v", vocab),
+                ] {
+                    if let Some(n) = n {
+                        name += &format!("-{tag}{}", n.get());
+                    }
+                }
+                if *tied {
+                    name += "-tied";
+                }
+                name
+            }
+            Model::Text(s) => s.clone(),
+        }
+    }
+}
+
+#[derive(Arbitrary, Debug)]
+struct StepInput {
+    micro_batch: Num,
+    seq_len: Num,
+    recompute: u8,
+    sequence_parallel: bool,
+    interleaved: Option<Num>,
+    global_batch_tokens: Num,
+}
+
+#[derive(Arbitrary, Debug)]
+struct BriefInput {
+    gpus_per_node: Num,
+    seq_len: Num,
+}
+
+#[derive(Arbitrary, Debug)]
+enum Wrap {
+    /// A plan object, as `check --json` writes.
+    Plan,
+    /// Entry 1 to 4 of a search document's `plans`, after empty objects.
+    Plans(u8),
+    /// Entry 1 to 4 of a Pareto file's `front`, after empty objects.
+    Front(u8),
+}
+
+#[derive(Arbitrary, Debug)]
+struct PlanInput {
+    model: Model,
+    params: Option<Num>,
+    tokens: Num,
+    tp: Num,
+    pp: Num,
+    dp: Num,
+    zero: u8,
+    pass: Option<bool>,
+    step: Option<StepInput>,
+    brief: Option<BriefInput>,
+    wrap: Wrap,
+}
+
+/// Target 6 (structure-aware companion of [`plan_json`]): the fuzzer's bytes pick the plan's
+/// values — model name, tokens, layout, step, brief — which are written as a well-formed plan,
+/// search or Pareto JSON and sent down the same path as `plan_json`, so the mutations explore
+/// values rather than JSON syntax.
+pub fn plan_struct(data: &[u8]) {
+    let Ok(input) = PlanInput::arbitrary_take_rest(Unstructured::new(data)) else {
+        return;
+    };
+    let mut plan = json!({
+        "model": input.model.name(),
+        "tokens": input.tokens.get(),
+        "layout": {
+            "tp": input.tp.get(),
+            "pp": input.pp.get(),
+            "dp": input.dp.get(),
+            "zero": input.zero % 5,
+        },
+    });
+    if let Some(n) = input.params {
+        plan["params"] = json!(n.get());
+    }
+    if let Some(pass) = input.pass {
+        plan["pass"] = json!(pass);
+    }
+    if let Some(s) = &input.step {
+        let recompute = ["none", "selective", "full"][usize::from(s.recompute % 3)];
+        let schedule = match s.interleaved {
+            Some(v) => format!("interleaved:{}", v.get()),
+            None => "1f1b".into(),
+        };
+        plan["step"] = json!({
+            "micro_batch": s.micro_batch.get(),
+            "seq_len": s.seq_len.get(),
+            "recompute": recompute,
+            "sequence_parallel": s.sequence_parallel,
+            "schedule": schedule,
+            "global_batch_tokens": s.global_batch_tokens.get(),
+        });
+    }
+    let brief = input.brief.as_ref().map(|b| {
+        let brief = Brief {
+            gpus_per_node: b.gpus_per_node.get(),
+            seq_len: b.seq_len.get(),
+            ..Brief::default()
+        };
+        serde_json::to_value(brief).unwrap_or(Value::Null)
+    });
+    let (doc, index) = match input.wrap {
+        Wrap::Plan => (plan, 1),
+        Wrap::Plans(i) | Wrap::Front(i) => {
+            let i = usize::from(i % 4);
+            let mut list = vec![json!({}); i];
+            list.push(plan);
+            let key = if matches!(input.wrap, Wrap::Plans(_)) {
+                "plans"
+            } else {
+                "front"
+            };
+            let mut map = serde_json::Map::new();
+            map.insert(key.into(), Value::Array(list));
+            (Value::Object(map), i as u64 + 1)
+        }
+    };
+    let mut doc = doc;
+    if let (Some(brief), Some(map)) = (brief, doc.as_object_mut()) {
+        map.insert("brief".into(), brief);
+    }
+    plan_text(&doc.to_string(), index);
 }
