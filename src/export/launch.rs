@@ -244,6 +244,15 @@ impl Launch {
         self.layout.zero
     }
 
+    /// The top of a launcher file, as `#` comments: the plan it came from and the notes.
+    pub fn header(&self) -> String {
+        let mut out = format!("# trainplan: {}\n", self.summary());
+        for note in &self.notes {
+            out.push_str(&format!("# note: {note}\n"));
+        }
+        out
+    }
+
     /// One line for the top of a launcher file: the plan it came from.
     pub fn summary(&self) -> String {
         let l = &self.layout;

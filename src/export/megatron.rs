@@ -152,11 +152,7 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
 /// The arguments as a bash array with the plan and what the user must add in comments.
 pub fn render(l: &Launch) -> Result<String> {
     let args = arguments(l)?;
-    let mut out = String::new();
-    let _ = writeln!(out, "# trainplan: {}", l.summary());
-    for note in &l.notes {
-        let _ = writeln!(out, "# note: {note}");
-    }
+    let mut out = l.header();
     let _ = writeln!(
         out,
         "# Megatron-LM pretrain_gpt.py arguments (names from megatron/training/arguments.py, main @ 000c4ac)."

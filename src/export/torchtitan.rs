@@ -39,11 +39,7 @@ fn flavor(l: &Launch) -> Option<&'static str> {
 /// The job configuration as TOML.
 pub fn render(l: &Launch) -> Result<String> {
     let (s, step, layout) = (&l.shape, &l.step, &l.layout);
-    let mut out = String::new();
-    let _ = writeln!(out, "# trainplan: {}", l.summary());
-    for note in &l.notes {
-        let _ = writeln!(out, "# note: {note}");
-    }
+    let mut out = l.header();
     let _ = writeln!(
         out,
         "# torchtitan job config (keys from torchtitan/config/job_config.py, torchtitan 0.2.2)."
