@@ -1205,10 +1205,7 @@ impl SearchArgs {
         let named = self.models.iter().map(|name| model::preset(name));
         let configs = self.model_config.iter().map(|path| hf::read(path));
         for shape in named.chain(configs).chain(adhoc.map(Ok)) {
-            let shape = shape?;
-            if !shapes.iter().any(|s| s.same_dimensions(&shape)) {
-                shapes.push(shape);
-            }
+            Shape::push_new(&mut shapes, shape?);
         }
         let family = match self.family.family()? {
             Some(family) => Some(family),
@@ -1219,9 +1216,11 @@ impl SearchArgs {
                 .transpose()?,
         };
         if let Some(family) = family {
-            // A family shape with a preset's dimensions is the preset: searched once.
+            // A family shape with a named shape's dimensions is that shape: searched once. The
+            // family's own shapes are distinct, so only the few named ones are compared.
+            let named = shapes.len();
             for shape in family.shapes()? {
-                if !shapes.iter().any(|s| s.same_dimensions(&shape)) {
+                if !shapes[..named].iter().any(|s| s.same_dimensions(&shape)) {
                     shapes.push(shape);
                 }
             }

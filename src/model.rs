@@ -291,6 +291,14 @@ impl Shape {
         dimensions(self) == dimensions(other)
     }
 
+    /// Appends `shape` to `shapes` unless one of them has its dimensions already (the first
+    /// name given wins).
+    pub fn push_new(shapes: &mut Vec<Shape>, shape: Shape) {
+        if !shapes.iter().any(|s| s.same_dimensions(&shape)) {
+            shapes.push(shape);
+        }
+    }
+
     /// Head dimension d.
     pub fn head_dim(&self) -> u64 {
         self.head_dim

@@ -183,10 +183,7 @@ pub fn api_search(body: &[u8]) -> Result<String> {
         shapes = model::presets();
     }
     for name in &request.models {
-        let shape = model::preset(name)?;
-        if !shapes.iter().any(|s| s.same_dimensions(&shape)) {
-            shapes.push(shape);
-        }
+        Shape::push_new(&mut shapes, model::preset(name)?);
     }
     let top = request.top.unwrap_or(10);
     if !(1..=MAX_TOP).contains(&top) {
