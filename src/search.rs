@@ -701,19 +701,23 @@ fn search_in_blocks(
                         days: days_of(c),
                         memory: gb(c.bytes),
                     };
-                    let mut best = if options.rank == Rank::Memory {
-                        let fits = fit.by_memory.iter().filter(|c| days_fit(brief, days_of(c)));
-                        Either::Left(fits.take(top).map(candidate))
-                    } else {
-                        Either::Right(fit.by_pace[..passing].iter().take(top).map(candidate))
-                    };
-                    let first_best = best.next();
-                    if let Some(c) = first_best {
-                        found.top.push(c);
+                    // Under --exact the ranking and each shape's best come from the windows
+                    // below; only the grid's front and count are wanted from this loop.
+                    if !options.exact {
+                        let mut best = if options.rank == Rank::Memory {
+                            let fits = fit.by_memory.iter().filter(|c| days_fit(brief, days_of(c)));
+                            Either::Left(fits.take(top).map(candidate))
+                        } else {
+                            Either::Right(fit.by_pace[..passing].iter().take(top).map(candidate))
+                        };
+                        let first_best = best.next();
+                        if let Some(c) = first_best {
+                            found.top.push(c);
+                        }
+                        best.for_each(|c| found.top.push(c));
+                        let local = s - block.start;
+                        found.best[local] = better(options.rank, found.best[local], first_best);
                     }
-                    best.for_each(|c| found.top.push(c));
-                    let local = s - block.start;
-                    found.best[local] = better(options.rank, found.best[local], first_best);
                     found.front.insert(candidate(&fit.by_pace[0]));
                     found.passing += passing as u64;
                 }
