@@ -239,18 +239,16 @@ impl Family {
                 "a head dimension, FFN multiple, KV heads and vocabulary ≥ 1",
             ));
         }
+        // Within MAX_LAYERS and MAX_HIDDEN (checked above), layers and heads fit in 32 bits.
         let mut shapes: Vec<Shape> = Vec::new();
         for &l in &layers {
-            if l > f64::from(u32::MAX) {
-                return Err(Error::invalid("--layers", l, "at most 4294967295"));
-            }
             for &h in &hidden {
                 let h = h as u64;
                 if h % self.head_dim != 0 {
                     continue;
                 }
                 let heads = h / self.head_dim;
-                if heads > u64::from(u32::MAX) || heads % u64::from(self.kv_heads) != 0 {
+                if heads % u64::from(self.kv_heads) != 0 {
                     continue;
                 }
                 for &r in &ratios {

@@ -245,10 +245,8 @@ impl Chain for RunChain<'_> {
     fn tokens(&self) -> (u64, u64) {
         (self.run.first.tokens, self.run.last_tokens)
     }
-    /// As [`crate::plan::loss`].
     fn loss(&self, tokens: u64) -> f64 {
-        let n = self.run.shape.params() as f64;
-        self.brief.loss_law.loss(n, tokens as f64)
+        crate::plan::loss(self.brief, &self.run.shape, tokens)
     }
     /// As the search's windows.
     fn days(&self, tokens: u64) -> f64 {
@@ -310,7 +308,7 @@ fn merge_exact(brief: &Brief, fronts: &[PartialFront]) -> Result<FrontRuns> {
         tie_break(&chains[a].candidate(ta), &chains[b].candidate(tb))
     };
     let front = exact_front(&chains, tie, MAX_FRONT_RUNS);
-    let mut complete = front.complete && cut.is_none();
+    let complete = front.complete && cut.is_none();
     let mut runs: Vec<Segment> = Vec::with_capacity(front.runs.len());
     for mut seg in front.runs {
         let chain = &chains[seg.chain];
@@ -325,9 +323,6 @@ fn merge_exact(brief: &Brief, fronts: &[PartialFront]) -> Result<FrontRuns> {
             }
         }
         runs.push(seg);
-    }
-    if cut.is_some() {
-        complete = false;
     }
     let grade = |chain: &RunChain, tokens: u64| -> Result<Plan> {
         let design = Design {

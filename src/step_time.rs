@@ -40,6 +40,7 @@ use crate::efficiency::EfficiencyCurve;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::memory::detailed::{stage_layers, stage_params, Detailed};
+use crate::memory::plate::shard;
 use crate::memory::MemoryModel;
 use crate::model::Shape;
 use crate::reliability::Outage;
@@ -120,6 +121,13 @@ pub struct Breakdown {
     pub optimizer: f64,
 }
 
+impl Breakdown {
+    /// The step's seconds: the sum of its parts.
+    pub fn total(&self) -> f64 {
+        self.compute + self.tp_comm + self.pp_comm + self.dp_comm + self.bubble + self.optimizer
+    }
+}
+
 /// A step's time and what follows from it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepTime {
@@ -148,7 +156,7 @@ pub fn model_flops_per_token(shape: &Shape, seq_len: u64) -> f64 {
 
 /// Forward FLOPs per token of one layer on one TP rank: `(2·P_matrices + 2·s·a·d) / t`
 /// (`a·d = h` for Llama); the first term the matrices, the second causal attention.
-pub fn layer_forward_flops(shape: &Shape, tp: u64, seq_len: u64) -> (f64, f64) {
+fn layer_forward_flops(shape: &Shape, tp: u64, seq_len: u64) -> (f64, f64) {
     let width = shape.attention_width() as f64;
     let matrices = 2.0 * shape.layer_matrix_params() as f64 / tp as f64;
     let attention = 2.0 * seq_len as f64 * width / tp as f64;
@@ -267,11 +275,7 @@ pub fn step_time(
         _ => m_f * (exposed(gather, hide_forward) + exposed(gather + reduce, hide_backward)),
     };
 
-    let updated = if layout.zero.shards_optimizer() {
-        psi / dp as f64
-    } else {
-        psi
-    };
+    let updated = shard(psi, layout.zero.shards_optimizer(), dp);
     let optimizer = updated * OPTIMIZER_BYTES_MOVED
         / (brief.topology.hbm_gbps * 1e9 * OPTIMIZER_HBM_EFFICIENCY);
 
@@ -283,12 +287,7 @@ pub fn step_time(
         bubble: (pp - 1) as f64 / chunks * per_micro_batch,
         optimizer,
     };
-    let step_seconds = breakdown.compute
-        + breakdown.tp_comm
-        + breakdown.pp_comm
-        + breakdown.dp_comm
-        + breakdown.bubble
-        + breakdown.optimizer;
+    let step_seconds = breakdown.total();
     let tokens_per_second = step.global_batch_tokens as f64 / step_seconds;
     let cluster_peak = brief.gpus as f64 * brief.peak_tflops * FLOPS_PER_TFLOPS;
     let (full_layer, _) = layer_flops(shape, 1, step.seq_len, step.recompute);
