@@ -40,7 +40,7 @@ pub fn check(brief: &Brief, design: &Design) -> Result<CheckReport> {
         let run = design
             .time
             .run_time(brief, design.shape, &design.layout, &design.memory, 1)?;
-        let pace = run.map_or(Pace::Plate, |r| Pace::PerToken(r.days_per_token));
+        let pace = Pace::from_days_per_token(run.map(|r| r.days_per_token));
         fixes.extend(token_fixes(brief, design.shape, &plan, pace));
     }
     Ok(CheckReport {
