@@ -15,7 +15,7 @@ use trainplan::memory::detailed::Options;
 use trainplan::model::{preset, presets};
 use trainplan::plan::{evaluate, Design};
 use trainplan::progress::Silent;
-use trainplan::search::{search, MemorySpace, SearchOptions, TokenGrid};
+use trainplan::search::{search, search_all, MemorySpace, SearchOptions, TokenGrid};
 use trainplan::step::{Schedule, Step};
 use trainplan::step_time::{TimeModel, TimeOptions};
 use trainplan::verdict::{plate_lightest, verdict, Pace};
@@ -182,6 +182,36 @@ fn exact_search(c: &mut Criterion) {
     g.finish();
 }
 
+/// `search --all` as CSV: every passing plan collected, sorted and written, against the same
+/// plans made one at a time by the merge of each configuration's grid interval and streamed.
+fn all_plans(c: &mut Criterion) {
+    let brief = Brief::default();
+    let shapes = presets();
+    let options = SearchOptions {
+        top: None,
+        ..SearchOptions::default()
+    };
+    let passing = search(&brief, &shapes, &options, &Silent).passing;
+    let mut g = c.benchmark_group("all");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(passing));
+    let csv = Format::Csv.exporter();
+    g.bench_function("every passing plan, collected then written (CSV)", |b| {
+        b.iter(|| {
+            let r = search(black_box(&brief), &shapes, &options, &Silent);
+            csv.write_search(&r, &r.plans.as_slice(), &mut std::io::sink())
+                .unwrap()
+        })
+    });
+    g.bench_function("every passing plan, streamed (CSV)", |b| {
+        b.iter(|| {
+            let (r, all) = search_all(black_box(&brief), &shapes, &options, &Silent);
+            csv.write_search(&r, &all, &mut std::io::sink()).unwrap()
+        })
+    });
+    g.finish();
+}
+
 /// Reading a Hugging Face config, the plots, and the exporters of issue 5's ecosystem.
 fn ecosystem(c: &mut Criterion) {
     let mut g = c.benchmark_group("ecosystem");
@@ -231,6 +261,7 @@ criterion_group!(
     detailed_search,
     family_search,
     exact_search,
+    all_plans,
     ecosystem
 );
 criterion_main!(benches);

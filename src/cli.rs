@@ -1164,7 +1164,8 @@ pub struct SearchArgs {
     /// How many plans to list.
     #[arg(long, value_name = "K", default_value = "10", value_parser = parse_whole)]
     pub top: u64,
-    /// List every passing plan instead of the top K.
+    /// List every passing plan instead of the top K, written as each is made in ranking
+    /// order (memory does not grow with them).
     #[arg(long, conflicts_with = "top")]
     pub all: bool,
     /// Rank over every whole token count in each shape's exact window rather than over the

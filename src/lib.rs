@@ -36,6 +36,7 @@ pub mod hf;
 pub mod layout;
 pub mod memory;
 pub mod model;
+mod ordered;
 pub mod output;
 pub mod pareto;
 pub mod plan;

@@ -25,7 +25,7 @@ use trainplan::layout::Layout;
 use trainplan::output::{emit, same_file, write_atomic};
 use trainplan::plan::Design;
 use trainplan::progress::Progress;
-use trainplan::search::{search, SearchReport};
+use trainplan::search::{search, search_all, Ranked, SearchReport};
 use trainplan::shard::{fingerprint, merge, Partial, Shard};
 use trainplan::{hf, model, plot, serve};
 
@@ -335,8 +335,13 @@ fn run_search(args: &SearchArgs, quiet: bool) -> Result<bool> {
         // A shard that ran has done its job, whether or not its shapes pass.
         return Ok(true);
     }
+    if options.top.is_none() {
+        // Every passing plan, made one at a time as it is written, never all held.
+        let (report, all) = pool.install(|| search_all(&brief, &shapes, &options, progress));
+        return pool.install(|| write_report(&args.output, &report, &all, quiet));
+    }
     let report = pool.install(|| search(&brief, &shapes, &options, progress));
-    write_report(&args.output, &report, quiet)
+    write_report(&args.output, &report, &report.plans.as_slice(), quiet)
 }
 
 fn run_merge(args: &MergeArgs, quiet: bool) -> Result<bool> {
@@ -351,7 +356,7 @@ fn run_merge(args: &MergeArgs, quiet: bool) -> Result<bool> {
         p.brief.validate()?;
     }
     let report = merge(partials)?;
-    write_report(&args.output, &report, quiet)
+    write_report(&args.output, &report, &report.plans.as_slice(), quiet)
 }
 
 /// Refuses output options that clash: the front and the JSON both on stdout, or the front
@@ -394,25 +399,58 @@ fn refuse_overwrite(flag: &str, path: &Path, inputs: &[&Path]) -> Result<()> {
     Ok(())
 }
 
-/// Writes a search's report (text or JSON) and its Pareto front as asked; true when some
-/// plan passes.
-fn write_report(out: &OutputArgs, report: &SearchReport, quiet: bool) -> Result<bool> {
-    let summary = out.format().exporter().search(report)?;
+/// Writes a search's report and its Pareto front as asked, the report's `plans` walked as they
+/// are written; true when some plan passes. The files are written first, each whole; the report
+/// then streams to stdout (or to stderr when the front goes to stdout).
+fn write_report(
+    out: &OutputArgs,
+    report: &SearchReport,
+    plans: &dyn Ranked,
+    quiet: bool,
+) -> Result<bool> {
+    let exporter = out.format().exporter();
     if let Some(path) = &out.plot {
         write_atomic(path, plot::loss_days(report)?.as_bytes())?;
     }
+    let pass = report.passing > 0;
     if let Some(path) = &out.pareto {
         let front = out.pareto_format.format().exporter().front(report)?;
         if path.as_path() == Path::new("-") {
             // The front alone on stdout, so it can be piped; the summary to stderr.
             if !quiet {
-                let _ = io::stderr().lock().write_all(summary.as_bytes());
+                let mut stderr = io::BufWriter::new(io::stderr().lock());
+                // A summary that cannot reach the terminal does not stop the front.
+                match exporter.write_search(report, plans, &mut stderr) {
+                    Err(Error::Io { .. }) | Ok(()) => {}
+                    Err(e) => return Err(e),
+                }
+                let _ = stderr.flush();
             }
             print(&front)?;
-            return Ok(report.passing > 0);
+            return Ok(pass);
         }
         write_atomic(path, front.as_bytes())?;
     }
-    print(&summary)?;
-    Ok(report.passing > 0)
+    let mut stdout = io::BufWriter::new(io::stdout().lock());
+    let summary = exporter.write_search(report, plans, &mut stdout);
+    quietly_closed(summary.and_then(|()| flushed(&mut stdout)))?;
+    Ok(pass)
+}
+
+/// Flushes a report's buffered writer.
+fn flushed(out: &mut impl Write) -> Result<()> {
+    out.flush().map_err(|source| Error::Io {
+        action: "write",
+        path: "<stdout>".into(),
+        source,
+    })
+}
+
+/// A write to a reader that has gone away (`trainplan search --all | head`) ends the output
+/// quietly: not an error.
+fn quietly_closed(result: Result<()>) -> Result<()> {
+    match result {
+        Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
 }

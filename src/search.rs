@@ -11,6 +11,10 @@
 //! This is the only parallel code; the caller chooses the rayon pool it runs on. Each worker keeps its own top-K list and Pareto front;
 //! they are merged at the end. Both are canonical under a total order, so the result is the
 //! same, byte for byte, at any thread count.
+//!
+//! Every passing plan (`--all`) is not collected: [`search_all`] returns [`AllPlans`], which
+//! makes them one at a time in ranking order from each configuration's interval of passing
+//! grid counts (`src/ordered.rs`), so memory does not grow with them.
 
 use itertools::{iproduct, Either, Itertools};
 use rayon::prelude::*;
@@ -21,6 +25,7 @@ use crate::layout::{layouts, Layout};
 use crate::memory::detailed::{Detailed, Options};
 use crate::memory::MemoryModel;
 use crate::model::Shape;
+use crate::ordered::{Line, Merge};
 use crate::pareto::{exact_front, last_on_front, Chain, Front};
 use crate::plan::{days_fit, evaluate, loss, loss_meets, memory_fits, Design, Plan};
 use crate::progress::Progress;
@@ -316,6 +321,25 @@ pub struct SearchReport {
     pub passing: u64,
 }
 
+/// The ranked plans of a search, walked best first as often as a report needs (the text
+/// report walks them twice: once to size its columns, once to print them).
+pub trait Ranked {
+    /// How many plans there are.
+    fn count(&self) -> u64;
+    /// The plans, best first.
+    fn walk(&self) -> Box<dyn Iterator<Item = Plan> + '_>;
+}
+
+/// Plans held in a list, as a report holds its top K.
+impl Ranked for &[Plan] {
+    fn count(&self) -> u64 {
+        self.len() as u64
+    }
+    fn walk(&self) -> Box<dyn Iterator<Item = Plan> + '_> {
+        Box::new(self.iter().cloned())
+    }
+}
+
 /// A run of the exact Pareto front: plans of one shape and configuration at consecutive token
 /// counts, every one on the front (but for counts whose loss or days `f64` rounds to a
 /// neighbour's, see [`crate::pareto::Segment`]).
@@ -469,94 +493,176 @@ fn grid_range(grid: &TokenGrid, [lo, hi]: [u64; 2]) -> std::ops::Range<u64> {
     first..end.max(first)
 }
 
-/// One window's plans in ranking order: its tokens from `next` towards `last` (down for the
-/// loss and memory rankings, up for days).
-struct Stream {
-    window: usize,
-    next: u64,
-    last: u64,
-}
-
-/// A stream's current plan, ordered for a max-heap so the best plan comes out first.
-struct Head {
-    rank: Rank,
-    candidate: Candidate,
-    stream: usize,
-}
-
-impl PartialEq for Head {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other).is_eq()
+impl Line for Window<'_> {
+    fn span(&self) -> (u64, u64) {
+        self.tokens
     }
-}
-impl Eq for Head {}
-impl PartialOrd for Head {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Head {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.rank.compare(&other.candidate, &self.candidate)
+    fn at(&self, tokens: u64) -> Candidate {
+        self.candidate(tokens)
     }
 }
 
 /// The best `top` plans over every whole token count in the shapes' windows, exactly: each
 /// fitting configuration's passing tokens form an interval (the fewest that reach the loss to
 /// the most its pace allows), along which every ranking is monotone, so a merge of the
-/// intervals in ranking order yields the best plans one by one. Also each shape's best.
+/// intervals in ranking order ([`Merge`]) yields the best plans one by one. Also each shape's
+/// best.
 fn exact_top(
     windows: &[Window],
     rank: Rank,
     top: usize,
     shapes: std::ops::Range<usize>,
 ) -> (Vec<Candidate>, Vec<Option<Candidate>>) {
-    let mut streams: Vec<Stream> = windows
-        .iter()
-        .enumerate()
-        .map(|(window, w)| {
-            let (lo, hi) = w.tokens;
-            let (next, last) = if rank == Rank::Days {
-                (lo, hi)
-            } else {
-                (hi, lo)
-            };
-            Stream { window, next, last }
-        })
-        .collect();
-    let at = |st: &Stream, tokens: u64| windows[st.window].candidate(tokens);
+    let merge = Merge::new(windows, rank);
     let mut best: Vec<Option<Candidate>> = vec![None; shapes.len()];
-    let mut heap = std::collections::BinaryHeap::new();
-    for (i, st) in streams.iter().enumerate() {
-        let candidate = at(st, st.next);
-        let local = candidate.shape - shapes.start;
-        best[local] = better(rank, best[local], Some(candidate));
-        heap.push(Head {
-            rank,
-            candidate,
-            stream: i,
-        });
+    for &first in merge.firsts() {
+        let local = first.shape - shapes.start;
+        best[local] = better(rank, best[local], Some(first));
     }
-    let mut out = Vec::new();
-    while out.len() < top {
-        let Some(head) = heap.pop() else { break };
-        out.push(head.candidate);
-        let st = &mut streams[head.stream];
-        if st.next == st.last {
-            continue;
-        }
-        st.next = if st.next < st.last {
-            st.next + 1
+    (merge.take(top).collect(), best)
+}
+
+/// A window's passing counts on a token grid: its positions are the grid's indices.
+struct GridLine<'a> {
+    window: Window<'a>,
+    grid: TokenGrid,
+    span: (u64, u64),
+}
+
+impl Line for GridLine<'_> {
+    fn span(&self) -> (u64, u64) {
+        self.span
+    }
+    fn at(&self, i: u64) -> Candidate {
+        self.window.candidate(self.grid.at(i))
+    }
+}
+
+/// The first index in `range` at which `yes` holds, given that it holds on a suffix of it
+/// (`range.end` when it holds nowhere).
+fn first_where(range: std::ops::Range<u64>, yes: impl Fn(u64) -> bool) -> u64 {
+    let (mut lo, mut hi) = (range.start, range.end);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if yes(mid) {
+            hi = mid;
         } else {
-            st.next - 1
-        };
-        heap.push(Head {
-            rank,
-            candidate: at(st, st.next),
-            stream: head.stream,
-        });
+            lo = mid + 1;
+        }
     }
-    (out, best)
+    lo
+}
+
+/// Every passing plan on a search's grid in ranking order, made one at a time as it is walked
+/// (`search --all`), so memory holds one line for each fitting configuration of each shape
+/// that passes, however many plans pass: a k-way merge (`src/ordered.rs`) of each configuration's
+/// passing grid counts, which form an interval (the loss falls and the days rise with the
+/// tokens). The plans are exactly those, and in the order, that [`search`] with `top: None`
+/// collects and sorts (the property tests compare the two).
+pub struct AllPlans<'a> {
+    brief: &'a Brief,
+    shapes: &'a [Shape],
+    time: &'a TimeModel,
+    rank: Rank,
+    lines: Vec<GridLine<'a>>,
+    count: u64,
+}
+
+impl<'a> AllPlans<'a> {
+    /// Every passing plan of `report`, the grid search of `shapes` under `brief` with
+    /// `options`: each shape's configurations again, on the current rayon pool, and of each
+    /// that fits, the grid counts inside the shape's window at which the loss is met (the
+    /// same for every configuration of the shape) up to the last at which its days fit.
+    pub fn new(
+        brief: &'a Brief,
+        shapes: &'a [Shape],
+        options: &'a SearchOptions,
+        report: &SearchReport,
+    ) -> Self {
+        let grid = options.grid;
+        let lines: Vec<Vec<GridLine>> = shapes
+            .par_iter()
+            .zip(&report.shapes)
+            .enumerate()
+            .map(|(s, (shape, verdict))| {
+                let Some(window) = verdict.token_window else {
+                    return Vec::new();
+                };
+                let range = grid_range(&grid, window);
+                let meets = |i: u64| loss_meets(brief, loss(brief, shape, grid.at(i)));
+                let lo = first_where(range.clone(), meets);
+                if lo == range.end {
+                    return Vec::new();
+                }
+                let n = shape.params() as f64;
+                let days = |c: &Config, i: u64| {
+                    let tokens = grid.at(i);
+                    c.pace.days(time::days(brief, n, tokens as f64), tokens)
+                };
+                configurations(brief, shape, &options.memory, &options.time)
+                    .into_iter()
+                    .filter(|c| memory_fits(brief, c.bytes))
+                    .filter_map(|config| {
+                        let end =
+                            first_where(lo..range.end, |i| !days_fit(brief, days(&config, i)));
+                        (end > lo).then(|| GridLine {
+                            window: Window {
+                                brief,
+                                shape,
+                                index: s,
+                                config,
+                                tokens: (grid.at(lo), grid.at(end - 1)),
+                            },
+                            grid,
+                            span: (lo, end - 1),
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
+        let lines: Vec<GridLine> = lines.into_iter().flatten().collect();
+        let count = lines.iter().map(|l| l.span.1 - l.span.0 + 1).sum();
+        AllPlans {
+            brief,
+            shapes,
+            time: &options.time,
+            rank: options.rank,
+            lines,
+            count,
+        }
+    }
+}
+
+impl Ranked for AllPlans<'_> {
+    fn count(&self) -> u64 {
+        self.count
+    }
+    fn walk(&self) -> Box<dyn Iterator<Item = Plan> + '_> {
+        let merge = Merge::new(&self.lines, self.rank);
+        Box::new(merge.map(|c| grade(self.brief, self.shapes, self.time, &c)))
+    }
+}
+
+/// [`search`] on the grid for every passing plan, without holding them: the report (its
+/// `plans` empty, everything else as [`search`] gives it) and the plans, made one at a time in
+/// ranking order whenever they are walked. `options.top` and `options.exact` are not used.
+pub fn search_all<'a>(
+    brief: &'a Brief,
+    shapes: &'a [Shape],
+    options: &'a SearchOptions,
+    progress: &dyn Progress,
+) -> (SearchReport, AllPlans<'a>) {
+    // The best plan of each shape, the front and the counts do not depend on K.
+    let one = SearchOptions {
+        top: Some(1),
+        exact: false,
+        ..options.clone()
+    };
+    let mut report = search(brief, shapes, &one, progress);
+    report.plans.clear();
+    let all = AllPlans::new(brief, shapes, options, &report);
+    debug_assert_eq!(all.count, report.passing);
+    (report, all)
 }
 
 /// Shapes searched at a time: the configurations of one block are held at once.
@@ -620,6 +726,20 @@ fn window_work(
             })
         })
         .collect()
+}
+
+/// The full plan of a passing candidate, graded again by [`evaluate`].
+fn grade(brief: &Brief, shapes: &[Shape], time: &TimeModel, c: &Candidate) -> Plan {
+    let design = Design {
+        shape: &shapes[c.shape],
+        tokens: c.tokens,
+        layout: c.layout,
+        memory: c.model,
+        time,
+    };
+    let plan = evaluate(brief, &design).expect("configurations() kept only valid steps");
+    debug_assert!(plan.pass && plan.loss == c.loss && plan.days == c.days);
+    plan
 }
 
 /// Searches every shape in `shapes` under `brief` (which must be valid) on the current rayon
@@ -747,18 +867,7 @@ fn search_in_blocks(
     }
     progress.finish();
 
-    let grade = |c: &Candidate| {
-        let design = Design {
-            shape: &shapes[c.shape],
-            tokens: c.tokens,
-            layout: c.layout,
-            memory: c.model,
-            time: &options.time,
-        };
-        let plan = evaluate(brief, &design).expect("configurations() kept only valid steps");
-        debug_assert!(plan.pass && plan.loss == c.loss && plan.days == c.days);
-        plan
-    };
+    let grade = |c: &Candidate| grade(brief, shapes, &options.time, c);
     let budget_flops = brief.budget_flops();
     let plans = if options.exact {
         exact.into_sorted()
@@ -874,6 +983,59 @@ mod tests {
         };
         assert_eq!(runs(&both), runs(&alone));
         assert_eq!(runs(&both).len(), 1);
+    }
+
+    /// Llama 3 8B on 2^20 GPUs for a year at a 2.0 loss target passes near 10^15 tokens and
+    /// beyond, where `f64` rounds runs of neighbouring token counts to one loss.
+    fn plateau_brief() -> Brief {
+        Brief {
+            gpus: 1 << 20,
+            max_days: 365.0,
+            loss_target: 2.0,
+            ..Brief::default()
+        }
+    }
+
+    #[test]
+    fn every_passing_plan_streams_in_order_across_loss_plateaus() {
+        let b = plateau_brief();
+        let shapes = vec![crate::model::preset("8b").unwrap()];
+        let first = 1_000_000_000_000_000;
+        // The grid has plateaus: neighbouring counts with the same loss.
+        let l = |t: u64| loss(&b, &shapes[0], t);
+        assert!((first..first + 300).any(|t| l(t) == l(t + 1)));
+        for rank in [Rank::Loss, Rank::Days, Rank::Memory] {
+            let options = SearchOptions {
+                grid: TokenGrid::new(first, first + 300, 1).unwrap(),
+                rank,
+                top: None,
+                ..SearchOptions::default()
+            };
+            let collected = search(&b, &shapes, &options, &Silent);
+            let (_, all) = search_all(&b, &shapes, &options, &Silent);
+            assert!(collected.passing > 1000);
+            assert_eq!(all.walk().collect::<Vec<_>>(), collected.plans, "{rank:?}");
+        }
+    }
+
+    #[test]
+    fn an_exact_ranking_by_loss_takes_a_loss_plateau_fewest_days_first() {
+        // The best loss is held by a run of counts; the best plan is the run's first (fewest
+        // tokens, so fewest days), and the plans after it follow the run upwards.
+        let b = plateau_brief();
+        let shapes = vec![crate::model::preset("8b").unwrap()];
+        let options = SearchOptions {
+            exact: true,
+            top: Some(5),
+            ..SearchOptions::default()
+        };
+        let r = search(&b, &shapes, &options, &Silent);
+        let best = &r.plans[0];
+        assert!(loss(&b, &shapes[0], best.tokens - 1) > best.loss);
+        for pair in r.plans.windows(2) {
+            assert_eq!(pair[1].loss, best.loss);
+            assert!(pair[1].tokens == pair[0].tokens + 1 && pair[1].days >= pair[0].days);
+        }
     }
 
     #[test]

@@ -16,7 +16,7 @@ use trainplan::progress::Silent;
 use trainplan::rank::Rank;
 use trainplan::search::Config;
 use trainplan::search::{
-    configurations, search, MemorySpace, SearchOptions, SearchReport, TokenGrid,
+    configurations, search, search_all, MemorySpace, Ranked, SearchOptions, SearchReport, TokenGrid,
 };
 use trainplan::step::{Schedule, Step};
 use trainplan::step_time::{TimeModel, TimeOptions};
@@ -322,6 +322,35 @@ proptest! {
         let got: Vec<Plan> = report.plans;
         let want: Vec<Plan> = expected.into_iter().map(|(_, p)| p).collect();
         prop_assert_eq!(got, want);
+    }
+
+    #[test]
+    fn every_passing_plan_streams_in_the_order_of_the_collected_list(
+        (brief, shapes, grid, space, time) in problem(), rank in rank(), threads in 1usize..4,
+    ) {
+        // `--all` makes its plans one at a time from each configuration's grid interval; they
+        // must be the plans, in the order, that the search collects and sorts, and every
+        // report format must come out byte for byte the same.
+        let options = SearchOptions {
+            grid,
+            rank,
+            top: None,
+            memory: space.clone(),
+            time: time.clone(),
+            exact: false,
+        };
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let collected = search(&brief, &shapes, &options, &Silent);
+        let (report, all) = pool.install(|| search_all(&brief, &shapes, &options, &Silent));
+        prop_assert_eq!(all.count(), collected.passing);
+        prop_assert_eq!(all.walk().collect::<Vec<Plan>>(), collected.plans.clone());
+        prop_assert!(report.plans.is_empty());
+        for format in [Format::Text, Format::Json, Format::Csv, Format::Markdown] {
+            let mut streamed = Vec::new();
+            format.exporter().write_search(&report, &all, &mut streamed).unwrap();
+            let whole = format.exporter().search(&collected).unwrap();
+            prop_assert_eq!(String::from_utf8(streamed).unwrap(), whole, "{:?}", format);
+        }
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! The columns of a table of plans, shared by the CSV and Markdown exporters: one row a plan,
-//! the step's columns only when some plan has a step, the derived MFU only when some plan has
-//! one.
+//! the step's columns only when the plans have steps, the derived MFU only when they have one.
 
 use crate::plan::Plan;
+use crate::search::Ranked;
 
 /// A cell: its exact value for programs (CSV) and a rounded one for people (Markdown).
 pub struct Cell {
@@ -39,61 +39,78 @@ fn real(x: f64, decimals: usize) -> Cell {
     }
 }
 
-/// The header and the rows of `plans`.
-pub fn table(plans: &[Plan]) -> (Vec<&'static str>, Vec<Vec<Cell>>) {
-    let steps = plans.iter().any(|p| p.step.is_some());
-    let mfu = plans.iter().any(|p| p.mfu.is_some());
-    let mut header = vec![
-        "rank", "model", "params", "tokens", "tp", "pp", "dp", "zero",
-    ];
-    if steps {
-        header.extend([
-            "micro_batch",
-            "recompute",
-            "sequence_parallel",
-            "schedule",
-            "global_batch_tokens",
-        ]);
+/// Which columns a table of plans has.
+pub struct Columns {
+    /// The training step's columns.
+    steps: bool,
+    /// The derived MFU.
+    mfu: bool,
+}
+
+impl Columns {
+    /// The columns of `plans`: the step's when the plans have training steps, the MFU when
+    /// they have one. Every plan of one search or front has the same (the memory and time
+    /// models are the search's), so the first decides.
+    pub fn of(plans: &dyn Ranked) -> Columns {
+        let first = plans.walk().next();
+        Columns {
+            steps: first.as_ref().is_some_and(|p| p.step.is_some()),
+            mfu: first.as_ref().is_some_and(|p| p.mfu.is_some()),
+        }
     }
-    header.extend(["memory_gb", "days"]);
-    if mfu {
-        header.push("mfu");
+
+    /// The header.
+    pub fn header(&self) -> Vec<&'static str> {
+        let mut header = vec![
+            "rank", "model", "params", "tokens", "tp", "pp", "dp", "zero",
+        ];
+        if self.steps {
+            header.extend([
+                "micro_batch",
+                "recompute",
+                "sequence_parallel",
+                "schedule",
+                "global_batch_tokens",
+            ]);
+        }
+        header.extend(["memory_gb", "days"]);
+        if self.mfu {
+            header.push("mfu");
+        }
+        header.extend(["loss", "pass"]);
+        header
     }
-    header.extend(["loss", "pass"]);
-    let rows = plans
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let l = &p.layout;
-            let mut row = vec![
-                whole(i as u64 + 1),
-                text(p.model.as_str()),
-                whole(p.params),
-                whole(p.tokens),
-                whole(l.tp),
-                whole(l.pp),
-                whole(l.dp),
-                whole(u64::from(l.zero.get())),
-            ];
-            if steps {
-                match &p.step {
-                    Some(s) => row.extend([
-                        whole(s.micro_batch),
-                        text(s.recompute.name()),
-                        text(if s.sequence_parallel { "on" } else { "off" }),
-                        text(s.schedule.to_string()),
-                        whole(s.global_batch_tokens),
-                    ]),
-                    None => row.extend((0..5).map(|_| text(""))),
-                }
+
+    /// The row of plan `p`, ranked `rank`.
+    pub fn row(&self, rank: u64, p: &Plan) -> Vec<Cell> {
+        let l = &p.layout;
+        let mut row = vec![
+            whole(rank),
+            text(p.model.as_str()),
+            whole(p.params),
+            whole(p.tokens),
+            whole(l.tp),
+            whole(l.pp),
+            whole(l.dp),
+            whole(u64::from(l.zero.get())),
+        ];
+        if self.steps {
+            match &p.step {
+                Some(s) => row.extend([
+                    whole(s.micro_batch),
+                    text(s.recompute.name()),
+                    text(if s.sequence_parallel { "on" } else { "off" }),
+                    text(s.schedule.to_string()),
+                    whole(s.global_batch_tokens),
+                ]),
+                None => row.extend((0..5).map(|_| text(""))),
             }
-            row.extend([real(p.memory_gb.total, 2), real(p.days, 3)]);
-            if mfu {
-                row.push(p.mfu.map_or_else(|| text(""), |m| real(m, 3)));
-            }
-            row.extend([real(p.loss, 5), text(if p.pass { "PASS" } else { "FAIL" })]);
-            row
-        })
-        .collect();
-    (header, rows)
+        }
+        row.extend([real(p.memory_gb.total, 2), real(p.days, 3)]);
+        if self.mfu {
+            row.push(p.mfu.map_or_else(|| text(""), |m| real(m, 3)));
+        }
+        row.extend([real(p.loss, 5), text(if p.pass { "PASS" } else { "FAIL" })]);
+        row
+    }
 }

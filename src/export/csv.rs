@@ -1,12 +1,14 @@
 //! CSV (RFC 4180): a table of plans with every digit, for spreadsheets and dataframes.
 
-use super::columns::table;
+use std::io;
+
+use super::columns::Columns;
 use super::launch::Launch;
 use super::Exporter;
 use crate::check::CheckReport;
 use crate::error::Result;
 use crate::plan::Plan;
-use crate::search::SearchReport;
+use crate::search::{Ranked, SearchReport};
 
 /// Comma-separated values, a header line then one line a plan.
 #[derive(Debug, Clone, Copy, Default)]
@@ -21,24 +23,41 @@ fn field(s: &str) -> String {
     }
 }
 
-/// The plans as CSV, lines ended by CRLF as RFC 4180 asks.
+/// One line of cells, ended by CRLF as RFC 4180 asks.
+fn line<'a>(cells: impl IntoIterator<Item = &'a str>) -> String {
+    let cells: Vec<String> = cells.into_iter().map(field).collect();
+    cells.join(",") + "\r\n"
+}
+
+/// The plans as CSV.
 pub fn plans(plans: &[Plan]) -> String {
-    let (header, rows) = table(plans);
-    let mut out = header.join(",") + "\r\n";
-    for row in rows {
-        let cells: Vec<String> = row.iter().map(|c| field(&c.exact)).collect();
-        out.push_str(&cells.join(","));
-        out.push_str("\r\n");
+    let mut out = Vec::new();
+    write_plans(&plans, &mut out).expect("a Vec takes every write");
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The plans as CSV, written line by line as they are walked.
+fn write_plans(plans: &dyn Ranked, out: &mut dyn io::Write) -> io::Result<()> {
+    let columns = Columns::of(plans);
+    out.write_all(line(columns.header()).as_bytes())?;
+    for (i, p) in plans.walk().enumerate() {
+        let row = columns.row(i as u64 + 1, &p);
+        out.write_all(line(row.iter().map(|c| c.exact.as_str())).as_bytes())?;
     }
-    out
+    Ok(())
 }
 
 impl Exporter for Csv {
     fn check(&self, report: &CheckReport) -> Result<String> {
         Ok(plans(std::slice::from_ref(&report.plan)))
     }
-    fn search(&self, report: &SearchReport) -> Result<String> {
-        Ok(plans(&report.plans))
+    fn write_search(
+        &self,
+        _: &SearchReport,
+        plans: &dyn Ranked,
+        out: &mut dyn io::Write,
+    ) -> Result<()> {
+        super::written(write_plans(plans, out))
     }
     fn front(&self, report: &SearchReport) -> Result<String> {
         Ok(plans(&report.front))

@@ -2,6 +2,8 @@
 //! Field names are part of the contract; new fields may be added, none renamed or removed
 //! without bumping [`SCHEMA_VERSION`].
 
+use std::io;
+
 use serde::Serialize;
 
 use super::Exporter;
@@ -10,7 +12,7 @@ use crate::check::CheckReport;
 use crate::error::{Error, Result};
 use crate::plan::Plan;
 use crate::scaling::ComputeOptimal;
-use crate::search::{FrontRuns, SearchReport, TokenGrid};
+use crate::search::{FrontRuns, Ranked, SearchReport, TokenGrid};
 use crate::verdict::ShapeVerdict;
 
 /// Version of the search and Pareto documents.
@@ -45,7 +47,16 @@ struct SearchDocument<'a> {
     /// Candidates that passed every check.
     passing: u64,
     /// The best passing plans (or all, with `--all`), ranked.
-    plans: &'a [Plan],
+    plans: Walked<'a>,
+}
+
+/// Ranked plans serialized as an array while they are walked, never held.
+struct Walked<'a>(&'a dyn Ranked);
+
+impl Serialize for Walked<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.walk())
+    }
 }
 
 /// The `--pareto` file.
@@ -67,14 +78,28 @@ struct FrontDocument<'a> {
     exact_front: Option<&'a FrontRuns>,
 }
 
-fn to_json(value: &impl Serialize) -> Result<String> {
-    let mut text = serde_json::to_string_pretty(value).map_err(|e| Error::Invalid {
+/// The error of a value JSON cannot hold.
+fn unrepresentable(e: serde_json::Error) -> Error {
+    Error::Invalid {
         field: "output".into(),
         value: "a number that JSON cannot hold".into(),
         expected: e.to_string(),
-    })?;
+    }
+}
+
+fn to_json(value: &impl Serialize) -> Result<String> {
+    let mut text = serde_json::to_string_pretty(value).map_err(unrepresentable)?;
     text.push('\n');
     Ok(text)
+}
+
+/// [`to_json`] written to `out` as it is made.
+fn write_json(value: &impl Serialize, out: &mut dyn io::Write) -> Result<()> {
+    match serde_json::to_writer_pretty(&mut *out, value) {
+        Ok(()) => super::written(out.write_all(b"\n")),
+        Err(e) if e.is_io() => super::written(Err(e.into())),
+        Err(e) => Err(unrepresentable(e)),
+    }
 }
 
 impl Exporter for Json {
@@ -82,8 +107,13 @@ impl Exporter for Json {
         to_json(report)
     }
 
-    fn search(&self, r: &SearchReport) -> Result<String> {
-        to_json(&SearchDocument {
+    fn write_search(
+        &self,
+        r: &SearchReport,
+        plans: &dyn Ranked,
+        out: &mut dyn io::Write,
+    ) -> Result<()> {
+        let document = SearchDocument {
             schema_version: SCHEMA_VERSION,
             brief: &r.brief,
             token_grid: &r.grid,
@@ -94,8 +124,9 @@ impl Exporter for Json {
             shapes: &r.shapes,
             evaluated: r.evaluated,
             passing: r.passing,
-            plans: &r.plans,
-        })
+            plans: Walked(plans),
+        };
+        write_json(&document, out)
     }
 
     fn front(&self, r: &SearchReport) -> Result<String> {

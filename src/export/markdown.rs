@@ -1,13 +1,15 @@
 //! Markdown: a GitHub-flavoured table of plans, rounded for reading, for an issue or a design
 //! document.
 
-use super::columns::table;
+use std::io;
+
+use super::columns::Columns;
 use super::launch::Launch;
 use super::Exporter;
 use crate::check::CheckReport;
 use crate::error::Result;
 use crate::plan::Plan;
-use crate::search::SearchReport;
+use crate::search::{Ranked, SearchReport};
 
 /// A Markdown table.
 #[derive(Debug, Clone, Copy, Default)]
@@ -20,33 +22,58 @@ fn cell(s: &str) -> String {
 
 /// The plans as a Markdown table, numbers right-aligned.
 pub fn plans(plans: &[Plan]) -> String {
-    let (header, rows) = table(plans);
-    let numeric: Vec<bool> = rows
-        .first()
+    let mut out = Vec::new();
+    write_plans(&plans, &mut out).expect("a Vec takes every write");
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// One row of cells.
+fn line<'a>(cells: impl IntoIterator<Item = &'a str>) -> String {
+    let cells: Vec<String> = cells.into_iter().map(cell).collect();
+    format!("| {} |\n", cells.join(" | "))
+}
+
+/// The plans as a Markdown table, written row by row as they are walked; the alignment row
+/// follows the first row's numbers.
+fn write_plans(plans: &dyn Ranked, out: &mut dyn io::Write) -> io::Result<()> {
+    let columns = Columns::of(plans);
+    let header = columns.header();
+    let mut rows = plans
+        .walk()
+        .enumerate()
+        .map(|(i, p)| columns.row(i as u64 + 1, &p));
+    let first = rows.next();
+    let numeric: Vec<bool> = first
+        .as_ref()
         .map(|r| r.iter().map(|c| c.numeric).collect())
         .unwrap_or_default();
-    let mut out = format!("| {} |\n|", header.join(" | "));
+    let mut head = format!("| {} |\n|", header.join(" | "));
     for i in 0..header.len() {
-        out.push_str(if numeric.get(i).copied().unwrap_or(false) {
+        head.push_str(if numeric.get(i).copied().unwrap_or(false) {
             " ---: |"
         } else {
             " --- |"
         });
     }
-    out.push('\n');
-    for row in rows {
-        let cells: Vec<String> = row.iter().map(|c| cell(&c.shown)).collect();
-        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    head.push('\n');
+    out.write_all(head.as_bytes())?;
+    for row in first.into_iter().chain(rows) {
+        out.write_all(line(row.iter().map(|c| c.shown.as_str())).as_bytes())?;
     }
-    out
+    Ok(())
 }
 
 impl Exporter for Markdown {
     fn check(&self, report: &CheckReport) -> Result<String> {
         Ok(plans(std::slice::from_ref(&report.plan)))
     }
-    fn search(&self, report: &SearchReport) -> Result<String> {
-        Ok(plans(&report.plans))
+    fn write_search(
+        &self,
+        _: &SearchReport,
+        plans: &dyn Ranked,
+        out: &mut dyn io::Write,
+    ) -> Result<()> {
+        super::written(write_plans(plans, out))
     }
     fn front(&self, report: &SearchReport) -> Result<String> {
         Ok(plans(&report.front))

@@ -6,7 +6,8 @@
 
 use crate::check::CheckReport;
 use crate::error::{Error, Result};
-use crate::search::SearchReport;
+use crate::search::{Ranked, SearchReport};
+use std::io;
 
 mod columns;
 mod csv;
@@ -31,8 +32,21 @@ pub use torchtitan::Torchtitan;
 pub trait Exporter {
     /// One graded design and its fixes.
     fn check(&self, report: &CheckReport) -> Result<String>;
-    /// A whole search: the brief, the budget, the verdict per shape and the ranked plans.
-    fn search(&self, report: &SearchReport) -> Result<String>;
+    /// A whole search written to `out` as it is made: the brief, the budget, the verdict per
+    /// shape and the ranked `plans`, walked from the report's own list or made one at a time
+    /// (`search --all`), so no format holds them all.
+    fn write_search(
+        &self,
+        report: &SearchReport,
+        plans: &dyn Ranked,
+        out: &mut dyn io::Write,
+    ) -> Result<()>;
+    /// A whole search with the report's own plans, as text.
+    fn search(&self, report: &SearchReport) -> Result<String> {
+        let mut out = Vec::new();
+        self.write_search(report, &report.plans.as_slice(), &mut out)?;
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
     /// The Pareto front of a search.
     fn front(&self, report: &SearchReport) -> Result<String>;
     /// A launcher configuration for one plan.
@@ -52,7 +66,7 @@ impl<T: Launcher> Exporter for T {
     fn check(&self, report: &CheckReport) -> Result<String> {
         self.render(&Launch::from_check(report)?)
     }
-    fn search(&self, _: &SearchReport) -> Result<String> {
+    fn write_search(&self, _: &SearchReport, _: &dyn Ranked, _: &mut dyn io::Write) -> Result<()> {
         Err(one_plan(T::NAME))
     }
     fn front(&self, _: &SearchReport) -> Result<String> {
@@ -103,6 +117,16 @@ impl Format {
             Format::Megatron | Format::DeepSpeed | Format::Torchtitan
         )
     }
+}
+
+/// A report's write to its reader that failed (a reader gone away is told by the error's kind,
+/// `BrokenPipe`, which the caller ends on quietly).
+fn written(result: io::Result<()>) -> Result<()> {
+    result.map_err(|source| Error::Io {
+        action: "write",
+        path: "<stdout>".into(),
+        source,
+    })
 }
 
 /// The error of a launcher format asked for many plans.

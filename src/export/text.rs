@@ -1,6 +1,7 @@
 //! The human-readable report: aligned tables, thousands separators, PASS/FAIL with margins.
 
 use std::fmt::Write;
+use std::io;
 
 use super::Exporter;
 use crate::brief::Brief;
@@ -9,31 +10,50 @@ use crate::error::Result;
 use crate::format::{count, fixed, general, plural, sci, thousands};
 use crate::memory::detailed::{GradientPrecision, LossPrecision};
 use crate::plan::Plan;
-use crate::search::{FrontRuns, SearchReport, MAX_FRONT_RUNS};
+use crate::search::{FrontRuns, Ranked, SearchReport, MAX_FRONT_RUNS};
 use crate::verdict::ShapeVerdict;
 
 /// Plain text for a terminal.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Text;
 
-/// Lays out rows in columns two spaces apart, each line indented by `indent`. `align` has one
-/// letter per column: `l` left-aligned, anything else right-aligned.
-fn table(header: &[&str], rows: &[Vec<String>], align: &str, indent: &str) -> String {
-    let left: Vec<bool> = align.chars().map(|c| c == 'l').collect();
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
+/// Columns two spaces apart, each line indented: each column as wide as its widest cell, so
+/// every row is measured before any is laid out.
+#[derive(Default)]
+struct Columns {
+    widths: Vec<usize>,
+    left: Vec<bool>,
+}
+
+impl Columns {
+    /// Widens the columns to hold `cells`.
+    fn measure<S: AsRef<str>>(&mut self, cells: &[S]) {
+        if self.widths.len() < cells.len() {
+            self.widths.resize(cells.len(), 0);
+        }
+        for (w, cell) in self.widths.iter_mut().zip(cells) {
+            *w = (*w).max(cell.as_ref().chars().count());
         }
     }
-    let line = |cells: Vec<&str>| {
+
+    /// Keeps the first `n` columns (a row's cells past the header's are not shown), aligned as
+    /// `align` says: one letter per column, `l` left-aligned, anything else right-aligned.
+    fn finish(mut self, n: usize, align: &str) -> Self {
+        self.widths.truncate(n);
+        self.left = align.chars().map(|c| c == 'l').collect();
+        self
+    }
+
+    /// One line of `cells`.
+    fn line<S: AsRef<str>>(&self, cells: &[S], indent: &str) -> String {
         let mut out = String::from(indent);
-        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+        for (i, (cell, w)) in cells.iter().zip(&self.widths).enumerate() {
+            let cell = cell.as_ref();
             if i > 0 {
                 out.push_str("  ");
             }
             let pad = w - cell.chars().count();
-            if left.get(i).copied().unwrap_or(false) {
+            if self.left.get(i).copied().unwrap_or(false) {
                 out.push_str(cell);
                 out.extend(std::iter::repeat_n(' ', pad));
             } else {
@@ -44,10 +64,19 @@ fn table(header: &[&str], rows: &[Vec<String>], align: &str, indent: &str) -> St
         out.truncate(out.trim_end().len());
         out.push('\n');
         out
-    };
-    let mut out = line(header.to_vec());
+    }
+}
+
+/// Lays out rows in columns two spaces apart, each line indented by `indent`. `align` has one
+/// letter per column: `l` left-aligned, anything else right-aligned.
+fn table(header: &[&str], rows: &[Vec<String>], align: &str, indent: &str) -> String {
+    let mut columns = Columns::default();
+    columns.measure(header);
+    rows.iter().for_each(|row| columns.measure(row));
+    let columns = columns.finish(header.len(), align);
+    let mut out = columns.line(header, indent);
     for row in rows {
-        out.push_str(&line(row.iter().map(String::as_str).collect()));
+        out.push_str(&columns.line(row, indent));
     }
     out
 }
@@ -87,39 +116,42 @@ fn plan_rows(plans: &[Plan], numbered: bool) -> Vec<Vec<String>> {
     plans
         .iter()
         .enumerate()
-        .map(|(i, p)| {
-            let mut row = Vec::new();
-            if numbered {
-                row.push((i + 1).to_string());
-            }
-            row.extend([
-                p.model.clone(),
-                count(p.tokens as f64),
-                p.layout.tp.to_string(),
-                p.layout.pp.to_string(),
-                thousands(p.layout.dp),
-                p.layout.zero.to_string(),
-                fixed(p.memory_gb.total, 2),
-                fixed(p.days, 3),
-                fixed(p.loss, 5),
-            ]);
-            if let (Some(plate), Some(mfu)) = (p.days_plate, p.mfu) {
-                row.push(fixed(plate, 3));
-                row.push(format!("{} %", fixed(100.0 * mfu, 1)));
-            }
-            if let Some(s) = &p.step {
-                let sp = if s.sequence_parallel { " sp" } else { "" };
-                row.push(format!(
-                    "b{} s{} {}{sp} {}",
-                    s.micro_batch,
-                    s.seq_len,
-                    s.recompute.name(),
-                    s.schedule
-                ));
-            }
-            row
-        })
+        .map(|(i, p)| plan_row(numbered.then_some(i as u64 + 1), p))
         .collect()
+}
+
+/// A plan's row of the plan table, numbered `number` when it is given.
+fn plan_row(number: Option<u64>, p: &Plan) -> Vec<String> {
+    let mut row = Vec::new();
+    if let Some(n) = number {
+        row.push(n.to_string());
+    }
+    row.extend([
+        p.model.clone(),
+        count(p.tokens as f64),
+        p.layout.tp.to_string(),
+        p.layout.pp.to_string(),
+        thousands(p.layout.dp),
+        p.layout.zero.to_string(),
+        fixed(p.memory_gb.total, 2),
+        fixed(p.days, 3),
+        fixed(p.loss, 5),
+    ]);
+    if let (Some(plate), Some(mfu)) = (p.days_plate, p.mfu) {
+        row.push(fixed(plate, 3));
+        row.push(format!("{} %", fixed(100.0 * mfu, 1)));
+    }
+    if let Some(s) = &p.step {
+        let sp = if s.sequence_parallel { " sp" } else { "" };
+        row.push(format!(
+            "b{} s{} {}{sp} {}",
+            s.micro_batch,
+            s.seq_len,
+            s.recompute.name(),
+            s.schedule
+        ));
+    }
+    row
 }
 
 /// Where a step's seconds go and what the run needs, under the detailed time model.
@@ -254,14 +286,42 @@ fn memory_rows(p: &Plan) -> Vec<Vec<String>> {
 
 /// The plan table's header, with a step column when the plans have training steps.
 fn plan_header(plans: &[Plan]) -> Vec<&'static str> {
+    let mfu = plans.iter().any(|p| p.mfu.is_some());
+    plan_header_with(mfu, plans.iter().any(|p| p.step.is_some()))
+}
+
+/// The plan table's header, with the time model's columns (`mfu`) and a step column (`step`).
+fn plan_header_with(mfu: bool, step: bool) -> Vec<&'static str> {
     let mut header = PLAN_HEADER.to_vec();
-    if plans.iter().any(|p| p.mfu.is_some()) {
+    if mfu {
         header.extend(["days@MFU", "MFU"]);
     }
-    if plans.iter().any(|p| p.step.is_some()) {
+    if step {
         header.push("step");
     }
     header
+}
+
+/// The ranked plans as a numbered table, written row by row: one walk measures the columns
+/// and tells which there are, a second writes the rows.
+fn write_plan_table(plans: &dyn Ranked, out: &mut dyn io::Write) -> io::Result<()> {
+    let (mut columns, mut mfu, mut step) = (Columns::default(), false, false);
+    for (i, p) in plans.walk().enumerate() {
+        mfu |= p.mfu.is_some();
+        step |= p.step.is_some();
+        columns.measure(&plan_row(Some(i as u64 + 1), &p));
+    }
+    let mut header = vec!["#"];
+    header.extend(plan_header_with(mfu, step));
+    let align = plan_align(&header);
+    columns.measure(&header);
+    let columns = columns.finish(header.len(), &align);
+    out.write_all(columns.line(&header, "  ").as_bytes())?;
+    for (i, p) in plans.walk().enumerate() {
+        let row = plan_row(Some(i as u64 + 1), &p);
+        out.write_all(columns.line(&row, "  ").as_bytes())?;
+    }
+    Ok(())
 }
 
 /// The plan table's alignment: names left, numbers right.
@@ -544,7 +604,12 @@ impl Exporter for Text {
         Ok(out)
     }
 
-    fn search(&self, r: &SearchReport) -> Result<String> {
+    fn write_search(
+        &self,
+        r: &SearchReport,
+        plans: &dyn Ranked,
+        sink: &mut dyn io::Write,
+    ) -> Result<()> {
         let mut out = brief_lines(&r.brief);
         let _ = writeln!(
             out,
@@ -613,17 +678,17 @@ impl Exporter for Text {
             let _ = writeln!(
                 out,
                 "top {} by {} over every whole token count in the windows (on the grid: {} passing of {} graded on {})",
-                plural(r.plans.len() as u64, "plan"),
+                plural(plans.count(), "plan"),
                 r.rank.name(),
                 thousands(r.passing),
                 plural(r.evaluated, "candidate"),
                 plural(r.grid.len(), "token count")
             );
         } else {
-            let shown = if r.plans.len() as u64 == r.passing {
+            let shown = if plans.count() == r.passing {
                 format!("all {}", thousands(r.passing))
             } else {
-                format!("top {} of {}", r.plans.len(), thousands(r.passing))
+                format!("top {} of {}", plans.count(), thousands(r.passing))
             };
             let _ = writeln!(
                 out,
@@ -634,12 +699,11 @@ impl Exporter for Text {
                 plural(r.grid.len(), "token count")
             );
         }
-        if !r.plans.is_empty() {
-            let mut header = vec!["#"];
-            header.extend(plan_header(&r.plans));
-            let align = plan_align(&header);
-            out.push_str(&table(&header, &plan_rows(&r.plans, true), &align, "  "));
+        super::written(sink.write_all(out.as_bytes()))?;
+        if plans.count() > 0 {
+            super::written(write_plan_table(plans, sink))?;
         }
+        let mut out = String::new();
         match (r.front.first(), r.front.last()) {
             (Some(a), Some(b)) => {
                 let _ = writeln!(
@@ -657,7 +721,7 @@ impl Exporter for Text {
         if let Some(runs) = &r.front_runs {
             out.push_str(&exact_runs(runs, SUMMARY_RUNS));
         }
-        Ok(out)
+        super::written(sink.write_all(out.as_bytes()))
     }
 
     fn front(&self, r: &SearchReport) -> Result<String> {
