@@ -425,9 +425,10 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
     first.brief.validate()?;
     first.grid.checked()?;
     let rank = match first.rank.as_str() {
+        "loss" => Rank::Loss,
         "days" => Rank::Days,
         "memory" => Rank::Memory,
-        _ => Rank::Loss,
+        other => return Err(Error::invalid("rank", other, "loss, days or memory")),
     };
     let (brief, grid, top, total) = (
         first.brief.clone(),

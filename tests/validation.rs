@@ -57,6 +57,16 @@ fn files(dir: &Path) {
         )
         .unwrap();
     }
+    // A whole partial result of a one-shard search, its ranking renamed.
+    let partial = Command::cargo_bin("trainplan")
+        .unwrap()
+        .args(["search", "--models", "8b", "--shard", "1/1"])
+        .output()
+        .unwrap();
+    let partial = String::from_utf8(partial.stdout).unwrap();
+    let renamed = partial.replacen("\"rank\": \"loss\"", "\"rank\": \"speed\"", 1);
+    assert_ne!(renamed, partial);
+    std::fs::write(dir.join("rank.json"), renamed).unwrap();
     let config = std::fs::read_to_string(hf.join("llama-3.1-8b/config.json")).unwrap();
     std::fs::create_dir_all(dir.join("odd")).unwrap();
     std::fs::write(
@@ -133,6 +143,7 @@ const ROWS: &[Row] = &[
     row("a shape family", "at most 10⁶ shapes", &["search", "--layers", "1..100000:1", "--hidden", "128..1000000:128", "--ffn-ratio", "1..64:1"], "error: invalid shape family = 49996800000 shapes: at most 1000000 (widen the steps)"),
     // Other commands' inputs.
     row("`merge FILE…`", "partial results of `search --shard`", &["merge", "partial.json"], "error: cannot parse 'partial.json': not a partial search result: missing field `kind` at line 1 column 2"),
+    row("a partial result's `rank`", "loss, days or memory", &["merge", "rank.json"], "error: invalid rank = speed: loss, days or memory"),
     row("`export --plan FILE`", "a plan, search or Pareto JSON", &["export", "--format", "megatron", "--plan", "plan.json"], "error: cannot parse 'plan.json': not a plan: missing field `model` at line 1 column 12"),
     row("`--plot`, `--pareto`", "a writable path that is not an input", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "typo.json", "--plot", "typo.json"], "error: invalid --plot = typo.json: a path other than the input files it would overwrite"),
     row("`serve --port`", "0 to 65,535", &["serve", "--port", "70000"], "error: invalid value '70000' for '--port <PORT>': 70000 is not in 0..=65535"),
