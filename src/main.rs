@@ -412,7 +412,7 @@ fn write_report(
     if let Some(path) = &out.plot {
         write_atomic(path, plot::loss_days(report)?.as_bytes())?;
     }
-    let pass = report.passing > 0;
+    let pass = report.any_pass();
     if let Some(path) = &out.pareto {
         let front = out.pareto_format.format().exporter().front(report)?;
         if path.as_path() == Path::new("-") {

@@ -321,6 +321,15 @@ pub struct SearchReport {
     pub passing: u64,
 }
 
+impl SearchReport {
+    /// Whether some plan passes: on the grid, or, with `exact`, at a whole token count in a
+    /// shape's window (which the grid may miss: a window between two grid counts, or past the
+    /// grid's end).
+    pub fn any_pass(&self) -> bool {
+        self.passing > 0 || !self.plans.is_empty()
+    }
+}
+
 /// The ranked plans of a search, walked best first as often as a report needs (the text
 /// report walks them twice: once to size its columns, once to print them).
 pub trait Ranked {

@@ -402,6 +402,41 @@ fn a_brief_where_nothing_passes_exits_1_and_says_so() {
 }
 
 #[test]
+fn an_exact_search_whose_windows_lie_past_the_grid_passes_and_says_where() {
+    // 8B on 2^20 GPUs for a year reaches loss 2.0 from 688.8 T tokens on: past the grid's
+    // 50 T, so the grid has no passing count while the windows have plans.
+    let args = [
+        "search",
+        "--exact",
+        "--top",
+        "3",
+        "--gpus",
+        "1048576",
+        "--max-days",
+        "365",
+        "--models",
+        "8b",
+        "--loss-target",
+        "2.0",
+    ];
+    trainplan()
+        .args(args)
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "pareto front (loss, days) on the grid: empty, no count of the grid passes",
+        ))
+        .stdout(predicate::str::contains("no plan passes").not());
+    // Without --exact nothing on the grid passes: exit 1.
+    trainplan()
+        .arg("search")
+        .args(&args[4..])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("no plan passes every check"));
+}
+
+#[test]
 fn help_shows_examples_and_exits_0() {
     trainplan()
         .arg("--help")

@@ -716,6 +716,9 @@ impl Exporter for Text {
                     fixed(b.loss, 4)
                 );
             }
+            _ if r.any_pass() => out.push_str(
+                "\npareto front (loss, days) on the grid: empty, no count of the grid passes\n",
+            ),
             _ => out.push_str("\nno plan passes every check\n"),
         }
         if let Some(runs) = &r.front_runs {
