@@ -8,7 +8,6 @@ use crate::format::{count, fixed};
 use crate::layout::{layouts, Layout};
 use crate::model::Shape;
 use crate::plan::{evaluate, loss, memory_fits, Design, Plan};
-use crate::time;
 use crate::units::gb;
 use crate::verdict::{token_bounds, Pace};
 
@@ -137,7 +136,7 @@ fn smallest_split<'a>(
 fn token_fixes(brief: &Brief, shape: &Shape, plan: &Plan, pace: Pace) -> Vec<String> {
     let v = token_bounds(brief, shape, pace);
     let n = shape.params() as f64;
-    let days_of = |t: u64| pace.days(time::days(brief, n, t as f64), t);
+    let days_of = |t: u64| pace.run_days(brief, shape.params(), t);
     let mut fixes = Vec::new();
     if !plan.checks.days {
         let most = v.max_tokens_in_time;

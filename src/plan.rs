@@ -23,6 +23,7 @@ use crate::step::Step;
 use crate::step_time::{Breakdown, TimeModel};
 use crate::time;
 use crate::units::BYTES_PER_GB;
+use crate::verdict::Pace;
 
 /// What to grade: a model shape trained on a whole number of tokens under a layout.
 #[derive(Debug, Clone, Copy)]
@@ -180,7 +181,7 @@ pub fn evaluate(brief: &Brief, design: &Design) -> Result<Plan> {
     let run = design
         .time
         .run_time(brief, shape, &design.layout, &design.memory, d)?;
-    let days = run.map_or(plate_days, |r| d as f64 * r.days_per_token);
+    let days = Pace::from_days_per_token(run.map(|r| r.days_per_token)).days(plate_days, d);
     let loss = loss(brief, shape, d);
     let checks = Checks {
         memory: memory_fits(brief, mem.total()),

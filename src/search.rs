@@ -396,8 +396,9 @@ impl Chain for Window<'_> {
         loss(self.brief, self.shape, tokens)
     }
     fn days(&self, tokens: u64) -> f64 {
-        let plate = time::days(self.brief, self.shape.params() as f64, tokens as f64);
-        self.config.pace.days(plate, tokens)
+        self.config
+            .pace
+            .run_days(self.brief, self.shape.params(), tokens)
     }
     /// Loss and days depend on the shape only through its parameter count, and on the
     /// configuration only through its pace.
@@ -603,11 +604,7 @@ impl<'a> AllPlans<'a> {
                 if lo == range.end {
                     return Vec::new();
                 }
-                let n = shape.params() as f64;
-                let days = |c: &Config, i: u64| {
-                    let tokens = grid.at(i);
-                    c.pace.days(time::days(brief, n, tokens as f64), tokens)
-                };
+                let days = |c: &Config, i: u64| c.pace.run_days(brief, shape.params(), grid.at(i));
                 configurations(brief, shape, &options.memory, &options.time)
                     .into_iter()
                     .filter(|c| memory_fits(brief, c.bytes))

@@ -24,7 +24,6 @@ use crate::rank::{tie_break, Candidate, Rank, TopK};
 use crate::scaling::ComputeOptimal;
 use crate::search::{FrontRun, FrontRuns, SearchReport, TokenGrid, MAX_FRONT_RUNS};
 use crate::step_time::TimeModel;
-use crate::time;
 use crate::verdict::{Pace, ShapeVerdict};
 
 /// What a partial file says it is.
@@ -250,8 +249,8 @@ impl Chain for RunChain<'_> {
     }
     /// As the search's windows.
     fn days(&self, tokens: u64) -> f64 {
-        let plate = time::days(self.brief, self.run.shape.params() as f64, tokens as f64);
-        self.pace().days(plate, tokens)
+        self.pace()
+            .run_days(self.brief, self.run.shape.params(), tokens)
     }
     /// As the search's windows: the parameter count and the pace.
     fn curve(&self) -> Option<(u64, u64)> {

@@ -157,6 +157,14 @@ impl Pace {
         }
     }
 
+    /// Days for `tokens` of a model of `params` parameters under `brief`: the plate's
+    /// [`time::days`] (6ND at the assumed MFU) or the tokens times the detailed days per
+    /// token. Checks, windows and the search's lines reckon days here, and `evaluate` by
+    /// [`Pace::days`], so they agree to the bit.
+    pub fn run_days(&self, brief: &Brief, params: u64, tokens: u64) -> f64 {
+        self.days(time::days(brief, params as f64, tokens as f64), tokens)
+    }
+
     /// A key that orders paces from fastest to slowest (all plate paces are equal).
     pub fn key(&self) -> f64 {
         match self {
@@ -185,7 +193,7 @@ pub fn token_bounds(brief: &Brief, shape: &Shape, pace: Pace) -> TokenBounds {
     let n = shape.params() as f64;
     let law = &brief.loss_law;
     let needed = law.tokens_for_loss(n, brief.loss_target);
-    let days_of = |t: u64| pace.days(time::days(brief, n, t as f64), t);
+    let days_of = |t: u64| pace.run_days(brief, shape.params(), t);
     let most = match pace {
         Pace::Plate => time::max_tokens(brief, n),
         Pace::PerToken(k) => brief.max_days / k,
