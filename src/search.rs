@@ -35,9 +35,7 @@ use crate::step::Step;
 use crate::step_time::TimeModel;
 use crate::time;
 use crate::units::gb;
-use crate::verdict::{
-    layout_order, lightest, no_layout_reason, token_bounds, verdict, Pace, ShapeVerdict,
-};
+use crate::verdict::{layout_order, lightest, token_bounds, verdict_because, Pace, ShapeVerdict};
 
 /// Token counts to try: `min, min + step, …` up to `max` inclusive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -254,12 +252,9 @@ pub fn shape_verdict(
         .first()
         .or_else(|| configs.iter().min_by(|a, b| pace_order(a, b)));
     let pace = fastest.map_or(Pace::Plate, |c| c.pace);
-    let mut v = verdict(brief, shape, lightest(weighed), pace);
-    if configs.is_empty() {
-        let why = no_configuration(brief, shape, options);
-        v.reason = v.reason.map(|r| r.replace(&no_layout_reason(brief), &why));
-    }
-    v
+    verdict_because(brief, shape, lightest(weighed), pace, || {
+        no_configuration(brief, shape, options)
+    })
 }
 
 /// Why a shape has no configuration at all: the rule its first layout and step break.

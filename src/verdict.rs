@@ -208,7 +208,7 @@ pub fn token_bounds(brief: &Brief, shape: &Shape, pace: Pace) -> TokenBounds {
 }
 
 /// What a verdict says of a shape the rules leave without any configuration.
-pub fn no_layout_reason(brief: &Brief) -> String {
+fn no_layout_reason(brief: &Brief) -> String {
     format!(
         "layout: no layout and training step fits the rules on {} GPUs",
         brief.gpus
@@ -234,6 +234,18 @@ pub fn verdict(
     shape: &Shape,
     lightest: Option<Lightest>,
     pace: Pace,
+) -> ShapeVerdict {
+    verdict_because(brief, shape, lightest, pace, || no_layout_reason(brief))
+}
+
+/// [`verdict`], with `no_layout` saying why the rules leave no configuration when `lightest`
+/// is `None` (the search names the rule its first layout and step break).
+pub fn verdict_because(
+    brief: &Brief,
+    shape: &Shape,
+    lightest: Option<Lightest>,
+    pace: Pace,
+    no_layout: impl FnOnce() -> String,
 ) -> ShapeVerdict {
     let n = shape.params() as f64;
     let days_of = |t: f64| pace.days(time::days(brief, n, t), t as u64);
@@ -266,7 +278,7 @@ pub fn verdict(
         _ => {}
     }
     match lightest {
-        None => reasons.push(no_layout_reason(brief)),
+        None => reasons.push(no_layout()),
         Some(l) if !memory_fits(brief, l.bytes) => reasons.push(format!(
             "memory: even the lightest layout (TP {} × PP {}, ZeRO {}) needs {} GB per GPU, over the {} GB cap",
             l.layout.tp,
