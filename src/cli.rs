@@ -1164,8 +1164,9 @@ pub struct SearchArgs {
     /// How many plans to list.
     #[arg(long, value_name = "K", default_value = "10", value_parser = parse_whole)]
     pub top: u64,
-    /// List every passing plan instead of the top K, written as each is made in ranking
-    /// order (memory does not grow with them).
+    /// List every passing plan instead of the top K, made one at a time in ranking order and
+    /// written as made (the text table after a first pass sizes its columns), so memory does
+    /// not grow with them.
     #[arg(long, conflicts_with = "top")]
     pub all: bool,
     /// Rank over every whole token count in each shape's exact window rather than over the
