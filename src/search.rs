@@ -321,7 +321,8 @@ impl SearchReport {
     /// shape's window (which the grid may miss: a window between two grid counts, or past the
     /// grid's end).
     pub fn any_pass(&self) -> bool {
-        self.passing > 0 || !self.plans.is_empty()
+        let runs = self.front_runs.as_ref();
+        self.passing > 0 || !self.plans.is_empty() || runs.is_some_and(|f| !f.runs.is_empty())
     }
 }
 

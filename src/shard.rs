@@ -423,6 +423,13 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
     }
     first.brief.validate()?;
     first.grid.checked()?;
+    if first.top == Some(0) {
+        return Err(Error::invalid(
+            "top",
+            0,
+            "a whole number ≥ 1, or null for every plan",
+        ));
+    }
     let rank = match first.rank.as_str() {
         "loss" => Rank::Loss,
         "days" => Rank::Days,

@@ -159,8 +159,9 @@ impl Pace {
 
     /// Days for `tokens` of a model of `params` parameters under `brief`: the plate's
     /// [`time::days`] (6ND at the assumed MFU) or the tokens times the detailed days per
-    /// token. Checks, windows and the search's lines reckon days here, and `evaluate` by
-    /// [`Pace::days`], so they agree to the bit.
+    /// token. Checks, verdicts, windows, `--all`'s lines and the shards' chains reckon days
+    /// here; `evaluate` and the search's grid loop (which works out the plate's days once a
+    /// count for every configuration) apply the same [`Pace::days`], so all agree to the bit.
     pub fn run_days(&self, brief: &Brief, params: u64, tokens: u64) -> f64 {
         self.days(time::days(brief, params as f64, tokens as f64), tokens)
     }
@@ -298,7 +299,8 @@ pub fn verdict_because(
         model: shape.name.clone(),
         params: shape.params(),
         token_window,
-        days_window: token_window.map(|[lo, hi]| [days_of(lo as f64), days_of(hi as f64)]),
+        days_window: token_window
+            .map(|[lo, hi]| [lo, hi].map(|t| pace.run_days(brief, shape.params(), t))),
         loss_floor,
         min_tokens_for_loss,
         max_tokens_in_time,

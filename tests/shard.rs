@@ -197,3 +197,26 @@ fn shards_of_an_exact_ranking_merge_into_the_single_run() {
         .collect();
     assert!(models.len() > 1, "{models:?}");
 }
+
+#[test]
+fn a_partial_file_that_keeps_no_plans_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = trainplan(dir.path())
+        .args(["search", "--models", "8b", "--shard", "1/1"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let none = text.replacen("\"top\": 10", "\"top\": 0", 1);
+    assert_ne!(none, text);
+    std::fs::write(dir.path().join("p.json"), none).unwrap();
+    let out = trainplan(dir.path())
+        .args(["merge", "p.json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err,
+        "error: invalid top = 0: a whole number ≥ 1, or null for every plan\n"
+    );
+}
