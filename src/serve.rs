@@ -61,6 +61,31 @@ pub const SEARCH_TIMEOUT: Duration = Duration::from_secs(10);
 /// Most searches running at once; more are refused with status 429.
 pub const MAX_SEARCHES: usize = 2;
 
+/// How much searching a server takes on: searches at once, and how long each may run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Searches running at once; more are refused with status 429.
+    pub searches: usize,
+    /// Longest a search may run before the request is answered with status 503.
+    pub timeout: Duration,
+}
+
+impl Default for Limits {
+    /// [`MAX_SEARCHES`] at once, each within [`SEARCH_TIMEOUT`].
+    fn default() -> Self {
+        Limits {
+            searches: MAX_SEARCHES,
+            timeout: SEARCH_TIMEOUT,
+        }
+    }
+}
+
+/// The searches running, against the server's limits.
+struct Searches {
+    permits: Arc<Semaphore>,
+    limits: Limits,
+}
+
 /// A design as the page sends it.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -281,7 +306,15 @@ fn body(
 /// is not one of `hosts` are refused (none: any), which stops another site's page from
 /// reaching a loopback server by rebinding its DNS name to 127.0.0.1.
 pub fn router(hosts: Option<Vec<String>>) -> Router {
-    let searches = Arc::new(Semaphore::new(MAX_SEARCHES));
+    router_with(hosts, Limits::default())
+}
+
+/// [`router`] with other limits on searching.
+pub fn router_with(hosts: Option<Vec<String>>, limits: Limits) -> Router {
+    let searches = Arc::new(Searches {
+        permits: Arc::new(Semaphore::new(limits.searches)),
+        limits,
+    });
     let hosts = Arc::new(hosts);
     Router::new()
         .route(
@@ -350,10 +383,11 @@ pub fn router(hosts: Option<Vec<String>>) -> Router {
         .with_state(searches)
 }
 
-/// A search on a blocking thread, at most [`MAX_SEARCHES`] at once, answered within
-/// [`SEARCH_TIMEOUT`].
+/// A search on a blocking thread, at most so many at once, answered within the limits' time
+/// (status 429 past the first, 503 past the second; a search past its time still runs to its
+/// end on its thread, holding its place among those at once).
 async fn run_search(
-    State(searches): State<Arc<Semaphore>>,
+    State(searches): State<Arc<Searches>>,
     headers: HeaderMap,
     raw: std::result::Result<Bytes, BytesRejection>,
 ) -> Response {
@@ -361,17 +395,21 @@ async fn run_search(
         Ok(b) => b,
         Err(response) => return *response,
     };
-    let Ok(permit) = searches.try_acquire_owned() else {
+    let limits = searches.limits;
+    let Ok(permit) = Arc::clone(&searches.permits).try_acquire_owned() else {
         return failure(
             StatusCode::TOO_MANY_REQUESTS,
-            &format!("{MAX_SEARCHES} searches are running; try again when one has finished"),
+            &format!(
+                "{} searches are running; try again when one has finished",
+                limits.searches
+            ),
         );
     };
     let work = tokio::task::spawn_blocking(move || {
         let _permit = permit;
         api_search(&body)
     });
-    match tokio::time::timeout(SEARCH_TIMEOUT, work).await {
+    match tokio::time::timeout(limits.timeout, work).await {
         Ok(Ok(result)) => answer(result),
         Ok(Err(_)) => failure(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -379,7 +417,10 @@ async fn run_search(
         ),
         Err(_) => failure(
             StatusCode::SERVICE_UNAVAILABLE,
-            &format!("the search took longer than {} s", SEARCH_TIMEOUT.as_secs()),
+            &format!(
+                "the search took longer than {} s",
+                crate::format::general(limits.timeout.as_secs_f64())
+            ),
         ),
     }
 }
@@ -481,6 +522,59 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("brief.family"), "{e}");
+    }
+
+    /// `run_search` answering `body` with `searches`, on a runtime of its own.
+    fn answer_search(searches: &Arc<Searches>, body: &'static [u8]) -> (StatusCode, String) {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::CONTENT_TYPE, "application/json".parse().unwrap());
+            let response =
+                run_search(State(Arc::clone(searches)), headers, Ok(Bytes::from(body))).await;
+            let status = response.status();
+            let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+                .await
+                .unwrap();
+            (status, String::from_utf8(bytes.to_vec()).unwrap())
+        })
+    }
+
+    fn searches(limits: Limits) -> Arc<Searches> {
+        Arc::new(Searches {
+            permits: Arc::new(Semaphore::new(limits.searches)),
+            limits,
+        })
+    }
+
+    #[test]
+    fn a_search_past_the_running_limit_is_refused_with_429_and_runs_when_one_ends() {
+        let s = searches(Limits::default());
+        let held = Arc::clone(&s.permits).try_acquire_many_owned(2).unwrap();
+        let (status, body) = answer_search(&s, br#"{"top": 1}"#);
+        assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(
+            body,
+            "{\"error\":\"2 searches are running; try again when one has finished\"}\n"
+        );
+        drop(held);
+        assert_eq!(answer_search(&s, br#"{"top": 1}"#).0, StatusCode::OK);
+    }
+
+    #[test]
+    fn a_search_past_its_time_is_answered_with_503() {
+        // No time at all: the search (every preset, several milliseconds) cannot have ended
+        // when its answer is first looked for.
+        let s = searches(Limits {
+            timeout: Duration::ZERO,
+            ..Limits::default()
+        });
+        let (status, body) = answer_search(&s, br#"{"models": ["8b", "70b", "405b"]}"#);
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(body, "{\"error\":\"the search took longer than 0 s\"}\n");
     }
 
     #[test]
