@@ -578,8 +578,9 @@ impl<'a> AllPlans<'a> {
     /// Every passing plan of `report`, the grid search of `shapes` under `brief` with
     /// `options`: each shape's configurations again, on the current rayon pool, and of each
     /// that fits, the grid counts inside the shape's window at which the loss is met (the
-    /// same for every configuration of the shape) up to the last at which its days fit.
-    pub fn new(
+    /// same for every configuration of the shape) up to the last at which its days fit. Only
+    /// [`search_all`] makes one, so the report is always the search of these shapes.
+    fn new(
         brief: &'a Brief,
         shapes: &'a [Shape],
         options: &'a SearchOptions,
