@@ -31,6 +31,8 @@ use trainplan::{hf, model, plot, serve};
 
 /// Sweeps of at least this many shapes get a progress bar (on a terminal): about a second.
 const LONG_SWEEP: u64 = 10_000;
+/// Plans `search --all` writes before a bar counts them.
+const MANY_PLANS: u64 = 1_000_000;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -263,6 +265,57 @@ fn run_completions(args: &CompletionsArgs) -> Result<bool> {
     Ok(true)
 }
 
+/// Plans that `search --all` writes, counted on an indicatif bar as they are walked: drawn on
+/// stderr when that is a terminal, stdout is not (the plans on a terminal show their own
+/// progress) and there are many; each walk (the text table walks twice, first to size its
+/// columns) is a pass of its own.
+struct Written<'a> {
+    plans: &'a dyn Ranked,
+    bar: ProgressBar,
+    passes: std::cell::Cell<u64>,
+}
+
+impl<'a> Written<'a> {
+    /// `plans` counted on a bar, never drawn when `quiet`.
+    fn new(plans: &'a dyn Ranked, quiet: bool) -> Self {
+        let bar = ProgressBar::hidden();
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{bar:40} {percent:>3}% {human_pos}/{human_len} plans, pass {msg}, {per_sec}, ETA {eta}",
+            )
+            .expect("the template is valid"),
+        );
+        bar.set_length(plans.count());
+        let terminal = io::stderr().is_terminal() && !io::stdout().is_terminal();
+        if !quiet && terminal && plans.count() >= MANY_PLANS {
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+        }
+        Written {
+            plans,
+            bar,
+            passes: std::cell::Cell::new(0),
+        }
+    }
+}
+
+impl Ranked for Written<'_> {
+    fn count(&self) -> u64 {
+        self.plans.count()
+    }
+    fn walk(&self) -> Box<dyn Iterator<Item = trainplan::plan::Plan> + '_> {
+        self.passes.set(self.passes.get() + 1);
+        self.bar.set_message(self.passes.get().to_string());
+        self.bar.reset();
+        Box::new(self.plans.walk().inspect(|_| self.bar.inc(1)))
+    }
+}
+
+impl Drop for Written<'_> {
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
+    }
+}
+
 /// An indicatif bar, fed by the search: drawn on stderr when that is a terminal and the sweep
 /// is long, hidden otherwise.
 struct Bar {
@@ -338,7 +391,11 @@ fn run_search(args: &SearchArgs, quiet: bool) -> Result<bool> {
     if options.top.is_none() {
         // Every passing plan, made one at a time as it is written, never all held.
         let (report, all) = pool.install(|| search_all(&brief, &shapes, &options, progress));
-        return pool.install(|| write_report(&args.output, &report, &all, quiet));
+        let shown = Written::new(
+            &all,
+            quiet || args.output.pareto.as_deref() == Some(Path::new("-")),
+        );
+        return write_report(&args.output, &report, &shown, quiet);
     }
     let report = pool.install(|| search(&brief, &shapes, &options, progress));
     write_report(&args.output, &report, &report.plans.as_slice(), quiet)

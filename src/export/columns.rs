@@ -2,7 +2,6 @@
 //! the step's columns only when the plans have steps, the derived MFU only when they have one.
 
 use crate::plan::Plan;
-use crate::search::Ranked;
 
 /// A cell: its exact value for programs (CSV) and a rounded one for people (Markdown).
 pub struct Cell {
@@ -48,14 +47,13 @@ pub struct Columns {
 }
 
 impl Columns {
-    /// The columns of `plans`: the step's when the plans have training steps, the MFU when
-    /// they have one. Every plan of one search or front has the same (the memory and time
-    /// models are the search's), so the first decides.
-    pub fn of(plans: &dyn Ranked) -> Columns {
-        let first = plans.walk().next();
+    /// The columns of a table whose first plan is `first`: the step's when the plans have
+    /// training steps, the MFU when they have one. Every plan of one search or front has the
+    /// same (the memory and time models are the search's), so the first decides.
+    pub fn of(first: Option<&Plan>) -> Columns {
         Columns {
-            steps: first.as_ref().is_some_and(|p| p.step.is_some()),
-            mfu: first.as_ref().is_some_and(|p| p.mfu.is_some()),
+            steps: first.is_some_and(|p| p.step.is_some()),
+            mfu: first.is_some_and(|p| p.mfu.is_some()),
         }
     }
 

@@ -38,9 +38,10 @@ pub fn plans(plans: &[Plan]) -> String {
 
 /// The plans as CSV, written line by line as they are walked.
 fn write_plans(plans: &dyn Ranked, out: &mut dyn io::Write) -> io::Result<()> {
-    let columns = Columns::of(plans);
+    let mut walk = plans.walk().peekable();
+    let columns = Columns::of(walk.peek());
     out.write_all(line(columns.header()).as_bytes())?;
-    for (i, p) in plans.walk().enumerate() {
+    for (i, p) in walk.enumerate() {
         let row = columns.row(i as u64 + 1, &p);
         out.write_all(line(row.iter().map(|c| c.exact.as_str())).as_bytes())?;
     }

@@ -36,12 +36,10 @@ fn line<'a>(cells: impl IntoIterator<Item = &'a str>) -> String {
 /// The plans as a Markdown table, written row by row as they are walked; the alignment row
 /// follows the first row's numbers.
 fn write_plans(plans: &dyn Ranked, out: &mut dyn io::Write) -> io::Result<()> {
-    let columns = Columns::of(plans);
+    let mut walk = plans.walk().peekable();
+    let columns = Columns::of(walk.peek());
     let header = columns.header();
-    let mut rows = plans
-        .walk()
-        .enumerate()
-        .map(|(i, p)| columns.row(i as u64 + 1, &p));
+    let mut rows = walk.enumerate().map(|(i, p)| columns.row(i as u64 + 1, &p));
     let first = rows.next();
     let numeric: Vec<bool> = first
         .as_ref()
