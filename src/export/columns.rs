@@ -1,7 +1,72 @@
-//! The columns of a table of plans, shared by the CSV and Markdown exporters: one row a plan,
-//! the step's columns only when the plans have steps, the derived MFU only when they have one.
+//! Tables of plans, the exporter the CSV and Markdown formats share: one row a plan, the
+//! step's columns only when the plans have steps, the derived MFU only when they have one;
+//! each format is a [`Style`] of laying out the header and the rows.
 
+use std::io;
+
+use super::launch::Launch;
+use super::Exporter;
+use crate::check::CheckReport;
+use crate::error::Result;
 use crate::plan::Plan;
+use crate::search::{Ranked, SearchReport};
+
+/// How a table format lays out its header and its rows.
+pub trait Style {
+    /// The format's name, as `--format` takes it.
+    const NAME: &'static str;
+    /// The header, given the first row (none when there are no plans).
+    fn head(header: &[&str], first: Option<&[Cell]>) -> String;
+    /// One row.
+    fn row(cells: &[Cell]) -> String;
+}
+
+/// A table of plans in the style `S`: one row for a check's plan, a search's ranked plans or
+/// a front.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Table<S>(pub S);
+
+impl<S: Style> Table<S> {
+    /// The plans as a table, written row by row as they are walked.
+    fn write(plans: &dyn Ranked, out: &mut dyn io::Write) -> io::Result<()> {
+        let mut walk = plans.walk().peekable();
+        let columns = Columns::of(walk.peek());
+        let mut rows = walk.enumerate().map(|(i, p)| columns.row(i as u64 + 1, &p));
+        let first = rows.next();
+        out.write_all(S::head(&columns.header(), first.as_deref()).as_bytes())?;
+        for row in first.into_iter().chain(rows) {
+            out.write_all(S::row(&row).as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// The plans as a table, whole.
+    fn text(plans: &[Plan]) -> String {
+        let mut out = Vec::new();
+        Self::write(&plans, &mut out).expect("a Vec takes every write");
+        String::from_utf8_lossy(&out).into_owned()
+    }
+}
+
+impl<S: Style> Exporter for Table<S> {
+    fn check(&self, report: &CheckReport) -> Result<String> {
+        Ok(Self::text(std::slice::from_ref(&report.plan)))
+    }
+    fn write_search(
+        &self,
+        _: &SearchReport,
+        plans: &dyn Ranked,
+        out: &mut dyn io::Write,
+    ) -> Result<()> {
+        super::written(Self::write(plans, out))
+    }
+    fn front(&self, report: &SearchReport) -> Result<String> {
+        Ok(Self::text(&report.front))
+    }
+    fn launch(&self, _: &Launch) -> Result<String> {
+        Err(super::not_a_launcher(S::NAME))
+    }
+}
 
 /// A cell: its exact value for programs (CSV) and a rounded one for people (Markdown).
 pub struct Cell {

@@ -1,14 +1,6 @@
 //! CSV (RFC 4180): a table of plans with every digit, for spreadsheets and dataframes.
 
-use std::io;
-
-use super::columns::Columns;
-use super::launch::Launch;
-use super::Exporter;
-use crate::check::CheckReport;
-use crate::error::Result;
-use crate::plan::Plan;
-use crate::search::{Ranked, SearchReport};
+use super::columns::{Cell, Style};
 
 /// Comma-separated values, a header line then one line a plan.
 #[derive(Debug, Clone, Copy, Default)]
@@ -29,42 +21,13 @@ fn line<'a>(cells: impl IntoIterator<Item = &'a str>) -> String {
     cells.join(",") + "\r\n"
 }
 
-/// The plans as CSV.
-pub fn plans(plans: &[Plan]) -> String {
-    let mut out = Vec::new();
-    write_plans(&plans, &mut out).expect("a Vec takes every write");
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// The plans as CSV, written line by line as they are walked.
-fn write_plans(plans: &dyn Ranked, out: &mut dyn io::Write) -> io::Result<()> {
-    let mut walk = plans.walk().peekable();
-    let columns = Columns::of(walk.peek());
-    out.write_all(line(columns.header()).as_bytes())?;
-    for (i, p) in walk.enumerate() {
-        let row = columns.row(i as u64 + 1, &p);
-        out.write_all(line(row.iter().map(|c| c.exact.as_str())).as_bytes())?;
+impl Style for Csv {
+    const NAME: &'static str = "csv";
+    fn head(header: &[&str], _: Option<&[Cell]>) -> String {
+        line(header.iter().copied())
     }
-    Ok(())
-}
-
-impl Exporter for Csv {
-    fn check(&self, report: &CheckReport) -> Result<String> {
-        Ok(plans(std::slice::from_ref(&report.plan)))
-    }
-    fn write_search(
-        &self,
-        _: &SearchReport,
-        plans: &dyn Ranked,
-        out: &mut dyn io::Write,
-    ) -> Result<()> {
-        super::written(write_plans(plans, out))
-    }
-    fn front(&self, report: &SearchReport) -> Result<String> {
-        Ok(plans(&report.front))
-    }
-    fn launch(&self, _: &Launch) -> Result<String> {
-        Err(super::not_a_launcher("csv"))
+    fn row(cells: &[Cell]) -> String {
+        line(cells.iter().map(|c| c.exact.as_str()))
     }
 }
 

@@ -19,6 +19,7 @@ mod megatron;
 mod text;
 mod torchtitan;
 
+use columns::Table;
 pub use csv::Csv;
 pub use deepspeed::DeepSpeed;
 pub use json::{Json, SCHEMA_VERSION};
@@ -102,8 +103,8 @@ impl Format {
         match self {
             Format::Text => Box::new(Text),
             Format::Json => Box::new(Json),
-            Format::Csv => Box::new(Csv),
-            Format::Markdown => Box::new(Markdown),
+            Format::Csv => Box::new(Table(Csv)),
+            Format::Markdown => Box::new(Table(Markdown)),
             Format::Megatron => Box::new(Megatron),
             Format::DeepSpeed => Box::new(DeepSpeed),
             Format::Torchtitan => Box::new(Torchtitan),
