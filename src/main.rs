@@ -22,7 +22,7 @@ use trainplan::export::launch::PlanFile;
 use trainplan::export::Launch;
 use trainplan::export::{brief_lines, Format};
 use trainplan::layout::Layout;
-use trainplan::output::{emit, same_file, write_atomic};
+use trainplan::output::{emit, quietly_closed, same_file, write_atomic, written};
 use trainplan::plan::Design;
 use trainplan::progress::Progress;
 use trainplan::search::{search, search_all, Ranked, SearchReport};
@@ -83,13 +83,7 @@ fn one_line(message: &str) -> String {
 
 /// Writes to stdout; a closed pipe ends the output quietly.
 fn print(text: &str) -> Result<()> {
-    emit(&mut io::stdout().lock(), text)
-        .map(|_| ())
-        .map_err(|source| Error::Io {
-            action: "write",
-            path: "<stdout>".into(),
-            source,
-        })
+    written(emit(&mut io::stdout().lock(), text).map(|_| ()))
 }
 
 fn run_brief(args: &BriefCommandArgs) -> Result<bool> {
@@ -265,6 +259,16 @@ fn run_completions(args: &CompletionsArgs) -> Result<bool> {
     Ok(true)
 }
 
+/// A bar that draws nowhere until given a target, counting `what` (a template's words).
+fn hidden_bar(what: &str) -> ProgressBar {
+    let bar = ProgressBar::hidden();
+    let template = format!(
+        "{{bar:40}} {{percent:>3}}% {{human_pos}}/{{human_len}} {what}, {{per_sec}}, ETA {{eta}}"
+    );
+    bar.set_style(ProgressStyle::with_template(&template).expect("the template is valid"));
+    bar
+}
+
 /// Plans that `search --all` writes, counted on an indicatif bar as they are walked: drawn on
 /// stderr when that is a terminal, stdout is not (the plans on a terminal show their own
 /// progress) and there are many; each walk (the text table walks twice, first to size its
@@ -278,13 +282,7 @@ struct Written<'a> {
 impl<'a> Written<'a> {
     /// `plans` counted on a bar, never drawn when `quiet`.
     fn new(plans: &'a dyn Ranked, quiet: bool) -> Self {
-        let bar = ProgressBar::hidden();
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{bar:40} {percent:>3}% {human_pos}/{human_len} plans, pass {msg}, {per_sec}, ETA {eta}",
-            )
-            .expect("the template is valid"),
-        );
+        let bar = hidden_bar("plans, pass {msg}");
         bar.set_length(plans.count());
         let terminal = io::stderr().is_terminal() && !io::stdout().is_terminal();
         if !quiet && terminal && plans.count() >= MANY_PLANS {
@@ -326,14 +324,10 @@ struct Bar {
 impl Bar {
     /// A bar, never drawn when `quiet`.
     fn new(quiet: bool) -> Self {
-        let bar = ProgressBar::hidden();
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{bar:40} {percent:>3}% {human_pos}/{human_len} shapes, {per_sec}, ETA {eta}",
-            )
-            .expect("the template is valid"),
-        );
-        Bar { bar, quiet }
+        Bar {
+            bar: hidden_bar("shapes"),
+            quiet,
+        }
     }
 }
 
@@ -490,24 +484,6 @@ fn write_report(
     }
     let mut stdout = io::BufWriter::new(io::stdout().lock());
     let summary = exporter.write_search(report, plans, &mut stdout);
-    quietly_closed(summary.and_then(|()| flushed(&mut stdout)))?;
+    quietly_closed(summary.and_then(|()| written(stdout.flush())))?;
     Ok(pass)
-}
-
-/// Flushes a report's buffered writer.
-fn flushed(out: &mut impl Write) -> Result<()> {
-    out.flush().map_err(|source| Error::Io {
-        action: "write",
-        path: "<stdout>".into(),
-        source,
-    })
-}
-
-/// A write to a reader that has gone away (`trainplan search --all | head`) ends the output
-/// quietly: not an error.
-fn quietly_closed(result: Result<()>) -> Result<()> {
-    match result {
-        Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        other => other,
-    }
 }

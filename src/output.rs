@@ -74,6 +74,25 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
+/// A write to stdout, its failure as an error naming `<stdout>` (a reader gone away is told
+/// by the error's kind, `BrokenPipe`: see [`quietly_closed`]).
+pub fn written(result: io::Result<()>) -> Result<()> {
+    result.map_err(|source| Error::Io {
+        action: "write",
+        path: "<stdout>".into(),
+        source,
+    })
+}
+
+/// A write to a reader that has gone away (`trainplan search --all | head`) ends the output
+/// quietly: not an error.
+pub fn quietly_closed(result: Result<()>) -> Result<()> {
+    match result {
+        Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}
+
 /// Writes `text` to `out`. A reader that has gone away (a closed pipe, as in
 /// `trainplan search --all | head`) is not an error: the result is `Ok(false)`, and the caller
 /// should stop writing.

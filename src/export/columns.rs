@@ -8,6 +8,7 @@ use super::launch::Launch;
 use super::Exporter;
 use crate::check::CheckReport;
 use crate::error::Result;
+use crate::output::written;
 use crate::plan::Plan;
 use crate::search::{Ranked, SearchReport};
 
@@ -58,7 +59,7 @@ impl<S: Style> Exporter for Table<S> {
         plans: &dyn Ranked,
         out: &mut dyn io::Write,
     ) -> Result<()> {
-        super::written(Self::write(plans, out))
+        written(Self::write(plans, out))
     }
     fn front(&self, report: &SearchReport) -> Result<String> {
         Ok(Self::text(&report.front))

@@ -10,6 +10,7 @@ use super::Exporter;
 use crate::brief::Brief;
 use crate::check::CheckReport;
 use crate::error::{Error, Result};
+use crate::output::written;
 use crate::plan::Plan;
 use crate::scaling::ComputeOptimal;
 use crate::search::{FrontRuns, Ranked, SearchReport, TokenGrid};
@@ -96,8 +97,8 @@ fn to_json(value: &impl Serialize) -> Result<String> {
 /// [`to_json`] written to `out` as it is made.
 fn write_json(value: &impl Serialize, out: &mut dyn io::Write) -> Result<()> {
     match serde_json::to_writer_pretty(&mut *out, value) {
-        Ok(()) => super::written(out.write_all(b"\n")),
-        Err(e) if e.is_io() => super::written(Err(e.into())),
+        Ok(()) => written(out.write_all(b"\n")),
+        Err(e) if e.is_io() => written(Err(e.into())),
         Err(e) => Err(unrepresentable(e)),
     }
 }

@@ -120,16 +120,6 @@ impl Format {
     }
 }
 
-/// A report's write to its reader that failed (a reader gone away is told by the error's kind,
-/// `BrokenPipe`, which the caller ends on quietly).
-fn written(result: io::Result<()>) -> Result<()> {
-    result.map_err(|source| Error::Io {
-        action: "write",
-        path: "<stdout>".into(),
-        source,
-    })
-}
-
 /// The error of a launcher format asked for many plans.
 fn one_plan(format: &str) -> Error {
     Error::invalid(

@@ -9,6 +9,7 @@ use crate::check::CheckReport;
 use crate::error::Result;
 use crate::format::{count, fixed, general, plural, sci, thousands};
 use crate::memory::detailed::{GradientPrecision, LossPrecision};
+use crate::output::written;
 use crate::plan::Plan;
 use crate::search::{FrontRuns, Ranked, SearchReport, MAX_FRONT_RUNS};
 use crate::verdict::ShapeVerdict;
@@ -699,9 +700,9 @@ impl Exporter for Text {
                 plural(r.grid.len(), "token count")
             );
         }
-        super::written(sink.write_all(out.as_bytes()))?;
+        written(sink.write_all(out.as_bytes()))?;
         if plans.count() > 0 {
-            super::written(write_plan_table(plans, sink))?;
+            written(write_plan_table(plans, sink))?;
         }
         let mut out = String::new();
         match (r.front.first(), r.front.last()) {
@@ -724,7 +725,7 @@ impl Exporter for Text {
         if let Some(runs) = &r.front_runs {
             out.push_str(&exact_runs(runs, SUMMARY_RUNS));
         }
-        super::written(sink.write_all(out.as_bytes()))
+        written(sink.write_all(out.as_bytes()))
     }
 
     fn front(&self, r: &SearchReport) -> Result<String> {
