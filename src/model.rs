@@ -194,6 +194,10 @@ struct Counts {
     layer_whole: u64,
     /// One vocabulary-by-hidden matrix, `V·h`.
     embedding: u64,
+    /// One layer: its matrices, biases and vectors.
+    per_layer: u64,
+    /// The whole model, `N = L·(per layer) + (1 or 2)·V·h + h`.
+    total: u64,
 }
 
 impl Shape {
@@ -235,8 +239,8 @@ impl Shape {
             .expect("plain arithmetic always gives counts")
     }
 
-    /// The counts (see [`Counts`]) with products `mul` and sums `add`, and the whole model
-    /// counted once so an overflow anywhere shows.
+    /// The counts (see [`Counts`]) with products `mul` and sums `add`, the whole model among
+    /// them, so an overflow anywhere shows.
     #[inline(always)]
     fn counts_with(
         &self,
@@ -255,22 +259,25 @@ impl Shape {
         let gate_up_bias = if b.mlp { mul(f, 2)? } else { 0 };
         let vectors = u64::from(b.output) + u64::from(b.mlp);
         let layer_whole = add(mul(h, 2)?, mul(h, vectors)?)?;
-        let counts = Counts {
-            layer_matrices,
-            layer_split_biases: add(qkv_bias, gate_up_bias)?,
-            layer_whole,
-            embedding: mul(self.vocab, h)?,
-        };
-        let per_layer = add(add(layer_matrices, counts.layer_split_biases)?, layer_whole)?;
+        let layer_split_biases = add(qkv_bias, gate_up_bias)?;
+        let embedding = mul(self.vocab, h)?;
+        let per_layer = add(add(layer_matrices, layer_split_biases)?, layer_whole)?;
         let tables = if self.tied_embeddings { 1 } else { 2 };
-        add(
+        let total = add(
             add(
                 mul(u64::from(self.layers), per_layer)?,
-                mul(counts.embedding, tables)?,
+                mul(embedding, tables)?,
             )?,
             h,
         )?;
-        Some(counts)
+        Some(Counts {
+            layer_matrices,
+            layer_split_biases,
+            layer_whole,
+            embedding,
+            per_layer,
+            total,
+        })
     }
 
     /// Whether `other` has the same dimensions, whatever its name.
@@ -314,8 +321,7 @@ impl Shape {
     /// projections, the key and value projections of grouped-query attention, SwiGLU's gate, up
     /// and down matrices, and the two RMSNorm weight vectors. Llama 3 has no biases.
     pub fn params_per_layer(&self) -> u64 {
-        let c = self.counted();
-        c.layer_matrices + c.layer_split_biases + c.layer_whole
+        self.counted().per_layer
     }
 
     /// Parameters of one layer's matrices, the ones that multiply: `2h·(a·d) + 2·h·(kv·d) + 3·h·f`.
@@ -345,10 +351,7 @@ impl Shape {
     /// Parameters of the whole model N (SPEC.md §2): `L · per_layer + 2·V·h + h` — the layers,
     /// the untied input embedding and output head (one `V·h` when tied), and the final RMSNorm.
     pub fn params(&self) -> u64 {
-        let c = self.counted();
-        let tables = if self.tied_embeddings { 1 } else { 2 };
-        let per_layer = c.layer_matrices + c.layer_split_biases + c.layer_whole;
-        u64::from(self.layers) * per_layer + tables * c.embedding + self.hidden
+        self.counted().total
     }
 
     /// Parameters that multiply each token, `N_matrix = L·(matrices of a layer) + V·h`: the
