@@ -24,7 +24,7 @@ use trainplan::rank::Rank;
 use trainplan::reliability::ReliabilityPatch;
 use trainplan::scaling::LossLawPreset;
 use trainplan::search::{MemorySpace, SearchOptions, TokenGrid};
-use trainplan::step::{Schedule, Step};
+use trainplan::step::{Schedule, Step, DEFAULT_GLOBAL_BATCH_TOKENS};
 use trainplan::step_time::{TimeModel, TimeOptions};
 use trainplan::topology::TopologyPatch;
 
@@ -595,7 +595,7 @@ impl DesignArgs {
                 .schedule
                 .as_deref()
                 .map_or(Ok(Schedule::OneFOneB), Schedule::parse)?,
-            global_batch_tokens: s.global_batch_tokens.unwrap_or(DEFAULT_GLOBAL_BATCH),
+            global_batch_tokens: s.global_batch_tokens.unwrap_or(DEFAULT_GLOBAL_BATCH_TOKENS),
         };
         Ok(MemoryModel::Detailed(Detailed { step, options }))
     }
@@ -763,9 +763,6 @@ impl FamilyArgs {
         }
     }
 }
-
-/// The default global batch: 16 Mi tokens, Llama 3 405B's (2,048 sequences of 8,192).
-const DEFAULT_GLOBAL_BATCH: u64 = 16 * 1024 * 1024;
 
 /// `--memory`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -1023,7 +1020,7 @@ impl SearchStepArgs {
             ),
             or(&self.sequence_parallel, &[OnOff::On, OnOff::Off]),
             schedules,
-            or(&self.global_batch_tokens, &[DEFAULT_GLOBAL_BATCH])
+            or(&self.global_batch_tokens, &[DEFAULT_GLOBAL_BATCH_TOKENS])
         )
         .map(
             |(micro_batch, seq_len, rc, sp, schedule, global_batch_tokens)| Step {

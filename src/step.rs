@@ -23,6 +23,10 @@ use crate::activations::Recompute;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 
+/// Tokens per optimizer step when none is given (flags, plate plans' launchers): 16 Mi,
+/// Llama 3 405B's 2,048 sequences of 8,192 (Dubey et al. 2024, §3.4.1).
+pub const DEFAULT_GLOBAL_BATCH_TOKENS: u64 = 16 * 1024 * 1024;
+
 /// A pipeline schedule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Schedule {

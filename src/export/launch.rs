@@ -14,11 +14,7 @@ use crate::error::{parse_json, read_text, Error, Result};
 use crate::format::count;
 use crate::layout::{Layout, ZeroStage};
 use crate::model::Shape;
-use crate::step::{Schedule, Step};
-
-/// Tokens per optimizer step when the plan does not say (plate plans): 16 Mi, Llama 3 405B's
-/// 2,048 sequences of 8,192 (Dubey et al. 2024, §3.4.1).
-pub const DEFAULT_GLOBAL_BATCH_TOKENS: u64 = 16 * 1024 * 1024;
+use crate::step::{Schedule, Step, DEFAULT_GLOBAL_BATCH_TOKENS};
 
 /// One plan, ready for a launcher.
 #[derive(Debug, Clone, PartialEq)]
