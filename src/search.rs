@@ -544,21 +544,6 @@ impl Line for GridLine<'_> {
     }
 }
 
-/// The first index in `range` at which `yes` holds, given that it holds on a suffix of it
-/// (`range.end` when it holds nowhere).
-fn first_where(range: std::ops::Range<u64>, yes: impl Fn(u64) -> bool) -> u64 {
-    let (mut lo, mut hi) = (range.start, range.end);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if yes(mid) {
-            hi = mid;
-        } else {
-            lo = mid + 1;
-        }
-    }
-    lo
-}
-
 /// Every passing plan on a search's grid in ranking order, made one at a time as it is walked
 /// (`search --all`), so memory holds one line for each fitting configuration of each shape
 /// that passes, however many plans pass: a k-way merge (`src/ordered.rs`) of each configuration's
@@ -575,55 +560,28 @@ pub struct AllPlans<'a> {
 }
 
 impl<'a> AllPlans<'a> {
-    /// Every passing plan of `report`, the grid search of `shapes` under `brief` with
-    /// `options`: each shape's configurations again, on the current rayon pool, and of each
-    /// that fits, the grid counts inside the shape's window at which the loss is met (the
-    /// same for every configuration of the shape) up to the last at which its days fit. Only
-    /// [`search_all`] makes one, so the report is always the search of these shapes.
+    /// Every passing plan on `options`' grid of the search of `shapes` under `brief` whose
+    /// fitting configurations' exact windows ([`windows`]) are `windows`: each window's grid
+    /// counts, the passing ones of its configuration.
     fn new(
         brief: &'a Brief,
         shapes: &'a [Shape],
         options: &'a SearchOptions,
-        report: &SearchReport,
+        windows: Vec<Window<'a>>,
     ) -> Self {
         let grid = options.grid;
-        let lines: Vec<Vec<GridLine>> = shapes
-            .par_iter()
-            .zip(&report.shapes)
-            .enumerate()
-            .map(|(s, (shape, verdict))| {
-                let Some(window) = verdict.token_window else {
-                    return Vec::new();
-                };
-                let range = grid_range(&grid, window);
-                let meets = |i: u64| loss_meets(brief, loss(brief, shape, grid.at(i)));
-                let lo = first_where(range.clone(), meets);
-                if lo == range.end {
-                    return Vec::new();
-                }
-                let days = |c: &Config, i: u64| c.pace.run_days(brief, shape.params(), grid.at(i));
-                configurations(brief, shape, &options.memory, &options.time)
-                    .into_iter()
-                    .filter(|c| memory_fits(brief, c.bytes))
-                    .filter_map(|config| {
-                        let end =
-                            first_where(lo..range.end, |i| !days_fit(brief, days(&config, i)));
-                        (end > lo).then(|| GridLine {
-                            window: Window {
-                                brief,
-                                shape,
-                                index: s,
-                                config,
-                                tokens: (grid.at(lo), grid.at(end - 1)),
-                            },
-                            grid,
-                            span: (lo, end - 1),
-                        })
-                    })
-                    .collect()
+        let lines: Vec<GridLine> = windows
+            .into_iter()
+            .filter_map(|window| {
+                let (lo, hi) = window.tokens;
+                let range = grid_range(&grid, [lo, hi]);
+                (!range.is_empty()).then(|| GridLine {
+                    window,
+                    grid,
+                    span: (range.start, range.end - 1),
+                })
             })
             .collect();
-        let lines: Vec<GridLine> = lines.into_iter().flatten().collect();
         let count = lines.iter().map(|l| l.span.1 - l.span.0 + 1).sum();
         AllPlans {
             brief,
@@ -661,9 +619,9 @@ pub fn search_all<'a>(
         exact: false,
         ..options.clone()
     };
-    let mut report = search(brief, shapes, &one, progress);
+    let (mut report, windows) = search_in_blocks(brief, shapes, &one, progress, BLOCK, true);
     report.plans.clear();
-    let all = AllPlans::new(brief, shapes, options, &report);
+    let all = AllPlans::new(brief, shapes, options, windows);
     debug_assert_eq!(all.count, report.passing);
     (report, all)
 }
@@ -753,17 +711,19 @@ pub fn search(
     options: &SearchOptions,
     progress: &dyn Progress,
 ) -> SearchReport {
-    search_in_blocks(brief, shapes, options, progress, BLOCK)
+    search_in_blocks(brief, shapes, options, progress, BLOCK, false).0
 }
 
-/// [`search`], `block` shapes at a time.
-fn search_in_blocks(
-    brief: &Brief,
-    shapes: &[Shape],
+/// [`search`], `block` shapes at a time; with `keep_windows`, also every fitting
+/// configuration's exact window (for [`search_all`]).
+fn search_in_blocks<'a>(
+    brief: &'a Brief,
+    shapes: &'a [Shape],
     options: &SearchOptions,
     progress: &dyn Progress,
     block_size: usize,
-) -> SearchReport {
+    keep_windows: bool,
+) -> (SearchReport, Vec<Window<'a>>) {
     let grid = options.grid;
     let top = options.top.unwrap_or(usize::MAX);
     // Shapes are searched a block at a time, so memory holds one block's configurations and
@@ -777,6 +737,7 @@ fn search_in_blocks(
     };
     let mut exact = TopK::new(options.rank, options.top);
     let mut exact_windows = Vec::new();
+    let mut kept = Vec::new();
     let mut evaluated = 0u64;
     progress.start(shapes.len() as u64);
     for block in (0..shapes.len()).step_by(block_size.max(1)) {
@@ -853,6 +814,14 @@ fn search_in_blocks(
         for (global, best) in found.best[block.clone()].iter_mut().zip(part.best) {
             *global = better(options.rank, *global, best);
         }
+        if keep_windows {
+            kept.extend(windows(
+                brief,
+                &shapes[block.clone()],
+                &fitting,
+                block.start,
+            ));
+        }
         if options.exact {
             let block_windows = windows(brief, &shapes[block.clone()], &fitting, block.start);
             let (plans, best) = exact_top(&block_windows, options.rank, top, block.clone());
@@ -902,7 +871,7 @@ fn search_in_blocks(
             complete: front.complete,
         }
     });
-    SearchReport {
+    let report = SearchReport {
         brief: brief.clone(),
         grid,
         rank: options.rank,
@@ -922,7 +891,8 @@ fn search_in_blocks(
         front_runs,
         evaluated,
         passing: found.passing,
-    }
+    };
+    (report, kept)
 }
 
 #[cfg(test)]
@@ -946,7 +916,7 @@ mod tests {
                 ..SearchOptions::default()
             };
             let json = |block| {
-                let r = search_in_blocks(&b, &shapes, &options, &Silent, block);
+                let (r, _) = search_in_blocks(&b, &shapes, &options, &Silent, block, false);
                 let e = Format::Json.exporter();
                 (e.search(&r).unwrap(), e.front(&r).unwrap())
             };
