@@ -3,6 +3,7 @@
 
 use std::cmp::Ordering;
 
+use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::memory::MemoryModel;
 use crate::verdict::layout_order;
@@ -48,6 +49,14 @@ impl Rank {
             Rank::Days => "days",
             Rank::Memory => "memory",
         }
+    }
+
+    /// The ranking a user names, or why the name is none (the field it came in is `field`).
+    pub fn from_name(field: &str, name: &str) -> Result<Rank> {
+        [Rank::Loss, Rank::Days, Rank::Memory]
+            .into_iter()
+            .find(|r| r.name() == name)
+            .ok_or_else(|| Error::invalid(field, name, "loss, days or memory"))
     }
 
     /// The total order of this ranking: its objective, then the others, then [`tie_break`].

@@ -214,12 +214,7 @@ pub fn api_search(body: &[u8]) -> Result<String> {
     if !(1..=MAX_TOP).contains(&top) {
         return Err(Error::invalid("top", top, format!("1 to {MAX_TOP}")));
     }
-    let rank = match request.rank.as_deref().unwrap_or("loss") {
-        "loss" => Rank::Loss,
-        "days" => Rank::Days,
-        "memory" => Rank::Memory,
-        other => return Err(Error::invalid("rank", other, "loss, days or memory")),
-    };
+    let rank = Rank::from_name("rank", request.rank.as_deref().unwrap_or("loss"))?;
     let options = SearchOptions {
         rank,
         top: Some(top),

@@ -430,12 +430,7 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
             "a whole number ≥ 1, or null for every plan",
         ));
     }
-    let rank = match first.rank.as_str() {
-        "loss" => Rank::Loss,
-        "days" => Rank::Days,
-        "memory" => Rank::Memory,
-        other => return Err(Error::invalid("rank", other, "loss, days or memory")),
-    };
+    let rank = Rank::from_name("rank", &first.rank)?;
     let (brief, grid, top, total) = (
         first.brief.clone(),
         first.grid,
