@@ -373,15 +373,21 @@ pub struct FrontRuns {
 /// of millions of runs), and nobody reads past a few thousand.
 pub const MAX_FRONT_RUNS: usize = 10_000;
 
-/// A fitting configuration of a shape over its passing token window. The fastest of a shape's
-/// are the only plans of it that can stand on the Pareto front, since every other
-/// configuration at the same tokens has the same loss and no fewer days.
-struct Window<'a> {
-    brief: &'a Brief,
-    shape: &'a Shape,
-    index: usize,
-    config: Config,
-    tokens: (u64, u64),
+/// A fitting configuration of a shape over its passing token window (or, in a merge of
+/// shards, a run of a shard's exact front). The fastest of a shape's are the only plans of it
+/// that can stand on the Pareto front, since every other configuration at the same tokens has
+/// the same loss and no fewer days.
+pub(crate) struct Window<'a> {
+    pub(crate) brief: &'a Brief,
+    pub(crate) shape: &'a Shape,
+    /// The shape's place in the search's list.
+    pub(crate) index: usize,
+    pub(crate) layout: Layout,
+    pub(crate) model: MemoryModel,
+    /// Per-GPU memory, GB, as the plans report it.
+    pub(crate) memory: f64,
+    pub(crate) pace: Pace,
+    pub(crate) tokens: (u64, u64),
 }
 
 impl Chain for Window<'_> {
@@ -392,27 +398,26 @@ impl Chain for Window<'_> {
         loss(self.brief, self.shape, tokens)
     }
     fn days(&self, tokens: u64) -> f64 {
-        self.config
-            .pace
-            .run_days(self.brief, self.shape.params(), tokens)
+        self.pace.run_days(self.brief, self.shape.params(), tokens)
     }
     /// Loss and days depend on the shape only through its parameter count, and on the
     /// configuration only through its pace.
     fn curve(&self) -> Option<(u64, u64)> {
-        Some((self.shape.params(), self.config.pace.key().to_bits()))
+        Some((self.shape.params(), self.pace.key().to_bits()))
     }
 }
 
 impl Window<'_> {
-    fn candidate(&self, tokens: u64) -> Candidate {
+    /// The plan at `tokens`, in compact form.
+    pub(crate) fn candidate(&self, tokens: u64) -> Candidate {
         Candidate {
             shape: self.index,
             tokens,
-            layout: self.config.layout,
-            model: self.config.model,
+            layout: self.layout,
+            model: self.model,
             loss: self.loss(tokens),
             days: self.days(tokens),
-            memory: gb(self.config.bytes),
+            memory: self.memory,
         }
     }
 }
@@ -445,7 +450,10 @@ fn windows<'a>(
                     brief,
                     shape,
                     index: offset + s,
-                    config,
+                    layout: config.layout,
+                    model: config.model,
+                    memory: gb(config.bytes),
+                    pace: config.pace,
                     tokens: (lo, hi),
                 });
             }
@@ -864,7 +872,7 @@ fn search_in_blocks<'a>(
                     FrontRun {
                         first: grade(&window.candidate(run.first)),
                         last: grade(&window.candidate(last_on_front(window, run))),
-                        days_per_token: window.config.pace.days_per_token(),
+                        days_per_token: window.pace.days_per_token(),
                     }
                 })
                 .collect(),

@@ -22,7 +22,7 @@ use crate::pareto::{exact_front, last_before, last_on_front, Chain, Front, Segme
 use crate::plan::{evaluate, Design, Plan};
 use crate::rank::{tie_break, Candidate, Rank, TopK};
 use crate::scaling::ComputeOptimal;
-use crate::search::{FrontRun, FrontRuns, SearchReport, TokenGrid, MAX_FRONT_RUNS};
+use crate::search::{FrontRun, FrontRuns, SearchReport, TokenGrid, Window, MAX_FRONT_RUNS};
 use crate::step_time::TimeModel;
 use crate::verdict::{Pace, ShapeVerdict};
 
@@ -234,46 +234,17 @@ impl Partial {
     }
 }
 
-/// A run of a shard's exact front as a chain of plans, for the merged front.
-struct RunChain<'a> {
-    brief: &'a Brief,
-    run: &'a PartialRun,
-}
-
-impl Chain for RunChain<'_> {
-    fn tokens(&self) -> (u64, u64) {
-        (self.run.first.tokens, self.run.last_tokens)
-    }
-    fn loss(&self, tokens: u64) -> f64 {
-        crate::plan::loss(self.brief, &self.run.shape, tokens)
-    }
-    /// As the search's windows.
-    fn days(&self, tokens: u64) -> f64 {
-        self.pace()
-            .run_days(self.brief, self.run.shape.params(), tokens)
-    }
-    /// As the search's windows: the parameter count and the pace.
-    fn curve(&self) -> Option<(u64, u64)> {
-        Some((self.run.shape.params(), self.pace().key().to_bits()))
-    }
-}
-
-impl RunChain<'_> {
-    fn pace(&self) -> Pace {
-        Pace::from_days_per_token(self.run.days_per_token)
-    }
-
-    fn candidate(&self, tokens: u64) -> Candidate {
-        let first = &self.run.first;
-        Candidate {
-            shape: self.run.shape_index,
-            tokens,
-            layout: first.layout,
-            model: memory_model(first),
-            loss: self.loss(tokens),
-            days: self.days(tokens),
-            memory: first.memory_gb.total,
-        }
+/// A run of a shard's exact front as the window it was a part of, for the merged front.
+fn run_window<'a>(brief: &'a Brief, run: &'a PartialRun) -> Window<'a> {
+    Window {
+        brief,
+        shape: &run.shape,
+        index: run.shape_index,
+        layout: run.first.layout,
+        model: memory_model(&run.first),
+        memory: run.first.memory_gb.total,
+        pace: Pace::from_days_per_token(run.days_per_token),
+        tokens: (run.first.tokens, run.last_tokens),
     }
 }
 
@@ -288,9 +259,9 @@ fn merge_exact(brief: &Brief, fronts: &[PartialFront]) -> Result<FrontRuns> {
             complete: true,
         });
     };
-    let chains: Vec<RunChain> = fronts
+    let chains: Vec<Window> = fronts
         .iter()
-        .flat_map(|f| f.runs.iter().map(|run| RunChain { brief, run }))
+        .flat_map(|f| f.runs.iter().map(|run| run_window(brief, run)))
         .collect();
     // Each shard's front is known up to the end of its last run (nothing of it, if a shard
     // that stopped kept no run).
@@ -299,7 +270,7 @@ fn merge_exact(brief: &Brief, fronts: &[PartialFront]) -> Result<FrontRuns> {
         .filter(|f| !f.complete)
         .map(|f| {
             f.runs.last().map_or(f64::NEG_INFINITY, |run| {
-                RunChain { brief, run }.days(run.last_tokens)
+                run_window(brief, run).days(run.last_tokens)
             })
         })
         .min_by(f64::total_cmp);
@@ -323,12 +294,12 @@ fn merge_exact(brief: &Brief, fronts: &[PartialFront]) -> Result<FrontRuns> {
         }
         runs.push(seg);
     }
-    let grade = |chain: &RunChain, tokens: u64| -> Result<Plan> {
+    let grade = |chain: &Window, tokens: u64| -> Result<Plan> {
         let design = Design {
-            shape: &chain.run.shape,
+            shape: chain.shape,
             tokens,
-            layout: chain.run.first.layout,
-            memory: memory_model(&chain.run.first),
+            layout: chain.layout,
+            memory: chain.model,
             time,
         };
         evaluate(brief, &design)
@@ -340,7 +311,7 @@ fn merge_exact(brief: &Brief, fronts: &[PartialFront]) -> Result<FrontRuns> {
             Ok(FrontRun {
                 first: grade(chain, seg.first)?,
                 last: grade(chain, last_on_front(chain, seg))?,
-                days_per_token: chain.run.days_per_token,
+                days_per_token: chain.pace.days_per_token(),
             })
         })
         .collect::<Result<Vec<_>>>()?;
