@@ -39,7 +39,7 @@ use crate::brief::Brief;
 use crate::efficiency::EfficiencyCurve;
 use crate::error::{Error, Result};
 use crate::layout::Layout;
-use crate::memory::detailed::{stage_layers, stage_params, Detailed};
+use crate::memory::detailed::{stage_params, Detailed};
 use crate::memory::plate::shard;
 use crate::memory::MemoryModel;
 use crate::model::Shape;
@@ -201,8 +201,7 @@ pub fn step_time(
     opts: &TimeOptions,
 ) -> Result<StepTime> {
     let step = &d.step;
-    let layers = stage_layers(u64::from(shape.layers), layout.pp, d.options.stages)?;
-    let m = step.micro_batches(layout, &layers)?;
+    let (layers, m) = d.pipeline(shape, layout)?;
     let (tp, pp, dp) = (layout.tp, layout.pp, layout.dp);
     let (h, v) = (shape.hidden as f64, shape.vocab as f64);
     let tokens = (step.micro_batch * step.seq_len) as f64;

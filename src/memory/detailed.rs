@@ -214,11 +214,19 @@ pub fn stage_params(shape: &Shape, tp: u64, layers: u64, first: bool, last: bool
 }
 
 impl Detailed {
+    /// The pipeline of this step under `layout`: the layers of each stage and the
+    /// micro-batches a step takes, or why the step does not go with the layout. The memory and
+    /// time models both start from it.
+    pub fn pipeline(&self, shape: &Shape, layout: &Layout) -> Result<(Vec<u64>, u64)> {
+        let layers = stage_layers(u64::from(shape.layers), layout.pp, self.options.stages)?;
+        let m = self.step.micro_batches(layout, &layers)?;
+        Ok((layers, m))
+    }
+
     /// Memory of the stage that needs the most, or why the step does not go with the layout.
     pub fn memory(&self, shape: &Shape, layout: &Layout) -> Result<Memory> {
         let (step, opts) = (&self.step, &self.options);
-        let layers = stage_layers(u64::from(shape.layers), layout.pp, opts.stages)?;
-        let m = step.micro_batches(layout, &layers)?;
+        let (layers, m) = self.pipeline(shape, layout)?;
         let setting = Setting {
             layer: Layer::Llama(opts.kernels),
             seq_len: step.seq_len,
