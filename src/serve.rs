@@ -135,7 +135,7 @@ fn brief(patch: BriefPatch) -> Result<Brief> {
 }
 
 /// The graded design of a request.
-fn grade(request: DesignRequest) -> Result<(CheckReport, Shape)> {
+fn grade(request: DesignRequest) -> Result<CheckReport> {
     let brief = brief(request.brief)?;
     let shape = model::preset(&request.model)?;
     let (tp, pp) = (request.tp.unwrap_or(1), request.pp.unwrap_or(1));
@@ -143,13 +143,12 @@ fn grade(request: DesignRequest) -> Result<(CheckReport, Shape)> {
     let tokens = request.tokens.filter(|&d| d >= 1).ok_or_else(|| {
         Error::invalid("tokens", request.tokens.unwrap_or(0), "a whole number ≥ 1")
     })?;
-    let report = check(&brief, &Design::plate(&shape, tokens, layout))?;
-    Ok((report, shape))
+    check(&brief, &Design::plate(&shape, tokens, layout))
 }
 
 /// `POST /api/check`.
 pub fn api_check(body: &[u8]) -> Result<String> {
-    let (report, _) = grade(parse(body, "a design")?)?;
+    let report = grade(parse(body, "a design")?)?;
     Json.check(&report)
 }
 
@@ -175,7 +174,7 @@ pub fn api_export(body: &[u8]) -> Result<(String, &'static str)> {
         }
     };
     let design: DesignRequest = parse(value.to_string().as_bytes(), "a design")?;
-    let (report, _) = grade(design)?;
+    let report = grade(design)?;
     let text = format.exporter().launch(&Launch::from_check(&report)?)?;
     let media = if format == Format::DeepSpeed {
         "application/json"
