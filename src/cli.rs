@@ -19,7 +19,9 @@ use trainplan::memory::detailed::{
     Detailed, GradientPrecision, LossPrecision, Options, StageSplit,
 };
 use trainplan::memory::MemoryModel;
-use trainplan::model::{self, Biases, Shape, ShapeSpec};
+use trainplan::model::{
+    self, Biases, Shape, ShapeSpec, LLAMA3_HEAD_DIM, LLAMA3_KV_HEADS, LLAMA3_VOCAB,
+};
 use trainplan::rank::Rank;
 use trainplan::reliability::ReliabilityPatch;
 use trainplan::scaling::LossLawPreset;
@@ -448,7 +450,7 @@ impl AttentionArgs {
             Some(a) => a,
             None => match self.head_dim {
                 Some(d) if d > 0 && hidden % d == 0 => hidden / d,
-                _ if hidden % 128 == 0 => hidden / 128,
+                _ if hidden % LLAMA3_HEAD_DIM == 0 => hidden / LLAMA3_HEAD_DIM,
                 _ => {
                     return Err(Error::invalid(
                         "--hidden",
@@ -458,7 +460,7 @@ impl AttentionArgs {
                 }
             },
         };
-        let mut spec = ShapeSpec {
+        ShapeSpec {
             name: String::new(),
             layers: narrow("--layers", layers)?,
             hidden,
@@ -467,17 +469,22 @@ impl AttentionArgs {
             // Llama 3's 8 KV heads where they divide the heads, else one per head.
             kv_heads: narrow(
                 "--kv-heads",
-                self.kv_heads
-                    .unwrap_or(if heads % 8 == 0 { 8 } else { heads }),
+                self.kv_heads.unwrap_or({
+                    let llama = u64::from(LLAMA3_KV_HEADS);
+                    if heads % llama == 0 {
+                        llama
+                    } else {
+                        heads
+                    }
+                }),
             )?,
-            vocab: self.vocab.unwrap_or(128_256),
+            vocab: self.vocab.unwrap_or(LLAMA3_VOCAB),
             head_dim: self.head_dim,
             tied_embeddings: self.tied_embeddings,
             biases: Biases::default(),
-        };
-        spec.name = spec.dimension_name();
-        spec.build()
-            .map_err(|e| e.renamed(|field| format!("--{}", field.replace('_', "-"))))
+        }
+        .build_named()
+        .map_err(|e| e.renamed(|field| format!("--{}", field.replace('_', "-"))))
     }
 }
 
@@ -738,20 +745,16 @@ impl FamilyArgs {
         if self.ffn.is_some() {
             return Ok(None);
         }
+        let kv_heads = self.kv_heads.unwrap_or(u64::from(LLAMA3_KV_HEADS));
         match (&self.layers, &self.hidden, &self.ffn_ratio) {
             (None, None, None) => Ok(None),
             (Some(l), Some(h), Some(r)) => Ok(Some(Family {
                 layers: Span::parse("--layers", l)?,
                 hidden: Span::parse("--hidden", h)?,
                 ffn_ratio: Span::parse("--ffn-ratio", r)?,
-                head_dim: self.head_dim.unwrap_or(128),
-                kv_heads: u32::try_from(self.kv_heads.unwrap_or(8)).map_err(|_| {
-                    Error::invalid(
-                        "--kv-heads",
-                        self.kv_heads.unwrap_or(8),
-                        "at most 4294967295",
-                    )
-                })?,
+                head_dim: self.head_dim.unwrap_or(LLAMA3_HEAD_DIM),
+                kv_heads: u32::try_from(kv_heads)
+                    .map_err(|_| Error::invalid("--kv-heads", kv_heads, "at most 4294967295"))?,
                 vocab: self.vocab,
                 ffn_multiple: self.ffn_multiple,
             })),

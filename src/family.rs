@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::format::general;
-use crate::model::{Biases, Shape, ShapeSpec};
+use crate::model::{Biases, Shape, ShapeSpec, LLAMA3_HEAD_DIM, LLAMA3_KV_HEADS, LLAMA3_VOCAB};
 
 /// An inclusive range `start..end:step` of numbers.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -120,13 +120,13 @@ pub struct FamilySpec {
 }
 
 fn default_head_dim() -> u64 {
-    128
+    LLAMA3_HEAD_DIM
 }
 fn default_kv_heads() -> u32 {
-    8
+    LLAMA3_KV_HEADS
 }
 fn default_vocab() -> u64 {
-    128_256
+    LLAMA3_VOCAB
 }
 fn default_ffn_multiple() -> u64 {
     256
@@ -254,7 +254,7 @@ impl Family {
                 for &r in &ratios {
                     let multiples = (r * h as f64 / self.ffn_multiple as f64).round().max(1.0);
                     let ffn = multiples as u64 * self.ffn_multiple;
-                    let mut spec = ShapeSpec {
+                    let shape = ShapeSpec {
                         name: String::new(),
                         layers: l as u32,
                         hidden: h,
@@ -265,9 +265,8 @@ impl Family {
                         head_dim: None,
                         tied_embeddings: false,
                         biases: Biases::default(),
-                    };
-                    spec.name = spec.dimension_name();
-                    let shape = spec.build()?;
+                    }
+                    .build_named()?;
                     if shapes.last() != Some(&shape) {
                         shapes.push(shape);
                     }

@@ -407,12 +407,21 @@ pub fn preset(name: &str) -> Result<Shape> {
     })
 }
 
-/// Llama 3's head dimension, KV heads and vocabulary: what a dimension name leaves out.
-const LLAMA3_HEAD_DIM: u64 = 128;
-const LLAMA3_KV_HEADS: u32 = 8;
-const LLAMA3_VOCAB: u64 = 128_256;
+/// Llama 3's head dimension: what a dimension name leaves out, and the default of ad-hoc
+/// shapes and families.
+pub const LLAMA3_HEAD_DIM: u64 = 128;
+/// Llama 3's KV heads, likewise.
+pub const LLAMA3_KV_HEADS: u32 = 8;
+/// Llama 3's vocabulary, likewise.
+pub const LLAMA3_VOCAB: u64 = 128_256;
 
 impl ShapeSpec {
+    /// The shape, named by its dimensions ([`Self::dimension_name`]) and checked.
+    pub fn build_named(mut self) -> Result<Shape> {
+        self.name = self.dimension_name();
+        self.build()
+    }
+
     /// A Llama-like shape named by its dimensions, `L<layers>-h<hidden>-f<ffn>`, with a suffix
     /// for each dimension that is not Llama 3's: `-a<heads>` when the heads are not `h / 128`,
     /// `-d<head_dim>` when that is not `h / heads`, `-kv<kv_heads>` when not 8, `-v<vocab>` when
