@@ -1,13 +1,11 @@
 //! The real binary, run as a user would: exit codes, output on the right stream, the JSON
 //! contract, and one clear error line for bad input.
 
-use assert_cmd::Command;
+mod common;
+
+use common::trainplan;
 use predicates::prelude::*;
 use serde_json::Value;
-
-fn trainplan() -> Command {
-    Command::cargo_bin("trainplan").unwrap()
-}
 
 fn json(args: &[&str]) -> Value {
     let out = trainplan().args(args).output().unwrap();

@@ -1,12 +1,10 @@
 //! What engineers already have, in; what they paste next, out: Hugging Face configs, GPU
 //! presets, TOML briefs, launcher configurations, tables and plots — through the real binary.
 
-use assert_cmd::Command;
-use serde_json::Value;
+mod common;
 
-fn trainplan() -> Command {
-    Command::cargo_bin("trainplan").unwrap()
-}
+use common::trainplan;
+use serde_json::Value;
 
 fn fixture(name: &str) -> String {
     format!(

@@ -3,15 +3,14 @@
 //! overflows or panics, and the numbers agree with values worked out by hand (Python, exact
 //! integers) at these sizes.
 
-use assert_cmd::Command;
+mod common;
+
+use common::trainplan;
+
 use serde_json::Value;
 
 fn run(args: &[&str]) -> (Option<i32>, Value, String) {
-    let out = Command::cargo_bin("trainplan")
-        .unwrap()
-        .args(args)
-        .output()
-        .unwrap();
+    let out = trainplan().args(args).output().unwrap();
     let stdout = String::from_utf8(out.stdout).unwrap();
     let json = serde_json::from_str(&stdout).unwrap_or(Value::Null);
     (

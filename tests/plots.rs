@@ -4,15 +4,13 @@
 //! `TRAINPLAN_WRITE_RESULTS` set these tests rewrite them. PNG renders for looking at are left
 //! in `target/plots/`.
 
+mod common;
+
+use common::trainplan;
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use resvg::tiny_skia::Pixmap;
 use resvg::usvg;
-
-fn trainplan() -> Command {
-    Command::cargo_bin("trainplan").unwrap()
-}
 
 /// Runs trainplan with `args` plus `--plot FILE` and returns the SVG and its stdout.
 fn plot(args: &[&str]) -> (String, String) {
@@ -147,15 +145,7 @@ fn the_search_plot_marks_the_target_the_month_and_the_front() {
 
 #[test]
 fn a_family_plot_draws_a_spread_of_sizes_and_says_how_many_are_left_out() {
-    let (svg, _) = plot(&[
-        "search",
-        "--layers",
-        "40..160:4",
-        "--hidden",
-        "6144..20480:512",
-        "--ffn-ratio",
-        "3.0..4.0:0.25",
-    ]);
+    let (svg, _) = plot(&[&["search"][..], &common::FAMILY_SWEEP].concat());
     assert!(svg.contains("more shapes not drawn"));
     render(&svg, "search-family");
     committed(&svg, "search-family");

@@ -2,14 +2,15 @@
 //! compare byte for byte, so the committed files can never drift from the code. To refresh:
 //! `cargo run --release -- search --pareto results/default-front.json > results/default-summary.txt`
 
-use assert_cmd::Command;
+mod common;
+
+use common::trainplan;
 
 #[test]
 fn results_hold_the_default_brief_s_summary_and_front_as_the_tool_writes_them() {
     let dir = tempfile::tempdir().unwrap();
     let front = dir.path().join("front.json");
-    let out = Command::cargo_bin("trainplan")
-        .unwrap()
+    let out = trainplan()
         .args(["search", "--pareto"])
         .arg(&front)
         .output()
@@ -56,11 +57,7 @@ fn the_readme_shows_the_real_output_of_its_examples() {
 
 #[test]
 fn results_hold_the_default_brief_s_exact_search_as_the_tool_writes_it() {
-    let out = Command::cargo_bin("trainplan")
-        .unwrap()
-        .args(["search", "--exact"])
-        .output()
-        .unwrap();
+    let out = trainplan().args(["search", "--exact"]).output().unwrap();
     assert!(out.status.success());
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
     let summary = std::fs::read_to_string(root.join("default-exact-summary.txt")).unwrap();
@@ -73,19 +70,10 @@ fn results_hold_the_default_brief_s_exact_search_as_the_tool_writes_it() {
 
 #[test]
 fn results_hold_the_family_sweep_as_the_tool_writes_it() {
-    let out = Command::cargo_bin("trainplan")
-        .unwrap()
-        .args([
-            "search",
-            "--layers",
-            "40..160:4",
-            "--hidden",
-            "6144..20480:512",
-            "--ffn-ratio",
-            "3.0..4.0:0.25",
-            "--top",
-            "3",
-        ])
+    let out = trainplan()
+        .arg("search")
+        .args(common::FAMILY_SWEEP)
+        .args(["--top", "3"])
         .output()
         .unwrap();
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));

@@ -3,14 +3,12 @@
 //! deliberate change of format, regenerate a file with the command in its test and review the
 //! diff.
 
-use assert_cmd::Command;
+mod common;
+
+use common::trainplan;
 
 fn snapshot(args: &[&str], file: &str) {
-    let out = Command::cargo_bin("trainplan")
-        .unwrap()
-        .args(args)
-        .output()
-        .unwrap();
+    let out = trainplan().args(args).output().unwrap();
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/snapshots")
         .join(file);
@@ -158,8 +156,7 @@ fn launcher_configurations_of_the_walk_through_s_best_plan() {
     let mut search = vec!["search"];
     search.extend(CONFIGS_ON_H200);
     search.push("--json");
-    let out = Command::cargo_bin("trainplan")
-        .unwrap()
+    let out = trainplan()
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args(&search)
         .output()

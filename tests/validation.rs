@@ -5,9 +5,9 @@
 
 mod common;
 
-use std::path::Path;
+use common::trainplan;
 
-use assert_cmd::Command;
+use std::path::Path;
 
 /// One input: what it is, what is valid, a command that breaks it and the error it gets.
 struct Row {
@@ -58,8 +58,7 @@ fn files(dir: &Path) {
         .unwrap();
     }
     // A whole partial result of a one-shard search, its ranking renamed.
-    let partial = Command::cargo_bin("trainplan")
-        .unwrap()
+    let partial = trainplan()
         .args(["search", "--models", "8b", "--shard", "1/1"])
         .output()
         .unwrap();
@@ -155,8 +154,7 @@ fn every_row_of_the_validation_table_is_refused_as_it_says() {
     let dir = tempfile::tempdir().unwrap();
     files(dir.path());
     for row in ROWS {
-        let out = Command::cargo_bin("trainplan")
-            .unwrap()
+        let out = trainplan()
             .current_dir(dir.path())
             .args(row.args)
             .output()
