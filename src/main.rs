@@ -143,7 +143,8 @@ fn run_check(args: &CheckArgs, quiet: bool) -> Result<bool> {
 /// Writes a launcher configuration to stdout, and on stderr (unless quiet) the choices made
 /// for the user and a warning when the plan fails its checks.
 fn print_launch(format: Format, launch: &Launch, pass: bool, quiet: bool) -> Result<()> {
-    let text = format.exporter().launch(launch)?;
+    let exporter = format.exporter();
+    let text = exporter.launch(launch)?;
     if !quiet {
         let mut err = io::stderr().lock();
         if !pass {
@@ -152,16 +153,8 @@ fn print_launch(format: Format, launch: &Launch, pass: bool, quiet: bool) -> Res
                 "warning: this plan fails its checks; the configuration is written as asked"
             );
         }
-        if format == Format::DeepSpeed {
-            let _ = writeln!(err, "trainplan: {}", launch.summary());
-            for note in &launch.notes {
-                let _ = writeln!(err, "note: {note}");
-            }
-            let _ = writeln!(
-                err,
-                "note: DeepSpeed's JSON has no parallel degrees: set TP {} and PP {} in the training script (Megatron-DeepSpeed flags or a PipelineModule)",
-                launch.layout.tp, launch.layout.pp
-            );
+        for line in exporter.side_notes(launch) {
+            let _ = writeln!(err, "{line}");
         }
     }
     print(&text)

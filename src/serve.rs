@@ -161,27 +161,18 @@ pub fn api_export(body: &[u8]) -> Result<(String, &'static str)> {
         .as_object_mut()
         .and_then(|o| o.remove("format"))
         .ok_or_else(|| Error::invalid("format", "missing", "megatron, deepspeed or torchtitan"))?;
-    let format = match format.as_str().unwrap_or("") {
-        "megatron" => Format::Megatron,
-        "deepspeed" => Format::DeepSpeed,
-        "torchtitan" => Format::Torchtitan,
-        _ => {
-            return Err(Error::invalid(
-                "format",
-                format,
-                "megatron, deepspeed or torchtitan",
-            ))
-        }
+    let Some(format) = Format::launcher_named(format.as_str().unwrap_or("")) else {
+        return Err(Error::invalid(
+            "format",
+            format,
+            "megatron, deepspeed or torchtitan",
+        ));
     };
     let design: DesignRequest = parse(value.to_string().as_bytes(), "a design")?;
     let report = grade(design)?;
-    let text = format.exporter().launch(&Launch::from_check(&report)?)?;
-    let media = if format == Format::DeepSpeed {
-        "application/json"
-    } else {
-        "text/plain; charset=utf-8"
-    };
-    Ok((text, media))
+    let exporter = format.exporter();
+    let text = exporter.launch(&Launch::from_check(&report)?)?;
+    Ok((text, exporter.media_type()))
 }
 
 /// `POST /api/search`, bounded in size.

@@ -88,9 +88,21 @@ pub fn render(l: &Launch) -> Result<String> {
     Ok(text + "\n")
 }
 
+/// JSON holds no comments: the plan, its notes and the parallel degrees DeepSpeed's config has
+/// no place for go beside it.
 impl Launcher for DeepSpeed {
     const NAME: &'static str = "deepspeed";
+    const MEDIA_TYPE: &'static str = "application/json";
     fn render(&self, launch: &Launch) -> Result<String> {
         render(launch)
+    }
+    fn side_notes(&self, launch: &Launch) -> Vec<String> {
+        let mut lines = vec![format!("trainplan: {}", launch.summary())];
+        lines.extend(launch.notes.iter().map(|note| format!("note: {note}")));
+        lines.push(format!(
+            "note: DeepSpeed's JSON has no parallel degrees: set TP {} and PP {} in the training script (Megatron-DeepSpeed flags or a PipelineModule)",
+            launch.layout.tp, launch.layout.pp
+        ));
+        lines
     }
 }

@@ -52,6 +52,15 @@ pub trait Exporter {
     fn front(&self, report: &SearchReport) -> Result<String>;
     /// A launcher configuration for one plan.
     fn launch(&self, launch: &Launch) -> Result<String>;
+    /// What a user should know beside `launch`'s configuration that the file itself cannot
+    /// say, one line each (none for most formats).
+    fn side_notes(&self, _launch: &Launch) -> Vec<String> {
+        Vec::new()
+    }
+    /// The media type of a launcher configuration.
+    fn media_type(&self) -> &'static str {
+        "text/plain; charset=utf-8"
+    }
 }
 
 /// A launcher configuration's format: one plan in, one file out. Every launcher is an
@@ -59,8 +68,14 @@ pub trait Exporter {
 pub trait Launcher {
     /// The format's name, as `--format` takes it.
     const NAME: &'static str;
+    /// The media type of its file.
+    const MEDIA_TYPE: &'static str = "text/plain; charset=utf-8";
     /// The configuration for `launch`.
     fn render(&self, launch: &Launch) -> Result<String>;
+    /// Lines for the user beside the file, for a format whose file cannot carry comments.
+    fn side_notes(&self, _launch: &Launch) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 impl<T: Launcher> Exporter for T {
@@ -75,6 +90,12 @@ impl<T: Launcher> Exporter for T {
     }
     fn launch(&self, launch: &Launch) -> Result<String> {
         self.render(launch)
+    }
+    fn side_notes(&self, launch: &Launch) -> Vec<String> {
+        Launcher::side_notes(self, launch)
+    }
+    fn media_type(&self) -> &'static str {
+        T::MEDIA_TYPE
     }
 }
 
@@ -109,6 +130,17 @@ impl Format {
             Format::DeepSpeed => Box::new(DeepSpeed),
             Format::Torchtitan => Box::new(Torchtitan),
         }
+    }
+
+    /// The launcher format named `name`, as its [`Launcher::NAME`].
+    pub fn launcher_named(name: &str) -> Option<Format> {
+        [
+            (Format::Megatron, Megatron::NAME),
+            (Format::DeepSpeed, DeepSpeed::NAME),
+            (Format::Torchtitan, Torchtitan::NAME),
+        ]
+        .into_iter()
+        .find_map(|(format, n)| (n == name).then_some(format))
     }
 
     /// Whether this format writes a launcher configuration for one plan.
