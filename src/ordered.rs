@@ -14,6 +14,7 @@
 //! order a full sort would give, holding one plan per line.
 
 use std::cmp::Ordering;
+use std::collections::binary_heap::PeekMut;
 use std::collections::BinaryHeap;
 
 use crate::rank::{Candidate, Rank};
@@ -242,17 +243,19 @@ impl<'a, L: Line> Merge<'a, L> {
 impl<L: Line> Iterator for Merge<'_, L> {
     type Item = Candidate;
 
+    /// The best head out, its line's next plan in its place: one sift of the heap, not a pop
+    /// and a push.
     fn next(&mut self) -> Option<Candidate> {
-        let head = self.heap.pop()?;
+        let mut head = self.heap.peek_mut()?;
+        let best = head.candidate;
         let line = &self.lines[head.line];
-        if let Some(p) = self.walks[head.line].next(line, self.rank) {
-            self.heap.push(Head {
-                rank: self.rank,
-                candidate: line.at(p),
-                line: head.line,
-            });
+        match self.walks[head.line].next(line, self.rank) {
+            Some(p) => head.candidate = line.at(p),
+            None => {
+                PeekMut::pop(head);
+            }
         }
-        Some(head.candidate)
+        Some(best)
     }
 }
 
