@@ -706,12 +706,12 @@ fn a_plan_file_is_checked_as_check_checks_a_design() {
 
 #[test]
 fn launchers_refuse_splits_their_schedules_cannot_run() {
-    // Megatron-LM splits each stage's 10 layers into V = 3 chunks: it cannot.
-    refuses(
-        &[
+    // 70B on TP 8 × PP 8, ZeRO 1, detailed memory, an interleaved schedule.
+    let interleaved = |format: &'static str, more: &[&'static str]| {
+        let mut args = vec![
             "export",
             "--format",
-            "megatron",
+            format,
             "--model",
             "70b",
             "--tokens",
@@ -725,33 +725,21 @@ fn launchers_refuse_splits_their_schedules_cannot_run() {
             "--memory",
             "detailed",
             "--schedule",
-            "interleaved:3",
-            "--global-batch-tokens",
-            "25165824",
-        ],
+        ];
+        args.extend(more);
+        args
+    };
+    // Megatron-LM splits each stage's 10 layers into V = 3 chunks: it cannot.
+    refuses(
+        &interleaved(
+            "megatron",
+            &["interleaved:3", "--global-batch-tokens", "25165824"],
+        ),
         "3 chunks of each stage's layers (10)",
     );
     // torchtitan counts the embedding and the head as layers: 82 do not make 16 stages.
     refuses(
-        &[
-            "export",
-            "--format",
-            "torchtitan",
-            "--model",
-            "70b",
-            "--tokens",
-            "1e12",
-            "--tp",
-            "8",
-            "--pp",
-            "8",
-            "--zero",
-            "1",
-            "--memory",
-            "detailed",
-            "--schedule",
-            "interleaved:2",
-        ],
+        &interleaved("torchtitan", &["interleaved:2"]),
         "(82) do not divide by PP 8 × V 2",
     );
 }
