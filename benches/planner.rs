@@ -6,20 +6,23 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 use itertools::iproduct;
-use trainplan::activations::Recompute;
-use trainplan::check::check;
-use trainplan::export::Format;
-use trainplan::family::Family;
-use trainplan::layout::{Layout, ZeroStage};
-use trainplan::memory::detailed::Options;
+use trainplan::cost::activations::Recompute;
+use trainplan::cost::memory::detailed::Options;
+use trainplan::cost::step::{Schedule, Step};
+use trainplan::cost::step_time::{TimeModel, TimeOptions};
+use trainplan::input::hf;
+use trainplan::model::family::Family;
+use trainplan::model::layout::{Layout, ZeroStage};
 use trainplan::model::{preset, presets};
+use trainplan::plan::check::check;
+use trainplan::plan::pace::Pace;
+use trainplan::plan::verdict::{plate_lightest, verdict};
 use trainplan::plan::{evaluate, Design};
-use trainplan::progress::Silent;
+use trainplan::report::export::Format;
+use trainplan::report::plot;
+use trainplan::search::progress::Silent;
 use trainplan::search::{search, search_all, MemorySpace, SearchOptions, TokenGrid};
-use trainplan::step::{Schedule, Step};
-use trainplan::step_time::{TimeModel, TimeOptions};
-use trainplan::verdict::{plate_lightest, verdict, Pace};
-use trainplan::{hf, plot, serve, Brief};
+use trainplan::{serve, Brief};
 
 fn one_plan(c: &mut Criterion) {
     let brief = Brief::default();

@@ -6,29 +6,28 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use itertools::iproduct;
-use trainplan::activations::{Kernels, Recompute};
-use trainplan::brief::{self, Brief, BriefPatch, LossLawPatch};
-use trainplan::efficiency::EfficiencyCurve;
-use trainplan::error::{Error, Result};
-use trainplan::export::Format;
-use trainplan::family::{Family, Span};
-use trainplan::gpu::{Gpu, GpuName};
-use trainplan::hf;
-use trainplan::layout::ZeroStage;
-use trainplan::memory::detailed::{
+use trainplan::brief::gpu::Gpu;
+use trainplan::brief::{
+    self, Brief, BriefPatch, GpuName, LossLawPatch, ReliabilityPatch, TopologyPatch,
+};
+use trainplan::cost::activations::{Kernels, Recompute};
+use trainplan::cost::memory::detailed::{
     Detailed, GradientPrecision, LossPrecision, Options, StageSplit,
 };
-use trainplan::memory::MemoryModel;
+use trainplan::cost::memory::MemoryModel;
+use trainplan::cost::scaling::LossLawPreset;
+use trainplan::cost::step::{Schedule, Step, DEFAULT_GLOBAL_BATCH_TOKENS};
+use trainplan::cost::step_time::{TimeModel, TimeOptions};
+use trainplan::error::{Error, Result};
+use trainplan::input::{self, hf};
+use trainplan::model::family::{Family, Span};
+use trainplan::model::layout::ZeroStage;
 use trainplan::model::{
     self, Biases, Shape, ShapeSpec, LLAMA3_HEAD_DIM, LLAMA3_KV_HEADS, LLAMA3_VOCAB,
 };
-use trainplan::rank::Rank;
-use trainplan::reliability::ReliabilityPatch;
-use trainplan::scaling::LossLawPreset;
+use trainplan::report::export::Format;
+use trainplan::search::rank::Rank;
 use trainplan::search::{MemorySpace, SearchOptions, TokenGrid};
-use trainplan::step::{Schedule, Step, DEFAULT_GLOBAL_BATCH_TOKENS};
-use trainplan::step_time::{TimeModel, TimeOptions};
-use trainplan::topology::TopologyPatch;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -234,7 +233,7 @@ impl BriefArgs {
     pub fn resolve(&self) -> Result<Brief> {
         let mut brief = Brief::default();
         if let Some(path) = &self.brief {
-            brief = brief.with_file(path)?;
+            brief = input::brief_file(brief, path)?;
         }
         if let Some(law) = self.loss_law {
             brief.loss_law = law.preset().law();
@@ -660,7 +659,7 @@ impl TimeArgs {
         let d = TimeOptions::default();
         let options = TimeOptions {
             efficiency: match &self.efficiency {
-                Some(path) => EfficiencyCurve::from_file(path)?,
+                Some(path) => input::efficiency_curve(path)?,
                 None => d.efficiency,
             },
             tp_overlap: self.tp_overlap.unwrap_or(d.tp_overlap),

@@ -6,8 +6,13 @@
 //! and find their Pareto front on loss and days.
 //!
 //! The model is the plate model of SPEC.md: memory by ZeRO stage with full recomputation
-//! ([`memory`]), days by 6ND at an assumed MFU ([`time`]), and the Chinchilla loss law
-//! ([`scaling`]). Each formula lives in one small function with its source in the doc comment.
+//! ([`cost::memory`]), days by 6ND at an assumed MFU ([`cost::time`]), and the Chinchilla loss
+//! law ([`cost::scaling`]). Each formula lives in one small function with its source in the doc
+//! comment.
+//!
+//! The parts, from the ground up (each uses only the parts before it; ARCHITECTURE.md):
+//! `error`, `format`, `units` → [`model`] → [`cost`] → [`brief`] → [`plan`] → [`search`] →
+//! [`report`] → [`input`] → [`serve`] (and the binary's `cli`).
 //!
 //! ```
 //! use trainplan::{evaluate, model, Brief, Design, Layout, ZeroStage};
@@ -23,40 +28,23 @@
 //! # Ok::<(), trainplan::Error>(())
 //! ```
 
-pub mod activations;
-pub mod brief;
-pub mod check;
-pub mod efficiency;
+// The ground floor, used by every part.
 pub mod error;
-pub mod export;
-pub mod family;
 pub mod format;
-pub mod gpu;
-pub mod hf;
-pub mod layout;
-pub mod memory;
+pub mod units;
+
+// The parts, in the order they may use each other.
+pub mod brief;
+pub mod cost;
+pub mod input;
 pub mod model;
-mod ordered;
-pub mod output;
-pub mod pareto;
 pub mod plan;
-pub mod plot;
-pub mod progress;
-pub mod rank;
-pub mod reliability;
-pub mod scaling;
+pub mod report;
 pub mod search;
 pub mod serve;
-pub mod shard;
-pub mod step;
-pub mod step_time;
-pub mod time;
-pub mod topology;
-pub mod units;
-pub mod verdict;
 
 pub use brief::Brief;
 pub use error::{Error, Result};
-pub use layout::{Layout, ZeroStage};
+pub use model::layout::{Layout, ZeroStage};
 pub use model::Shape;
 pub use plan::{evaluate, Design, Plan};

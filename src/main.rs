@@ -15,19 +15,20 @@ use cli::{
     BriefCommandArgs, BriefFormat, CheckArgs, Cli, Command, CompletionsArgs, DesignArgs,
     ExportArgs, MergeArgs, OutputArgs, SearchArgs, ServeArgs,
 };
-use trainplan::check::{check, CheckReport};
-use trainplan::error::read_json;
 use trainplan::error::{Error, Result};
-use trainplan::export::launch::PlanFile;
-use trainplan::export::Launch;
-use trainplan::export::{brief_lines, Format};
-use trainplan::layout::Layout;
-use trainplan::output::{emit, quietly_closed, same_file, write_atomic, written};
+use trainplan::input::plan_file::PlanFile;
+use trainplan::input::{hf, read_json};
+use trainplan::model::layout::Layout;
+use trainplan::plan::check::{check, CheckReport};
 use trainplan::plan::Design;
-use trainplan::progress::Progress;
+use trainplan::report::export::Launch;
+use trainplan::report::export::{brief_lines, Format};
+use trainplan::report::output::{emit, quietly_closed, same_file, write_atomic, written};
+use trainplan::report::plot;
+use trainplan::search::progress::Progress;
+use trainplan::search::shard::{fingerprint, merge, Partial, Shard};
 use trainplan::search::{search, search_all, Ranked, SearchReport};
-use trainplan::shard::{fingerprint, merge, Partial, Shard};
-use trainplan::{hf, model, plot, serve};
+use trainplan::{model, serve};
 
 /// Sweeps of at least this many shapes get a progress bar (on a terminal): about a second.
 const LONG_SWEEP: u64 = 10_000;

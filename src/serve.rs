@@ -36,16 +36,17 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::Semaphore;
 
+use crate::brief::gpu::PRESETS;
 use crate::brief::{Brief, BriefPatch};
-use crate::check::{check, CheckReport};
-use crate::error::{parse_json, Error, Result};
-use crate::export::{Exporter, Format, Json, Launch};
-use crate::gpu::PRESETS;
-use crate::layout::{Layout, ZeroStage};
+use crate::error::{Error, Result};
+use crate::input::parse_json;
+use crate::model::layout::{Layout, ZeroStage};
 use crate::model::{self, Shape};
+use crate::plan::check::{check, CheckReport};
 use crate::plan::Design;
-use crate::progress::Silent;
-use crate::rank::Rank;
+use crate::report::export::{Exporter, Format, Json, Launch};
+use crate::search::progress::Silent;
+use crate::search::rank::Rank;
 use crate::search::{search, SearchOptions};
 
 /// The page, with its styles and script inline.

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use trainplan::hf;
+use trainplan::input::hf;
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

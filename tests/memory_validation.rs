@@ -7,11 +7,11 @@ mod common;
 
 use serde_json::Value;
 
-use trainplan::activations::{Kernels, Layer, Recompute, Setting};
-use trainplan::layout::{Layout, ZeroStage};
-use trainplan::memory::detailed::{Detailed, GradientPrecision, Options, StageSplit};
+use trainplan::cost::activations::{Kernels, Layer, Recompute, Setting};
+use trainplan::cost::memory::detailed::{Detailed, GradientPrecision, Options, StageSplit};
+use trainplan::cost::step::{Schedule, Step};
+use trainplan::model::layout::{Layout, ZeroStage};
 use trainplan::model::{preset, Shape};
-use trainplan::step::{Schedule, Step};
 use trainplan::Brief;
 
 fn calibration(file: &str) -> Value {
@@ -95,7 +95,7 @@ fn rows() -> Vec<Row> {
                 predicted: eager(tp, 1).stored(&shape(model), Recompute::None),
                 measured: r["per_layer_B"].as_f64().unwrap(),
                 tolerance: 0.03,
-                note: "tensor by tensor, src/activations.rs",
+                note: "tensor by tensor, src/cost/activations.rs",
             });
         }
     }

@@ -4,24 +4,25 @@
 
 use proptest::prelude::*;
 
-use trainplan::activations::{Kernels, Recompute};
-use trainplan::export::Format;
-use trainplan::layout::{layouts, Layout};
-use trainplan::memory;
-use trainplan::memory::detailed::{GradientPrecision, Options, StageSplit};
+use trainplan::cost::activations::{Kernels, Recompute};
+use trainplan::cost::memory;
+use trainplan::cost::memory::detailed::{GradientPrecision, Options, StageSplit};
+use trainplan::cost::step::{Schedule, Step};
+use trainplan::cost::step_time::{TimeModel, TimeOptions};
+use trainplan::model::layout::{layouts, Layout};
 use trainplan::model::{presets, Shape};
-use trainplan::plan::memory_fits;
+use trainplan::plan::limits::memory_fits;
+use trainplan::plan::pace::Pace;
+use trainplan::plan::verdict::lightest;
+use trainplan::plan::verdict::verdict;
 use trainplan::plan::{evaluate, Design, Plan};
-use trainplan::progress::Silent;
-use trainplan::rank::Rank;
+use trainplan::report::export::Format;
+use trainplan::search::progress::Silent;
+use trainplan::search::rank::Rank;
 use trainplan::search::Config;
 use trainplan::search::{
     configurations, search, search_all, MemorySpace, Ranked, SearchOptions, SearchReport, TokenGrid,
 };
-use trainplan::step::{Schedule, Step};
-use trainplan::step_time::{TimeModel, TimeOptions};
-use trainplan::verdict::lightest;
-use trainplan::verdict::{verdict, Pace};
 use trainplan::Brief;
 
 fn brief() -> impl Strategy<Value = Brief> {
@@ -95,7 +96,11 @@ fn problem() -> impl Strategy<Value = (Brief, Vec<Shape>, TokenGrid, MemorySpace
                 let n = shapes[which.index(shapes.len())].params() as f64;
                 let point = |u: f64| grid.at(((grid.len() - 1) as f64 * u) as u64) as f64;
                 brief.loss_target = brief.loss_law.loss(n, point(at_loss));
-                brief.max_days = trainplan::time::days(&brief, n, point(at_days)) * slack;
+                brief.max_days = trainplan::cost::time::days(
+                    brief.cluster_flops_per_second(),
+                    n,
+                    point(at_days),
+                ) * slack;
                 // The detailed time model needs the detailed memory model's steps. Its runs
                 // are slower than the plate's 40 % MFU on small clusters, so give it longer.
                 let time = match space {
@@ -462,7 +467,7 @@ proptest! {
         // A window of a few thousand tokens, so a grid of every whole token count covers it.
         let n = shape.params() as f64;
         brief.loss_target = brief.loss_law.loss(n, at_loss as f64);
-        brief.max_days = trainplan::time::days(&brief, n, at_days as f64);
+        brief.max_days = trainplan::cost::time::days(brief.cluster_flops_per_second(), n, at_days as f64);
         if let TimeModel::Detailed(_) = time {
             brief.max_days *= 3.0;
         }
@@ -500,7 +505,7 @@ proptest! {
         // and its front is the front of every plan.
         let n = first.params() as f64;
         brief.loss_target = brief.loss_law.loss(n, at_loss as f64);
-        brief.max_days = trainplan::time::days(&brief, n, at_days as f64);
+        brief.max_days = trainplan::cost::time::days(brief.cluster_flops_per_second(), n, at_days as f64);
         if let TimeModel::Detailed(_) = time {
             brief.max_days *= 3.0;
         }

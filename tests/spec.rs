@@ -2,14 +2,15 @@
 //! verdict for each shape under the default brief. Expected values were worked out
 //! independently (by hand or in Python from the formulas in SPEC.md), not read off the tool.
 
-use trainplan::check::check;
-use trainplan::layout::{Layout, ZeroStage};
+use trainplan::cost::scaling::ComputeOptimal;
+use trainplan::model::layout::{Layout, ZeroStage};
 use trainplan::model::{preset, presets};
+use trainplan::plan::check::check;
+use trainplan::plan::pace::Pace;
+use trainplan::plan::verdict::{plate_lightest, verdict, ShapeVerdict};
 use trainplan::plan::Design;
-use trainplan::progress::Silent;
-use trainplan::scaling::ComputeOptimal;
+use trainplan::search::progress::Silent;
 use trainplan::search::{search, SearchOptions};
-use trainplan::verdict::{plate_lightest, verdict, Pace, ShapeVerdict};
 use trainplan::Brief;
 
 /// The verdict on a preset under the default brief and the plate model.

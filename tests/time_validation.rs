@@ -6,14 +6,14 @@
 
 mod common;
 
-use trainplan::activations::Recompute;
-use trainplan::efficiency::{calibration_rows, EfficiencyCurve};
-use trainplan::layout::{Layout, ZeroStage};
-use trainplan::memory::detailed::{Detailed, GradientPrecision, Options, StageSplit};
+use trainplan::cost::activations::Recompute;
+use trainplan::cost::efficiency::{calibration_rows, EfficiencyCurve};
+use trainplan::cost::memory::detailed::{Detailed, GradientPrecision, Options, StageSplit};
+use trainplan::cost::step::{Schedule, Step};
+use trainplan::cost::step_time::{step_time, TimeOptions};
+use trainplan::cost::topology::Topology;
+use trainplan::model::layout::{Layout, ZeroStage};
 use trainplan::model::{preset, Shape};
-use trainplan::step::{Schedule, Step};
-use trainplan::step_time::{step_time, TimeOptions};
-use trainplan::topology::Topology;
 use trainplan::Brief;
 
 /// A published run, as its paper states it.
@@ -237,7 +237,7 @@ fn predict(run: &Run) -> f64 {
         },
     };
     let t = step_time(
-        &brief,
+        &brief.machine(),
         &run.shape,
         &layout,
         &detailed,

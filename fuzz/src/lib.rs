@@ -7,9 +7,9 @@ use std::path::Path;
 
 use arbitrary::{Arbitrary, Unstructured};
 use serde_json::{json, Value};
-use trainplan::brief::BriefPatch;
-use trainplan::export::launch::{Launch, PlanFile};
-use trainplan::export::Format;
+use trainplan::input::plan_file::PlanFile;
+use trainplan::report::export::launch::Launch;
+use trainplan::report::export::Format;
 use trainplan::{Brief, Layout};
 
 fn text(data: &[u8]) -> Option<&str> {
@@ -18,7 +18,7 @@ fn text(data: &[u8]) -> Option<&str> {
 
 fn brief(data: &[u8], toml: bool, path: &str) {
     let Some(text) = text(data) else { return };
-    if let Ok(patch) = BriefPatch::parse(text, Path::new(path), toml) {
+    if let Ok(patch) = trainplan::input::brief_patch(text, Path::new(path), toml) {
         let brief = patch.apply(Brief::default());
         let _ = brief.validate();
     }
@@ -37,7 +37,7 @@ pub fn brief_toml(data: &[u8]) {
 /// Target 3: a Hugging Face `config.json`, and the parameter counts of the shape it gives.
 pub fn hf_config(data: &[u8]) {
     let Some(text) = text(data) else { return };
-    if let Ok(shape) = trainplan::hf::parse(text, Path::new("fuzz/config.json")) {
+    if let Ok(shape) = trainplan::input::hf::parse(text, Path::new("fuzz/config.json")) {
         let _ = shape.params();
         let _ = shape.params_per_layer();
         let _ = shape.matrix_params();
@@ -97,7 +97,7 @@ fn plan_text(text: &str, index: u64) {
 /// Target 5: a shard's partial search result, as `trainplan merge` reads it.
 pub fn partial_json(data: &[u8]) {
     let Some(text) = text(data) else { return };
-    let _ = serde_json::from_str::<trainplan::shard::Partial>(text);
+    let _ = serde_json::from_str::<trainplan::search::shard::Partial>(text);
 }
 
 /// A number as a fuzzer should try it: small, a power of two, near a power of two, or any.

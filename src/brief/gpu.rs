@@ -1,0 +1,192 @@
+//! GPU presets: the accelerators people plan on, with the figures the brief and the time model
+//! use. `--gpu h200` (or `gpu = "h200"` in a brief file) lays one over the brief; any field can
+//! still be set after it.
+//!
+//! Figures per GPU: dense BF16 peak (no sparsity), memory as marketed (GB = 10^9 bytes), HBM
+//! bandwidth, the all-reduce bus bandwidth NCCL reaches inside an 8-GPU node with its ring
+//! algorithm (the time model's collectives are ring collectives, and reduce-scatter and
+//! all-gather stay near the ring figure even where NVLink SHARP lifts all-reduce), and the
+//! bus bandwidth of one NIC between nodes: 46 GB/s for 400 Gb/s (the default brief's, SPEC.md
+//! §4), 23 GB/s for 200 Gb/s in proportion. The memory cap is 90 % of the card, the default
+//! brief's 72 of 80 GB.
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+
+/// One accelerator's figures.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Gpu {
+    /// The name `--gpu` takes.
+    pub name: &'static str,
+    /// What it is, for people.
+    pub title: &'static str,
+    /// Dense BF16 peak, TFLOP/s.
+    pub peak_tflops: f64,
+    /// Memory, GB.
+    pub memory_gb: f64,
+    /// HBM bandwidth, GB/s.
+    pub hbm_gbps: f64,
+    /// Ring all-reduce bus bandwidth inside a node, GB/s.
+    pub intra_node_gbps: f64,
+    /// Bus bandwidth of one GPU's NIC between nodes, GB/s.
+    pub inter_node_gbps: f64,
+    /// GPUs per node.
+    pub gpus_per_node: u64,
+}
+
+/// Share of the card a plan may use: SPEC.md §1's 72 GB of 80.
+pub const CAP_FRACTION: f64 = 0.9;
+
+/// The presets.
+///
+/// Sources:
+/// - A100 (40 and 80 GB): NVIDIA A100 Tensor Core GPU datasheet (312 TFLOP/s BF16 dense;
+///   1,555 GB/s HBM2 and 2,039 GB/s HBM2e); DGX A100: 8 GPUs, one 200 Gb/s HDR NIC each; ring
+///   all-reduce ~230 GB/s (S. Jeaugey, NVIDIA/nccl-tests#149; 231.6 GB/s measured in Azure's
+///   ND A100 v4 results).
+/// - H100 SXM: NVIDIA H100 datasheet (989 TFLOP/s BF16 dense, 80 GB HBM3, 3,350 GB/s); DGX H100:
+///   one 400 Gb/s NDR NIC per GPU; ring all-reduce ~370 GB/s (NVIDIA/nccl-tests#212). These are
+///   the default brief's figures.
+/// - H100 PCIe: the same datasheet (756 TFLOP/s dense, 80 GB HBM2e, 2,000 GB/s). No NVSwitch:
+///   eight cards share PCIe Gen5 (NVLink bridges join pairs only); 40 GB/s is an estimate from
+///   PCIe all-reduce reports (NVIDIA/nccl#1639), not a measurement; NIC assumed 400 Gb/s.
+/// - H200: NVIDIA H200 product page (141 GB HBM3e, 4,800 GB/s, H100's compute); ring
+///   all-reduce 367.6 GB/s with NVLink SHARP off (stas00/ml-engineering, 8×H200).
+/// - B200 (HGX/DGX): NVIDIA DGX B200 user guide (1,440 GB for 8 GPUs: 180 GB each; 64 TB/s HBM:
+///   8,000 GB/s each; ConnectX-7 at 400 Gb/s per GPU), Blackwell datasheet (2,250 TFLOP/s BF16
+///   dense); ring all-reduce 682 GB/s (stas00/ml-engineering, 8×B200, NCCL 2.27).
+/// - MI300X: AMD Instinct MI300X specifications (1,307.4 TFLOP/s BF16 dense, 192 GB HBM3,
+///   5,300 GB/s); 8 per platform, 400 Gb/s NICs 1:1 (ROCm docs); RCCL all-reduce 313 GB/s
+///   over 8 GPUs (stas00/ml-engineering) — far less for smaller groups, which one figure cannot
+///   say.
+pub const PRESETS: [Gpu; 7] = [
+    Gpu {
+        name: "a100-40gb",
+        title: "NVIDIA A100 SXM 40 GB",
+        peak_tflops: 312.0,
+        memory_gb: 40.0,
+        hbm_gbps: 1_555.0,
+        intra_node_gbps: 230.0,
+        inter_node_gbps: 23.0,
+        gpus_per_node: 8,
+    },
+    Gpu {
+        name: "a100-80gb",
+        title: "NVIDIA A100 SXM 80 GB",
+        peak_tflops: 312.0,
+        memory_gb: 80.0,
+        hbm_gbps: 2_039.0,
+        intra_node_gbps: 230.0,
+        inter_node_gbps: 23.0,
+        gpus_per_node: 8,
+    },
+    Gpu {
+        name: "h100-sxm",
+        title: "NVIDIA H100 SXM 80 GB",
+        peak_tflops: 989.0,
+        memory_gb: 80.0,
+        hbm_gbps: 3_350.0,
+        intra_node_gbps: 370.0,
+        inter_node_gbps: 46.0,
+        gpus_per_node: 8,
+    },
+    Gpu {
+        name: "h100-pcie",
+        title: "NVIDIA H100 PCIe 80 GB",
+        peak_tflops: 756.0,
+        memory_gb: 80.0,
+        hbm_gbps: 2_000.0,
+        intra_node_gbps: 40.0,
+        inter_node_gbps: 46.0,
+        gpus_per_node: 8,
+    },
+    Gpu {
+        name: "h200",
+        title: "NVIDIA H200 SXM 141 GB",
+        peak_tflops: 989.0,
+        memory_gb: 141.0,
+        hbm_gbps: 4_800.0,
+        intra_node_gbps: 368.0,
+        inter_node_gbps: 46.0,
+        gpus_per_node: 8,
+    },
+    Gpu {
+        name: "b200",
+        title: "NVIDIA B200 (HGX) 180 GB",
+        peak_tflops: 2_250.0,
+        memory_gb: 180.0,
+        hbm_gbps: 8_000.0,
+        intra_node_gbps: 682.0,
+        inter_node_gbps: 46.0,
+        gpus_per_node: 8,
+    },
+    Gpu {
+        name: "mi300x",
+        title: "AMD Instinct MI300X 192 GB",
+        peak_tflops: 1_307.4,
+        memory_gb: 192.0,
+        hbm_gbps: 5_300.0,
+        intra_node_gbps: 313.0,
+        inter_node_gbps: 46.0,
+        gpus_per_node: 8,
+    },
+];
+
+/// Other names people use for the presets.
+const ALIASES: [(&str, &str); 4] = [
+    ("a100", "a100-80gb"),
+    ("h100", "h100-sxm"),
+    ("h200-sxm", "h200"),
+    ("mi300", "mi300x"),
+];
+
+impl Gpu {
+    /// The preset called `name` (any case; `a100`, `h100` and `mi300` are aliases).
+    pub fn named(name: &str) -> Result<Gpu> {
+        let wanted = name.trim().to_ascii_lowercase();
+        let wanted = ALIASES
+            .iter()
+            .find(|(alias, _)| *alias == wanted)
+            .map_or(wanted.as_str(), |(_, to)| to);
+        PRESETS
+            .iter()
+            .find(|g| g.name == wanted)
+            .copied()
+            .ok_or_else(|| {
+                let names: Vec<&str> = PRESETS.iter().map(|g| g.name).collect();
+                Error::invalid("gpu", name, format!("one of {}", names.join(", ")))
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::brief::Brief;
+    use crate::brief::BriefPatch;
+
+    #[test]
+    fn the_h100_preset_is_the_default_brief() {
+        let brief = BriefPatch::gpu(&Gpu::named("H100").unwrap()).apply(Brief::default());
+        assert_eq!(brief, Brief::default());
+    }
+
+    #[test]
+    fn every_preset_gives_a_valid_brief() {
+        for gpu in PRESETS {
+            let brief = BriefPatch::gpu(&gpu).apply(Brief::default());
+            brief.validate().unwrap();
+            assert_eq!(brief.memory_cap_gb, gpu.memory_gb * 0.9);
+        }
+    }
+
+    #[test]
+    fn an_unknown_gpu_is_named_with_the_choices() {
+        let e = Gpu::named("h300").unwrap_err().to_string();
+        assert!(
+            e.starts_with("invalid gpu = h300: one of a100-40gb, "),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,344 @@
+//! **The brief part**: the question a plan answers — the cluster, the limits and the loss law
+//! ([`Brief`]), the GPU presets ([`gpu`]) and the patches that layer files and flags over the
+//! default ([`BriefPatch`]). The brief composes the cost part's parameter types; it never
+//! reads a file (that is `input`'s). Uses `cost`, `model` and the ground floor.
+//!
+//! The brief: the cluster, the limits and the loss law a plan is graded against (SPEC.md §1).
+//!
+//! The brief is data, not code: every number can be changed. A brief is built in layers —
+//! the default, then a JSON file (`--brief FILE.json`), then flags — with [`BriefPatch`], and
+//! validated once by [`Brief::validate`]; everything downstream assumes a valid brief.
+
+pub mod gpu;
+mod patch;
+
+pub use patch::{BriefPatch, GpuName, LossLawPatch, ReliabilityPatch, TopologyPatch};
+
+pub(crate) use patch::whole;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cost::reliability::Reliability;
+use crate::cost::scaling::LossLaw;
+use crate::cost::topology::Topology;
+use crate::cost::Machine;
+use crate::error::{Error, Result};
+use crate::format::{exact, general, thousands};
+use crate::model::family::FamilySpec;
+use crate::model::layout::Cluster;
+use crate::units::{FLOPS_PER_TFLOPS, SECONDS_PER_DAY};
+
+/// The largest values a brief accepts: far beyond any real cluster, small enough that every
+/// count and product the planner forms stays exact in `u64` and finite in `f64`.
+pub mod limits {
+    /// GPUs in the cluster: a hundred million.
+    pub const GPUS: u64 = 100_000_000;
+    /// GPUs per node (an NVL72 rack is 72).
+    pub const GPUS_PER_NODE: u64 = 1_024;
+    /// Sequence length, tokens.
+    pub const SEQ_LEN: u64 = 100_000_000;
+    /// Peak per GPU, TFLOP/s: an exaFLOP/s.
+    pub const PEAK_TFLOPS: f64 = 1e6;
+    /// Memory per GPU, GB: a petabyte.
+    pub const GPU_MEMORY_GB: f64 = 1e6;
+    /// Days: a century.
+    pub const DAYS: f64 = 36_500.0;
+    /// Loss target, nats per token.
+    pub const LOSS: f64 = 1e3;
+    /// Tokens or parameters the compute-optimal model may have: 10^18.
+    pub const TOKENS: f64 = 1e18;
+}
+
+/// The problem a plan answers. Field names are the JSON names (`brief` object of every output,
+/// and the `--brief` file).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Brief {
+    /// GPUs in the cluster.
+    pub gpus: u64,
+    /// Dense BF16 peak per GPU, TFLOP/s (H100 SXM: 989).
+    pub peak_tflops: f64,
+    /// Memory of one card, GB (10^9 bytes).
+    pub gpu_memory_gb: f64,
+    /// The most a plan may use per GPU, GB; at most the card's memory.
+    pub memory_cap_gb: f64,
+    /// GPUs per node; tensor parallelism stays inside a node.
+    pub gpus_per_node: u64,
+    /// Assumed model FLOPs utilisation, a fraction in (0, 1].
+    pub mfu: f64,
+    /// Longest the run may take, days.
+    pub max_days: f64,
+    /// Highest acceptable predicted loss.
+    pub loss_target: f64,
+    /// Training sequence length s, tokens.
+    pub seq_len: u64,
+    /// Constants of the scaling law.
+    pub loss_law: LossLaw,
+    /// Links and memory bandwidth, for the detailed time model.
+    pub topology: Topology,
+    /// Failures, checkpoints and restarts, for the detailed time model.
+    pub reliability: Reliability,
+    /// A family of shapes to search beside the presets (`search --layers …` overrides it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<FamilySpec>,
+}
+
+impl Default for Brief {
+    /// The default brief of SPEC.md §1: 2,048 H100s (989 TFLOP/s, 80 GB, 8 per node) at 40 % MFU
+    /// for at most 30 days, 72 GB per GPU, loss ≤ 1.955 under the Besiroglu et al. refit, s = 8,192.
+    fn default() -> Self {
+        Brief {
+            gpus: 2048,
+            peak_tflops: 989.0,
+            gpu_memory_gb: 80.0,
+            memory_cap_gb: 72.0,
+            gpus_per_node: 8,
+            mfu: 0.40,
+            max_days: 30.0,
+            loss_target: 1.955,
+            seq_len: 8192,
+            loss_law: LossLaw::default(),
+            topology: Topology::default(),
+            reliability: Reliability::default(),
+            family: None,
+        }
+    }
+}
+
+impl Brief {
+    /// Checks every field; the error names the field (`brief.<name>`) and its value.
+    pub fn validate(&self) -> Result<()> {
+        let count = |field: &str, v: u64, max: u64| {
+            if (1..=max).contains(&v) {
+                Ok(())
+            } else {
+                Err(Error::invalid(
+                    format!("brief.{field}"),
+                    v,
+                    format!("a whole number from 1 to {}", thousands(max)),
+                ))
+            }
+        };
+        count("gpus", self.gpus, limits::GPUS)?;
+        count("gpus_per_node", self.gpus_per_node, limits::GPUS_PER_NODE)?;
+        count("seq_len", self.seq_len, limits::SEQ_LEN)?;
+        let positive = |field: &str, v: f64, max: f64| {
+            if v.is_finite() && v > 0.0 && v <= max {
+                Ok(())
+            } else {
+                Err(Error::invalid(
+                    format!("brief.{field}"),
+                    exact(v),
+                    format!("a number > 0 and at most {}", general(max)),
+                ))
+            }
+        };
+        positive("peak_tflops", self.peak_tflops, limits::PEAK_TFLOPS)?;
+        positive("gpu_memory_gb", self.gpu_memory_gb, limits::GPU_MEMORY_GB)?;
+        positive("memory_cap_gb", self.memory_cap_gb, limits::GPU_MEMORY_GB)?;
+        positive("max_days", self.max_days, limits::DAYS)?;
+        positive("loss_target", self.loss_target, limits::LOSS)?;
+        if !(self.mfu.is_finite() && self.mfu > 0.0 && self.mfu <= 1.0) {
+            return Err(Error::invalid(
+                "brief.mfu",
+                exact(self.mfu),
+                "a fraction in (0, 1], for example 0.4 for 40 %",
+            ));
+        }
+        if self.memory_cap_gb > self.gpu_memory_gb {
+            return Err(Error::invalid(
+                "brief.memory_cap_gb",
+                exact(self.memory_cap_gb),
+                format!(
+                    "at most the card's {} GB (gpu_memory_gb)",
+                    self.gpu_memory_gb
+                ),
+            ));
+        }
+        self.loss_law.validate("brief.loss_law.")?;
+        self.topology.validate()?;
+        self.reliability.validate()?;
+        self.validate_budget()
+    }
+
+    /// Checks what the fields give together: a budget whose compute-optimal model has at
+    /// least one parameter and one token, and no more than a token count can hold.
+    fn validate_budget(&self) -> Result<()> {
+        let c = self.budget_flops();
+        let n = self.loss_law.compute_optimal_params(c);
+        let d = c / 6.0 / n;
+        let countable = |x: f64| x.is_finite() && (1.0..=limits::TOKENS).contains(&x);
+        if c.is_finite() && countable(n) && countable(d) {
+            Ok(())
+        } else {
+            Err(Error::invalid(
+                "brief",
+                format!("a budget of {c:.3e} FLOPs"),
+                format!(
+                    "a budget whose compute-optimal model ({n:.3e} parameters on {d:.3e} tokens) \
+                     has between 1 and {:.1e} of each; check peak_tflops, mfu, gpus, max_days and the loss law",
+                    limits::TOKENS
+                ),
+            ))
+        }
+    }
+
+    /// Sustained training throughput of the whole cluster, FLOP/s: `GPUs × peak × MFU`.
+    pub fn cluster_flops_per_second(&self) -> f64 {
+        self.gpus as f64 * self.peak_tflops * FLOPS_PER_TFLOPS * self.mfu
+    }
+
+    /// The compute budget, FLOPs (SPEC.md §3): `C = GPUs × peak × MFU × days × 86,400`.
+    pub fn budget_flops(&self) -> f64 {
+        self.cluster_flops_per_second() * self.max_days * SECONDS_PER_DAY
+    }
+
+    /// The cluster's GPUs and GPUs per node, as the layouts see them.
+    pub fn cluster(&self) -> Cluster {
+        Cluster {
+            gpus: self.gpus,
+            gpus_per_node: self.gpus_per_node,
+        }
+    }
+
+    /// The hardware the detailed time model runs a step on.
+    pub fn machine(&self) -> Machine {
+        Machine {
+            cluster: self.cluster(),
+            peak_tflops: self.peak_tflops,
+            topology: self.topology,
+            reliability: self.reliability,
+        }
+    }
+
+    /// The brief as TOML, the form `trainplan brief --print` writes and `--brief FILE.toml`
+    /// reads back.
+    pub fn to_toml(&self) -> Result<String> {
+        toml::to_string(self).map_err(|e| Error::invalid("brief", "TOML", e.to_string()))
+    }
+}
+
+impl From<&Brief> for Cluster {
+    fn from(brief: &Brief) -> Cluster {
+        brief.cluster()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_budget_is_about_2_10e24_flops() {
+        // 2048 × 989e12 × 0.4 × 30 × 86,400 = 2.1000093696e24 (worked in Python).
+        let c = Brief::default().budget_flops();
+        assert!((c - 2.100_009_369_6e24).abs() / c < 1e-12, "{c:e}");
+    }
+
+    #[test]
+    fn the_default_brief_is_valid() {
+        Brief::default().validate().unwrap();
+    }
+
+    #[test]
+    fn each_invalid_field_is_named_with_its_value() {
+        let cases: Vec<(Brief, &str)> = vec![
+            (
+                Brief {
+                    gpus: 0,
+                    ..Brief::default()
+                },
+                "brief.gpus = 0",
+            ),
+            (
+                Brief {
+                    mfu: -0.4,
+                    ..Brief::default()
+                },
+                "brief.mfu = -0.4",
+            ),
+            (
+                Brief {
+                    mfu: 40.0,
+                    ..Brief::default()
+                },
+                "brief.mfu = 40",
+            ),
+            (
+                Brief {
+                    peak_tflops: f64::NAN,
+                    ..Brief::default()
+                },
+                "brief.peak_tflops = NaN",
+            ),
+            (
+                Brief {
+                    memory_cap_gb: 90.0,
+                    ..Brief::default()
+                },
+                "brief.memory_cap_gb = 90",
+            ),
+            (
+                Brief {
+                    max_days: 0.0,
+                    ..Brief::default()
+                },
+                "brief.max_days = 0",
+            ),
+            (
+                Brief {
+                    seq_len: 0,
+                    ..Brief::default()
+                },
+                "brief.seq_len = 0",
+            ),
+        ];
+        for (brief, expected) in cases {
+            let e = brief.validate().unwrap_err().to_string();
+            assert!(e.contains(expected), "{e} should contain {expected}");
+            assert!(!e.contains('\n'));
+        }
+    }
+
+    #[test]
+    fn a_patch_replaces_only_what_it_sets() {
+        let patch: BriefPatch =
+            serde_json::from_str(r#"{"gpus": 1024, "loss_law": {"e": 1.69}}"#).unwrap();
+        let b = patch.apply(Brief::default());
+        assert_eq!(b.gpus, 1024);
+        assert_eq!(b.loss_law.e, 1.69);
+        assert_eq!(b.loss_law.a, 482.0);
+        assert_eq!(b.mfu, 0.4);
+    }
+
+    #[test]
+    fn whole_numbers_may_be_written_as_floats_and_null_is_refused() {
+        let patch: BriefPatch = serde_json::from_str(r#"{"gpus": 2.048e3, "mfu": 0.5}"#).unwrap();
+        assert_eq!((patch.gpus, patch.mfu), (Some(2048), Some(0.5)));
+        for bad in [
+            r#"{"gpus": 1.5}"#,
+            r#"{"gpus": -8}"#,
+            r#"{"mfu": null}"#,
+            r#"{"gpus": null}"#,
+        ] {
+            assert!(serde_json::from_str::<BriefPatch>(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_patch_refuses_unknown_fields() {
+        assert!(serde_json::from_str::<BriefPatch>(r#"{"gpu": 8}"#).is_err());
+    }
+
+    #[test]
+    fn the_serialised_brief_reads_back_as_a_patch() {
+        let json = serde_json::to_string(&Brief::default()).unwrap();
+        let patch: BriefPatch = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            patch.apply(Brief {
+                gpus: 1,
+                ..Brief::default()
+            }),
+            Brief::default()
+        );
+    }
+}

@@ -1,0 +1,250 @@
+//! Patches: some fields of a brief, to lay over another — what a brief file, a request body or
+//! the flags set. A brief is built in layers (the default, then a GPU preset, then a file, then
+//! flags), each a [`BriefPatch`]; [`crate::brief::Brief::validate`] checks the result once.
+//!
+//! The patches are what a brief file deserialises into: unknown fields are refused, and `null`
+//! is refused rather than read as "not set" ([`number`]).
+
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer};
+
+use crate::brief::gpu::{Gpu, CAP_FRACTION};
+use crate::brief::Brief;
+use crate::cost::reliability::Reliability;
+use crate::cost::scaling::LossLaw;
+use crate::cost::topology::Topology;
+use crate::error::{Error, Result};
+use crate::model::family::FamilySpec;
+
+/// Some fields of a brief, to lay over another: what a brief file or the flags set.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BriefPatch {
+    /// A GPU preset, applied before every other field of the patch.
+    #[serde(default)]
+    pub gpu: Option<GpuName>,
+    /// See [`Brief::gpus`].
+    #[serde(default, deserialize_with = "whole")]
+    pub gpus: Option<u64>,
+    /// See [`Brief::peak_tflops`].
+    #[serde(default, deserialize_with = "number")]
+    pub peak_tflops: Option<f64>,
+    /// See [`Brief::gpu_memory_gb`].
+    #[serde(default, deserialize_with = "number")]
+    pub gpu_memory_gb: Option<f64>,
+    /// See [`Brief::memory_cap_gb`].
+    #[serde(default, deserialize_with = "number")]
+    pub memory_cap_gb: Option<f64>,
+    /// See [`Brief::gpus_per_node`].
+    #[serde(default, deserialize_with = "whole")]
+    pub gpus_per_node: Option<u64>,
+    /// See [`Brief::mfu`].
+    #[serde(default, deserialize_with = "number")]
+    pub mfu: Option<f64>,
+    /// See [`Brief::max_days`].
+    #[serde(default, deserialize_with = "number")]
+    pub max_days: Option<f64>,
+    /// See [`Brief::loss_target`].
+    #[serde(default, deserialize_with = "number")]
+    pub loss_target: Option<f64>,
+    /// See [`Brief::seq_len`].
+    #[serde(default, deserialize_with = "whole")]
+    pub seq_len: Option<u64>,
+    /// See [`Brief::loss_law`].
+    #[serde(default)]
+    pub loss_law: LossLawPatch,
+    /// See [`Brief::topology`].
+    #[serde(default)]
+    pub topology: TopologyPatch,
+    /// See [`Brief::reliability`].
+    #[serde(default)]
+    pub reliability: ReliabilityPatch,
+    /// See [`Brief::family`].
+    #[serde(default)]
+    pub family: Option<FamilySpec>,
+}
+
+/// Some constants of a loss law, to lay over another.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LossLawPatch {
+    /// E.
+    #[serde(default, deserialize_with = "number")]
+    pub e: Option<f64>,
+    /// A.
+    #[serde(default, deserialize_with = "number")]
+    pub a: Option<f64>,
+    /// B.
+    #[serde(default, deserialize_with = "number")]
+    pub b: Option<f64>,
+    /// α.
+    #[serde(default, deserialize_with = "number")]
+    pub alpha: Option<f64>,
+    /// β.
+    #[serde(default, deserialize_with = "number")]
+    pub beta: Option<f64>,
+}
+
+/// A number that is present: `null` is refused rather than read as "not set".
+pub(crate) fn number<'de, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<f64>, D::Error> {
+    f64::deserialize(d).map(Some)
+}
+
+/// A whole number, written as an integer (`2048`) or as a float with no fraction (`2.048e3`).
+pub(crate) fn whole<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<u64>, D::Error> {
+    let x = serde_json::Number::deserialize(d)?;
+    if let Some(n) = x.as_u64() {
+        return Ok(Some(n));
+    }
+    match x.as_f64() {
+        Some(f) if f >= 0.0 && f.fract() == 0.0 && f <= 9_007_199_254_740_992.0 => {
+            Ok(Some(f as u64))
+        }
+        _ => Err(D::Error::custom(format!(
+            "invalid value: {x}, expected a whole number ≥ 0"
+        ))),
+    }
+}
+
+impl LossLawPatch {
+    /// `law` with every constant this patch sets replaced.
+    pub fn apply(self, law: LossLaw) -> LossLaw {
+        LossLaw {
+            e: self.e.unwrap_or(law.e),
+            a: self.a.unwrap_or(law.a),
+            b: self.b.unwrap_or(law.b),
+            alpha: self.alpha.unwrap_or(law.alpha),
+            beta: self.beta.unwrap_or(law.beta),
+        }
+    }
+}
+
+impl BriefPatch {
+    /// `brief` with the GPU preset, then every field this patch sets, replaced.
+    pub fn apply(self, brief: Brief) -> Brief {
+        let brief = match self.gpu {
+            Some(GpuName(gpu)) => BriefPatch::gpu(&gpu).apply(brief),
+            None => brief,
+        };
+        Brief {
+            gpus: self.gpus.unwrap_or(brief.gpus),
+            peak_tflops: self.peak_tflops.unwrap_or(brief.peak_tflops),
+            gpu_memory_gb: self.gpu_memory_gb.unwrap_or(brief.gpu_memory_gb),
+            memory_cap_gb: self.memory_cap_gb.unwrap_or(brief.memory_cap_gb),
+            gpus_per_node: self.gpus_per_node.unwrap_or(brief.gpus_per_node),
+            mfu: self.mfu.unwrap_or(brief.mfu),
+            max_days: self.max_days.unwrap_or(brief.max_days),
+            loss_target: self.loss_target.unwrap_or(brief.loss_target),
+            seq_len: self.seq_len.unwrap_or(brief.seq_len),
+            loss_law: self.loss_law.apply(brief.loss_law),
+            topology: self.topology.apply(brief.topology),
+            reliability: self.reliability.apply(brief.reliability),
+            family: self.family.or(brief.family),
+        }
+    }
+}
+
+impl BriefPatch {
+    /// The brief fields `gpu` sets: peak, memory, the 90 % cap, GPUs per node and the links.
+    pub fn gpu(gpu: &Gpu) -> BriefPatch {
+        BriefPatch {
+            peak_tflops: Some(gpu.peak_tflops),
+            gpu_memory_gb: Some(gpu.memory_gb),
+            memory_cap_gb: Some(gpu.memory_gb * CAP_FRACTION),
+            gpus_per_node: Some(gpu.gpus_per_node),
+            topology: TopologyPatch {
+                intra_node_gbps: Some(gpu.intra_node_gbps),
+                inter_node_gbps: Some(gpu.inter_node_gbps),
+                hbm_gbps: Some(gpu.hbm_gbps),
+                ..TopologyPatch::default()
+            },
+            ..BriefPatch::default()
+        }
+    }
+}
+
+/// Some figures of a topology, to lay over another (a brief file's `topology` object).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopologyPatch {
+    /// See [`Topology::intra_node_gbps`].
+    #[serde(default, deserialize_with = "number")]
+    pub intra_node_gbps: Option<f64>,
+    /// See [`Topology::intra_node_latency_us`].
+    #[serde(default, deserialize_with = "number")]
+    pub intra_node_latency_us: Option<f64>,
+    /// See [`Topology::inter_node_gbps`].
+    #[serde(default, deserialize_with = "number")]
+    pub inter_node_gbps: Option<f64>,
+    /// See [`Topology::inter_node_latency_us`].
+    #[serde(default, deserialize_with = "number")]
+    pub inter_node_latency_us: Option<f64>,
+    /// See [`Topology::hbm_gbps`].
+    #[serde(default, deserialize_with = "number")]
+    pub hbm_gbps: Option<f64>,
+}
+
+impl TopologyPatch {
+    /// `t` with every figure this patch sets replaced.
+    pub fn apply(self, t: Topology) -> Topology {
+        Topology {
+            intra_node_gbps: self.intra_node_gbps.unwrap_or(t.intra_node_gbps),
+            intra_node_latency_us: self
+                .intra_node_latency_us
+                .unwrap_or(t.intra_node_latency_us),
+            inter_node_gbps: self.inter_node_gbps.unwrap_or(t.inter_node_gbps),
+            inter_node_latency_us: self
+                .inter_node_latency_us
+                .unwrap_or(t.inter_node_latency_us),
+            hbm_gbps: self.hbm_gbps.unwrap_or(t.hbm_gbps),
+        }
+    }
+}
+
+/// Some figures of [`Reliability`], to lay over another (a brief file's `reliability` object).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReliabilityPatch {
+    /// See [`Reliability::failures_per_gpu_hour`].
+    #[serde(default, deserialize_with = "number")]
+    pub failures_per_gpu_hour: Option<f64>,
+    /// See [`Reliability::storage_gbps_per_gpu`].
+    #[serde(default, deserialize_with = "number")]
+    pub storage_gbps_per_gpu: Option<f64>,
+    /// See [`Reliability::restart_minutes`].
+    #[serde(default, deserialize_with = "number")]
+    pub restart_minutes: Option<f64>,
+    /// See [`Reliability::checkpoint_bytes_per_param`].
+    #[serde(default, deserialize_with = "number")]
+    pub checkpoint_bytes_per_param: Option<f64>,
+}
+
+impl ReliabilityPatch {
+    /// `r` with every figure this patch sets replaced.
+    pub fn apply(self, r: Reliability) -> Reliability {
+        Reliability {
+            failures_per_gpu_hour: self
+                .failures_per_gpu_hour
+                .unwrap_or(r.failures_per_gpu_hour),
+            storage_gbps_per_gpu: self.storage_gbps_per_gpu.unwrap_or(r.storage_gbps_per_gpu),
+            restart_minutes: self.restart_minutes.unwrap_or(r.restart_minutes),
+            checkpoint_bytes_per_param: self
+                .checkpoint_bytes_per_param
+                .unwrap_or(r.checkpoint_bytes_per_param),
+        }
+    }
+}
+
+/// A GPU named in a brief file, checked as it is read.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct GpuName(pub Gpu);
+
+impl TryFrom<String> for GpuName {
+    type Error = Error;
+    fn try_from(name: String) -> Result<Self> {
+        Gpu::named(&name).map(GpuName)
+    }
+}

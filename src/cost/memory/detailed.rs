@@ -1,0 +1,411 @@
+//! Per-GPU memory of a real training step, stage by stage.
+//!
+//! For each pipeline stage `i` of `p`, with `Ψᵢ` the parameters one GPU of the stage holds:
+//!
+//! | component | bytes | source |
+//! |---|---|---|
+//! | weights | `2·Ψᵢ`, ÷DP from ZeRO 3 | BF16 |
+//! | gradients | `2·Ψᵢ` (BF16) or `4·Ψᵢ` (FP32 buffers), ÷DP from ZeRO 2 | Megatron-LM and DeepSpeed keep FP32 buffers: 18 bytes per parameter in all |
+//! | optimizer | `12·Ψᵢ`, ÷DP from ZeRO 1 | FP32 master weights, Adam m and v (Rajbhandari et al. 2020) |
+//! | activations | per layer ([`crate::cost::activations`]) × layers of the stage × micro-batches in flight ([`Step::in_flight`]) | Korthikanti et al. 2022; Narayanan et al. 2021 |
+//! | logits (last stage) | `c·s·b·V / TP + 4·s·b·h`, `c` = 4 bytes (FP32 loss) or 2 (BF16); the `4·s·b·h` (÷TP with sequence parallelism) are the final norm's and the head's inputs | vocabulary-parallel cross-entropy keeps the log-probabilities for backward |
+//! | transient | the larger of one layer's backward working set (recomputed activations and activation gradients, [`crate::cost::activations`]) and, on the last stage, the loss's forward peak above what it keeps: `6·s·b·V/TP` (BF16 logits, their FP32 copy, FP32 softmax: 10 bytes a value at the peak) or `2·s·b·V/TP` with a BF16 loss | calibration: 4.47 GB kept, 10.91 GB at the forward peak for V = 128,256, s = 8,192 |
+//! | reserve | a fixed reserve plus a fraction of everything else | see [`Options::reserve_gb`] |
+//!
+//! `Ψᵢ` counts exactly what the stage holds: its layers' matrices split over TP and their two
+//! RMSNorm vectors whole; the input embedding on the first stage and the output head on the
+//! last, both split over TP by vocabulary (Megatron-LM's vocabulary-parallel embedding), and the
+//! final norm on the last. The stage that needs the most is the one that must fit; the plan
+//! names it.
+//!
+//! Layers are spread evenly, the remainder on the last stages (which hold the fewest
+//! micro-batches), or as Llama 3 did (Llama Team 2024, §3.3.2): one layer fewer on the first
+//! and the last stage, which carry the embedding and the output head.
+
+use serde::{Deserialize, Serialize};
+
+use super::breakdown::{Detail, Memory, StageInfo, StageRole};
+use super::plate::shard;
+use crate::cost::activations::{Kernels, Layer, Setting};
+use crate::cost::step::Step;
+use crate::error::{Error, Result};
+use crate::model::layout::Layout;
+use crate::model::Shape;
+use crate::units::BYTES_PER_GB;
+
+/// Precision of the gradient buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GradientPrecision {
+    /// BF16, 2 bytes per parameter (the plate's assumption).
+    Bf16,
+    /// FP32, 4 bytes per parameter (Megatron-LM and DeepSpeed).
+    Fp32,
+}
+
+impl GradientPrecision {
+    /// Bytes per parameter.
+    pub fn bytes(self) -> f64 {
+        match self {
+            GradientPrecision::Bf16 => 2.0,
+            GradientPrecision::Fp32 => 4.0,
+        }
+    }
+}
+
+/// Precision the cross-entropy loss is computed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LossPrecision {
+    /// FP32 (Megatron-LM's default).
+    Fp32,
+    /// BF16.
+    Bf16,
+}
+
+impl LossPrecision {
+    /// Bytes per logit kept from forward to backward.
+    pub fn kept_bytes(self) -> f64 {
+        match self {
+            LossPrecision::Fp32 => 4.0,
+            LossPrecision::Bf16 => 2.0,
+        }
+    }
+
+    /// Bytes per logit at the loss's forward peak beyond what is kept.
+    pub fn peak_extra_bytes(self) -> f64 {
+        match self {
+            // BF16 logits 2 + FP32 copy 4 + FP32 softmax 4 = 10 at the peak, 4 kept.
+            LossPrecision::Fp32 => 6.0,
+            // BF16 logits 2 + BF16 softmax 2 = 4 at the peak, 2 kept.
+            LossPrecision::Bf16 => 2.0,
+        }
+    }
+}
+
+/// How layers are spread over the pipeline stages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StageSplit {
+    /// As evenly as possible, the remainder on the last stages.
+    Even,
+    /// One layer fewer on the first and the last stage (Llama 3 405B: 126 layers as 7 + 14 × 8 + 7).
+    Llama3,
+}
+
+/// The settings of the detailed model that are not part of the step.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Options {
+    /// Gradient buffer precision.
+    pub gradients: GradientPrecision,
+    /// Loss precision.
+    pub loss: LossPrecision,
+    /// Kernels, which decide the activations kept.
+    pub kernels: Kernels,
+    /// How layers are spread over stages.
+    pub stages: StageSplit,
+    /// Fixed reserve per GPU, GB, for the CUDA context and cuBLAS/cuDNN workspaces (about
+    /// 0.5–1 GB on an H100) and NCCL's buffers for the TP, PP and DP communicators (about
+    /// 0.5–1 GB). Default 2 GB.
+    pub reserve_gb: f64,
+    /// Fraction of everything else lost to the caching allocator's fragmentation. Default 0.05,
+    /// the low end of the 5–10 % gap between reserved and allocated memory commonly reported
+    /// for PyTorch training.
+    pub fragmentation: f64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            gradients: GradientPrecision::Fp32,
+            loss: LossPrecision::Fp32,
+            kernels: Kernels::Fused,
+            stages: StageSplit::Even,
+            reserve_gb: 2.0,
+            fragmentation: 0.05,
+        }
+    }
+}
+
+impl Options {
+    /// Checks the reserve (0 to 1,000 GB) and the fragmentation (0 to 1).
+    pub fn validate(&self) -> Result<()> {
+        if !(self.reserve_gb.is_finite() && (0.0..=1e3).contains(&self.reserve_gb)) {
+            return Err(Error::invalid(
+                "--reserve-gb",
+                self.reserve_gb,
+                "0 to 1000 GB",
+            ));
+        }
+        if !(self.fragmentation.is_finite() && (0.0..1.0).contains(&self.fragmentation)) {
+            return Err(Error::invalid(
+                "--fragmentation",
+                self.fragmentation,
+                "a fraction in [0, 1)",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The detailed model's inputs: the step and the settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Detailed {
+    /// The training step.
+    pub step: Step,
+    /// The settings.
+    pub options: Options,
+}
+
+/// Layers on each of `pp` stages of a model with `layers` layers.
+pub fn stage_layers(layers: u64, pp: u64, split: StageSplit) -> Result<Vec<u64>> {
+    if pp == 0 || pp > layers {
+        return Err(Error::invalid(
+            "pp",
+            pp,
+            format!("1 to the {layers} layers"),
+        ));
+    }
+    match split {
+        StageSplit::Even => {
+            let (base, extra) = (layers / pp, layers % pp);
+            Ok((0..pp).map(|i| base + u64::from(i >= pp - extra)).collect())
+        }
+        StageSplit::Llama3 if pp == 1 => Ok(vec![layers]),
+        StageSplit::Llama3 => {
+            let middle = (layers + 2) / pp;
+            if (layers + 2) % pp != 0 || middle < 2 {
+                return Err(Error::invalid(
+                    "--stages",
+                    "llama3",
+                    format!(
+                        "pp dividing layers + 2 = {} (so first and last hold one fewer)",
+                        layers + 2
+                    ),
+                ));
+            }
+            Ok((0..pp)
+                .map(|i| {
+                    if i == 0 || i == pp - 1 {
+                        middle - 1
+                    } else {
+                        middle
+                    }
+                })
+                .collect())
+        }
+    }
+}
+
+/// Parameters one GPU of a stage holds, `Ψᵢ`: the stage's layers' matrices (and their
+/// column-parallel biases) split over TP and their RMSNorm vectors (and row-parallel biases)
+/// whole, the input embedding (first stage) and the output head (last stage) split over TP by
+/// vocabulary, the final norm (last stage) whole. Tied embeddings on one stage are one matrix;
+/// over several stages the last keeps its own copy of the head, as Megatron-LM does.
+pub fn stage_params(shape: &Shape, tp: u64, layers: u64, first: bool, last: bool) -> f64 {
+    let (h, e) = (shape.hidden as f64, shape.embedding_params() as f64);
+    let l = layers as f64;
+    let head = last && !(first && shape.tied_embeddings);
+    let split = l * shape.layer_split_params() as f64
+        + if first { e } else { 0.0 }
+        + if head { e } else { 0.0 };
+    let whole = l * shape.layer_whole_params() as f64 + if last { h } else { 0.0 };
+    split / tp as f64 + whole
+}
+
+impl Detailed {
+    /// The pipeline of this step under `layout`: the layers of each stage and the
+    /// micro-batches a step takes, or why the step does not go with the layout. The memory and
+    /// time models both start from it.
+    pub fn pipeline(&self, shape: &Shape, layout: &Layout) -> Result<(Vec<u64>, u64)> {
+        let layers = stage_layers(u64::from(shape.layers), layout.pp, self.options.stages)?;
+        let m = self.step.micro_batches(layout, &layers)?;
+        Ok((layers, m))
+    }
+
+    /// Memory of the stage that needs the most, or why the step does not go with the layout.
+    pub fn memory(&self, shape: &Shape, layout: &Layout) -> Result<Memory> {
+        let (step, opts) = (&self.step, &self.options);
+        let (layers, m) = self.pipeline(shape, layout)?;
+        let setting = Setting {
+            layer: Layer::Llama(opts.kernels),
+            seq_len: step.seq_len,
+            micro_batch: step.micro_batch,
+            tp: layout.tp,
+            sequence_parallel: step.sequence_parallel,
+        };
+        let per_layer = setting.stored(shape, step.recompute);
+        let working = setting.working_set(shape, step.recompute);
+        // The last stage's head keeps its input and the final RMSNorm's input, 2·s·b·h each.
+        let head_inputs = 2.0 * setting.layer_input(shape);
+        let (v, tp) = (shape.vocab as f64, layout.tp as f64);
+        let tokens = (step.seq_len * step.micro_batch) as f64;
+
+        let mut worst: Option<Memory> = None;
+        for (i, &n_layers) in layers.iter().enumerate() {
+            let i = i as u64;
+            let (first, last) = (i == 0, i == layout.pp - 1);
+            let l = n_layers as f64;
+            let psi = stage_params(shape, layout.tp, n_layers, first, last);
+            let zero = layout.zero;
+            let logits_values = if last { tokens * v / tp } else { 0.0 };
+            let loss_peak = logits_values * opts.loss.peak_extra_bytes();
+            let mut mem = Memory {
+                weights: shard(2.0 * psi, zero.shards_weights(), layout.dp),
+                gradients: shard(
+                    opts.gradients.bytes() * psi,
+                    zero.shards_gradients(),
+                    layout.dp,
+                ),
+                optimizer: shard(12.0 * psi, zero.shards_optimizer(), layout.dp),
+                activations: per_layer * l * step.in_flight(i, layout.pp, m),
+                detail: Some(Detail {
+                    logits: if last {
+                        logits_values * opts.loss.kept_bytes() + head_inputs
+                    } else {
+                        0.0
+                    },
+                    transient: working.max(loss_peak),
+                    reserve: 0.0,
+                    stage: StageInfo {
+                        index: i,
+                        of: layout.pp,
+                        role: StageRole::of(i, layout.pp),
+                        layers: n_layers,
+                        in_flight: step.in_flight(i, layout.pp, m),
+                        micro_batches: m,
+                    },
+                }),
+            };
+            let allocated = mem.total();
+            if let Some(d) = mem.detail.as_mut() {
+                d.reserve = opts.reserve_gb * BYTES_PER_GB + opts.fragmentation * allocated;
+            }
+            if worst.is_none_or(|w| mem.total() > w.total()) {
+                worst = Some(mem);
+            }
+        }
+        Ok(worst.expect("a pipeline has at least one stage"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::brief::Brief;
+    use crate::cost::activations::Recompute;
+    use crate::cost::step::Schedule;
+    use crate::model::layout::ZeroStage;
+    use crate::model::preset;
+
+    fn step(recompute: Recompute, sp: bool) -> Step {
+        Step {
+            micro_batch: 1,
+            seq_len: 8192,
+            recompute,
+            sequence_parallel: sp,
+            schedule: Schedule::OneFOneB,
+            global_batch_tokens: 16 * 1024 * 1024,
+        }
+    }
+
+    fn bare() -> Options {
+        Options {
+            reserve_gb: 0.0,
+            fragmentation: 0.0,
+            gradients: GradientPrecision::Bf16,
+            ..Options::default()
+        }
+    }
+
+    fn memory(model: &str, tp: u64, pp: u64, zero: u8, step: Step, options: Options) -> Memory {
+        let s = preset(model).unwrap();
+        let l = Layout::new(&Brief::default(), &s, tp, pp, ZeroStage::new(zero).unwrap()).unwrap();
+        Detailed { step, options }.memory(&s, &l).unwrap()
+    }
+
+    #[test]
+    fn stages_split_evenly_or_as_llama_3_did() {
+        assert_eq!(stage_layers(80, 8, StageSplit::Even).unwrap(), [10; 8]);
+        assert_eq!(
+            stage_layers(126, 4, StageSplit::Even).unwrap(),
+            [31, 31, 32, 32]
+        );
+        let llama = stage_layers(126, 16, StageSplit::Llama3).unwrap();
+        assert_eq!(
+            (llama[0], llama[1], llama[15], llama.iter().sum::<u64>()),
+            (7, 8, 7, 126)
+        );
+        assert!(stage_layers(80, 16, StageSplit::Llama3).is_err());
+        assert!(stage_layers(80, 81, StageSplit::Even).is_err());
+    }
+
+    #[test]
+    fn with_bf16_gradients_and_no_reserve_the_states_are_16_bytes_per_parameter() {
+        // PP = 1: the stage holds all N parameters, split over TP but for the norms.
+        let s = preset("70b").unwrap();
+        let m = memory("70b", 1, 1, 0, step(Recompute::Full, false), bare());
+        let states = m.weights + m.gradients + m.optimizer;
+        assert_eq!(states, 16.0 * s.params() as f64);
+    }
+
+    #[test]
+    fn fp32_gradients_with_zero_1_give_megatron_s_6_plus_12_over_dp_bytes() {
+        // Megatron-LM theoretical_memory_usage.py: 18 bytes per parameter, or 6 + 12/DP with
+        // the distributed optimizer (ZeRO 1). TP = 1, PP = 1, DP = 2048.
+        let s = preset("8b").unwrap();
+        let fp32 = Options {
+            gradients: GradientPrecision::Fp32,
+            ..bare()
+        };
+        let n = s.params() as f64;
+        let zero0 = memory("8b", 1, 1, 0, step(Recompute::Full, false), fp32);
+        assert_eq!(zero0.weights + zero0.gradients + zero0.optimizer, 18.0 * n);
+        let zero1 = memory("8b", 1, 1, 1, step(Recompute::Full, false), fp32);
+        let per_param = (zero1.weights + zero1.gradients + zero1.optimizer) / n;
+        assert!((per_param - (6.0 + 12.0 / 2048.0)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_first_stage_holds_pp_micro_batches_of_its_layers() {
+        // 70B, TP 8 + SP, PP 8 (10 layers a stage), full recompute: the first stage keeps
+        // 8 micro-batches × 10 layers × 2·s·h/8 bytes.
+        let m = memory("70b", 8, 8, 1, step(Recompute::Full, true), bare());
+        let d = m.detail.unwrap();
+        assert_eq!((d.stage.index, d.stage.role), (0, StageRole::First));
+        assert_eq!(m.activations, 8.0 * 10.0 * 2.0 * 8192.0 * 8192.0 / 8.0);
+    }
+
+    #[test]
+    fn the_last_stage_keeps_fp32_logits_and_the_head_s_inputs() {
+        // 8B at PP 1: the only stage keeps 4·s·V/TP bytes of log-probabilities and the head's
+        // and final norm's inputs, 2·s·h each: 4,336,910,336 B at TP 1.
+        let m = memory("8b", 1, 1, 3, step(Recompute::Full, false), bare());
+        let d = m.detail.unwrap();
+        assert_eq!(d.logits, 4.0 * 8192.0 * 128_256.0 + 4.0 * 8192.0 * 4096.0);
+        // The transient is the loss's forward peak above that: 6 more bytes a logit.
+        assert_eq!(d.transient, 6.0 * 8192.0 * 128_256.0);
+    }
+
+    #[test]
+    fn the_reserve_is_fixed_plus_a_fraction() {
+        let with = memory(
+            "70b",
+            8,
+            8,
+            1,
+            step(Recompute::Full, true),
+            Options::default(),
+        );
+        let d = with.detail.unwrap();
+        let rest = with.total() - d.reserve;
+        assert!((d.reserve - (2e9 + 0.05 * rest)).abs() < 1.0);
+    }
+
+    #[test]
+    fn less_recomputation_needs_more_memory() {
+        let full = memory("70b", 8, 8, 1, step(Recompute::Full, true), bare());
+        let none = memory("70b", 8, 8, 1, step(Recompute::None, true), bare());
+        assert!(none.activations > 10.0 * full.activations);
+    }
+}

@@ -1,0 +1,46 @@
+//! Per-GPU memory: the plate model of SPEC.md §3 ([`plate`]), and a detailed model of a real
+//! training step ([`detailed`]) selected by [`MemoryModel`].
+
+mod breakdown;
+pub mod detailed;
+pub mod plate;
+
+use crate::cost::step::Step;
+use crate::error::Result;
+use crate::model::layout::Layout;
+use crate::model::Shape;
+
+pub use breakdown::{Detail, Memory, MemoryGb, StageInfo, StageRole};
+pub use plate::{
+    activation_bytes, params_per_gpu, plate, ACTIVATION_BYTES, GRADIENT_BYTES, OPTIMIZER_BYTES,
+    WEIGHT_BYTES,
+};
+
+/// How memory is computed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MemoryModel {
+    /// SPEC.md's plate model at the brief's sequence length.
+    Plate,
+    /// The detailed model of one training step.
+    Detailed(detailed::Detailed),
+}
+
+impl MemoryModel {
+    /// Per-GPU memory of `shape` under `layout`, or why the step does not go with the layout;
+    /// the plate's activations are of one sequence of `seq_len` tokens (the detailed model's
+    /// step names its own).
+    pub fn memory(&self, seq_len: u64, shape: &Shape, layout: &Layout) -> Result<Memory> {
+        match self {
+            MemoryModel::Plate => Ok(plate(shape, layout, seq_len)),
+            MemoryModel::Detailed(d) => d.memory(shape, layout),
+        }
+    }
+
+    /// The training step, under the detailed model.
+    pub fn step(&self) -> Option<&Step> {
+        match self {
+            MemoryModel::Plate => None,
+            MemoryModel::Detailed(d) => Some(&d.step),
+        }
+    }
+}

@@ -1,0 +1,307 @@
+//! The training step: micro-batch, sequence length, recomputation, sequence parallelism, the
+//! pipeline schedule and the global batch, and the rules between them and the layout.
+//!
+//! With a global batch of `B` tokens, micro-batches of `b` sequences of `s` tokens and `DP`
+//! data-parallel replicas, each replica runs `m = B / (b·s·DP)` micro-batches per step, which
+//! must be a whole number ≥ 1. The pipeline schedule then decides how many micro-batches each
+//! stage holds activations for at once (Narayanan et al., SC 2021, §2.2):
+//!
+//! - **1F1B** (PipeDream-Flush): stage `i` of `p` (0-based) runs `p − i` forward passes before
+//!   its first backward, so it holds `min(p − i, m)` micro-batches; the first stage holds the most.
+//! - **Interleaved 1F1B** with `v` model chunks per GPU: stage `i` runs
+//!   `2·(p − i − 1) + (v − 1)·p + 1` chunk forwards before its first backward (Megatron-LM's
+//!   schedule), each over `1/v` of its layers. On the first stage that is `1 + (p − 1)/(p·v)`
+//!   times the activations of 1F1B, Korthikanti et al.'s interleaving penalty (§4.2.3).
+//!   Megatron-LM requires `m` to be a multiple of `p`; each chunk needs at least one layer
+//!   (chunks of a stage may differ by a layer, as Megatron-Core's pipeline layouts allow).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cost::activations::Recompute;
+use crate::error::{Error, Result};
+use crate::model::layout::Layout;
+
+/// Tokens per optimizer step when none is given (flags, plate plans' launchers): 16 Mi,
+/// Llama 3 405B's 2,048 sequences of 8,192 (Dubey et al. 2024, §3.4.1).
+pub const DEFAULT_GLOBAL_BATCH_TOKENS: u64 = 16 * 1024 * 1024;
+
+/// A pipeline schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Schedule {
+    /// One forward, one backward (PipeDream-Flush).
+    OneFOneB,
+    /// Interleaved 1F1B with this many model chunks (virtual stages) per GPU, at least 2.
+    Interleaved(u32),
+}
+
+impl Schedule {
+    /// Model chunks per GPU: 1 for 1F1B.
+    pub fn chunks(self) -> u64 {
+        match self {
+            Schedule::OneFOneB => 1,
+            Schedule::Interleaved(v) => u64::from(v),
+        }
+    }
+
+    /// Parses `1f1b` or `interleaved:V`.
+    pub fn parse(text: &str) -> Result<Self> {
+        let bad = || {
+            Error::invalid(
+                "--schedule",
+                text,
+                "1f1b or interleaved:V with V ≥ 2 chunks",
+            )
+        };
+        match text.trim().to_ascii_lowercase().as_str() {
+            "1f1b" => Ok(Schedule::OneFOneB),
+            other => {
+                let v = other.strip_prefix("interleaved:").ok_or_else(bad)?;
+                match v.parse::<u32>() {
+                    Ok(v) if v >= 2 => Ok(Schedule::Interleaved(v)),
+                    _ => Err(bad()),
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Display for Schedule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Schedule::OneFOneB => f.write_str("1f1b"),
+            Schedule::Interleaved(v) => write!(f, "interleaved:{v}"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Schedule {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Schedule::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for Schedule {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// One training step's shape. Ordered field by field, the search's last tie-break.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Step {
+    /// Sequences per micro-batch, b.
+    pub micro_batch: u64,
+    /// Tokens per sequence, s.
+    pub seq_len: u64,
+    /// What is recomputed in backward.
+    pub recompute: Recompute,
+    /// Sequence parallelism with TP (Korthikanti et al. §4.2.2).
+    pub sequence_parallel: bool,
+    /// The pipeline schedule.
+    pub schedule: Schedule,
+    /// Tokens per optimizer step across all replicas.
+    pub global_batch_tokens: u64,
+}
+
+impl Step {
+    /// Micro-batches per step for each replica, `m = B / (b·s·DP)`, checked against the layout
+    /// and the layers per stage; the error names the rule broken.
+    pub fn micro_batches(&self, layout: &Layout, stage_layers: &[u64]) -> Result<u64> {
+        if self.micro_batch == 0 || self.seq_len == 0 {
+            return Err(Error::invalid(
+                "--micro-batch × --seq-len",
+                self.micro_batch * self.seq_len,
+                "at least one token",
+            ));
+        }
+        if self.sequence_parallel && layout.tp == 1 {
+            return Err(Error::invalid(
+                "--sequence-parallel",
+                "on",
+                "off when tp = 1: sequence parallelism splits over the TP group",
+            ));
+        }
+        let per_micro_batch = self
+            .micro_batch
+            .checked_mul(self.seq_len)
+            .and_then(|t| t.checked_mul(layout.dp))
+            .filter(|&t| {
+                t > 0 && self.global_batch_tokens % t == 0 && self.global_batch_tokens >= t
+            })
+            .ok_or_else(|| {
+                Error::invalid(
+                    "--global-batch-tokens",
+                    self.global_batch_tokens,
+                    format!(
+                        "a whole multiple of b × s × DP = {} × {} × {}",
+                        self.micro_batch, self.seq_len, layout.dp
+                    ),
+                )
+            })?;
+        let m = self.global_batch_tokens / per_micro_batch;
+        if let Schedule::Interleaved(v) = self.schedule {
+            let v = u64::from(v);
+            if layout.pp < 2 {
+                return Err(Error::invalid(
+                    "--schedule",
+                    self.schedule,
+                    "1f1b when pp = 1",
+                ));
+            }
+            if m % layout.pp != 0 {
+                return Err(Error::invalid(
+                    "--schedule",
+                    self.schedule,
+                    format!(
+                        "1f1b, or {m} micro-batches a multiple of pp = {}",
+                        layout.pp
+                    ),
+                ));
+            }
+            if let Some(&few) = stage_layers.iter().find(|&&l| l < v) {
+                return Err(Error::invalid(
+                    "--schedule",
+                    self.schedule,
+                    format!("at most as many chunks as every stage has layers (a stage has {few})"),
+                ));
+            }
+        }
+        Ok(m)
+    }
+
+    /// Micro-batches' worth of one stage's layers whose activations stage `stage` holds at
+    /// once, for `m` micro-batches over `pp` stages: `min(p − i, m)` for 1F1B; for `v` chunks,
+    /// `min(2(p − i − 1) + (v − 1)p + 1, m·v)` chunk forwards of `1/v` of the layers each.
+    pub fn in_flight(&self, stage: u64, pp: u64, m: u64) -> f64 {
+        match self.schedule {
+            Schedule::OneFOneB => (pp - stage).min(m) as f64,
+            Schedule::Interleaved(v) => {
+                let v = u64::from(v);
+                let warmup = (2 * (pp - stage - 1))
+                    .saturating_add((v - 1).saturating_mul(pp))
+                    .saturating_add(1);
+                let chunks = warmup.min(m.saturating_mul(v));
+                chunks as f64 / v as f64
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::brief::Brief;
+    use crate::model::layout::ZeroStage;
+    use crate::model::preset;
+
+    fn step(b: u64, schedule: Schedule) -> Step {
+        Step {
+            micro_batch: b,
+            seq_len: 8192,
+            recompute: Recompute::Full,
+            sequence_parallel: true,
+            schedule,
+            global_batch_tokens: 16 * 1024 * 1024,
+        }
+    }
+
+    fn layout(tp: u64, pp: u64) -> Layout {
+        crate::model::layout::layout_70b(tp, pp, 1)
+    }
+
+    #[test]
+    fn micro_batches_follow_from_the_global_batch() {
+        // 16 Mi tokens = 2,048 sequences of 8,192; DP = 2048 / (8·4) = 64: 32 each.
+        assert_eq!(
+            step(1, Schedule::OneFOneB)
+                .micro_batches(&layout(8, 4), &[20; 4])
+                .unwrap(),
+            32
+        );
+        assert_eq!(
+            step(4, Schedule::OneFOneB)
+                .micro_batches(&layout(8, 4), &[20; 4])
+                .unwrap(),
+            8
+        );
+    }
+
+    #[test]
+    fn a_global_batch_that_does_not_divide_is_refused() {
+        // DP = 256 at TP 8, PP 1: b = 16 needs 256 × 16 × 8192 = 32 Mi tokens.
+        let e = step(16, Schedule::OneFOneB)
+            .micro_batches(&layout(8, 1), &[80])
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("b × s × DP = 16 × 8192 × 256"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn interleaving_needs_a_layer_per_chunk_and_whole_rounds() {
+        let s = step(1, Schedule::Interleaved(2));
+        assert_eq!(s.micro_batches(&layout(8, 4), &[20; 4]).unwrap(), 32);
+        assert!(s.micro_batches(&layout(8, 1), &[80]).is_err());
+        let three = Step {
+            schedule: Schedule::Interleaved(3),
+            ..s
+        };
+        assert!(three.micro_batches(&layout(8, 4), &[20; 4]).is_ok());
+        let too_many = Step {
+            schedule: Schedule::Interleaved(21),
+            ..s
+        };
+        assert!(too_many.micro_batches(&layout(8, 4), &[20; 4]).is_err());
+        // 2,048 sequences at b = 1 over DP = 64 is 32 micro-batches, not a multiple of PP = 3.
+        let b = Brief {
+            gpus: 1536,
+            ..Brief::default()
+        };
+        let odd = Layout::new(
+            &b,
+            &preset("70b").unwrap(),
+            8,
+            3,
+            ZeroStage::new(1).unwrap(),
+        )
+        .unwrap();
+        assert!(s.micro_batches(&odd, &[26, 27, 27]).is_err());
+    }
+
+    #[test]
+    fn sequence_parallelism_needs_tp() {
+        assert!(step(1, Schedule::OneFOneB)
+            .micro_batches(&layout(1, 16), &[5; 16])
+            .is_err());
+    }
+
+    #[test]
+    fn the_first_stage_holds_the_most_and_interleaving_adds_the_korthikanti_penalty() {
+        let s = step(1, Schedule::OneFOneB);
+        assert_eq!(s.in_flight(0, 8, 32), 8.0);
+        assert_eq!(s.in_flight(7, 8, 32), 1.0);
+        assert_eq!(s.in_flight(0, 8, 3), 3.0);
+        // p = 8, v = 4: (2·7 + 3·8 + 1) / 4 = 39/4 = 8 · (1 + 7/32).
+        let i = Step {
+            schedule: Schedule::Interleaved(4),
+            ..s
+        };
+        assert_eq!(i.in_flight(0, 8, 32), 8.0 * (1.0 + 7.0 / 32.0));
+    }
+
+    #[test]
+    fn schedules_parse_and_print() {
+        assert_eq!(Schedule::parse("1F1B").unwrap(), Schedule::OneFOneB);
+        assert_eq!(
+            Schedule::parse("interleaved:4").unwrap(),
+            Schedule::Interleaved(4)
+        );
+        assert_eq!(Schedule::Interleaved(4).to_string(), "interleaved:4");
+        assert!(Schedule::parse("interleaved:1").is_err());
+        assert!(Schedule::parse("gpipe").is_err());
+    }
+}

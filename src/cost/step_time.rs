@@ -1,0 +1,584 @@
+//! How long a training step takes, where each second goes, and the days a run really needs.
+//!
+//! Per micro-batch on pipeline stage `i` with `lᵢ` layers, TP degree `t`, `b·s` tokens:
+//!
+//! - **Compute**: hardware FLOPs over `peak × efficiency(h/t)` ([`crate::cost::efficiency`]). Per token
+//!   and layer the forward runs `2·(P_layer − 2h)/t` matrix FLOPs and `2·s·h/t` of causal
+//!   attention (QKᵀ and AV over s/2 keys on average, Megatron-LM's `6·L·s·h` for forward and
+//!   backward); backward runs twice the forward; full recomputation adds one more forward,
+//!   selective recomputation the attention's forward again. The last stage adds the output
+//!   head, `3 · 2·V·h/t` per token.
+//! - **TP communication** on NVLink: two all-reduces of `2·b·s·h` bytes per layer in forward, two
+//!   in backward, two more in a recomputed forward (with sequence parallelism each is a
+//!   reduce-scatter plus an all-gather, the same time). A fraction `tp_overlap` hides behind
+//!   compute (Megatron-LM's default overlaps none).
+//! - **Pipeline**: the slowest stage sets the pace; with `m` micro-batches and `v` chunks the
+//!   step takes `(m + (p − 1)/v)` of its micro-batch times, the bubble being `(p − 1)/v` of them
+//!   (Narayanan et al. 2021, §2.2). Each micro-batch sends its activations forward and their
+//!   gradient back across each boundary, `2·b·s·h` bytes (÷t with sequence parallelism), once
+//!   per chunk; a fraction `pp_overlap` hides.
+//! - **Data parallel** on the network (NVLink if the DP group fits in a node): ZeRO 0 all-reduces
+//!   the gradients; ZeRO 1 and 2 reduce-scatter them and all-gather the BF16 weights; ZeRO 3
+//!   also all-gathers the weights in every micro-batch's forward and backward, 1.5× the bytes
+//!   of plain data parallelism (Rajbhandari et al. 2020). The reduction overlaps the last
+//!   micro-batch's backward (`dp_overlap` of it; Megatron-LM's `--overlap-grad-reduce`); ZeRO 3's
+//!   gathers overlap each micro-batch's compute.
+//! - **Optimizer**: AdamW over the parameters this GPU updates is bound by memory bandwidth: 28
+//!   bytes moved per parameter at 60 % of the HBM's bandwidth (calibration: 2·10⁹ parameters in
+//!   19.3 ms on an H200, 2.9 of its 4.8 TB/s).
+//!
+//! A step's seconds are the sum of those parts; tokens per second follow from the global batch,
+//! MFU from model FLOPs `6·N_matrix + 6·L·s·h` per token (causal attention, no recomputation,
+//! the input embedding's lookup and the norms left out) over the cluster's peak. Days are the compute time over goodput ([`crate::cost::reliability`]):
+//! `days = D · step_seconds / (B · goodput · 86,400)`, linear in the tokens D.
+
+use serde::{Deserialize, Serialize};
+
+use crate::cost::activations::Recompute;
+use crate::cost::efficiency::EfficiencyCurve;
+use crate::cost::memory::detailed::{stage_params, Detailed};
+use crate::cost::memory::plate::shard;
+use crate::cost::memory::MemoryModel;
+use crate::cost::reliability::Outage;
+use crate::cost::topology::{all_reduce, reduce_scatter, send, Link};
+use crate::cost::Machine;
+use crate::error::{Error, Result};
+use crate::model::layout::Layout;
+use crate::model::Shape;
+use crate::units::{FLOPS_PER_TFLOPS, SECONDS_PER_DAY};
+
+/// Bytes AdamW moves per parameter in its step (calibration: about 28).
+pub const OPTIMIZER_BYTES_MOVED: f64 = 28.0;
+/// Fraction of the HBM bandwidth the optimizer step reaches (calibration: 2.9 of 4.8 TB/s).
+pub const OPTIMIZER_HBM_EFFICIENCY: f64 = 0.6;
+
+/// The settings of the detailed time model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimeOptions {
+    /// Efficiency against the per-GPU width.
+    pub efficiency: EfficiencyCurve,
+    /// Fraction of TP communication hidden behind compute, 0 to 1 (default 0).
+    pub tp_overlap: f64,
+    /// Fraction of pipeline sends hidden behind compute, 0 to 1 (default 0).
+    pub pp_overlap: f64,
+    /// Fraction of the last micro-batch's backward (and, for ZeRO 3, of each micro-batch's
+    /// compute) that data-parallel communication can hide behind, 0 to 1 (default 1).
+    pub dp_overlap: f64,
+}
+
+impl Default for TimeOptions {
+    fn default() -> Self {
+        TimeOptions {
+            efficiency: EfficiencyCurve::calibrated().clone(),
+            tp_overlap: 0.0,
+            pp_overlap: 0.0,
+            dp_overlap: 1.0,
+        }
+    }
+}
+
+impl TimeOptions {
+    /// Checks each overlap is a fraction in [0, 1].
+    pub fn validate(&self) -> Result<()> {
+        for (flag, v) in [
+            ("--tp-overlap", self.tp_overlap),
+            ("--pp-overlap", self.pp_overlap),
+            ("--dp-overlap", self.dp_overlap),
+        ] {
+            if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
+                return Err(Error::invalid(flag, v, "a fraction in [0, 1]"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How days are computed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimeModel {
+    /// 6ND at the brief's assumed MFU.
+    Plate,
+    /// The step's time derived from the layout, with failures.
+    Detailed(TimeOptions),
+}
+
+/// Seconds per step by where they go.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Breakdown {
+    /// Compute of the slowest stage's micro-batches.
+    pub compute: f64,
+    /// Exposed tensor-parallel collectives.
+    pub tp_comm: f64,
+    /// Exposed pipeline sends.
+    pub pp_comm: f64,
+    /// Exposed data-parallel collectives.
+    pub dp_comm: f64,
+    /// Pipeline fill and drain.
+    pub bubble: f64,
+    /// The optimizer step.
+    pub optimizer: f64,
+}
+
+impl Breakdown {
+    /// The step's seconds: the sum of its parts.
+    pub fn total(&self) -> f64 {
+        self.compute + self.tp_comm + self.pp_comm + self.dp_comm + self.bubble + self.optimizer
+    }
+}
+
+/// A step's time and what follows from it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepTime {
+    /// Where the seconds go.
+    pub breakdown: Breakdown,
+    /// Seconds per step.
+    pub step_seconds: f64,
+    /// Tokens per second over the cluster.
+    pub tokens_per_second: f64,
+    /// Model FLOPs utilisation, `(6·N_matrix + 6·L·s·h) × tokens/s / (GPUs × peak)`.
+    pub mfu: f64,
+    /// Hardware FLOPs utilisation: the FLOPs really executed, recomputation included.
+    pub hfu: f64,
+}
+
+/// Model FLOPs per token, `6·N_matrix + 6·L·s·h`: SPEC.md §4's `6N + 6·L·s·h` (Megatron-LM)
+/// counted over the parameters that multiply, leaving out the input embedding (a lookup, as
+/// PaLM's MFU does) and the RMSNorm and bias vectors (elementwise): `N_matrix =
+/// Shape::matrix_params`, which is `N − V·h − (2L + 1)·h` for Llama 3. Attention's width is
+/// `a·d` (`h` for Llama). So hardware FLOPs are never fewer than model FLOPs: HFU ≥ MFU.
+pub fn model_flops_per_token(shape: &Shape, seq_len: u64) -> f64 {
+    let l = f64::from(shape.layers);
+    let width = shape.attention_width() as f64;
+    6.0 * shape.matrix_params() as f64 + 6.0 * l * seq_len as f64 * width
+}
+
+/// Forward FLOPs per token of one layer on one TP rank: `(2·P_matrices + 2·s·a·d) / t`
+/// (`a·d = h` for Llama); the first term the matrices, the second causal attention.
+fn layer_forward_flops(shape: &Shape, tp: u64, seq_len: u64) -> (f64, f64) {
+    let width = shape.attention_width() as f64;
+    let matrices = 2.0 * shape.layer_matrix_params() as f64 / tp as f64;
+    let attention = 2.0 * seq_len as f64 * width / tp as f64;
+    (matrices, attention)
+}
+
+/// Hardware FLOPs per token of one layer on one TP rank for forward, backward and
+/// recomputation, and the forward's share of them.
+fn layer_flops(shape: &Shape, tp: u64, seq_len: u64, recompute: Recompute) -> (f64, f64) {
+    let (matrices, attention) = layer_forward_flops(shape, tp, seq_len);
+    let forward = matrices + attention;
+    let again = match recompute {
+        Recompute::None => 0.0,
+        Recompute::Selective => attention,
+        Recompute::Full => forward,
+    };
+    (3.0 * forward + again, forward)
+}
+
+/// The link a group of `size` ranks, `stride` apart, uses: NVLink when it fits in one node;
+/// otherwise the network, where NCCL spreads the ring over the NICs of the group's members in
+/// each node (one 400 Gb/s NIC per GPU), so the bus bandwidth is the per-NIC figure times the
+/// members per node, at most NVLink's.
+fn link_for(machine: &Machine, stride: u64, size: u64) -> Link {
+    let node = machine.cluster.gpus_per_node;
+    if stride.saturating_mul(size) <= node {
+        return machine.topology.intra();
+    }
+    let per_node = (node / stride.max(1)).clamp(1, size);
+    let mut link = machine.topology.inter();
+    link.bytes_per_second =
+        (link.bytes_per_second * per_node as f64).min(machine.topology.intra().bytes_per_second);
+    link
+}
+
+/// The time of one training step of `shape` under `layout` with the detailed step `d`, on
+/// `machine`.
+pub fn step_time(
+    machine: &Machine,
+    shape: &Shape,
+    layout: &Layout,
+    d: &Detailed,
+    opts: &TimeOptions,
+) -> Result<StepTime> {
+    let step = &d.step;
+    let (layers, m) = d.pipeline(shape, layout)?;
+    let (tp, pp, dp) = (layout.tp, layout.pp, layout.dp);
+    let (h, v) = (shape.hidden as f64, shape.vocab as f64);
+    let tokens = (step.micro_batch * step.seq_len) as f64;
+    let rate = machine.peak_tflops * FLOPS_PER_TFLOPS * opts.efficiency.at(h / tp as f64);
+    let (per_layer, forward_per_layer) = layer_flops(shape, tp, step.seq_len, step.recompute);
+    let head = 2.0 * v * h / tp as f64;
+
+    // TP collectives per layer per micro-batch, each of one BF16 activation.
+    let tp_calls = if step.recompute == Recompute::Full {
+        6.0
+    } else {
+        4.0
+    };
+    let tp_one = all_reduce(machine.topology.intra(), tp, 2.0 * tokens * h);
+    let tp_per_layer = tp_calls * tp_one * (1.0 - opts.tp_overlap);
+
+    // The slowest stage: (index, compute, forward compute, tp) per micro-batch.
+    let (slowest, compute, forward, tp_comm) = layers
+        .iter()
+        .enumerate()
+        .map(|(i, &l)| {
+            let last = i as u64 == pp - 1;
+            let l = l as f64;
+            let flops = tokens * (l * per_layer + if last { 3.0 * head } else { 0.0 });
+            let fwd = tokens * (l * forward_per_layer + if last { head } else { 0.0 });
+            (i, flops / rate, fwd / rate, l * tp_per_layer)
+        })
+        .max_by(|a, b| (a.1 + a.3).total_cmp(&(b.1 + b.3)).then(b.0.cmp(&a.0)))
+        .expect("a pipeline has at least one stage");
+    let per_micro_batch = compute + tp_comm;
+    let chunks = step.schedule.chunks() as f64;
+    let m_f = m as f64;
+
+    let pp_comm = if pp > 1 {
+        let bytes = 2.0 * tokens * h
+            / if step.sequence_parallel {
+                tp as f64
+            } else {
+                1.0
+            };
+        // The pipeline's slowest boundary: across nodes once the pipeline spans more than one.
+        let link = link_for(machine, tp * dp, pp);
+        m_f * chunks * 2.0 * send(link, bytes) * (1.0 - opts.pp_overlap)
+    } else {
+        0.0
+    };
+
+    let first = slowest == 0;
+    let last = slowest as u64 == pp - 1;
+    let psi = stage_params(shape, tp, layers[slowest], first, last);
+    let grad_bytes = d.options.gradients.bytes();
+    let dp_link = link_for(machine, tp, dp);
+    // Each transfer hides behind the compute it can overlap, one window per transfer on the
+    // one network link: the forward's gathers behind a forward, gradient reductions and the
+    // backward's gathers behind a backward.
+    let hide_forward = opts.dp_overlap * forward;
+    let hide_backward = opts.dp_overlap * (compute - forward);
+    let exposed = |t: f64, window: f64| (t - window).max(0.0);
+    let reduce = reduce_scatter(dp_link, dp, grad_bytes * psi);
+    let gather = reduce_scatter(dp_link, dp, 2.0 * psi);
+    let dp_comm = match layout.zero.get() {
+        // Gradients all-reduced once, during the last micro-batch's backward.
+        0 => exposed(all_reduce(dp_link, dp, grad_bytes * psi), hide_backward),
+        // Distributed optimizer: gradients reduce-scattered during the last backward; the
+        // updated weights all-gathered during the next step's first forward.
+        1 => exposed(reduce, hide_backward) + exposed(gather, hide_forward),
+        // Sharded gradients: reduce-scattered in every micro-batch's backward.
+        2 => m_f * exposed(reduce, hide_backward) + exposed(gather, hide_forward),
+        // Sharded weights: gathered for each micro-batch's forward and backward too.
+        _ => m_f * (exposed(gather, hide_forward) + exposed(gather + reduce, hide_backward)),
+    };
+
+    let updated = shard(psi, layout.zero.shards_optimizer(), dp);
+    let optimizer = updated * OPTIMIZER_BYTES_MOVED
+        / (machine.topology.hbm_gbps * 1e9 * OPTIMIZER_HBM_EFFICIENCY);
+
+    let breakdown = Breakdown {
+        compute: m_f * compute,
+        tp_comm: m_f * tp_comm,
+        pp_comm,
+        dp_comm,
+        bubble: (pp - 1) as f64 / chunks * per_micro_batch,
+        optimizer,
+    };
+    let step_seconds = breakdown.total();
+    let tokens_per_second = step.global_batch_tokens as f64 / step_seconds;
+    let cluster_peak = machine.cluster.gpus as f64 * machine.peak_tflops * FLOPS_PER_TFLOPS;
+    let (full_layer, _) = layer_flops(shape, 1, step.seq_len, step.recompute);
+    let hardware_per_token = f64::from(shape.layers) * full_layer + 3.0 * 2.0 * v * h;
+    Ok(StepTime {
+        breakdown,
+        step_seconds,
+        tokens_per_second,
+        mfu: model_flops_per_token(shape, step.seq_len) * tokens_per_second / cluster_peak,
+        hfu: hardware_per_token * tokens_per_second / cluster_peak,
+    })
+}
+
+/// What the detailed time model says of a design's run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunTime {
+    /// The step.
+    pub step: StepTime,
+    /// Days of compute at the step's pace, failures aside.
+    pub compute_days: f64,
+    /// Days per token including failures: `step_seconds / (B · goodput · 86,400)`.
+    pub days_per_token: f64,
+    /// What failures cost.
+    pub outage: Outage,
+}
+
+impl TimeModel {
+    /// The run's time for `tokens`, or `None` under the plate model; an error if the time model
+    /// needs a detailed step the memory model does not give, or the step does not fit.
+    pub fn run_time(
+        &self,
+        machine: &Machine,
+        shape: &Shape,
+        layout: &Layout,
+        memory: &MemoryModel,
+        tokens: u64,
+    ) -> Result<Option<RunTime>> {
+        let TimeModel::Detailed(opts) = self else {
+            return Ok(None);
+        };
+        let MemoryModel::Detailed(d) = memory else {
+            return Err(Error::invalid(
+                "--time",
+                "detailed",
+                "--time detailed together with --memory detailed, which defines the training step",
+            ));
+        };
+        let step = step_time(machine, shape, layout, d, opts)?;
+        let compute_seconds = tokens as f64 / step.tokens_per_second;
+        let outage =
+            machine
+                .reliability
+                .outage(shape.params(), machine.cluster.gpus, compute_seconds)?;
+        let days_per_token = step.step_seconds
+            / d.step.global_batch_tokens as f64
+            / outage.goodput
+            / SECONDS_PER_DAY;
+        Ok(Some(RunTime {
+            step,
+            compute_days: compute_seconds / SECONDS_PER_DAY,
+            days_per_token,
+            outage,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::brief::Brief;
+    use crate::cost::memory::detailed::Options;
+    use crate::cost::step::{Schedule, Step};
+    use crate::model::layout::ZeroStage;
+    use crate::model::preset;
+
+    fn flat(eff: f64) -> TimeOptions {
+        let point = crate::cost::efficiency::Point {
+            width: 1.0,
+            efficiency: eff,
+        };
+        TimeOptions {
+            efficiency: EfficiencyCurve::new(vec![point]).unwrap(),
+            tp_overlap: 0.0,
+            pp_overlap: 0.0,
+            dp_overlap: 0.0,
+        }
+    }
+
+    fn detailed(recompute: Recompute, schedule: Schedule) -> Detailed {
+        Detailed {
+            step: Step {
+                micro_batch: 1,
+                seq_len: 8192,
+                recompute,
+                sequence_parallel: true,
+                schedule,
+                global_batch_tokens: 16 * 1024 * 1024,
+            },
+            options: Options::default(),
+        }
+    }
+
+    fn time(model: &str, tp: u64, pp: u64, zero: u8, d: Detailed, opts: &TimeOptions) -> StepTime {
+        let b = Brief::default();
+        let s = preset(model).unwrap();
+        let l = Layout::new(&b, &s, tp, pp, ZeroStage::new(zero).unwrap()).unwrap();
+        step_time(&b.machine(), &s, &l, &d, opts).unwrap()
+    }
+
+    #[test]
+    fn model_flops_are_6n_plus_6_l_s_h_over_the_matrices() {
+        let s = preset("70b").unwrap();
+        let not_multiplied = 128_256.0 * 8192.0 + 161.0 * 8192.0; // embedding, 2L + 1 norms
+        let want = 6.0 * (70_553_706_496.0 - not_multiplied) + 6.0 * 80.0 * 8192.0 * 8192.0;
+        assert_eq!(model_flops_per_token(&s, 8192), want);
+    }
+
+    #[test]
+    fn compute_of_the_70b_at_tp_8_without_parallel_overheads_worked_by_hand() {
+        // TP 8, PP 1, DP 256: m = 2048 sequences / 256 = 8 micro-batches of 8,192 tokens.
+        // Per token and layer forward: 2·(855,654,400 − 16,384)/8 + 2·8192·8192/8 = 230,686,720.
+        // No recompute: ×3 per layer ×80 layers, plus the head 3·2·128,256·8192/8 = 788,004,864.
+        // Per micro-batch: 8192 × (80 × 692,060,160 + 788,004,864) = 4.6000e14 FLOPs,
+        // at 989e12 × 0.5: 0.93023 s; ×8 = 7.4418 s.
+        let t = time(
+            "70b",
+            8,
+            1,
+            1,
+            detailed(Recompute::None, Schedule::OneFOneB),
+            &flat(0.5),
+        );
+        let per_mb = 8192.0 * (80.0 * 692_060_160.0 + 788_004_864.0) / (989e12 * 0.5);
+        assert!((t.breakdown.compute - 8.0 * per_mb).abs() < 1e-9);
+        assert_eq!(t.breakdown.bubble, 0.0);
+        assert_eq!(t.breakdown.pp_comm, 0.0);
+    }
+
+    #[test]
+    fn tp_communication_is_four_all_reduces_a_layer_six_with_full_recompute() {
+        // One all-reduce of 2·8192·8192 B over 8 GPUs at 370 GB/s: 634.81 µs; 80 layers, m = 8.
+        let one = 2.0 * 7.0 / 8.0 * 2.0 * 8192.0 * 8192.0 / 370e9 + 2.0 * 7.0 * 3e-6;
+        let none = time(
+            "70b",
+            8,
+            1,
+            1,
+            detailed(Recompute::None, Schedule::OneFOneB),
+            &flat(0.5),
+        );
+        assert!((none.breakdown.tp_comm - 8.0 * 80.0 * 4.0 * one).abs() < 1e-9);
+        let full = time(
+            "70b",
+            8,
+            1,
+            1,
+            detailed(Recompute::Full, Schedule::OneFOneB),
+            &flat(0.5),
+        );
+        assert!((full.breakdown.tp_comm - 8.0 * 80.0 * 6.0 * one).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_bubble_is_p_minus_1_over_v_micro_batches_of_the_slowest_stage() {
+        let one = time(
+            "70b",
+            8,
+            4,
+            1,
+            detailed(Recompute::Full, Schedule::OneFOneB),
+            &flat(0.5),
+        );
+        let m = 32.0; // DP = 64: 2048 / 64
+        let per_mb = (one.breakdown.compute + one.breakdown.tp_comm) / m;
+        assert!((one.breakdown.bubble - 3.0 * per_mb).abs() < 1e-9);
+        let two = time(
+            "70b",
+            8,
+            4,
+            1,
+            detailed(Recompute::Full, Schedule::Interleaved(2)),
+            &flat(0.5),
+        );
+        assert!((two.breakdown.bubble - 1.5 * per_mb).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_optimizer_step_is_bound_by_memory_bandwidth() {
+        // ZeRO 1 at TP 8, PP 1, DP 256: Ψ = (80·(P_layer − 2h) + 2·V·h)/8 + 80·2h + h per GPU,
+        // of which 1/256 is updated here; 28 B each at 0.6 × 3,350 GB/s.
+        let s = preset("70b").unwrap();
+        let t = time(
+            "70b",
+            8,
+            1,
+            1,
+            detailed(Recompute::Full, Schedule::OneFOneB),
+            &flat(0.5),
+        );
+        let psi = stage_params(&s, 8, 80, true, true);
+        assert!((t.breakdown.optimizer - psi / 256.0 * 28.0 / (3350e9 * 0.6)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn zero_3_moves_one_and_a_half_times_the_bytes_of_plain_data_parallelism() {
+        let mut opts = flat(0.5);
+        opts.dp_overlap = 0.0;
+        let d = Detailed {
+            step: Step {
+                global_batch_tokens: 256 * 8192,
+                ..detailed(Recompute::Full, Schedule::OneFOneB).step
+            },
+            options: Options {
+                gradients: crate::cost::memory::detailed::GradientPrecision::Bf16,
+                ..Options::default()
+            },
+        };
+        // m = 1, BF16 gradients: ZeRO 0 all-reduces 2Ψ (2 × (n−1)/n × 2Ψ on the wire), ZeRO 3
+        // all-gathers 2Ψ twice and reduce-scatters 2Ψ once (3 × (n−1)/n × 2Ψ).
+        let z0 = time("70b", 8, 1, 0, d, &opts).breakdown.dp_comm;
+        let z3 = time("70b", 8, 1, 3, d, &opts).breakdown.dp_comm;
+        assert!((z3 / z0 - 1.5).abs() < 1e-3, "{}", z3 / z0);
+    }
+
+    #[test]
+    fn pipeline_sends_worked_by_hand() {
+        // 70B, TP 8 + SP, PP 4, DP 64: the pipeline spans 8·64·4 GPUs, so its sends cross the
+        // network; the 8 TP ranks of a node carry one stage, one member of the boundary a node
+        // (bus bandwidth 46 GB/s). A send is 2·8192·8192/8 = 16,777,216 B: 10 µs + 364.7 µs.
+        // 32 micro-batches × 1 chunk × 2 directions.
+        let d = detailed(Recompute::Full, Schedule::OneFOneB);
+        let t = time("70b", 8, 4, 1, d, &flat(0.5));
+        let send = 10e-6 + 16_777_216.0 / 46e9;
+        assert!((t.breakdown.pp_comm - 32.0 * 2.0 * send).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_data_parallel_group_uses_the_nics_of_all_its_members_in_a_node() {
+        // TP 1, PP 1: the 2,048-way DP ring has 8 members a node, 8 NICs: 8 × 46 = 368 GB/s,
+        // under NVLink's 370. ZeRO 0 all-reduces 4·Ψ bytes of FP32 gradients, unhidden.
+        let b = Brief::default();
+        let s = preset("8b").unwrap();
+        let l = Layout::new(&b, &s, 1, 1, ZeroStage::new(0).unwrap()).unwrap();
+        let mut opts = flat(0.5);
+        opts.dp_overlap = 0.0;
+        let mut d = detailed(Recompute::Full, Schedule::OneFOneB);
+        d.step.sequence_parallel = false;
+        let t = step_time(&b.machine(), &s, &l, &d, &opts).unwrap();
+        let psi = stage_params(&s, 1, 32, true, true);
+        let link = Link {
+            bytes_per_second: 368e9,
+            latency: 10e-6,
+        };
+        let want = all_reduce(link, 2048, 4.0 * psi);
+        assert!((t.breakdown.dp_comm - want).abs() < 1e-9 * want);
+    }
+
+    #[test]
+    fn zero_2_reduces_gradients_in_every_micro_batch_zero_1_once() {
+        let mut opts = flat(0.5);
+        opts.dp_overlap = 0.0;
+        let d = detailed(Recompute::Full, Schedule::OneFOneB);
+        let z1 = time("70b", 8, 4, 1, d, &opts).breakdown.dp_comm;
+        let z2 = time("70b", 8, 4, 2, d, &opts).breakdown.dp_comm;
+        // m = 32: ZeRO 2 pays 31 more gradient reduce-scatters than ZeRO 1.
+        assert!(z2 > 10.0 * z1, "{z1} {z2}");
+    }
+
+    #[test]
+    fn mfu_follows_from_tokens_per_second() {
+        let t = time(
+            "70b",
+            8,
+            4,
+            1,
+            detailed(Recompute::Full, Schedule::OneFOneB),
+            &TimeOptions::default(),
+        );
+        let s = preset("70b").unwrap();
+        let mfu = model_flops_per_token(&s, 8192) * t.tokens_per_second / (2048.0 * 989e12);
+        assert!((t.mfu - mfu).abs() < 1e-12);
+        assert!(
+            t.hfu > t.mfu && t.mfu > 0.1 && t.mfu < 0.6,
+            "{} {}",
+            t.mfu,
+            t.hfu
+        );
+        // Without recomputation the hardware runs the model's FLOPs (and the head's once more
+        // than a lookup would): HFU is still at least MFU.
+        let d = detailed(Recompute::None, Schedule::OneFOneB);
+        let none = time("70b", 8, 4, 1, d, &TimeOptions::default());
+        assert!(none.hfu >= none.mfu, "{} {}", none.hfu, none.mfu);
+    }
+}

@@ -1,0 +1,85 @@
+//! Plan files: one plan read back from `check --json`, a search's `plans` or a Pareto file's
+//! `front`, for `export --plan`.
+
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::brief::Brief;
+use crate::cost::step::Step;
+use crate::error::{Error, Result};
+use crate::input::{parse_json, read_text};
+use crate::model::layout::Layout;
+
+/// The fields of a plan object (`check --json`, a search's `plans` or `front`) a launcher
+/// needs; the rest are ignored.
+#[derive(Debug, Clone, Deserialize)]
+pub struct PlanFields {
+    /// The model's name.
+    pub model: String,
+    /// Parameters, when the file gives them: checked against the model's.
+    #[serde(default)]
+    pub params: Option<u64>,
+    /// Training tokens.
+    pub tokens: u64,
+    /// The layout.
+    pub layout: Layout,
+    /// The step, for detailed plans.
+    #[serde(default)]
+    pub step: Option<Step>,
+}
+
+/// A plan read from a file: its fields, the brief of the document it came from (if the
+/// document carries one), and whether it passes (true when the file does not say).
+#[derive(Debug, Clone)]
+pub struct PlanFile {
+    /// The plan's fields.
+    pub fields: PlanFields,
+    /// The brief of a search or Pareto document.
+    pub brief: Option<Brief>,
+    /// Whether the plan passes its checks.
+    pub pass: bool,
+}
+
+impl PlanFile {
+    /// The plan in the JSON file at `path`; see [`PlanFile::parse`].
+    pub fn read(path: &Path, index: u64) -> Result<PlanFile> {
+        PlanFile::parse(&read_text(path)?, path, index)
+    }
+
+    /// The plan in JSON `text`: a plan object, or entry `index` (from 1) of a search
+    /// document's `plans` or a Pareto file's `front`; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path, index: u64) -> Result<PlanFile> {
+        let value: Value = parse_json(text, path, "a plan, search or Pareto JSON")?;
+        let brief = match value.get("brief") {
+            Some(b) => Some(parse_json::<Brief>(&b.to_string(), path, "a brief")?),
+            None => None,
+        };
+        let list = ["plans", "front"]
+            .into_iter()
+            .find_map(|key| value.get(key).and_then(Value::as_array).map(|a| (key, a)));
+        let plan = match list {
+            Some((key, plans)) => usize::try_from(index)
+                .ok()
+                .and_then(|i| i.checked_sub(1))
+                .and_then(|i| plans.get(i))
+                .ok_or_else(|| {
+                    Error::invalid(
+                        "--index",
+                        index,
+                        format!("1 to {}, the plans in the file's {key}", plans.len()),
+                    )
+                })?
+                .clone(),
+            None => value,
+        };
+        let pass = plan.get("pass").and_then(Value::as_bool).unwrap_or(true);
+        let fields = parse_json(&plan.to_string(), path, "a plan")?;
+        Ok(PlanFile {
+            fields,
+            brief,
+            pass,
+        })
+    }
+}

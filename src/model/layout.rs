@@ -1,0 +1,281 @@
+//! The parallel layout: tensor parallel (TP), pipeline parallel (PP), data parallel (DP) and
+//! the ZeRO stage, with the rules of SPEC.md §3.
+//!
+//! - `TP × PP × DP = GPUs`; DP is the rest, so TP·PP must divide the GPU count.
+//! - TP stays inside a node (it must divide the GPUs per node, so TP groups never straddle one)
+//!   and divides both the attention heads and the KV heads (Megatron-LM's head split).
+//! - `1 ≤ PP ≤ L`; stages may be uneven, and the one with ⌈L/PP⌉ layers is the one that must fit.
+//! - ZeRO stage 0 to 3 (Rajbhandari et al., SC 2020).
+
+use std::fmt;
+
+use itertools::iproduct;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::error::{Error, Result};
+use crate::model::Shape;
+
+/// A ZeRO stage, 0 (none) to 3. Stage k shards over the data-parallel group: from stage 1 the
+/// optimizer state, from stage 2 the gradients too, at stage 3 the weights too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct ZeroStage(u8);
+
+impl ZeroStage {
+    /// The four stages, in order.
+    pub const ALL: [ZeroStage; 4] = [ZeroStage(0), ZeroStage(1), ZeroStage(2), ZeroStage(3)];
+
+    /// Stage `stage`, if it is 0 to 3.
+    pub fn new(stage: u8) -> Result<Self> {
+        if stage <= 3 {
+            Ok(ZeroStage(stage))
+        } else {
+            Err(Error::invalid("zero", stage, "a ZeRO stage: 0, 1, 2 or 3"))
+        }
+    }
+
+    /// The stage as a number.
+    pub fn get(self) -> u8 {
+        self.0
+    }
+
+    /// Whether this stage shards the optimizer state (stage ≥ 1).
+    pub fn shards_optimizer(self) -> bool {
+        self.0 >= 1
+    }
+
+    /// Whether this stage shards the gradients (stage ≥ 2).
+    pub fn shards_gradients(self) -> bool {
+        self.0 >= 2
+    }
+
+    /// Whether this stage shards the weights (stage 3).
+    pub fn shards_weights(self) -> bool {
+        self.0 >= 3
+    }
+}
+
+impl fmt::Display for ZeroStage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl<'de> Deserialize<'de> for ZeroStage {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let stage = u8::deserialize(d)?;
+        ZeroStage::new(stage).map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for ZeroStage {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_u8(self.0)
+    }
+}
+
+/// One way to spread the model over the cluster. Build it with [`Layout::new`] or
+/// [`layouts`], which check the rules for the brief and shape; the fields are public to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Layout {
+    /// Tensor-parallel degree.
+    pub tp: u64,
+    /// Pipeline-parallel degree (stages).
+    pub pp: u64,
+    /// Data-parallel degree: GPUs / (TP·PP).
+    pub dp: u64,
+    /// ZeRO stage.
+    pub zero: ZeroStage,
+}
+
+/// The cluster as a layout sees it: how many GPUs, and how many share a node (and so the fast
+/// links tensor parallelism needs). A brief gives one (`Brief::cluster`, or `&brief` itself).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cluster {
+    /// GPUs in the cluster.
+    pub gpus: u64,
+    /// GPUs per node; tensor parallelism stays inside a node.
+    pub gpus_per_node: u64,
+}
+
+/// A layout rule that a (TP, PP) pair breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Broken {
+    /// TP does not divide the GPUs per node.
+    TpNode,
+    /// TP does not divide the heads and the KV heads.
+    TpHeads,
+    /// PP is not between 1 and the layers.
+    PpLayers,
+    /// TP·PP does not divide the GPUs.
+    Gpus,
+}
+
+/// The first rule (TP, PP) breaks for `shape` on `cluster`, if any. Allocation-free, so the
+/// enumeration can call it for every pair.
+fn broken_rule(cluster: &Cluster, shape: &Shape, tp: u64, pp: u64) -> Option<Broken> {
+    let node = cluster.gpus_per_node;
+    if tp == 0 || tp > node || node % tp != 0 {
+        Some(Broken::TpNode)
+    } else if u64::from(shape.heads) % tp != 0 || u64::from(shape.kv_heads) % tp != 0 {
+        Some(Broken::TpHeads)
+    } else if pp == 0 || pp > u64::from(shape.layers) {
+        Some(Broken::PpLayers)
+    } else if cluster.gpus % (tp * pp) != 0 {
+        Some(Broken::Gpus)
+    } else {
+        None
+    }
+}
+
+impl Layout {
+    /// The layout (TP, PP, ZeRO) for `shape` on `cluster` (a brief, or its
+    /// [`Cluster`]), with DP derived, or the rule it breaks.
+    pub fn new(
+        cluster: impl Into<Cluster>,
+        shape: &Shape,
+        tp: u64,
+        pp: u64,
+        zero: ZeroStage,
+    ) -> Result<Self> {
+        let cluster = cluster.into();
+        let message = match broken_rule(&cluster, shape, tp, pp) {
+            None => {
+                return Ok(Layout {
+                    tp,
+                    pp,
+                    dp: cluster.gpus / (tp * pp),
+                    zero,
+                })
+            }
+            Some(Broken::TpNode) => format!(
+                "tp = {tp} must divide the {} GPUs per node (TP stays inside a node)",
+                cluster.gpus_per_node
+            ),
+            Some(Broken::TpHeads) => format!(
+                "tp = {tp} does not divide the {} attention heads and {} KV heads of {}",
+                shape.heads, shape.kv_heads, shape.name
+            ),
+            Some(Broken::PpLayers) => format!(
+                "pp = {pp} must be between 1 and the {} layers of {}",
+                shape.layers, shape.name
+            ),
+            Some(Broken::Gpus) => format!(
+                "tp × pp = {tp} × {pp} = {} does not divide the {} GPUs",
+                tp * pp,
+                cluster.gpus
+            ),
+        };
+        Err(Error::Layout(message))
+    }
+
+    /// Layers on the busiest pipeline stage, `⌈L / PP⌉`.
+    pub fn layers_on_busiest_stage(&self, shape: &Shape) -> u64 {
+        u64::from(shape.layers).div_ceil(self.pp)
+    }
+}
+
+/// Every valid layout for `shape` on `cluster` (a brief, or its [`Cluster`]), ordered by TP,
+/// then PP, then ZeRO.
+pub fn layouts(cluster: impl Into<Cluster>, shape: &Shape) -> Vec<Layout> {
+    let cluster = cluster.into();
+    // TP divides the KV heads (which divide the heads) and PP divides the GPUs, which bounds
+    // the loops however large the node or the cluster.
+    let max_tp = cluster.gpus_per_node.min(u64::from(shape.kv_heads));
+    let max_pp = u64::from(shape.layers).min(cluster.gpus);
+    iproduct!(1..=max_tp, 1..=max_pp)
+        .filter(|&(tp, pp)| broken_rule(&cluster, shape, tp, pp).is_none())
+        .flat_map(|(tp, pp)| {
+            let dp = cluster.gpus / (tp * pp);
+            ZeroStage::ALL.map(|zero| Layout { tp, pp, dp, zero })
+        })
+        .collect()
+}
+
+/// A layout of Llama 3 70B on the default brief's cluster, for tests.
+#[cfg(test)]
+pub(crate) fn layout_70b(tp: u64, pp: u64, zero: u8) -> Layout {
+    let shape = crate::model::preset("70b").expect("a preset");
+    let zero = ZeroStage::new(zero).expect("a ZeRO stage");
+    let brief = crate::brief::Brief::default();
+    Layout::new(&brief, &shape, tp, pp, zero).expect("a valid layout")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::brief::Brief;
+    use crate::model::preset;
+    use itertools::Itertools;
+
+    #[test]
+    fn dp_is_the_rest_of_the_gpus() {
+        let l = Layout::new(
+            &Brief::default(),
+            &preset("70b").unwrap(),
+            8,
+            4,
+            ZeroStage(1),
+        );
+        assert_eq!(l.unwrap().dp, 64);
+    }
+
+    #[test]
+    fn the_default_cluster_offers_four_tp_degrees_and_power_of_two_pp() {
+        let b = Brief::default();
+        let s = preset("70b").unwrap();
+        let all = layouts(&b, &s);
+        let tps: Vec<u64> = all.iter().map(|l| l.tp).sorted().dedup().collect();
+        let pps: Vec<u64> = all.iter().map(|l| l.pp).sorted().dedup().collect();
+        // TP divides 8 and the 64 heads and 8 KV heads.
+        assert_eq!(tps, [1, 2, 4, 8]);
+        // PP ≤ 80 layers and TP·PP | 2048: powers of two up to 64, for every TP (8 × 64 = 512).
+        assert_eq!(pps, [1, 2, 4, 8, 16, 32, 64]);
+        assert_eq!(all.len(), 4 * 7 * 4);
+    }
+
+    #[test]
+    fn each_rule_is_refused_with_the_value_that_broke_it() {
+        let b = Brief::default();
+        let s = preset("70b").unwrap();
+        let z = ZeroStage(0);
+        let err = |tp, pp| Layout::new(&b, &s, tp, pp, z).unwrap_err().to_string();
+        assert!(err(3, 1).contains("tp = 3"));
+        assert!(err(16, 1).contains("tp = 16"));
+        assert!(err(0, 1).contains("tp = 0"));
+        assert!(err(1, 81).contains("pp = 81"));
+        assert!(err(1, 0).contains("pp = 0"));
+        assert!(err(8, 3).contains("does not divide the 2048 GPUs"));
+        let odd_heads = Shape::new("odd", 4, 96, 256, 6, 2, 10).unwrap();
+        let e = Layout::new(&b, &odd_heads, 4, 1, z)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("6 attention heads"), "{e}");
+    }
+
+    #[test]
+    fn the_enumeration_agrees_with_the_constructor() {
+        let b = Brief {
+            gpus: 96,
+            gpus_per_node: 4,
+            ..Brief::default()
+        };
+        for shape in crate::model::presets() {
+            let listed = layouts(&b, &shape);
+            let mut built = Vec::new();
+            for tp in 0..=9 {
+                for pp in 0..=130 {
+                    for zero in ZeroStage::ALL {
+                        built.extend(Layout::new(&b, &shape, tp, pp, zero));
+                    }
+                }
+            }
+            assert_eq!(listed, built);
+        }
+    }
+
+    #[test]
+    fn zero_stages_above_three_are_refused() {
+        assert!(ZeroStage::new(4).is_err());
+        assert_eq!(ZeroStage::new(2).unwrap().get(), 2);
+    }
+}

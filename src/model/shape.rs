@@ -1,0 +1,633 @@
+//! Model shapes: dense Llama-family decoders (SwiGLU MLP, grouped-query attention, RMSNorm) and
+//! their parameter count, computed from the shape. Llama 3 unties the embeddings and has no
+//! biases; the architectures read from Hugging Face configs ([`crate::input::hf`]) may tie them, carry
+//! biases or set the head dimension apart from `h / heads`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// Which linear layers carry a bias vector. Llama 3 and Mistral have none; Qwen2 has them on the
+/// query, key and value projections; a Llama config's `attention_bias` puts them on all four
+/// attention projections and `mlp_bias` on the three MLP ones (transformers' `modeling_llama`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Biases {
+    /// Biases on the query, key and value projections: `heads·d + 2·kv·d` a layer.
+    #[serde(default)]
+    pub qkv: bool,
+    /// A bias on the attention output projection: `h` a layer.
+    #[serde(default)]
+    pub output: bool,
+    /// Biases on the gate, up and down projections: `2f + h` a layer.
+    #[serde(default)]
+    pub mlp: bool,
+}
+
+impl Biases {
+    fn is_none(&self) -> bool {
+        *self == Biases::default()
+    }
+}
+
+/// The shape of a Llama-family decoder. Counts only; the parameter count is derived.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "ShapeSpec", into = "ShapeSpec")]
+pub struct Shape {
+    /// The name plans carry, for example `llama3-70b`.
+    pub name: String,
+    /// Transformer layers L.
+    pub layers: u32,
+    /// Hidden size h.
+    pub hidden: u64,
+    /// SwiGLU FFN width f.
+    pub ffn: u64,
+    /// Attention (query) heads.
+    pub heads: u32,
+    /// Key/value heads (grouped-query attention).
+    pub kv_heads: u32,
+    /// Vocabulary size V.
+    pub vocab: u64,
+    /// Width of one attention head d: `h / heads` for Llama; Mistral NeMo sets 128 with
+    /// `h = 5,120` and 32 heads.
+    pub head_dim: u64,
+    /// Whether the output head shares the input embedding's matrix (Llama 3.2 1B and 3B).
+    pub tied_embeddings: bool,
+    /// The bias vectors of the linear layers.
+    pub biases: Biases,
+}
+
+/// A shape as written in a file or built by a reader, before [`ShapeSpec::build`] checks it.
+/// The fields Llama 3 leaves at their defaults (the head dimension `h / heads`, untied
+/// embeddings, no biases) may be left out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShapeSpec {
+    /// The name.
+    pub name: String,
+    /// Layers L.
+    pub layers: u32,
+    /// Hidden size h.
+    pub hidden: u64,
+    /// FFN width f.
+    pub ffn: u64,
+    /// Attention heads.
+    pub heads: u32,
+    /// KV heads.
+    pub kv_heads: u32,
+    /// Vocabulary V.
+    pub vocab: u64,
+    /// Head dimension, when it is not `h / heads`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_dim: Option<u64>,
+    /// Tied input embedding and output head.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tied_embeddings: bool,
+    /// Bias vectors.
+    #[serde(default, skip_serializing_if = "Biases::is_none")]
+    pub biases: Biases,
+}
+
+impl TryFrom<ShapeSpec> for Shape {
+    type Error = Error;
+    fn try_from(spec: ShapeSpec) -> Result<Self> {
+        spec.build()
+    }
+}
+
+impl From<Shape> for ShapeSpec {
+    fn from(s: Shape) -> Self {
+        let implicit =
+            s.hidden % u64::from(s.heads) == 0 && s.hidden / u64::from(s.heads) == s.head_dim;
+        ShapeSpec {
+            head_dim: (!implicit).then_some(s.head_dim),
+            name: s.name,
+            layers: s.layers,
+            hidden: s.hidden,
+            ffn: s.ffn,
+            heads: s.heads,
+            kv_heads: s.kv_heads,
+            vocab: s.vocab,
+            tied_embeddings: s.tied_embeddings,
+            biases: s.biases,
+        }
+    }
+}
+
+impl ShapeSpec {
+    /// The shape, checked: every count positive; without an explicit head dimension the heads
+    /// divide the hidden size; the KV heads divide the heads; the parameters fit in 64 bits.
+    pub fn build(self) -> Result<Shape> {
+        let name = self.name.as_str();
+        let positive = [
+            ("layers", u64::from(self.layers)),
+            ("hidden", self.hidden),
+            ("ffn", self.ffn),
+            ("heads", u64::from(self.heads)),
+            ("kv_heads", u64::from(self.kv_heads)),
+            ("vocab", self.vocab),
+            ("head_dim", self.head_dim.unwrap_or(1)),
+        ];
+        for (field, v) in positive {
+            if v == 0 {
+                return Err(Error::invalid(
+                    format!("{name}.{field}"),
+                    v,
+                    "a whole number ≥ 1",
+                ));
+            }
+        }
+        let head_dim = match self.head_dim {
+            Some(d) => d,
+            None if self.hidden % u64::from(self.heads) == 0 => self.hidden / u64::from(self.heads),
+            None => {
+                return Err(Error::invalid(
+                    format!("{name}.heads"),
+                    self.heads,
+                    format!(
+                        "a divisor of the hidden size {}, or an explicit head dimension",
+                        self.hidden
+                    ),
+                ))
+            }
+        };
+        if self.heads % self.kv_heads != 0 {
+            return Err(Error::invalid(
+                format!("{name}.kv_heads"),
+                self.kv_heads,
+                format!("a divisor of the {} attention heads", self.heads),
+            ));
+        }
+        let shape = Shape {
+            name: self.name,
+            layers: self.layers,
+            hidden: self.hidden,
+            ffn: self.ffn,
+            heads: self.heads,
+            kv_heads: self.kv_heads,
+            vocab: self.vocab,
+            head_dim,
+            tied_embeddings: self.tied_embeddings,
+            biases: self.biases,
+        };
+        if shape.counts().is_none() {
+            return Err(Error::invalid(
+                format!("{}.params", shape.name),
+                "more than 2^64",
+                "a shape whose parameters can be counted",
+            ));
+        }
+        Ok(shape)
+    }
+}
+
+/// A shape's parameters by kind (SPEC.md §2, extended by [`Biases`] and tied embeddings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Counts {
+    /// One layer's matrices: `h·(a·d) + 2·h·(kv·d) + (a·d)·h + 3·h·f` — query, key and value,
+    /// output, and SwiGLU's gate, up and down.
+    layer_matrices: u64,
+    /// One layer's biases split over TP with their matrices: query, key, value, gate and up.
+    layer_split_biases: u64,
+    /// One layer's vectors every TP rank holds whole: two RMSNorm weights (`2h`) and the
+    /// output and down-projection biases.
+    layer_whole: u64,
+    /// One vocabulary-by-hidden matrix, `V·h`.
+    embedding: u64,
+    /// One layer: its matrices, biases and vectors.
+    per_layer: u64,
+    /// The whole model, `N = L·(per layer) + (1 or 2)·V·h + h`.
+    total: u64,
+}
+
+impl Shape {
+    /// A Llama-3-style shape (head dimension `h / heads`, untied embeddings, no biases),
+    /// checked as [`ShapeSpec::build`] checks.
+    pub fn new(
+        name: &str,
+        layers: u32,
+        hidden: u64,
+        ffn: u64,
+        heads: u32,
+        kv_heads: u32,
+        vocab: u64,
+    ) -> Result<Self> {
+        ShapeSpec {
+            name: name.to_string(),
+            layers,
+            hidden,
+            ffn,
+            heads,
+            kv_heads,
+            vocab,
+            head_dim: None,
+            tied_embeddings: false,
+            biases: Biases::default(),
+        }
+        .build()
+    }
+
+    /// The parameter counts with every product checked, `None` past `u64::MAX`.
+    fn counts(&self) -> Option<Counts> {
+        self.counts_with(u64::checked_mul, u64::checked_add)
+    }
+
+    /// The counts of a shape built by [`ShapeSpec::build`], which checked they fit: the same
+    /// formula in plain arithmetic, which the search calls in its inner loops.
+    fn counted(&self) -> Counts {
+        self.counts_with(|a, b| Some(a * b), |a, b| Some(a + b))
+            .expect("plain arithmetic always gives counts")
+    }
+
+    /// The counts (see [`Counts`]) with products `mul` and sums `add`, the whole model among
+    /// them, so an overflow anywhere shows.
+    #[inline(always)]
+    fn counts_with(
+        &self,
+        mul: impl Fn(u64, u64) -> Option<u64>,
+        add: impl Fn(u64, u64) -> Option<u64>,
+    ) -> Option<Counts> {
+        let (h, f) = (self.hidden, self.ffn);
+        let q = mul(u64::from(self.heads), self.head_dim)?;
+        let kv = mul(u64::from(self.kv_heads), self.head_dim)?;
+        let layer_matrices = add(
+            add(mul(mul(h, q)?, 2)?, mul(mul(h, kv)?, 2)?)?,
+            mul(mul(h, f)?, 3)?,
+        )?;
+        let b = self.biases;
+        let qkv_bias = if b.qkv { add(q, mul(kv, 2)?)? } else { 0 };
+        let gate_up_bias = if b.mlp { mul(f, 2)? } else { 0 };
+        let vectors = u64::from(b.output) + u64::from(b.mlp);
+        let layer_whole = add(mul(h, 2)?, mul(h, vectors)?)?;
+        let layer_split_biases = add(qkv_bias, gate_up_bias)?;
+        let embedding = mul(self.vocab, h)?;
+        let per_layer = add(add(layer_matrices, layer_split_biases)?, layer_whole)?;
+        let tables = if self.tied_embeddings { 1 } else { 2 };
+        let total = add(
+            add(
+                mul(u64::from(self.layers), per_layer)?,
+                mul(embedding, tables)?,
+            )?,
+            h,
+        )?;
+        Some(Counts {
+            layer_matrices,
+            layer_split_biases,
+            layer_whole,
+            embedding,
+            per_layer,
+            total,
+        })
+    }
+
+    /// Whether `other` has the same dimensions, whatever its name.
+    pub fn same_dimensions(&self, other: &Shape) -> bool {
+        let dimensions = |s: &Shape| {
+            (
+                s.layers,
+                s.hidden,
+                s.ffn,
+                s.heads,
+                s.kv_heads,
+                s.vocab,
+                s.head_dim,
+                s.tied_embeddings,
+                s.biases,
+            )
+        };
+        dimensions(self) == dimensions(other)
+    }
+
+    /// Appends `shape` to `shapes` unless one of them has its dimensions already (the first
+    /// name given wins).
+    pub fn push_new(shapes: &mut Vec<Shape>, shape: Shape) {
+        if !shapes.iter().any(|s| s.same_dimensions(&shape)) {
+            shapes.push(shape);
+        }
+    }
+
+    /// Head dimension d.
+    pub fn head_dim(&self) -> u64 {
+        self.head_dim
+    }
+
+    /// Width of the attention's queries and output, `a·d` (`h` for Llama).
+    pub fn attention_width(&self) -> u64 {
+        u64::from(self.heads) * self.head_dim
+    }
+
+    /// Parameters of one transformer layer (SPEC.md §2):
+    /// `2h·(a·d) + 2·h·(kv·d) + 3·h·f + 2h` plus any biases — the query and output
+    /// projections, the key and value projections of grouped-query attention, SwiGLU's gate, up
+    /// and down matrices, and the two RMSNorm weight vectors. Llama 3 has no biases.
+    pub fn params_per_layer(&self) -> u64 {
+        self.counted().per_layer
+    }
+
+    /// Parameters of one layer's matrices, the ones that multiply: `2h·(a·d) + 2·h·(kv·d) + 3·h·f`.
+    pub fn layer_matrix_params(&self) -> u64 {
+        self.counted().layer_matrices
+    }
+
+    /// Parameters of one layer that tensor parallelism splits: the matrices and the biases of
+    /// the column-parallel projections (query, key, value, gate, up).
+    pub fn layer_split_params(&self) -> u64 {
+        let c = self.counted();
+        c.layer_matrices + c.layer_split_biases
+    }
+
+    /// Parameters of one layer every TP rank holds whole: the two RMSNorm vectors and the
+    /// biases of the row-parallel projections (attention output, down), `2h` for Llama.
+    pub fn layer_whole_params(&self) -> u64 {
+        self.counted().layer_whole
+    }
+
+    /// Parameters of one vocabulary-by-hidden matrix, `V·h`: the input embedding, and the
+    /// output head unless it is tied to it.
+    pub fn embedding_params(&self) -> u64 {
+        self.counted().embedding
+    }
+
+    /// Parameters of the whole model N (SPEC.md §2): `L · per_layer + 2·V·h + h` — the layers,
+    /// the untied input embedding and output head (one `V·h` when tied), and the final RMSNorm.
+    pub fn params(&self) -> u64 {
+        self.counted().total
+    }
+
+    /// Parameters that multiply each token, `N_matrix = L·(matrices of a layer) + V·h`: the
+    /// layers' matrices and the output head, leaving out the input embedding (a lookup, as
+    /// PaLM's MFU counts) and the vectors (norms, biases; elementwise).
+    pub fn matrix_params(&self) -> u64 {
+        u64::from(self.layers) * self.layer_matrix_params() + self.embedding_params()
+    }
+}
+
+/// The shapes trainplan knows by name: Llama 3 / 3.1 8B, 70B and 405B, from the published
+/// `config.json` files of the checkpoints (SPEC.md §2).
+pub fn presets() -> Vec<Shape> {
+    let llama = |name: &str, layers, hidden, ffn, heads| {
+        Shape::new(name, layers, hidden, ffn, heads, 8, 128_256)
+            .expect("the Llama 3 shapes are valid")
+    };
+    vec![
+        llama("llama3-8b", 32, 4_096, 14_336, 32),
+        llama("llama3-70b", 80, 8_192, 28_672, 64),
+        llama("llama3-405b", 126, 16_384, 53_248, 128),
+    ]
+}
+
+/// The preset called `name`. Accepts the full name (`llama3-70b`) or the size alone (`70b`),
+/// in any case.
+pub fn preset(name: &str) -> Result<Shape> {
+    let wanted = name.trim().to_ascii_lowercase();
+    if let Some(shape) = presets()
+        .into_iter()
+        .find(|s| s.name == wanted || s.name.strip_prefix("llama3-") == Some(wanted.as_str()))
+    {
+        return Ok(shape);
+    }
+    if let Some(shape) = family_shape(name.trim())? {
+        return Ok(shape);
+    }
+    let known: Vec<String> = presets()
+        .iter()
+        .map(|s| {
+            s.name
+                .strip_prefix("llama3-")
+                .unwrap_or(&s.name)
+                .to_string()
+        })
+        .collect();
+    Err(Error::UnknownModel {
+        name: name.to_string(),
+        known: format!(
+            "{}, or a family shape such as L80-h8192-f28672",
+            known.join(", ")
+        ),
+    })
+}
+
+/// Llama 3's head dimension: what a dimension name leaves out, and the default of ad-hoc
+/// shapes and families.
+pub const LLAMA3_HEAD_DIM: u64 = 128;
+/// Llama 3's KV heads, likewise.
+pub const LLAMA3_KV_HEADS: u32 = 8;
+/// Llama 3's vocabulary, likewise.
+pub const LLAMA3_VOCAB: u64 = 128_256;
+
+impl ShapeSpec {
+    /// The shape, named by its dimensions ([`Self::dimension_name`]) and checked.
+    pub fn build_named(mut self) -> Result<Shape> {
+        self.name = self.dimension_name();
+        self.build()
+    }
+
+    /// A Llama-like shape named by its dimensions, `L<layers>-h<hidden>-f<ffn>`, with a suffix
+    /// for each dimension that is not Llama 3's: `-a<heads>` when the heads are not `h / 128`,
+    /// `-d<head_dim>` when that is not `h / heads`, `-kv<kv_heads>` when not 8, `-v<vocab>` when
+    /// not 128,256, `-tied` for tied embeddings. [`preset`] reads every such name back.
+    pub fn dimension_name(&self) -> String {
+        let mut name = format!("L{}-h{}-f{}", self.layers, self.hidden, self.ffn);
+        if u64::from(self.heads) * LLAMA3_HEAD_DIM != self.hidden {
+            name += &format!("-a{}", self.heads);
+        }
+        if let Some(d) = self.head_dim {
+            if u64::from(self.heads) * d != self.hidden {
+                name += &format!("-d{d}");
+            }
+        }
+        if self.kv_heads != LLAMA3_KV_HEADS {
+            name += &format!("-kv{}", self.kv_heads);
+        }
+        if self.vocab != LLAMA3_VOCAB {
+            name += &format!("-v{}", self.vocab);
+        }
+        if self.tied_embeddings {
+            name += "-tied";
+        }
+        name
+    }
+}
+
+/// A shape named by its dimensions as [`ShapeSpec::dimension_name`] names it (a family's
+/// shapes are, `L80-h8192-f28672`); `None` if the name is not of that form.
+fn family_shape(name: &str) -> Result<Option<Shape>> {
+    let mut parts = name.split('-');
+    let mut number =
+        |prefix: &str| -> Option<u64> { parts.next()?.strip_prefix(prefix)?.parse::<u64>().ok() };
+    let (Some(layers), Some(hidden), Some(ffn)) = (number("L"), number("h"), number("f")) else {
+        return Ok(None);
+    };
+    let (mut heads, mut head_dim, mut kv_heads, mut vocab, mut tied) =
+        (None, None, u64::from(LLAMA3_KV_HEADS), LLAMA3_VOCAB, false);
+    for part in parts {
+        let value = |prefix: &str| {
+            part.strip_prefix(prefix)
+                .and_then(|v| v.parse::<u64>().ok())
+        };
+        if part == "tied" {
+            tied = true;
+        } else if let Some(kv) = value("kv") {
+            kv_heads = kv;
+        } else if let Some(a) = value("a") {
+            heads = Some(a);
+        } else if let Some(d) = value("d") {
+            head_dim = Some(d);
+        } else if let Some(v) = value("v") {
+            vocab = v;
+        } else {
+            return Ok(None);
+        }
+    }
+    let heads = match heads {
+        Some(a) => a,
+        None if hidden % LLAMA3_HEAD_DIM == 0 && hidden > 0 => hidden / LLAMA3_HEAD_DIM,
+        None => return Err(Error::invalid(
+            "model",
+            name,
+            "a shape whose hidden size is a multiple of 128, or whose heads are named (-a<heads>)",
+        )),
+    };
+    let narrow = |what: &str, n: u64| {
+        u32::try_from(n)
+            .map_err(|_| Error::invalid("model", name, format!("{what} of at most 2^32 − 1")))
+    };
+    ShapeSpec {
+        name: name.to_string(),
+        layers: narrow("layers", layers)?,
+        hidden,
+        ffn,
+        heads: narrow("heads", heads)?,
+        kv_heads: narrow("KV heads", kv_heads)?,
+        vocab,
+        head_dim,
+        tied_embeddings: tied,
+        biases: Biases::default(),
+    }
+    .build()
+    .map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameter_counts_match_the_published_checkpoints() {
+        let counts: Vec<u64> = presets().iter().map(Shape::params).collect();
+        assert_eq!(counts, [8_030_261_248, 70_553_706_496, 405_853_388_800]);
+    }
+
+    #[test]
+    fn the_70b_layer_is_counted_term_by_term() {
+        // h = 8192, kv·d = 8·128 = 1024, f = 28672:
+        // 2h² = 134,217,728; 2·h·1024 = 16,777,216; 3·h·f = 704,643,072; 2h = 16,384.
+        let s = preset("70b").unwrap();
+        assert_eq!(
+            s.params_per_layer(),
+            134_217_728 + 16_777_216 + 704_643_072 + 16_384
+        );
+    }
+
+    #[test]
+    fn presets_are_found_by_size_or_full_name() {
+        assert_eq!(preset("70B").unwrap().name, "llama3-70b");
+        assert_eq!(preset("llama3-405b").unwrap().layers, 126);
+        let e = preset("13b").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "unknown model '13b': expected one of 8b, 70b, 405b, or a family shape such as L80-h8192-f28672"
+        );
+        // A family's name grades the same shape: L80-h8192-f28672 is Llama 3 70B.
+        let family = preset("L80-h8192-f28672").unwrap();
+        assert!(family.same_dimensions(&preset("70b").unwrap()));
+        assert!(preset("L80-h8000-f28672").is_err());
+    }
+
+    #[test]
+    fn a_dimension_name_reads_back_as_its_shape() {
+        let nemo = ShapeSpec {
+            name: String::new(),
+            layers: 40,
+            hidden: 5_120,
+            ffn: 14_336,
+            heads: 32,
+            kv_heads: 8,
+            vocab: 131_072,
+            head_dim: Some(128),
+            tied_embeddings: false,
+            biases: Biases::default(),
+        };
+        let name = nemo.dimension_name();
+        assert_eq!(name, "L40-h5120-f14336-a32-d128-v131072");
+        let back = preset(&name).unwrap();
+        assert!(back.same_dimensions(&ShapeSpec { name, ..nemo }.build().unwrap()));
+        // Llama 3.2 1B: 32 heads of 64, tied.
+        let one = preset("L16-h2048-f8192-a32-tied").unwrap();
+        assert_eq!(one.params(), 1_235_814_400);
+        assert_eq!(preset("L32-h4096-f14336").unwrap().name, "L32-h4096-f14336");
+        assert!(preset("L32-h4096-f14336-x3").is_err());
+    }
+
+    #[test]
+    fn a_llama_shape_is_written_without_the_fields_it_leaves_at_their_defaults() {
+        let json = serde_json::to_string(&preset("8b").unwrap()).unwrap();
+        assert_eq!(
+            json,
+            r#"{"name":"llama3-8b","layers":32,"hidden":4096,"ffn":14336,"heads":32,"kv_heads":8,"vocab":128256}"#
+        );
+        let back: Shape = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, preset("8b").unwrap());
+    }
+
+    #[test]
+    fn a_shape_with_its_own_head_dimension_ties_and_biases_round_trips() {
+        // Mistral NeMo's attention: 32 heads of 128 with h = 5,120, so a·d = 4,096 ≠ h.
+        let spec = ShapeSpec {
+            name: "nemo-like".into(),
+            layers: 2,
+            hidden: 5_120,
+            ffn: 14_336,
+            heads: 32,
+            kv_heads: 8,
+            vocab: 1_000,
+            head_dim: Some(128),
+            tied_embeddings: true,
+            biases: Biases {
+                qkv: true,
+                output: true,
+                mlp: true,
+            },
+        };
+        let shape = spec.clone().build().unwrap();
+        // By hand, per layer: q and o 2·5120·4096 = 41,943,040; k and v 2·5120·1024 =
+        // 10,485,760; MLP 3·5120·14336 = 220,200,960; norms 10,240 (272,640,000); biases
+        // q,k,v 4096 + 2048, o 5120, MLP 2·14336 + 5120 (45,056): 272,685,056.
+        assert_eq!(shape.params_per_layer(), 272_685_056);
+        // Two layers, one tied 1000×5120 table, the final norm.
+        assert_eq!(shape.params(), 2 * 272_685_056 + 5_120_000 + 5_120);
+        assert_eq!(
+            shape.layer_split_params() + shape.layer_whole_params(),
+            272_685_056
+        );
+        let json = serde_json::to_string(&shape).unwrap();
+        assert!(json.contains(r#""head_dim":128"#), "{json}");
+        assert_eq!(serde_json::from_str::<Shape>(&json).unwrap(), shape);
+        // Without the explicit head dimension 5,120 / 32 = 160 would be taken.
+        let implicit = ShapeSpec {
+            head_dim: None,
+            ..spec
+        };
+        assert_eq!(implicit.build().unwrap().head_dim(), 160);
+    }
+
+    #[test]
+    fn a_shape_whose_heads_do_not_divide_the_hidden_size_is_refused() {
+        let e = Shape::new("odd", 2, 100, 300, 3, 1, 10)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("odd.heads = 3"), "{e}");
+        assert!(Shape::new("z", 0, 128, 300, 2, 1, 10).is_err());
+        assert!(Shape::new("kv", 2, 128, 300, 4, 3, 10).is_err());
+    }
+}

@@ -1,0 +1,295 @@
+//! **The plan part**: one design graded against a brief ([`evaluate`]), the verdict on a whole
+//! shape ([`verdict`]: its token window and lightest layout) and what would fix a failing
+//! design ([`check`]). Uses `brief`, `cost`, `model` and the ground floor.
+//!
+//! A design (shape, tokens, layout) graded against a brief: the plan, with its three checks.
+//!
+//! A plan that fails is a normal result: `pass` is false and `reasons` says which check failed
+//! and by how much. The checks (SPEC.md §1) are:
+//!
+//! | check | passes when |
+//! |---|---|
+//! | memory | per-GPU memory ≤ the brief's cap |
+//! | days | days by 6ND ≤ the brief's limit |
+//! | loss | predicted loss ≤ the brief's target |
+
+pub mod check;
+pub mod limits;
+pub mod pace;
+pub mod verdict;
+
+use serde::{Deserialize, Serialize};
+
+use crate::brief::Brief;
+use crate::cost::memory::detailed::Options;
+use crate::cost::memory::{MemoryGb, MemoryModel, StageInfo};
+use crate::cost::reliability::Outage;
+use crate::cost::step::Step;
+use crate::cost::step_time::{Breakdown, TimeModel};
+use crate::cost::time;
+use crate::error::Result;
+use crate::format::fixed;
+use crate::model::layout::Layout;
+use crate::model::Shape;
+use crate::plan::limits::{days_fit, loss, loss_meets, memory_fits};
+use crate::plan::pace::Pace;
+
+/// What to grade: a model shape trained on a whole number of tokens under a layout.
+#[derive(Debug, Clone, Copy)]
+pub struct Design<'a> {
+    /// The model.
+    pub shape: &'a Shape,
+    /// Training tokens D.
+    pub tokens: u64,
+    /// The parallel layout, valid for `shape` on the brief's cluster.
+    pub layout: Layout,
+    /// How memory is computed (and, for the detailed model, the training step).
+    pub memory: MemoryModel,
+    /// How days are computed.
+    pub time: &'a TimeModel,
+}
+
+/// The plate's time model, for designs that do not choose another.
+pub static PLATE_TIME: TimeModel = TimeModel::Plate;
+
+impl<'a> Design<'a> {
+    /// A design graded by the plate model.
+    pub fn plate(shape: &'a Shape, tokens: u64, layout: Layout) -> Self {
+        Design {
+            shape,
+            tokens,
+            layout,
+            memory: MemoryModel::Plate,
+            time: &PLATE_TIME,
+        }
+    }
+}
+
+/// Which checks a plan passes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checks {
+    /// Per-GPU memory within the cap.
+    pub memory: bool,
+    /// Training days within the limit.
+    pub days: bool,
+    /// Predicted loss at or below the target.
+    pub loss: bool,
+}
+
+impl Checks {
+    /// Whether all three pass.
+    pub fn all(&self) -> bool {
+        self.memory && self.days && self.loss
+    }
+}
+
+/// How far each check is from its limit; positive is headroom, negative is the shortfall.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Margins {
+    /// Memory cap minus per-GPU memory, GB.
+    pub memory_gb: f64,
+    /// Day limit minus days.
+    pub days: f64,
+    /// Loss target minus predicted loss.
+    pub loss: f64,
+}
+
+/// A graded design: the plan object of the JSON contract.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// The model's name, for example `llama3-70b`.
+    pub model: String,
+    /// Parameters N, counted from the shape.
+    pub params: u64,
+    /// Training tokens D.
+    pub tokens: u64,
+    /// TP, PP, DP and ZeRO stage.
+    pub layout: Layout,
+    /// The training step (detailed memory model only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<Step>,
+    /// Per-GPU memory by component, GB.
+    pub memory_gb: MemoryGb,
+    /// The pipeline stage `memory_gb` is for, the one that needs the most (detailed model only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worst_stage: Option<StageInfo>,
+    /// The detailed memory model's settings (detailed model only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_model: Option<Options>,
+    /// Training FLOPs, 6·N·D.
+    pub flops: f64,
+    /// Days the run takes: by 6ND at the brief's MFU, or under the detailed time model the
+    /// wall-clock days with failures and restarts.
+    pub days: f64,
+    /// Days by 6ND at the brief's assumed MFU (detailed time model only, to compare).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub days_plate: Option<f64>,
+    /// Days of compute at the derived pace, before failures (detailed time model only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compute_days: Option<f64>,
+    /// Seconds per training step (detailed time model only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step_seconds: Option<f64>,
+    /// Tokens per second over the cluster (detailed time model only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_per_second: Option<f64>,
+    /// Derived model FLOPs utilisation, `(6·N_matrix + 6·L·s·h) × tokens/s / (GPUs × peak)` (detailed
+    /// time model only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mfu: Option<f64>,
+    /// Hardware FLOPs utilisation, recomputation included (detailed time model only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hfu: Option<f64>,
+    /// Seconds per step by where they go (detailed time model only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub breakdown: Option<Breakdown>,
+    /// Checkpoints, failures and goodput over the run (detailed time model only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failures: Option<Outage>,
+    /// Predicted loss L(N, D).
+    pub loss: f64,
+    /// Which checks pass.
+    pub checks: Checks,
+    /// Headroom (positive) or shortfall (negative) of each check.
+    pub margins: Margins,
+    /// Whether every check passes.
+    pub pass: bool,
+    /// Why the plan fails, one sentence per failing check; empty when it passes.
+    pub reasons: Vec<String>,
+}
+
+/// Grades `design` against `brief`. An error means the design's training step does not go with
+/// its layout (for example a global batch that does not divide); a design that merely fails a
+/// check is a plan with `pass` false.
+pub fn evaluate(brief: &Brief, design: &Design) -> Result<Plan> {
+    let shape = design.shape;
+    let n = shape.params();
+    let d = design.tokens;
+    let mem = design.memory.memory(brief.seq_len, shape, &design.layout)?;
+    let plate_days = time::days(brief.cluster_flops_per_second(), n as f64, d as f64);
+    let run = design
+        .time
+        .run_time(&brief.machine(), shape, &design.layout, &design.memory, d)?;
+    let days = Pace::from_days_per_token(run.map(|r| r.days_per_token)).days(plate_days, d);
+    let loss = loss(brief, shape, d);
+    let checks = Checks {
+        memory: memory_fits(brief, mem.total()),
+        days: days_fit(brief, days),
+        loss: loss_meets(brief, loss),
+    };
+    let memory_gb = mem.in_gb();
+    let margins = Margins {
+        memory_gb: brief.memory_cap_gb - memory_gb.total,
+        days: brief.max_days - days,
+        loss: brief.loss_target - loss,
+    };
+    let mut reasons = Vec::new();
+    if !checks.memory {
+        reasons.push(format!(
+            "memory: {} GB per GPU exceeds the {} GB cap by {} GB",
+            fixed(memory_gb.total, 1),
+            fixed(brief.memory_cap_gb, 1),
+            fixed(-margins.memory_gb, 1)
+        ));
+    }
+    if !checks.days {
+        reasons.push(format!(
+            "days: {} days exceed the {}-day limit by {} days",
+            fixed(days, 1),
+            fixed(brief.max_days, 1),
+            fixed(-margins.days, 1)
+        ));
+    }
+    if !checks.loss {
+        reasons.push(format!(
+            "loss: {} is above the {} target by {}",
+            fixed(loss, 4),
+            brief.loss_target,
+            fixed(-margins.loss, 4)
+        ));
+    }
+    Ok(Plan {
+        model: shape.name.clone(),
+        params: n,
+        tokens: d,
+        layout: design.layout,
+        step: design.memory.step().copied(),
+        memory_gb,
+        worst_stage: mem.detail.map(|detail| detail.stage),
+        memory_model: match design.memory {
+            MemoryModel::Plate => None,
+            MemoryModel::Detailed(d) => Some(d.options),
+        },
+        flops: time::training_flops(n as f64, d as f64),
+        days,
+        days_plate: run.map(|_| plate_days),
+        compute_days: run.map(|r| r.compute_days),
+        step_seconds: run.map(|r| r.step.step_seconds),
+        tokens_per_second: run.map(|r| r.step.tokens_per_second),
+        mfu: run.map(|r| r.step.mfu),
+        hfu: run.map(|r| r.step.hfu),
+        breakdown: run.map(|r| r.step.breakdown),
+        failures: run.map(|r| r.outage),
+        loss,
+        checks,
+        margins,
+        pass: checks.all(),
+        reasons,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::layout::ZeroStage;
+    use crate::model::preset;
+
+    fn grade(model: &str, tokens: u64, tp: u64, pp: u64, zero: u8) -> Plan {
+        let b = Brief::default();
+        let shape = preset(model).unwrap();
+        let layout = Layout::new(&b, &shape, tp, pp, ZeroStage::new(zero).unwrap()).unwrap();
+        evaluate(&b, &Design::plate(&shape, tokens, layout)).unwrap()
+    }
+
+    #[test]
+    fn the_starting_plan_fails_memory_and_days_and_passes_loss() {
+        let p = grade("70b", 15_000_000_000_000, 1, 1, 0);
+        assert!((p.memory_gb.total - 1139.6).abs() < 0.05);
+        assert!((p.days - 90.7).abs() < 0.05);
+        assert_eq!(
+            p.checks,
+            Checks {
+                memory: false,
+                days: false,
+                loss: true
+            }
+        );
+        assert!(!p.pass);
+        assert_eq!(p.reasons.len(), 2);
+        assert_eq!(
+            p.reasons[0],
+            "memory: 1,139.6 GB per GPU exceeds the 72.0 GB cap by 1,067.6 GB"
+        );
+        assert_eq!(
+            p.reasons[1],
+            "days: 90.7 days exceed the 30.0-day limit by 60.7 days"
+        );
+    }
+
+    #[test]
+    fn the_contract_s_example_plan_passes() {
+        // The example: 70B on 4.96e12 tokens, TP 8, PP 1, DP 256, ZeRO 3.
+        let p = grade("70b", 4_960_000_000_000, 8, 1, 3);
+        assert!(p.pass, "{:?}", p.reasons);
+        assert_eq!(p.layout.dp, 256);
+        assert!(p.reasons.is_empty());
+        assert!(p.margins.days > 0.0 && p.margins.days < 0.01);
+    }
+
+    #[test]
+    fn margins_are_headroom_or_shortfall() {
+        let p = grade("8b", 1_000_000_000_000, 1, 1, 0);
+        assert!((p.margins.memory_gb - (72.0 - p.memory_gb.total)).abs() < 1e-12);
+        assert!(p.margins.loss < 0.0 && !p.checks.loss);
+    }
+}

@@ -1,0 +1,409 @@
+//! Whether a shape can pass the brief at all, and for which tokens: its exact token window.
+//!
+//! Under the plate model the three checks separate. Memory depends only on the layout, days
+//! only rise and loss only falls with the tokens D. So a shape passes, with some layout, for
+//! exactly the whole numbers of tokens in `[D_lo, D_hi]`, where
+//!
+//! - `D_lo` is the fewest tokens that reach the loss target: `(B / (target − E − A/N^α))^(1/β)`
+//!   (see [`crate::cost::scaling::LossLaw::tokens_for_loss`]), rounded up;
+//! - `D_hi` is the most tokens the day limit allows: `C / (6·N)` (see [`crate::cost::time::max_tokens`]),
+//!   rounded down;
+//!
+//! provided some layout fits in memory. Both ends are solved in closed form and then settled to
+//! the exact whole number by the same check functions the plans use, so the window and the
+//! graded plans can never disagree about a token count.
+
+use serde::{Deserialize, Serialize};
+
+use crate::brief::Brief;
+use crate::cost::memory;
+use crate::cost::step::Step;
+use crate::cost::time;
+use crate::format::{count, fixed};
+use crate::model::layout::{layouts, Layout};
+use crate::model::Shape;
+use crate::plan::limits::{days_fit, loss, loss_meets, memory_fits};
+use crate::plan::pace::Pace;
+use crate::plan::Plan;
+use crate::units::gb;
+
+/// What the search says of one shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShapeVerdict {
+    /// The model's name.
+    pub model: String,
+    /// Parameters N.
+    pub params: u64,
+    /// `[fewest, most]` whole tokens with which the shape passes every check, or `null`.
+    pub token_window: Option<[u64; 2]>,
+    /// Days at both ends of the token window, or `null`.
+    pub days_window: Option<[f64; 2]>,
+    /// Loss with unlimited tokens, `E + A/N^α`.
+    pub loss_floor: f64,
+    /// Fewest whole tokens that reach the loss target, or `null` if none do.
+    pub min_tokens_for_loss: Option<u64>,
+    /// Most whole tokens that fit in the day limit (0 if not even one does).
+    pub max_tokens_in_time: u64,
+    /// The layout with the least per-GPU memory (ties: smaller TP, PP, ZeRO), or `null` if the
+    /// cluster admits no layout for this shape.
+    pub min_memory_layout: Option<Layout>,
+    /// Its training step, under the detailed memory model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_memory_step: Option<Step>,
+    /// Per-GPU memory of that layout, GB.
+    pub min_memory_gb: Option<f64>,
+    /// Why the shape can never pass, or `null` if it can.
+    pub reason: Option<String>,
+    /// The shape's best passing plan on the grid under the search's ranking (searches only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub best_plan: Option<Plan>,
+}
+
+/// The smallest `d ≥ 1` with `pred(d)`, for `pred` false then true as `d` grows, searched from
+/// `guess` by galloping then bisection. `None` if `pred` is false up to `u64::MAX`.
+pub fn first_true(guess: u64, pred: impl Fn(u64) -> bool) -> Option<u64> {
+    let guess = guess.max(1);
+    // Invariant once found: pred(hi) is true and pred(lo) is false (lo = 0 stands for "below 1").
+    let (mut lo, mut hi);
+    if pred(guess) {
+        hi = guess;
+        let mut step = 1u64;
+        loop {
+            let below = hi.saturating_sub(step);
+            if below == 0 {
+                lo = 0;
+                break;
+            }
+            if pred(below) {
+                hi = below;
+                step = step.saturating_mul(2);
+            } else {
+                lo = below;
+                break;
+            }
+        }
+    } else {
+        lo = guess;
+        let mut step = 1u64;
+        loop {
+            if lo == u64::MAX {
+                return None;
+            }
+            let above = lo.saturating_add(step);
+            if pred(above) {
+                hi = above;
+                break;
+            }
+            lo = above;
+            step = step.saturating_mul(2);
+        }
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if pred(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Some(hi)
+}
+
+/// The largest `d ≥ 1` with `pred(d)`, for `pred` true then false as `d` grows; `None` if
+/// `pred(1)` is false.
+pub fn last_true(guess: u64, pred: impl Fn(u64) -> bool) -> Option<u64> {
+    match first_true(guess.saturating_add(1), |d| !pred(d)) {
+        None => Some(u64::MAX),
+        Some(d) if d <= 1 => None,
+        Some(d) => Some(d - 1),
+    }
+}
+
+/// A continuous estimate as a whole-number starting guess (saturating, NaN as 1).
+fn guess(x: f64) -> u64 {
+    if x.is_nan() {
+        1
+    } else {
+        x.clamp(1.0, u64::MAX as f64) as u64
+    }
+}
+
+/// How many tokens a shape needs for the loss target and can have within the day limit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TokenBounds {
+    /// Loss with unlimited tokens, `E + A/N^α`.
+    pub loss_floor: f64,
+    /// The continuous solution of `L(N, D) = target`, or `None` when the floor is not below it.
+    pub needed: Option<f64>,
+    /// Fewest whole tokens that reach the target; `None` if none do or more than a u64 holds.
+    pub min_tokens_for_loss: Option<u64>,
+    /// Most whole tokens within the day limit (0 if not even one).
+    pub max_tokens_in_time: u64,
+}
+
+/// The token bounds of `shape` under `brief` at `pace`: closed form, then settled to the whole
+/// token by the check functions themselves.
+pub fn token_bounds(brief: &Brief, shape: &Shape, pace: Pace) -> TokenBounds {
+    let n = shape.params() as f64;
+    let law = &brief.loss_law;
+    let needed = law.tokens_for_loss(n, brief.loss_target);
+    let days_of = |t: u64| pace.run_days(brief, shape.params(), t);
+    let most = match pace {
+        Pace::Plate => time::max_tokens(brief.budget_flops(), n),
+        Pace::PerToken(k) => brief.max_days / k,
+    };
+    TokenBounds {
+        loss_floor: law.loss_floor(n),
+        needed,
+        min_tokens_for_loss: needed
+            .and_then(|d| first_true(guess(d), |t| loss_meets(brief, loss(brief, shape, t)))),
+        max_tokens_in_time: last_true(guess(most), |t| days_fit(brief, days_of(t))).unwrap_or(0),
+    }
+}
+
+/// What a verdict says of a shape the rules leave without any configuration.
+fn no_layout_reason(brief: &Brief) -> String {
+    format!(
+        "layout: no layout and training step fits the rules on {} GPUs",
+        brief.gpus
+    )
+}
+
+/// The configuration with the least per-GPU memory a search found for a shape.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Lightest {
+    /// Per-GPU memory, bytes.
+    pub bytes: f64,
+    /// Its layout.
+    pub layout: Layout,
+    /// Its training step, under the detailed memory model.
+    pub step: Option<Step>,
+}
+
+/// The verdict for `shape` under `brief`, given the lightest configuration the memory model
+/// admits for it (`None` when it admits none) and the pace of its fastest configuration that
+/// fits.
+pub fn verdict(
+    brief: &Brief,
+    shape: &Shape,
+    lightest: Option<Lightest>,
+    pace: Pace,
+) -> ShapeVerdict {
+    verdict_because(brief, shape, lightest, pace, || no_layout_reason(brief))
+}
+
+/// [`verdict`], with `no_layout` saying why the rules leave no configuration when `lightest`
+/// is `None` (the search names the rule its first layout and step break).
+pub fn verdict_because(
+    brief: &Brief,
+    shape: &Shape,
+    lightest: Option<Lightest>,
+    pace: Pace,
+    no_layout: impl FnOnce() -> String,
+) -> ShapeVerdict {
+    let n = shape.params() as f64;
+    let days_of = |t: f64| pace.days(time::days(brief.cluster_flops_per_second(), n, t), t as u64);
+    let bounds = token_bounds(brief, shape, pace);
+    let TokenBounds {
+        loss_floor,
+        needed,
+        min_tokens_for_loss,
+        max_tokens_in_time,
+    } = bounds;
+
+    let mut reasons = Vec::new();
+    match (needed, min_tokens_for_loss) {
+        (None, _) => reasons.push(format!(
+            "loss: its floor E + A/N^α = {} is not below the {} target, however many tokens",
+            fixed(loss_floor, 6),
+            brief.loss_target
+        )),
+        (Some(d), lo) if lo.is_none_or(|lo| lo > max_tokens_in_time) => {
+            let d = lo.map_or(d, |lo| lo as f64);
+            reasons.push(format!(
+                "days: reaching loss {} takes {} tokens ({} days), but {} days allow only {}",
+                brief.loss_target,
+                count(d),
+                fixed(days_of(d), 1),
+                fixed(brief.max_days, 1),
+                count(max_tokens_in_time as f64)
+            ))
+        }
+        _ => {}
+    }
+    match lightest {
+        None => reasons.push(no_layout()),
+        Some(l) if !memory_fits(brief, l.bytes) => reasons.push(format!(
+            "memory: even the lightest layout (TP {} × PP {}, ZeRO {}) needs {} GB per GPU, over the {} GB cap",
+            l.layout.tp,
+            l.layout.pp,
+            l.layout.zero,
+            fixed(gb(l.bytes), 1),
+            fixed(brief.memory_cap_gb, 1)
+        )),
+        Some(_) => {}
+    }
+
+    let token_window = match (reasons.is_empty(), min_tokens_for_loss) {
+        (true, Some(lo)) => Some([lo, max_tokens_in_time]),
+        _ => None,
+    };
+    ShapeVerdict {
+        model: shape.name.clone(),
+        params: shape.params(),
+        token_window,
+        days_window: token_window
+            .map(|[lo, hi]| [lo, hi].map(|t| pace.run_days(brief, shape.params(), t))),
+        loss_floor,
+        min_tokens_for_loss,
+        max_tokens_in_time,
+        min_memory_layout: lightest.map(|l| l.layout),
+        min_memory_step: lightest.and_then(|l| l.step),
+        min_memory_gb: lightest.map(|l| gb(l.bytes)),
+        reason: (!reasons.is_empty()).then(|| reasons.join("; ")),
+        best_plan: None,
+    }
+}
+
+/// The lightest of `configs` (memory bytes, layout, step), ties to the smaller TP, PP, ZeRO,
+/// then the smaller step.
+pub fn lightest<'a>(
+    configs: impl IntoIterator<Item = (f64, &'a Layout, Option<&'a Step>)>,
+) -> Option<Lightest> {
+    configs
+        .into_iter()
+        .min_by(|a, b| {
+            a.0.total_cmp(&b.0)
+                .then_with(|| layout_order(a.1, b.1))
+                .then_with(|| a.2.cmp(&b.2))
+        })
+        .map(|(bytes, layout, step)| Lightest {
+            bytes,
+            layout: *layout,
+            step: step.copied(),
+        })
+}
+
+/// The plate model's lightest layout for `shape`: what [`verdict`] is given for a plate search.
+pub fn plate_lightest(brief: &Brief, shape: &Shape) -> Option<Lightest> {
+    let all = layouts(brief, shape);
+    let weighed: Vec<f64> = all
+        .iter()
+        .map(|l| memory::plate(shape, l, brief.seq_len).total())
+        .collect();
+    lightest(
+        weighed
+            .into_iter()
+            .zip(&all)
+            .map(|(bytes, l)| (bytes, l, None)),
+    )
+}
+
+/// Orders layouts by TP, then PP, then ZeRO stage: the tie-break when all else is equal.
+pub fn layout_order(a: &Layout, b: &Layout) -> std::cmp::Ordering {
+    (a.tp, a.pp, a.zero).cmp(&(b.tp, b.pp, b.zero))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::preset;
+
+    #[test]
+    fn first_and_last_true_find_the_edges_from_any_guess() {
+        for guess in [1, 2, 999, 1000, 1001, 5000, 1 << 40] {
+            assert_eq!(first_true(guess, |d| d >= 1000), Some(1000));
+            assert_eq!(last_true(guess, |d| d <= 1000), Some(1000));
+        }
+        assert_eq!(first_true(7, |_| true), Some(1));
+        assert_eq!(first_true(7, |_| false), None);
+        assert_eq!(last_true(7, |_| false), None);
+        assert_eq!(last_true(7, |_| true), Some(u64::MAX));
+    }
+
+    #[test]
+    fn llama3_8b_never_passes_its_loss_floor_is_above_the_target() {
+        let s = preset("8b").unwrap();
+        let v = verdict(
+            &Brief::default(),
+            &s,
+            plate_lightest(&Brief::default(), &s),
+            Pace::Plate,
+        );
+        assert_eq!(v.token_window, None);
+        assert!(
+            v.loss_floor > 1.992 && v.loss_floor < 1.993,
+            "{}",
+            v.loss_floor
+        );
+        assert!(v.reason.unwrap().starts_with("loss: its floor"));
+    }
+
+    #[test]
+    fn the_window_edges_are_exact_whole_tokens() {
+        let b = Brief::default();
+        for name in ["70b", "405b"] {
+            let s = preset(name).unwrap();
+            let [lo, hi] = verdict(&b, &s, plate_lightest(&b, &s), Pace::Plate)
+                .token_window
+                .unwrap();
+            assert!(loss_meets(&b, loss(&b, &s, lo)) && !loss_meets(&b, loss(&b, &s, lo - 1)));
+            let n = s.params() as f64;
+            assert!(days_fit(
+                &b,
+                time::days(b.cluster_flops_per_second(), n, hi as f64)
+            ));
+            assert!(!days_fit(
+                &b,
+                time::days(b.cluster_flops_per_second(), n, (hi + 1) as f64)
+            ));
+        }
+    }
+
+    /// The reason `model` never passes `brief`; panics if it can.
+    fn reason(brief: Brief, model: &str) -> String {
+        let s = preset(model).unwrap();
+        let v = verdict(&brief, &s, plate_lightest(&brief, &s), Pace::Plate);
+        assert_eq!(v.token_window, None);
+        v.reason.unwrap()
+    }
+
+    #[test]
+    fn a_month_too_short_is_the_reason() {
+        let r = reason(
+            Brief {
+                max_days: 5.0,
+                ..Brief::default()
+            },
+            "405b",
+        );
+        assert!(r.starts_with("days: reaching loss 1.955 takes"), "{r}");
+    }
+
+    #[test]
+    fn a_target_just_above_the_floor_is_a_matter_of_days_not_of_the_floor() {
+        // 70B's floor is 1.900865; reaching 1.901 needs about 4.4e19 tokens, more than a u64.
+        let b = Brief {
+            loss_target: 1.901,
+            ..Brief::default()
+        };
+        assert_eq!(
+            token_bounds(&b, &preset("70b").unwrap(), Pace::Plate).min_tokens_for_loss,
+            None
+        );
+        let r = reason(b, "70b");
+        assert!(r.starts_with("days: reaching loss 1.901 takes 4"), "{r}");
+    }
+
+    #[test]
+    fn a_cap_too_small_is_the_reason() {
+        let r = reason(
+            Brief {
+                memory_cap_gb: 0.5,
+                ..Brief::default()
+            },
+            "405b",
+        );
+        assert!(r.starts_with("memory: even the lightest layout"), "{r}");
+    }
+}

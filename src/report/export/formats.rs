@@ -1,0 +1,64 @@
+//! The formats there are, and the exporter of each.
+
+use super::columns::Table;
+use super::csv::Csv;
+use super::deepspeed::DeepSpeed;
+use super::exporter::{Exporter, Launcher};
+use super::json::Json;
+use super::markdown::Markdown;
+use super::megatron::Megatron;
+use super::text::Text;
+use super::torchtitan::Torchtitan;
+
+/// The formats there are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// For people, on a terminal.
+    Text,
+    /// For programs: the JSON contract.
+    Json,
+    /// A table of plans for spreadsheets.
+    Csv,
+    /// A table of plans for documents.
+    Markdown,
+    /// Megatron-LM `pretrain_gpt.py` arguments.
+    Megatron,
+    /// A DeepSpeed `ds_config.json`.
+    DeepSpeed,
+    /// A torchtitan job TOML.
+    Torchtitan,
+}
+
+impl Format {
+    /// The exporter for this format.
+    pub fn exporter(self) -> Box<dyn Exporter> {
+        match self {
+            Format::Text => Box::new(Text),
+            Format::Json => Box::new(Json),
+            Format::Csv => Box::new(Table(Csv)),
+            Format::Markdown => Box::new(Table(Markdown)),
+            Format::Megatron => Box::new(Megatron),
+            Format::DeepSpeed => Box::new(DeepSpeed),
+            Format::Torchtitan => Box::new(Torchtitan),
+        }
+    }
+
+    /// The launcher format named `name`, as its [`Launcher::NAME`].
+    pub fn launcher_named(name: &str) -> Option<Format> {
+        [
+            (Format::Megatron, Megatron::NAME),
+            (Format::DeepSpeed, DeepSpeed::NAME),
+            (Format::Torchtitan, Torchtitan::NAME),
+        ]
+        .into_iter()
+        .find_map(|(format, n)| (n == name).then_some(format))
+    }
+
+    /// Whether this format writes a launcher configuration for one plan.
+    pub fn is_launcher(self) -> bool {
+        matches!(
+            self,
+            Format::Megatron | Format::DeepSpeed | Format::Torchtitan
+        )
+    }
+}

@@ -1,0 +1,145 @@
+//! The JSON contract: the plan object, the search document and the Pareto file.
+//! Field names are part of the contract; new fields may be added, none renamed or removed
+//! without bumping [`SCHEMA_VERSION`].
+
+use std::io;
+
+use serde::Serialize;
+
+use super::exporter::Exporter;
+use crate::brief::Brief;
+use crate::cost::scaling::ComputeOptimal;
+use crate::error::{Error, Result};
+use crate::plan::check::CheckReport;
+use crate::plan::verdict::ShapeVerdict;
+use crate::plan::Plan;
+use crate::report::output::written;
+use crate::search::{FrontRuns, Ranked, SearchReport, TokenGrid};
+
+/// Version of the search and Pareto documents.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// JSON, pretty-printed, with a trailing newline.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Json;
+
+/// `search --json`.
+#[derive(Serialize)]
+struct SearchDocument<'a> {
+    /// Version of this document's layout.
+    schema_version: u32,
+    /// The brief searched, in the `--brief` file's field names.
+    brief: &'a Brief,
+    /// The token counts tried.
+    token_grid: &'a TokenGrid,
+    /// The order of `plans`: `loss`, `days` or `memory`.
+    rank: &'static str,
+    /// Whether `plans` come from every whole token count in the shapes' exact windows (true,
+    /// `--exact`) or from the grid.
+    exact: bool,
+    /// The compute budget `C = GPUs × peak × MFU × days × 86,400`, FLOPs.
+    budget_flops: f64,
+    /// The compute-optimal model for the budget.
+    compute_optimal: &'a ComputeOptimal,
+    /// One verdict per shape: its exact token window or the reason it never passes.
+    shapes: &'a [ShapeVerdict],
+    /// Candidates (shape, tokens, TP, PP, ZeRO) graded.
+    evaluated: u64,
+    /// Candidates that passed every check.
+    passing: u64,
+    /// The best passing plans (or all, with `--all`), ranked.
+    plans: Walked<'a>,
+}
+
+/// Ranked plans serialized as an array while they are walked, never held.
+struct Walked<'a>(&'a dyn Ranked);
+
+impl Serialize for Walked<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.walk())
+    }
+}
+
+/// The `--pareto` file.
+#[derive(Serialize)]
+struct FrontDocument<'a> {
+    /// Version of this document's layout.
+    schema_version: u32,
+    /// The brief searched.
+    brief: &'a Brief,
+    /// The objectives, both minimised.
+    objectives: [&'static str; 2],
+    /// Passing plans on the grid that no other passing plan on the grid beats on both
+    /// objectives, sorted by days.
+    front: &'a [Plan],
+    /// With `--exact`: the front over every whole token count in the windows, as runs sorted
+    /// by days, each its first and last plan with every count between them on the front, and
+    /// whether the runs are complete.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exact_front: Option<&'a FrontRuns>,
+}
+
+/// The error of a value JSON cannot hold.
+fn unrepresentable(e: serde_json::Error) -> Error {
+    Error::Invalid {
+        field: "output".into(),
+        value: "a number that JSON cannot hold".into(),
+        expected: e.to_string(),
+    }
+}
+
+fn to_json(value: &impl Serialize) -> Result<String> {
+    let mut text = serde_json::to_string_pretty(value).map_err(unrepresentable)?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// [`to_json`] written to `out` as it is made.
+fn write_json(value: &impl Serialize, out: &mut dyn io::Write) -> Result<()> {
+    match serde_json::to_writer_pretty(&mut *out, value) {
+        Ok(()) => written(out.write_all(b"\n")),
+        Err(e) if e.is_io() => written(Err(e.into())),
+        Err(e) => Err(unrepresentable(e)),
+    }
+}
+
+impl Exporter for Json {
+    fn check(&self, report: &CheckReport) -> Result<String> {
+        to_json(report)
+    }
+
+    fn write_search(
+        &self,
+        r: &SearchReport,
+        plans: &dyn Ranked,
+        out: &mut dyn io::Write,
+    ) -> Result<()> {
+        let document = SearchDocument {
+            schema_version: SCHEMA_VERSION,
+            brief: &r.brief,
+            token_grid: &r.grid,
+            rank: r.rank.name(),
+            exact: r.exact,
+            budget_flops: r.budget_flops,
+            compute_optimal: &r.compute_optimal,
+            shapes: &r.shapes,
+            evaluated: r.evaluated,
+            passing: r.passing,
+            plans: Walked(plans),
+        };
+        write_json(&document, out)
+    }
+
+    fn front(&self, r: &SearchReport) -> Result<String> {
+        to_json(&FrontDocument {
+            schema_version: SCHEMA_VERSION,
+            brief: &r.brief,
+            objectives: ["loss", "days"],
+            front: &r.front,
+            exact_front: r.front_runs.as_ref(),
+        })
+    }
+    fn launch(&self, _: &super::launch::Launch) -> Result<String> {
+        Err(super::exporter::not_a_launcher("json"))
+    }
+}

@@ -1,0 +1,370 @@
+//! A plan turned into what a launcher needs: the shape, the layout, and a training step with a
+//! whole number of micro-batches — shared by the Megatron-LM, DeepSpeed and torchtitan exporters.
+
+use crate::cost::activations::Recompute;
+use crate::cost::step::{Schedule, Step, DEFAULT_GLOBAL_BATCH_TOKENS};
+use crate::error::{Error, Result};
+use crate::format::count;
+use crate::model::layout::{Layout, ZeroStage};
+use crate::model::Shape;
+use crate::plan::check::CheckReport;
+
+/// One plan, ready for a launcher.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Launch {
+    /// The model.
+    pub shape: Shape,
+    /// Tokens the plan trains on.
+    pub tokens: u64,
+    /// TP, PP, DP and the ZeRO stage.
+    pub layout: Layout,
+    /// The training step: the plan's, or for a plate plan one sequence a micro-batch, full
+    /// recomputation (what the plate assumes), sequence parallelism with TP, 1F1B.
+    pub step: Step,
+    /// Sequences per optimizer step over all replicas, `G`: a whole multiple of `b·DP`.
+    pub global_batch: u64,
+    /// What the exporter should tell the user: choices made for them, nothing else.
+    pub notes: Vec<String>,
+}
+
+impl Launch {
+    /// The launch of `shape` on `tokens` with `layout`, and `step` if the plan has one, else
+    /// the plate's step at sequence length `seq_len`.
+    ///
+    /// Global batch: the step's `B` tokens are `G = B / s` sequences, which must split into
+    /// `b`-sequence micro-batches over `DP` replicas (`G mod b·DP = 0`). A plate plan names no
+    /// batch, so it gets the multiple of `b·DP` nearest 16 Mi tokens, said in a note.
+    pub fn new(
+        shape: Shape,
+        tokens: u64,
+        layout: Layout,
+        step: Option<Step>,
+        seq_len: u64,
+    ) -> Result<Launch> {
+        if tokens == 0 || layout.tp == 0 || layout.pp == 0 || layout.dp == 0 {
+            return Err(Error::invalid(
+                "plan",
+                format!(
+                    "{tokens} tokens, TP {} × PP {} × DP {}",
+                    layout.tp, layout.pp, layout.dp
+                ),
+                "tokens and degrees ≥ 1",
+            ));
+        }
+        let mut notes = Vec::new();
+        let (step, exact) = match step {
+            Some(step) => (step, true),
+            None => (
+                Step {
+                    micro_batch: 1,
+                    seq_len,
+                    recompute: Recompute::Full,
+                    sequence_parallel: layout.tp > 1,
+                    schedule: Schedule::OneFOneB,
+                    global_batch_tokens: DEFAULT_GLOBAL_BATCH_TOKENS,
+                },
+                false,
+            ),
+        };
+        let unit = step
+            .micro_batch
+            .checked_mul(layout.dp)
+            .filter(|&u| u > 0 && step.seq_len > 0)
+            .ok_or_else(|| {
+                Error::invalid(
+                    "plan.step.micro_batch",
+                    step.micro_batch,
+                    "≥ 1, and b·DP below 2^64",
+                )
+            })?;
+        let wanted = step.global_batch_tokens as f64 / step.seq_len as f64;
+        let global_batch = if exact {
+            let g = step.global_batch_tokens / step.seq_len;
+            if step.global_batch_tokens % step.seq_len != 0 || g == 0 || g % unit != 0 {
+                return Err(Error::invalid(
+                    "plan.step.global_batch_tokens",
+                    step.global_batch_tokens,
+                    format!(
+                        "whole micro-batches of {} × {} tokens over DP {}",
+                        step.micro_batch, step.seq_len, layout.dp
+                    ),
+                ));
+            }
+            g
+        } else {
+            let g = ((wanted / unit as f64).round() as u64).max(1) * unit;
+            notes.push(format!(
+                "the plan names no batch: {g} sequences of {} tokens a step ({} tokens), the multiple of micro-batch × DP = {unit} nearest 16 Mi tokens",
+                step.seq_len,
+                count((g * step.seq_len) as f64)
+            ));
+            g
+        };
+        let global_batch_tokens = global_batch.checked_mul(step.seq_len).ok_or_else(|| {
+            Error::invalid(
+                "plan.step",
+                global_batch,
+                "a global batch of fewer than 2^64 tokens",
+            )
+        })?;
+        let step = Step {
+            global_batch_tokens,
+            ..step
+        };
+        Ok(Launch {
+            shape,
+            tokens,
+            layout,
+            step,
+            global_batch,
+            notes,
+        })
+    }
+
+    /// The launch of a graded design.
+    pub fn from_check(report: &CheckReport) -> Result<Launch> {
+        let p = &report.plan;
+        Launch::new(
+            report.shape.clone(),
+            p.tokens,
+            p.layout,
+            p.step,
+            report.brief.seq_len,
+        )
+    }
+
+    /// GPUs, `TP · PP · DP` (saturating; a layout from [`Layout::new`] is far below).
+    pub fn gpus(&self) -> u64 {
+        self.layout
+            .tp
+            .saturating_mul(self.layout.pp)
+            .saturating_mul(self.layout.dp)
+    }
+
+    /// Micro-batches each replica accumulates per step, `G / (b·DP)`.
+    pub fn accumulation(&self) -> u64 {
+        self.global_batch / (self.step.micro_batch * self.layout.dp)
+    }
+
+    /// Optimizer steps to train on at least the plan's tokens, `⌈D / (G·s)⌉`.
+    pub fn iterations(&self) -> u64 {
+        self.tokens.div_ceil(self.step.global_batch_tokens)
+    }
+
+    /// Tokens the iterations train on, `iterations · G · s` (at most one step past the plan's).
+    pub fn trained_tokens(&self) -> u128 {
+        u128::from(self.iterations()) * u128::from(self.step.global_batch_tokens)
+    }
+
+    /// The ZeRO stage.
+    pub fn zero(&self) -> ZeroStage {
+        self.layout.zero
+    }
+
+    /// The top of a launcher file, as `#` comments: the plan it came from and the notes.
+    pub fn header(&self) -> String {
+        let mut out = format!("# trainplan: {}\n", self.summary());
+        for note in &self.notes {
+            out.push_str(&format!("# note: {note}\n"));
+        }
+        out
+    }
+
+    /// One line for the top of a launcher file: the plan it came from.
+    pub fn summary(&self) -> String {
+        let l = &self.layout;
+        format!(
+            "{} ({} parameters) on {} tokens: TP {} × PP {} × DP {} = {} GPUs, ZeRO {}; {} steps of {} sequences × {} tokens (micro-batch {}, {} micro-batches a replica)",
+            self.shape.name,
+            count(self.shape.params() as f64),
+            count(self.tokens as f64),
+            l.tp,
+            l.pp,
+            l.dp,
+            self.gpus(),
+            l.zero,
+            self.iterations(),
+            self.global_batch,
+            self.step.seq_len,
+            self.step.micro_batch,
+            self.accumulation()
+        )
+    }
+}
+
+/// Layers on the first and the last pipeline stage when `L` does not split evenly over `PP`
+/// (Megatron-LM's `--decoder-first/last-pipeline-num-layers`): the middle `PP − 2` stages take
+/// `m` layers each and the ends share the rest, the first the smaller half, with `m` chosen so
+/// the fullest stage is as small as it can be; `None` when `L mod PP = 0`. An error when no
+/// split gives every stage a layer.
+pub fn uneven_ends(layers: u64, pp: u64) -> Result<Option<(u64, u64)>> {
+    if pp <= 1 || layers % pp == 0 {
+        return Ok(None);
+    }
+    let split = |rest: u64| (rest / 2, rest - rest / 2);
+    if pp == 2 {
+        return Ok(Some(split(layers)));
+    }
+    let middle_stages = pp - 2;
+    // The fullest stage, max(m, ⌈rest/2⌉), falls then rises in m, with its turn near L/PP:
+    // the few values of m around it, and the smallest and largest m, are all the candidates.
+    let largest = layers.saturating_sub(2) / middle_stages;
+    let near = layers / pp;
+    let candidates = [1, largest]
+        .into_iter()
+        .chain(near.saturating_sub(2)..=near.saturating_add(2));
+    candidates
+        .filter(|&m| m >= 1 && m <= largest)
+        .map(|m| (m, split(layers - m * middle_stages)))
+        .min_by_key(|&(m, (_, last))| (m.max(last), std::cmp::Reverse(m)))
+        .map(|(_, ends)| Some(ends))
+        .ok_or_else(|| {
+            Error::invalid(
+                "plan.layout.pp",
+                pp,
+                format!("a pipeline the {layers} layers can be split over"),
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::preset;
+
+    fn layout(tp: u64, pp: u64, dp: u64, zero: u8) -> Layout {
+        Layout {
+            tp,
+            pp,
+            dp,
+            zero: ZeroStage::new(zero).unwrap(),
+        }
+    }
+
+    #[test]
+    fn a_plate_plan_gets_llama_3_s_batch_when_it_divides() {
+        // 16 Mi tokens of 8,192 = 2,048 sequences; over DP 32 that is 64 micro-batches of 1.
+        let l = Launch::new(
+            preset("70b").unwrap(),
+            4_960_000_000_000,
+            layout(8, 8, 32, 1),
+            None,
+            8192,
+        )
+        .unwrap();
+        assert_eq!((l.global_batch, l.accumulation()), (2048, 64));
+        // 4.96e12 / 16,777,216 = 295,639.04 (by hand: 295,639 steps are 4,959,999,361,024
+        // tokens, 638,976 short), so 295,640 steps.
+        assert_eq!(l.iterations(), 295_640);
+        assert!(l.trained_tokens() >= 4_960_000_000_000);
+        assert!(l.trained_tokens() - 4_960_000_000_000 < 16_777_216);
+        assert_eq!(l.notes.len(), 1);
+    }
+
+    #[test]
+    fn a_plate_batch_rounds_to_whole_micro_batches_over_dp() {
+        // DP 96: 2,048 / 96 = 21.3, so 21 × 96 = 2,016 sequences.
+        let l = Launch::new(
+            preset("8b").unwrap(),
+            1_000_000_000_000,
+            layout(8, 1, 96, 1),
+            None,
+            8192,
+        )
+        .unwrap();
+        assert_eq!((l.global_batch, l.accumulation()), (2016, 21));
+    }
+
+    #[test]
+    fn a_detailed_step_must_split_into_whole_micro_batches() {
+        let step = Step {
+            micro_batch: 2,
+            seq_len: 8192,
+            recompute: Recompute::Selective,
+            sequence_parallel: true,
+            schedule: Schedule::Interleaved(2),
+            global_batch_tokens: 3 * 8192 * 64,
+        };
+        let e = Launch::new(
+            preset("70b").unwrap(),
+            1e12 as u64,
+            layout(8, 4, 64, 1),
+            Some(step),
+            8192,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("plan.step.global_batch_tokens = 1572864"), "{e}");
+        // A batch of no tokens is no whole number of micro-batches (found by fuzzing: it
+        // divided by zero when the steps were counted).
+        let none = Step {
+            global_batch_tokens: 0,
+            ..step
+        };
+        assert!(Launch::new(
+            preset("70b").unwrap(),
+            1,
+            layout(8, 4, 64, 1),
+            Some(none),
+            8192
+        )
+        .is_err());
+        let ok = Step {
+            global_batch_tokens: 2 * 8192 * 64 * 4,
+            ..step
+        };
+        let l = Launch::new(
+            preset("70b").unwrap(),
+            1e12 as u64,
+            layout(8, 4, 64, 1),
+            Some(ok),
+            8192,
+        )
+        .unwrap();
+        assert_eq!((l.global_batch, l.accumulation()), (512, 4));
+        assert!(l.notes.is_empty());
+    }
+
+    #[test]
+    fn uneven_pipelines_put_the_rest_on_the_ends() {
+        // 405B: 126 layers over 16 stages: 14 middle stages of 8, and 7 + 7.
+        assert_eq!(uneven_ends(126, 16).unwrap(), Some((7, 7)));
+        assert_eq!(uneven_ends(80, 8).unwrap(), None);
+        // 126 over 8: middle 16 × 6 = 96, ends 15 + 15.
+        assert_eq!(uneven_ends(126, 8).unwrap(), Some((15, 15)));
+        // 5 layers over 4 stages: 1, 1, 1, 2.
+        assert_eq!(uneven_ends(5, 4).unwrap(), Some((1, 2)));
+        assert_eq!(uneven_ends(7, 2).unwrap(), Some((3, 4)));
+        // 3 layers cannot fill 4 stages.
+        assert!(uneven_ends(3, 4).is_err());
+        // Against trying every m: the same split for every small case.
+        for layers in 3..200u64 {
+            for pp in 3..=layers.min(40) {
+                if layers % pp == 0 {
+                    continue;
+                }
+                let middle = pp - 2;
+                let brute = (1..=layers / middle)
+                    .filter(|m| layers - m * middle >= 2)
+                    .map(|m| {
+                        (
+                            m,
+                            (
+                                (layers - m * middle) / 2,
+                                layers - m * middle - (layers - m * middle) / 2,
+                            ),
+                        )
+                    })
+                    .min_by_key(|&(m, (_, last))| (m.max(last), std::cmp::Reverse(m)))
+                    .map(|(_, ends)| ends);
+                assert_eq!(
+                    uneven_ends(layers, pp).ok().flatten(),
+                    brute,
+                    "{layers} over {pp}"
+                );
+            }
+        }
+        // A huge layer count is answered at once.
+        assert!(uneven_ends(4_294_967_294, 3).unwrap().is_some());
+    }
+}

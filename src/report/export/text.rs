@@ -1,0 +1,747 @@
+//! The human-readable report: aligned tables, thousands separators, PASS/FAIL with margins.
+
+use std::fmt::Write;
+use std::io;
+
+use super::exporter::Exporter;
+use crate::brief::Brief;
+use crate::cost::memory::detailed::{GradientPrecision, LossPrecision};
+use crate::error::Result;
+use crate::format::{count, fixed, general, plural, sci, thousands};
+use crate::plan::check::CheckReport;
+use crate::plan::verdict::ShapeVerdict;
+use crate::plan::Plan;
+use crate::report::output::written;
+use crate::search::{FrontRuns, Ranked, SearchReport, MAX_FRONT_RUNS};
+
+/// Plain text for a terminal.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Text;
+
+/// Columns two spaces apart, each line indented: each column as wide as its widest cell, so
+/// every row is measured before any is laid out.
+#[derive(Default)]
+struct Columns {
+    widths: Vec<usize>,
+    left: Vec<bool>,
+}
+
+impl Columns {
+    /// Widens the columns to hold `cells`.
+    fn measure<S: AsRef<str>>(&mut self, cells: &[S]) {
+        if self.widths.len() < cells.len() {
+            self.widths.resize(cells.len(), 0);
+        }
+        for (w, cell) in self.widths.iter_mut().zip(cells) {
+            *w = (*w).max(cell.as_ref().chars().count());
+        }
+    }
+
+    /// Keeps the first `n` columns (a row's cells past the header's are not shown), aligned as
+    /// `align` says: one letter per column, `l` left-aligned, anything else right-aligned.
+    fn finish(mut self, n: usize, align: &str) -> Self {
+        self.widths.truncate(n);
+        self.left = align.chars().map(|c| c == 'l').collect();
+        self
+    }
+
+    /// One line of `cells`.
+    fn line<S: AsRef<str>>(&self, cells: &[S], indent: &str) -> String {
+        let mut out = String::from(indent);
+        for (i, (cell, w)) in cells.iter().zip(&self.widths).enumerate() {
+            let cell = cell.as_ref();
+            if i > 0 {
+                out.push_str("  ");
+            }
+            let pad = w - cell.chars().count();
+            if self.left.get(i).copied().unwrap_or(false) {
+                out.push_str(cell);
+                out.extend(std::iter::repeat_n(' ', pad));
+            } else {
+                out.extend(std::iter::repeat_n(' ', pad));
+                out.push_str(cell);
+            }
+        }
+        out.truncate(out.trim_end().len());
+        out.push('\n');
+        out
+    }
+}
+
+/// Lays out rows in columns two spaces apart, each line indented by `indent`. `align` has one
+/// letter per column: `l` left-aligned, anything else right-aligned.
+fn table(header: &[&str], rows: &[Vec<String>], align: &str, indent: &str) -> String {
+    let mut columns = Columns::default();
+    columns.measure(header);
+    rows.iter().for_each(|row| columns.measure(row));
+    let columns = columns.finish(header.len(), align);
+    let mut out = columns.line(header, indent);
+    for row in rows {
+        out.push_str(&columns.line(row, indent));
+    }
+    out
+}
+
+fn verdict_word(pass: bool) -> &'static str {
+    if pass {
+        "PASS"
+    } else {
+        "FAIL"
+    }
+}
+
+/// The brief in two lines.
+pub fn brief_lines(b: &Brief) -> String {
+    let law = &b.loss_law;
+    format!(
+        "brief     {} GPUs × {} TFLOP/s at {}% MFU ({} per node), at most {} days, {} GB cap of {} GB per GPU\n          \
+         loss ≤ {} with L = {} + {}/N^{} + {}/D^{}, sequence {} tokens\n",
+        thousands(b.gpus),
+        general(b.peak_tflops),
+        general(b.mfu * 100.0),
+        b.gpus_per_node,
+        general(b.max_days),
+        general(b.memory_cap_gb),
+        general(b.gpu_memory_gb),
+        general(b.loss_target),
+        general(law.e),
+        general(law.a),
+        general(law.alpha),
+        general(law.b),
+        general(law.beta),
+        thousands(b.seq_len),
+    )
+}
+
+fn plan_rows(plans: &[Plan], numbered: bool) -> Vec<Vec<String>> {
+    plans
+        .iter()
+        .enumerate()
+        .map(|(i, p)| plan_row(numbered.then_some(i as u64 + 1), p))
+        .collect()
+}
+
+/// A plan's row of the plan table, numbered `number` when it is given.
+fn plan_row(number: Option<u64>, p: &Plan) -> Vec<String> {
+    let mut row = Vec::new();
+    if let Some(n) = number {
+        row.push(n.to_string());
+    }
+    row.extend([
+        p.model.clone(),
+        count(p.tokens as f64),
+        p.layout.tp.to_string(),
+        p.layout.pp.to_string(),
+        thousands(p.layout.dp),
+        p.layout.zero.to_string(),
+        fixed(p.memory_gb.total, 2),
+        fixed(p.days, 3),
+        fixed(p.loss, 5),
+    ]);
+    if let (Some(plate), Some(mfu)) = (p.days_plate, p.mfu) {
+        row.push(fixed(plate, 3));
+        row.push(format!("{} %", fixed(100.0 * mfu, 1)));
+    }
+    if let Some(s) = &p.step {
+        let sp = if s.sequence_parallel { " sp" } else { "" };
+        row.push(format!(
+            "b{} s{} {}{sp} {}",
+            s.micro_batch,
+            s.seq_len,
+            s.recompute.name(),
+            s.schedule
+        ));
+    }
+    row
+}
+
+/// Where a step's seconds go and what the run needs, under the detailed time model.
+fn time_section(p: &Plan, brief: &Brief) -> Option<String> {
+    let (b, seconds) = (p.breakdown?, p.step_seconds?);
+    let (failures, mfu) = (p.failures?, p.mfu?);
+    let share = |x: f64| format!("{} %", fixed(100.0 * x / seconds, 1));
+    let rows: Vec<Vec<String>> = [
+        ("compute", "forward, backward, recomputation", b.compute),
+        ("tp_comm", "tensor-parallel collectives, NVLink", b.tp_comm),
+        ("pp_comm", "pipeline sends", b.pp_comm),
+        ("dp_comm", "data-parallel collectives, exposed", b.dp_comm),
+        ("bubble", "pipeline fill and drain", b.bubble),
+        ("optimizer", "AdamW step, HBM-bound", b.optimizer),
+        ("step", "", seconds),
+    ]
+    .iter()
+    .map(|(name, how, s)| vec![name.to_string(), how.to_string(), fixed(*s, 3), share(*s)])
+    .collect();
+    let mut out = String::from("\ntime per step\n");
+    out.push_str(&table(
+        &["part", "", "seconds", "share"],
+        &rows,
+        "llrr",
+        "  ",
+    ));
+    let _ = writeln!(
+        out,
+        "  {} tokens/s; MFU {} % derived (the brief assumes {} %), HFU {} %",
+        thousands(p.tokens_per_second.unwrap_or(0.0).round() as u64),
+        fixed(100.0 * mfu, 1),
+        general(100.0 * brief.mfu),
+        fixed(100.0 * p.hfu.unwrap_or(0.0), 1)
+    );
+    let failing = match (failures.checkpoint_interval_minutes, failures.mtbf_hours) {
+        (Some(interval), Some(mtbf)) => format!(
+            "a checkpoint every {} min ({} s to write), MTBF {} h, {} failures expected",
+            fixed(interval, 1),
+            fixed(failures.checkpoint_seconds, 1),
+            fixed(mtbf, 1),
+            fixed(failures.expected_failures, 0)
+        ),
+        _ => "no failures expected".to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "  {} days of compute; {failing}, goodput {} %: {} days (6ND at the assumed MFU: {})",
+        fixed(p.compute_days.unwrap_or(0.0), 2),
+        fixed(100.0 * failures.goodput, 1),
+        fixed(p.days, 2),
+        fixed(p.days_plate.unwrap_or(0.0), 2)
+    );
+    Some(out)
+}
+
+/// The memory table of a plan: each component with how it is counted.
+fn memory_rows(p: &Plan) -> Vec<Vec<String>> {
+    let m = &p.memory_gb;
+    let row = |name: &str, how: String, gb: f64| vec![name.to_string(), how, fixed(gb, 2)];
+    // Ψ: the parameters this GPU holds before ZeRO; "/DP" where the stage shards the piece.
+    let zero = p.layout.zero;
+    let per = |bytes: u32, sharded: bool| {
+        if sharded {
+            format!("{bytes}Ψ/DP")
+        } else {
+            format!("{bytes}Ψ")
+        }
+    };
+    let mut rows = vec![row(
+        "weights",
+        format!("BF16, {}", per(2, zero.shards_weights())),
+        m.weights,
+    )];
+    let optimizer = format!(
+        "FP32 master + Adam m, v, {}",
+        per(12, zero.shards_optimizer())
+    );
+    match (&p.memory_model, &p.step, &p.worst_stage) {
+        (Some(options), Some(step), Some(stage)) => {
+            let (grad, bytes) = match options.gradients {
+                GradientPrecision::Bf16 => ("BF16", 2),
+                GradientPrecision::Fp32 => ("FP32", 4),
+            };
+            let gradients = format!("{grad}, {}", per(bytes, zero.shards_gradients()));
+            rows.push(row("gradients", gradients, m.gradients));
+            rows.push(row("optimizer", optimizer, m.optimizer));
+            let mb = if stage.in_flight == 1.0 {
+                "micro-batch"
+            } else {
+                "micro-batches"
+            };
+            rows.push(row(
+                "activations",
+                format!(
+                    "recompute {}, {} layers × {} {mb}",
+                    step.recompute.name(),
+                    stage.layers,
+                    general(stage.in_flight)
+                ),
+                m.activations,
+            ));
+            let loss = match options.loss {
+                LossPrecision::Fp32 => "FP32 log-probabilities, 4·s·b·V/TP",
+                LossPrecision::Bf16 => "BF16 log-probabilities, 2·s·b·V/TP",
+            };
+            rows.push(row("logits", loss.into(), m.logits.unwrap_or(0.0)));
+            rows.push(row(
+                "transient",
+                "backward working set or loss peak".into(),
+                m.transient.unwrap_or(0.0),
+            ));
+            rows.push(row(
+                "reserve",
+                format!(
+                    "{} GB + {} % fragmentation",
+                    general(options.reserve_gb),
+                    general(options.fragmentation * 100.0)
+                ),
+                m.reserve.unwrap_or(0.0),
+            ));
+        }
+        _ => {
+            let gradients = format!("BF16, {}", per(2, zero.shards_gradients()));
+            rows.push(row("gradients", gradients, m.gradients));
+            rows.push(row("optimizer", optimizer, m.optimizer));
+            rows.push(row("activations", "2·s·h·⌈L/PP⌉/TP".into(), m.activations));
+        }
+    }
+    rows.push(row("total", String::new(), m.total));
+    rows
+}
+
+/// The plan table's header, with a step column when the plans have training steps.
+fn plan_header(plans: &[Plan]) -> Vec<&'static str> {
+    let mfu = plans.iter().any(|p| p.mfu.is_some());
+    plan_header_with(mfu, plans.iter().any(|p| p.step.is_some()))
+}
+
+/// The plan table's header, with the time model's columns (`mfu`) and a step column (`step`).
+fn plan_header_with(mfu: bool, step: bool) -> Vec<&'static str> {
+    let mut header = PLAN_HEADER.to_vec();
+    if mfu {
+        header.extend(["days@MFU", "MFU"]);
+    }
+    if step {
+        header.push("step");
+    }
+    header
+}
+
+/// The ranked plans as a numbered table, written row by row: one walk measures the columns
+/// and tells which there are, a second writes the rows.
+fn write_plan_table(plans: &dyn Ranked, out: &mut dyn io::Write) -> io::Result<()> {
+    let (mut columns, mut mfu, mut step) = (Columns::default(), false, false);
+    for (i, p) in plans.walk().enumerate() {
+        mfu |= p.mfu.is_some();
+        step |= p.step.is_some();
+        columns.measure(&plan_row(Some(i as u64 + 1), &p));
+    }
+    let mut header = vec!["#"];
+    header.extend(plan_header_with(mfu, step));
+    let align = plan_align(&header);
+    columns.measure(&header);
+    let columns = columns.finish(header.len(), &align);
+    out.write_all(columns.line(&header, "  ").as_bytes())?;
+    for (i, p) in plans.walk().enumerate() {
+        let row = plan_row(Some(i as u64 + 1), &p);
+        out.write_all(columns.line(&row, "  ").as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The plan table's alignment: names left, numbers right.
+fn plan_align(header: &[&str]) -> String {
+    header
+        .iter()
+        .map(|h| {
+            if matches!(*h, "model" | "step") {
+                'l'
+            } else {
+                'r'
+            }
+        })
+        .collect()
+}
+
+/// Runs of the exact front a search's summary lists; the `--pareto` file has them all.
+const SUMMARY_RUNS: usize = 10;
+
+/// The exact front's runs: each run's first and last plan, every whole token count between
+/// them a plan on the front.
+fn exact_runs(front: &FrontRuns, rows: usize) -> String {
+    let runs = &front.runs;
+    let Some((first, last)) = runs.first().zip(runs.last()) else {
+        return if front.complete {
+            "\nexact pareto front: empty\n".to_string()
+        } else {
+            "\nexact pareto front: unknown (a shard stopped before any run of it)\n".to_string()
+        };
+    };
+    let shown = if front.complete {
+        plural(runs.len() as u64, "run")
+    } else if runs.len() == MAX_FRONT_RUNS {
+        format!(
+            "the first {} runs only (it carries on: shapes this close trade the front token by token)",
+            thousands(MAX_FRONT_RUNS as u64)
+        )
+    } else {
+        format!(
+            "the first {} only (it carries on past where a shard stopped at {} runs)",
+            plural(runs.len() as u64, "run"),
+            thousands(MAX_FRONT_RUNS as u64)
+        )
+    };
+    let mut out = format!(
+        "\nexact pareto front over every whole token count: {shown}, from {} days at loss {} to {} days at loss {}\n",
+        fixed(first.first.days, 2),
+        fixed(first.first.loss, 4),
+        fixed(last.last.days, 2),
+        fixed(last.last.loss, 4)
+    );
+    let ends: Vec<Plan> = runs
+        .iter()
+        .take(rows)
+        .flat_map(|run| [run.first.clone(), run.last.clone()])
+        .collect();
+    let mut header = vec!["run", "end"];
+    header.extend(plan_header(&ends));
+    let rows: Vec<Vec<String>> = plan_rows(&ends, false)
+        .into_iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let end = if i % 2 == 0 { "first" } else { "last" };
+            [(i / 2 + 1).to_string(), end.to_string()]
+                .into_iter()
+                .chain(row)
+                .collect()
+        })
+        .collect();
+    let align = format!("rl{}", plan_align(&header[2..]));
+    out.push_str(&table(&header, &rows, &align, "  "));
+    if rows.len() < 2 * runs.len() {
+        let _ = writeln!(
+            out,
+            "  … {} more in the --pareto file",
+            plural((runs.len() - rows.len() / 2) as u64, "run")
+        );
+    }
+    out
+}
+
+/// Shapes listed one by one in a search report; beyond this only the presets are.
+const MAX_SHAPE_ROWS: usize = 12;
+
+/// Whether `model` names one of the published presets.
+fn is_preset(model: &str) -> bool {
+    crate::model::presets().iter().any(|p| p.name == model)
+}
+
+/// The shapes whose best plans rank highest, the best preset's, and the compute-optimal size
+/// to compare them with.
+fn best_shapes(r: &SearchReport) -> String {
+    let rank = r.rank;
+    let mut best: Vec<&Plan> = r
+        .shapes
+        .iter()
+        .filter_map(|v| v.best_plan.as_ref())
+        .collect();
+    let key = |p: &Plan| match rank {
+        crate::search::rank::Rank::Loss => (p.loss, p.days),
+        crate::search::rank::Rank::Days => (p.days, p.loss),
+        crate::search::rank::Rank::Memory => (p.memory_gb.total, p.loss),
+    };
+    best.sort_by(|a, b| {
+        key(a)
+            .0
+            .total_cmp(&key(b).0)
+            .then(key(a).1.total_cmp(&key(b).1))
+    });
+    let mut out = format!("\nbest shapes by {} (each at its best plan)\n", rank.name());
+    let rows: Vec<Vec<String>> = best
+        .iter()
+        .take(10)
+        .map(|p| {
+            let preset = if is_preset(&p.model) { "preset" } else { "" };
+            vec![
+                p.model.clone(),
+                count(p.params as f64),
+                count(p.tokens as f64),
+                format!(
+                    "TP {} × PP {}, ZeRO {}",
+                    p.layout.tp, p.layout.pp, p.layout.zero
+                ),
+                fixed(p.days, 2),
+                fixed(p.loss, 5),
+                preset.to_string(),
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        &["model", "params", "tokens", "layout", "days", "loss", ""],
+        &rows,
+        "lrrlrrl",
+        "  ",
+    ));
+    let preset = best.iter().find(|p| is_preset(&p.model));
+    if let Some(p) = preset {
+        let place = best.iter().position(|q| std::ptr::eq(*q, *p)).unwrap_or(0) + 1;
+        let _ = writeln!(
+            out,
+            "  the best preset, {}, comes {}: loss {}, {} days; the compute-optimal size is {}",
+            p.model,
+            ordinal(place),
+            fixed(p.loss, 5),
+            fixed(p.days, 2),
+            count(r.compute_optimal.params as f64)
+        );
+    }
+    out
+}
+
+/// 1st, 2nd, 3rd, 4th, …
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (1, 11) | (2, 12) | (3, 13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{}{suffix}", thousands(n as u64))
+}
+
+const PLAN_HEADER: [&str; 9] = [
+    "model", "tokens", "TP", "PP", "DP", "ZeRO", "GB/GPU", "days", "loss",
+];
+
+impl Exporter for Text {
+    fn check(&self, r: &CheckReport) -> Result<String> {
+        let p = &r.plan;
+        let l = &p.layout;
+        let m = &p.memory_gb;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{} ({} parameters) on {} tokens ({}), TP {} × PP {} × DP {}, ZeRO {}\n",
+            p.model,
+            thousands(p.params),
+            count(p.tokens as f64),
+            thousands(p.tokens),
+            l.tp,
+            l.pp,
+            thousands(l.dp),
+            l.zero
+        );
+        if let (Some(step), Some(stage)) = (&p.step, &p.worst_stage) {
+            let _ = writeln!(
+                out,
+                "step      {} × {} tokens a micro-batch, {} micro-batches a step ({} tokens), recompute {}, sequence parallel {}, {}",
+                step.micro_batch,
+                thousands(step.seq_len),
+                stage.micro_batches,
+                thousands(step.global_batch_tokens),
+                step.recompute.name(),
+                if step.sequence_parallel { "on" } else { "off" },
+                step.schedule
+            );
+            let _ = writeln!(
+                out,
+                "stage     the {} stage ({} of {}) needs the most: {} layers, {} micro-batches in flight\n",
+                stage.role,
+                stage.index + 1,
+                stage.of,
+                stage.layers,
+                general(stage.in_flight)
+            );
+        }
+        out.push_str("memory per GPU\n");
+        out.push_str(&table(
+            &["component", "", "GB"],
+            &memory_rows(p),
+            "llr",
+            "  ",
+        ));
+        let psi = if p.worst_stage.is_some() {
+            "the stage's parameters per TP rank"
+        } else {
+            "N / (TP·PP)"
+        };
+        let _ = writeln!(
+            out,
+            "  Ψ = {psi}, held by each GPU before ZeRO shards over DP"
+        );
+        let margin = |x: f64, unit: &str, decimals: usize| {
+            if x >= 0.0 {
+                format!("{}{unit} to spare", fixed(x, decimals))
+            } else {
+                format!("{}{unit} over", fixed(-x, decimals))
+            }
+        };
+        let check_rows = vec![
+            vec![
+                "memory".into(),
+                format!("{} GB", fixed(m.total, 2)),
+                format!("≤ {} GB", r.brief.memory_cap_gb),
+                verdict_word(p.checks.memory).into(),
+                margin(p.margins.memory_gb, " GB", 2),
+            ],
+            vec![
+                "days".into(),
+                fixed(p.days, 3),
+                format!("≤ {}", r.brief.max_days),
+                verdict_word(p.checks.days).into(),
+                margin(p.margins.days, " days", 3),
+            ],
+            vec![
+                "loss".into(),
+                fixed(p.loss, 4),
+                format!("≤ {}", r.brief.loss_target),
+                verdict_word(p.checks.loss).into(),
+                margin(p.margins.loss, "", 4),
+            ],
+        ];
+        if let Some(time) = time_section(p, &r.brief) {
+            out.push_str(&time);
+        }
+        out.push_str("\nchecks\n");
+        out.push_str(&table(
+            &["check", "value", "limit", "", "margin"],
+            &check_rows,
+            "lrrll",
+            "  ",
+        ));
+        let _ = writeln!(
+            out,
+            "\n{}: {}",
+            verdict_word(p.pass),
+            if p.pass {
+                "every check passes"
+            } else {
+                "see the fixes below"
+            }
+        );
+        if !r.fixes.is_empty() {
+            out.push_str("\nto fix\n");
+            for f in &r.fixes {
+                let _ = writeln!(out, "  - {f}");
+            }
+        }
+        Ok(out)
+    }
+
+    fn write_search(
+        &self,
+        r: &SearchReport,
+        plans: &dyn Ranked,
+        sink: &mut dyn io::Write,
+    ) -> Result<()> {
+        let mut out = brief_lines(&r.brief);
+        let _ = writeln!(
+            out,
+            "budget    {} FLOPs (GPUs × peak × MFU × days × 86,400)",
+            sci(r.budget_flops)
+        );
+        let opt = &r.compute_optimal;
+        let _ = writeln!(
+            out,
+            "optimum   {} parameters on {} tokens, loss {} (compute-optimal for the budget)\n",
+            count(opt.params as f64),
+            count(opt.tokens as f64),
+            fixed(opt.loss, 4)
+        );
+        out.push_str("shapes\n");
+        // A family can hold thousands of shapes: list the presets, count the rest, and show
+        // the best shapes found.
+        let many = r.shapes.len() > MAX_SHAPE_ROWS;
+        let listed: Vec<&ShapeVerdict> = r
+            .shapes
+            .iter()
+            .filter(|v| !many || is_preset(&v.model))
+            .collect();
+        let shape_rows: Vec<Vec<String>> = listed
+            .iter()
+            .map(|v| {
+                let what = match (v.token_window, v.days_window, &v.reason) {
+                    (Some([lo, hi]), Some([dlo, dhi]), _) => format!(
+                        "passes on {} – {} tokens ({} – {} days)",
+                        count(lo as f64),
+                        count(hi as f64),
+                        fixed(dlo, 1),
+                        fixed(dhi, 1)
+                    ),
+                    (_, _, Some(reason)) => format!("never passes: {reason}"),
+                    _ => "never passes".into(),
+                };
+                vec![v.model.clone(), count(v.params as f64), what]
+            })
+            .collect();
+        out.push_str(&table(
+            &["model", "params", "verdict"],
+            &shape_rows,
+            "lrl",
+            "  ",
+        ));
+        if many {
+            let rest = r.shapes.len() - listed.len();
+            let passing = r
+                .shapes
+                .iter()
+                .filter(|v| !is_preset(&v.model) && v.token_window.is_some())
+                .count();
+            let _ = writeln!(
+                out,
+                "  and {} family shapes, of which {} can pass",
+                thousands(rest as u64),
+                thousands(passing as u64)
+            );
+        }
+        if r.shapes.iter().any(|v| !is_preset(&v.model)) {
+            out.push_str(&best_shapes(r));
+        }
+        out.push('\n');
+        if r.exact {
+            let _ = writeln!(
+                out,
+                "top {} by {} over every whole token count in the windows (on the grid: {} passing of {} graded on {})",
+                plural(plans.count(), "plan"),
+                r.rank.name(),
+                thousands(r.passing),
+                plural(r.evaluated, "candidate"),
+                plural(r.grid.len(), "token count")
+            );
+        } else {
+            let shown = if plans.count() == r.passing {
+                format!("all {}", thousands(r.passing))
+            } else {
+                format!("top {} of {}", plans.count(), thousands(r.passing))
+            };
+            let _ = writeln!(
+                out,
+                "{shown} passing {} by {} ({} graded on {})",
+                if r.passing == 1 { "plan" } else { "plans" },
+                r.rank.name(),
+                plural(r.evaluated, "candidate"),
+                plural(r.grid.len(), "token count")
+            );
+        }
+        written(sink.write_all(out.as_bytes()))?;
+        if plans.count() > 0 {
+            written(write_plan_table(plans, sink))?;
+        }
+        let mut out = String::new();
+        match (r.front.first(), r.front.last()) {
+            (Some(a), Some(b)) => {
+                let _ = writeln!(
+                    out,
+                    "\npareto front (loss, days): {}, from {} days at loss {} to {} days at loss {}",
+                    plural(r.front.len() as u64, "plan"),
+                    fixed(a.days, 2),
+                    fixed(a.loss, 4),
+                    fixed(b.days, 2),
+                    fixed(b.loss, 4)
+                );
+            }
+            _ if r.any_pass() => out.push_str(
+                "\npareto front (loss, days) on the grid: empty, no count of the grid passes\n",
+            ),
+            _ => out.push_str("\nno plan passes every check\n"),
+        }
+        if let Some(runs) = &r.front_runs {
+            out.push_str(&exact_runs(runs, SUMMARY_RUNS));
+        }
+        written(sink.write_all(out.as_bytes()))
+    }
+
+    fn front(&self, r: &SearchReport) -> Result<String> {
+        let mut out = format!(
+            "pareto front on (loss, days): {}, sorted by days\n",
+            plural(r.front.len() as u64, "plan")
+        );
+        let header = plan_header(&r.front);
+        let rows = plan_rows(&r.front, false);
+        out.push_str(&table(&header, &rows, &plan_align(&header), "  "));
+        if let Some(runs) = &r.front_runs {
+            out.push_str(&exact_runs(runs, usize::MAX));
+        }
+        Ok(out)
+    }
+    fn launch(&self, _: &super::launch::Launch) -> Result<String> {
+        Err(super::exporter::not_a_launcher("text"))
+    }
+}

@@ -1,0 +1,353 @@
+//! Plots a person would rather look at than read, drawn with plotters as SVG: the plate's two
+//! panels. For one plan, memory per GPU by component against the cap (`check --plot`); for a
+//! search, predicted loss against days for each shape, with the loss target, the time limit
+//! and the Pareto front marked (`search --plot`).
+
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::format::{count, general, thousands};
+use crate::plan::check::CheckReport;
+use crate::plan::verdict::ShapeVerdict;
+use crate::search::SearchReport;
+
+/// Width and height of every plot, pixels.
+const SIZE: (u32, u32) = (960, 540);
+/// Most shapes drawn on the loss–days plot; more would be unreadable.
+pub const MAX_CURVES: usize = 8;
+
+/// Colours of the memory components and of the shapes' curves (Tableau 10).
+const COLOURS: [RGBColor; 10] = [
+    RGBColor(78, 121, 167),
+    RGBColor(242, 142, 43),
+    RGBColor(89, 161, 79),
+    RGBColor(176, 122, 161),
+    RGBColor(237, 201, 72),
+    RGBColor(118, 183, 178),
+    RGBColor(156, 117, 95),
+    RGBColor(255, 157, 167),
+    RGBColor(186, 176, 172),
+    RGBColor(225, 87, 89),
+];
+/// The limits: the cap, the loss target, the day limit.
+const LIMIT: RGBColor = RGBColor(200, 30, 30);
+/// The region where every check passes.
+const PASSING: RGBColor = RGBColor(220, 240, 220);
+
+fn failed(e: impl std::fmt::Display) -> Error {
+    Error::invalid("--plot", "SVG", format!("a plot that can be drawn ({e})"))
+}
+
+fn font(size: u32) -> TextStyle<'static> {
+    ("sans-serif", size).into_font().into()
+}
+
+/// Runs `draw` on a white SVG canvas and returns the document.
+fn svg(draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<()>) -> Result<String> {
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(failed)?;
+        draw(&root)?;
+        root.present().map_err(failed)?;
+    }
+    Ok(out)
+}
+
+/// One plan's memory per GPU, component by component, as a stacked bar against the cap and
+/// the card (the plate's left panel).
+pub fn memory(report: &CheckReport) -> Result<String> {
+    let (p, b) = (&report.plan, &report.brief);
+    let m = &p.memory_gb;
+    let mut parts = vec![
+        ("weights", m.weights),
+        ("gradients", m.gradients),
+        ("optimizer", m.optimizer),
+        ("activations", m.activations),
+    ];
+    for (name, value) in [
+        ("logits", m.logits),
+        ("transient", m.transient),
+        ("reserve", m.reserve),
+    ] {
+        if let Some(v) = value.filter(|&v| v > 0.0) {
+            parts.push((name, v));
+        }
+    }
+    let high = m.total.max(b.gpu_memory_gb) * 1.08;
+    let verdict = if p.checks.memory {
+        "fits"
+    } else {
+        "does not fit"
+    };
+    let title = format!(
+        "{}: TP {} × PP {} × DP {}, ZeRO {} — {} GB per GPU {} the {} GB cap",
+        p.model,
+        p.layout.tp,
+        p.layout.pp,
+        p.layout.dp,
+        p.layout.zero,
+        general_gb(m.total),
+        verdict,
+        general(b.memory_cap_gb)
+    );
+    svg(|root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, font(20))
+            .margin(20)
+            .x_label_area_size(50)
+            .build_cartesian_2d(0f64..high, 0f64..1f64)
+            .map_err(failed)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .disable_y_axis()
+            .x_desc("memory per GPU, GB")
+            .axis_desc_style(font(16))
+            .label_style(font(14))
+            .draw()
+            .map_err(failed)?;
+        let mut start = 0.0;
+        for (i, (name, gb)) in parts.iter().enumerate() {
+            let colour = COLOURS[i % COLOURS.len()];
+            let end = start + gb;
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(start, 0.45), (end, 0.75)],
+                    colour.filled(),
+                )))
+                .map_err(failed)?
+                .label(format!("{name} {} GB", general_gb(*gb)))
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 6), (x + 14, y + 6)], colour.filled())
+                });
+            start = end;
+        }
+        for (x, y, label, colour) in [
+            (
+                b.memory_cap_gb,
+                0.93,
+                format!("cap {} GB", general(b.memory_cap_gb)),
+                LIMIT,
+            ),
+            (
+                b.gpu_memory_gb,
+                0.87,
+                format!("card {} GB", general(b.gpu_memory_gb)),
+                RGBColor(90, 90, 90),
+            ),
+        ] {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    [(x, 0.4), (x, y)],
+                    8,
+                    6,
+                    colour.stroke_width(3),
+                ))
+                .map_err(failed)?;
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    label,
+                    (x, y),
+                    font(15).color(&colour),
+                )))
+                .map_err(failed)?;
+        }
+        legend(&mut chart, SeriesLabelPosition::LowerLeft)?;
+        Ok(())
+    })
+}
+
+/// Draws the series' labels at `position`, boxed.
+fn legend<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    position: SeriesLabelPosition,
+) -> Result<()> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .label_font(font(14))
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .draw()
+        .map_err(failed)
+}
+
+/// GB to two decimals below 100, one above.
+fn general_gb(gb: f64) -> String {
+    if gb >= 100.0 {
+        format!("{gb:.1}")
+    } else {
+        format!("{gb:.2}")
+    }
+}
+
+/// The shapes drawn: every shape that fits the cluster when there are few; else, so that the
+/// plot shows the range of sizes, the fitting shapes split into [`MAX_CURVES`] bins of equal
+/// width in log-parameters and from each bin the one that reaches the lowest loss within the
+/// day limit; in the report's order.
+fn drawn(report: &SearchReport) -> Vec<&ShapeVerdict> {
+    let law = &report.brief.loss_law;
+    let reach = |v: &ShapeVerdict| law.loss(v.params as f64, v.max_tokens_in_time as f64);
+    let cap = report.brief.memory_cap_gb;
+    let fitting: Vec<(usize, &ShapeVerdict)> = report
+        .shapes
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| fits(v, cap))
+        .collect();
+    if fitting.len() <= MAX_CURVES {
+        return fitting.into_iter().map(|(_, v)| v).collect();
+    }
+    let ln = |v: &ShapeVerdict| (v.params as f64).ln();
+    let low = fitting
+        .iter()
+        .map(|(_, v)| ln(v))
+        .fold(f64::INFINITY, f64::min);
+    let high = fitting
+        .iter()
+        .map(|(_, v)| ln(v))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let width = (high - low).max(f64::MIN_POSITIVE);
+    let mut best: Vec<Option<(usize, &ShapeVerdict)>> = vec![None; MAX_CURVES];
+    for &(i, v) in &fitting {
+        let bin = (((ln(v) - low) / width * MAX_CURVES as f64) as usize).min(MAX_CURVES - 1);
+        let better = match best[bin] {
+            None => true,
+            Some((_, b)) => reach(v) < reach(b),
+        };
+        if better {
+            best[bin] = Some((i, v));
+        }
+    }
+    let mut chosen: Vec<(usize, &ShapeVerdict)> = best.into_iter().flatten().collect();
+    chosen.sort_by_key(|&(i, _)| i);
+    chosen.into_iter().map(|(_, v)| v).collect()
+}
+
+/// Whether some layout of the shape fits the cap and trains a token within the day limit.
+fn fits(v: &ShapeVerdict, cap: f64) -> bool {
+    v.max_tokens_in_time > 0 && v.min_memory_gb.is_some_and(|gb| gb <= cap)
+}
+
+/// Predicted loss against days for each shape, at the pace of its fastest layout that fits
+/// (`max_days / max_tokens_in_time` days a token), with the loss target, the day limit, the
+/// region where both hold, and the search's Pareto front (the plate's right panel).
+pub fn loss_days(report: &SearchReport) -> Result<String> {
+    let b = &report.brief;
+    let law = &b.loss_law;
+    let shapes = drawn(report);
+    let x_max = b.max_days * 1.5;
+    // From the lowest loss any curve reaches (or the target, if lower) to above the highest
+    // loss a curve has at the day limit (or the target, if higher), so every curve drawn
+    // crosses the plot and the target is on it.
+    let lowest = shapes
+        .iter()
+        .map(|v| law.loss(v.params as f64, v.max_tokens_in_time as f64 * 1.5))
+        .chain(report.front.iter().map(|p| p.loss))
+        .fold(b.loss_target, f64::min);
+    let highest = shapes
+        .iter()
+        .map(|v| law.loss(v.params as f64, v.max_tokens_in_time as f64))
+        .fold(b.loss_target, f64::max);
+    let span = (highest - lowest).max(0.01);
+    let y_min = lowest - 0.1 * span;
+    let y_max = highest + 0.6 * span;
+    let hidden = report
+        .shapes
+        .iter()
+        .filter(|v| v.max_tokens_in_time > 0)
+        .count()
+        - shapes.len();
+    let title = format!(
+        "predicted loss against days on {} GPUs: target {}, at most {} days",
+        count(b.gpus as f64),
+        general(b.loss_target),
+        general(b.max_days)
+    );
+    svg(|root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, font(20))
+            .margin(20)
+            .x_label_area_size(50)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0f64..x_max, y_min..y_max)
+            .map_err(failed)?;
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(0.0, y_min), (b.max_days, b.loss_target)],
+                PASSING.filled(),
+            )))
+            .map_err(failed)?
+            .label("every check passes")
+            .legend(|(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], PASSING.filled()));
+        chart
+            .configure_mesh()
+            .x_desc("days")
+            .y_desc("predicted loss")
+            .axis_desc_style(font(16))
+            .label_style(font(14))
+            .light_line_style(WHITE.mix(0.0))
+            .draw()
+            .map_err(failed)?;
+        for (i, v) in shapes.iter().enumerate() {
+            let colour = COLOURS[i % COLOURS.len()];
+            let n = v.params as f64;
+            let days_per_token = b.max_days / v.max_tokens_in_time as f64;
+            // From where the curve enters the plot (its loss at the day limit is below y_max,
+            // so it does) to its right edge.
+            let first = law.tokens_for_loss(n, y_max).unwrap_or(1.0).max(1.0);
+            let last = x_max / days_per_token;
+            let points = (0..=200)
+                .map(|k| {
+                    let d = first * (last / first).max(1.0).powf(f64::from(k) / 200.0);
+                    (d * days_per_token, law.loss(n, d))
+                })
+                .filter(|&(days, loss)| days <= x_max && loss <= y_max && loss >= y_min);
+            chart
+                .draw_series(LineSeries::new(points, colour.stroke_width(3)))
+                .map_err(failed)?
+                .label(format!("{} ({} parameters)", v.model, count(n)))
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 18, y)], colour.stroke_width(3))
+                });
+        }
+        let dashed =
+            |points: [(f64, f64); 2]| DashedLineSeries::new(points, 8, 6, LIMIT.stroke_width(2));
+        chart
+            .draw_series(dashed([(0.0, b.loss_target), (x_max, b.loss_target)]))
+            .map_err(failed)?;
+        chart
+            .draw_series(dashed([(b.max_days, y_min), (b.max_days, y_max)]))
+            .map_err(failed)?
+            .label(format!(
+                "target {} and {} days",
+                general(b.loss_target),
+                general(b.max_days)
+            ))
+            .legend(|(x, y)| PathElement::new([(x, y), (x + 18, y)], LIMIT.stroke_width(2)));
+        let front: Vec<(f64, f64)> = report.front.iter().map(|p| (p.days, p.loss)).collect();
+        chart
+            .draw_series(
+                front
+                    .iter()
+                    .map(|&point| Circle::new(point, 5, BLACK.filled())),
+            )
+            .map_err(failed)?
+            .label(format!("Pareto front ({} plans)", front.len()))
+            .legend(|(x, y)| Circle::new((x + 9, y), 5, BLACK.filled()));
+        if hidden > 0 {
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    format!("{} more shapes not drawn", thousands(hidden as u64)),
+                    (x_max * 0.02, y_min + 0.03 * (y_max - y_min)),
+                    font(14),
+                )))
+                .map_err(failed)?;
+        }
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+        Ok(())
+    })
+}

@@ -1,0 +1,1069 @@
+//! **The search part**: every design of a brief — shapes × token grid × layouts — graded, ranked
+//! and reduced to a Pareto front; shards and their merge; progress through a callback. Uses
+//! `plan`, `brief`, `cost`, `model` and the ground floor; never reads a file or draws.
+//!
+//! The search: every (shape, tokens, TP, PP, ZeRO) on a token grid, graded in parallel, the
+//! passing plans ranked and their Pareto front found.
+//!
+//! The plate model's checks separate — memory depends on (shape, layout), days and loss on
+//! (shape, tokens) — so the hot loop works through the grid one token count at a time, computes
+//! loss and days once for it, and pairs it with each layout of the shape whose memory (computed
+//! once per layout) fits. Every candidate is graded by the same check functions as
+//! [`crate::plan::evaluate`]; only the printed plans are graded again in full. The property
+//! tests in `tests/properties.rs` compare the result with grading every candidate one by one.
+//!
+//! This is the only parallel code; the caller chooses the rayon pool it runs on. Each worker keeps its own top-K list and Pareto front;
+//! they are merged at the end. Both are canonical under a total order, so the result is the
+//! same, byte for byte, at any thread count.
+//!
+//! Every passing plan (`--all`) is not collected: [`search_all`] returns [`AllPlans`], which
+//! makes them one at a time in ranking order from each configuration's interval of passing
+//! grid counts (`src/ordered.rs`), so memory does not grow with them.
+
+mod ordered;
+pub mod pareto;
+pub mod progress;
+pub mod rank;
+pub mod shard;
+
+use itertools::{iproduct, Either, Itertools};
+use rayon::prelude::*;
+
+use crate::brief::Brief;
+use crate::cost::memory::detailed::{Detailed, Options};
+use crate::cost::memory::MemoryModel;
+use crate::cost::scaling::ComputeOptimal;
+use crate::cost::step::Step;
+use crate::cost::step_time::TimeModel;
+use crate::cost::time;
+use crate::error::{Error, Result};
+use crate::model::layout::{layouts, Layout};
+use crate::model::Shape;
+use crate::plan::limits::{days_fit, loss, loss_meets, memory_fits};
+use crate::plan::pace::Pace;
+use crate::plan::verdict::{layout_order, lightest, token_bounds, verdict_because, ShapeVerdict};
+use crate::plan::{evaluate, Design, Plan};
+use crate::search::ordered::{Line, Merge};
+use crate::search::pareto::{exact_front, last_on_front, Chain, Front};
+use crate::search::progress::Progress;
+use crate::search::rank::{tie_break, Candidate, Rank, TopK};
+use crate::units::gb;
+
+/// Token counts to try: `min, min + step, …` up to `max` inclusive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TokenGrid {
+    /// First token count.
+    min: u64,
+    /// Last token count (inclusive; the grid stops at the last step not past it).
+    max: u64,
+    /// Step between counts.
+    step: u64,
+}
+
+impl Default for TokenGrid {
+    /// 10^10 to 5 × 10^13 tokens in steps of 10^10: 5,000 counts.
+    fn default() -> Self {
+        TokenGrid {
+            min: 10_000_000_000,
+            max: 50_000_000_000_000,
+            step: 10_000_000_000,
+        }
+    }
+}
+
+impl TokenGrid {
+    /// The most counts a grid may have, so a typo cannot start a sweep of years.
+    pub const MAX_POINTS: u64 = 100_000_000;
+
+    /// A grid, checked: `1 ≤ min ≤ max`, `step ≥ 1`, at most [`Self::MAX_POINTS`] counts.
+    pub fn new(min: u64, max: u64, step: u64) -> Result<Self> {
+        if min == 0 {
+            return Err(Error::invalid("--tokens-min", min, "a whole number ≥ 1"));
+        }
+        if max < min {
+            return Err(Error::invalid(
+                "--tokens-max",
+                max,
+                format!("at least --tokens-min ({min})"),
+            ));
+        }
+        if step == 0 {
+            return Err(Error::invalid("--tokens-step", step, "a whole number ≥ 1"));
+        }
+        let grid = TokenGrid { min, max, step };
+        if grid.len() > Self::MAX_POINTS {
+            return Err(Error::invalid(
+                "--tokens-step",
+                step,
+                format!(
+                    "a step giving at most {} token counts (this gives {})",
+                    Self::MAX_POINTS,
+                    grid.len()
+                ),
+            ));
+        }
+        Ok(grid)
+    }
+
+    /// This grid checked again, as [`Self::new`] checks it (for a grid read from a file).
+    pub fn checked(self) -> Result<Self> {
+        TokenGrid::new(self.min, self.max, self.step)
+    }
+
+    /// How many token counts the grid has.
+    pub fn len(&self) -> u64 {
+        (self.max - self.min) / self.step + 1
+    }
+
+    /// Whether the grid is empty (never, for a checked grid).
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The `i`-th token count.
+    pub fn at(&self, i: u64) -> u64 {
+        self.min + i * self.step
+    }
+}
+
+/// The memory models a search tries with each layout.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MemorySpace {
+    /// The plate model alone.
+    Plate,
+    /// The detailed model with each of these steps.
+    Detailed {
+        /// The training steps to try.
+        steps: Vec<Step>,
+        /// The detailed model's settings.
+        options: Options,
+    },
+}
+
+impl MemorySpace {
+    /// Every memory model of the space, in step order.
+    pub fn models(&self) -> Vec<MemoryModel> {
+        match self {
+            MemorySpace::Plate => vec![MemoryModel::Plate],
+            MemorySpace::Detailed { steps, options } => steps
+                .iter()
+                .map(|&step| {
+                    MemoryModel::Detailed(Detailed {
+                        step,
+                        options: *options,
+                    })
+                })
+                .collect(),
+        }
+    }
+}
+
+/// What to search and how to report it.
+#[derive(Debug, Clone)]
+pub struct SearchOptions {
+    /// Token counts to try.
+    pub grid: TokenGrid,
+    /// The order of the reported plans.
+    pub rank: Rank,
+    /// How many plans to report; `None` for every passing plan.
+    pub top: Option<usize>,
+    /// The memory models to try with each layout.
+    pub memory: MemorySpace,
+    /// How days are computed.
+    pub time: TimeModel,
+    /// Rank over every whole token count in the shapes' windows rather than over the grid.
+    pub exact: bool,
+}
+
+impl Default for SearchOptions {
+    /// The default grid, ranked by loss, the top 10, the plate model.
+    fn default() -> Self {
+        SearchOptions {
+            grid: TokenGrid::default(),
+            rank: Rank::Loss,
+            top: Some(10),
+            memory: MemorySpace::Plate,
+            time: TimeModel::Plate,
+            exact: false,
+        }
+    }
+}
+
+/// One way to run a shape: a layout, a memory model (with its step), the memory it needs and,
+/// under the detailed time model, its pace.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Config {
+    /// The layout.
+    pub layout: Layout,
+    /// The memory model and step.
+    pub model: MemoryModel,
+    /// Per-GPU memory, bytes.
+    pub bytes: f64,
+    /// How days grow with tokens.
+    pub pace: Pace,
+}
+
+/// Every valid configuration of `shape`: each layout with each memory model of the space whose
+/// step goes with it, with its memory and pace under `time`.
+pub fn configurations(
+    brief: &Brief,
+    shape: &Shape,
+    space: &MemorySpace,
+    time: &TimeModel,
+) -> Vec<Config> {
+    let models = space.models();
+    let machine = brief.machine();
+    let pairs: Vec<(Layout, MemoryModel)> = iproduct!(layouts(brief, shape), models).collect();
+    pairs
+        .into_iter()
+        .filter_map(|(layout, model)| {
+            let bytes = model.memory(brief.seq_len, shape, &layout).ok()?.total();
+            let run = time.run_time(&machine, shape, &layout, &model, 1).ok()?;
+            let pace = Pace::from_days_per_token(run.map(|r| r.days_per_token));
+            Some(Config {
+                layout,
+                model,
+                bytes,
+                pace,
+            })
+        })
+        .collect()
+}
+
+/// The order plans of one token count come in under every ranking but memory: fewer days,
+/// then the tie-break (less memory, smaller TP, PP, ZeRO, smaller step).
+fn pace_order(a: &Config, b: &Config) -> std::cmp::Ordering {
+    a.pace
+        .key()
+        .total_cmp(&b.pace.key())
+        .then(a.bytes.total_cmp(&b.bytes))
+        .then_with(|| layout_order(&a.layout, &b.layout))
+        .then_with(|| a.model.step().cmp(&b.model.step()))
+}
+
+/// The order under the memory ranking: less memory, then fewer days, then the rest.
+fn memory_order(a: &Config, b: &Config) -> std::cmp::Ordering {
+    a.bytes
+        .total_cmp(&b.bytes)
+        .then(a.pace.key().total_cmp(&b.pace.key()))
+        .then_with(|| layout_order(&a.layout, &b.layout))
+        .then_with(|| a.model.step().cmp(&b.model.step()))
+}
+
+/// The verdict on `shape` from its configurations (`fitting` those that fit in memory, fastest
+/// first): the lightest for memory, the fastest that fits for the token window, and, when the
+/// rules leave no configuration at all, the rule that broke.
+pub fn shape_verdict(
+    brief: &Brief,
+    shape: &Shape,
+    configs: &[Config],
+    fitting: &[Config],
+    options: &SearchOptions,
+) -> ShapeVerdict {
+    let weighed = configs.iter().map(|c| (c.bytes, &c.layout, c.model.step()));
+    let fastest = fitting
+        .first()
+        .or_else(|| configs.iter().min_by(|a, b| pace_order(a, b)));
+    let pace = fastest.map_or(Pace::Plate, |c| c.pace);
+    verdict_because(brief, shape, lightest(weighed), pace, || {
+        no_configuration(brief, shape, options)
+    })
+}
+
+/// Why a shape has no configuration at all: the rule its first layout and step break.
+fn no_configuration(brief: &Brief, shape: &Shape, options: &SearchOptions) -> String {
+    let first_error =
+        iproduct!(layouts(brief, shape), options.memory.models()).find_map(|(layout, model)| {
+            let memory = model.memory(brief.seq_len, shape, &layout).err();
+            memory.or_else(|| {
+                options
+                    .time
+                    .run_time(&brief.machine(), shape, &layout, &model, 1)
+                    .err()
+            })
+        });
+    match first_error {
+        Some(e) => format!("layout: no layout and training step go together, for example: {e}"),
+        None => format!(
+            "layout: no TP × PP divides the {} GPUs within the layout rules",
+            brief.gpus
+        ),
+    }
+}
+
+/// A shape's configurations that fit in memory, in both orders, and how many there are in all.
+struct Fitting {
+    by_pace: Vec<Config>,
+    by_memory: Vec<Config>,
+    all: u64,
+}
+
+/// Everything a search found.
+#[derive(Debug, Clone)]
+pub struct SearchReport {
+    /// The brief searched.
+    pub brief: Brief,
+    /// The token grid searched.
+    pub grid: TokenGrid,
+    /// The ranking of `plans`.
+    pub rank: Rank,
+    /// Whether `plans` (and each shape's best) come from the exact token windows rather than
+    /// the grid.
+    pub exact: bool,
+    /// `C = GPUs × peak × MFU × days × 86,400`, FLOPs.
+    pub budget_flops: f64,
+    /// The compute-optimal model for the budget.
+    pub compute_optimal: ComputeOptimal,
+    /// One verdict per shape searched, in the order given.
+    pub shapes: Vec<ShapeVerdict>,
+    /// The best passing plans (or all of them), ranked.
+    pub plans: Vec<Plan>,
+    /// The Pareto front on (loss, days) of the plans on the grid, sorted by days.
+    pub front: Vec<Plan>,
+    /// With `exact`, the Pareto front over every whole token count in the windows, as runs
+    /// sorted by days (`None` without `exact`).
+    pub front_runs: Option<FrontRuns>,
+    /// Candidates graded.
+    pub evaluated: u64,
+    /// Candidates that passed every check.
+    pub passing: u64,
+}
+
+impl SearchReport {
+    /// Whether some plan passes: on the grid, or, with `exact`, at a whole token count in a
+    /// shape's window (which the grid may miss: a window between two grid counts, or past the
+    /// grid's end).
+    pub fn any_pass(&self) -> bool {
+        let runs = self.front_runs.as_ref();
+        self.passing > 0 || !self.plans.is_empty() || runs.is_some_and(|f| !f.runs.is_empty())
+    }
+}
+
+/// The ranked plans of a search, walked best first as often as a report needs (the text
+/// report walks them twice: once to size its columns, once to print them).
+pub trait Ranked {
+    /// How many plans there are.
+    fn count(&self) -> u64;
+    /// The plans, best first.
+    fn walk(&self) -> Box<dyn Iterator<Item = Plan> + '_>;
+}
+
+/// Plans held in a list, as a report holds its top K.
+impl Ranked for &[Plan] {
+    fn count(&self) -> u64 {
+        self.len() as u64
+    }
+    fn walk(&self) -> Box<dyn Iterator<Item = Plan> + '_> {
+        Box::new(self.iter().cloned())
+    }
+}
+
+/// A run of the exact Pareto front: plans of one shape and configuration at consecutive token
+/// counts, every one on the front (but for counts whose loss or days `f64` rounds to a
+/// neighbour's, see [`crate::search::pareto::Segment`]).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FrontRun {
+    /// The run's first plan, the one with the fewest tokens and days.
+    pub first: Plan,
+    /// The run's last plan on the front, the one with the lowest loss.
+    pub last: Plan,
+    /// Days per token along the run under the detailed time model (`null`: the plate's 6ND
+    /// at the assumed MFU), so the plans between the ends can be told without grading them.
+    pub days_per_token: Option<f64>,
+}
+
+/// The exact front's runs, sorted by days: all of them, or the first [`MAX_FRONT_RUNS`].
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FrontRuns {
+    /// The runs.
+    pub runs: Vec<FrontRun>,
+    /// Whether these are all the runs; if not, the front carries on past the last.
+    pub complete: bool,
+}
+
+/// The most runs of an exact front a search finds. Neighbouring shapes of a dense family trade
+/// the front count by count where their curves meet (the default family's front has hundreds
+/// of millions of runs), and nobody reads past a few thousand.
+pub const MAX_FRONT_RUNS: usize = 10_000;
+
+/// A fitting configuration of a shape over its passing token window (or, in a merge of
+/// shards, a run of a shard's exact front). The fastest of a shape's are the only plans of it
+/// that can stand on the Pareto front, since every other configuration at the same tokens has
+/// the same loss and no fewer days.
+pub(crate) struct Window<'a> {
+    pub(crate) brief: &'a Brief,
+    pub(crate) shape: &'a Shape,
+    /// The shape's place in the search's list.
+    pub(crate) index: usize,
+    pub(crate) layout: Layout,
+    pub(crate) model: MemoryModel,
+    /// Per-GPU memory, GB, as the plans report it.
+    pub(crate) memory: f64,
+    pub(crate) pace: Pace,
+    pub(crate) tokens: (u64, u64),
+}
+
+impl Chain for Window<'_> {
+    fn tokens(&self) -> (u64, u64) {
+        self.tokens
+    }
+    fn loss(&self, tokens: u64) -> f64 {
+        loss(self.brief, self.shape, tokens)
+    }
+    fn days(&self, tokens: u64) -> f64 {
+        self.pace.run_days(self.brief, self.shape.params(), tokens)
+    }
+    /// Loss and days depend on the shape only through its parameter count, and on the
+    /// configuration only through its pace.
+    fn curve(&self) -> Option<(u64, u64)> {
+        Some((self.shape.params(), self.pace.key().to_bits()))
+    }
+}
+
+impl Window<'_> {
+    /// The plan at `tokens`, in compact form.
+    pub(crate) fn candidate(&self, tokens: u64) -> Candidate {
+        Candidate {
+            shape: self.index,
+            tokens,
+            layout: self.layout,
+            model: self.model,
+            loss: self.loss(tokens),
+            days: self.days(tokens),
+            memory: self.memory,
+        }
+    }
+}
+
+/// The window of every fitting configuration of each shape that passes somewhere, fastest
+/// first within a shape (the first of a shape is the one [`Window`] means for the front; the
+/// plate's bounds are solved once a shape, all its configurations sharing the pace).
+fn windows<'a>(
+    brief: &'a Brief,
+    shapes: &'a [Shape],
+    fitting: &[Fitting],
+    offset: usize,
+) -> Vec<Window<'a>> {
+    let mut out = Vec::new();
+    for (s, (shape, fit)) in shapes.iter().zip(fitting).enumerate() {
+        let mut plate_bounds = None;
+        for &config in &fit.by_pace {
+            let bounds = match config.pace {
+                Pace::Plate => {
+                    *plate_bounds.get_or_insert_with(|| token_bounds(brief, shape, Pace::Plate))
+                }
+                pace => token_bounds(brief, shape, pace),
+            };
+            let Some(lo) = bounds.min_tokens_for_loss else {
+                continue;
+            };
+            let hi = bounds.max_tokens_in_time;
+            if lo <= hi {
+                out.push(Window {
+                    brief,
+                    shape,
+                    index: offset + s,
+                    layout: config.layout,
+                    model: config.model,
+                    memory: gb(config.bytes),
+                    pace: config.pace,
+                    tokens: (lo, hi),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Token counts one unit of parallel work covers.
+const CHUNK: u64 = 256;
+
+/// What one worker has found so far.
+struct Found {
+    top: TopK,
+    front: Front,
+    passing: u64,
+    /// The best passing candidate of each shape under the ranking.
+    best: Vec<Option<Candidate>>,
+}
+
+impl Found {
+    fn merge(mut self, other: Found) -> Found {
+        self.top = self.top.merge(other.top);
+        self.front = self.front.merge(other.front);
+        self.passing += other.passing;
+        let rank = self.top.rank();
+        for (mine, theirs) in self.best.iter_mut().zip(other.best) {
+            *mine = better(rank, *mine, theirs);
+        }
+        self
+    }
+}
+
+/// The better of two candidates under `rank`.
+fn better(rank: Rank, a: Option<Candidate>, b: Option<Candidate>) -> Option<Candidate> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(if rank.compare(&y, &x).is_lt() { y } else { x }),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+/// The grid's indices inside `[lo, hi]` tokens, as a half-open range.
+fn grid_range(grid: &TokenGrid, [lo, hi]: [u64; 2]) -> std::ops::Range<u64> {
+    let first = lo.saturating_sub(grid.min).div_ceil(grid.step);
+    let end = if hi < grid.min {
+        0
+    } else {
+        ((hi - grid.min) / grid.step + 1).min(grid.len())
+    };
+    first..end.max(first)
+}
+
+impl Line for Window<'_> {
+    fn span(&self) -> (u64, u64) {
+        self.tokens
+    }
+    fn at(&self, tokens: u64) -> Candidate {
+        self.candidate(tokens)
+    }
+}
+
+/// The best `top` plans over every whole token count in the shapes' windows, exactly: each
+/// fitting configuration's passing tokens form an interval (the fewest that reach the loss to
+/// the most its pace allows), along which every ranking is monotone, so a merge of the
+/// intervals in ranking order ([`Merge`]) yields the best plans one by one. Also each shape's
+/// best.
+fn exact_top(
+    windows: &[Window],
+    rank: Rank,
+    top: usize,
+    shapes: std::ops::Range<usize>,
+) -> (Vec<Candidate>, Vec<Option<Candidate>>) {
+    let merge = Merge::new(windows, rank);
+    let mut best: Vec<Option<Candidate>> = vec![None; shapes.len()];
+    for &first in merge.firsts() {
+        let local = first.shape - shapes.start;
+        best[local] = better(rank, best[local], Some(first));
+    }
+    (merge.take(top).collect(), best)
+}
+
+/// A window's passing counts on a token grid: its positions are the grid's indices.
+struct GridLine<'a> {
+    window: Window<'a>,
+    grid: TokenGrid,
+    span: (u64, u64),
+}
+
+impl Line for GridLine<'_> {
+    fn span(&self) -> (u64, u64) {
+        self.span
+    }
+    fn at(&self, i: u64) -> Candidate {
+        self.window.candidate(self.grid.at(i))
+    }
+}
+
+/// Every passing plan on a search's grid in ranking order, made one at a time as it is walked
+/// (`search --all`), so memory holds one line for each fitting configuration of each shape
+/// that passes, however many plans pass: a k-way merge (`src/ordered.rs`) of each configuration's
+/// passing grid counts, which form an interval (the loss falls and the days rise with the
+/// tokens). The plans are exactly those, and in the order, that [`search`] with `top: None`
+/// collects and sorts (the property tests compare the two).
+pub struct AllPlans<'a> {
+    brief: &'a Brief,
+    shapes: &'a [Shape],
+    time: &'a TimeModel,
+    rank: Rank,
+    lines: Vec<GridLine<'a>>,
+    count: u64,
+}
+
+impl<'a> AllPlans<'a> {
+    /// Every passing plan on `options`' grid of the search of `shapes` under `brief` whose
+    /// fitting configurations' exact windows ([`windows`]) are `windows`: each window's grid
+    /// counts, the passing ones of its configuration.
+    fn new(
+        brief: &'a Brief,
+        shapes: &'a [Shape],
+        options: &'a SearchOptions,
+        windows: Vec<Window<'a>>,
+    ) -> Self {
+        let grid = options.grid;
+        let lines: Vec<GridLine> = windows
+            .into_iter()
+            .filter_map(|window| {
+                let (lo, hi) = window.tokens;
+                let range = grid_range(&grid, [lo, hi]);
+                (!range.is_empty()).then(|| GridLine {
+                    window,
+                    grid,
+                    span: (range.start, range.end - 1),
+                })
+            })
+            .collect();
+        let count = lines.iter().map(|l| l.span.1 - l.span.0 + 1).sum();
+        AllPlans {
+            brief,
+            shapes,
+            time: &options.time,
+            rank: options.rank,
+            lines,
+            count,
+        }
+    }
+}
+
+impl Ranked for AllPlans<'_> {
+    fn count(&self) -> u64 {
+        self.count
+    }
+    fn walk(&self) -> Box<dyn Iterator<Item = Plan> + '_> {
+        let merge = Merge::new(&self.lines, self.rank);
+        Box::new(merge.map(|c| grade(self.brief, self.shapes, self.time, &c)))
+    }
+}
+
+/// [`search`] on the grid for every passing plan, without holding them: the report (its
+/// `plans` empty, everything else as [`search`] gives it) and the plans, made one at a time in
+/// ranking order whenever they are walked. `options.top` and `options.exact` are not used.
+pub fn search_all<'a>(
+    brief: &'a Brief,
+    shapes: &'a [Shape],
+    options: &'a SearchOptions,
+    progress: &dyn Progress,
+) -> (SearchReport, AllPlans<'a>) {
+    // The best plan of each shape, the front and the counts do not depend on K.
+    let one = SearchOptions {
+        top: Some(1),
+        exact: false,
+        ..options.clone()
+    };
+    let (mut report, windows) = search_in_blocks(brief, shapes, &one, progress, BLOCK, true);
+    report.plans.clear();
+    let all = AllPlans::new(brief, shapes, options, windows);
+    debug_assert_eq!(all.count, report.passing);
+    (report, all)
+}
+
+/// Shapes searched at a time: the configurations of one block are held at once.
+const BLOCK: usize = 4096;
+
+/// Every shape's verdict and the configurations that fit it, in both orders. Each verdict
+/// bounds, in closed form, the tokens with which any configuration can pass: fewer miss the
+/// loss, more miss the days even at the fastest pace that fits.
+fn shape_configurations(
+    brief: &Brief,
+    shapes: &[Shape],
+    options: &SearchOptions,
+) -> (Vec<ShapeVerdict>, Vec<Fitting>) {
+    shapes
+        .par_iter()
+        .map(|shape| {
+            let configs = configurations(brief, shape, &options.memory, &options.time);
+            let fit = configs
+                .iter()
+                .filter(|c| memory_fits(brief, c.bytes))
+                .copied();
+            let mut by_pace: Vec<Config> = fit.collect();
+            // The memory order is needed only to rank by memory.
+            let mut by_memory = match options.rank {
+                Rank::Memory => by_pace.clone(),
+                _ => Vec::new(),
+            };
+            by_pace.sort_by(pace_order);
+            by_memory.sort_by(memory_order);
+            let verdict = shape_verdict(brief, shape, &configs, &by_pace, options);
+            let all = configs.len() as u64;
+            (
+                verdict,
+                Fitting {
+                    by_pace,
+                    by_memory,
+                    all,
+                },
+            )
+        })
+        .unzip()
+}
+
+/// The work of a block of shapes starting at `offset`: each shape's grid counts inside its
+/// window, in chunks. Only these are graded one by one; the rest fail exactly as the window
+/// says (the property tests compare with grading everything).
+fn window_work(
+    grid: &TokenGrid,
+    verdicts: &[ShapeVerdict],
+    offset: usize,
+) -> Vec<(usize, u64, u64)> {
+    verdicts
+        .iter()
+        .enumerate()
+        .filter_map(|(s, v)| Some((offset + s, grid_range(grid, v.token_window?))))
+        .flat_map(|(s, range)| {
+            let chunks = (range.end - range.start).div_ceil(CHUNK);
+            (0..chunks).map(move |c| {
+                let first = range.start + c * CHUNK;
+                (s, first, (first + CHUNK).min(range.end))
+            })
+        })
+        .collect()
+}
+
+/// The full plan of a passing candidate, graded again by [`evaluate`].
+fn grade(brief: &Brief, shapes: &[Shape], time: &TimeModel, c: &Candidate) -> Plan {
+    let design = Design {
+        shape: &shapes[c.shape],
+        tokens: c.tokens,
+        layout: c.layout,
+        memory: c.model,
+        time,
+    };
+    let plan = evaluate(brief, &design).expect("configurations() kept only valid steps");
+    debug_assert!(plan.pass && plan.loss == c.loss && plan.days == c.days);
+    plan
+}
+
+/// Searches every shape in `shapes` under `brief` (which must be valid) on the current rayon
+/// thread pool, reporting progress in shapes searched.
+pub fn search(
+    brief: &Brief,
+    shapes: &[Shape],
+    options: &SearchOptions,
+    progress: &dyn Progress,
+) -> SearchReport {
+    search_in_blocks(brief, shapes, options, progress, BLOCK, false).0
+}
+
+/// [`search`], `block` shapes at a time; with `keep_windows`, also every fitting
+/// configuration's exact window (for [`search_all`]).
+fn search_in_blocks<'a>(
+    brief: &'a Brief,
+    shapes: &'a [Shape],
+    options: &SearchOptions,
+    progress: &dyn Progress,
+    block_size: usize,
+    keep_windows: bool,
+) -> (SearchReport, Vec<Window<'a>>) {
+    let grid = options.grid;
+    let top = options.top.unwrap_or(usize::MAX);
+    // Shapes are searched a block at a time, so memory holds one block's configurations and
+    // grows with the shapes' verdicts and best plans only, however large the family.
+    let mut verdicts: Vec<ShapeVerdict> = Vec::with_capacity(shapes.len());
+    let mut found = Found {
+        top: TopK::new(options.rank, options.top),
+        front: Front::new(),
+        passing: 0,
+        best: vec![None; shapes.len()],
+    };
+    let mut exact = TopK::new(options.rank, options.top);
+    let mut exact_windows = Vec::new();
+    let mut kept = Vec::new();
+    let mut evaluated = 0u64;
+    progress.start(shapes.len() as u64);
+    for block in (0..shapes.len()).step_by(block_size.max(1)) {
+        let block = block..(block + block_size.max(1)).min(shapes.len());
+        let (block_verdicts, fitting) =
+            shape_configurations(brief, &shapes[block.clone()], options);
+        evaluated = fitting.iter().fold(evaluated, |n, f| {
+            n.saturating_add(f.all.saturating_mul(grid.len()))
+        });
+        let work = window_work(&grid, &block_verdicts, block.start);
+        let empty = || Found {
+            top: TopK::new(options.rank, options.top),
+            front: Front::new(),
+            passing: 0,
+            best: vec![None; block.len()],
+        };
+        let part = work
+            .par_iter()
+            .fold(empty, |mut found, &(s, first, last)| {
+                let shape = &shapes[s];
+                let n = shape.params() as f64;
+                let fit = &fitting[s - block.start];
+                for i in first..last {
+                    let tokens = grid.at(i);
+                    let loss = loss(brief, shape, tokens);
+                    if !loss_meets(brief, loss) {
+                        continue;
+                    }
+                    let plate_days = time::days(brief.cluster_flops_per_second(), n, tokens as f64);
+                    let days_of = |c: &Config| c.pace.days(plate_days, tokens);
+                    // Days rise with the pace, so the configurations that pass are a prefix of
+                    // `by_pace`. They share the loss; under any ranking but memory they come
+                    // in `by_pace`'s order, so only the first `top` can be among the best, and
+                    // only the first (fewest days) can stand on the front.
+                    let passing = fit.by_pace.partition_point(|c| days_fit(brief, days_of(c)));
+                    if passing == 0 {
+                        continue;
+                    }
+                    let candidate = |c: &Config| Candidate {
+                        shape: s,
+                        tokens,
+                        layout: c.layout,
+                        model: c.model,
+                        loss,
+                        days: days_of(c),
+                        memory: gb(c.bytes),
+                    };
+                    // Under --exact the ranking and each shape's best come from the windows
+                    // below; only the grid's front and count are wanted from this loop.
+                    if !options.exact {
+                        let mut best = if options.rank == Rank::Memory {
+                            let fits = fit.by_memory.iter().filter(|c| days_fit(brief, days_of(c)));
+                            Either::Left(fits.take(top).map(candidate))
+                        } else {
+                            Either::Right(fit.by_pace[..passing].iter().take(top).map(candidate))
+                        };
+                        let first_best = best.next();
+                        if let Some(c) = first_best {
+                            found.top.push(c);
+                        }
+                        best.for_each(|c| found.top.push(c));
+                        let local = s - block.start;
+                        found.best[local] = better(options.rank, found.best[local], first_best);
+                    }
+                    found.front.insert(candidate(&fit.by_pace[0]));
+                    found.passing += passing as u64;
+                }
+                found
+            })
+            .reduce(empty, Found::merge);
+        found.top = found.top.merge(part.top);
+        found.front = found.front.merge(part.front);
+        found.passing += part.passing;
+        for (global, best) in found.best[block.clone()].iter_mut().zip(part.best) {
+            *global = better(options.rank, *global, best);
+        }
+        if keep_windows {
+            kept.extend(windows(
+                brief,
+                &shapes[block.clone()],
+                &fitting,
+                block.start,
+            ));
+        }
+        if options.exact {
+            let block_windows = windows(brief, &shapes[block.clone()], &fitting, block.start);
+            let (plans, best) = exact_top(&block_windows, options.rank, top, block.clone());
+            plans.into_iter().for_each(|c| exact.push(c));
+            found.best[block.clone()].copy_from_slice(&best);
+            // Only each shape's fastest configuration can stand on the front.
+            exact_windows.extend(
+                block_windows
+                    .into_iter()
+                    .dedup_by(|a, b| a.index == b.index),
+            );
+        }
+        verdicts.extend(block_verdicts);
+        progress.advance(block.len() as u64);
+    }
+    progress.finish();
+
+    let grade = |c: &Candidate| grade(brief, shapes, &options.time, c);
+    let budget_flops = brief.budget_flops();
+    let plans = if options.exact {
+        exact.into_sorted()
+    } else {
+        found.top.into_sorted()
+    };
+    let best = found.best;
+    let front_runs = options.exact.then(|| {
+        let tie = |(a, ta): (usize, u64), (b, tb): (usize, u64)| {
+            tie_break(
+                &exact_windows[a].candidate(ta),
+                &exact_windows[b].candidate(tb),
+            )
+        };
+        let front = exact_front(&exact_windows, tie, MAX_FRONT_RUNS);
+        FrontRuns {
+            runs: front
+                .runs
+                .iter()
+                .map(|run| {
+                    let window = &exact_windows[run.chain];
+                    FrontRun {
+                        first: grade(&window.candidate(run.first)),
+                        last: grade(&window.candidate(last_on_front(window, run))),
+                        days_per_token: window.pace.days_per_token(),
+                    }
+                })
+                .collect(),
+            complete: front.complete,
+        }
+    });
+    let report = SearchReport {
+        brief: brief.clone(),
+        grid,
+        rank: options.rank,
+        exact: options.exact,
+        budget_flops,
+        compute_optimal: ComputeOptimal::for_budget(&brief.loss_law, budget_flops),
+        shapes: verdicts
+            .into_iter()
+            .zip(&best)
+            .map(|(mut v, best)| {
+                v.best_plan = best.as_ref().map(grade);
+                v
+            })
+            .collect(),
+        plans: plans.iter().map(grade).collect(),
+        front: found.front.into_points().iter().map(grade).collect(),
+        front_runs,
+        evaluated,
+        passing: found.passing,
+    };
+    (report, kept)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::presets;
+    use crate::search::progress::Silent;
+
+    #[test]
+    fn searching_a_block_at_a_time_changes_nothing() {
+        use crate::model::family::Family;
+        use crate::report::export::Format;
+        let family = Family::llama("40..120:20", "8192..16384:2048", "3..4:0.5").unwrap();
+        let mut shapes = presets();
+        shapes.extend(family.shapes().unwrap());
+        let b = Brief::default();
+        for exact in [false, true] {
+            let options = SearchOptions {
+                exact,
+                top: Some(7),
+                ..SearchOptions::default()
+            };
+            let json = |block| {
+                let (r, _) = search_in_blocks(&b, &shapes, &options, &Silent, block, false);
+                let e = Format::Json.exporter();
+                (e.search(&r).unwrap(), e.front(&r).unwrap())
+            };
+            assert_eq!(json(1), json(BLOCK));
+            assert_eq!(json(4), json(BLOCK));
+        }
+    }
+
+    #[test]
+    fn two_shapes_of_one_size_give_the_front_of_one() {
+        // Equal parameter counts make equal curves; the exact front must not crawl along them a
+        // token at a time, and the tie goes to the first shape.
+        let seventy = crate::model::preset("70b").unwrap();
+        let twin = Shape {
+            name: "twin".into(),
+            ..seventy.clone()
+        };
+        let options = SearchOptions {
+            exact: true,
+            top: Some(1),
+            ..SearchOptions::default()
+        };
+        let alone = search(
+            &Brief::default(),
+            std::slice::from_ref(&seventy),
+            &options,
+            &Silent,
+        );
+        let both = search(&Brief::default(), &[seventy, twin], &options, &Silent);
+        let runs = |r: &SearchReport| {
+            let f = r.front_runs.as_ref().unwrap();
+            assert!(f.complete);
+            f.runs
+                .iter()
+                .map(|run| (run.first.model.clone(), run.first.tokens, run.last.tokens))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(runs(&both), runs(&alone));
+        assert_eq!(runs(&both).len(), 1);
+    }
+
+    /// Llama 3 8B on 2^20 GPUs for a year at a 2.0 loss target passes near 10^15 tokens and
+    /// beyond, where `f64` rounds runs of neighbouring token counts to one loss.
+    fn plateau_brief() -> Brief {
+        Brief {
+            gpus: 1 << 20,
+            max_days: 365.0,
+            loss_target: 2.0,
+            ..Brief::default()
+        }
+    }
+
+    #[test]
+    fn every_passing_plan_streams_in_order_across_loss_plateaus() {
+        let b = plateau_brief();
+        let shapes = vec![crate::model::preset("8b").unwrap()];
+        let first = 1_000_000_000_000_000;
+        // The grid has plateaus: neighbouring counts with the same loss.
+        let l = |t: u64| loss(&b, &shapes[0], t);
+        assert!((first..first + 300).any(|t| l(t) == l(t + 1)));
+        for rank in [Rank::Loss, Rank::Days, Rank::Memory] {
+            let options = SearchOptions {
+                grid: TokenGrid::new(first, first + 300, 1).unwrap(),
+                rank,
+                top: None,
+                ..SearchOptions::default()
+            };
+            let collected = search(&b, &shapes, &options, &Silent);
+            let (_, all) = search_all(&b, &shapes, &options, &Silent);
+            assert!(collected.passing > 1000);
+            assert_eq!(all.walk().collect::<Vec<_>>(), collected.plans, "{rank:?}");
+        }
+    }
+
+    #[test]
+    fn an_exact_ranking_by_loss_takes_a_loss_plateau_fewest_days_first() {
+        // The best loss is held by a run of counts; the best plan is the run's first (fewest
+        // tokens, so fewest days), and the plans after it follow the run upwards.
+        let b = plateau_brief();
+        let shapes = vec![crate::model::preset("8b").unwrap()];
+        let options = SearchOptions {
+            exact: true,
+            top: Some(5),
+            ..SearchOptions::default()
+        };
+        let r = search(&b, &shapes, &options, &Silent);
+        let best = &r.plans[0];
+        assert!(loss(&b, &shapes[0], best.tokens - 1) > best.loss);
+        for pair in r.plans.windows(2) {
+            assert_eq!(pair[1].loss, best.loss);
+            assert!(pair[1].tokens == pair[0].tokens + 1 && pair[1].days >= pair[0].days);
+        }
+    }
+
+    #[test]
+    fn the_default_grid_has_5000_counts() {
+        let g = TokenGrid::default();
+        assert_eq!(g.len(), 5000);
+        assert_eq!(g.at(4999), 50_000_000_000_000);
+    }
+
+    #[test]
+    fn a_grid_is_checked() {
+        assert!(TokenGrid::new(0, 10, 1).is_err());
+        assert!(TokenGrid::new(10, 9, 1).is_err());
+        assert!(TokenGrid::new(1, 10, 0).is_err());
+        assert!(TokenGrid::new(1, u64::MAX, 1).is_err());
+        assert_eq!(TokenGrid::new(5, 12, 3).unwrap().len(), 3); // 5, 8, 11
+    }
+
+    #[test]
+    fn the_default_search_grades_every_candidate_and_the_best_is_70b_at_the_month_s_end() {
+        let r = search(
+            &Brief::default(),
+            &presets(),
+            &SearchOptions::default(),
+            &Silent,
+        );
+        // 5,000 token counts × (8B: 4 TP × 6 PP × 4 ZeRO + 70B: 4 × 7 × 4 + 405B: 4 × 7 × 4).
+        assert_eq!(r.evaluated, 5000 * (96 + 112 + 112));
+        assert_eq!(r.plans.len(), 10);
+        let best = &r.plans[0];
+        assert_eq!(
+            (best.model.as_str(), best.tokens),
+            ("llama3-70b", 4_960_000_000_000)
+        );
+        assert!(r.plans.iter().all(|p| p.pass));
+    }
+}

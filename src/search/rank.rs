@@ -1,0 +1,191 @@
+//! Ranking passing plans, with every tie broken so the order is total and the output is the
+//! same at any thread count.
+
+use std::cmp::Ordering;
+
+use crate::cost::memory::MemoryModel;
+use crate::error::{Error, Result};
+use crate::model::layout::Layout;
+use crate::plan::verdict::layout_order;
+
+/// A passing plan in compact form, as the search's hot loop keeps it; the full
+/// [`crate::plan::Plan`] is graded again from it only for the plans that are printed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Candidate {
+    /// Index of the shape in the search's list.
+    pub shape: usize,
+    /// Training tokens.
+    pub tokens: u64,
+    /// The layout.
+    pub layout: Layout,
+    /// The memory model, with the training step under the detailed model.
+    pub model: MemoryModel,
+    /// Predicted loss.
+    pub loss: f64,
+    /// Days.
+    pub days: f64,
+    /// Per-GPU memory, GB: exactly the plan's `memory_gb.total`, so a plan read back from a
+    /// shard's file ranks as it did.
+    pub memory: f64,
+}
+
+/// What to rank plans by, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Rank {
+    /// Lowest predicted loss (then fewest days).
+    #[default]
+    Loss,
+    /// Fewest days (then lowest loss).
+    Days,
+    /// Least per-GPU memory (then lowest loss, fewest days).
+    Memory,
+}
+
+impl Rank {
+    /// The name a user types.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rank::Loss => "loss",
+            Rank::Days => "days",
+            Rank::Memory => "memory",
+        }
+    }
+
+    /// The ranking a user names, or why the name is none (the field it came in is `field`).
+    pub fn from_name(field: &str, name: &str) -> Result<Rank> {
+        [Rank::Loss, Rank::Days, Rank::Memory]
+            .into_iter()
+            .find(|r| r.name() == name)
+            .ok_or_else(|| Error::invalid(field, name, "loss, days or memory"))
+    }
+
+    /// The total order of this ranking: its objective, then the others, then [`tie_break`].
+    pub fn compare(self, a: &Candidate, b: &Candidate) -> Ordering {
+        let by_loss = a.loss.total_cmp(&b.loss);
+        let by_days = a.days.total_cmp(&b.days);
+        let by_memory = a.memory.total_cmp(&b.memory);
+        match self {
+            Rank::Loss => by_loss.then(by_days),
+            Rank::Days => by_days.then(by_loss),
+            Rank::Memory => by_memory.then(by_loss).then(by_days),
+        }
+        .then_with(|| tie_break(a, b))
+    }
+}
+
+/// Between plans equal on loss and days: less memory per GPU, then smaller TP, PP, ZeRO, then
+/// the smaller training step (micro-batch, sequence, recomputation, …), then the shape's place
+/// in the list and the tokens, so no two distinct plans compare equal.
+pub fn tie_break(a: &Candidate, b: &Candidate) -> Ordering {
+    a.memory
+        .total_cmp(&b.memory)
+        .then_with(|| layout_order(&a.layout, &b.layout))
+        .then_with(|| a.model.step().cmp(&b.model.step()))
+        .then(a.shape.cmp(&b.shape))
+        .then(a.tokens.cmp(&b.tokens))
+}
+
+/// The best `k` candidates under a ranking (all of them when `k` is `None`), kept in bounded
+/// memory: at most `2k` are held before the list is cut back to `k`.
+#[derive(Debug, Clone)]
+pub struct TopK {
+    rank: Rank,
+    k: Option<usize>,
+    items: Vec<Candidate>,
+}
+
+impl TopK {
+    /// An empty list.
+    pub fn new(rank: Rank, k: Option<usize>) -> Self {
+        TopK {
+            rank,
+            k,
+            items: Vec::new(),
+        }
+    }
+
+    /// The ranking.
+    pub fn rank(&self) -> Rank {
+        self.rank
+    }
+
+    /// Offers one candidate.
+    pub fn push(&mut self, c: Candidate) {
+        self.items.push(c);
+        if let Some(k) = self.k {
+            if self.items.len() >= k.max(1).saturating_mul(2) {
+                self.cut(k);
+            }
+        }
+    }
+
+    fn cut(&mut self, k: usize) {
+        let rank = self.rank;
+        self.items.sort_unstable_by(|a, b| rank.compare(a, b));
+        self.items.truncate(k);
+    }
+
+    /// Both lists' candidates in one.
+    pub fn merge(mut self, other: TopK) -> TopK {
+        for c in other.items {
+            self.push(c);
+        }
+        self
+    }
+
+    /// The best candidates, best first.
+    pub fn into_sorted(mut self) -> Vec<Candidate> {
+        let rank = self.rank;
+        self.items.sort_unstable_by(|a, b| rank.compare(a, b));
+        if let Some(k) = self.k {
+            self.items.truncate(k);
+        }
+        self.items
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::brief::Brief;
+    use crate::model::layout::layouts;
+    use crate::model::preset;
+
+    fn cand(shape: usize, tokens: u64, loss: f64, days: f64, memory: f64) -> Candidate {
+        let layout = layouts(&Brief::default(), &preset("70b").unwrap())[0];
+        Candidate {
+            shape,
+            tokens,
+            layout,
+            model: MemoryModel::Plate,
+            loss,
+            days,
+            memory,
+        }
+    }
+
+    #[test]
+    fn each_ranking_puts_its_objective_first() {
+        let a = cand(0, 1, 1.90, 29.0, 50.0);
+        let b = cand(0, 2, 1.95, 20.0, 10.0);
+        assert_eq!(Rank::Loss.compare(&a, &b), Ordering::Less);
+        assert_eq!(Rank::Days.compare(&a, &b), Ordering::Greater);
+        assert_eq!(Rank::Memory.compare(&a, &b), Ordering::Greater);
+    }
+
+    #[test]
+    fn top_k_keeps_the_best_k_in_order_whatever_the_arrival_order() {
+        let all: Vec<Candidate> = (0..100u64)
+            .map(|i| cand(0, i, 2.0 - (i % 37) as f64 * 0.01, i as f64, 1.0))
+            .collect();
+        let mut forward = TopK::new(Rank::Loss, Some(5));
+        all.iter().for_each(|c| forward.push(*c));
+        let mut backward = TopK::new(Rank::Loss, Some(5));
+        all.iter().rev().for_each(|c| backward.push(*c));
+        let mut expected = all.clone();
+        expected.sort_by(|a, b| Rank::Loss.compare(a, b));
+        expected.truncate(5);
+        assert_eq!(forward.into_sorted(), expected);
+        assert_eq!(backward.into_sorted(), expected);
+    }
+}
