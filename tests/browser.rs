@@ -3,7 +3,7 @@
 //! (70B, 15 × 10^12 tokens, no parallelism) and sees memory and days fail with the numbers
 //! `trainplan check` prints; fixes the layout and the tokens and sees every check pass; saves
 //! the design and finds it after a reload. Screenshots go to `target/screenshots/` (and, with
-//! `TRAINPLAN_WRITE_RESULTS` set, to `results/serve-*.png` for the README).
+//! `TRAINPLAN_WRITE_RESULTS` set, to `results/serve-*.png` for the README and docs/workshop.md).
 //!
 //! `.ci/run` installs chromium and chromium-driver and sets `TRAINPLAN_BROWSER_TESTS=required`;
 //! elsewhere, without them, the test says it is skipped and passes.

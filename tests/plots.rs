@@ -1,6 +1,6 @@
 //! The plots: each SVG parses and renders to a PNG that shows what it says (the cap line, the
 //! bars, the front), carries the plan's numbers in its labels, and is the same at any thread
-//! count. `results/plots/` holds the README's plots as the tool draws them; with
+//! count. `results/plots/` holds the plots docs/guide.md shows, as the tool draws them; with
 //! `TRAINPLAN_WRITE_RESULTS` set these tests rewrite them. PNG renders for looking at are left
 //! in `target/plots/`.
 

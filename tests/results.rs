@@ -31,27 +31,56 @@ fn results_hold_the_default_brief_s_summary_and_front_as_the_tool_writes_them() 
     );
 }
 
-#[test]
-fn the_readme_shows_the_real_output_of_its_examples() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    for shown in [
-        "results/default-summary.txt",
+/// Where each example's real output is shown: the README shows the default brief, the starting
+/// plan and the family sweep; `docs/guide.md` shows every command's output.
+const SHOWN: [(&str, &[&str]); 11] = [
+    ("results/default-summary.txt", &["README.md"]),
+    (
+        "results/family-summary.txt",
+        &["README.md", "docs/guide.md"],
+    ),
+    (
         "tests/snapshots/check-start.txt",
+        &["README.md", "docs/guide.md"],
+    ),
+    (
         "tests/snapshots/check-405b-detailed.txt",
-        "tests/snapshots/check-70b-time.txt",
+        &["docs/guide.md"],
+    ),
+    ("tests/snapshots/check-70b-time.txt", &["docs/guide.md"]),
+    (
         "tests/snapshots/search-configs-h200.txt",
-        "tests/snapshots/brief-h200.toml",
-        "tests/snapshots/search-top5.md",
-        "tests/snapshots/export-megatron.txt",
-        "tests/snapshots/export-deepspeed.json",
-        "tests/snapshots/export-torchtitan.toml",
-    ] {
+        &["docs/guide.md"],
+    ),
+    ("tests/snapshots/brief-h200.toml", &["docs/guide.md"]),
+    ("tests/snapshots/search-top5.md", &["docs/guide.md"]),
+    ("tests/snapshots/export-megatron.txt", &["docs/guide.md"]),
+    ("tests/snapshots/export-deepspeed.json", &["docs/guide.md"]),
+    ("tests/snapshots/export-torchtitan.toml", &["docs/guide.md"]),
+];
+
+/// Asserts that the document `doc` (relative to the crate) holds `output`, the text of `shown`.
+fn assert_shows(doc: &str, shown: &str, output: &str) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join(doc)).unwrap();
+    assert!(
+        !output.trim().is_empty(),
+        "{shown} is empty, so no document can show it"
+    );
+    assert!(
+        text.contains(output),
+        "{doc} does not show the current {shown}"
+    );
+}
+
+#[test]
+fn the_readme_and_the_docs_show_the_real_output_of_their_examples() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (shown, docs) in SHOWN {
         let output = std::fs::read_to_string(root.join(shown)).unwrap();
-        assert!(
-            readme.contains(&output),
-            "README.md does not show the current {shown}"
-        );
+        for doc in docs {
+            assert_shows(doc, shown, &output);
+        }
     }
 }
 
@@ -83,9 +112,66 @@ fn results_hold_the_family_sweep_as_the_tool_writes_it() {
         committed,
         "results/family-summary.txt is stale"
     );
+    for doc in ["README.md", "docs/guide.md"] {
+        assert_shows(doc, "results/family-summary.txt", &committed);
+    }
+}
+
+#[test]
+fn the_readme_is_a_front_door_with_the_two_commands_first() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     assert!(
-        readme.contains(&committed),
-        "README.md does not show the current family sweep"
+        readme.len() <= 15 * 1024,
+        "README.md is {} bytes; reference material belongs in docs/",
+        readme.len()
+    );
+    // The first code block is the quick start: the default brief, then the tests.
+    let block = readme
+        .split("```")
+        .nth(1)
+        .expect("a code block in README.md");
+    let commands: Vec<&str> = block
+        .lines()
+        .skip(1)
+        .map(|l| l.split('#').next().unwrap().trim())
+        .filter(|l| !l.is_empty())
+        .collect();
+    assert_eq!(commands, ["cargo run --release -- search", "cargo test"]);
+}
+
+#[test]
+fn every_relative_link_of_the_readme_and_the_docs_names_a_file_that_exists() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut docs = vec![root.join("README.md"), root.join("ARCHITECTURE.md")];
+    let mut guides: Vec<_> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    guides.sort();
+    assert!(
+        guides.len() >= 5,
+        "docs/ holds the guide, model, JSON, validation and workshop"
+    );
+    docs.extend(guides);
+    let mut broken = Vec::new();
+    for doc in &docs {
+        let text = std::fs::read_to_string(doc).unwrap();
+        for (_, rest) in text.match_indices("](").map(|(i, _)| text.split_at(i + 2)) {
+            let target = rest.split(')').next().unwrap();
+            let file = target.split('#').next().unwrap();
+            if file.is_empty() || file.contains("://") || file.starts_with("mailto:") {
+                continue;
+            }
+            if !doc.parent().unwrap().join(file).exists() {
+                broken.push(format!("{}: {target}", doc.display()));
+            }
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "links to missing files:\n{}",
+        broken.join("\n")
     );
 }

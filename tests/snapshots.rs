@@ -124,7 +124,7 @@ fn check_report_of_70b_under_the_detailed_time_model() {
     );
 }
 
-/// The README's walk-through: three Hugging Face configs on H200s under the detailed models.
+/// The guide's walk-through (docs/guide.md): three Hugging Face configs on H200s under the detailed models.
 const CONFIGS_ON_H200: [&str; 13] = [
     "--model-config",
     "tests/fixtures/hf/llama-3.1-70b/config.json",

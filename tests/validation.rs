@@ -1,7 +1,7 @@
-//! Every input, its valid range and the error a user sees outside it: the README's validation
-//! table is generated from the rows below, and each row is a test that runs the binary and
+//! Every input, its valid range and the error a user sees outside it: the validation table of
+//! `docs/validation.md` is generated from the rows below, and each row is a test that runs the binary and
 //! expects exit status 2, nothing on stdout and exactly this one line on stderr. With
-//! `TRAINPLAN_WRITE_RESULTS` set the table in README.md is rewritten.
+//! `TRAINPLAN_WRITE_RESULTS` set the table in docs/validation.md is rewritten.
 
 mod common;
 
@@ -167,7 +167,7 @@ fn every_row_of_the_validation_table_is_refused_as_it_says() {
 }
 
 #[test]
-fn the_readme_holds_the_validation_table() {
+fn the_docs_hold_the_validation_table() {
     let code = |s: &str| format!("`{}`", s.replace('|', "\\|"));
     let mut table = String::from(
         "| input | valid | for example | the error, exit status 2 |\n|---|---|---|---|\n",
@@ -181,5 +181,9 @@ fn the_readme_holds_the_validation_table() {
             code(row.error.trim_start_matches("error: "))
         ));
     }
-    common::generated_sections("README.md", "tests/validation.rs", &[("validation", table)]);
+    common::generated_sections(
+        "docs/validation.md",
+        "tests/validation.rs",
+        &[("validation", table)],
+    );
 }
