@@ -5,8 +5,13 @@
 //! the design and finds it after a reload. Screenshots go to `target/screenshots/` (and, with
 //! `TRAINPLAN_WRITE_RESULTS` set, to `results/serve-*.png` for the README and docs/workshop.md).
 //!
-//! `.ci/run` installs chromium and chromium-driver and sets `TRAINPLAN_BROWSER_TESTS=required`;
-//! elsewhere, without them, the test says it is skipped and passes.
+//! `.ci/run` installs chromium and chromium-driver and sets `TRAINPLAN_BROWSER_TESTS=required`,
+//! and then, without them, the browser test fails; elsewhere, without them, it is reported as
+//! ignored, and counted so in the summary (`test result: ok. 1 passed; 0 failed; 1 ignored`),
+//! never as passed. Stable libtest cannot ignore a test at run time, so this file is its own
+//! harness (`harness = false` in Cargo.toml) built on libtest-mimic: `main` registers each test
+//! as a trial and runs the async one in a tokio runtime of its own. It takes libtest's arguments
+//! (a name filter, `--ignored`, `--list`, ...) and prints libtest's summary.
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
@@ -15,6 +20,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fantoccini::{Client, ClientBuilder, Locator};
+use libtest_mimic::{Arguments, Failed, Trial};
 use serde_json::{json, Value};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -168,23 +174,55 @@ fn gb(x: f64) -> String {
     format!("{grouped}.{frac} GB")
 }
 
-fn available() -> bool {
+/// Why the browser test cannot run here, if it cannot: chromium or chromedriver is missing.
+fn missing() -> Option<String> {
     let present = Path::new(CHROMIUM).exists() && Path::new(CHROMEDRIVER).exists();
-    if !present {
-        assert!(
-            std::env::var("TRAINPLAN_BROWSER_TESTS").as_deref() != Ok("required"),
-            "the browser tests are required but {CHROMIUM} or {CHROMEDRIVER} is missing"
-        );
-        eprintln!("skipped: {CHROMIUM} and {CHROMEDRIVER} are not installed (apt-get install chromium chromium-driver)");
-    }
-    present
+    (!present).then(|| format!("{CHROMIUM} or {CHROMEDRIVER} is missing"))
 }
 
-#[tokio::test(flavor = "multi_thread")]
+/// Whether the browser test must run, as in CI: `TRAINPLAN_BROWSER_TESTS=required`.
+fn required() -> bool {
+    std::env::var("TRAINPLAN_BROWSER_TESTS").as_deref() == Ok("required")
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let browser_test = "a_learner_fixes_the_starting_plan_and_saves_it";
+    let browser_trial = match missing() {
+        None => Trial::test(browser_test, || {
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| Failed::from(format!("no tokio runtime: {e}")))?
+                .block_on(a_learner_fixes_the_starting_plan_and_saves_it());
+            Ok(())
+        }),
+        Some(why) if required() => Trial::test(browser_test, move || {
+            Err(format!("the browser tests are required but {why}").into())
+        }),
+        Some(why) => {
+            // Ignored, so the summary counts it as ignored, not passed; run anyway (`--ignored`,
+            // `--include-ignored`), it fails with the reason.
+            if !args.list {
+                eprintln!(
+                    "{browser_test} is ignored: {why} (apt-get install chromium chromium-driver)"
+                );
+            }
+            Trial::test(browser_test, move || Err(why.into())).with_ignored_flag(true)
+        }
+    };
+    let trials = vec![
+        browser_trial,
+        Trial::test("the_api_answers_as_the_command_line_does", || {
+            the_api_answers_as_the_command_line_does();
+            Ok(())
+        }),
+    ];
+    libtest_mimic::run(&args, trials).exit();
+}
+
+/// Run by `main` in a multi-threaded tokio runtime, where chromium and chromedriver are installed.
 async fn a_learner_fixes_the_starting_plan_and_saves_it() {
-    if !available() {
-        return;
-    }
     let (_server, url) = serve();
     let (_driver, port) = chromedriver();
     let profile = tempfile::tempdir().unwrap();
@@ -393,7 +431,7 @@ fn request_with(
     (status, body.to_string())
 }
 
-#[test]
+/// Needs no browser: it runs everywhere.
 fn the_api_answers_as_the_command_line_does() {
     let (_server, url) = serve();
     // A plan object byte for byte as `trainplan check --json` prints it.

@@ -854,7 +854,22 @@ fn a_run_interrupted_by_ctrl_c_leaves_the_earlier_files_intact() {
     std::fs::write(&front, "the earlier front").unwrap();
     std::fs::write(&plot, "the earlier plot").unwrap();
     // A sweep of 64,617 shapes (seconds), interrupted a fraction of a second in.
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_trainplan"))
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_trainplan"));
+    // SIGINT's default action in the child, even where this test inherits it ignored (`nohup`
+    // sets it to SIG_IGN, and an ignored signal stays ignored across exec): else the interrupt
+    // below is lost and the sweep runs to the end.
+    #[cfg(unix)]
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: signal(2) is async-signal-safe, as pre_exec requires between fork and exec.
+        command.pre_exec(|| {
+            if libc::signal(libc::SIGINT, libc::SIG_DFL) == libc::SIG_ERR {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = command
         .args([
             "search",
             "--layers",
