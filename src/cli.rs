@@ -1082,6 +1082,10 @@ pub struct MergeArgs {
     /// The partial files written by `search --shard I/N`, one for each shard.
     #[arg(required = true, value_name = "PARTIAL.json")]
     pub files: Vec<PathBuf>,
+    /// The largest partial file read, MiB: raise it for the shards of a very large sweep (a
+    /// shard's file grows by about 2.3 kB a shape)
+    #[arg(long, value_name = "MIB", default_value_t = 1024, value_parser = clap::value_parser!(u64).range(1..=1_048_576))]
+    pub max_file_mb: u64,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -1298,6 +1302,11 @@ const MAX_THREADS: usize = 1024;
 fn parse_whole(text: &str) -> std::result::Result<u64, String> {
     if let Ok(n) = text.parse::<u64>() {
         return Ok(n);
+    }
+    // Written out in digits and still no u64: too large for any count, whatever the flag.
+    let digits = text.strip_prefix('+').unwrap_or(text);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("at most {} (2^64 − 1)", u64::MAX));
     }
     let x: f64 = text
         .parse()

@@ -15,9 +15,12 @@ use cli::{
     BriefCommandArgs, BriefFormat, CheckArgs, Cli, Command, CompletionsArgs, DesignArgs,
     ExportArgs, MergeArgs, OutputArgs, SearchArgs, ServeArgs,
 };
+use trainplan::cost::memory::detailed::Detailed;
+use trainplan::cost::memory::MemoryModel;
+use trainplan::cost::step_time::{TimeModel, TimeOptions};
 use trainplan::error::{Error, Result};
 use trainplan::input::plan_file::PlanFile;
-use trainplan::input::{hf, read_json};
+use trainplan::input::{self, hf};
 use trainplan::model::layout::Layout;
 use trainplan::plan::check::{check, CheckReport};
 use trainplan::plan::Design;
@@ -134,7 +137,7 @@ fn run_check(args: &CheckArgs, quiet: bool) -> Result<bool> {
     };
     if format.is_launcher() {
         let launch = Launch::from_check(&report)?;
-        print_launch(format, &launch, report.plan.pass, quiet)?;
+        print_launch(format, &launch, &report.plan.reasons, quiet)?;
     } else {
         print(&format.exporter().check(&report)?)?;
     }
@@ -142,16 +145,18 @@ fn run_check(args: &CheckArgs, quiet: bool) -> Result<bool> {
 }
 
 /// Writes a launcher configuration to stdout, and on stderr (unless quiet) the choices made
-/// for the user and a warning when the plan fails its checks.
-fn print_launch(format: Format, launch: &Launch, pass: bool, quiet: bool) -> Result<()> {
+/// for the user and a warning, with the reasons, when the plan fails its checks (`reasons`
+/// is empty when it passes).
+fn print_launch(format: Format, launch: &Launch, reasons: &[String], quiet: bool) -> Result<()> {
     let exporter = format.exporter();
     let text = exporter.launch(launch)?;
     if !quiet {
         let mut err = io::stderr().lock();
-        if !pass {
+        if !reasons.is_empty() {
             let _ = writeln!(
                 err,
-                "warning: this plan fails its checks; the configuration is written as asked"
+                "warning: this plan fails its checks ({}); the configuration is written as asked",
+                reasons.join("; ")
             );
         }
         for line in exporter.side_notes(launch) {
@@ -166,7 +171,7 @@ fn run_export(args: &ExportArgs, quiet: bool) -> Result<bool> {
     let Some(path) = &args.plan else {
         let report = grade(&args.design)?;
         let launch = Launch::from_check(&report)?;
-        print_launch(format, &launch, report.plan.pass, quiet)?;
+        print_launch(format, &launch, &report.plan.reasons, quiet)?;
         return Ok(report.plan.pass);
     };
     let d = &args.design;
@@ -225,9 +230,31 @@ fn run_export(args: &ExportArgs, quiet: bool) -> Result<bool> {
             })?;
     brief.validate()?;
     let layout = Layout::new(&brief, &shape, l.tp, l.pp, l.zero)?;
+    // The file's own verdict is never trusted: the plan is graded again under the models it
+    // names — its step and memory settings, and the detailed time model (at its default
+    // options) where the file gives a step time.
+    let memory = match (fields.step, fields.memory_model) {
+        (Some(step), options) => MemoryModel::Detailed(Detailed {
+            step,
+            options: options.unwrap_or_default(),
+        }),
+        (None, _) => MemoryModel::Plate,
+    };
+    let time = match fields.step_seconds {
+        Some(_) => TimeModel::Detailed(TimeOptions::default()),
+        None => TimeModel::Plate,
+    };
+    let design = Design {
+        shape: &shape,
+        tokens: fields.tokens,
+        layout,
+        memory,
+        time: &time,
+    };
+    let graded = check(&brief, &design)?;
     let launch = Launch::new(shape, fields.tokens, layout, fields.step, brief.seq_len)?;
-    print_launch(format, &launch, plan.pass, quiet)?;
-    Ok(plan.pass)
+    print_launch(format, &launch, &graded.plan.reasons, quiet)?;
+    Ok(graded.plan.pass)
 }
 
 fn run_serve(args: &ServeArgs, quiet: bool) -> Result<bool> {
@@ -395,7 +422,7 @@ fn run_merge(args: &MergeArgs, quiet: bool) -> Result<bool> {
     let partials = args
         .files
         .iter()
-        .map(|path| read_json::<Partial>(path, "a partial search result"))
+        .map(|path| input::partial(path, args.max_file_mb.saturating_mul(input::MIB)))
         .collect::<Result<Vec<Partial>>>()?;
     for p in &partials {
         p.brief.validate()?;

@@ -46,6 +46,24 @@ fn files(dir: &Path) {
         ("no-points.json", &b"{\"points\": []}"[..]),
         ("plan.json", &b"{\"tokens\": 1}"[..]),
         ("partial.json", &b"{}"[..]),
+        ("law-list.json", &b"{\"loss_law\": [1.69, 406.4]}"[..]),
+        ("topology-list.toml", &b"topology = [370, 3]\n"[..]),
+        ("twice.json", &b"{\"gpus\": 1024, \"gpus\": 8}"[..]),
+        ("null-gpu.json", &b"{\"gpu\": null}"[..]),
+        ("date.toml", &b"max_days = 1979-05-27\n"[..]),
+        ("points-list.json", &b"{\"points\": [[1024, 0.5]]}"[..]),
+        (
+            "layout-list.json",
+            &b"{\"model\": \"70b\", \"tokens\": 1000000000000, \"layout\": [8, 8, 32, 1]}"[..],
+        ),
+        (
+            "layout-ok.json",
+            &b"{\"model\": \"70b\", \"tokens\": 1000000000000, \"layout\": {\"tp\": 8, \"pp\": 8, \"dp\": 32, \"zero\": 1}}"[..],
+        ),
+        (
+            "plan-twice.json",
+            &b"{\"model\": \"70b\", \"tokens\": 1000000000000, \"tokens\": 1, \"layout\": {\"tp\": 8, \"pp\": 8, \"dp\": 32, \"zero\": 1}}"[..],
+        ),
     ] {
         std::fs::write(dir.join(name), bytes).unwrap();
     }
@@ -66,11 +84,50 @@ fn files(dir: &Path) {
     let renamed = partial.replacen("\"rank\": \"loss\"", "\"rank\": \"speed\"", 1);
     assert_ne!(renamed, partial);
     std::fs::write(dir.join("rank.json"), renamed).unwrap();
+    // The same partial with more passing than evaluated, and with its grid as an array.
+    let mut value: serde_json::Value = serde_json::from_str(&partial).unwrap();
+    let evaluated = value["evaluated"].as_u64().unwrap();
+    value["passing"] = (evaluated + 1).into();
+    std::fs::write(dir.join("counts.json"), value.to_string()).unwrap();
+    let mut value: serde_json::Value = serde_json::from_str(&partial).unwrap();
+    let grid: Vec<serde_json::Value> = value["grid"]
+        .as_object()
+        .unwrap()
+        .values()
+        .cloned()
+        .collect();
+    value["grid"] = grid.into();
+    std::fs::write(dir.join("grid-list.json"), value.to_string()).unwrap();
+    // A brief larger than the 1 MiB a brief may have, and a FIFO, which would block a read.
+    std::fs::write(dir.join("big.json"), vec![b' '; (1 << 20) + 1]).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(dir.join("fifo.json"))
+        .status()
+        .unwrap();
+    assert!(made.success());
     let config = std::fs::read_to_string(hf.join("llama-3.1-8b/config.json")).unwrap();
     std::fs::create_dir_all(dir.join("odd")).unwrap();
     std::fs::write(
         dir.join("odd/config.json"),
         config.replace("\"num_key_value_heads\": 8", "\"num_key_value_heads\": 5"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("dup")).unwrap();
+    std::fs::write(
+        dir.join("dup/config.json"),
+        config.replace(
+            "\"hidden_size\": 4096",
+            "\"hidden_size\": 4096, \"hidden_size\": 8192",
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("two")).unwrap();
+    std::fs::write(
+        dir.join("two/config.json"),
+        config.replace(
+            "\"LlamaForCausalLM\"",
+            "\"LlamaForCausalLM\", \"MistralForCausalLM\"",
+        ),
     )
     .unwrap();
     std::fs::create_dir_all(dir.join("neg")).unwrap();
@@ -87,6 +144,7 @@ const ROWS: &[Row] = &[
     row("`--peak-tflops`, `peak_tflops`", "finite, > 0, at most 10⁶", &["check", "--model", "70b", "--tokens", "1e12", "--peak-tflops", "NaN"], "error: invalid brief.peak_tflops = NaN: a number > 0 and at most 1000000"),
     row("`--gpu-memory-gb`, `gpu_memory_gb`", "finite, > 0, at most 10⁶", &["check", "--model", "70b", "--tokens", "1e12", "--gpu-memory-gb", "-80"], "error: invalid brief.gpu_memory_gb = -80: a number > 0 and at most 1000000"),
     row("`--memory-cap-gb`, `memory_cap_gb`", "> 0, at most the card's memory", &["check", "--model", "70b", "--tokens", "1e12", "--memory-cap-gb", "90"], "error: invalid brief.memory_cap_gb = 90: at most the card's 80 GB (gpu_memory_gb)"),
+    row("`--gpus` and every count", "at most 2⁶⁴ − 1 as written", &["check", "--model", "70b", "--tokens", "1e12", "--gpus", "18446744073709551616"], "error: invalid value '18446744073709551616' for '--gpus <N>': at most 18446744073709551615 (2^64 − 1)"),
     row("`--gpus-per-node`, `gpus_per_node`", "whole, 1 to 1,024", &["check", "--model", "70b", "--tokens", "1e12", "--gpus-per-node", "0"], "error: invalid brief.gpus_per_node = 0: a whole number from 1 to 1,024"),
     row("`--mfu`, `mfu`", "in (0, 1]", &["check", "--model", "70b", "--tokens", "1e12", "--mfu", "-0.4"], "error: invalid brief.mfu = -0.4: a fraction in (0, 1], for example 0.4 for 40 %"),
     row("`--max-days`, `max_days`", "finite, > 0, at most 36,500", &["check", "--model", "70b", "--tokens", "1e12", "--max-days", "inf"], "error: invalid brief.max_days = inf: a number > 0 and at most 36500"),
@@ -102,6 +160,16 @@ const ROWS: &[Row] = &[
     // Brief files.
     row("`--brief FILE`", "a readable file", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "missing.json"], "error: cannot read 'missing.json': No such file or directory (os error 2)"),
     row("`--brief FILE`", "UTF-8", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "latin1.json"], "error: cannot read 'latin1.json': stream did not contain valid UTF-8"),
+    row("`--brief FILE`", "a regular file", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "/dev/zero"], "error: cannot read '/dev/zero': not a regular file (a device, FIFO or socket); a brief is read from a file"),
+    row("`--brief FILE`", "a regular file, never a FIFO (it would block)", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "fifo.json"], "error: cannot read 'fifo.json': not a regular file (a device, FIFO or socket); a brief is read from a file"),
+    row("`--brief FILE`", "a file, not a directory", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "."], "error: cannot read '.': a directory; a brief is read from a file"),
+    row("`--brief FILE`", "at most 1 MiB", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "big.json"], "error: cannot read 'big.json': 1,048,577 bytes or more, more than the 1 MiB a brief may have"),
+    row("`--brief FILE`", "an object, not an array", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "list.json"], "error: cannot parse 'list.json': not a brief: invalid type: sequence, expected struct BriefPatch at line 1 column 1"),
+    row("`loss_law`, `topology`, `reliability`, `family`", "objects (tables), never arrays", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "law-list.json"], "error: cannot parse 'law-list.json': not a brief: loss_law: invalid type: sequence, expected struct LossLawPatch at line 1 column 14"),
+    row("`topology` in TOML", "a table, never an array", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "topology-list.toml"], "error: cannot parse 'topology-list.toml': not a brief: topology: invalid type: sequence, expected struct TopologyPatch at line 1 column 12"),
+    row("a brief field", "given once", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "twice.json"], "error: cannot parse 'twice.json': not a brief: gpus: given twice: each key may be given once at line 1 column 21"),
+    row("`gpu`, `family` and every field", "a value: `null` is refused (leave the field out)", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "null-gpu.json"], "error: cannot parse 'null-gpu.json': not a brief: gpu: null is not a value here: leave the field out to keep its default at line 1 column 13"),
+    row("a number in TOML", "a number, not a datetime", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "date.toml"], "error: cannot parse 'date.toml': not a brief: max_days: invalid type: a TOML datetime (1979-05-27), expected f64 at line 1 column 12"),
     row("`--brief FILE.json`", "not empty", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "empty.json"], "error: cannot parse 'empty.json': not a brief: EOF while parsing a value at line 1 column 0"),
     row("`--brief FILE.json`", "well-formed JSON", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "broken.json"], "error: cannot parse 'broken.json': not a brief: gpus: EOF while parsing a value at line 1 column 9"),
     row("`--brief FILE.toml`", "well-formed TOML", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "broken.toml"], "error: cannot parse 'broken.toml': not a brief: invalid array: expected `]` at line 1 column 9"),
@@ -122,6 +190,7 @@ const ROWS: &[Row] = &[
     row("training-step flags", "with `--memory detailed`", &["check", "--model", "70b", "--tokens", "1e12", "--recompute", "none"], "error: invalid --memory = plate: --memory detailed, which the training-step and memory-model flags need"),
     row("`--fragmentation`", "in [0, 1)", &["check", "--model", "70b", "--tokens", "1e12", "--memory", "detailed", "--fragmentation", "1"], "error: invalid --fragmentation = 1: a fraction in [0, 1)"),
     row("`--tp-overlap`, `--pp-overlap`, `--dp-overlap`", "in [0, 1]", &["check", "--model", "70b", "--tokens", "1e12", "--memory", "detailed", "--time", "detailed", "--tp-overlap", "2"], "error: invalid --tp-overlap = 2: a fraction in [0, 1]"),
+    row("`--efficiency FILE`", "points as objects", &["check", "--model", "70b", "--tokens", "1e12", "--memory", "detailed", "--time", "detailed", "--efficiency", "points-list.json"], "error: cannot parse 'points-list.json': not an efficiency table: points[0]: invalid type: sequence, expected struct Point at line 1 column 13"),
     row("`--efficiency FILE`", "at least one point", &["check", "--model", "70b", "--tokens", "1e12", "--memory", "detailed", "--time", "detailed", "--efficiency", "no-points.json"], "error: invalid efficiency.points = []: at least one point"),
     row("`--layers` (ad hoc)", "whole, ≥ 1", &["check", "--layers", "0", "--hidden", "1024", "--ffn", "4096", "--tokens", "1e12"], "error: invalid --layers = 0: a whole number ≥ 1"),
     row("`--hidden` (ad hoc)", "a multiple of 128, or `--heads`", &["check", "--layers", "4", "--hidden", "1000", "--ffn", "4096", "--tokens", "1e12"], "error: invalid --hidden = 1000: a multiple of 128, or give --heads"),
@@ -131,6 +200,8 @@ const ROWS: &[Row] = &[
     row("`num_hidden_layers` and the other counts", "whole, ≥ 1", &["check", "--model-config", "neg/config.json", "--tokens", "1e12"], "error: invalid neg/config.json: num_hidden_layers = -32: a whole number ≥ 1"),
     row("`num_key_value_heads`", "divides `num_attention_heads`", &["check", "--model-config", "odd/config.json", "--tokens", "1e12"], "error: invalid odd/config.json: num_key_value_heads = 5: a divisor of the 32 attention heads"),
     row("`num_local_experts`, `num_experts`, …", "absent or 0: dense models only", &["check", "--model-config", "mixtral-8x7b-v0.1/config.json", "--tokens", "1e12"], "error: cannot plan 'mixtral-8x7b-v0.1/config.json': a mixture-of-experts model (num_local_experts = 8); trainplan plans dense decoders: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM"),
+    row("`--model-config FILE`", "each key once", &["check", "--model-config", "dup/config.json", "--tokens", "1e12"], "error: cannot parse 'dup/config.json': not a Hugging Face config.json: hidden_size: given twice: each key may be given once at line 10 column 36"),
+    row("`architectures`", "one name", &["check", "--model-config", "two/config.json", "--tokens", "1e12"], "error: invalid two/config.json: architectures = [\"LlamaForCausalLM\",\"MistralForCausalLM\"]: one architecture name, such as [\"LlamaForCausalLM\"]"),
     row("`architectures`", "Llama, Mistral or Qwen2", &["check", "--model-config", "gemma-2b/config.json", "--tokens", "1e12"], "error: cannot plan 'gemma-2b/config.json': architecture GemmaForCausalLM is not supported; trainplan plans dense decoders: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM"),
     // Search.
     row("`--top`", "whole, ≥ 1", &["search", "--top", "0"], "error: invalid --top = 0: a whole number ≥ 1"),
@@ -143,7 +214,14 @@ const ROWS: &[Row] = &[
     // Other commands' inputs.
     row("`merge FILE…`", "partial results of `search --shard`", &["merge", "partial.json"], "error: cannot parse 'partial.json': not a partial search result: missing field `kind` at line 1 column 2"),
     row("a partial result's `rank`", "loss, days or memory", &["merge", "rank.json"], "error: invalid rank = speed: loss, days or memory"),
-    row("`export --plan FILE`", "a plan, search or Pareto JSON", &["export", "--format", "megatron", "--plan", "plan.json"], "error: cannot parse 'plan.json': not a plan: missing field `model` at line 1 column 12"),
+    row("`export --plan FILE`", "a plan, search or Pareto JSON", &["export", "--format", "megatron", "--plan", "plan.json"], "error: cannot parse 'plan.json': not a plan: missing field `model`"),
+    row("a partial result's counts", "passing ≤ evaluated; plans and front ≤ passing", &["merge", "counts.json"], "error: invalid merge = shard 1/1: 480000 evaluated, 480001 passing, 0 plans and 0 on the front: a partial file as search wrote it: passing at most evaluated, and the plans and the front at most the passing (and the plans at most top)"),
+    row("a partial result's `grid`", "an object, never an array", &["merge", "grid-list.json"], "error: cannot parse 'grid-list.json': not a partial search result: grid: invalid type: sequence, expected struct TokenGrid at line 1 column 611"),
+    row("`merge --max-file-mb`", "1 to 1,048,576 (default 1,024)", &["merge", "rank.json", "--max-file-mb", "0"], "error: invalid value '0' for '--max-file-mb <MIB>': 0 is not in 1..=1048576"),
+    row("a plan's `layout`", "an object, never an array", &["export", "--format", "megatron", "--plan", "layout-list.json"], "error: cannot parse 'layout-list.json': not a plan: layout: invalid type: sequence, expected struct Layout"),
+    row("a plan file's keys", "each key once", &["export", "--format", "megatron", "--plan", "plan-twice.json"], "error: cannot parse 'plan-twice.json': not a plan, search or Pareto JSON: tokens: given twice: each key may be given once at line 1 column 50"),
+    row("`export --index`", "1 for a file of one plan", &["export", "--format", "megatron", "--plan", "layout-ok.json", "--index", "2"], "error: invalid --index = 2: 1: the file holds one plan, not a search's plans or a Pareto front"),
+    row("`--pareto`, `--plot` as a FIFO", "one that a process reads (else it would block)", &["search", "--pareto", "fifo.json"], "error: cannot write 'fifo.json': a FIFO that no process is reading"),
     row("`--plot`, `--pareto`", "a writable path that is not an input", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "typo.json", "--plot", "typo.json"], "error: invalid --plot = typo.json: a path other than the input files it would overwrite"),
     row("`serve --port`", "0 to 65,535", &["serve", "--port", "70000"], "error: invalid value '70000' for '--port <PORT>': 70000 is not in 0..=65535"),
     row("`serve --host`", "an IP address", &["serve", "--host", "localhost:80"], "error: invalid value 'localhost:80' for '--host <HOST>': invalid IP address syntax"),

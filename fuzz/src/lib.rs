@@ -18,10 +18,23 @@ fn text(data: &[u8]) -> Option<&str> {
 
 fn brief(data: &[u8], toml: bool, path: &str) {
     let Some(text) = text(data) else { return };
-    if let Ok(patch) = trainplan::input::brief_patch(text, Path::new(path), toml) {
-        let brief = patch.apply(Brief::default());
-        let _ = brief.validate();
+    let Ok(patch) = trainplan::input::brief_patch(text, Path::new(path), toml) else {
+        return;
+    };
+    let brief = patch.apply(Brief::default());
+    if brief.validate().is_err() {
+        return;
     }
+    // Accepted implies re-serialised to the same brief: what `brief --print` writes, in either
+    // format, reads back as the brief it was written from.
+    let json = serde_json::to_string(&brief).expect("a valid brief serialises to JSON");
+    let again = trainplan::input::brief_patch(&json, Path::new("again.json"), false)
+        .expect("a brief's own JSON reads back");
+    assert_eq!(again.apply(Brief::default()), brief, "{json}");
+    let toml = brief.to_toml().expect("a valid brief serialises to TOML");
+    let again = trainplan::input::brief_patch(&toml, Path::new("again.toml"), true)
+        .expect("a brief's own TOML reads back");
+    assert_eq!(again.apply(Brief::default()), brief, "{toml}");
 }
 
 /// Target 1: a brief file in JSON, applied over the default brief and validated.
@@ -97,7 +110,7 @@ fn plan_text(text: &str, index: u64) {
 /// Target 5: a shard's partial search result, as `trainplan merge` reads it.
 pub fn partial_json(data: &[u8]) {
     let Some(text) = text(data) else { return };
-    let _ = serde_json::from_str::<trainplan::search::shard::Partial>(text);
+    let _ = trainplan::input::parse_partial(text, Path::new("partial.json"));
 }
 
 /// A number as a fuzzer should try it: small, a power of two, near a power of two, or any.

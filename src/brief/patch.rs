@@ -112,11 +112,11 @@ impl LossLawPatch {
     /// `law` with every constant this patch sets replaced.
     pub fn apply(self, law: LossLaw) -> LossLaw {
         LossLaw {
-            e: self.e.unwrap_or(law.e),
-            a: self.a.unwrap_or(law.a),
-            b: self.b.unwrap_or(law.b),
-            alpha: self.alpha.unwrap_or(law.alpha),
-            beta: self.beta.unwrap_or(law.beta),
+            e: self.e.map(unsigned_zero).unwrap_or(law.e),
+            a: self.a.map(unsigned_zero).unwrap_or(law.a),
+            b: self.b.map(unsigned_zero).unwrap_or(law.b),
+            alpha: self.alpha.map(unsigned_zero).unwrap_or(law.alpha),
+            beta: self.beta.map(unsigned_zero).unwrap_or(law.beta),
         }
     }
 }
@@ -130,13 +130,25 @@ impl BriefPatch {
         };
         Brief {
             gpus: self.gpus.unwrap_or(brief.gpus),
-            peak_tflops: self.peak_tflops.unwrap_or(brief.peak_tflops),
-            gpu_memory_gb: self.gpu_memory_gb.unwrap_or(brief.gpu_memory_gb),
-            memory_cap_gb: self.memory_cap_gb.unwrap_or(brief.memory_cap_gb),
+            peak_tflops: self
+                .peak_tflops
+                .map(unsigned_zero)
+                .unwrap_or(brief.peak_tflops),
+            gpu_memory_gb: self
+                .gpu_memory_gb
+                .map(unsigned_zero)
+                .unwrap_or(brief.gpu_memory_gb),
+            memory_cap_gb: self
+                .memory_cap_gb
+                .map(unsigned_zero)
+                .unwrap_or(brief.memory_cap_gb),
             gpus_per_node: self.gpus_per_node.unwrap_or(brief.gpus_per_node),
-            mfu: self.mfu.unwrap_or(brief.mfu),
-            max_days: self.max_days.unwrap_or(brief.max_days),
-            loss_target: self.loss_target.unwrap_or(brief.loss_target),
+            mfu: self.mfu.map(unsigned_zero).unwrap_or(brief.mfu),
+            max_days: self.max_days.map(unsigned_zero).unwrap_or(brief.max_days),
+            loss_target: self
+                .loss_target
+                .map(unsigned_zero)
+                .unwrap_or(brief.loss_target),
             seq_len: self.seq_len.unwrap_or(brief.seq_len),
             loss_law: self.loss_law.apply(brief.loss_law),
             topology: self.topology.apply(brief.topology),
@@ -190,15 +202,23 @@ impl TopologyPatch {
     /// `t` with every figure this patch sets replaced.
     pub fn apply(self, t: Topology) -> Topology {
         Topology {
-            intra_node_gbps: self.intra_node_gbps.unwrap_or(t.intra_node_gbps),
+            intra_node_gbps: self
+                .intra_node_gbps
+                .map(unsigned_zero)
+                .unwrap_or(t.intra_node_gbps),
             intra_node_latency_us: self
                 .intra_node_latency_us
+                .map(unsigned_zero)
                 .unwrap_or(t.intra_node_latency_us),
-            inter_node_gbps: self.inter_node_gbps.unwrap_or(t.inter_node_gbps),
+            inter_node_gbps: self
+                .inter_node_gbps
+                .map(unsigned_zero)
+                .unwrap_or(t.inter_node_gbps),
             inter_node_latency_us: self
                 .inter_node_latency_us
+                .map(unsigned_zero)
                 .unwrap_or(t.inter_node_latency_us),
-            hbm_gbps: self.hbm_gbps.unwrap_or(t.hbm_gbps),
+            hbm_gbps: self.hbm_gbps.map(unsigned_zero).unwrap_or(t.hbm_gbps),
         }
     }
 }
@@ -227,11 +247,19 @@ impl ReliabilityPatch {
         Reliability {
             failures_per_gpu_hour: self
                 .failures_per_gpu_hour
+                .map(unsigned_zero)
                 .unwrap_or(r.failures_per_gpu_hour),
-            storage_gbps_per_gpu: self.storage_gbps_per_gpu.unwrap_or(r.storage_gbps_per_gpu),
-            restart_minutes: self.restart_minutes.unwrap_or(r.restart_minutes),
+            storage_gbps_per_gpu: self
+                .storage_gbps_per_gpu
+                .map(unsigned_zero)
+                .unwrap_or(r.storage_gbps_per_gpu),
+            restart_minutes: self
+                .restart_minutes
+                .map(unsigned_zero)
+                .unwrap_or(r.restart_minutes),
             checkpoint_bytes_per_param: self
                 .checkpoint_bytes_per_param
+                .map(unsigned_zero)
                 .unwrap_or(r.checkpoint_bytes_per_param),
         }
     }
@@ -247,4 +275,10 @@ impl TryFrom<String> for GpuName {
     fn try_from(name: String) -> Result<Self> {
         Gpu::named(&name).map(GpuName)
     }
+}
+
+/// `x` with a negative zero made positive (`x + 0.0`), so that `e = -0.0` is the brief's
+/// `e = 0` and never prints as "-0"; every other value is as it was.
+fn unsigned_zero(x: f64) -> f64 {
+    x + 0.0
 }

@@ -20,7 +20,8 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::input::read_text;
+use crate::input::strict::Nulls;
+use crate::input::{parse_json_with, read_text, HF_CONFIG};
 use crate::model::{Biases, Shape, ShapeSpec};
 
 /// The architectures [`read`] accepts, as `architectures` names them.
@@ -45,16 +46,14 @@ enum Architecture {
 
 /// Reads the shape a `config.json` describes.
 pub fn read(path: &Path) -> Result<Shape> {
-    parse(&read_text(path)?, path)
+    parse(&read_text(path, HF_CONFIG)?, path)
 }
 
 /// The shape the config text describes; `path` names it in errors and gives the shape its
 /// name when the config has no `_name_or_path`.
 pub fn parse(text: &str, path: &Path) -> Result<Shape> {
-    let value: Value = serde_json::from_str(text).map_err(|e| Error::Parse {
-        path: path.to_path_buf(),
-        message: format!("not a Hugging Face config.json: {e}"),
-    })?;
+    // transformers writes `null` for a field it leaves unset (`"rope_scaling": null`).
+    let value: Value = parse_json_with(text, path, HF_CONFIG.what, Nulls::Absent)?;
     let Value::Object(config) = value else {
         return Err(Error::Parse {
             path: path.to_path_buf(),
@@ -196,14 +195,14 @@ impl Fields<'_> {
         }
         let named = match self.config.get("architectures") {
             None | Some(Value::Null) => None,
-            Some(Value::Array(list)) => match list.first() {
-                None => None,
-                Some(Value::String(name)) => Some(name.as_str()),
+            Some(Value::Array(list)) => match list.as_slice() {
+                [] => None,
+                [Value::String(name)] => Some(name.as_str()),
                 _ => {
                     return Err(self.invalid(
                         "architectures",
                         Value::Array(list.clone()),
-                        "a list of architecture names such as [\"LlamaForCausalLM\"]",
+                        "one architecture name, such as [\"LlamaForCausalLM\"]",
                     ))
                 }
             },

@@ -11,6 +11,7 @@
 
 pub mod hf;
 pub mod plan_file;
+pub mod strict;
 
 use std::path::Path;
 
@@ -19,43 +20,170 @@ use serde::Deserialize;
 use crate::brief::{Brief, BriefPatch};
 use crate::cost::efficiency::{EfficiencyCurve, Point};
 use crate::error::{Error, Result};
+use crate::format::thousands;
+use crate::search::shard::Partial;
+use strict::{Nulls, Strict};
 
-/// Reads a text file whole; a missing file or one that is not UTF-8 is an [`Error::Io`].
-pub fn read_text(path: &Path) -> Result<String> {
-    std::fs::read_to_string(path).map_err(|source| Error::Io {
+/// A kind of input file, named in errors, and the most bytes trainplan reads of one: far more
+/// than any real file of the kind, so a wrong path (`/dev/zero`, a model's weights) is refused
+/// at once instead of read until memory runs out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit {
+    /// What the file is, for errors ("a brief").
+    pub what: &'static str,
+    /// The most bytes read.
+    pub bytes: u64,
+}
+
+/// One mebibyte, 2^20 bytes.
+pub const MIB: u64 = 1 << 20;
+
+/// A brief file (`--brief`): 1 MiB (the default brief is 700 bytes of TOML).
+pub const BRIEF: Limit = Limit {
+    what: "a brief",
+    bytes: MIB,
+};
+/// A Hugging Face `config.json` (`--model-config`): 1 MiB (Llama 3.1 405B's is 1 kB).
+pub const HF_CONFIG: Limit = Limit {
+    what: "a Hugging Face config.json",
+    bytes: MIB,
+};
+/// An efficiency table (`--efficiency`): 1 MiB.
+pub const EFFICIENCY: Limit = Limit {
+    what: "an efficiency table",
+    bytes: MIB,
+};
+/// A plan, search or Pareto JSON (`export --plan`): 64 MiB.
+pub const PLAN: Limit = Limit {
+    what: "a plan, search or Pareto JSON",
+    bytes: 64 * MIB,
+};
+/// A partial search result (`merge`): 1 GiB by default, raised by `merge --max-file-mb` for
+/// the shards of very large sweeps.
+pub const PARTIAL: Limit = Limit {
+    what: "a partial search result",
+    bytes: 1024 * MIB,
+};
+
+/// Reads a text file whole: a regular file (a directory, a device such as `/dev/zero` or a
+/// FIFO is refused before it is opened, so nothing blocks), of at most `limit.bytes`, in UTF-8
+/// (a leading byte-order mark is dropped). A file that breaks any of these is an
+/// [`Error::Io`] that says which.
+pub fn read_text(path: &Path, limit: Limit) -> Result<String> {
+    use std::io::Read;
+    let fail = |source: std::io::Error| Error::Io {
         action: "read",
         path: path.to_path_buf(),
         source,
+    };
+    let invalid = |why: String| fail(std::io::Error::new(std::io::ErrorKind::InvalidInput, why));
+    let meta = std::fs::metadata(path).map_err(fail)?;
+    if !meta.is_file() {
+        let kind = if meta.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file (a device, FIFO or socket)"
+        };
+        return Err(invalid(format!(
+            "{kind}; {} is read from a file",
+            limit.what
+        )));
+    }
+    let too_big = |size: u64| {
+        invalid(format!(
+            "{} bytes or more, more than the {} {} may have",
+            thousands(size),
+            size_name(limit.bytes),
+            limit.what
+        ))
+    };
+    if meta.len() > limit.bytes {
+        return Err(too_big(meta.len()));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(limit.bytes + 1).read_to_end(&mut bytes))
+        .map_err(fail)?;
+    if bytes.len() as u64 > limit.bytes {
+        return Err(too_big(bytes.len() as u64));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| {
+        fail(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        ))
+    })?;
+    Ok(match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_string(),
+        None => text,
     })
 }
 
-/// Reads a JSON document of type `T` from `path`; `kind` names it in the error ("a brief"),
-/// with the path of the field that was wrong (`topology.hbm_gbps: invalid type …`).
-pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path, kind: &str) -> Result<T> {
-    parse_json(&read_text(path)?, path, kind)
+/// `bytes` in the largest binary unit that divides it: `1 MiB`, `64 MiB`, `1 GiB`.
+fn size_name(bytes: u64) -> String {
+    if bytes >= 1 << 30 && bytes % (1 << 30) == 0 {
+        format!("{} GiB", bytes >> 30)
+    } else if bytes % MIB == 0 {
+        format!("{} MiB", bytes / MIB)
+    } else {
+        format!("{} bytes", thousands(bytes))
+    }
 }
 
-/// Parses a JSON document of type `T`; errors as [`read_json`]'s.
+/// Reads a JSON document of type `T` from `path`, a file of `limit`'s kind, strictly
+/// ([`parse_json`]); errors name the file and the path of the field that was wrong
+/// (`topology.hbm_gbps: invalid type …`).
+pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path, limit: Limit) -> Result<T> {
+    parse_json(&read_text(path, limit)?, path, limit.what)
+}
+
+/// Parses a JSON document of type `T` under the strict discipline of [`strict`]: an object
+/// where an object is meant, each key once, no `null`; `kind` names it in errors.
 pub fn parse_json<T: serde::de::DeserializeOwned>(
     text: &str,
     path: &Path,
     kind: &str,
 ) -> Result<T> {
+    parse_json_with(text, path, kind, Nulls::Refused)
+}
+
+/// [`parse_json`], with `null` read as [`Nulls`] says.
+pub fn parse_json_with<T: serde::de::DeserializeOwned>(
+    text: &str,
+    path: &Path,
+    kind: &str,
+    nulls: Nulls,
+) -> Result<T> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut de = serde_json::Deserializer::from_str(text);
-    let value: T = serde_path_to_error::deserialize(&mut de)
+    let value: T = serde_path_to_error::deserialize(Strict::new(&mut de, nulls))
         .map_err(|e| parse_error(path, kind, &e.path().to_string(), e.inner()))?;
     de.end().map_err(|e| parse_error(path, kind, ".", &e))?;
     Ok(value)
 }
 
-/// Parses a TOML document of type `T`; errors name the field and the line and column.
+/// A value of type `T` read from a JSON `value` already parsed (strictly) out of the file at
+/// `path`, under the same discipline; errors name the field but no line, since the value's
+/// place in the file is gone.
+pub fn from_value<T: serde::de::DeserializeOwned>(
+    value: serde_json::Value,
+    path: &Path,
+    kind: &str,
+) -> Result<T> {
+    serde_path_to_error::deserialize(Strict::new(value, Nulls::Refused))
+        .map_err(|e| parse_error(path, kind, &e.path().to_string(), e.inner()))
+}
+
+/// Parses a TOML document of type `T` under the discipline of [`strict`]; errors name the
+/// field and the line and column.
 pub fn parse_toml<T: serde::de::DeserializeOwned>(
     text: &str,
     path: &Path,
     kind: &str,
 ) -> Result<T> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let de = toml::Deserializer::new(text);
-    serde_path_to_error::deserialize(de).map_err(|e| {
+    serde_path_to_error::deserialize(Strict::new(de, Nulls::Refused)).map_err(|e| {
         let inner = e.inner();
         let at = inner.span().map_or(String::new(), |span| {
             let before = &text[..span.start.min(text.len())];
@@ -69,6 +197,9 @@ pub fn parse_toml<T: serde::de::DeserializeOwned>(
 }
 
 fn parse_error(path: &Path, kind: &str, field: &str, why: &dyn std::fmt::Display) -> Error {
+    // A key refused before it is known (given twice, say) ends the path as `?`; the message
+    // names the key.
+    let field = field.trim_end_matches('?').trim_end_matches('.');
     let field = if field == "." || field.is_empty() {
         String::new()
     } else {
@@ -97,8 +228,24 @@ pub fn brief_file(brief: Brief, path: &Path) -> Result<Brief> {
     let toml = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("toml"));
-    let patch = brief_patch(&read_text(path)?, path, toml)?;
+    let patch = brief_patch(&read_text(path, BRIEF)?, path, toml)?;
     Ok(patch.apply(brief))
+}
+
+/// The partial search result in the JSON file at `path` (`merge`), of at most `max_bytes`: it
+/// is trainplan's own document, where `null` is documented (a shape with no window, `top` for
+/// every plan), so `null` reads as absent.
+pub fn partial(path: &Path, max_bytes: u64) -> Result<Partial> {
+    let limit = Limit {
+        bytes: max_bytes,
+        ..PARTIAL
+    };
+    parse_partial(&read_text(path, limit)?, path)
+}
+
+/// A partial search result's JSON `text` (see [`partial`]); `path` names it in errors.
+pub fn parse_partial(text: &str, path: &Path) -> Result<Partial> {
+    parse_json_with(text, path, PARTIAL.what, Nulls::Absent)
 }
 
 /// An efficiency table's file: `{"points": [{"width": …, "efficiency": …}, …]}`.
@@ -111,6 +258,6 @@ struct CurveFile {
 /// The efficiency curve in the JSON file at `path` (`--efficiency FILE`), checked by
 /// [`EfficiencyCurve::new`].
 pub fn efficiency_curve(path: &Path) -> Result<EfficiencyCurve> {
-    let file: CurveFile = read_json(path, "an efficiency table")?;
+    let file: CurveFile = read_json(path, EFFICIENCY)?;
     EfficiencyCurve::new(file.points)
 }

@@ -7,9 +7,10 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::brief::Brief;
+use crate::cost::memory::detailed::Options;
 use crate::cost::step::Step;
 use crate::error::{Error, Result};
-use crate::input::{parse_json, read_text};
+use crate::input::{from_value, parse_json, read_text, PLAN};
 use crate::model::layout::Layout;
 
 /// The fields of a plan object (`check --json`, a search's `plans` or `front`) a launcher
@@ -28,32 +29,37 @@ pub struct PlanFields {
     /// The step, for detailed plans.
     #[serde(default)]
     pub step: Option<Step>,
+    /// The detailed memory model's settings, for detailed plans.
+    #[serde(default)]
+    pub memory_model: Option<Options>,
+    /// The step's time, for plans graded under the detailed time model.
+    #[serde(default)]
+    pub step_seconds: Option<f64>,
 }
 
-/// A plan read from a file: its fields, the brief of the document it came from (if the
-/// document carries one), and whether it passes (true when the file does not say).
+/// A plan read from a file: its fields and the brief of the document it came from (if the
+/// document carries one). What the file says of the plan's checks is not read: a plan from a
+/// file is graded again.
 #[derive(Debug, Clone)]
 pub struct PlanFile {
     /// The plan's fields.
     pub fields: PlanFields,
     /// The brief of a search or Pareto document.
     pub brief: Option<Brief>,
-    /// Whether the plan passes its checks.
-    pub pass: bool,
 }
 
 impl PlanFile {
     /// The plan in the JSON file at `path`; see [`PlanFile::parse`].
     pub fn read(path: &Path, index: u64) -> Result<PlanFile> {
-        PlanFile::parse(&read_text(path)?, path, index)
+        PlanFile::parse(&read_text(path, PLAN)?, path, index)
     }
 
     /// The plan in JSON `text`: a plan object, or entry `index` (from 1) of a search
     /// document's `plans` or a Pareto file's `front`; `path` names it in errors.
     pub fn parse(text: &str, path: &Path, index: u64) -> Result<PlanFile> {
-        let value: Value = parse_json(text, path, "a plan, search or Pareto JSON")?;
+        let value: Value = parse_json(text, path, PLAN.what)?;
         let brief = match value.get("brief") {
-            Some(b) => Some(parse_json::<Brief>(&b.to_string(), path, "a brief")?),
+            Some(b) => Some(from_value::<Brief>(b.clone(), path, "a brief")?),
             None => None,
         };
         let list = ["plans", "front"]
@@ -72,14 +78,19 @@ impl PlanFile {
                     )
                 })?
                 .clone(),
+            None if index != 1 => {
+                return Err(Error::invalid(
+                    "--index",
+                    index,
+                    "1: the file holds one plan, not a search's plans or a Pareto front",
+                ))
+            }
             None => value,
         };
-        let pass = plan.get("pass").and_then(Value::as_bool).unwrap_or(true);
-        let fields = parse_json(&plan.to_string(), path, "a plan")?;
-        Ok(PlanFile {
-            fields,
-            brief,
-            pass,
-        })
+        let fields: PlanFields = from_value(plan, path, "a plan")?;
+        if let Some(options) = &fields.memory_model {
+            options.validate()?;
+        }
+        Ok(PlanFile { fields, brief })
     }
 }

@@ -24,10 +24,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let existing = std::fs::metadata(&target).ok();
     if let Some(meta) = &existing {
         if !meta.is_file() {
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
-                .open(&target)
-                .map_err(io_err)?;
+            let mut file = open_special(&target, meta).map_err(io_err)?;
             return file.write_all(bytes).map_err(io_err);
         }
     }
@@ -51,6 +48,47 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     tmp.as_file().sync_all().map_err(io_err)?;
     tmp.persist(&target).map_err(|e| io_err(e.error))?;
     Ok(())
+}
+
+/// Opens an existing output that is not a regular file (`/dev/null`, `/dev/stdout`, a pipe
+/// from the shell's `>(…)`) to write it in place. A FIFO is opened without blocking, so one
+/// that no process reads is an error at once instead of a wait for ever; the write itself then
+/// blocks as usual.
+#[cfg(unix)]
+fn open_special(target: &Path, meta: &std::fs::Metadata) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    use std::os::unix::io::AsRawFd;
+    if !meta.file_type().is_fifo() {
+        return std::fs::OpenOptions::new().write(true).open(target);
+    }
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(target)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ENXIO) => io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "a FIFO that no process is reading",
+            ),
+            _ => e,
+        })?;
+    let fd = file.as_raw_fd();
+    // SAFETY: `fd` is the open descriptor `file` owns for this whole block; F_GETFL and
+    // F_SETFL read and set its status flags and touch no memory.
+    let cleared = unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        flags >= 0 && libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) == 0
+    };
+    if !cleared {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(file)
+}
+
+/// Opens an existing output that is not a regular file, to write it in place.
+#[cfg(not(unix))]
+fn open_special(target: &Path, _meta: &std::fs::Metadata) -> io::Result<std::fs::File> {
+    std::fs::OpenOptions::new().write(true).open(target)
 }
 
 /// Permissions for a new file: rw-r--r-- where that means something.

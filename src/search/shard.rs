@@ -384,6 +384,29 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
             ));
         }
     }
+    for p in &partials {
+        // A shard's counts hold together: what passed was graded, and the plans and the front
+        // it kept passed (at most `top` of them).
+        let kept = p.plans.len().max(p.front.len()) as u64;
+        let consistent = p.passing <= p.evaluated
+            && kept <= p.passing
+            && p.top.is_none_or(|top| p.plans.len() <= top);
+        if !consistent {
+            return Err(Error::invalid(
+                "merge",
+                format!(
+                    "shard {}/{}: {} evaluated, {} passing, {} plans and {} on the front",
+                    p.shard[0],
+                    p.shard[1],
+                    p.evaluated,
+                    p.passing,
+                    p.plans.len(),
+                    p.front.len()
+                ),
+                "a partial file as search wrote it: passing at most evaluated, and the plans and the front at most the passing (and the plans at most top)",
+            ));
+        }
+    }
     let mut seen: Vec<u64> = partials.iter().map(|p| p.shard[0]).collect();
     seen.sort_unstable();
     if seen != (1..=count).collect::<Vec<u64>>() {
