@@ -295,5 +295,24 @@ pub fn plan_struct(data: &[u8]) {
     if let (Some(brief), Some(map)) = (brief, doc.as_object_mut()) {
         map.insert("brief".into(), brief);
     }
-    plan_text(&doc.to_string(), index);
+    let text = doc.to_string();
+    // Accepted implies the same design: a plan the reader takes is the one that was written.
+    if let Ok(read) = PlanFile::parse(&text, Path::new("plan.json"), index) {
+        let f = &read.fields;
+        assert_eq!(f.model, input.model.name());
+        assert_eq!(f.tokens, input.tokens.get());
+        assert_eq!(f.params, input.params.map(Num::get));
+        let l = f.layout;
+        let written = (input.tp.get(), input.pp.get(), input.dp.get(), input.zero % 5);
+        assert_eq!((l.tp, l.pp, l.dp, l.zero.get()), written);
+        assert_eq!(f.step.is_some(), input.step.is_some());
+        if let (Some(step), Some(s)) = (&f.step, &input.step) {
+            assert_eq!(step.micro_batch, s.micro_batch.get());
+            assert_eq!(step.seq_len, s.seq_len.get());
+            assert_eq!(step.global_batch_tokens, s.global_batch_tokens.get());
+            assert_eq!(step.sequence_parallel, s.sequence_parallel);
+        }
+        assert_eq!(read.brief.is_some(), input.brief.is_some());
+    }
+    plan_text(&text, index);
 }
