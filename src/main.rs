@@ -23,7 +23,7 @@ use trainplan::input::plan_file::PlanFile;
 use trainplan::input::{self, hf};
 use trainplan::model::layout::Layout;
 use trainplan::plan::check::{check, CheckReport};
-use trainplan::plan::Design;
+use trainplan::plan::{evaluate, Design};
 use trainplan::report::export::Launch;
 use trainplan::report::export::{brief_lines, Format};
 use trainplan::report::output::{emit, quietly_closed, same_file, write_atomic, written};
@@ -251,10 +251,10 @@ fn run_export(args: &ExportArgs, quiet: bool) -> Result<bool> {
         memory,
         time: &time,
     };
-    let graded = check(&brief, &design)?;
+    let graded = evaluate(&brief, &design)?;
     let launch = Launch::new(shape, fields.tokens, layout, fields.step, brief.seq_len)?;
-    print_launch(format, &launch, &graded.plan.reasons, quiet)?;
-    Ok(graded.plan.pass)
+    print_launch(format, &launch, &graded.reasons, quiet)?;
+    Ok(graded.pass)
 }
 
 fn run_serve(args: &ServeArgs, quiet: bool) -> Result<bool> {

@@ -112,11 +112,11 @@ impl LossLawPatch {
     /// `law` with every constant this patch sets replaced.
     pub fn apply(self, law: LossLaw) -> LossLaw {
         LossLaw {
-            e: self.e.map(unsigned_zero).unwrap_or(law.e),
-            a: self.a.map(unsigned_zero).unwrap_or(law.a),
-            b: self.b.map(unsigned_zero).unwrap_or(law.b),
-            alpha: self.alpha.map(unsigned_zero).unwrap_or(law.alpha),
-            beta: self.beta.map(unsigned_zero).unwrap_or(law.beta),
+            e: number_or(self.e, law.e),
+            a: number_or(self.a, law.a),
+            b: number_or(self.b, law.b),
+            alpha: number_or(self.alpha, law.alpha),
+            beta: number_or(self.beta, law.beta),
         }
     }
 }
@@ -130,25 +130,13 @@ impl BriefPatch {
         };
         Brief {
             gpus: self.gpus.unwrap_or(brief.gpus),
-            peak_tflops: self
-                .peak_tflops
-                .map(unsigned_zero)
-                .unwrap_or(brief.peak_tflops),
-            gpu_memory_gb: self
-                .gpu_memory_gb
-                .map(unsigned_zero)
-                .unwrap_or(brief.gpu_memory_gb),
-            memory_cap_gb: self
-                .memory_cap_gb
-                .map(unsigned_zero)
-                .unwrap_or(brief.memory_cap_gb),
+            peak_tflops: number_or(self.peak_tflops, brief.peak_tflops),
+            gpu_memory_gb: number_or(self.gpu_memory_gb, brief.gpu_memory_gb),
+            memory_cap_gb: number_or(self.memory_cap_gb, brief.memory_cap_gb),
             gpus_per_node: self.gpus_per_node.unwrap_or(brief.gpus_per_node),
-            mfu: self.mfu.map(unsigned_zero).unwrap_or(brief.mfu),
-            max_days: self.max_days.map(unsigned_zero).unwrap_or(brief.max_days),
-            loss_target: self
-                .loss_target
-                .map(unsigned_zero)
-                .unwrap_or(brief.loss_target),
+            mfu: number_or(self.mfu, brief.mfu),
+            max_days: number_or(self.max_days, brief.max_days),
+            loss_target: number_or(self.loss_target, brief.loss_target),
             seq_len: self.seq_len.unwrap_or(brief.seq_len),
             loss_law: self.loss_law.apply(brief.loss_law),
             topology: self.topology.apply(brief.topology),
@@ -202,23 +190,11 @@ impl TopologyPatch {
     /// `t` with every figure this patch sets replaced.
     pub fn apply(self, t: Topology) -> Topology {
         Topology {
-            intra_node_gbps: self
-                .intra_node_gbps
-                .map(unsigned_zero)
-                .unwrap_or(t.intra_node_gbps),
-            intra_node_latency_us: self
-                .intra_node_latency_us
-                .map(unsigned_zero)
-                .unwrap_or(t.intra_node_latency_us),
-            inter_node_gbps: self
-                .inter_node_gbps
-                .map(unsigned_zero)
-                .unwrap_or(t.inter_node_gbps),
-            inter_node_latency_us: self
-                .inter_node_latency_us
-                .map(unsigned_zero)
-                .unwrap_or(t.inter_node_latency_us),
-            hbm_gbps: self.hbm_gbps.map(unsigned_zero).unwrap_or(t.hbm_gbps),
+            intra_node_gbps: number_or(self.intra_node_gbps, t.intra_node_gbps),
+            intra_node_latency_us: number_or(self.intra_node_latency_us, t.intra_node_latency_us),
+            inter_node_gbps: number_or(self.inter_node_gbps, t.inter_node_gbps),
+            inter_node_latency_us: number_or(self.inter_node_latency_us, t.inter_node_latency_us),
+            hbm_gbps: number_or(self.hbm_gbps, t.hbm_gbps),
         }
     }
 }
@@ -245,22 +221,13 @@ impl ReliabilityPatch {
     /// `r` with every figure this patch sets replaced.
     pub fn apply(self, r: Reliability) -> Reliability {
         Reliability {
-            failures_per_gpu_hour: self
-                .failures_per_gpu_hour
-                .map(unsigned_zero)
-                .unwrap_or(r.failures_per_gpu_hour),
-            storage_gbps_per_gpu: self
-                .storage_gbps_per_gpu
-                .map(unsigned_zero)
-                .unwrap_or(r.storage_gbps_per_gpu),
-            restart_minutes: self
-                .restart_minutes
-                .map(unsigned_zero)
-                .unwrap_or(r.restart_minutes),
-            checkpoint_bytes_per_param: self
-                .checkpoint_bytes_per_param
-                .map(unsigned_zero)
-                .unwrap_or(r.checkpoint_bytes_per_param),
+            failures_per_gpu_hour: number_or(self.failures_per_gpu_hour, r.failures_per_gpu_hour),
+            storage_gbps_per_gpu: number_or(self.storage_gbps_per_gpu, r.storage_gbps_per_gpu),
+            restart_minutes: number_or(self.restart_minutes, r.restart_minutes),
+            checkpoint_bytes_per_param: number_or(
+                self.checkpoint_bytes_per_param,
+                r.checkpoint_bytes_per_param,
+            ),
         }
     }
 }
@@ -277,8 +244,8 @@ impl TryFrom<String> for GpuName {
     }
 }
 
-/// `x` with a negative zero made positive (`x + 0.0`), so that `e = -0.0` is the brief's
-/// `e = 0` and never prints as "-0"; every other value is as it was.
-fn unsigned_zero(x: f64) -> f64 {
-    x + 0.0
+/// The number a patch sets, else `old`; a negative zero set is made positive (`x + 0.0`), so
+/// that `e = -0.0` is the brief's `e = 0` and never prints as "-0".
+fn number_or(new: Option<f64>, old: f64) -> f64 {
+    new.map_or(old, |x| x + 0.0)
 }

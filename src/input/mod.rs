@@ -67,8 +67,8 @@ pub const PARTIAL: Limit = Limit {
 
 /// Reads a text file whole: a regular file (a directory, a device such as `/dev/zero` or a
 /// FIFO is refused before it is opened, so nothing blocks), of at most `limit.bytes`, in UTF-8
-/// (a leading byte-order mark is dropped). A file that breaks any of these is an
-/// [`Error::Io`] that says which.
+/// (the parsers skip a leading byte-order mark, in files and request bodies alike). A file
+/// that breaks any of these is an [`Error::Io`] that says which.
 pub fn read_text(path: &Path, limit: Limit) -> Result<String> {
     use std::io::Read;
     let fail = |source: std::io::Error| Error::Io {
@@ -107,15 +107,11 @@ pub fn read_text(path: &Path, limit: Limit) -> Result<String> {
     if bytes.len() as u64 > limit.bytes {
         return Err(too_big(bytes.len() as u64));
     }
-    let text = String::from_utf8(bytes).map_err(|_| {
+    String::from_utf8(bytes).map_err(|_| {
         fail(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             "stream did not contain valid UTF-8",
         ))
-    })?;
-    Ok(match text.strip_prefix('\u{feff}') {
-        Some(rest) => rest.to_string(),
-        None => text,
     })
 }
 

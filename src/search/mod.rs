@@ -775,6 +775,7 @@ fn search_in_blocks<'a>(
             passing: 0,
             best: vec![None; block.len()],
         };
+        let cluster_flops = brief.cluster_flops_per_second();
         let part = work
             .par_iter()
             .fold(empty, |mut found, &(s, first, last)| {
@@ -787,7 +788,7 @@ fn search_in_blocks<'a>(
                     if !loss_meets(brief, loss) {
                         continue;
                     }
-                    let plate_days = time::days(brief.cluster_flops_per_second(), n, tokens as f64);
+                    let plate_days = time::days(cluster_flops, n, tokens as f64);
                     let days_of = |c: &Config| c.pace.days(plate_days, tokens);
                     // Days rise with the pace, so the configurations that pass are a prefix of
                     // `by_pace`. They share the loss; under any ranking but memory they come
