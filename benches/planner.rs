@@ -8,10 +8,12 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use itertools::iproduct;
 use trainplan::cost::activations::Recompute;
 use trainplan::cost::memory::detailed::Options;
+use trainplan::cost::stack::Stack;
 use trainplan::cost::step::{Schedule, Step};
 use trainplan::cost::step_time::{TimeModel, TimeOptions};
 use trainplan::input::hf;
 use trainplan::model::family::Family;
+use trainplan::model::layout::layouts;
 use trainplan::model::layout::{Layout, ZeroStage};
 use trainplan::model::{preset, presets};
 use trainplan::plan::check::check;
@@ -21,7 +23,9 @@ use trainplan::plan::{evaluate, Design};
 use trainplan::report::export::Format;
 use trainplan::report::plot;
 use trainplan::search::progress::Silent;
-use trainplan::search::{search, search_all, MemorySpace, SearchOptions, TokenGrid};
+use trainplan::search::{
+    configurations, search, search_all, MemorySpace, SearchOptions, TokenGrid,
+};
 use trainplan::{serve, Brief};
 
 fn one_plan(c: &mut Criterion) {
@@ -82,9 +86,9 @@ fn default_search(c: &mut Criterion) {
 fn detailed_search(c: &mut Criterion) {
     let brief = Brief::default();
     let shapes = presets();
-    let steps = iproduct!(
+    let steps: Vec<Step> = iproduct!(
         [1, 2, 4],
-        Recompute::ALL,
+        [Recompute::None, Recompute::Selective, Recompute::Full],
         [true, false],
         [Schedule::OneFOneB, Schedule::Interleaved(2)]
     )
@@ -101,8 +105,9 @@ fn detailed_search(c: &mut Criterion) {
     .collect();
     let memory = SearchOptions {
         memory: MemorySpace::Detailed {
-            steps,
+            steps: steps.clone(),
             options: Options::default(),
+            interleave: false,
         },
         ..SearchOptions::default()
     };
@@ -110,6 +115,30 @@ fn detailed_search(c: &mut Criterion) {
         time: TimeModel::Detailed(TimeOptions::default()),
         ..memory.clone()
     };
+    // One detailed configuration (memory and step time) of the presets' layouts under each
+    // stack's compute model: per operation (megatron-te) against the eager curve.
+    let mut g = c.benchmark_group("configuration");
+    for stack in [Stack::MegatronTe, Stack::Eager] {
+        let space = MemorySpace::Detailed {
+            steps: steps.clone(),
+            options: Options::for_stack(stack),
+            interleave: false,
+        };
+        let time = TimeModel::Detailed(TimeOptions::for_stack(stack));
+        let pairs: u64 = shapes
+            .iter()
+            .map(|s| layouts(&brief, s).len() as u64 * steps.len() as u64)
+            .sum();
+        g.throughput(Throughput::Elements(pairs));
+        g.bench_function(format!("detailed memory and time, {stack}"), |b| {
+            b.iter(|| {
+                for s in &shapes {
+                    black_box(configurations(black_box(&brief), s, &space, &time));
+                }
+            })
+        });
+    }
+    g.finish();
     let mut g = c.benchmark_group("search");
     g.sample_size(20);
     for (name, options) in [

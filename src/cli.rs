@@ -16,6 +16,7 @@ use trainplan::cost::memory::detailed::{
 };
 use trainplan::cost::memory::MemoryModel;
 use trainplan::cost::scaling::LossLawPreset;
+use trainplan::cost::stack::Stack;
 use trainplan::cost::step::{Schedule, Step, DEFAULT_GLOBAL_BATCH_TOKENS};
 use trainplan::cost::step_time::{TimeModel, TimeOptions};
 use trainplan::error::{Error, Result};
@@ -94,6 +95,10 @@ pub enum Command {
     /// passes, 1 when it fails (the configuration is still written), 2 for bad input.
     #[command(allow_negative_numbers = true)]
     Export(Box<ExportArgs>),
+    /// Fit the detailed model's calibrated parameters to measured runs (the format of
+    /// data/published/runs.json), print each run's error before and after, and write the fit
+    /// for --calibration. Exit status 0, or 2 for bad input.
+    Calibrate(CalibrateArgs),
     /// Print a shell completion script: bash, zsh, fish, elvish or powershell.
     Completions(CompletionsArgs),
     /// Serve the workshop: a page where a design is graded as its controls move, driven by
@@ -104,6 +109,20 @@ pub enum Command {
     /// or 2 when it is not valid.
     #[command(allow_negative_numbers = true)]
     Brief(Box<BriefCommandArgs>),
+}
+
+/// `calibrate`.
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// The measured runs, JSON {"runs": [...]} as in data/published/runs.json.
+    #[arg(value_name = "RUNS.json")]
+    pub runs: PathBuf,
+    /// Fit only the runs graded under this stack [default: every run].
+    #[arg(long, value_enum, value_name = "NAME")]
+    pub stack: Option<StackArg>,
+    /// Write the fit here (atomically), for --calibration FILE.
+    #[arg(long, short, value_name = "FILE.json")]
+    pub output: Option<PathBuf>,
 }
 
 /// `brief`.
@@ -523,10 +542,10 @@ impl DesignArgs {
         [
             self.brief.brief.as_deref(),
             self.model.model_config.as_deref(),
-            self.time.efficiency.as_deref(),
         ]
         .into_iter()
         .flatten()
+        .chain(self.time.inputs())
         .collect()
     }
 
@@ -624,25 +643,40 @@ pub struct TimeArgs {
     /// model needs --memory detailed, which defines the step.
     #[arg(long, value_enum, default_value = "plate")]
     pub time: TimeArg,
-    /// Measured efficiency table, JSON {"points": [{"width": h/TP, "efficiency": f}, …]}
-    /// [default: fitted to data/calibration].
+    /// Calibrated parameters from `trainplan calibrate` (and, for --stack eager, an efficiency
+    /// table {"points": [{"width": h/TP, "efficiency": f}, …]}, the form --efficiency read)
+    /// [default: the fit to data/published].
     #[arg(long, value_name = "FILE.json")]
+    pub calibration: Option<PathBuf>,
+    /// The eager stack's efficiency table alone (superseded by --calibration, which reads the
+    /// same file) [default: fitted to data/calibration].
+    #[arg(long, value_name = "FILE.json", conflicts_with = "calibration")]
     pub efficiency: Option<PathBuf>,
-    /// Fraction of TP communication hidden behind compute [default: 0].
+    /// Fraction of TP communication hidden behind the layer's GEMMs, as far as they last
+    /// [default: the stack's].
     #[arg(long, value_name = "FRACTION")]
     pub tp_overlap: Option<f64>,
-    /// Fraction of pipeline sends hidden behind compute [default: 0].
+    /// Fraction of pipeline sends hidden behind compute [default: the stack's].
     #[arg(long, value_name = "FRACTION")]
     pub pp_overlap: Option<f64>,
-    /// Fraction of the last backward that DP communication overlaps [default: 1].
+    /// Fraction of the last backward that DP communication overlaps [default: the stack's].
     #[arg(long, value_name = "FRACTION")]
     pub dp_overlap: Option<f64>,
 }
 
 impl TimeArgs {
-    /// The time model.
-    pub fn model(&self) -> Result<TimeModel> {
+    /// The files the time model reads.
+    pub fn inputs(&self) -> impl Iterator<Item = &Path> {
+        self.calibration
+            .as_deref()
+            .into_iter()
+            .chain(self.efficiency.as_deref())
+    }
+
+    /// The time model for `stack`.
+    pub fn model(&self, stack: Stack) -> Result<TimeModel> {
         let given = self.efficiency.is_some()
+            || self.calibration.is_some()
             || self.tp_overlap.is_some()
             || self.pp_overlap.is_some()
             || self.dp_overlap.is_some();
@@ -651,13 +685,24 @@ impl TimeArgs {
                 return Err(Error::invalid(
                     "--time",
                     "plate",
-                    "--time detailed, which the efficiency and overlap flags need",
+                    "--time detailed, which the calibration, efficiency and overlap flags need",
                 ));
             }
             return Ok(TimeModel::Plate);
         }
-        let d = TimeOptions::default();
+        let mut d = TimeOptions::for_stack(stack);
+        if let Some(path) = &self.calibration {
+            let file = input::calibration(path)?;
+            // The fit's parameters and, for the eager stack, its curve.
+            if let Some(c) = file.calibration {
+                d.calibration = c;
+            }
+            if let Some(curve) = file.efficiency {
+                d.efficiency = curve;
+            }
+        }
         let options = TimeOptions {
+            calibration: d.calibration,
             efficiency: match &self.efficiency {
                 Some(path) => input::efficiency_curve(path)?,
                 None => d.efficiency,
@@ -784,6 +829,12 @@ pub enum RecomputeArg {
     Selective,
     /// Keep each layer's input only.
     Full,
+    /// torchtitan's op-level policy: keep attention's and every other matrix product's output.
+    SelectiveOp,
+    /// torchtitan's layer-level policy: every other layer fully recomputed.
+    SelectiveLayer,
+    /// MaxText's save_qkv_proj policy: keep the Q, K, V projections, recompute the rest.
+    SaveQkv,
 }
 
 impl RecomputeArg {
@@ -792,6 +843,43 @@ impl RecomputeArg {
             RecomputeArg::None => Recompute::None,
             RecomputeArg::Selective => Recompute::Selective,
             RecomputeArg::Full => Recompute::Full,
+            RecomputeArg::SelectiveOp => Recompute::SelectiveOp,
+            RecomputeArg::SelectiveLayer => Recompute::SelectiveLayer,
+            RecomputeArg::SaveQkv => Recompute::SaveQkv,
+        }
+    }
+}
+
+/// `--stack`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StackArg {
+    /// Megatron-core / NeMo with Transformer Engine (the default).
+    MegatronTe,
+    /// Meta's stack as the Llama 3 paper describes it.
+    Llama3,
+    /// torchtitan with FSDP2, eager.
+    Torchtitan,
+    /// torchtitan with torch.compile.
+    TorchtitanCompile,
+    /// MaxText under XLA.
+    Maxtext,
+    /// Megatron-DeepSpeed (2021–22: MT-NLG, BLOOM).
+    MegatronDeepspeed,
+    /// Eager PyTorch at the calibration's measured efficiency curve.
+    Eager,
+}
+
+impl StackArg {
+    /// The stack.
+    pub fn stack(self) -> Stack {
+        match self {
+            StackArg::MegatronTe => Stack::MegatronTe,
+            StackArg::Llama3 => Stack::Llama3,
+            StackArg::Torchtitan => Stack::Torchtitan,
+            StackArg::TorchtitanCompile => Stack::TorchtitanCompile,
+            StackArg::Maxtext => Stack::Maxtext,
+            StackArg::MegatronDeepspeed => Stack::MegatronDeepspeed,
+            StackArg::Eager => Stack::Eager,
         }
     }
 }
@@ -812,6 +900,11 @@ pub struct DetailedArgs {
     /// Memory model: the plate (default, reproduces SPEC.md) or a detailed training step.
     #[arg(long, value_enum, default_value = "plate")]
     pub memory: MemoryArg,
+    /// Software stack: its kernels, overlaps, gradient and loss precision and stage split are
+    /// the defaults of the flags below and of the time model's [detailed; default:
+    /// megatron-te].
+    #[arg(long, value_enum, value_name = "NAME")]
+    pub stack: Option<StackArg>,
     /// Gradient buffers [detailed; default: fp32, as Megatron-LM and DeepSpeed keep them].
     #[arg(long, value_enum)]
     pub gradients: Option<GradientArg>,
@@ -858,6 +951,8 @@ pub enum KernelsArg {
     Fused,
     /// Eager PyTorch, as measured in data/calibration.
     Eager,
+    /// Fused, SwiGLU's product recomputed in backward (the llama3 stack).
+    Lean,
 }
 
 /// Stage split.
@@ -867,13 +962,22 @@ pub enum StagesArg {
     Even,
     /// One layer fewer on the first and the last stage.
     Llama3,
+    /// The embedding and the head counted as a layer each (DeepSpeed's
+    /// type:transformer|embedding).
+    Balanced,
 }
 
 impl DetailedArgs {
+    /// The stack asked for, or the default.
+    pub fn stack(&self) -> Stack {
+        self.stack.map_or_else(Stack::default, StackArg::stack)
+    }
+
     /// The detailed model's settings, or `None` for the plate. `step_given` says whether a
     /// flag of the training step was used, which only the detailed model reads.
     pub fn options(&self, step_given: bool) -> Result<Option<Options>> {
         let given = step_given
+            || self.stack.is_some()
             || self.gradients.is_some()
             || self.loss_precision.is_some()
             || self.kernels.is_some()
@@ -890,8 +994,9 @@ impl DetailedArgs {
             }
             return Ok(None);
         }
-        let d = Options::default();
+        let d = Options::for_stack(self.stack());
         let options = Options {
+            stack: d.stack,
             gradients: match self.gradients {
                 Some(GradientArg::Bf16) => GradientPrecision::Bf16,
                 Some(GradientArg::Fp32) => GradientPrecision::Fp32,
@@ -905,11 +1010,13 @@ impl DetailedArgs {
             kernels: match self.kernels {
                 Some(KernelsArg::Eager) => Kernels::Eager,
                 Some(KernelsArg::Fused) => Kernels::Fused,
+                Some(KernelsArg::Lean) => Kernels::Lean,
                 None => d.kernels,
             },
             stages: match self.stages {
                 Some(StagesArg::Llama3) => StageSplit::Llama3,
                 Some(StagesArg::Even) => StageSplit::Even,
+                Some(StagesArg::Balanced) => StageSplit::Balanced,
                 None => d.stages,
             },
             reserve_gb: self.reserve_gb.unwrap_or(d.reserve_gb),
@@ -957,7 +1064,9 @@ pub struct SearchStepArgs {
     /// Sequence parallelism settings [default: on,off; on needs tp > 1].
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_enum)]
     pub sequence_parallel: Vec<OnOff>,
-    /// Pipeline schedules [default: 1f1b,interleaved:2].
+    /// Pipeline schedules: 1f1b, interleaved:V, or interleaved:all for every depth from 2 to
+    /// the layers of a layout's largest stage where the micro-batches are a multiple of PP
+    /// [default: 1f1b,interleaved:all, where the stack interleaves].
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub schedules: Vec<String>,
     /// Global batches, tokens [default: 16777216].
@@ -965,7 +1074,18 @@ pub struct SearchStepArgs {
     pub global_batch_tokens: Vec<u64>,
 }
 
+/// Whether a `--schedules` entry asks for every interleaving depth.
+fn is_interleaved_all(text: &str) -> bool {
+    text.trim().eq_ignore_ascii_case("interleaved:all")
+}
+
 impl SearchStepArgs {
+    /// Whether every interleaving depth a layout allows is searched: by default (for a stack
+    /// that interleaves), or when `--schedules` lists `interleaved:all`.
+    fn interleave_all(&self) -> bool {
+        self.schedules.is_empty() || self.schedules.iter().any(|s| is_interleaved_all(s))
+    }
+
     fn given(&self) -> bool {
         !(self.micro_batches.is_empty()
             && self.seq_lens.is_empty()
@@ -985,12 +1105,21 @@ impl SearchStepArgs {
             }
         }
         let schedules = if self.schedules.is_empty() {
-            vec![Schedule::OneFOneB, Schedule::Interleaved(2)]
+            vec![Schedule::OneFOneB]
         } else {
-            self.schedules
+            let listed: Vec<&String> = self
+                .schedules
                 .iter()
-                .map(|s| Schedule::parse(s))
-                .collect::<Result<_>>()?
+                .filter(|s| !is_interleaved_all(s))
+                .collect();
+            if listed.is_empty() {
+                vec![Schedule::OneFOneB]
+            } else {
+                listed
+                    .into_iter()
+                    .map(|s| Schedule::parse(s))
+                    .collect::<Result<_>>()?
+            }
         };
         for (flag, list, max) in [
             (
@@ -1237,7 +1366,7 @@ impl SearchArgs {
     pub fn inputs(&self) -> Vec<&Path> {
         let mut inputs: Vec<&Path> = self.model_config.iter().map(PathBuf::as_path).collect();
         inputs.extend(self.brief.brief.as_deref());
-        inputs.extend(self.time.efficiency.as_deref());
+        inputs.extend(self.time.inputs());
         inputs
     }
 
@@ -1268,6 +1397,7 @@ impl SearchArgs {
             None => MemorySpace::Plate,
             Some(options) => MemorySpace::Detailed {
                 steps: self.step.steps(brief)?,
+                interleave: self.step.interleave_all() && options.stack.settings().interleaving,
                 options,
             },
         };
@@ -1289,7 +1419,7 @@ impl SearchArgs {
             },
             top,
             memory,
-            time: self.time.model()?,
+            time: self.time.model(self.detailed.stack())?,
             exact: self.exact,
         })
     }

@@ -12,22 +12,25 @@ use clap::{CommandFactory, Parser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use cli::{
-    BriefCommandArgs, BriefFormat, CheckArgs, Cli, Command, CompletionsArgs, DesignArgs,
-    ExportArgs, MergeArgs, OutputArgs, SearchArgs, ServeArgs,
+    BriefCommandArgs, BriefFormat, CalibrateArgs, CheckArgs, Cli, Command, CompletionsArgs,
+    DesignArgs, ExportArgs, MergeArgs, OutputArgs, SearchArgs, ServeArgs, StackArg,
 };
+use trainplan::cost::calibration::Calibration;
 use trainplan::cost::memory::detailed::Detailed;
 use trainplan::cost::memory::MemoryModel;
 use trainplan::cost::step_time::{TimeModel, TimeOptions};
 use trainplan::error::{Error, Result};
 use trainplan::input::plan_file::PlanFile;
-use trainplan::input::{self, hf};
+use trainplan::input::{self, hf, CalibrationFile, FitRecord};
 use trainplan::model::layout::Layout;
+use trainplan::plan::calibrate;
 use trainplan::plan::check::{check, CheckReport};
 use trainplan::plan::{evaluate, Design};
 use trainplan::report::export::Launch;
 use trainplan::report::export::{brief_lines, Format};
 use trainplan::report::output::{emit, quietly_closed, same_file, write_atomic, written};
 use trainplan::report::plot;
+use trainplan::report::validation;
 use trainplan::search::progress::Progress;
 use trainplan::search::shard::{fingerprint, merge, Partial, Shard};
 use trainplan::search::{search, search_all, Ranked, SearchReport};
@@ -60,6 +63,7 @@ fn main() -> ExitCode {
         Command::Search(args) => run_search(args, cli.quiet),
         Command::Merge(args) => run_merge(args, cli.quiet),
         Command::Export(args) => run_export(args, cli.quiet),
+        Command::Calibrate(args) => run_calibrate(args, cli.quiet),
         Command::Completions(args) => run_completions(args),
         Command::Serve(args) => run_serve(args, cli.quiet),
         Command::Brief(args) => run_brief(args),
@@ -90,6 +94,54 @@ fn print(text: &str) -> Result<()> {
     written(emit(&mut io::stdout().lock(), text).map(|_| ()))
 }
 
+fn run_calibrate(args: &CalibrateArgs, quiet: bool) -> Result<bool> {
+    if let Some(out) = &args.output {
+        refuse_overwrite("--output", out, &[args.runs.as_path()])?;
+    }
+    let file = input::runs(&args.runs)?;
+    let wanted = args.stack.map(StackArg::stack);
+    let mut runs = Vec::new();
+    for r in &file.runs {
+        if wanted.is_none_or(|s| r.stack().is_ok_and(|t| t == s)) && !r.power_capped() {
+            runs.push(r);
+        }
+    }
+    if runs.is_empty() {
+        return Err(Error::invalid(
+            "calibrate",
+            args.runs.display(),
+            "at least one run (not power-capped) of the stack asked for",
+        ));
+    }
+    let old = Calibration::default();
+    let new = calibrate::fit(&runs)?;
+    let predict =
+        |c: Calibration| -> Result<Vec<_>> { runs.iter().map(|r| r.predict(c, None)).collect() };
+    let (before, after) = (predict(old)?, predict(new)?);
+    if !quiet {
+        print(&validation::calibration_text(&before, &after, old, new))?;
+    }
+    if let Some(path) = &args.output {
+        let b: Vec<_> = before.iter().collect();
+        let a: Vec<_> = after.iter().collect();
+        let record = CalibrationFile {
+            sustained: Some(new.sustained),
+            points: None,
+            fit: Some(FitRecord {
+                runs_file: args.runs.display().to_string(),
+                runs: after.len() as u64,
+                mae_before: validation::mae(&b),
+                mae_after: validation::mae(&a),
+            }),
+        };
+        let text = serde_json::to_string_pretty(&record)
+            .map_err(|e| Error::invalid("calibration", "JSON", e.to_string()))?
+            + "\n";
+        write_atomic(path, text.as_bytes())?;
+    }
+    Ok(true)
+}
+
 fn run_brief(args: &BriefCommandArgs) -> Result<bool> {
     let brief = args.brief.resolve()?;
     let text = match (args.print, args.format) {
@@ -111,7 +163,7 @@ fn grade(args: &DesignArgs) -> Result<CheckReport> {
     let shape = args.shape()?;
     let layout = Layout::new(&brief, &shape, args.tp(), args.pp(), args.zero())?;
     let tokens = args.tokens()?;
-    let time = args.time.model()?;
+    let time = args.time.model(args.detailed.stack())?;
     let design = Design {
         shape: &shape,
         tokens,
@@ -241,7 +293,9 @@ fn run_export(args: &ExportArgs, quiet: bool) -> Result<bool> {
         (None, _) => MemoryModel::Plate,
     };
     let time = match fields.step_seconds {
-        Some(_) => TimeModel::Detailed(TimeOptions::default()),
+        Some(_) => TimeModel::Detailed(TimeOptions::for_stack(
+            fields.memory_model.unwrap_or_default().stack,
+        )),
         None => TimeModel::Plate,
     };
     let design = Design {

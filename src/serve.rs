@@ -816,14 +816,18 @@ mod tests {
 
     #[test]
     fn a_search_past_its_time_is_answered_with_503() {
-        // No time at all: the search (every preset, several milliseconds) cannot have ended
-        // when its answer is first looked for.
+        // No time at all: the search (every preset on 720,720 GPUs, whose 240 divisors give
+        // tens of milliseconds of layouts) cannot have ended when its answer is first looked
+        // for, even on a loaded machine where its thread starts at once.
         let s = searches(Limits {
             timeout: Duration::ZERO,
             ..Limits::default()
         });
-        let (status, body) = answer_search(&s, br#"{"models": ["8b", "70b", "405b"]}"#);
-        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        let (status, body) = answer_search(
+            &s,
+            br#"{"models": ["8b", "70b", "405b"], "brief": {"gpus": 720720}}"#,
+        );
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
         assert_eq!(body, "{\"error\":\"the search took longer than 0 s\"}\n");
     }
 

@@ -682,15 +682,106 @@ fn a_measured_efficiency_table_changes_the_derived_mfu() {
     std::fs::write(&path, r#"{"points": [{"width": 1024, "efficiency": 0.8}]}"#).unwrap();
     let base = [
         "check", "--model", "70b", "--tokens", "4e12", "--tp", "8", "--memory", "detailed",
-        "--time", "detailed", "--json",
+        "--time", "detailed", "--stack", "eager", "--json",
     ];
     let default = json(&base)["mfu"].as_f64().unwrap();
     let mut with = base.to_vec();
     with.extend(["--efficiency", path.to_str().unwrap()]);
     let measured = json(&with)["mfu"].as_f64().unwrap();
     assert!(measured > default * 1.5, "{measured} vs {default}");
+    // --calibration reads the same table, the file --efficiency read.
+    let mut calibrated = base.to_vec();
+    calibrated.extend(["--calibration", path.to_str().unwrap()]);
+    assert_eq!(json(&calibrated)["mfu"].as_f64().unwrap(), measured);
     std::fs::write(&path, r#"{"points": [{"width": 1024, "efficiency": 1.5}]}"#).unwrap();
     refuses(&with, "efficiency.efficiency = 1.5");
+}
+
+#[test]
+fn calibrate_round_trips_through_calibration() {
+    let dir = tempfile::tempdir().unwrap();
+    let fit = dir.path().join("fit.json");
+    let out = trainplan()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "calibrate",
+            "data/published/runs.json",
+            "-o",
+            fit.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        report.contains("MAE") && report.contains("nemo-gpt3-175b-bf16-128"),
+        "{report}"
+    );
+    let written: Value = serde_json::from_str(&std::fs::read_to_string(&fit).unwrap()).unwrap();
+    let sustained = written["sustained"].as_f64().unwrap();
+    // The shipped default is this fit, so a check reads the same with and without the file.
+    assert!((sustained - trainplan::cost::calibration::PUBLISHED_SUSTAINED).abs() < 1e-3);
+    let base = [
+        "check", "--model", "70b", "--tokens", "4e12", "--tp", "8", "--pp", "4", "--memory",
+        "detailed", "--time", "detailed", "--json",
+    ];
+    let mut with = base.to_vec();
+    with.extend(["--calibration", fit.to_str().unwrap()]);
+    let (a, b) = (
+        json(&base)["mfu"].as_f64().unwrap(),
+        json(&with)["mfu"].as_f64().unwrap(),
+    );
+    assert!((a - b).abs() < 2e-3 * a, "{a} vs {b}");
+    // A different fit changes the answer; a value out of bounds is refused by name.
+    std::fs::write(&fit, r#"{"sustained": 0.6}"#).unwrap();
+    assert!(json(&with)["mfu"].as_f64().unwrap() < 0.8 * a);
+    std::fs::write(&fit, r#"{"sustained": 1.2}"#).unwrap();
+    refuses(&with, "calibration.sustained = 1.2");
+    std::fs::write(&fit, r#"{"sustained": 0.8, "extra": 1}"#).unwrap();
+    refuses(&with, "extra");
+}
+
+#[test]
+fn every_stack_grades_a_run_and_names_itself_and_an_unknown_gpu_is_refused() {
+    let base = [
+        "check", "--model", "70b", "--tokens", "4e12", "--tp", "8", "--pp", "4", "--memory",
+        "detailed", "--time", "detailed", "--json", "--stack",
+    ];
+    let mut seen = Vec::new();
+    for stack in [
+        "megatron-te",
+        "llama3",
+        "torchtitan",
+        "torchtitan-compile",
+        "maxtext",
+        "megatron-deepspeed",
+        "eager",
+    ] {
+        let mut args = base.to_vec();
+        args.push(stack);
+        let plan = json(&args);
+        assert_eq!(plan["memory_model"]["stack"], stack);
+        seen.push(plan["mfu"].as_f64().unwrap());
+    }
+    // Fused, overlapped Megatron-core is faster than the eager curve.
+    assert!(seen[0] > seen[6], "{seen:?}");
+    let mut mi300 = base.to_vec();
+    mi300.extend(["megatron-te", "--gpu", "mi300x"]);
+    refuses(
+        &mi300,
+        "invalid --stack = megatron-te: a GPU with published kernel figures",
+    );
+    // DeepSpeed's pipeline does not interleave.
+    let mut ds = base.to_vec();
+    ds.extend(["megatron-deepspeed", "--schedule", "interleaved:2"]);
+    refuses(
+        &ds,
+        "the megatron-deepspeed stack has no interleaved schedule",
+    );
 }
 
 #[test]

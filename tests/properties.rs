@@ -153,7 +153,11 @@ fn space() -> impl Strategy<Value = MemorySpace> {
     let options = (
         prop::sample::select(vec![GradientPrecision::Bf16, GradientPrecision::Fp32]),
         prop::sample::select(vec![Kernels::Fused, Kernels::Eager]),
-        prop::sample::select(vec![StageSplit::Even, StageSplit::Llama3]),
+        prop::sample::select(vec![
+            StageSplit::Even,
+            StageSplit::Llama3,
+            StageSplit::Balanced,
+        ]),
         0.0f64..4.0,
     )
         .prop_map(|(gradients, kernels, stages, reserve_gb)| Options {
@@ -165,8 +169,13 @@ fn space() -> impl Strategy<Value = MemorySpace> {
         });
     prop_oneof![
         Just(MemorySpace::Plate),
-        (prop::collection::vec(step, 1..4), options)
-            .prop_map(|(steps, options)| MemorySpace::Detailed { steps, options }),
+        (prop::collection::vec(step, 1..4), options, any::<bool>()).prop_map(
+            |(steps, options, interleave)| MemorySpace::Detailed {
+                steps,
+                options,
+                interleave
+            }
+        ),
     ]
 }
 
@@ -186,7 +195,7 @@ fn brute_force(
     let mut out = Vec::new();
     for (i, shape) in shapes.iter().enumerate() {
         for layout in layouts(brief, shape) {
-            for memory in space.models() {
+            for memory in space.models_for(shape, &layout) {
                 for t in 0..grid.len() {
                     let design = Design {
                         shape,

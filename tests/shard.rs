@@ -131,6 +131,33 @@ fn a_partial_file_with_a_broken_exact_front_is_refused() {
 }
 
 #[test]
+fn a_partial_file_of_another_version_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 1..=2 {
+        let out = trainplan(dir.path())
+            .args(["search", "--shard", &format!("{i}/2")])
+            .output()
+            .unwrap();
+        std::fs::write(dir.path().join(format!("p{i}.json")), out.stdout).unwrap();
+    }
+    let path = dir.path().join("p1.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let old = text.replacen("\"schema_version\": 2", "\"schema_version\": 1", 1);
+    assert_ne!(old, text);
+    std::fs::write(&path, old).unwrap();
+    let out = trainplan(dir.path())
+        .args(["merge", "p1.json", "p2.json"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("p1.json: schema_version = 1") && err.contains("run the shard again"),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_missing_shard_or_a_different_search_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     for (file, args) in [

@@ -1,7 +1,7 @@
 //! Snapshot tests of each output format: the real binary's output compared byte for byte with
 //! files in `tests/snapshots/`, which were checked by hand against SPEC.md when written. After a
-//! deliberate change of format, regenerate a file with the command in its test and review the
-//! diff.
+//! deliberate change of format, regenerate the files with
+//! `TRAINPLAN_WRITE_RESULTS=1 cargo test --test snapshots` and review the diff.
 
 mod common;
 
@@ -12,9 +12,13 @@ fn snapshot(args: &[&str], file: &str) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/snapshots")
         .join(file);
+    let got = String::from_utf8(out.stdout).unwrap();
+    if std::env::var_os("TRAINPLAN_WRITE_RESULTS").is_some() {
+        std::fs::write(&path, &got).unwrap();
+    }
     let expected = std::fs::read_to_string(&path).unwrap();
     assert_eq!(
-        String::from_utf8(out.stdout).unwrap(),
+        got,
         expected,
         "{file} differs: trainplan {}",
         args.join(" ")

@@ -81,7 +81,7 @@ use crate::model::Shape;
 
 /// Which activations are recomputed in backward instead of kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Recompute {
     /// Keep every activation.
     None,
@@ -89,11 +89,26 @@ pub enum Recompute {
     Selective,
     /// Keep each layer's input only and recompute the layer.
     Full,
+    /// torchtitan's op-level policy: keep the outputs of attention and of every other matrix
+    /// product (the Q, V, gate and down projections), recompute the rest.
+    SelectiveOp,
+    /// torchtitan's layer-level policy: every other layer fully recomputed, the rest kept.
+    SelectiveLayer,
+    /// MaxText's `save_qkv_proj` policy: keep the layer's input and the Q, K and V
+    /// projections' outputs, recompute the rest.
+    SaveQkv,
 }
 
 impl Recompute {
     /// All modes, in order.
-    pub const ALL: [Recompute; 3] = [Recompute::None, Recompute::Selective, Recompute::Full];
+    pub const ALL: [Recompute; 6] = [
+        Recompute::None,
+        Recompute::Selective,
+        Recompute::Full,
+        Recompute::SelectiveOp,
+        Recompute::SelectiveLayer,
+        Recompute::SaveQkv,
+    ];
 
     /// The name a user types.
     pub fn name(self) -> &'static str {
@@ -101,6 +116,9 @@ impl Recompute {
             Recompute::None => "none",
             Recompute::Selective => "selective",
             Recompute::Full => "full",
+            Recompute::SelectiveOp => "selective-op",
+            Recompute::SelectiveLayer => "selective-layer",
+            Recompute::SaveQkv => "save-qkv",
         }
     }
 }
@@ -113,6 +131,10 @@ pub enum Kernels {
     Fused,
     /// Eager PyTorch, as in `data/calibration/measure_layers.py`.
     Eager,
+    /// Fused kernels that keep SwiGLU's two inputs only and recompute its product in backward
+    /// (one element-wise pass), 4f of the MLP's 6f: the `llama3` stack, which trained 405B at
+    /// 8,192 tokens without activation checkpointing on 80 GB cards (Llama Team 2024, §3.3.2).
+    Lean,
 }
 
 /// The layer whose activations are counted.
@@ -169,6 +191,11 @@ fn tensors(layer: Layer, shape: &Shape, s: f64) -> Vec<Kept> {
     // Queries and the attention output are a·d wide, h for Llama.
     let q = shape.attention_width() as f64;
     match layer {
+        Layer::Llama(Kernels::Lean) => {
+            let mut fused = tensors(Layer::Llama(Kernels::Fused), shape, s);
+            fused.pop(); // the SwiGLU output, recomputed from its inputs
+            fused
+        }
         Layer::Llama(Kernels::Fused) => vec![
             kept(2.0 * h, Replicated), // attention RMSNorm input
             kept(2.0 * h, Replicated), // QKV input
@@ -254,7 +281,43 @@ impl Setting {
             Recompute::None => self.sum(shape, |_| true),
             Recompute::Selective => self.sum(shape, |t| !t.attention_core),
             Recompute::Full => self.layer_input(shape),
+            Recompute::SelectiveOp => self.selective_op(shape),
+            Recompute::SaveQkv => {
+                let g = f64::from(shape.kv_heads) * shape.head_dim() as f64;
+                let q = shape.attention_width() as f64;
+                self.layer_input(shape) + self.bytes(&kept(2.0 * q + 4.0 * g, Split::Tensor))
+            }
+            Recompute::SelectiveLayer => {
+                (self.stored(shape, Recompute::None) + self.stored(shape, Recompute::Full)) / 2.0
+            }
         }
+    }
+
+    /// What torchtitan's op-level policy keeps (`_save_list` in torchtitan's
+    /// `parallelize_llama.py`: the outputs of matrix products except every second one, of
+    /// scaled-dot-product attention and of reduce-scatters): the layer's input 2h, the Q, V and
+    /// gate projections' outputs 2q + 2g + 2f, the down projection's output 2h, and attention's
+    /// output 2q and FP32 log-sum-exp 4a per token. The K, attention-output and up projections
+    /// and every element-wise result are recomputed.
+    fn selective_op(&self, shape: &Shape) -> f64 {
+        use Split::{Replicated, Tensor};
+        let h = shape.hidden as f64;
+        let f = shape.ffn as f64;
+        let a = f64::from(shape.heads);
+        let g = f64::from(shape.kv_heads) * shape.head_dim() as f64;
+        let q = shape.attention_width() as f64;
+        [
+            kept(2.0 * h, Replicated), // layer input
+            kept(2.0 * q, Tensor),     // Q projection
+            kept(2.0 * g, Tensor),     // V projection
+            kept(2.0 * f, Tensor),     // gate projection
+            kept(2.0 * h, Replicated), // down projection
+            kept(2.0 * q, Tensor),     // attention output
+            kept(4.0 * a, Tensor),     // log-sum-exp
+        ]
+        .iter()
+        .map(|t| self.bytes(t))
+        .sum()
     }
 
     /// The layer's BF16 input, `2·s·b·h` bytes, split by t under sequence parallelism: all a
@@ -272,7 +335,12 @@ impl Setting {
         let recomputed = match recompute {
             Recompute::None => 0.0,
             Recompute::Selective => self.sum(shape, |t| t.attention_core),
-            Recompute::Full => self.sum(shape, |_| true),
+            Recompute::Full | Recompute::SelectiveLayer | Recompute::SaveQkv => {
+                self.sum(shape, |_| true)
+            }
+            Recompute::SelectiveOp => {
+                (self.sum(shape, |_| true) - self.selective_op(shape)).max(0.0)
+            }
         };
         recomputed + self.bytes(&kept(4.0 * shape.ffn as f64, Split::Tensor))
     }
@@ -403,8 +471,9 @@ mod tests {
         ] {
             for (tp, sp) in [(1, false), (8, false), (8, true)] {
                 let st = setting(layer, tp, sp);
-                let [none, sel, full] = Recompute::ALL.map(|r| st.stored(&s, r));
+                let [none, sel, full, op, layer_, qkv] = Recompute::ALL.map(|r| st.stored(&s, r));
                 assert!(none >= sel && sel >= full, "{layer:?} t={tp} sp={sp}");
+                assert!(none >= layer_ && layer_ >= full && op >= full && qkv >= full);
             }
         }
     }

@@ -6,18 +6,23 @@
 //! - [`memory`]: bytes per GPU, [`memory::plate`] (SPEC.md §2) and [`memory::detailed`]
 //!   (per pipeline stage), with [`activations`] by recomputation mode and [`step`] (the
 //!   training step: micro-batches, schedule, pipeline split).
-//! - [`step_time`]: the detailed step time (compute at an [`efficiency`] curve, collectives over
-//!   a [`topology`]) and failures ([`reliability`]).
+//! - [`step_time`]: the detailed step time (compute by operation, [`compute`], on a [`chip`]'s
+//!   kernel figures, or at the eager [`efficiency`] curve; collectives over a [`topology`]) and
+//!   failures ([`reliability`]), under a software [`stack`] and a [`calibration`].
 //!
 //! The cost part takes the parameter types it needs — a [`scaling::LossLaw`], a
 //! [`topology::Topology`], a [`reliability::Reliability`], a [`Machine`] — never the whole
 //! brief, and it never reads a file or sees a flag. Uses `model` and the ground floor.
 
 pub mod activations;
+pub mod calibration;
+pub mod chip;
+pub mod compute;
 pub mod efficiency;
 pub mod memory;
 pub mod reliability;
 pub mod scaling;
+pub mod stack;
 pub mod step;
 pub mod step_time;
 pub mod time;

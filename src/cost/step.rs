@@ -12,8 +12,10 @@
 //!   `2·(p − i − 1) + (v − 1)·p + 1` chunk forwards before its first backward (Megatron-LM's
 //!   schedule), each over `1/v` of its layers. On the first stage that is `1 + (p − 1)/(p·v)`
 //!   times the activations of 1F1B, Korthikanti et al.'s interleaving penalty (§4.2.3).
-//!   Megatron-LM requires `m` to be a multiple of `p`; each chunk needs at least one layer
-//!   (chunks of a stage may differ by a layer, as Megatron-Core's pipeline layouts allow).
+//!   Megatron-LM requires `m` to be a multiple of `p`; each chunk needs at least one layer,
+//!   except that one chunk of the first and of the last stage may hold only the embedding or
+//!   the output head (chunks of a stage may differ by a layer, as Megatron-Core's pipeline
+//!   layouts allow, and Llama 3's schedule did: Llama Team 2024, §3.3.2).
 
 use std::fmt;
 
@@ -161,11 +163,17 @@ impl Step {
                     ),
                 ));
             }
-            if let Some(&few) = stage_layers.iter().find(|&&l| l < v) {
+            // A chunk of the first or the last stage may hold only the embedding or the head.
+            let last = stage_layers.len().saturating_sub(1);
+            let short = stage_layers.iter().enumerate().find(|&(i, &l)| {
+                let ends = i == 0 || i == last;
+                l + u64::from(ends) < v
+            });
+            if let Some((_, &few)) = short {
                 return Err(Error::invalid(
                     "--schedule",
                     self.schedule,
-                    format!("at most as many chunks as every stage has layers (a stage has {few})"),
+                    format!("at most as many chunks as every stage has layers, one more on the first and last stage, whose extra chunk holds the embedding or the head (a stage has {few})"),
                 ));
             }
         }

@@ -34,12 +34,16 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::cost::activations::Recompute;
+use crate::cost::activations::{Kernels, Recompute};
+use crate::cost::calibration::Calibration;
+use crate::cost::chip::{Chip, CHIPS};
+use crate::cost::compute::Context;
 use crate::cost::efficiency::EfficiencyCurve;
 use crate::cost::memory::detailed::{stage_params, Detailed};
 use crate::cost::memory::plate::shard;
 use crate::cost::memory::MemoryModel;
 use crate::cost::reliability::Outage;
+use crate::cost::stack::Stack;
 use crate::cost::topology::{all_reduce, reduce_scatter, send, Link};
 use crate::cost::Machine;
 use crate::error::{Error, Result};
@@ -56,30 +60,39 @@ pub const OPTIMIZER_HBM_EFFICIENCY: f64 = 0.6;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TimeOptions {
-    /// Efficiency against the per-GPU width.
+    /// Efficiency against the per-GPU width (the `eager` stack's compute).
     pub efficiency: EfficiencyCurve,
-    /// Fraction of TP communication hidden behind compute, 0 to 1 (default 0).
+    /// The calibrated parameters of the per-operation model.
+    pub calibration: Calibration,
+    /// Fraction of TP communication hidden behind the layer's GEMMs, 0 to 1 (the stack's).
     pub tp_overlap: f64,
-    /// Fraction of pipeline sends hidden behind compute, 0 to 1 (default 0).
+    /// Fraction of pipeline sends hidden behind compute, 0 to 1 (the stack's).
     pub pp_overlap: f64,
     /// Fraction of the last micro-batch's backward (and, for ZeRO 3, of each micro-batch's
-    /// compute) that data-parallel communication can hide behind, 0 to 1 (default 1).
+    /// compute) that data-parallel communication can hide behind, 0 to 1 (the stack's).
     pub dp_overlap: f64,
 }
 
 impl Default for TimeOptions {
     fn default() -> Self {
-        TimeOptions {
-            efficiency: EfficiencyCurve::calibrated().clone(),
-            tp_overlap: 0.0,
-            pp_overlap: 0.0,
-            dp_overlap: 1.0,
-        }
+        TimeOptions::for_stack(Stack::default())
     }
 }
 
 impl TimeOptions {
-    /// Checks each overlap is a fraction in [0, 1].
+    /// The settings `stack` implies, at the shipped calibration.
+    pub fn for_stack(stack: Stack) -> Self {
+        let s = stack.settings();
+        TimeOptions {
+            efficiency: EfficiencyCurve::calibrated().clone(),
+            calibration: Calibration::default(),
+            tp_overlap: s.tp_overlap,
+            pp_overlap: s.pp_overlap,
+            dp_overlap: s.dp_overlap,
+        }
+    }
+
+    /// Checks each overlap is a fraction in [0, 1] and the calibration is within bounds.
     pub fn validate(&self) -> Result<()> {
         for (flag, v) in [
             ("--tp-overlap", self.tp_overlap),
@@ -90,7 +103,7 @@ impl TimeOptions {
                 return Err(Error::invalid(flag, v, "a fraction in [0, 1]"));
             }
         }
-        Ok(())
+        self.calibration.validate()
     }
 }
 
@@ -172,6 +185,19 @@ fn layer_flops(shape: &Shape, tp: u64, seq_len: u64, recompute: Recompute) -> (f
         Recompute::None => 0.0,
         Recompute::Selective => attention,
         Recompute::Full => forward,
+        Recompute::SelectiveLayer => forward / 2.0,
+        Recompute::SaveQkv => {
+            let (h, q) = (shape.hidden as f64, shape.attention_width() as f64);
+            let g = f64::from(shape.kv_heads) * shape.head_dim() as f64;
+            forward - 2.0 * h * (q + 2.0 * g) / tp as f64
+        }
+        Recompute::SelectiveOp => {
+            // The K, attention-output and up projections: 2·(g·h + q·h + f·h)/t per token.
+            let (h, f) = (shape.hidden as f64, shape.ffn as f64);
+            let q = shape.attention_width() as f64;
+            let g = f64::from(shape.kv_heads) * shape.head_dim() as f64;
+            2.0 * h * (g + q + f) / tp as f64
+        }
     };
     (3.0 * forward + again, forward)
 }
@@ -192,6 +218,32 @@ fn link_for(machine: &Machine, stride: u64, size: u64) -> Link {
     link
 }
 
+/// The chip the per-operation model runs `stack` on, or why there is none.
+fn chip_for(machine: &Machine, stack: Stack) -> Result<&'static Chip> {
+    Chip::of(machine.peak_tflops, machine.topology.hbm_gbps).ok_or_else(|| {
+        let names: Vec<&str> = CHIPS.iter().map(|c| c.name).collect();
+        Error::invalid(
+            "--stack",
+            stack,
+            format!(
+                "a GPU with published kernel figures ({}); a GPU of {} TFLOP/s and {} GB/s has none, \
+                 so use --stack eager or one of those GPUs",
+                names.join(", "),
+                machine.peak_tflops,
+                machine.topology.hbm_gbps
+            ),
+        )
+    })
+}
+
+/// One stage's compute per micro-batch: (all of it, its forward, its GEMMs), seconds.
+type StageCompute = (f64, f64, f64);
+
+/// Seconds hidden of `comm` behind `window` seconds of compute, at most `overlap` of it.
+fn hidden(comm: f64, overlap: f64, window: f64) -> f64 {
+    (overlap * comm).min(window.max(0.0))
+}
+
 /// The time of one training step of `shape` under `layout` with the detailed step `d`, on
 /// `machine`.
 pub fn step_time(
@@ -202,22 +254,64 @@ pub fn step_time(
     opts: &TimeOptions,
 ) -> Result<StepTime> {
     let step = &d.step;
+    let stack = d.options.stack;
+    let settings = stack.settings();
     let (layers, m) = d.pipeline(shape, layout)?;
     let (tp, pp, dp) = (layout.tp, layout.pp, layout.dp);
     let (h, v) = (shape.hidden as f64, shape.vocab as f64);
     let tokens = (step.micro_batch * step.seq_len) as f64;
-    let rate = machine.peak_tflops * FLOPS_PER_TFLOPS * opts.efficiency.at(h / tp as f64);
-    let (per_layer, forward_per_layer) = layer_flops(shape, tp, step.seq_len, step.recompute);
-    let head = 2.0 * v * h / tp as f64;
+    let peak = machine.peak_tflops * FLOPS_PER_TFLOPS;
 
-    // TP collectives per layer per micro-batch, each of one BF16 activation.
-    let tp_calls = if step.recompute == Recompute::Full {
-        6.0
+    // Per micro-batch: one layer's (all, forward, GEMMs) and the head's (all, forward).
+    let (layer, head): (StageCompute, (f64, f64)) = if settings.per_operation {
+        let chip = chip_for(machine, stack)?;
+        let ctx = Context {
+            chip,
+            gemm_ceiling: chip.gemm_ceiling(),
+            peak_flops: peak,
+            hbm_bytes_per_second: machine.topology.hbm_gbps * 1e9,
+            sustained: opts.calibration.sustained,
+            elementwise: if d.options.kernels == Kernels::Eager {
+                Kernels::Eager
+            } else {
+                settings.elementwise
+            },
+            attention: settings.attention,
+            loss: settings.loss_kernel,
+            tp,
+            sequence_parallel: step.sequence_parallel,
+            tp_chunks: if opts.tp_overlap > 0.0 { tp } else { 1 },
+            micro_batch: step.micro_batch,
+            seq_len: step.seq_len,
+        };
+        let l = ctx.layer(shape, step.recompute);
+        let gemm = l.gemm.forward + l.gemm.backward;
+        let o = ctx.head(shape);
+        (
+            (l.total(), l.forward(), gemm),
+            (o.forward + o.backward, o.forward),
+        )
     } else {
-        4.0
+        let rate = peak * opts.efficiency.at(h / tp as f64);
+        let (per_layer, forward_per_layer) = layer_flops(shape, tp, step.seq_len, step.recompute);
+        let one_head = 2.0 * v * h / tp as f64;
+        let all = tokens * per_layer / rate;
+        (
+            (all, tokens * forward_per_layer / rate, all),
+            (tokens * 3.0 * one_head / rate, tokens * one_head / rate),
+        )
+    };
+
+    // TP collectives per layer per micro-batch, each of one BF16 activation; a recomputed
+    // forward repeats its two (torchtitan's op-level policy keeps the reduce-scatters' outputs).
+    let tp_calls = match step.recompute {
+        Recompute::Full | Recompute::SaveQkv => 6.0,
+        Recompute::SelectiveLayer => 5.0,
+        _ => 4.0,
     };
     let tp_one = all_reduce(machine.topology.intra(), tp, 2.0 * tokens * h);
-    let tp_per_layer = tp_calls * tp_one * (1.0 - opts.tp_overlap);
+    let tp_layer = tp_calls * tp_one;
+    let tp_per_layer = tp_layer - hidden(tp_layer, opts.tp_overlap, layer.2);
 
     // The slowest stage: (index, compute, forward compute, tp) per micro-batch.
     let (slowest, compute, forward, tp_comm) = layers
@@ -226,9 +320,9 @@ pub fn step_time(
         .map(|(i, &l)| {
             let last = i as u64 == pp - 1;
             let l = l as f64;
-            let flops = tokens * (l * per_layer + if last { 3.0 * head } else { 0.0 });
-            let fwd = tokens * (l * forward_per_layer + if last { head } else { 0.0 });
-            (i, flops / rate, fwd / rate, l * tp_per_layer)
+            let all = l * layer.0 + if last { head.0 } else { 0.0 };
+            let fwd = l * layer.1 + if last { head.1 } else { 0.0 };
+            (i, all, fwd, l * tp_per_layer)
         })
         .max_by(|a, b| (a.1 + a.3).total_cmp(&(b.1 + b.3)).then(b.0.cmp(&a.0)))
         .expect("a pipeline has at least one stage");
@@ -244,22 +338,28 @@ pub fn step_time(
                 1.0
             };
         // The pipeline's slowest boundary: across nodes once the pipeline spans more than one.
+        // Each send hides behind the next chunk's forward or backward, as far as it lasts.
         let link = link_for(machine, tp * dp, pp);
-        m_f * chunks * 2.0 * send(link, bytes) * (1.0 - opts.pp_overlap)
+        let one = send(link, bytes);
+        let window = compute / chunks / 2.0;
+        m_f * chunks * 2.0 * (one - hidden(one, opts.pp_overlap, window))
     } else {
         0.0
     };
 
     let first = slowest == 0;
     let last = slowest as u64 == pp - 1;
-    let psi = stage_params(shape, tp, layers[slowest], first, last);
+    let stage_layers = layers[slowest];
+    let psi = stage_params(shape, tp, stage_layers, first, last);
     let grad_bytes = d.options.gradients.bytes();
     let dp_link = link_for(machine, tp, dp);
-    // Each transfer hides behind the compute it can overlap, one window per transfer on the
-    // one network link: the forward's gathers behind a forward, gradient reductions and the
-    // backward's gathers behind a backward.
+    // Each transfer hides behind the compute it can overlap, on the one network link: the
+    // forward's gathers behind a forward, the last gradient reduction behind the last
+    // backward; reductions and gathers issued in every micro-batch (ZeRO 2 and 3) behind all
+    // the step's compute after they are issued — as far as it lasts, never more.
     let hide_forward = opts.dp_overlap * forward;
     let hide_backward = opts.dp_overlap * (compute - forward);
+    let hide_step = opts.dp_overlap * (m_f - 1.0) * compute;
     let exposed = |t: f64, window: f64| (t - window).max(0.0);
     let reduce = reduce_scatter(dp_link, dp, grad_bytes * psi);
     let gather = reduce_scatter(dp_link, dp, 2.0 * psi);
@@ -270,9 +370,17 @@ pub fn step_time(
         // updated weights all-gathered during the next step's first forward.
         1 => exposed(reduce, hide_backward) + exposed(gather, hide_forward),
         // Sharded gradients: reduce-scattered in every micro-batch's backward.
-        2 => m_f * exposed(reduce, hide_backward) + exposed(gather, hide_forward),
-        // Sharded weights: gathered for each micro-batch's forward and backward too.
-        _ => m_f * (exposed(gather, hide_forward) + exposed(gather + reduce, hide_backward)),
+        2 => exposed(m_f * reduce, hide_step + hide_backward) + exposed(gather, hide_forward),
+        // Sharded weights: gathered for each micro-batch's forward and backward too, a layer
+        // ahead of the compute that needs it; the first layer's gather in each direction has
+        // nothing before it to hide behind.
+        _ => {
+            let first_layer = reduce_scatter(dp_link, dp, 2.0 * psi / (stage_layers.max(1) as f64));
+            exposed(
+                m_f * (2.0 * gather + reduce),
+                opts.dp_overlap * m_f * compute,
+            ) + m_f * 2.0 * first_layer * opts.dp_overlap
+        }
     };
 
     let updated = shard(psi, layout.zero.shards_optimizer(), dp);
@@ -289,7 +397,7 @@ pub fn step_time(
     };
     let step_seconds = breakdown.total();
     let tokens_per_second = step.global_batch_tokens as f64 / step_seconds;
-    let cluster_peak = machine.cluster.gpus as f64 * machine.peak_tflops * FLOPS_PER_TFLOPS;
+    let cluster_peak = machine.cluster.gpus as f64 * peak;
     let (full_layer, _) = layer_flops(shape, 1, step.seq_len, step.recompute);
     let hardware_per_token = f64::from(shape.layers) * full_layer + 3.0 * 2.0 * v * h;
     Ok(StepTime {
@@ -370,6 +478,7 @@ mod tests {
         };
         TimeOptions {
             efficiency: EfficiencyCurve::new(vec![point]).unwrap(),
+            calibration: Calibration::default(),
             tp_overlap: 0.0,
             pp_overlap: 0.0,
             dp_overlap: 0.0,
@@ -386,7 +495,7 @@ mod tests {
                 schedule,
                 global_batch_tokens: 16 * 1024 * 1024,
             },
-            options: Options::default(),
+            options: Options::for_stack(Stack::Eager),
         }
     }
 
@@ -502,7 +611,7 @@ mod tests {
             },
             options: Options {
                 gradients: crate::cost::memory::detailed::GradientPrecision::Bf16,
-                ..Options::default()
+                ..Options::for_stack(Stack::Eager)
             },
         };
         // m = 1, BF16 gradients: ZeRO 0 all-reduces 2Ψ (2 × (n−1)/n × 2Ψ on the wire), ZeRO 3

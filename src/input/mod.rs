@@ -15,13 +15,15 @@ pub mod strict;
 
 use std::path::Path;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::brief::{Brief, BriefPatch};
+use crate::cost::calibration::Calibration;
 use crate::cost::efficiency::{EfficiencyCurve, Point};
 use crate::error::{Error, Result};
 use crate::format::thousands;
-use crate::search::shard::Partial;
+use crate::plan::calibrate::Runs;
+use crate::search::shard::{Partial, PARTIAL_SCHEMA_VERSION};
 use strict::{Nulls, Strict};
 
 /// A kind of input file, named in errors, and the most bytes trainplan reads of one: far more
@@ -52,6 +54,16 @@ pub const HF_CONFIG: Limit = Limit {
 pub const EFFICIENCY: Limit = Limit {
     what: "an efficiency table",
     bytes: MIB,
+};
+/// A calibration file (`--calibration`): 1 MiB.
+pub const CALIBRATION: Limit = Limit {
+    what: "a calibration file",
+    bytes: MIB,
+};
+/// A runs file (`calibrate RUNS.json`): 16 MiB (the published set is 90 kB).
+pub const RUNS: Limit = Limit {
+    what: "a runs file",
+    bytes: 16 * MIB,
 };
 /// A plan, search or Pareto JSON (`export --plan`): 64 MiB.
 pub const PLAN: Limit = Limit {
@@ -241,7 +253,98 @@ pub fn partial(path: &Path, max_bytes: u64) -> Result<Partial> {
 
 /// A partial search result's JSON `text` (see [`partial`]); `path` names it in errors.
 pub fn parse_partial(text: &str, path: &Path) -> Result<Partial> {
+    // The version first, so a file of another version is named as such, not as a bad field.
+    #[derive(Deserialize)]
+    struct Version {
+        schema_version: Option<u64>,
+    }
+    let stripped = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if let Ok(Version {
+        schema_version: Some(v),
+    }) = serde_json::from_str::<Version>(stripped)
+    {
+        if v != u64::from(PARTIAL_SCHEMA_VERSION) {
+            return Err(Error::invalid(
+                format!("{}: schema_version", path.display()),
+                v,
+                format!(
+                    "{PARTIAL_SCHEMA_VERSION}, this trainplan's partial format: run the shard again with this version"
+                ),
+            ));
+        }
+    }
     parse_json_with(text, path, PARTIAL.what, Nulls::Absent)
+}
+
+/// A calibration file (`--calibration FILE`, written by `trainplan calibrate`): the calibrated
+/// parameters, an efficiency table for the eager stack, or both, and what the fit recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CalibrationFile {
+    /// Fraction of benchmarked kernel throughput kept in a step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sustained: Option<f64>,
+    /// The eager stack's efficiency table (the file `--efficiency` read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub points: Option<Vec<Point>>,
+    /// What the fit was made from and how well it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fit: Option<FitRecord>,
+}
+
+/// What `trainplan calibrate` records beside the parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FitRecord {
+    /// The runs file fitted to.
+    pub runs_file: String,
+    /// Runs fitted.
+    pub runs: u64,
+    /// Mean absolute error before the fit, MFU points.
+    pub mae_before: f64,
+    /// Mean absolute error after it.
+    pub mae_after: f64,
+}
+
+/// A calibration file read and checked: the parameters and the curve it gives.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Calibrated {
+    /// The parameters, if the file gives them.
+    pub calibration: Option<Calibration>,
+    /// The eager stack's curve, if the file gives one.
+    pub efficiency: Option<EfficiencyCurve>,
+}
+
+/// The calibration in the JSON file at `path` (`--calibration FILE`): at least one of
+/// `sustained` and `points`, each checked.
+pub fn calibration(path: &Path) -> Result<Calibrated> {
+    let file: CalibrationFile = read_json(path, CALIBRATION)?;
+    if file.sustained.is_none() && file.points.is_none() {
+        return Err(Error::invalid(
+            "--calibration",
+            path.display(),
+            "a file with \"sustained\" (from trainplan calibrate) or \"points\" (an efficiency table)",
+        ));
+    }
+    let calibration = match file.sustained {
+        Some(sustained) => {
+            let c = Calibration { sustained };
+            c.validate()?;
+            Some(c)
+        }
+        None => None,
+    };
+    let efficiency = file.points.map(EfficiencyCurve::new).transpose()?;
+    Ok(Calibrated {
+        calibration,
+        efficiency,
+    })
+}
+
+/// A runs file (`trainplan calibrate RUNS.json`): the published-runs format, nulls read as
+/// absent, fields the model does not use ignored.
+pub fn runs(path: &Path) -> Result<Runs> {
+    parse_json_with(&read_text(path, RUNS)?, path, RUNS.what, Nulls::Absent)
 }
 
 /// An efficiency table's file: `{"points": [{"width": …, "efficiency": …}, …]}`.

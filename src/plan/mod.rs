@@ -13,6 +13,7 @@
 //! | days | days by 6ND ≤ the brief's limit |
 //! | loss | predicted loss ≤ the brief's target |
 
+pub mod calibrate;
 pub mod check;
 pub mod limits;
 pub mod pace;

@@ -5,3 +5,4 @@
 pub mod export;
 pub mod output;
 pub mod plot;
+pub mod validation;

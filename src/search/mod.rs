@@ -30,10 +30,10 @@ use itertools::{iproduct, Either, Itertools};
 use rayon::prelude::*;
 
 use crate::brief::Brief;
-use crate::cost::memory::detailed::{Detailed, Options};
+use crate::cost::memory::detailed::{stage_layers, Detailed, Options};
 use crate::cost::memory::MemoryModel;
 use crate::cost::scaling::ComputeOptimal;
-use crate::cost::step::Step;
+use crate::cost::step::{Schedule, Step};
 use crate::cost::step_time::TimeModel;
 use crate::cost::time;
 use crate::error::{Error, Result};
@@ -137,15 +137,20 @@ pub enum MemorySpace {
         steps: Vec<Step>,
         /// The detailed model's settings.
         options: Options,
+        /// Also every interleaving depth a layout allows: for each 1F1B step of a pipeline,
+        /// `interleaved:V` for V from 2 to the layers of the largest stage, where the
+        /// micro-batches are a multiple of the stages (Megatron-LM's rule).
+        interleave: bool,
     },
 }
 
 impl MemorySpace {
-    /// Every memory model of the space, in step order.
+    /// Every memory model of the space, in step order, without the depths `interleave` adds
+    /// per layout.
     pub fn models(&self) -> Vec<MemoryModel> {
         match self {
             MemorySpace::Plate => vec![MemoryModel::Plate],
-            MemorySpace::Detailed { steps, options } => steps
+            MemorySpace::Detailed { steps, options, .. } => steps
                 .iter()
                 .map(|&step| {
                     MemoryModel::Detailed(Detailed {
@@ -155,6 +160,49 @@ impl MemorySpace {
                 })
                 .collect(),
         }
+    }
+
+    /// The memory models of the space for `layout` of `shape`, in step order: [`models`]
+    /// and, with `interleave`, every interleaving depth the layout allows.
+    ///
+    /// [`models`]: MemorySpace::models
+    pub fn models_for(&self, shape: &Shape, layout: &Layout) -> Vec<MemoryModel> {
+        let MemorySpace::Detailed {
+            steps,
+            options,
+            interleave: true,
+        } = self
+        else {
+            return self.models();
+        };
+        let mut all = steps.clone();
+        if layout.pp >= 2 {
+            let largest = stage_layers(u64::from(shape.layers), layout.pp, options.stages)
+                .map_or(0, |l| l.into_iter().max().unwrap_or(0));
+            for s in steps.iter().filter(|s| s.schedule == Schedule::OneFOneB) {
+                let per_micro_batch = s.micro_batch * s.seq_len * layout.dp;
+                let whole = per_micro_batch > 0 && s.global_batch_tokens % per_micro_batch == 0;
+                if !whole || (s.global_batch_tokens / per_micro_batch) % layout.pp != 0 {
+                    continue;
+                }
+                for v in 2..=largest.min(u64::from(u32::MAX)) {
+                    all.push(Step {
+                        schedule: Schedule::Interleaved(v as u32),
+                        ..*s
+                    });
+                }
+            }
+            all.sort();
+            all.dedup();
+        }
+        all.into_iter()
+            .map(|step| {
+                MemoryModel::Detailed(Detailed {
+                    step,
+                    options: *options,
+                })
+            })
+            .collect()
     }
 }
 
@@ -211,9 +259,16 @@ pub fn configurations(
     space: &MemorySpace,
     time: &TimeModel,
 ) -> Vec<Config> {
-    let models = space.models();
     let machine = brief.machine();
-    let pairs: Vec<(Layout, MemoryModel)> = iproduct!(layouts(brief, shape), models).collect();
+    let pairs: Vec<(Layout, MemoryModel)> = layouts(brief, shape)
+        .into_iter()
+        .flat_map(|layout| {
+            space
+                .models_for(shape, &layout)
+                .into_iter()
+                .map(move |model| (layout, model))
+        })
+        .collect();
     pairs
         .into_iter()
         .filter_map(|(layout, model)| {
@@ -920,6 +975,47 @@ fn search_in_blocks<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn interleaving_depths_run_from_2_to_the_largest_stage_where_the_micro_batches_allow() {
+        use crate::cost::activations::Recompute;
+        let brief = Brief::default();
+        let shape = crate::model::preset("70b").unwrap();
+        let step = Step {
+            micro_batch: 1,
+            seq_len: 8192,
+            recompute: Recompute::Full,
+            sequence_parallel: true,
+            schedule: Schedule::OneFOneB,
+            global_batch_tokens: 16 * 1024 * 1024,
+        };
+        let space = MemorySpace::Detailed {
+            steps: vec![step],
+            options: Options::default(),
+            interleave: true,
+        };
+        let schedules = |tp, pp| -> Vec<u64> {
+            let l = Layout::new(
+                &brief,
+                &shape,
+                tp,
+                pp,
+                crate::model::layout::ZeroStage::new(1).unwrap(),
+            )
+            .unwrap();
+            space
+                .models_for(&shape, &l)
+                .iter()
+                .map(|m| m.step().unwrap().schedule.chunks())
+                .collect()
+        };
+        // PP 4 of 80 layers: 20 a stage; DP 64 gives 32 micro-batches, a multiple of 4.
+        assert_eq!(schedules(8, 4), (1..=20).collect::<Vec<u64>>());
+        // PP 1 has no pipeline to interleave.
+        assert_eq!(schedules(8, 1), [1]);
+        // PP 16 at DP 16: 128 micro-batches, 5 layers a stage.
+        assert_eq!(schedules(8, 16), [1, 2, 3, 4, 5]);
+    }
     use crate::model::presets;
     use crate::search::progress::Silent;
 

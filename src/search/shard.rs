@@ -30,6 +30,10 @@ use crate::search::{FrontRun, FrontRuns, SearchReport, TokenGrid, Window, MAX_FR
 /// What a partial file says it is.
 pub const PARTIAL_KIND: &str = "trainplan-partial";
 
+/// The partial format's version: 2 since the detailed model's settings carry a stack and a
+/// calibration; a partial file of another version is refused by name.
+pub const PARTIAL_SCHEMA_VERSION: u32 = 2;
+
 /// One slice of a search: shard `index` of `count`, 1-based.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shard {
@@ -208,7 +212,7 @@ impl Partial {
             .collect();
         Partial {
             kind: PARTIAL_KIND.to_string(),
-            schema_version: 1,
+            schema_version: PARTIAL_SCHEMA_VERSION,
             shard: [shard.index, shard.count],
             shapes_total,
             fingerprint,

@@ -10,6 +10,7 @@
 //! | activations | per layer ([`crate::cost::activations`]) × layers of the stage × micro-batches in flight ([`Step::in_flight`]) | Korthikanti et al. 2022; Narayanan et al. 2021 |
 //! | logits (last stage) | `c·s·b·V / TP + 4·s·b·h`, `c` = 4 bytes (FP32 loss) or 2 (BF16); the `4·s·b·h` (÷TP with sequence parallelism) are the final norm's and the head's inputs | vocabulary-parallel cross-entropy keeps the log-probabilities for backward |
 //! | transient | the larger of one layer's backward working set (recomputed activations and activation gradients, [`crate::cost::activations`]) and, on the last stage, the loss's forward peak above what it keeps: `6·s·b·V/TP` (BF16 logits, their FP32 copy, FP32 softmax: 10 bytes a value at the peak) or `2·s·b·V/TP` with a BF16 loss | calibration: 4.47 GB kept, 10.91 GB at the forward peak for V = 128,256, s = 8,192 |
+//! | ZeRO 3 buffers | with sharded weights, two units (the next one prefetched) of BF16 weights and one unit's gradients whole, the unit a layer or the output head | FSDP2 and DeepSpeed ZeRO 3 prefetch one unit |
 //! | reserve | a fixed reserve plus a fraction of everything else | see [`Options::reserve_gb`] |
 //!
 //! `Ψᵢ` counts exactly what the stage holds: its layers' matrices split over TP and their two
@@ -27,75 +28,22 @@ use serde::{Deserialize, Serialize};
 use super::breakdown::{Detail, Memory, StageInfo, StageRole};
 use super::plate::shard;
 use crate::cost::activations::{Kernels, Layer, Setting};
+use crate::cost::stack::Stack;
 use crate::cost::step::Step;
 use crate::error::{Error, Result};
 use crate::model::layout::Layout;
 use crate::model::Shape;
 use crate::units::BYTES_PER_GB;
 
-/// Precision of the gradient buffers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum GradientPrecision {
-    /// BF16, 2 bytes per parameter (the plate's assumption).
-    Bf16,
-    /// FP32, 4 bytes per parameter (Megatron-LM and DeepSpeed).
-    Fp32,
-}
-
-impl GradientPrecision {
-    /// Bytes per parameter.
-    pub fn bytes(self) -> f64 {
-        match self {
-            GradientPrecision::Bf16 => 2.0,
-            GradientPrecision::Fp32 => 4.0,
-        }
-    }
-}
-
-/// Precision the cross-entropy loss is computed in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LossPrecision {
-    /// FP32 (Megatron-LM's default).
-    Fp32,
-    /// BF16.
-    Bf16,
-}
-
-impl LossPrecision {
-    /// Bytes per logit kept from forward to backward.
-    pub fn kept_bytes(self) -> f64 {
-        match self {
-            LossPrecision::Fp32 => 4.0,
-            LossPrecision::Bf16 => 2.0,
-        }
-    }
-
-    /// Bytes per logit at the loss's forward peak beyond what is kept.
-    pub fn peak_extra_bytes(self) -> f64 {
-        match self {
-            // BF16 logits 2 + FP32 copy 4 + FP32 softmax 4 = 10 at the peak, 4 kept.
-            LossPrecision::Fp32 => 6.0,
-            // BF16 logits 2 + BF16 softmax 2 = 4 at the peak, 2 kept.
-            LossPrecision::Bf16 => 2.0,
-        }
-    }
-}
-
-/// How layers are spread over the pipeline stages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum StageSplit {
-    /// As evenly as possible, the remainder on the last stages.
-    Even,
-    /// One layer fewer on the first and the last stage (Llama 3 405B: 126 layers as 7 + 14 × 8 + 7).
-    Llama3,
-}
+pub use crate::cost::stack::{GradientPrecision, LossPrecision, StageSplit};
 
 /// The settings of the detailed model that are not part of the step.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Options {
+    /// The software stack: the defaults of the settings below and of the time model's, and
+    /// the kernels the time model costs (plan files written before stacks read as the default).
+    #[serde(default)]
+    pub stack: Stack,
     /// Gradient buffer precision.
     pub gradients: GradientPrecision,
     /// Loss precision.
@@ -117,6 +65,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
+            stack: Stack::MegatronTe,
             gradients: GradientPrecision::Fp32,
             loss: LossPrecision::Fp32,
             kernels: Kernels::Fused,
@@ -128,6 +77,19 @@ impl Default for Options {
 }
 
 impl Options {
+    /// The settings `stack` implies, at the default reserve and fragmentation.
+    pub fn for_stack(stack: Stack) -> Self {
+        let s = stack.settings();
+        Options {
+            stack,
+            gradients: s.gradients,
+            loss: s.loss,
+            kernels: s.kernels,
+            stages: s.stages,
+            ..Options::default()
+        }
+    }
+
     /// Checks the reserve (0 to 1,000 GB) and the fragmentation (0 to 1).
     pub fn validate(&self) -> Result<()> {
         if !(self.reserve_gb.is_finite() && (0.0..=1e3).contains(&self.reserve_gb)) {
@@ -194,6 +156,27 @@ pub fn stage_layers(layers: u64, pp: u64, split: StageSplit) -> Result<Vec<u64>>
                 })
                 .collect())
         }
+        StageSplit::Balanced if pp == 1 || (layers + 2) % pp != 0 => {
+            stage_layers(layers, pp, StageSplit::Even)
+        }
+        StageSplit::Balanced => {
+            let units = layers + 2;
+            let (base, extra) = (units / pp, units % pp);
+            let mut split: Vec<u64> = (0..pp).map(|i| base + u64::from(i >= pp - extra)).collect();
+            if split[0] < 2 || split[pp as usize - 1] < 2 {
+                return Err(Error::invalid(
+                    "--stages",
+                    "balanced",
+                    format!(
+                        "at most {} stages, so the first and last keep a layer",
+                        units / 2
+                    ),
+                ));
+            }
+            split[0] -= 1;
+            split[pp as usize - 1] -= 1;
+            Ok(split)
+        }
     }
 }
 
@@ -218,6 +201,14 @@ impl Detailed {
     /// micro-batches a step takes, or why the step does not go with the layout. The memory and
     /// time models both start from it.
     pub fn pipeline(&self, shape: &Shape, layout: &Layout) -> Result<(Vec<u64>, u64)> {
+        let stack = self.options.stack;
+        if !stack.settings().interleaving && self.step.schedule.chunks() > 1 {
+            return Err(Error::invalid(
+                "--schedule",
+                self.step.schedule,
+                format!("1f1b: the {stack} stack has no interleaved schedule"),
+            ));
+        }
         let layers = stage_layers(u64::from(shape.layers), layout.pp, self.options.stages)?;
         let m = self.step.micro_batches(layout, &layers)?;
         Ok((layers, m))
@@ -250,6 +241,19 @@ impl Detailed {
             let zero = layout.zero;
             let logits_values = if last { tokens * v / tp } else { 0.0 };
             let loss_peak = logits_values * opts.loss.peak_extra_bytes();
+            // ZeRO 3 gathers a unit's weights a unit ahead (two units of BF16 weights whole)
+            // and reduces one unit's gradients whole: the largest unit of the stage, a layer or
+            // on the last stage the output head (FSDP2's and ZeRO 3's prefetch of one unit).
+            let gathered = if zero.shards_weights() {
+                let unit = stage_params(shape, layout.tp, 1, false, false).max(if last {
+                    shape.embedding_params() as f64 / tp
+                } else {
+                    0.0
+                });
+                (4.0 + opts.gradients.bytes()) * unit
+            } else {
+                0.0
+            };
             let mut mem = Memory {
                 weights: shard(2.0 * psi, zero.shards_weights(), layout.dp),
                 gradients: shard(
@@ -265,7 +269,7 @@ impl Detailed {
                     } else {
                         0.0
                     },
-                    transient: working.max(loss_peak),
+                    transient: working.max(loss_peak) + gathered,
                     reserve: 0.0,
                     stage: StageInfo {
                         index: i,
@@ -337,6 +341,16 @@ mod tests {
             (7, 8, 7, 126)
         );
         assert!(stage_layers(80, 16, StageSplit::Llama3).is_err());
+        let bloom = stage_layers(70, 12, StageSplit::Balanced).unwrap();
+        assert_eq!(
+            (bloom[0], bloom[1], bloom[11], bloom.iter().sum::<u64>()),
+            (5, 6, 5, 70)
+        );
+        // MT-NLG: 107 units do not divide over 35 stages: 3 layers each.
+        assert_eq!(
+            stage_layers(105, 35, StageSplit::Balanced).unwrap(),
+            [3; 35]
+        );
         assert!(stage_layers(80, 81, StageSplit::Even).is_err());
     }
 
@@ -383,8 +397,11 @@ mod tests {
         let m = memory("8b", 1, 1, 3, step(Recompute::Full, false), bare());
         let d = m.detail.unwrap();
         assert_eq!(d.logits, 4.0 * 8192.0 * 128_256.0 + 4.0 * 8192.0 * 4096.0);
-        // The transient is the loss's forward peak above that: 6 more bytes a logit.
-        assert_eq!(d.transient, 6.0 * 8192.0 * 128_256.0);
+        // The transient is the loss's forward peak above that, 6 more bytes a logit, and ZeRO 3's
+        // buffers: two units of BF16 weights and one of BF16 gradients, the unit the output
+        // head (128,256 × 4,096 parameters, larger than a layer).
+        let head = 128_256.0 * 4096.0;
+        assert_eq!(d.transient, 6.0 * 8192.0 * 128_256.0 + 6.0 * head);
     }
 
     #[test]

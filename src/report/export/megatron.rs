@@ -144,6 +144,21 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
             push("--recompute-method", Some("uniform".into()));
             push("--recompute-num-layers", Some("1".into()));
         }
+        // Half the layers of each stage fully recomputed: Megatron-LM's block method over the
+        // first half of a stage's layers.
+        Recompute::SelectiveLayer => {
+            let per_stage = u64::from(s.layers) / l.layout.pp;
+            push("--recompute-granularity", Some("full".into()));
+            push("--recompute-method", Some("block".into()));
+            push("--recompute-num-layers", Some((per_stage / 2).max(1).to_string()));
+        }
+        Recompute::SelectiveOp | Recompute::SaveQkv => {
+            return Err(Error::invalid(
+                "--format",
+                "megatron",
+                "a recomputation Megatron-LM has (none, selective, full or selective-layer); torchtitan's selective-op and MaxText's save-qkv policies have no Megatron-LM flag",
+            ))
+        }
     }
     push("--bf16", None);
     Ok(args)

@@ -508,6 +508,13 @@ impl Exporter for Text {
             thousands(l.dp),
             l.zero
         );
+        if let Some(options) = &p.memory_model {
+            let _ = writeln!(
+                out,
+                "stack     {} (its kernels, overlaps and defaults; --stack to choose)",
+                options.stack
+            );
+        }
         if let (Some(step), Some(stage)) = (&p.step, &p.worst_stage) {
             let _ = writeln!(
                 out,

@@ -138,14 +138,22 @@ pub fn render(l: &Launch) -> Result<String> {
             units / stages
         );
     }
-    let mode = match step.recompute {
-        Recompute::None => "none",
-        Recompute::Selective => "selective",
-        Recompute::Full => "full",
+    if step.recompute == Recompute::SaveQkv {
+        return Err(Error::invalid(
+            "--format",
+            "torchtitan",
+            "a recomputation torchtitan has (none, selective-op, selective-layer, selective or full); MaxText's save-qkv policy has none",
+        ));
+    }
+    let (mode, option) = match step.recompute {
+        Recompute::None => ("none", None),
+        Recompute::Selective | Recompute::SelectiveOp => ("selective", Some("op")),
+        Recompute::SelectiveLayer => ("selective", Some("2")),
+        Recompute::Full | Recompute::SaveQkv => ("full", None),
     };
     let _ = writeln!(out, "\n[activation_checkpoint]\nmode = \"{mode}\"");
-    if step.recompute == Recompute::Selective {
-        let _ = writeln!(out, "selective_ac_option = \"op\"");
+    if let Some(option) = option {
+        let _ = writeln!(out, "selective_ac_option = \"{option}\"");
     }
     Ok(out)
 }

@@ -1,0 +1,397 @@
+//! Compute time as a sum over operations: each GEMM at its own (m, n, k), attention at a
+//! FlashAttention-class kernel's throughput, element-wise work as HBM traffic.
+//!
+//! Per layer and micro-batch of `T = b·s` tokens on one TP rank of `t` (`h` hidden, `q = a·d`
+//! the attention width, `g = kv·d` the width of K and V, `f` the FFN width):
+//!
+//! | operation | forward GEMM (m, n, k) |
+//! |---|---|
+//! | QKV projection | (T, (q + 2g)/t, h) |
+//! | attention output | (T, h, q/t) |
+//! | gate and up | (T, 2f/t, h) |
+//! | down | (T, h, f/t) |
+//! | output head (last stage) | (T, V/t, h) |
+//!
+//! Backward runs each GEMM twice: the input gradient (T, k, n) and the weight gradient
+//! (k, n, T). Where the stack overlaps TP collectives with the projections, the forward and the
+//! input gradient run as `t` GEMMs of `T/t` rows ([`Context::tp_chunks`]). A GEMM takes `2·m·n·k / (peak · fraction(m, n) · sustained)` seconds, the fraction
+//! from [`Chip::gemm_fraction`] (a ceiling, tile and wave quantization), or its operands' and
+//! result's BF16 bytes over the HBM bandwidth if that is longer (the roofline).
+//!
+//! **Attention** with FlashAttention-class kernels runs `2·b·s²·q/t` FLOPs forward (causal: half
+//! of QKᵀ and AV) and 2.5 times that backward, at the kernel's forward + backward throughput for
+//! the sequence ([`Chip::attention_fraction`]). Unfused attention runs QKᵀ and AV as batched GEMMs
+//! over the whole square (`b·a/t` products of (s, s, d) and (s, d, s)) and moves each BF16 score
+//! through a fused scale-mask-softmax, 4 bytes forward and 6 backward.
+//!
+//! **Element-wise** work moves bytes at [`HBM_EFFICIENCY`] of the bandwidth. Per token, forward
+//! (backward moves twice as much: it reads what forward read and the incoming gradient, and
+//! writes a gradient for each input):
+//!
+//! | kernels | h-wide (÷t with sequence parallelism) | split over TP |
+//! |---|---|---|
+//! | fused | two RMSNorms (read 2h, write 2h) and two residual adds (read 4h, write 2h): 20h | RoPE on Q and K in place, 4(q + g); SwiGLU reads 4f, writes 2f: 6f |
+//! | eager | each FP32 RMSNorm of Llama's reference code casts, squares, averages, scales, casts back and weights: 36h; two, and the residual adds: 84h | RoPE through FP32 complex numbers, 20 bytes an element: 20(q + g); K and V repeated to every head: 4q + 4g; SiLU then a product: 10f |
+//!
+//! The **loss** over the last stage's `T·V/t` logits moves 24 bytes a logit in a fused FP32
+//! cross-entropy (read the BF16 logits, max, exponentials, sum; backward the softmax less the
+//! one-hot), 40 in eager PyTorch (an FP32 copy, `log_softmax`'s two passes, and their
+//! backward), 8 in a chunked one that never writes the FP32 logits.
+//!
+//! `sustained` is the calibrated fraction of these kernel benchmarks' FLOP rates that a training
+//! step's GEMMs and attention keep (traffic is already at a measured in-step bandwidth) ([`crate::cost::calibration`]): the benchmarks run one kernel at boost clock on an
+//! idle GPU; a step shares the SMs with communication kernels and holds power-limited clocks.
+
+use crate::cost::activations::{Kernels, Recompute};
+use crate::cost::chip::{Attention, Chip, HBM_EFFICIENCY};
+use crate::model::Shape;
+
+/// SMs a Transformer Engine userbuffers reduce-scatter takes while it overlaps its GEMM's
+/// chunks: `num_sm: 24` for `proj_fprop` and `fc2_fprop` (the `pipeline` method) in NVIDIA's
+/// published userbuffers configurations for Megatron-core; the all-gathers' ring exchange
+/// runs on copy engines and one SM, not counted.
+pub const OVERLAP_SMS: f64 = 24.0;
+
+/// How the cross-entropy loss is computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LossKernel {
+    /// Vocabulary-parallel FP32 cross-entropy in one fused pass (Megatron-LM).
+    Fused,
+    /// `cross_entropy(logits.float(), …)` in eager PyTorch.
+    Eager,
+    /// Chunked: the FP32 logits are never written whole (Liger, XLA's fusion).
+    Chunked,
+}
+
+impl LossKernel {
+    /// Bytes moved per logit, forward and backward.
+    pub fn bytes_per_logit(self) -> f64 {
+        match self {
+            LossKernel::Fused => 24.0,
+            LossKernel::Eager => 40.0,
+            LossKernel::Chunked => 8.0,
+        }
+    }
+}
+
+/// Where the operations run and how: the chip, the brief's peak and bandwidth, the kernels,
+/// and the shard of the micro-batch.
+#[derive(Debug, Clone, Copy)]
+pub struct Context<'a> {
+    /// The chip's kernel figures.
+    pub chip: &'a Chip,
+    /// Its GEMM ceiling ([`Chip::gemm_ceiling`]), computed once.
+    pub gemm_ceiling: f64,
+    /// Dense BF16 peak, FLOP/s.
+    pub peak_flops: f64,
+    /// HBM bandwidth, bytes/s.
+    pub hbm_bytes_per_second: f64,
+    /// Fraction of the kernel benchmarks a step keeps.
+    pub sustained: f64,
+    /// Element-wise kernels fused or eager.
+    pub elementwise: Kernels,
+    /// The attention kernel.
+    pub attention: Attention,
+    /// The loss kernel.
+    pub loss: LossKernel,
+    /// TP degree.
+    pub tp: u64,
+    /// Sequence parallelism.
+    pub sequence_parallel: bool,
+    /// Chunks each projection and its input gradient run in, 1 or `tp`: overlapping the TP
+    /// collectives with the GEMMs (Transformer Engine's userbuffers ring exchange) splits them
+    /// into `t` GEMMs of `T/t` rows each, one per step of the ring.
+    pub tp_chunks: u64,
+    /// Sequences per micro-batch.
+    pub micro_batch: u64,
+    /// Tokens per sequence.
+    pub seq_len: u64,
+}
+
+/// Seconds of one operation, or a group of them, forward and backward.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Op {
+    /// Forward seconds.
+    pub forward: f64,
+    /// Backward seconds.
+    pub backward: f64,
+}
+
+impl Op {
+    fn add(self, o: Op) -> Op {
+        Op {
+            forward: self.forward + o.forward,
+            backward: self.backward + o.backward,
+        }
+    }
+}
+
+/// One layer's seconds per micro-batch by kind, and what recomputation adds.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct LayerTime {
+    /// The four projections.
+    pub gemm: Op,
+    /// The attention core.
+    pub attention: Op,
+    /// Norms, RoPE, SwiGLU, residuals.
+    pub elementwise: Op,
+    /// Forward work done again in backward.
+    pub recompute: f64,
+}
+
+impl LayerTime {
+    /// Forward, backward and recomputation together.
+    pub fn total(&self) -> f64 {
+        let all = self.gemm.add(self.attention).add(self.elementwise);
+        all.forward + all.backward + self.recompute
+    }
+
+    /// The forward alone.
+    pub fn forward(&self) -> f64 {
+        self.gemm.forward + self.attention.forward + self.elementwise.forward
+    }
+}
+
+impl Context<'_> {
+    fn tokens(&self) -> f64 {
+        (self.micro_batch * self.seq_len) as f64
+    }
+
+    /// Seconds of one `m × n × k` BF16 GEMM.
+    pub fn gemm(&self, m: f64, n: f64, k: f64) -> f64 {
+        self.gemm_on(m, n, k, f64::from(self.chip.sms))
+    }
+
+    /// Seconds of one `m × n × k` BF16 GEMM on `sms` of the SMs.
+    fn gemm_on(&self, m: f64, n: f64, k: f64, sms: f64) -> f64 {
+        let flops = 2.0 * m * n * k;
+        let fraction = self.gemm_ceiling * self.chip.shape_fraction_on(m, n, k, sms);
+        let rate = self.peak_flops * fraction * self.sustained;
+        let bytes = 2.0 * (m * k + k * n + m * n);
+        (flops / rate).max(bytes / (self.hbm_bytes_per_second * HBM_EFFICIENCY))
+    }
+
+    /// A forward GEMM and its two backward GEMMs.
+    fn linear(&self, m: f64, n: f64, k: f64) -> Op {
+        Op {
+            forward: self.gemm(m, n, k),
+            backward: self.gemm(m, k, n) + self.gemm(k, n, m),
+        }
+    }
+
+    /// A projection whose TP collective overlaps it: the forward and the input gradient in
+    /// [`Context::tp_chunks`] pieces of rows; the weight gradient whole. A projection whose
+    /// output is reduce-scattered (`reduces`: the attention output and the down projection)
+    /// leaves [`OVERLAP_SMS`] of the SMs to the collective while its chunks run.
+    fn projection(&self, m: f64, n: f64, k: f64, reduces: bool) -> Op {
+        let c = self.tp_chunks.max(1) as f64;
+        let all = f64::from(self.chip.sms);
+        let sms = if c > 1.0 && reduces {
+            all - OVERLAP_SMS
+        } else {
+            all
+        };
+        Op {
+            forward: c * self.gemm_on(m / c, n, k, sms),
+            backward: c * self.gemm(m / c, k, n) + self.gemm(k, n, m),
+        }
+    }
+
+    /// Seconds to move `bytes` through HBM.
+    fn traffic(&self, bytes: f64) -> f64 {
+        bytes / (self.hbm_bytes_per_second * HBM_EFFICIENCY)
+    }
+
+    /// The attention core of one layer.
+    fn attention(&self, shape: &Shape) -> Op {
+        let t = self.tp as f64;
+        let (b, s) = (self.micro_batch as f64, self.seq_len as f64);
+        let q = shape.attention_width() as f64;
+        match self.chip.attention_fraction(self.attention, s) {
+            Some(fraction) => {
+                let forward_flops = 2.0 * b * s * s * q / t;
+                let rate = self.peak_flops * fraction * self.sustained;
+                let all = 3.5 * forward_flops / rate;
+                Op {
+                    forward: all / 3.5,
+                    backward: all * 2.5 / 3.5,
+                }
+            }
+            None => {
+                let d = shape.head_dim() as f64;
+                let products = b * f64::from(shape.heads) / t;
+                let scores = products * s * s;
+                let qk = self.linear(s, s, d);
+                let av = self.linear(s, d, s);
+                Op {
+                    forward: products * (qk.forward + av.forward) + self.traffic(4.0 * scores),
+                    backward: products * (qk.backward + av.backward) + self.traffic(6.0 * scores),
+                }
+            }
+        }
+    }
+
+    /// Element-wise bytes per token of one layer's forward: (h-wide, split over TP).
+    fn elementwise_bytes(&self, shape: &Shape) -> (f64, f64) {
+        let h = shape.hidden as f64;
+        let f = shape.ffn as f64;
+        let q = shape.attention_width() as f64;
+        let g = f64::from(shape.kv_heads) * shape.head_dim() as f64;
+        match self.elementwise {
+            Kernels::Fused | Kernels::Lean => (20.0 * h, 4.0 * (q + g) + 6.0 * f),
+            Kernels::Eager => (84.0 * h, 20.0 * (q + g) + 4.0 * q + 4.0 * g + 10.0 * f),
+        }
+    }
+
+    /// The element-wise work of one layer.
+    fn elementwise(&self, shape: &Shape) -> Op {
+        let t = self.tp as f64;
+        let (wide, split) = self.elementwise_bytes(shape);
+        let wide_share = if self.sequence_parallel { t } else { 1.0 };
+        let forward = self.traffic(self.tokens() * (wide / wide_share + split / t));
+        Op {
+            forward,
+            backward: 2.0 * forward,
+        }
+    }
+
+    /// One layer's seconds per micro-batch under `recompute`.
+    pub fn layer(&self, shape: &Shape, recompute: Recompute) -> LayerTime {
+        let t = self.tp as f64;
+        let tokens = self.tokens();
+        let h = shape.hidden as f64;
+        let f = shape.ffn as f64;
+        let q = shape.attention_width() as f64;
+        let g = f64::from(shape.kv_heads) * shape.head_dim() as f64;
+        let qkv = self.projection(tokens, (q + 2.0 * g) / t, h, false);
+        let out = self.projection(tokens, h, q / t, true);
+        let gate_up = self.projection(tokens, 2.0 * f / t, h, false);
+        let down = self.projection(tokens, h, f / t, true);
+        let gemm = qkv.add(out).add(gate_up).add(down);
+        let attention = self.attention(shape);
+        let elementwise = self.elementwise(shape);
+        let mut time = LayerTime {
+            gemm,
+            attention,
+            elementwise,
+            recompute: 0.0,
+        };
+        time.recompute = match recompute {
+            Recompute::None => 0.0,
+            Recompute::Selective => attention.forward,
+            Recompute::Full => time.forward(),
+            Recompute::SelectiveLayer => time.forward() / 2.0,
+            Recompute::SaveQkv => time.forward() - qkv.forward,
+            // Every second matrix product of the layer — the K projection, the attention
+            // output and the up projection — and all element-wise work; attention is kept.
+            Recompute::SelectiveOp => {
+                self.gemm(tokens, g / t, h)
+                    + self.gemm(tokens, h, q / t)
+                    + self.gemm(tokens, f / t, h)
+                    + elementwise.forward
+            }
+        };
+        time
+    }
+
+    /// The output head and the loss, per micro-batch on the last stage.
+    pub fn head(&self, shape: &Shape) -> Op {
+        let t = self.tp as f64;
+        let tokens = self.tokens();
+        let v = shape.vocab as f64;
+        let h = shape.hidden as f64;
+        let gemm = self.linear(tokens, v / t, h);
+        let loss = self.traffic(tokens * v / t * self.loss.bytes_per_logit());
+        Op {
+            forward: gemm.forward + loss / 2.0,
+            backward: gemm.backward + loss / 2.0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::preset;
+
+    fn context(tp: u64, attention: Attention, elementwise: Kernels) -> Context<'static> {
+        let chip = Chip::of(989.0, 3350.0).unwrap();
+        Context {
+            chip,
+            gemm_ceiling: chip.gemm_ceiling(),
+            peak_flops: 989e12,
+            hbm_bytes_per_second: 3350e9,
+            sustained: 1.0,
+            elementwise,
+            attention,
+            loss: LossKernel::Fused,
+            tp,
+            sequence_parallel: tp > 1,
+            tp_chunks: 1,
+            micro_batch: 1,
+            seq_len: 8192,
+        }
+    }
+
+    #[test]
+    fn a_large_gemm_runs_at_the_ceiling_times_its_waves() {
+        // 8192 × 28672 × 8192 on an H100: 64 × 112 = 7,168 tiles of 128 × 256 in 55 waves of
+        // 132 (7,260); four stages, so the main loop runs 8192/8576 of the time. The ceiling is
+        // MAMF's 794.5 over 8192³'s own losses (2048/2112 × 8192/8576).
+        let c = context(1, Attention::Cudnn, Kernels::Fused);
+        let ceiling = 794.5 / 989.0 / (2048.0 / 2112.0 * 8192.0 / 8576.0);
+        assert!((c.gemm_ceiling - ceiling).abs() < 1e-12);
+        let fraction = ceiling * 7168.0 / 7260.0 * 8192.0 / 8576.0;
+        let want = 2.0 * 8192.0 * 28672.0 * 8192.0 / (989e12 * fraction);
+        assert!((c.gemm(8192.0, 28672.0, 8192.0) - want).abs() < 1e-15);
+    }
+
+    #[test]
+    fn a_thin_gemm_is_bound_by_memory() {
+        // 8192 × 8192 × 16: 2.1 GFLOP but 268 MB of output.
+        let c = context(1, Attention::Cudnn, Kernels::Fused);
+        let bytes = 2.0 * (8192.0 * 16.0 * 2.0 + 8192.0 * 8192.0);
+        assert_eq!(c.gemm(8192.0, 8192.0, 16.0), bytes / (3350e9 * 0.6));
+    }
+
+    #[test]
+    fn flash_attention_of_the_70b_worked_by_hand() {
+        // 64 heads × 128 = 8192 wide, s = 8192, TP 1: forward 2·8192²·8192 = 1.0995e12 FLOPs;
+        // with the backward 3.5× at cuDNN's 521 TFLOP/s: 7.386 ms, 2/7 of it forward.
+        let c = context(1, Attention::Cudnn, Kernels::Fused);
+        let s = preset("70b").unwrap();
+        let a = c.attention(&s);
+        let all = 3.5 * 2.0 * 8192.0f64.powi(3) / 521e12;
+        assert!((a.forward + a.backward - all).abs() < 1e-12);
+        assert!((a.forward - all / 3.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn recomputation_adds_what_it_says() {
+        let c = context(8, Attention::Cudnn, Kernels::Fused);
+        let s = preset("70b").unwrap();
+        let none = c.layer(&s, Recompute::None);
+        let full = c.layer(&s, Recompute::Full);
+        assert_eq!(none.recompute, 0.0);
+        assert_eq!(full.recompute, none.forward());
+        let sel = c.layer(&s, Recompute::Selective);
+        assert_eq!(sel.recompute, none.attention.forward);
+        let layer = c.layer(&s, Recompute::SelectiveLayer);
+        assert_eq!(layer.recompute, full.recompute / 2.0);
+        let op = c.layer(&s, Recompute::SelectiveOp);
+        assert!(op.recompute > sel.recompute && op.recompute < full.recompute);
+    }
+
+    #[test]
+    fn eager_element_wise_work_costs_more_than_fused() {
+        let s = preset("8b").unwrap();
+        let fused = context(1, Attention::Flash2, Kernels::Fused).layer(&s, Recompute::None);
+        let eager = context(1, Attention::Flash2, Kernels::Eager).layer(&s, Recompute::None);
+        assert!(eager.elementwise.forward > 3.0 * fused.elementwise.forward);
+        assert_eq!(eager.gemm, fused.gemm);
+        // The fused forward by hand: 8192 tokens × (20·4096 + 4·(4096 + 1024) + 6·14336) bytes.
+        let bytes = 8192.0 * (20.0 * 4096.0 + 4.0 * 5120.0 + 6.0 * 14336.0);
+        assert!((fused.elementwise.forward - bytes / (3350e9 * 0.6)).abs() < 1e-15);
+    }
+}

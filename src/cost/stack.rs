@@ -1,0 +1,331 @@
+//! Software-stack presets: what a training framework does that the detailed model must know —
+//! its kernels, how it overlaps communication, what it keeps for backward, how it splits the
+//! pipeline — as one name (`--stack megatron-te`). Every field is a default; the flags that set
+//! it one by one still override it.
+//!
+//! | stack | kernels | attention | loss | TP / PP / DP overlap | stages | interleaving |
+//! |---|---|---|---|---|---|---|
+//! | `megatron-te` | fused | cuDNN | fused FP32 | 1 / 1 / 1 | even | yes |
+//! | `llama3` | fused, SwiGLU product recomputed | FlashAttention-2 | fused FP32 | 0 / 1 / 1 | one fewer layer first and last where L + 2 divides, else even | yes |
+//! | `torchtitan` | eager time, fused memory | FlashAttention-2 | eager FP32 | 0 / 0 / 1 | even | yes |
+//! | `torchtitan-compile` | fused | FlashAttention-2 | fused FP32 | 0 / 0 / 1 | even | yes |
+//! | `maxtext` | fused | cuDNN | fused FP32 | 1 / 1 / 1 | even | yes |
+//! | `megatron-deepspeed` | fused | unfused | fused FP32 | 0 / 0 / 0 | embedding and head counted as layers where L + 2 divides, else even | no |
+//! | `eager` | eager (the calibration's measured curve in h/TP) | — | — | 0 / 0 / 1 | even | yes |
+//!
+//! Sources, stack by stack:
+//! - **megatron-te** (Megatron-core / NeMo with Transformer Engine): NeMo-Framework-Launcher
+//!   `conf/training/gpt3/175b.yaml` sets `ub_tp_comm_overlap: True` (TP collectives split into
+//!   chunks and overlapped with the GEMMs), `overlap_p2p_comm: True`, and the distributed fused
+//!   Adam with `overlap_grad_sync` and `overlap_param_sync`; NeMo 2's recipes set
+//!   `overlap_grad_reduce`, `overlap_param_gather` and `grad_reduce_in_fp32` (FP32 gradient
+//!   buffers). Transformer Engine fuses RMSNorm into the following linear, RoPE and SwiGLU, and
+//!   runs cuDNN's fused attention on Hopper.
+//! - **llama3** (Llama Team 2024, The Llama 3 Herd of Models, §3.3.2): FSDP that does not
+//!   reshard after forward (ZeRO 2 here), an interleaved schedule whose first chunk holds only
+//!   the embedding and last only the output and loss, "one Transformer layer" fewer on the first
+//!   and last stages, asynchronous point-to-point communication, and 405B at 8K tokens "without
+//!   activation checkpointing" on 80 GB cards — which fits only if the MLP keeps 4f, not 6f, so
+//!   the stack recomputes the SwiGLU product in backward (an assumption this model states). TP
+//!   overlap is not stated and not assumed.
+//! - **torchtitan** (pytorch/torchtitan, FSDP2): eager element-wise kernels (FP32 RMSNorm, RoPE
+//!   through complex numbers: `train_configs/llama2_13b.toml` has `norm_type = "rmsnorm"` and
+//!   `compile = false`), `scaled_dot_product_attention` (FlashAttention-2), the loss as
+//!   `cross_entropy(pred.float(), …)`, FSDP2's prefetch of the next layer's gather, reduce in
+//!   FP32 (`mixed_precision_reduce = "float32"`); async TP is off by default. Its memory is
+//!   counted with the fused list: the eager list (the calibration's own script, 54h a token for
+//!   70B) would put torchtitan's Llama 2 13B without recomputation at 99 GB, and it ran on 80 GB
+//!   A100s (`docs/performance.md`) — so the published runs bound torchtitan's saved tensors from
+//!   above, and this model takes the fused list as their estimate.
+//! - **torchtitan-compile**: the same with `torch.compile` per layer, which fuses the
+//!   element-wise work and the loss.
+//! - **maxtext** (AI-Hypercomputer/maxtext under XLA; NVIDIA/dgxc-benchmarking `maxtext/`):
+//!   `attention=cudnn_flash_te`, XLA's fusion of element-wise work, asynchronous collectives
+//!   scheduled behind compute by XLA's latency-hiding scheduler.
+//! - **megatron-deepspeed** (the 2021–22 stack of MT-NLG 530B and BLOOM 176B): Megatron-LM's
+//!   fused softmax, bias-GeLU and LayerNorm kernels but attention with the scores materialised;
+//!   no communication overlap (DeepSpeed's pipeline engine reduces gradients after the
+//!   pipeline flush); `--pp-partition-method 'type:transformer|embedding'` (bigscience
+//!   `tr11-176B-ml.slurm`) balances stages counting the embedding and the head as a layer
+//!   each; DeepSpeed's pipeline has no interleaved schedule.
+//! - **eager**: the model before stacks existed: the calibration's efficiency curve measured
+//!   with eager PyTorch on an H200 (`data/calibration/`), no TP or PP overlap.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cost::activations::Kernels;
+use crate::cost::chip::Attention;
+use crate::cost::compute::LossKernel;
+use crate::error::{Error, Result};
+
+/// Precision of the gradient buffers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GradientPrecision {
+    /// BF16, 2 bytes per parameter (the plate's assumption).
+    Bf16,
+    /// FP32, 4 bytes per parameter (Megatron-LM and DeepSpeed).
+    Fp32,
+}
+
+impl GradientPrecision {
+    /// Bytes per parameter.
+    pub fn bytes(self) -> f64 {
+        match self {
+            GradientPrecision::Bf16 => 2.0,
+            GradientPrecision::Fp32 => 4.0,
+        }
+    }
+}
+
+/// Precision the cross-entropy loss is computed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LossPrecision {
+    /// FP32 (Megatron-LM's default).
+    Fp32,
+    /// BF16.
+    Bf16,
+}
+
+impl LossPrecision {
+    /// Bytes per logit kept from forward to backward.
+    pub fn kept_bytes(self) -> f64 {
+        match self {
+            LossPrecision::Fp32 => 4.0,
+            LossPrecision::Bf16 => 2.0,
+        }
+    }
+
+    /// Bytes per logit at the loss's forward peak beyond what is kept.
+    pub fn peak_extra_bytes(self) -> f64 {
+        match self {
+            // BF16 logits 2 + FP32 copy 4 + FP32 softmax 4 = 10 at the peak, 4 kept.
+            LossPrecision::Fp32 => 6.0,
+            // BF16 logits 2 + BF16 softmax 2 = 4 at the peak, 2 kept.
+            LossPrecision::Bf16 => 2.0,
+        }
+    }
+}
+
+/// How layers are spread over the pipeline stages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StageSplit {
+    /// As evenly as possible, the remainder on the last stages.
+    Even,
+    /// One layer fewer on the first and the last stage (Llama 3 405B: 126 layers as 7 + 14 × 8 + 7).
+    Llama3,
+    /// The embedding and the head counted as a layer each where the `L + 2` units divide
+    /// evenly over the stages, then one fewer layer on the first and the last stage:
+    /// DeepSpeed's `--pp-partition-method 'type:transformer|embedding'` (BLOOM: 72 units on 12
+    /// stages, 5 + 10 × 6 + 5); where they do not, the layers alone spread evenly, as
+    /// `type:transformer` does.
+    Balanced,
+}
+
+/// A software stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stack {
+    /// Megatron-core / NeMo with Transformer Engine.
+    MegatronTe,
+    /// Meta's 4D-parallel stack as the Llama 3 paper describes it.
+    Llama3,
+    /// torchtitan, FSDP2, eager.
+    Torchtitan,
+    /// torchtitan with `torch.compile`.
+    TorchtitanCompile,
+    /// MaxText under XLA.
+    Maxtext,
+    /// Megatron-DeepSpeed, 2021–22.
+    MegatronDeepspeed,
+    /// Eager PyTorch at the calibration's measured curve.
+    Eager,
+}
+
+/// What a stack sets.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settings {
+    /// The kernels whose saved tensors decide the activations kept (memory).
+    pub kernels: Kernels,
+    /// The element-wise kernels the time model costs.
+    pub elementwise: Kernels,
+    /// The attention kernel.
+    pub attention: Attention,
+    /// How the loss is computed.
+    pub loss_kernel: LossKernel,
+    /// Precision of the logits kept for the loss's backward.
+    pub loss: LossPrecision,
+    /// Gradient buffers.
+    pub gradients: GradientPrecision,
+    /// Layers per stage.
+    pub stages: StageSplit,
+    /// TP collectives hidden behind the layer's GEMMs, as far as they last.
+    pub tp_overlap: f64,
+    /// Pipeline sends hidden behind the next chunk's compute, as far as it lasts.
+    pub pp_overlap: f64,
+    /// DP collectives hidden behind backward (and ZeRO 3's gathers behind forward).
+    pub dp_overlap: f64,
+    /// Whether the stack runs interleaved schedules.
+    pub interleaving: bool,
+    /// Whether compute follows the per-operation model (else the eager curve).
+    pub per_operation: bool,
+}
+
+impl Stack {
+    /// Every stack, in the order `--help` lists them.
+    pub const ALL: [Stack; 7] = [
+        Stack::MegatronTe,
+        Stack::Llama3,
+        Stack::Torchtitan,
+        Stack::TorchtitanCompile,
+        Stack::Maxtext,
+        Stack::MegatronDeepspeed,
+        Stack::Eager,
+    ];
+
+    /// The name `--stack` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stack::MegatronTe => "megatron-te",
+            Stack::Llama3 => "llama3",
+            Stack::Torchtitan => "torchtitan",
+            Stack::TorchtitanCompile => "torchtitan-compile",
+            Stack::Maxtext => "maxtext",
+            Stack::MegatronDeepspeed => "megatron-deepspeed",
+            Stack::Eager => "eager",
+        }
+    }
+
+    /// What the stack sets.
+    pub fn settings(self) -> Settings {
+        let base = Settings {
+            kernels: Kernels::Fused,
+            elementwise: Kernels::Fused,
+            attention: Attention::Cudnn,
+            loss_kernel: LossKernel::Fused,
+            loss: LossPrecision::Fp32,
+            gradients: GradientPrecision::Fp32,
+            stages: StageSplit::Even,
+            tp_overlap: 1.0,
+            pp_overlap: 1.0,
+            dp_overlap: 1.0,
+            interleaving: true,
+            per_operation: true,
+        };
+        match self {
+            Stack::MegatronTe | Stack::Maxtext => base,
+            Stack::Llama3 => Settings {
+                kernels: Kernels::Lean,
+                elementwise: Kernels::Lean,
+                attention: Attention::Flash2,
+                stages: StageSplit::Balanced,
+                tp_overlap: 0.0,
+                ..base
+            },
+            Stack::Torchtitan => Settings {
+                elementwise: Kernels::Eager,
+                attention: Attention::Flash2,
+                loss_kernel: LossKernel::Eager,
+                tp_overlap: 0.0,
+                pp_overlap: 0.0,
+                ..base
+            },
+            Stack::TorchtitanCompile => Settings {
+                attention: Attention::Flash2,
+                tp_overlap: 0.0,
+                pp_overlap: 0.0,
+                ..base
+            },
+            Stack::MegatronDeepspeed => Settings {
+                attention: Attention::Unfused,
+                stages: StageSplit::Balanced,
+                tp_overlap: 0.0,
+                pp_overlap: 0.0,
+                dp_overlap: 0.0,
+                interleaving: false,
+                ..base
+            },
+            Stack::Eager => Settings {
+                kernels: Kernels::Eager,
+                elementwise: Kernels::Eager,
+                attention: Attention::Flash2,
+                loss_kernel: LossKernel::Eager,
+                tp_overlap: 0.0,
+                pp_overlap: 0.0,
+                per_operation: false,
+                ..base
+            },
+        }
+    }
+}
+
+impl Default for Stack {
+    /// Megatron-core with Transformer Engine, the stack NVIDIA's published recipes run.
+    fn default() -> Self {
+        Stack::MegatronTe
+    }
+}
+
+impl fmt::Display for Stack {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Stack {
+    type Err = Error;
+    fn from_str(text: &str) -> Result<Self> {
+        let wanted = text.trim().to_ascii_lowercase();
+        Stack::ALL
+            .into_iter()
+            .find(|s| s.name() == wanted)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Stack::ALL.iter().map(|s| s.name()).collect();
+                Error::invalid("--stack", text, format!("one of {}", names.join(", ")))
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_stack_reads_back_its_name() {
+        for s in Stack::ALL {
+            assert_eq!(s.name().parse::<Stack>().unwrap(), s);
+            assert_eq!(
+                serde_json::to_string(&s).unwrap(),
+                format!("\"{}\"", s.name())
+            );
+        }
+        let e = "nemo".parse::<Stack>().unwrap_err().to_string();
+        assert!(
+            e.starts_with("invalid --stack = nemo: one of megatron-te, llama3,"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_recipes_overlap_what_their_configs_say() {
+        let te = Stack::MegatronTe.settings();
+        assert_eq!(
+            (te.tp_overlap, te.pp_overlap, te.dp_overlap),
+            (1.0, 1.0, 1.0)
+        );
+        let ds = Stack::MegatronDeepspeed.settings();
+        assert_eq!(
+            (ds.tp_overlap, ds.pp_overlap, ds.dp_overlap),
+            (0.0, 0.0, 0.0)
+        );
+        assert!(!ds.interleaving);
+        assert!(!Stack::Eager.settings().per_operation);
+        // Llama 3's split where L + 2 divides over the stages (405B on 16: 7 + 14 × 8 + 7).
+        assert_eq!(Stack::Llama3.settings().stages, StageSplit::Balanced);
+    }
+}

@@ -1,0 +1,355 @@
+//! Measured runs against the detailed model: a run's prediction, the error in one FLOP count,
+//! and the fit of the calibrated parameters ([`crate::cost::calibration`]) to a set of runs.
+//!
+//! A run is one row of the published-runs format (`data/published/runs.json`): the model's
+//! dimensions, the layout, the step, the GPU and the measured throughput. Errors are in MFU
+//! points **in one FLOP count**: trainplan's own MFU scaled by the measured over the predicted
+//! tokens per second per GPU, so the sources' different MFU definitions never enter the error;
+//! where a source gives only its MFU, that MFU is taken as the measurement.
+//!
+//! A *family* is one recipe at several scales, the run's id without its last `-` part
+//! (`nemo-gpt3-175b-bf16-128` → `nemo-gpt3-175b-bf16`). Its rows are not independent, so a fit is
+//! tested with the whole family left out ([`leave_one_family_out`]).
+
+use serde::{Deserialize, Serialize};
+
+use crate::brief::gpu::Gpu;
+use crate::brief::{Brief, BriefPatch};
+use crate::cost::activations::Recompute;
+use crate::cost::calibration::{golden_section, Calibration, SUSTAINED};
+use crate::cost::memory::detailed::{Detailed, Options, StageSplit};
+use crate::cost::stack::Stack;
+use crate::cost::step::{Schedule, Step};
+use crate::cost::step_time::{step_time, TimeOptions};
+use crate::error::{Error, Result};
+use crate::model::layout::{Layout, ZeroStage};
+use crate::model::Shape;
+use crate::units::BYTES_PER_GB;
+
+/// A model's dimensions as a run gives them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunShape {
+    /// Layers.
+    pub layers: u32,
+    /// Hidden size.
+    pub hidden: u64,
+    /// FFN width as SwiGLU (a GELU MLP of width 4h written as SwiGLU of 8h/3: the same FLOPs).
+    pub ffn_swiglu_equivalent: u64,
+    /// Attention heads.
+    pub heads: u32,
+    /// KV heads.
+    pub kv_heads: u32,
+    /// Vocabulary.
+    pub vocab: u64,
+}
+
+/// What a run measured.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    /// Tokens per second per GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_per_s_per_gpu: Option<f64>,
+    /// The source's own MFU, percent (used when tokens per second are not given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mfu_pct: Option<f64>,
+    /// Peak memory per GPU, GB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_memory_gb: Option<f64>,
+}
+
+/// One measured run. Fields the model does not use (sources, assumptions) are kept in the file
+/// for people and ignored here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// The run's name; its family is the name without its last `-` part.
+    pub id: String,
+    /// The GPU preset, first word (`h100-sxm (96 GB …)` is the H100 SXM).
+    pub gpu: String,
+    /// GPUs.
+    pub gpus: u64,
+    /// TP degree.
+    pub tp: u64,
+    /// PP degree.
+    pub pp: u64,
+    /// Model chunks per GPU (interleaving), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vp: Option<u32>,
+    /// ZeRO stage.
+    pub zero: u8,
+    /// Sequence parallelism (default: on when TP > 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence_parallel: Option<bool>,
+    /// Sequences per micro-batch.
+    pub micro_batch: u64,
+    /// Sequences per step.
+    pub global_batch: u64,
+    /// Tokens per sequence.
+    pub seq_len: u64,
+    /// Recomputation as the source states it (`none`, `selective`, `full`, or torchtitan's
+    /// `selective (op)` and `selective (layer …)`).
+    pub recompute: String,
+    /// The framework, which names the stack when `stack` is absent.
+    #[serde(default)]
+    pub framework: String,
+    /// The stack, if given (else from `framework`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<Stack>,
+    /// Stage split (`llama3`), if not the stack's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<String>,
+    /// The card's memory, GB, if not the preset's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub card_gb: Option<f64>,
+    /// Bus bandwidth per GPU between nodes, GB/s, if not the preset's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inter_node_gbps: Option<f64>,
+    /// The model.
+    pub shape: RunShape,
+    /// What was measured.
+    pub published: Measured,
+}
+
+/// A runs file: `{"runs": [...]}` (other top-level keys are kept for people).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Runs {
+    /// The runs.
+    pub runs: Vec<Run>,
+}
+
+/// What the model says of one run, and the error.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Prediction {
+    /// The run's id.
+    pub id: String,
+    /// Its family.
+    pub family: String,
+    /// The stack it was graded under.
+    pub stack: Stack,
+    /// Predicted tokens per second per GPU.
+    pub tokens_per_s_per_gpu: f64,
+    /// Predicted MFU, trainplan's FLOP count.
+    pub mfu: f64,
+    /// Measured MFU in the same FLOP count.
+    pub measured_mfu: f64,
+    /// Predicted minus measured, MFU points.
+    pub error_points: f64,
+    /// Predicted memory of the fullest GPU, GB.
+    pub memory_gb: f64,
+    /// The card's memory, GB.
+    pub card_gb: f64,
+}
+
+impl Run {
+    /// The family: the id without its last `-` part.
+    pub fn family(&self) -> &str {
+        self.id.rsplit_once('-').map_or(&self.id, |(f, _)| f)
+    }
+
+    /// The stack: `stack` if given, else from the framework's name.
+    pub fn stack(&self) -> Result<Stack> {
+        if let Some(s) = self.stack {
+            return Ok(s);
+        }
+        let f = self.framework.to_ascii_lowercase();
+        let stack = if f.starts_with("nemo") || f.contains("megatron-core") {
+            Stack::MegatronTe
+        } else if f.starts_with("meta") {
+            Stack::Llama3
+        } else if f.contains("torchtitan") {
+            if f.contains("compile") {
+                Stack::TorchtitanCompile
+            } else {
+                Stack::Torchtitan
+            }
+        } else if f.contains("maxtext") {
+            Stack::Maxtext
+        } else if f.contains("deepspeed") {
+            Stack::MegatronDeepspeed
+        } else {
+            return Err(Error::invalid(
+                format!("runs[{}].framework", self.id),
+                &self.framework,
+                "a framework trainplan has a stack for, or a \"stack\" field",
+            ));
+        };
+        Ok(stack)
+    }
+
+    /// Recomputation from the source's words.
+    pub fn recompute_mode(&self) -> Recompute {
+        let text = self.recompute.to_ascii_lowercase();
+        match text.split_whitespace().next().unwrap_or("") {
+            "none" => Recompute::None,
+            "save_qkv_proj" | "save-qkv" => Recompute::SaveQkv,
+            "selective" if text.contains("layer") => Recompute::SelectiveLayer,
+            "selective" if text.contains("op") => Recompute::SelectiveOp,
+            "selective" => Recompute::Selective,
+            // Full, or not stated: the conservative reading.
+            _ => Recompute::Full,
+        }
+    }
+
+    /// Whether the cards ran under a power limit the source states (their peak is not the
+    /// preset's; such runs are reported apart).
+    pub fn power_capped(&self) -> bool {
+        self.gpu.to_ascii_lowercase().contains("power limit")
+    }
+
+    /// The brief the run's cluster makes: the GPU preset, the GPUs, the card's memory (all of
+    /// it may be used), the network where the run gives it, and `peak_tflops` if given.
+    pub fn brief(&self, peak_tflops: Option<f64>) -> Result<Brief> {
+        let name = self.gpu.split_whitespace().next().unwrap_or("");
+        let gpu = Gpu::named(name)?;
+        let mut brief = BriefPatch::gpu(&gpu).apply(Brief::default());
+        brief.gpus = self.gpus;
+        brief.seq_len = self.seq_len;
+        if let Some(card) = self.card_gb {
+            brief.gpu_memory_gb = card;
+        }
+        brief.memory_cap_gb = brief.gpu_memory_gb;
+        if let Some(gbps) = self.inter_node_gbps {
+            brief.topology.inter_node_gbps = gbps;
+        }
+        if let Some(peak) = peak_tflops {
+            brief.peak_tflops = peak;
+        }
+        brief.validate()?;
+        Ok(brief)
+    }
+
+    /// The run's design: shape, layout and detailed step.
+    pub fn design(&self, brief: &Brief) -> Result<(Shape, Layout, Detailed)> {
+        let s = &self.shape;
+        let shape = Shape::new(
+            &self.id,
+            s.layers,
+            s.hidden,
+            s.ffn_swiglu_equivalent,
+            s.heads,
+            s.kv_heads,
+            s.vocab,
+        )?;
+        let zero = ZeroStage::new(self.zero)?;
+        let layout = Layout::new(brief, &shape, self.tp, self.pp, zero)?;
+        let stack = self.stack()?;
+        let mut options = Options::for_stack(stack);
+        match self.stages.as_deref() {
+            None => {}
+            Some("llama3") => options.stages = StageSplit::Llama3,
+            Some("even") => options.stages = StageSplit::Even,
+            Some("balanced") => options.stages = StageSplit::Balanced,
+            Some(other) => {
+                return Err(Error::invalid(
+                    format!("runs[{}].stages", self.id),
+                    other,
+                    "even, llama3 or balanced",
+                ))
+            }
+        }
+        // A stack's stage split that the layout cannot take falls back to even.
+        if crate::cost::memory::detailed::stage_layers(u64::from(s.layers), self.pp, options.stages)
+            .is_err()
+            && self.stages.is_none()
+        {
+            options.stages = StageSplit::Even;
+        }
+        let step = Step {
+            micro_batch: self.micro_batch,
+            seq_len: self.seq_len,
+            recompute: self.recompute_mode(),
+            sequence_parallel: self.tp > 1 && self.sequence_parallel.unwrap_or(true),
+            schedule: match self.vp {
+                Some(v) if v >= 2 => Schedule::Interleaved(v),
+                _ => Schedule::OneFOneB,
+            },
+            global_batch_tokens: self.global_batch * self.seq_len,
+        };
+        Ok((shape, layout, Detailed { step, options }))
+    }
+
+    /// The model's prediction for this run under `calibration`, at the preset's peak or at
+    /// `peak_tflops`.
+    pub fn predict(
+        &self,
+        calibration: Calibration,
+        peak_tflops: Option<f64>,
+    ) -> Result<Prediction> {
+        let brief = self.brief(peak_tflops)?;
+        let (shape, layout, detailed) = self.design(&brief)?;
+        let memory = detailed.memory(&shape, &layout)?;
+        let mut time = TimeOptions::for_stack(detailed.options.stack);
+        time.calibration = calibration;
+        let t = step_time(&brief.machine(), &shape, &layout, &detailed, &time)?;
+        let per_gpu = t.tokens_per_second / self.gpus as f64;
+        let measured_mfu = match (self.published.tokens_per_s_per_gpu, self.published.mfu_pct) {
+            (Some(tps), _) => t.mfu * tps / per_gpu,
+            (None, Some(pct)) => pct / 100.0,
+            (None, None) => {
+                return Err(Error::invalid(
+                    format!("runs[{}].published", self.id),
+                    "no throughput",
+                    "tokens_per_s_per_gpu or mfu_pct",
+                ))
+            }
+        };
+        Ok(Prediction {
+            id: self.id.clone(),
+            family: self.family().to_string(),
+            stack: detailed.options.stack,
+            tokens_per_s_per_gpu: per_gpu,
+            mfu: t.mfu,
+            measured_mfu,
+            error_points: 100.0 * (t.mfu - measured_mfu),
+            memory_gb: memory.total() / BYTES_PER_GB,
+            card_gb: brief.gpu_memory_gb,
+        })
+    }
+}
+
+/// Mean absolute error, points, of `runs` under `calibration`.
+pub fn mean_absolute_error(runs: &[&Run], calibration: Calibration) -> Result<f64> {
+    let mut sum = 0.0;
+    for r in runs {
+        sum += r.predict(calibration, None)?.error_points.abs();
+    }
+    Ok(sum / runs.len().max(1) as f64)
+}
+
+/// The calibration that minimises the mean absolute error over `runs` (golden-section search
+/// over `sustained`'s bounds, to 10⁻⁴).
+pub fn fit(runs: &[&Run]) -> Result<Calibration> {
+    // Every run must be gradable before the search starts.
+    mean_absolute_error(runs, Calibration::default())?;
+    let (lo, hi) = SUSTAINED;
+    let sustained = golden_section(lo, hi, 1e-4, |x| {
+        mean_absolute_error(runs, Calibration { sustained: x }).unwrap_or(f64::INFINITY)
+    });
+    Ok(Calibration { sustained })
+}
+
+/// Each run's prediction with its family left out of the fit: (family's fit, prediction).
+pub fn leave_one_family_out(runs: &[&Run]) -> Result<Vec<(Calibration, Prediction)>> {
+    let mut families: Vec<&str> = Vec::new();
+    for r in runs {
+        if !families.contains(&r.family()) {
+            families.push(r.family());
+        }
+    }
+    let mut out = Vec::new();
+    for family in families {
+        let rest: Vec<&Run> = runs
+            .iter()
+            .copied()
+            .filter(|r| r.family() != family)
+            .collect();
+        let c = if rest.is_empty() {
+            Calibration::default()
+        } else {
+            fit(&rest)?
+        };
+        for r in runs.iter().filter(|r| r.family() == family) {
+            out.push((c, r.predict(c, None)?));
+        }
+    }
+    Ok(out)
+}
