@@ -28,7 +28,9 @@ use trainplan::model::{
 };
 use trainplan::report::export::Format;
 use trainplan::search::rank::Rank;
-use trainplan::search::{MemorySpace, SearchOptions, TokenGrid};
+use trainplan::search::{
+    MemorySpace, SearchOptions, TokenGrid, DEFAULT_MICRO_BATCHES, DEFAULT_RECOMPUTE,
+};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -838,6 +840,17 @@ pub enum RecomputeArg {
 }
 
 impl RecomputeArg {
+    fn from_mode(mode: Recompute) -> Self {
+        match mode {
+            Recompute::None => RecomputeArg::None,
+            Recompute::Selective => RecomputeArg::Selective,
+            Recompute::Full => RecomputeArg::Full,
+            Recompute::SelectiveOp => RecomputeArg::SelectiveOp,
+            Recompute::SelectiveLayer => RecomputeArg::SelectiveLayer,
+            Recompute::SaveQkv => RecomputeArg::SaveQkv,
+        }
+    }
+
     fn mode(self) -> Recompute {
         match self {
             RecomputeArg::None => Recompute::None,
@@ -1139,15 +1152,11 @@ impl SearchStepArgs {
             }
         }
         let mut steps: Vec<Step> = iproduct!(
-            or(&self.micro_batches, &[1, 2, 4]),
+            or(&self.micro_batches, &DEFAULT_MICRO_BATCHES),
             or(&self.seq_lens, &[brief.seq_len]),
             or(
                 &self.recompute,
-                &[
-                    RecomputeArg::None,
-                    RecomputeArg::Selective,
-                    RecomputeArg::Full
-                ]
+                &DEFAULT_RECOMPUTE.map(RecomputeArg::from_mode)
             ),
             or(&self.sequence_parallel, &[OnOff::On, OnOff::Off]),
             schedules,

@@ -49,6 +49,12 @@ use tokio::sync::Semaphore;
 
 use crate::brief::gpu::PRESETS;
 use crate::brief::{Brief, BriefPatch};
+use crate::cost::activations::Recompute;
+use crate::cost::memory::detailed::{Detailed, Options};
+use crate::cost::memory::MemoryModel;
+use crate::cost::stack::Stack;
+use crate::cost::step::{Schedule, Step, DEFAULT_GLOBAL_BATCH_TOKENS};
+use crate::cost::step_time::{TimeModel, TimeOptions};
 use crate::error::{Error, Result};
 use crate::input::parse_json;
 use crate::model::layout::{Layout, ZeroStage};
@@ -58,7 +64,7 @@ use crate::plan::Design;
 use crate::report::export::{Exporter, Format, Json, Launch};
 use crate::search::progress::Silent;
 use crate::search::rank::Rank;
-use crate::search::{search, SearchOptions};
+use crate::search::{search, MemorySpace, SearchOptions};
 
 /// The page, with its styles and script inline.
 const PAGE: &str = include_str!("../assets/workshop.html");
@@ -130,6 +136,11 @@ struct DesignRequest {
     pp: Option<u64>,
     #[serde(default)]
     zero: ZeroStage,
+    /// A software stack: graded under the detailed memory and time models with that stack's
+    /// settings and the default step (micro-batch 1, full recomputation, 1F1B) [default: the
+    /// plate].
+    #[serde(default)]
+    stack: Option<Stack>,
     /// Fields of the brief over the default, as a `--brief` file gives them.
     #[serde(default)]
     brief: BriefPatch,
@@ -152,6 +163,10 @@ struct SearchRequest {
     /// `loss`, `days` or `memory` [default: loss].
     #[serde(default)]
     rank: Option<String>,
+    /// A software stack: searched under the detailed memory and time models with that stack's
+    /// settings and the default steps [default: the plate].
+    #[serde(default)]
+    stack: Option<Stack>,
     #[serde(default)]
     brief: BriefPatch,
 }
@@ -172,7 +187,29 @@ fn grade(request: DesignRequest) -> Result<CheckReport> {
     let tokens = request.tokens.filter(|&d| d >= 1).ok_or_else(|| {
         Error::invalid("tokens", request.tokens.unwrap_or(0), "a whole number ≥ 1")
     })?;
-    check(&brief, &Design::plate(&shape, tokens, layout))
+    let Some(stack) = request.stack else {
+        return check(&brief, &Design::plate(&shape, tokens, layout));
+    };
+    let step = Step {
+        micro_batch: 1,
+        seq_len: brief.seq_len,
+        recompute: Recompute::Full,
+        sequence_parallel: tp > 1,
+        schedule: Schedule::OneFOneB,
+        global_batch_tokens: DEFAULT_GLOBAL_BATCH_TOKENS,
+    };
+    let time = TimeModel::Detailed(TimeOptions::for_stack(stack));
+    let design = Design {
+        shape: &shape,
+        tokens,
+        layout,
+        memory: MemoryModel::Detailed(Detailed {
+            step,
+            options: Options::for_stack(stack),
+        }),
+        time: &time,
+    };
+    check(&brief, &design)
 }
 
 /// `POST /api/check`.
@@ -234,11 +271,15 @@ pub fn api_search(body: &[u8]) -> Result<String> {
         return Err(Error::invalid("top", top, format!("1 to {MAX_TOP}")));
     }
     let rank = Rank::from_name("rank", request.rank.as_deref().unwrap_or("loss"))?;
-    let options = SearchOptions {
+    let mut options = SearchOptions {
         rank,
         top: Some(top),
         ..SearchOptions::default()
     };
+    if let Some(stack) = request.stack {
+        options.memory = MemorySpace::detailed_defaults(&brief, Options::for_stack(stack));
+        options.time = TimeModel::Detailed(TimeOptions::for_stack(stack));
+    }
     let report = search(&brief, &shapes, &options, &Silent);
     Ok(format!(
         "{{\"search\": {}, \"front\": {}}}\n",
@@ -812,6 +853,26 @@ mod tests {
         );
         drop(held);
         assert_eq!(answer_search(&s, br#"{"top": 1}"#).0, StatusCode::OK);
+    }
+
+    #[test]
+    fn a_design_or_a_search_with_a_stack_is_graded_by_the_detailed_models() {
+        let design = |stack: &str| {
+            format!(r#"{{"model": "70b", "tokens": 4000000000000, "tp": 8, "pp": 4{stack}}}"#)
+        };
+        let plate = api_check(design("").as_bytes()).unwrap();
+        assert!(!plate.contains("\"stack\"") && !plate.contains("\"mfu\""));
+        let te = api_check(design(r#", "stack": "megatron-te""#).as_bytes()).unwrap();
+        assert!(
+            te.contains("\"stack\": \"megatron-te\"") && te.contains("\"mfu\""),
+            "{te}"
+        );
+        let e = api_check(design(r#", "stack": "nemo""#).as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("stack") && e.contains("megatron-te"), "{e}");
+        let found = api_search(br#"{"models": ["70b"], "top": 1, "stack": "torchtitan"}"#).unwrap();
+        assert!(found.contains("\"stack\": \"torchtitan\""), "{found}");
     }
 
     #[test]

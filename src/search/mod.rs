@@ -30,6 +30,7 @@ use itertools::{iproduct, Either, Itertools};
 use rayon::prelude::*;
 
 use crate::brief::Brief;
+use crate::cost::activations::Recompute;
 use crate::cost::memory::detailed::{stage_layers, Detailed, Options};
 use crate::cost::memory::MemoryModel;
 use crate::cost::scaling::ComputeOptimal;
@@ -203,6 +204,37 @@ impl MemorySpace {
                 })
             })
             .collect()
+    }
+}
+
+/// Micro-batch sizes a detailed search tries when none are given.
+pub const DEFAULT_MICRO_BATCHES: [u64; 3] = [1, 2, 4];
+/// Recomputation modes a detailed search tries when none are given.
+pub const DEFAULT_RECOMPUTE: [Recompute; 3] =
+    [Recompute::None, Recompute::Selective, Recompute::Full];
+
+impl MemorySpace {
+    /// The detailed search's default space under `options`: every default micro-batch and
+    /// recomputation, sequence parallelism on and off, 1F1B and (where the stack interleaves)
+    /// every interleaving depth, at the brief's sequence and the default global batch.
+    pub fn detailed_defaults(brief: &Brief, options: Options) -> Self {
+        let mut steps: Vec<Step> =
+            iproduct!(DEFAULT_MICRO_BATCHES, DEFAULT_RECOMPUTE, [true, false])
+                .map(|(micro_batch, recompute, sequence_parallel)| Step {
+                    micro_batch,
+                    seq_len: brief.seq_len,
+                    recompute,
+                    sequence_parallel,
+                    schedule: Schedule::OneFOneB,
+                    global_batch_tokens: crate::cost::step::DEFAULT_GLOBAL_BATCH_TOKENS,
+                })
+                .collect();
+        steps.sort();
+        MemorySpace::Detailed {
+            steps,
+            interleave: options.stack.settings().interleaving,
+            options,
+        }
     }
 }
 
@@ -978,7 +1010,6 @@ mod tests {
 
     #[test]
     fn interleaving_depths_run_from_2_to_the_largest_stage_where_the_micro_batches_allow() {
-        use crate::cost::activations::Recompute;
         let brief = Brief::default();
         let shape = crate::model::preset("70b").unwrap();
         let step = Step {
