@@ -18,7 +18,7 @@ use trainplan::cost::memory::MemoryModel;
 use trainplan::cost::scaling::LossLawPreset;
 use trainplan::cost::stack::Stack;
 use trainplan::cost::step::{Schedule, Step, DEFAULT_GLOBAL_BATCH_TOKENS};
-use trainplan::cost::step_time::{TimeModel, TimeOptions};
+use trainplan::cost::step_time::{stack_chip, TimeModel, TimeOptions};
 use trainplan::error::{Error, Result};
 use trainplan::input::{self, hf};
 use trainplan::model::family::{Family, Span};
@@ -918,17 +918,18 @@ pub struct DetailedArgs {
     /// megatron-te].
     #[arg(long, value_enum, value_name = "NAME")]
     pub stack: Option<StackArg>,
-    /// Gradient buffers [detailed; default: fp32, as Megatron-LM and DeepSpeed keep them].
+    /// Gradient buffers [detailed; default: the stack's, fp32 for every stack].
     #[arg(long, value_enum)]
     pub gradients: Option<GradientArg>,
     /// Precision of the cross-entropy loss [detailed; default: fp32].
     #[arg(long, value_enum)]
     pub loss_precision: Option<LossArg>,
-    /// Kernels, which decide what activations are kept [detailed; default: fused].
+    /// Kernels, which decide what activations are kept (and, when not the stack's, the time
+    /// model's element-wise work) [detailed; default: the stack's].
     #[arg(long, value_enum)]
     pub kernels: Option<KernelsArg>,
-    /// Layers per pipeline stage [detailed; default: even; llama3 puts one fewer on the first
-    /// and last stage].
+    /// Layers per pipeline stage [detailed; default: the stack's; llama3 puts one fewer on the
+    /// first and last stage, balanced does where L + 2 divides by PP].
     #[arg(long, value_enum)]
     pub stages: Option<StagesArg>,
     /// Fixed reserve per GPU for CUDA context and NCCL buffers, GB [detailed; default: 2].
@@ -1401,6 +1402,11 @@ impl SearchArgs {
                 "detailed",
                 "--time detailed together with --memory detailed, which defines the training step",
             ));
+        }
+        if self.time.time == TimeArg::Detailed {
+            // A GPU without kernel figures is refused once, by name, not configuration by
+            // configuration in silence.
+            stack_chip(&brief.machine(), self.detailed.stack())?;
         }
         let memory = match self.detailed.options(self.step.given())? {
             None => MemorySpace::Plate,

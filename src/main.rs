@@ -126,6 +126,7 @@ fn run_calibrate(args: &CalibrateArgs, quiet: bool) -> Result<bool> {
         let a: Vec<_> = after.iter().collect();
         let record = CalibrationFile {
             sustained: Some(new.sustained),
+            stacks: Some(new.stacks),
             points: None,
             fit: Some(FitRecord {
                 runs_file: args.runs.display().to_string(),

@@ -277,6 +277,7 @@ pub fn api_search(body: &[u8]) -> Result<String> {
         ..SearchOptions::default()
     };
     if let Some(stack) = request.stack {
+        crate::cost::step_time::stack_chip(&brief.machine(), stack)?;
         options.memory = MemorySpace::detailed_defaults(&brief, Options::for_stack(stack));
         options.time = TimeModel::Detailed(TimeOptions::for_stack(stack));
     }

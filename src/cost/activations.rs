@@ -192,8 +192,15 @@ fn tensors(layer: Layer, shape: &Shape, s: f64) -> Vec<Kept> {
     let q = shape.attention_width() as f64;
     match layer {
         Layer::Llama(Kernels::Lean) => {
+            let swiglu_output = 2.0 * shape.ffn as f64;
             let mut fused = tensors(Layer::Llama(Kernels::Fused), shape, s);
-            fused.pop(); // the SwiGLU output, recomputed from its inputs
+            // The SwiGLU output, recomputed from its inputs in backward.
+            let at = fused
+                .iter()
+                .rposition(|t| t.bytes_per_token == swiglu_output && t.split == Split::Tensor);
+            if let Some(i) = at {
+                fused.remove(i);
+            }
             fused
         }
         Layer::Llama(Kernels::Fused) => vec![
@@ -335,14 +342,25 @@ impl Setting {
         let recomputed = match recompute {
             Recompute::None => 0.0,
             Recompute::Selective => self.sum(shape, |t| t.attention_core),
-            Recompute::Full | Recompute::SelectiveLayer | Recompute::SaveQkv => {
-                self.sum(shape, |_| true)
+            Recompute::Full | Recompute::SelectiveLayer => self.sum(shape, |_| true),
+            // Everything but the Q, K and V it kept.
+            Recompute::SaveQkv => {
+                let g = f64::from(shape.kv_heads) * shape.head_dim() as f64;
+                let q = shape.attention_width() as f64;
+                let kept_qkv = self.bytes(&kept(2.0 * q + 4.0 * g, Split::Tensor));
+                (self.sum(shape, |_| true) - kept_qkv).max(0.0)
             }
             Recompute::SelectiveOp => {
                 (self.sum(shape, |_| true) - self.selective_op(shape)).max(0.0)
             }
         };
-        recomputed + self.bytes(&kept(4.0 * shape.ffn as f64, Split::Tensor))
+        // With lean kernels the SwiGLU product is recomputed in backward too, 2f.
+        let lean = if self.layer == Layer::Llama(Kernels::Lean) {
+            self.bytes(&kept(2.0 * shape.ffn as f64, Split::Tensor))
+        } else {
+            0.0
+        };
+        recomputed + lean + self.bytes(&kept(4.0 * shape.ffn as f64, Split::Tensor))
     }
 }
 

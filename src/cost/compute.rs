@@ -219,14 +219,18 @@ impl Context<'_> {
                 }
             }
             None => {
+                // Batched GEMMs over the `b·a/t` (sequence, head) pairs, whose tiles fill the
+                // waves together: QKᵀ and PV forward; dP = dO·Vᵀ, dV = Pᵀ·dO, dQ = dS·K and
+                // dK = dSᵀ·Q backward.
                 let d = shape.head_dim() as f64;
                 let products = b * f64::from(shape.heads) / t;
                 let scores = products * s * s;
-                let qk = self.linear(s, s, d);
-                let av = self.linear(s, d, s);
+                let rows = products * s;
+                let square = self.gemm(rows, s, d);
+                let thin = self.gemm(rows, d, s);
                 Op {
-                    forward: products * (qk.forward + av.forward) + self.traffic(4.0 * scores),
-                    backward: products * (qk.backward + av.backward) + self.traffic(6.0 * scores),
+                    forward: square + thin + self.traffic(4.0 * scores),
+                    backward: square + 3.0 * thin + self.traffic(6.0 * scores),
                 }
             }
         }
@@ -244,15 +248,21 @@ impl Context<'_> {
         }
     }
 
-    /// The element-wise work of one layer.
+    /// The element-wise work of one layer; with [`Kernels::Lean`] backward also recomputes
+    /// SwiGLU's product (reads 4f, writes 2f).
     fn elementwise(&self, shape: &Shape) -> Op {
         let t = self.tp as f64;
         let (wide, split) = self.elementwise_bytes(shape);
         let wide_share = if self.sequence_parallel { t } else { 1.0 };
         let forward = self.traffic(self.tokens() * (wide / wide_share + split / t));
+        let again = if self.elementwise == Kernels::Lean {
+            self.traffic(self.tokens() * 6.0 * shape.ffn as f64 / t)
+        } else {
+            0.0
+        };
         Op {
             forward,
-            backward: 2.0 * forward,
+            backward: 2.0 * forward + again,
         }
     }
 

@@ -128,7 +128,7 @@ pub enum StageSplit {
 }
 
 /// A software stack.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Stack {
     /// Megatron-core / NeMo with Transformer Engine.

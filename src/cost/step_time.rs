@@ -2,27 +2,32 @@
 //!
 //! Per micro-batch on pipeline stage `i` with `lᵢ` layers, TP degree `t`, `b·s` tokens:
 //!
-//! - **Compute**: hardware FLOPs over `peak × efficiency(h/t)` ([`crate::cost::efficiency`]). Per token
-//!   and layer the forward runs `2·(P_layer − 2h)/t` matrix FLOPs and `2·s·h/t` of causal
-//!   attention (QKᵀ and AV over s/2 keys on average, Megatron-LM's `6·L·s·h` for forward and
-//!   backward); backward runs twice the forward; full recomputation adds one more forward,
-//!   selective recomputation the attention's forward again. The last stage adds the output
-//!   head, `3 · 2·V·h/t` per token.
+//! - **Compute**, under the plan's software stack ([`crate::cost::stack`]): summed over
+//!   operations ([`crate::cost::compute`]: each GEMM at its shape on the GPU's kernel figures,
+//!   attention, element-wise traffic, and what each recomputation mode repeats); for the
+//!   `eager` stack, hardware FLOPs over `peak × efficiency(h/t)` ([`crate::cost::efficiency`]):
+//!   per token and layer the forward runs `2·(P_layer − 2h)/t` matrix FLOPs and `2·s·h/t` of
+//!   causal attention; backward twice the forward; recomputation adds what its mode repeats.
+//!   The last stage adds the output head, `3 · 2·V·h/t` per token.
 //! - **TP communication** on NVLink: two all-reduces of `2·b·s·h` bytes per layer in forward, two
-//!   in backward, two more in a recomputed forward (with sequence parallelism each is a
-//!   reduce-scatter plus an all-gather, the same time). A fraction `tp_overlap` hides behind
-//!   compute (Megatron-LM's default overlaps none).
+//!   in backward, and those a recomputed forward repeats (with sequence parallelism each is a
+//!   reduce-scatter plus an all-gather, the same time). A fraction `tp_overlap` (the stack's:
+//!   Megatron-core's userbuffers overlap all of it) hides behind the layer's GEMMs, never more
+//!   than they last.
 //! - **Pipeline**: the slowest stage sets the pace; with `m` micro-batches and `v` chunks the
 //!   step takes `(m + (p − 1)/v)` of its micro-batch times, the bubble being `(p − 1)/v` of them
 //!   (Narayanan et al. 2021, §2.2). Each micro-batch sends its activations forward and their
 //!   gradient back across each boundary, `2·b·s·h` bytes (÷t with sequence parallelism), once
-//!   per chunk; a fraction `pp_overlap` hides.
+//!   per chunk; a fraction `pp_overlap` hides, a forward send behind the next chunk's forward
+//!   and a backward send behind its backward, as far as they last.
 //! - **Data parallel** on the network (NVLink if the DP group fits in a node): ZeRO 0 all-reduces
 //!   the gradients; ZeRO 1 and 2 reduce-scatter them and all-gather the BF16 weights; ZeRO 3
 //!   also all-gathers the weights in every micro-batch's forward and backward, 1.5× the bytes
-//!   of plain data parallelism (Rajbhandari et al. 2020). The reduction overlaps the last
-//!   micro-batch's backward (`dp_overlap` of it; Megatron-LM's `--overlap-grad-reduce`); ZeRO 3's
-//!   gathers overlap each micro-batch's compute.
+//!   of plain data parallelism (Rajbhandari et al. 2020). A once-a-step reduction overlaps the
+//!   last micro-batch's backward (`dp_overlap` of it; Megatron-LM's `--overlap-grad-reduce`);
+//!   ZeRO 2's per-micro-batch reductions and ZeRO 3's gathers overlap the step's compute after
+//!   them, as far as it lasts, and ZeRO 3's first layer's gathers in each direction stay
+//!   exposed.
 //! - **Optimizer**: AdamW over the parameters this GPU updates is bound by memory bandwidth: 28
 //!   bytes moved per parameter at 60 % of the HBM's bandwidth (calibration: 2·10⁹ parameters in
 //!   19.3 ms on an H200, 2.9 of its 4.8 TB/s).
@@ -34,7 +39,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::cost::activations::{Kernels, Recompute};
+use crate::cost::activations::Recompute;
 use crate::cost::calibration::Calibration;
 use crate::cost::chip::{Chip, CHIPS};
 use crate::cost::compute::Context;
@@ -68,8 +73,9 @@ pub struct TimeOptions {
     pub tp_overlap: f64,
     /// Fraction of pipeline sends hidden behind compute, 0 to 1 (the stack's).
     pub pp_overlap: f64,
-    /// Fraction of the last micro-batch's backward (and, for ZeRO 3, of each micro-batch's
-    /// compute) that data-parallel communication can hide behind, 0 to 1 (the stack's).
+    /// Fraction of the compute data-parallel communication can hide behind, 0 to 1 (the
+    /// stack's): the last micro-batch's backward for a once-a-step reduction, the step's
+    /// compute after them for ZeRO 2's and 3's per-micro-batch traffic.
     pub dp_overlap: f64,
 }
 
@@ -218,6 +224,16 @@ fn link_for(machine: &Machine, stride: u64, size: u64) -> Link {
     link
 }
 
+/// The chip the per-operation model runs `stack` on, or why there is none (`Ok(None)` for a
+/// stack at the eager curve, which needs none). A search calls it once before it starts, so a
+/// GPU without kernel figures is refused by name rather than leaving no configuration.
+pub fn stack_chip(machine: &Machine, stack: Stack) -> Result<Option<&'static Chip>> {
+    if !stack.settings().per_operation {
+        return Ok(None);
+    }
+    chip_for(machine, stack).map(Some)
+}
+
 /// The chip the per-operation model runs `stack` on, or why there is none.
 fn chip_for(machine: &Machine, stack: Stack) -> Result<&'static Chip> {
     Chip::of(machine.peak_tflops, machine.topology.hbm_gbps).ok_or_else(|| {
@@ -270,11 +286,12 @@ pub fn step_time(
             gemm_ceiling: chip.gemm_ceiling(),
             peak_flops: peak,
             hbm_bytes_per_second: machine.topology.hbm_gbps * 1e9,
-            sustained: opts.calibration.sustained,
-            elementwise: if d.options.kernels == Kernels::Eager {
-                Kernels::Eager
-            } else {
+            sustained: opts.calibration.sustained_for(stack),
+            // The stack's element-wise kernels, unless --kernels chose others than the stack's.
+            elementwise: if d.options.kernels == settings.kernels {
                 settings.elementwise
+            } else {
+                d.options.kernels
             },
             attention: settings.attention,
             loss: settings.loss_kernel,
@@ -285,7 +302,8 @@ pub fn step_time(
             seq_len: step.seq_len,
         };
         let l = ctx.layer(shape, step.recompute);
-        let gemm = l.gemm.forward + l.gemm.backward;
+        // TP collectives overlap the GEMMs, the recomputed forward's among them.
+        let gemm = l.gemm.forward + l.gemm.backward + l.recompute;
         let o = ctx.head(shape);
         (
             (l.total(), l.forward(), gemm),
@@ -304,10 +322,15 @@ pub fn step_time(
 
     // TP collectives per layer per micro-batch, each of one BF16 activation; a recomputed
     // forward repeats its two (torchtitan's op-level policy keeps the reduce-scatters' outputs).
+    // A recomputed forward repeats its collectives: all of them under full recomputation (and
+    // MaxText's save-qkv, which recomputes both projections' outputs), half under
+    // selective-layer, and under torchtitan's op-level policy the all-gathers before the
+    // recomputed K and up projections (its reduce-scatters' outputs are kept): one all-reduce's
+    // worth.
     let tp_calls = match step.recompute {
         Recompute::Full | Recompute::SaveQkv => 6.0,
-        Recompute::SelectiveLayer => 5.0,
-        _ => 4.0,
+        Recompute::SelectiveLayer | Recompute::SelectiveOp => 5.0,
+        Recompute::None | Recompute::Selective => 4.0,
     };
     let tp_one = all_reduce(machine.topology.intra(), tp, 2.0 * tokens * h);
     let tp_layer = tp_calls * tp_one;
@@ -341,8 +364,9 @@ pub fn step_time(
         // Each send hides behind the next chunk's forward or backward, as far as it lasts.
         let link = link_for(machine, tp * dp, pp);
         let one = send(link, bytes);
-        let window = compute / chunks / 2.0;
-        m_f * chunks * 2.0 * (one - hidden(one, opts.pp_overlap, window))
+        let ahead = one - hidden(one, opts.pp_overlap, forward / chunks);
+        let back = one - hidden(one, opts.pp_overlap, (compute - forward) / chunks);
+        m_f * chunks * (ahead + back)
     } else {
         0.0
     };
@@ -376,10 +400,12 @@ pub fn step_time(
         // nothing before it to hide behind.
         _ => {
             let first_layer = reduce_scatter(dp_link, dp, 2.0 * psi / (stage_layers.max(1) as f64));
-            exposed(
-                m_f * (2.0 * gather + reduce),
-                opts.dp_overlap * m_f * compute,
-            ) + m_f * 2.0 * first_layer * opts.dp_overlap
+            let unhidden = m_f * 2.0 * first_layer * opts.dp_overlap;
+            unhidden
+                + exposed(
+                    m_f * (2.0 * gather + reduce) - unhidden,
+                    opts.dp_overlap * m_f * compute,
+                )
         }
     };
 

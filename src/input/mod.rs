@@ -18,12 +18,12 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::brief::{Brief, BriefPatch};
-use crate::cost::calibration::Calibration;
+use crate::cost::calibration::{Calibration, PerStack};
 use crate::cost::efficiency::{EfficiencyCurve, Point};
 use crate::error::{Error, Result};
 use crate::format::thousands;
 use crate::plan::calibrate::Runs;
-use crate::search::shard::{Partial, PARTIAL_SCHEMA_VERSION};
+use crate::search::shard::{Partial, PARTIAL_KIND, PARTIAL_SCHEMA_VERSION};
 use strict::{Nulls, Strict};
 
 /// A kind of input file, named in errors, and the most bytes trainplan reads of one: far more
@@ -256,14 +256,16 @@ pub fn parse_partial(text: &str, path: &Path) -> Result<Partial> {
     // The version first, so a file of another version is named as such, not as a bad field.
     #[derive(Deserialize)]
     struct Version {
+        kind: Option<String>,
         schema_version: Option<u64>,
     }
     let stripped = text.strip_prefix('\u{feff}').unwrap_or(text);
     if let Ok(Version {
+        kind: Some(kind),
         schema_version: Some(v),
     }) = serde_json::from_str::<Version>(stripped)
     {
-        if v != u64::from(PARTIAL_SCHEMA_VERSION) {
+        if kind == PARTIAL_KIND && v != u64::from(PARTIAL_SCHEMA_VERSION) {
             return Err(Error::invalid(
                 format!("{}: schema_version", path.display()),
                 v,
@@ -281,9 +283,12 @@ pub fn parse_partial(text: &str, path: &Path) -> Result<Partial> {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CalibrationFile {
-    /// Fraction of benchmarked kernel throughput kept in a step.
+    /// Fraction of benchmarked kernel throughput kept in a step, pooled over stacks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sustained: Option<f64>,
+    /// Stacks' own values (each needs `sustained` beside it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stacks: Option<PerStack>,
     /// The eager stack's efficiency table (the file `--efficiency` read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub points: Option<Vec<Point>>,
@@ -326,13 +331,23 @@ pub fn calibration(path: &Path) -> Result<Calibrated> {
             "a file with \"sustained\" (from trainplan calibrate) or \"points\" (an efficiency table)",
         ));
     }
-    let calibration = match file.sustained {
-        Some(sustained) => {
-            let c = Calibration { sustained };
+    let calibration = match (file.sustained, file.stacks) {
+        (Some(sustained), stacks) => {
+            let c = Calibration {
+                sustained,
+                stacks: stacks.unwrap_or_default(),
+            };
             c.validate()?;
             Some(c)
         }
-        None => None,
+        (None, Some(_)) => {
+            return Err(Error::invalid(
+                "calibration.stacks",
+                path.display(),
+                "\"sustained\" beside it, the value of the stacks it does not name",
+            ))
+        }
+        (None, None) => None,
     };
     let efficiency = file.points.map(EfficiencyCurve::new).transpose()?;
     Ok(Calibrated {

@@ -262,7 +262,13 @@ impl Run {
                 Some(v) if v >= 2 => Schedule::Interleaved(v),
                 _ => Schedule::OneFOneB,
             },
-            global_batch_tokens: self.global_batch * self.seq_len,
+            global_batch_tokens: self.global_batch.checked_mul(self.seq_len).ok_or_else(|| {
+                Error::invalid(
+                    format!("runs[{}].global_batch", self.id),
+                    self.global_batch,
+                    "sequences × seq_len within 2^64 tokens",
+                )
+            })?,
         };
         Ok((shape, layout, Detailed { step, options }))
     }
@@ -315,28 +321,63 @@ pub fn mean_absolute_error(runs: &[&Run], calibration: Calibration) -> Result<f6
     Ok(sum / runs.len().max(1) as f64)
 }
 
-/// The calibration that minimises the mean absolute error over `runs` (golden-section search
-/// over `sustained`'s bounds, to 10⁻⁴).
-pub fn fit(runs: &[&Run]) -> Result<Calibration> {
-    // Every run must be gradable before the search starts.
-    mean_absolute_error(runs, Calibration::default())?;
+/// The `sustained` that minimises the mean absolute error over `runs` when every stack uses it
+/// (golden-section search over its bounds, to 10⁻⁴).
+fn fit_pooled(runs: &[&Run]) -> f64 {
     let (lo, hi) = SUSTAINED;
-    let sustained = golden_section(lo, hi, 1e-4, |x| {
-        mean_absolute_error(runs, Calibration { sustained: x }).unwrap_or(f64::INFINITY)
-    });
-    Ok(Calibration { sustained })
+    golden_section(lo, hi, 1e-4, |x| {
+        mean_absolute_error(runs, Calibration::pooled(x)).unwrap_or(f64::INFINITY)
+    })
 }
 
-/// Each run's prediction with its family left out of the fit: (family's fit, prediction).
-pub fn leave_one_family_out(runs: &[&Run]) -> Result<Vec<(Calibration, Prediction)>> {
-    let mut families: Vec<&str> = Vec::new();
+/// The families of `runs`, in their first order.
+fn families<'a>(runs: &[&'a Run]) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
     for r in runs {
-        if !families.contains(&r.family()) {
-            families.push(r.family());
+        if !out.contains(&r.family()) {
+            out.push(r.family());
         }
     }
+    out
+}
+
+/// The calibration that minimises the mean absolute error over `runs`: the pooled `sustained`
+/// over all of them, and a stack's own where two or more of its families are among them (each
+/// by golden-section search over the bounds, to 10⁻⁴). Runs at the eager curve, which no
+/// parameter scales, are refused.
+pub fn fit(runs: &[&Run]) -> Result<Calibration> {
+    for r in runs {
+        let stack = r.stack()?;
+        if !stack.settings().per_operation {
+            return Err(Error::invalid(
+                format!("runs[{}].stack", r.id),
+                stack,
+                "a stack with the per-operation model; the eager stack's curve has no calibrated parameter (give it measured points with --calibration)",
+            ));
+        }
+    }
+    // Every run must be gradable before the search starts.
+    mean_absolute_error(runs, Calibration::default())?;
+    let mut c = Calibration::pooled(fit_pooled(runs));
+    for stack in Stack::ALL {
+        let of: Vec<&Run> = runs
+            .iter()
+            .copied()
+            .filter(|r| r.stack().is_ok_and(|s| s == stack))
+            .collect();
+        if !of.is_empty() {
+            c.stacks.set(stack, fit_pooled(&of));
+        }
+    }
+    Ok(c)
+}
+
+/// Each run's prediction with its family left out of the fit: (the fit, prediction). The fit
+/// is [`fit`] over the other families, so a family whose stack has others among them is
+/// predicted at its stack's value fitted to those, and any other at the pooled value.
+pub fn leave_one_family_out(runs: &[&Run]) -> Result<Vec<(Calibration, Prediction)>> {
     let mut out = Vec::new();
-    for family in families {
+    for family in families(runs) {
         let rest: Vec<&Run> = runs
             .iter()
             .copied()

@@ -42,11 +42,19 @@ pub fn calibration_text(
     }
     let all_b: Vec<&Prediction> = before.iter().collect();
     let all_a: Vec<&Prediction> = after.iter().collect();
+    let own = |c: Calibration| {
+        c.stacks
+            .iter()
+            .map(|(s, v)| format!(", {s} {v:.4}"))
+            .collect::<String>()
+    };
     let _ = writeln!(
         out,
-        "sustained {:.4} → {:.4}; MAE {:.2} → {:.2} MFU points over {} runs",
+        "sustained {:.4}{} → {:.4}{}; MAE {:.2} → {:.2} MFU points over {} runs",
         old.sustained,
+        own(old),
         new.sustained,
+        own(new),
         mae(&all_b),
         mae(&all_a),
         after.len()
@@ -81,7 +89,7 @@ pub fn validation_markdown(rows: &[Row]) -> String {
             100.0 * p.measured_mfu,
             100.0 * p.mfu,
             p.error_points,
-            r.fit.sustained,
+            r.fit.sustained_for(p.stack),
             p.memory_gb,
             p.card_gb,
             r.peak_memory_gb.map_or("—".to_string(), |g| format!(

@@ -181,9 +181,15 @@ impl MemorySpace {
             let largest = stage_layers(u64::from(shape.layers), layout.pp, options.stages)
                 .map_or(0, |l| l.into_iter().max().unwrap_or(0));
             for s in steps.iter().filter(|s| s.schedule == Schedule::OneFOneB) {
-                let per_micro_batch = s.micro_batch * s.seq_len * layout.dp;
-                let whole = per_micro_batch > 0 && s.global_batch_tokens % per_micro_batch == 0;
-                if !whole || (s.global_batch_tokens / per_micro_batch) % layout.pp != 0 {
+                let per_micro_batch = s
+                    .micro_batch
+                    .checked_mul(s.seq_len)
+                    .and_then(|t| t.checked_mul(layout.dp))
+                    .filter(|&t| t > 0 && s.global_batch_tokens % t == 0);
+                let Some(per_micro_batch) = per_micro_batch else {
+                    continue;
+                };
+                if (s.global_batch_tokens / per_micro_batch) % layout.pp != 0 {
                     continue;
                 }
                 for v in 2..=largest.min(u64::from(u32::MAX)) {

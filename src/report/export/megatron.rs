@@ -148,9 +148,16 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
         // first half of a stage's layers.
         Recompute::SelectiveLayer => {
             let per_stage = u64::from(s.layers) / l.layout.pp;
+            if per_stage < 2 || step.schedule.chunks() > 1 {
+                return Err(Error::invalid(
+                    "--format",
+                    "megatron",
+                    "selective-layer with at least two layers a stage and 1f1b: Megatron-LM's block method counts layers per chunk",
+                ));
+            }
             push("--recompute-granularity", Some("full".into()));
             push("--recompute-method", Some("block".into()));
-            push("--recompute-num-layers", Some((per_stage / 2).max(1).to_string()));
+            push("--recompute-num-layers", Some((per_stage / 2).to_string()));
         }
         Recompute::SelectiveOp | Recompute::SaveQkv => {
             return Err(Error::invalid(
