@@ -404,4 +404,52 @@ mod tests {
         let bytes = 8192.0 * (20.0 * 4096.0 + 4.0 * 5120.0 + 6.0 * 14336.0);
         assert!((fused.elementwise.forward - bytes / (3350e9 * 0.6)).abs() < 1e-15);
     }
+
+    #[test]
+    fn unfused_attention_is_one_batched_gemm_over_the_heads_worked_by_hand() {
+        // GPT-3 175B at TP 8 on an A100: 96/8 = 12 heads of d = 128, s = 2048, b = 1, so the
+        // batched QKᵀ is 12·2048 = 24,576 rows × 2048 × 128 and PV 24,576 × 128 × 2048; the
+        // scores, 12 × 2048², move 4 bytes each forward and 6 backward.
+        let a100 = Chip::of(312.0, 2039.0).unwrap();
+        let c = Context {
+            chip: a100,
+            gemm_ceiling: a100.gemm_ceiling(),
+            peak_flops: 312e12,
+            hbm_bytes_per_second: 2039e9,
+            sustained: 1.0,
+            elementwise: Kernels::Fused,
+            attention: Attention::Unfused,
+            loss: LossKernel::Fused,
+            tp: 8,
+            sequence_parallel: false,
+            tp_chunks: 1,
+            micro_batch: 1,
+            seq_len: 2048,
+        };
+        let s = Shape::new("gpt3", 96, 12_288, 32_768, 96, 96, 51_200).unwrap();
+        let a = c.attention(&s);
+        let (square, thin) = (
+            c.gemm(24_576.0, 2048.0, 128.0),
+            c.gemm(24_576.0, 128.0, 2048.0),
+        );
+        let scores = 12.0 * 2048.0 * 2048.0;
+        let traffic = |bytes: f64| bytes * scores / (2039e9 * 0.6);
+        assert!((a.forward - (square + thin + traffic(4.0))).abs() < 1e-15);
+        assert!((a.backward - (square + 3.0 * thin + traffic(6.0))).abs() < 1e-15);
+    }
+
+    #[test]
+    fn tp_overlap_runs_the_projections_in_chunks_and_lends_sms_to_the_reduce_scatter() {
+        // TP 4, 2,048 tokens: the attention output's forward runs as 4 GEMMs of 512 rows on
+        // 132 − 24 SMs; its weight gradient stays whole.
+        let mut c = context(4, Attention::Cudnn, Kernels::Fused);
+        c.seq_len = 2048;
+        c.tp_chunks = 4;
+        let (m, n, k) = (2048.0, 12_288.0, 3072.0);
+        let op = c.projection(m, n, k, true);
+        assert!((op.forward - 4.0 * c.gemm_on(512.0, n, k, 108.0)).abs() < 1e-15);
+        let back = 4.0 * c.gemm(512.0, k, n) + c.gemm(k, n, m);
+        assert!((op.backward - back).abs() < 1e-15);
+        assert!(op.forward > c.gemm(m, n, k));
+    }
 }

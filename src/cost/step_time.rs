@@ -716,4 +716,46 @@ mod tests {
         let none = time("70b", 8, 4, 1, d, &TimeOptions::default());
         assert!(none.hfu >= none.mfu, "{} {}", none.hfu, none.mfu);
     }
+
+    #[test]
+    fn zero_3_exposes_its_first_layer_gathers_and_the_rest_only_past_the_compute() {
+        // 8B at TP 1, PP 1 on 2,048 GPUs, ZeRO 3, m = 1, dp_overlap 1: the step's gathers and
+        // reduction hide behind its compute as far as it lasts; the first layer's gather in each
+        // direction (2Ψ/32 bytes) does not.
+        let b = Brief::default();
+        let s = preset("8b").unwrap();
+        let l = Layout::new(&b, &s, 1, 1, ZeroStage::new(3).unwrap()).unwrap();
+        let mut opts = flat(0.5);
+        opts.dp_overlap = 1.0;
+        let mut d = detailed(Recompute::Full, Schedule::OneFOneB);
+        d.step.sequence_parallel = false;
+        d.step.global_batch_tokens = 2048 * 8192;
+        let t = step_time(&b.machine(), &s, &l, &d, &opts).unwrap();
+        let psi = stage_params(&s, 1, 32, true, true);
+        let link = link_for(&b.machine(), 1, 2048);
+        let first = reduce_scatter(link, 2048, 2.0 * psi / 32.0);
+        let all =
+            2.0 * reduce_scatter(link, 2048, 2.0 * psi) + reduce_scatter(link, 2048, 4.0 * psi);
+        let want = 2.0 * first + (all - 2.0 * first - t.breakdown.compute).max(0.0);
+        assert!(
+            (t.breakdown.dp_comm - want).abs() < 1e-12,
+            "{} vs {want}",
+            t.breakdown.dp_comm
+        );
+        assert!(t.breakdown.dp_comm >= 2.0 * first);
+    }
+
+    #[test]
+    fn a_send_hides_behind_the_chunk_of_its_own_direction() {
+        // With full overlap and sends far shorter than any chunk, nothing is exposed; without
+        // overlap every send is.
+        let mut opts = flat(0.5);
+        opts.pp_overlap = 1.0;
+        let d = detailed(Recompute::Full, Schedule::OneFOneB);
+        assert_eq!(time("70b", 8, 4, 1, d, &opts).breakdown.pp_comm, 0.0);
+        opts.pp_overlap = 0.0;
+        let send = 10e-6 + 16_777_216.0 / 46e9;
+        let exposed = time("70b", 8, 4, 1, d, &opts).breakdown.pp_comm;
+        assert!((exposed - 32.0 * 2.0 * send).abs() < 1e-12);
+    }
 }
