@@ -120,8 +120,8 @@ pub struct CalibrateArgs {
     #[arg(value_name = "RUNS.json")]
     pub runs: PathBuf,
     /// Fit only the runs graded under this stack [default: every run].
-    #[arg(long, value_enum, value_name = "NAME")]
-    pub stack: Option<StackArg>,
+    #[arg(long, value_name = "NAME", value_parser = stack_parser())]
+    pub stack: Option<Stack>,
     /// Write the fit here (atomically), for --calibration FILE.
     #[arg(long, short, value_name = "FILE.json")]
     pub output: Option<PathBuf>,
@@ -840,17 +840,6 @@ pub enum RecomputeArg {
 }
 
 impl RecomputeArg {
-    fn from_mode(mode: Recompute) -> Self {
-        match mode {
-            Recompute::None => RecomputeArg::None,
-            Recompute::Selective => RecomputeArg::Selective,
-            Recompute::Full => RecomputeArg::Full,
-            Recompute::SelectiveOp => RecomputeArg::SelectiveOp,
-            Recompute::SelectiveLayer => RecomputeArg::SelectiveLayer,
-            Recompute::SaveQkv => RecomputeArg::SaveQkv,
-        }
-    }
-
     fn mode(self) -> Recompute {
         match self {
             RecomputeArg::None => Recompute::None,
@@ -863,38 +852,13 @@ impl RecomputeArg {
     }
 }
 
-/// `--stack`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum StackArg {
-    /// Megatron-core / NeMo with Transformer Engine (the default).
-    MegatronTe,
-    /// Meta's stack as the Llama 3 paper describes it.
-    Llama3,
-    /// torchtitan with FSDP2, eager.
-    Torchtitan,
-    /// torchtitan with torch.compile.
-    TorchtitanCompile,
-    /// MaxText under XLA.
-    Maxtext,
-    /// Megatron-DeepSpeed (2021–22: MT-NLG, BLOOM).
-    MegatronDeepspeed,
-    /// Eager PyTorch at the calibration's measured efficiency curve.
-    Eager,
-}
-
-impl StackArg {
-    /// The stack.
-    pub fn stack(self) -> Stack {
-        match self {
-            StackArg::MegatronTe => Stack::MegatronTe,
-            StackArg::Llama3 => Stack::Llama3,
-            StackArg::Torchtitan => Stack::Torchtitan,
-            StackArg::TorchtitanCompile => Stack::TorchtitanCompile,
-            StackArg::Maxtext => Stack::Maxtext,
-            StackArg::MegatronDeepspeed => Stack::MegatronDeepspeed,
-            StackArg::Eager => Stack::Eager,
-        }
-    }
+/// `--stack`: the names of [`Stack::ALL`], listed in `--help` and in clap's error.
+fn stack_parser() -> impl clap::builder::TypedValueParser<Value = Stack> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(Stack::ALL.map(Stack::name)).map(|name| {
+        name.parse::<Stack>()
+            .expect("a possible value is a stack's name")
+    })
 }
 
 /// On or off.
@@ -916,8 +880,8 @@ pub struct DetailedArgs {
     /// Software stack: its kernels, overlaps, gradient and loss precision and stage split are
     /// the defaults of the flags below and of the time model's [detailed; default:
     /// megatron-te].
-    #[arg(long, value_enum, value_name = "NAME")]
-    pub stack: Option<StackArg>,
+    #[arg(long, value_name = "NAME", value_parser = stack_parser())]
+    pub stack: Option<Stack>,
     /// Gradient buffers [detailed; default: the stack's, fp32 for every stack].
     #[arg(long, value_enum)]
     pub gradients: Option<GradientArg>,
@@ -984,7 +948,7 @@ pub enum StagesArg {
 impl DetailedArgs {
     /// The stack asked for, or the default.
     pub fn stack(&self) -> Stack {
-        self.stack.map_or_else(Stack::default, StackArg::stack)
+        self.stack.unwrap_or_default()
     }
 
     /// The detailed model's settings, or `None` for the plate. `step_given` says whether a
@@ -1152,13 +1116,11 @@ impl SearchStepArgs {
                 ));
             }
         }
+        let recompute: Vec<Recompute> = self.recompute.iter().map(|r| r.mode()).collect();
         let mut steps: Vec<Step> = iproduct!(
             or(&self.micro_batches, &DEFAULT_MICRO_BATCHES),
             or(&self.seq_lens, &[brief.seq_len]),
-            or(
-                &self.recompute,
-                &DEFAULT_RECOMPUTE.map(RecomputeArg::from_mode)
-            ),
+            or(&recompute, &DEFAULT_RECOMPUTE),
             or(&self.sequence_parallel, &[OnOff::On, OnOff::Off]),
             schedules,
             or(&self.global_batch_tokens, &[DEFAULT_GLOBAL_BATCH_TOKENS])
@@ -1167,7 +1129,7 @@ impl SearchStepArgs {
             |(micro_batch, seq_len, rc, sp, schedule, global_batch_tokens)| Step {
                 micro_batch,
                 seq_len,
-                recompute: rc.mode(),
+                recompute: rc,
                 sequence_parallel: sp == OnOff::On,
                 schedule,
                 global_batch_tokens,

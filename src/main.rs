@@ -13,7 +13,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use cli::{
     BriefCommandArgs, BriefFormat, CalibrateArgs, CheckArgs, Cli, Command, CompletionsArgs,
-    DesignArgs, ExportArgs, MergeArgs, OutputArgs, SearchArgs, ServeArgs, StackArg,
+    DesignArgs, ExportArgs, MergeArgs, OutputArgs, SearchArgs, ServeArgs,
 };
 use trainplan::cost::calibration::Calibration;
 use trainplan::cost::memory::detailed::Detailed;
@@ -99,7 +99,7 @@ fn run_calibrate(args: &CalibrateArgs, quiet: bool) -> Result<bool> {
         refuse_overwrite("--output", out, &[args.runs.as_path()])?;
     }
     let file = input::runs(&args.runs)?;
-    let wanted = args.stack.map(StackArg::stack);
+    let wanted = args.stack;
     let mut runs = Vec::new();
     for r in &file.runs {
         if wanted.is_none_or(|s| r.stack().is_ok_and(|t| t == s)) && !r.power_capped() {

@@ -104,53 +104,56 @@ fn shards_under_the_detailed_models_merge_into_the_single_run() {
     assert_eq!(merged, single);
 }
 
-#[test]
-fn a_partial_file_with_a_broken_exact_front_is_refused() {
+/// Two shards of `search` with `extra`, `file` of them edited (`from` → `to`, once; `file`
+/// holding `holds` first), then merged: the merge's stderr, after checking it exits 2.
+fn merge_edited(extra: &[&str], file: &str, holds: &str, from: &str, to: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     for i in 1..=2 {
         let out = trainplan(dir.path())
-            .args(["search", "--exact", "--shard", &format!("{i}/2")])
+            .arg("search")
+            .args(extra)
+            .args(["--shard", &format!("{i}/2")])
             .output()
             .unwrap();
         std::fs::write(dir.path().join(format!("p{i}.json")), out.stdout).unwrap();
     }
-    let path = dir.path().join("p2.json");
+    let path = dir.path().join(file);
     let text = std::fs::read_to_string(&path).unwrap();
-    assert!(text.contains("\"exact_front\""));
-    // A shape whose heads do not divide its hidden size.
-    let broken = text.replacen("\"heads\": 64", "\"heads\": 63", 1);
-    assert_ne!(broken, text);
-    std::fs::write(&path, broken).unwrap();
+    assert!(text.contains(holds));
+    let edited = text.replacen(from, to, 1);
+    assert_ne!(edited, text);
+    std::fs::write(&path, edited).unwrap();
     let out = trainplan(dir.path())
         .args(["merge", "p1.json", "p2.json"])
         .output()
         .unwrap();
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(out.status.code(), Some(2), "{err}");
+    err
+}
+
+#[test]
+fn a_partial_file_with_a_broken_exact_front_is_refused() {
+    // A shape whose heads do not divide its hidden size.
+    let err = merge_edited(
+        &["--exact"],
+        "p2.json",
+        "\"exact_front\"",
+        "\"heads\": 64",
+        "\"heads\": 63",
+    );
     assert!(err.contains("heads") && err.lines().count() == 1, "{err}");
 }
 
 #[test]
 fn a_partial_file_of_another_version_is_refused_by_name() {
-    let dir = tempfile::tempdir().unwrap();
-    for i in 1..=2 {
-        let out = trainplan(dir.path())
-            .args(["search", "--shard", &format!("{i}/2")])
-            .output()
-            .unwrap();
-        std::fs::write(dir.path().join(format!("p{i}.json")), out.stdout).unwrap();
-    }
-    let path = dir.path().join("p1.json");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let old = text.replacen("\"schema_version\": 2", "\"schema_version\": 1", 1);
-    assert_ne!(old, text);
-    std::fs::write(&path, old).unwrap();
-    let out = trainplan(dir.path())
-        .args(["merge", "p1.json", "p2.json"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = merge_edited(
+        &[],
+        "p1.json",
+        "\"kind\"",
+        "\"schema_version\": 2",
+        "\"schema_version\": 1",
+    );
     assert!(
         err.contains("p1.json: schema_version = 1") && err.contains("run the shard again"),
         "{err}"

@@ -102,59 +102,54 @@ const A100_ANCHOR: Anchor = Anchor {
     tflops: 271.2,
 };
 
-/// The chips with published kernel figures.
+/// An 8192³ product measured at `tflops`.
+const fn cubed(tflops: f64) -> Anchor {
+    Anchor {
+        m: 8192.0,
+        n: 8192.0,
+        k: 8192.0,
+        tflops,
+    }
+}
+
+const A100_80GB: Chip = Chip {
+    name: "a100-80gb",
+    peak_tflops: 312.0,
+    hbm_gbps: 2_039.0,
+    sms: 108,
+    smem_kb: (164.0, 0.0),
+    anchor: A100_ANCHOR,
+    flash2: FLASH2_A100,
+    cudnn: FLASH2_A100,
+};
+
+const H100_SXM: Chip = Chip {
+    name: "h100-sxm",
+    peak_tflops: 989.0,
+    hbm_gbps: 3_350.0,
+    sms: 132,
+    smem_kb: (228.0, 16.0),
+    // MAMF 794.5 TFLOP/s; the table does not give the shape, taken as 8192³.
+    anchor: cubed(794.5),
+    flash2: FLASH2_H100,
+    cudnn: CUDNN_H100,
+};
+
+/// The chips with published kernel figures: the A100 40 GB is the 80 GB's with slower HBM, the
+/// H200 the H100's with faster HBM and its own measured product (the calibration's 8192³).
 pub const CHIPS: [Chip; 4] = [
-    Chip {
-        name: "a100-80gb",
-        peak_tflops: 312.0,
-        hbm_gbps: 2_039.0,
-        sms: 108,
-        smem_kb: (164.0, 0.0),
-        anchor: A100_ANCHOR,
-        flash2: FLASH2_A100,
-        cudnn: FLASH2_A100,
-    },
+    A100_80GB,
     Chip {
         name: "a100-40gb",
-        peak_tflops: 312.0,
         hbm_gbps: 1_555.0,
-        sms: 108,
-        smem_kb: (164.0, 0.0),
-        anchor: A100_ANCHOR,
-        flash2: FLASH2_A100,
-        cudnn: FLASH2_A100,
+        ..A100_80GB
     },
-    Chip {
-        name: "h100-sxm",
-        peak_tflops: 989.0,
-        hbm_gbps: 3_350.0,
-        sms: 132,
-        smem_kb: (228.0, 16.0),
-        // MAMF 794.5 TFLOP/s; the table does not give the shape, taken as 8192³.
-        anchor: Anchor {
-            m: 8192.0,
-            n: 8192.0,
-            k: 8192.0,
-            tflops: 794.5,
-        },
-        flash2: FLASH2_H100,
-        cudnn: CUDNN_H100,
-    },
+    H100_SXM,
     Chip {
         name: "h200",
-        peak_tflops: 989.0,
         hbm_gbps: 4_800.0,
-        sms: 132,
-        smem_kb: (228.0, 16.0),
-        // The calibration's 8192³ product.
-        anchor: Anchor {
-            m: 8192.0,
-            n: 8192.0,
-            k: 8192.0,
-            tflops: 783.168,
-        },
-        flash2: FLASH2_H100,
-        cudnn: CUDNN_H100,
+        anchor: cubed(783.168),
+        ..H100_SXM
     },
 ];
 

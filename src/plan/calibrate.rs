@@ -246,13 +246,6 @@ impl Run {
                 ))
             }
         }
-        // A stack's stage split that the layout cannot take falls back to even.
-        if crate::cost::memory::detailed::stage_layers(u64::from(s.layers), self.pp, options.stages)
-            .is_err()
-            && self.stages.is_none()
-        {
-            options.stages = StageSplit::Even;
-        }
         let step = Step {
             micro_batch: self.micro_batch,
             seq_len: self.seq_len,
@@ -314,11 +307,21 @@ impl Run {
 
 /// Mean absolute error, points, of `runs` under `calibration`.
 pub fn mean_absolute_error(runs: &[&Run], calibration: Calibration) -> Result<f64> {
-    let mut sum = 0.0;
-    for r in runs {
-        sum += r.predict(calibration, None)?.error_points.abs();
-    }
-    Ok(sum / runs.len().max(1) as f64)
+    let predictions = runs
+        .iter()
+        .map(|r| r.predict(calibration, None))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(mae(&predictions.iter().collect::<Vec<_>>()))
+}
+
+/// Mean absolute error of `predictions`, MFU points.
+pub fn mae(predictions: &[&Prediction]) -> f64 {
+    let n = predictions.len().max(1) as f64;
+    predictions
+        .iter()
+        .map(|p| p.error_points.abs())
+        .sum::<f64>()
+        / n
 }
 
 /// The `sustained` that minimises the mean absolute error over `runs` when every stack uses it

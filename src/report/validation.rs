@@ -4,17 +4,8 @@
 use std::fmt::Write as _;
 
 use crate::cost::calibration::Calibration;
+pub use crate::plan::calibrate::mae;
 use crate::plan::calibrate::Prediction;
-
-/// Mean absolute error of `predictions`, MFU points.
-pub fn mae(predictions: &[&Prediction]) -> f64 {
-    let n = predictions.len().max(1) as f64;
-    predictions
-        .iter()
-        .map(|p| p.error_points.abs())
-        .sum::<f64>()
-        / n
-}
 
 /// `calibrate`'s report: each run before and after the fit, and the means.
 pub fn calibration_text(

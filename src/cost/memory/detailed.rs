@@ -156,26 +156,16 @@ pub fn stage_layers(layers: u64, pp: u64, split: StageSplit) -> Result<Vec<u64>>
                 })
                 .collect())
         }
-        StageSplit::Balanced if pp == 1 || (layers + 2) % pp != 0 => {
+        // Where L + 2 units do not divide evenly, or leave an end stage without a layer, the
+        // layers alone spread evenly.
+        StageSplit::Balanced if pp == 1 || (layers + 2) % pp != 0 || (layers + 2) / pp < 2 => {
             stage_layers(layers, pp, StageSplit::Even)
         }
         StageSplit::Balanced => {
-            let units = layers + 2;
-            let (base, extra) = (units / pp, units % pp);
-            let mut split: Vec<u64> = (0..pp).map(|i| base + u64::from(i >= pp - extra)).collect();
-            if split[0] < 2 || split[pp as usize - 1] < 2 {
-                return Err(Error::invalid(
-                    "--stages",
-                    "balanced",
-                    format!(
-                        "at most {} stages, so the first and last keep a layer",
-                        units / 2
-                    ),
-                ));
-            }
-            split[0] -= 1;
-            split[pp as usize - 1] -= 1;
-            Ok(split)
+            let units = (layers + 2) / pp;
+            Ok((0..pp)
+                .map(|i| units - u64::from(i == 0 || i == pp - 1))
+                .collect())
         }
     }
 }
