@@ -108,6 +108,7 @@ fn detailed_search(c: &mut Criterion) {
             steps: steps.clone(),
             options: Options::default(),
             interleave: false,
+            batch: None,
         },
         ..SearchOptions::default()
     };
@@ -123,6 +124,7 @@ fn detailed_search(c: &mut Criterion) {
             steps: steps.clone(),
             options: Options::for_stack(stack),
             interleave: false,
+            batch: None,
         };
         let time = TimeModel::Detailed(TimeOptions::for_stack(stack));
         let pairs: u64 = shapes

@@ -17,7 +17,7 @@ use trainplan::cost::memory::detailed::{
 use trainplan::cost::memory::MemoryModel;
 use trainplan::cost::scaling::LossLawPreset;
 use trainplan::cost::stack::Stack;
-use trainplan::cost::step::{Schedule, Step, DEFAULT_GLOBAL_BATCH_TOKENS};
+use trainplan::cost::step::{Schedule, Step};
 use trainplan::cost::step_time::{stack_chip, TimeModel, TimeOptions};
 use trainplan::error::{Error, Result};
 use trainplan::input::{self, hf};
@@ -190,6 +190,13 @@ pub struct BriefArgs {
     /// Training sequence length, tokens [default: 8192].
     #[arg(long, value_name = "TOKENS", value_parser = parse_whole)]
     pub seq_len: Option<u64>,
+    /// Tokens per optimizer step to aim at when no --global-batch-tokens fixes it: each layout
+    /// takes the whole rounds of b·s·DP-token micro-batches nearest it [default: 16777216].
+    #[arg(long, value_name = "TOKENS", value_parser = parse_whole)]
+    pub batch_target: Option<u64>,
+    /// How far from --batch-target a layout's batch may be, a fraction [default: 0.25].
+    #[arg(long, value_name = "FRACTION")]
+    pub batch_tolerance: Option<f64>,
     /// Scaling-law constants to start from [default: besiroglu].
     #[arg(long, value_enum, value_name = "PRESET")]
     pub loss_law: Option<LawArg>,
@@ -270,6 +277,8 @@ impl BriefArgs {
             max_days: self.max_days,
             loss_target: self.loss_target,
             seq_len: self.seq_len,
+            batch_target_tokens: self.batch_target,
+            batch_tolerance: self.batch_tolerance,
             loss_law: LossLawPatch {
                 e: self.loss_e,
                 a: self.loss_a,
@@ -611,8 +620,23 @@ impl DesignArgs {
         let Some(options) = self.detailed.options(given)? else {
             return Ok(MemoryModel::Plate);
         };
+        let micro_batch = s.micro_batch.unwrap_or(1);
+        // Without --global-batch-tokens, the rounds of b·s·DP nearest the brief's target (a
+        // layout the GPUs do not divide is refused later, by the layout's own rule).
+        let global_batch_tokens = match s.global_batch_tokens {
+            Some(tokens) => tokens,
+            None => {
+                let model_parallel = self.tp().saturating_mul(self.pp()).max(1);
+                match brief.gpus / model_parallel {
+                    0 => brief.batch_target_tokens,
+                    dp => brief
+                        .batch_target()
+                        .resolve(micro_batch, brief.seq_len, dp)?,
+                }
+            }
+        };
         let step = Step {
-            micro_batch: s.micro_batch.unwrap_or(1),
+            micro_batch,
             seq_len: brief.seq_len,
             recompute: s.recompute.map_or(Recompute::Full, RecomputeArg::mode),
             sequence_parallel: s
@@ -622,7 +646,7 @@ impl DesignArgs {
                 .schedule
                 .as_deref()
                 .map_or(Ok(Schedule::OneFOneB), Schedule::parse)?,
-            global_batch_tokens: s.global_batch_tokens.unwrap_or(DEFAULT_GLOBAL_BATCH_TOKENS),
+            global_batch_tokens,
         };
         Ok(MemoryModel::Detailed(Detailed { step, options }))
     }
@@ -1021,7 +1045,8 @@ pub struct CheckStepArgs {
     /// Pipeline schedule: 1f1b or interleaved:V [default: 1f1b].
     #[arg(long, value_name = "SCHEDULE")]
     pub schedule: Option<String>,
-    /// Tokens per optimizer step across all replicas [default: 16777216].
+    /// Tokens per optimizer step across all replicas [default: the whole rounds of b·s·DP
+    /// nearest --batch-target, within --batch-tolerance].
     #[arg(long, value_name = "TOKENS", value_parser = parse_whole)]
     pub global_batch_tokens: Option<u64>,
 }
@@ -1043,11 +1068,15 @@ pub struct SearchStepArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_enum)]
     pub sequence_parallel: Vec<OnOff>,
     /// Pipeline schedules: 1f1b, interleaved:V, or interleaved:all for every depth from 2 to
-    /// the layers of a layout's largest stage where the micro-batches are a multiple of PP
+    /// the most every stage of a layout allows (a chunk a layer, and one more for the
+    /// embedding or the head on the first and last stage) where the micro-batches are a
+    /// multiple of PP
     /// [default: 1f1b,interleaved:all, where the stack interleaves].
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub schedules: Vec<String>,
-    /// Global batches, tokens [default: 16777216].
+    /// Global batches, tokens, fixed for every layout (one a layout's micro-batches do not
+    /// divide is left out, and counted in its verdict) [default: for each layout, the whole
+    /// rounds of b·s·DP nearest --batch-target, within --batch-tolerance].
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_whole)]
     pub global_batch_tokens: Vec<u64>,
 }
@@ -1123,7 +1152,7 @@ impl SearchStepArgs {
             or(&recompute, &DEFAULT_RECOMPUTE),
             or(&self.sequence_parallel, &[OnOff::On, OnOff::Off]),
             schedules,
-            or(&self.global_batch_tokens, &[DEFAULT_GLOBAL_BATCH_TOKENS])
+            or(&self.global_batch_tokens, &[brief.batch_target_tokens])
         )
         .map(
             |(micro_batch, seq_len, rc, sp, schedule, global_batch_tokens)| Step {
@@ -1376,6 +1405,12 @@ impl SearchArgs {
                 steps: self.step.steps(brief)?,
                 interleave: self.step.interleave_all() && options.stack.settings().interleaving,
                 options,
+                // A listed batch is fixed; without one, each layout aims at the brief's.
+                batch: self
+                    .step
+                    .global_batch_tokens
+                    .is_empty()
+                    .then(|| brief.batch_target()),
             },
         };
         let top = if self.all {

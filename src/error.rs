@@ -59,6 +59,16 @@ pub enum Error {
 }
 
 impl Error {
+    /// The input or rule an error is about: an [`Error::Invalid`]'s field, `layout` for the
+    /// layout rules, `input` otherwise.
+    pub fn rule(&self) -> String {
+        match self {
+            Error::Invalid { field, .. } => field.clone(),
+            Error::Layout(_) => "layout".to_string(),
+            _ => "input".to_string(),
+        }
+    }
+
     /// Shorthand for [`Error::Invalid`].
     pub fn invalid(
         field: impl Into<String>,

@@ -307,7 +307,14 @@ fn run_export(args: &ExportArgs, quiet: bool) -> Result<bool> {
         time: &time,
     };
     let graded = evaluate(&brief, &design)?;
-    let launch = Launch::new(shape, fields.tokens, layout, fields.step, brief.seq_len)?;
+    let launch = Launch::new(
+        shape,
+        fields.tokens,
+        layout,
+        fields.step,
+        brief.seq_len,
+        &brief.batch_target(),
+    )?;
     print_launch(format, &launch, &graded.reasons, quiet)?;
     Ok(graded.pass)
 }

@@ -49,11 +49,10 @@ use tokio::sync::Semaphore;
 
 use crate::brief::gpu::PRESETS;
 use crate::brief::{Brief, BriefPatch};
-use crate::cost::activations::Recompute;
 use crate::cost::memory::detailed::{Detailed, Options};
 use crate::cost::memory::MemoryModel;
 use crate::cost::stack::Stack;
-use crate::cost::step::{Schedule, Step, DEFAULT_GLOBAL_BATCH_TOKENS};
+use crate::cost::step::Step;
 use crate::cost::step_time::{TimeModel, TimeOptions};
 use crate::error::{Error, Result};
 use crate::input::parse_json;
@@ -190,14 +189,7 @@ fn grade(request: DesignRequest) -> Result<CheckReport> {
     let Some(stack) = request.stack else {
         return check(&brief, &Design::plate(&shape, tokens, layout));
     };
-    let step = Step {
-        micro_batch: 1,
-        seq_len: brief.seq_len,
-        recompute: Recompute::Full,
-        sequence_parallel: tp > 1,
-        schedule: Schedule::OneFOneB,
-        global_batch_tokens: DEFAULT_GLOBAL_BATCH_TOKENS,
-    };
+    let step = Step::default_for(&layout, brief.seq_len, &brief.batch_target())?;
     let time = TimeModel::Detailed(TimeOptions::for_stack(stack));
     let design = Design {
         shape: &shape,
@@ -861,8 +853,11 @@ mod tests {
         let design = |stack: &str| {
             format!(r#"{{"model": "70b", "tokens": 4000000000000, "tp": 8, "pp": 4{stack}}}"#)
         };
-        let plate = api_check(design("").as_bytes()).unwrap();
-        assert!(!plate.contains("\"stack\"") && !plate.contains("\"mfu\""));
+        let plate: serde_json::Value =
+            serde_json::from_str(&api_check(design("").as_bytes()).unwrap()).unwrap();
+        // A plate plan derives no MFU of its own; its runnable grade is the detailed model's.
+        assert!(plate.get("mfu").is_none() && plate.get("memory_model").is_none());
+        assert_eq!(plate["runnable"]["stack"], "megatron-te");
         let te = api_check(design(r#", "stack": "megatron-te""#).as_bytes()).unwrap();
         assert!(
             te.contains("\"stack\": \"megatron-te\"") && te.contains("\"mfu\""),

@@ -308,16 +308,17 @@ async fn a_learner_fixes_the_starting_plan_and_saves_it() {
         .unwrap();
     assert_eq!(fronts.len(), 158, "the default brief's front");
     screenshot(&c, "best").await;
-    // Clicking the first row loads its plan: TP 8 × PP 64, ZeRO 3 on 4.96 T tokens.
+    // Clicking the first row loads its plan, the one the detailed model runs fastest of those
+    // the plate grades equal: TP 1 × PP 1, ZeRO 3 on 4.96 T tokens.
     c.find(Locator::Css("#plans tbody tr"))
         .await
         .unwrap()
         .click()
         .await
         .unwrap();
-    wait_for(&c, "memory-value", "0.58 GB").await;
+    wait_for(&c, "memory-value", "11.29 GB").await;
     let pp = c.find(Locator::Id("pp")).await.unwrap();
-    assert_eq!(pp.prop("value").await.unwrap().as_deref(), Some("64"));
+    assert_eq!(pp.prop("value").await.unwrap().as_deref(), Some("1"));
     // A brief that moves makes the search's plans and front stale: they go.
     type_into(&c, "gpus", "1536").await;
     let start_wait = Instant::now();
@@ -337,6 +338,7 @@ async fn a_learner_fixes_the_starting_plan_and_saves_it() {
 
     // Back to the fixed design; save it; it survives a reload.
     select(&c, "zero", "1").await;
+    select(&c, "tp", "8").await;
     type_into(&c, "pp", "8").await;
     wait_for(
         &c,

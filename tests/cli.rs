@@ -542,8 +542,21 @@ fn detailed_flags_without_the_detailed_model_and_steps_that_do_not_fit_the_layou
     }
     refuses(&with(&["--micro-batch", "2"]), "--memory = plate");
     refuses(
-        &with(&["--memory", "detailed", "--micro-batch", "3"]),
+        &with(&[
+            "--memory",
+            "detailed",
+            "--micro-batch",
+            "3",
+            "--global-batch-tokens",
+            "16777216",
+        ]),
         "--global-batch-tokens = 16777216",
+    );
+    // Without a fixed batch, three sequences a micro-batch over DP 2,048 come to 48 Mi
+    // tokens a round, three times the 16 Mi target.
+    refuses(
+        &with(&["--memory", "detailed", "--micro-batch", "3"]),
+        "invalid global batch = 50,331,648 tokens",
     );
     refuses(
         &with(&["--memory", "detailed", "--schedule", "interleaved:2"]),

@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use trainplan::cost::activations::{Kernels, Recompute};
 use trainplan::cost::memory;
 use trainplan::cost::memory::detailed::{GradientPrecision, Options, StageSplit};
-use trainplan::cost::step::{Schedule, Step};
+use trainplan::cost::step::{BatchTarget, Schedule, Step};
 use trainplan::cost::step_time::{TimeModel, TimeOptions};
 use trainplan::model::layout::{layouts, Layout};
 use trainplan::model::{presets, Shape};
@@ -169,13 +169,20 @@ fn space() -> impl Strategy<Value = MemorySpace> {
         });
     prop_oneof![
         Just(MemorySpace::Plate),
-        (prop::collection::vec(step, 1..4), options, any::<bool>()).prop_map(
-            |(steps, options, interleave)| MemorySpace::Detailed {
-                steps,
-                options,
-                interleave
-            }
-        ),
+        (
+            prop::collection::vec(step, 1..4),
+            options,
+            any::<bool>(),
+            any::<bool>()
+        )
+            .prop_map(
+                |(steps, options, interleave, nearest)| MemorySpace::Detailed {
+                    steps,
+                    options,
+                    interleave,
+                    batch: nearest.then(BatchTarget::default),
+                }
+            ),
     ]
 }
 
@@ -215,9 +222,16 @@ fn brute_force(
     out
 }
 
-/// The tie-break, written out again: less memory, smaller TP, PP, ZeRO, smaller step, earlier
-/// shape, fewer tokens.
+/// The tie-break, written out again: runnable first (a plate plan's days per token under the
+/// detailed model when it fits there), less memory, smaller TP, PP, ZeRO, smaller step,
+/// earlier shape, fewer tokens.
 fn tie(a: &(usize, Plan), b: &(usize, Plan)) -> std::cmp::Ordering {
+    let prefer = |p: &Plan| {
+        p.runnable.as_ref().map_or(0.0, |r| match r.days_per_token {
+            Some(k) if r.fits => k,
+            _ => f64::INFINITY,
+        })
+    };
     let t = |(i, p): &(usize, Plan)| {
         (
             p.layout.tp,
@@ -228,9 +242,9 @@ fn tie(a: &(usize, Plan), b: &(usize, Plan)) -> std::cmp::Ordering {
             p.tokens,
         )
     };
-    a.1.memory_gb
-        .total
-        .total_cmp(&b.1.memory_gb.total)
+    prefer(&a.1)
+        .total_cmp(&prefer(&b.1))
+        .then(a.1.memory_gb.total.total_cmp(&b.1.memory_gb.total))
         .then(t(a).cmp(&t(b)))
 }
 
@@ -392,8 +406,15 @@ proptest! {
             let first = report.plans.iter().find(|p| p.model == shape.name && p.params == shape.params());
             let best = v.best_plan.take();
             prop_assert_eq!(best.as_ref(), first);
-            let v = &v;
             let configs = configurations(&brief, shape, &space, &time);
+            // Every configuration the space offers is graded or counted out by its rule.
+            let offered: u64 = layouts(&brief, shape)
+                .iter()
+                .map(|l| space.steps_for(shape, l).len() as u64)
+                .sum();
+            let excluded: u64 = std::mem::take(&mut v.excluded).iter().map(|e| e.count).sum();
+            prop_assert_eq!(offered, configs.len() as u64 + excluded);
+            let v = &v;
             let light = lightest(configs.iter().map(|c| (c.bytes, &c.layout, c.model.step())));
             // The window's days come from the fastest configuration that fits.
             let pace_of = |c: &&Config| c.pace.key();

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cost::reliability::Reliability;
 use crate::cost::scaling::LossLaw;
+use crate::cost::step::{BatchTarget, DEFAULT_BATCH_TOLERANCE, DEFAULT_GLOBAL_BATCH_TOKENS};
 use crate::cost::topology::Topology;
 use crate::cost::Machine;
 use crate::error::{Error, Result};
@@ -45,6 +46,8 @@ pub mod limits {
     pub const DAYS: f64 = 36_500.0;
     /// Loss target, nats per token.
     pub const LOSS: f64 = 1e3;
+    /// Tokens a global batch may aim at: 2^48, far past any run's batch.
+    pub const BATCH_TOKENS: u64 = 1 << 48;
     /// Tokens or parameters the compute-optimal model may have: 10^18.
     pub const TOKENS: f64 = 1e18;
 }
@@ -71,6 +74,14 @@ pub struct Brief {
     pub loss_target: f64,
     /// Training sequence length s, tokens.
     pub seq_len: u64,
+    /// Tokens per optimizer step a plan aims at when no global batch is fixed (default 16 Mi,
+    /// Llama 3's): each layout trains on the whole rounds of `b·s·DP`-token micro-batches
+    /// nearest it ([`BatchTarget`]).
+    #[serde(default = "default_batch_target")]
+    pub batch_target_tokens: u64,
+    /// How far from `batch_target_tokens` a layout's batch may be, a fraction (default 0.25).
+    #[serde(default = "default_batch_tolerance")]
+    pub batch_tolerance: f64,
     /// Constants of the scaling law.
     pub loss_law: LossLaw,
     /// Links and memory bandwidth, for the detailed time model.
@@ -80,6 +91,14 @@ pub struct Brief {
     /// A family of shapes to search beside the presets (`search --layers …` overrides it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub family: Option<FamilySpec>,
+}
+
+fn default_batch_target() -> u64 {
+    DEFAULT_GLOBAL_BATCH_TOKENS
+}
+
+fn default_batch_tolerance() -> f64 {
+    DEFAULT_BATCH_TOLERANCE
 }
 
 impl Default for Brief {
@@ -96,6 +115,8 @@ impl Default for Brief {
             max_days: 30.0,
             loss_target: 1.955,
             seq_len: 8192,
+            batch_target_tokens: DEFAULT_GLOBAL_BATCH_TOKENS,
+            batch_tolerance: DEFAULT_BATCH_TOLERANCE,
             loss_law: LossLaw::default(),
             topology: Topology::default(),
             reliability: Reliability::default(),
@@ -121,6 +142,18 @@ impl Brief {
         count("gpus", self.gpus, limits::GPUS)?;
         count("gpus_per_node", self.gpus_per_node, limits::GPUS_PER_NODE)?;
         count("seq_len", self.seq_len, limits::SEQ_LEN)?;
+        count(
+            "batch_target_tokens",
+            self.batch_target_tokens,
+            limits::BATCH_TOKENS,
+        )?;
+        if !(self.batch_tolerance.is_finite() && (0.0..1.0).contains(&self.batch_tolerance)) {
+            return Err(Error::invalid(
+                "brief.batch_tolerance",
+                exact(self.batch_tolerance),
+                "a fraction in [0, 1), for example 0.25 for a quarter either side",
+            ));
+        }
         let positive = |field: &str, v: f64, max: f64| {
             if v.is_finite() && v > 0.0 && v <= max {
                 Ok(())
@@ -179,6 +212,14 @@ impl Brief {
                     limits::TOKENS
                 ),
             ))
+        }
+    }
+
+    /// The global batch a plan aims at when none is fixed.
+    pub fn batch_target(&self) -> BatchTarget {
+        BatchTarget {
+            tokens: self.batch_target_tokens,
+            tolerance: self.batch_tolerance,
         }
     }
 

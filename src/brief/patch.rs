@@ -50,6 +50,12 @@ pub struct BriefPatch {
     /// See [`Brief::seq_len`].
     #[serde(default, deserialize_with = "whole")]
     pub seq_len: Option<u64>,
+    /// See [`Brief::batch_target_tokens`].
+    #[serde(default, deserialize_with = "whole")]
+    pub batch_target_tokens: Option<u64>,
+    /// See [`Brief::batch_tolerance`].
+    #[serde(default, deserialize_with = "number")]
+    pub batch_tolerance: Option<f64>,
     /// See [`Brief::loss_law`].
     #[serde(default)]
     pub loss_law: LossLawPatch,
@@ -138,6 +144,10 @@ impl BriefPatch {
             max_days: number_or(self.max_days, brief.max_days),
             loss_target: number_or(self.loss_target, brief.loss_target),
             seq_len: self.seq_len.unwrap_or(brief.seq_len),
+            batch_target_tokens: self
+                .batch_target_tokens
+                .unwrap_or(brief.batch_target_tokens),
+            batch_tolerance: number_or(self.batch_tolerance, brief.batch_tolerance),
             loss_law: self.loss_law.apply(brief.loss_law),
             topology: self.topology.apply(brief.topology),
             reliability: self.reliability.apply(brief.reliability),

@@ -29,6 +29,76 @@ use crate::model::layout::Layout;
 /// Llama 3 405B's 2,048 sequences of 8,192 (Dubey et al. 2024, §3.4.1).
 pub const DEFAULT_GLOBAL_BATCH_TOKENS: u64 = 16 * 1024 * 1024;
 
+/// How far from its target a chosen global batch may be when none is fixed: a quarter either
+/// side, so that 1,536 GPUs at DP 192 (12 Mi tokens a round of micro-batches of 8,192) can
+/// still train near Llama 3's 16 Mi, as a quarter-smaller batch does no harm the loss law sees.
+pub const DEFAULT_BATCH_TOLERANCE: f64 = 0.25;
+
+/// The global batch a plan asks for when none is fixed: whole rounds of `b·s·DP`-token
+/// micro-batches, as many as come nearest `tokens`, accepted within `tolerance` of it. One
+/// rule for the detailed search, `check` and the launchers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BatchTarget {
+    /// Tokens per optimizer step aimed at (default Llama 3's 16 Mi).
+    pub tokens: u64,
+    /// The largest `|G − T| / T` accepted, a fraction in [0, 1).
+    pub tolerance: f64,
+}
+
+impl Default for BatchTarget {
+    fn default() -> Self {
+        BatchTarget {
+            tokens: DEFAULT_GLOBAL_BATCH_TOKENS,
+            tolerance: DEFAULT_BATCH_TOLERANCE,
+        }
+    }
+}
+
+impl BatchTarget {
+    /// The whole number of `u = b·s·DP`-token rounds nearest the target, at least one: with
+    /// `T = q·u + r`, `q·u` when `2r ≤ u` (ties go to the smaller batch), else `(q + 1)·u`.
+    /// `None` when `u` is zero or the batch passes 2^64 tokens.
+    pub fn nearest(&self, micro_batch: u64, seq_len: u64, dp: u64) -> Option<u64> {
+        let unit = micro_batch.checked_mul(seq_len)?.checked_mul(dp)?;
+        if unit == 0 {
+            return None;
+        }
+        let (q, r) = (self.tokens / unit, self.tokens % unit);
+        let rounds = if q == 0 || r.saturating_mul(2) > unit {
+            q + 1
+        } else {
+            q
+        };
+        rounds.checked_mul(unit)
+    }
+
+    /// Whether `tokens` is within the tolerance of the target: `|G − T| ≤ tolerance · T`.
+    pub fn accepts(&self, tokens: u64) -> bool {
+        (tokens as f64 - self.tokens as f64).abs() <= self.tolerance * self.tokens as f64
+    }
+
+    /// The global batch for micro-batches of `micro_batch` sequences of `seq_len` over `dp`
+    /// replicas: [`BatchTarget::nearest`] when [`BatchTarget::accepts`] it, else an error that
+    /// names the nearest batch and the rule.
+    pub fn resolve(&self, micro_batch: u64, seq_len: u64, dp: u64) -> Result<u64> {
+        use crate::format::{general, thousands};
+        match self.nearest(micro_batch, seq_len, dp) {
+            Some(g) if self.accepts(g) => Ok(g),
+            nearest => Err(Error::invalid(
+                "global batch",
+                nearest.map_or_else(|| "none".to_string(), |g| format!("{} tokens", thousands(g))),
+                format!(
+                    "the whole rounds of b × s × DP = {micro_batch} × {} × {} tokens nearest the {}-token target, within {} % of it (--batch-target, --batch-tolerance), or a fixed --global-batch-tokens",
+                    thousands(seq_len),
+                    thousands(dp),
+                    thousands(self.tokens),
+                    general(self.tolerance * 100.0),
+                ),
+            )),
+        }
+    }
+}
+
 /// A pipeline schedule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Schedule {
@@ -109,6 +179,21 @@ pub struct Step {
 }
 
 impl Step {
+    /// The step a design is graded with when none is given (`check` without step flags, the
+    /// workshop, the launchers of plate plans, and the runnable-first tie-break of a plate
+    /// search): one sequence of `seq_len` a micro-batch, full recomputation (what the plate
+    /// assumes), sequence parallelism with TP, 1F1B, and the batch `target` gives the layout.
+    pub fn default_for(layout: &Layout, seq_len: u64, target: &BatchTarget) -> Result<Step> {
+        Ok(Step {
+            micro_batch: 1,
+            seq_len,
+            recompute: Recompute::Full,
+            sequence_parallel: layout.tp > 1,
+            schedule: Schedule::OneFOneB,
+            global_batch_tokens: target.resolve(1, seq_len, layout.dp)?,
+        })
+    }
+
     /// Micro-batches per step for each replica, `m = B / (b·s·DP)`, checked against the layout
     /// and the layers per stage; the error names the rule broken.
     pub fn micro_batches(&self, layout: &Layout, stage_layers: &[u64]) -> Result<u64> {

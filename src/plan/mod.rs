@@ -17,6 +17,7 @@ pub mod calibrate;
 pub mod check;
 pub mod limits;
 pub mod pace;
+pub mod runnable;
 pub mod verdict;
 
 use serde::{Deserialize, Serialize};
@@ -34,6 +35,7 @@ use crate::model::layout::Layout;
 use crate::model::Shape;
 use crate::plan::limits::{days_fit, loss, loss_meets, memory_fits};
 use crate::plan::pace::Pace;
+use crate::plan::runnable::Runnable;
 
 /// What to grade: a model shape trained on a whole number of tokens under a layout.
 #[derive(Debug, Clone, Copy)]
@@ -157,6 +159,11 @@ pub struct Plan {
     pub pass: bool,
     /// Why the plan fails, one sentence per failing check; empty when it passes.
     pub reasons: Vec<String>,
+    /// A plate plan graded again by the detailed model (default stack and step): how it
+    /// would run, and the key that ranks it first or last among the plans the plate grades
+    /// equal (plate plans only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runnable: Option<Runnable>,
 }
 
 /// Grades `design` against `brief`. An error means the design's training step does not go with
@@ -236,6 +243,8 @@ pub fn evaluate(brief: &Brief, design: &Design) -> Result<Plan> {
         margins,
         pass: checks.all(),
         reasons,
+        runnable: (design.memory == MemoryModel::Plate && run.is_none())
+            .then(|| Runnable::of(brief, shape, &design.layout, d)),
     })
 }
 

@@ -57,6 +57,48 @@ pub struct ShapeVerdict {
     /// The shape's best passing plan on the grid under the search's ranking (searches only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub best_plan: Option<Plan>,
+    /// Configurations the search left out for a reason other than memory, days or loss (a
+    /// global batch no layout's micro-batches make, a schedule the stages do not allow, a time
+    /// model without figures for the GPU), by rule; empty when none were.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub excluded: Vec<Exclusion>,
+}
+
+/// Configurations of a shape that one rule left out of a search.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Exclusion {
+    /// The input or rule that turned them away, as its error names it (`global batch`,
+    /// `--schedule`, …).
+    pub rule: String,
+    /// How many (layout, training step) configurations.
+    pub count: u64,
+    /// The first one's reason, in full.
+    pub example: String,
+}
+
+/// Tallies errors into [`Exclusion`]s by rule, in the order the rules are first met.
+#[derive(Debug, Clone, Default)]
+pub struct Exclusions(Vec<Exclusion>);
+
+impl Exclusions {
+    /// Counts one configuration turned away by `error`.
+    pub fn add(&mut self, error: &crate::error::Error) {
+        let rule = error.rule();
+        match self.0.iter_mut().find(|e| e.rule == rule) {
+            Some(e) => e.count += 1,
+            None => self.0.push(Exclusion {
+                rule,
+                count: 1,
+                example: error.to_string(),
+            }),
+        }
+    }
+
+    /// The tallies.
+    pub fn into_vec(self) -> Vec<Exclusion> {
+        self.0
+    }
 }
 
 /// The smallest `d ≥ 1` with `pred(d)`, for `pred` false then true as `d` grows, searched from
@@ -262,6 +304,7 @@ pub fn verdict_because(
         min_memory_gb: lightest.map(|l| gb(l.bytes)),
         reason: (!reasons.is_empty()).then(|| reasons.join("; ")),
         best_plan: None,
+        excluded: Vec::new(),
     }
 }
 

@@ -34,7 +34,7 @@ use crate::cost::activations::Recompute;
 use crate::cost::memory::detailed::{stage_layers, Detailed, Options};
 use crate::cost::memory::MemoryModel;
 use crate::cost::scaling::ComputeOptimal;
-use crate::cost::step::{Schedule, Step};
+use crate::cost::step::{BatchTarget, Schedule, Step};
 use crate::cost::step_time::TimeModel;
 use crate::cost::time;
 use crate::error::{Error, Result};
@@ -42,7 +42,10 @@ use crate::model::layout::{layouts, Layout};
 use crate::model::Shape;
 use crate::plan::limits::{days_fit, loss, loss_meets, memory_fits};
 use crate::plan::pace::Pace;
-use crate::plan::verdict::{layout_order, lightest, token_bounds, verdict_because, ShapeVerdict};
+use crate::plan::runnable::{detailed_grade, runnable_key};
+use crate::plan::verdict::{
+    layout_order, lightest, token_bounds, verdict_because, Exclusion, Exclusions, ShapeVerdict,
+};
 use crate::plan::{evaluate, Design, Plan};
 use crate::search::ordered::{Line, Merge};
 use crate::search::pareto::{exact_front, last_on_front, Chain, Front};
@@ -139,9 +142,15 @@ pub enum MemorySpace {
         /// The detailed model's settings.
         options: Options,
         /// Also every interleaving depth a layout allows: for each 1F1B step of a pipeline,
-        /// `interleaved:V` for V from 2 to the layers of the largest stage, where the
+        /// `interleaved:V` for V from 2 to the most every stage allows (a chunk a layer, one
+        /// more on the first and last stage for the embedding or the head), where the
         /// micro-batches are a multiple of the stages (Megatron-LM's rule).
         interleave: bool,
+        /// The batch each layout aims at, when no step fixes it: each step's
+        /// `global_batch_tokens` is then replaced, layout by layout, by the whole rounds of
+        /// `b·s·DP` nearest the target ([`BatchTarget::resolve`]); `None` keeps the steps'
+        /// own batches, which a layout they do not divide cannot train on.
+        batch: Option<BatchTarget>,
     },
 }
 
@@ -168,18 +177,61 @@ impl MemorySpace {
     ///
     /// [`models`]: MemorySpace::models
     pub fn models_for(&self, shape: &Shape, layout: &Layout) -> Vec<MemoryModel> {
+        self.steps_for(shape, layout)
+            .into_iter()
+            .filter_map(|step| step.ok())
+            .collect()
+    }
+
+    /// [`MemorySpace::models_for`], with the steps the batch rule turns away as the errors
+    /// that say why (after the others). Sequence parallelism with TP 1, beside the same step
+    /// without it, is that step (Megatron-LM turns it off), so it is left out.
+    pub fn steps_for(&self, shape: &Shape, layout: &Layout) -> Vec<Result<MemoryModel>> {
         let MemorySpace::Detailed {
             steps,
             options,
-            interleave: true,
+            interleave,
+            batch,
         } = self
         else {
-            return self.models();
+            return self.models().into_iter().map(Ok).collect();
         };
-        let mut all = steps.clone();
-        if layout.pp >= 2 {
-            let largest = stage_layers(u64::from(shape.layers), layout.pp, options.stages)
-                .map_or(0, |l| l.into_iter().max().unwrap_or(0));
+        let mut refused = Vec::new();
+        let mut all: Vec<Step> = Vec::with_capacity(steps.len());
+        for s in steps {
+            let without = Step {
+                sequence_parallel: false,
+                ..*s
+            };
+            if s.sequence_parallel && layout.tp == 1 && steps.contains(&without) {
+                continue;
+            }
+            match batch {
+                None => all.push(*s),
+                Some(target) => match target.resolve(s.micro_batch, s.seq_len, layout.dp) {
+                    Ok(global_batch_tokens) => all.push(Step {
+                        global_batch_tokens,
+                        ..*s
+                    }),
+                    Err(e) => refused.push(Err(e)),
+                },
+            }
+        }
+        all.sort();
+        all.dedup();
+        if *interleave && layout.pp >= 2 {
+            let steps = all.clone();
+            // The deepest interleaving every stage allows: a chunk a layer, and on the first
+            // and last stage one more chunk for the embedding or the head (Step's rule).
+            let deepest =
+                stage_layers(u64::from(shape.layers), layout.pp, options.stages).map_or(0, |l| {
+                    let last = l.len().saturating_sub(1);
+                    l.iter()
+                        .enumerate()
+                        .map(|(i, &n)| n + u64::from(i == 0 || i == last))
+                        .min()
+                        .unwrap_or(0)
+                });
             for s in steps.iter().filter(|s| s.schedule == Schedule::OneFOneB) {
                 let per_micro_batch = s
                     .micro_batch
@@ -192,7 +244,7 @@ impl MemorySpace {
                 if (s.global_batch_tokens / per_micro_batch) % layout.pp != 0 {
                     continue;
                 }
-                for v in 2..=largest.min(u64::from(u32::MAX)) {
+                for v in 2..=deepest.min(u64::from(u32::MAX)) {
                     all.push(Step {
                         schedule: Schedule::Interleaved(v as u32),
                         ..*s
@@ -204,11 +256,12 @@ impl MemorySpace {
         }
         all.into_iter()
             .map(|step| {
-                MemoryModel::Detailed(Detailed {
+                Ok(MemoryModel::Detailed(Detailed {
                     step,
                     options: *options,
-                })
+                }))
             })
+            .chain(refused)
             .collect()
     }
 }
@@ -222,7 +275,8 @@ pub const DEFAULT_RECOMPUTE: [Recompute; 3] =
 impl MemorySpace {
     /// The detailed search's default space under `options`: every default micro-batch and
     /// recomputation, sequence parallelism on and off, 1F1B and (where the stack interleaves)
-    /// every interleaving depth, at the brief's sequence and the default global batch.
+    /// every interleaving depth, at the brief's sequence, each layout at the global batch
+    /// nearest the brief's target.
     pub fn detailed_defaults(brief: &Brief, options: Options) -> Self {
         let mut steps: Vec<Step> =
             iproduct!(DEFAULT_MICRO_BATCHES, DEFAULT_RECOMPUTE, [true, false])
@@ -232,7 +286,7 @@ impl MemorySpace {
                     recompute,
                     sequence_parallel,
                     schedule: Schedule::OneFOneB,
-                    global_batch_tokens: crate::cost::step::DEFAULT_GLOBAL_BATCH_TOKENS,
+                    global_batch_tokens: brief.batch_target_tokens,
                 })
                 .collect();
         steps.sort();
@@ -240,6 +294,7 @@ impl MemorySpace {
             steps,
             interleave: options.stack.settings().interleaving,
             options,
+            batch: Some(brief.batch_target()),
         }
     }
 }
@@ -287,6 +342,9 @@ pub struct Config {
     pub bytes: f64,
     /// How days grow with tokens.
     pub pace: Pace,
+    /// The runnable-first key ([`Candidate::prefer`]): for a plate configuration, its days
+    /// per token under the detailed model when it fits there (+∞ when not); 0 otherwise.
+    pub prefer: f64,
 }
 
 /// Every valid configuration of `shape`: each layout with each memory model of the space whose
@@ -297,38 +355,50 @@ pub fn configurations(
     space: &MemorySpace,
     time: &TimeModel,
 ) -> Vec<Config> {
+    configurations_counted(brief, shape, space, time).0
+}
+
+/// [`configurations`], and the configurations left out, by the rule that left them out: the
+/// batch rule, a step the layout's stages do not allow, a time model that cannot grade it.
+pub fn configurations_counted(
+    brief: &Brief,
+    shape: &Shape,
+    space: &MemorySpace,
+    time: &TimeModel,
+) -> (Vec<Config>, Vec<Exclusion>) {
     let machine = brief.machine();
-    let pairs: Vec<(Layout, MemoryModel)> = layouts(brief, shape)
-        .into_iter()
-        .flat_map(|layout| {
-            space
-                .models_for(shape, &layout)
-                .into_iter()
-                .map(move |model| (layout, model))
-        })
-        .collect();
-    pairs
-        .into_iter()
-        .filter_map(|(layout, model)| {
-            let bytes = model.memory(brief.seq_len, shape, &layout).ok()?.total();
-            let run = time.run_time(&machine, shape, &layout, &model, 1).ok()?;
-            let pace = Pace::from_days_per_token(run.map(|r| r.days_per_token));
-            Some(Config {
-                layout,
-                model,
-                bytes,
-                pace,
-            })
-        })
-        .collect()
+    let mut excluded = Exclusions::default();
+    let mut configs = Vec::new();
+    for layout in layouts(brief, shape) {
+        for model in space.steps_for(shape, &layout) {
+            let config = model.and_then(|model| {
+                let bytes = model.memory(brief.seq_len, shape, &layout)?.total();
+                let run = time.run_time(&machine, shape, &layout, &model, 1)?;
+                let pace = Pace::from_days_per_token(run.map(|r| r.days_per_token));
+                Ok(Config {
+                    layout,
+                    model,
+                    bytes,
+                    pace,
+                    prefer: 0.0,
+                })
+            });
+            match config {
+                Ok(c) => configs.push(c),
+                Err(e) => excluded.add(&e),
+            }
+        }
+    }
+    (configs, excluded.into_vec())
 }
 
 /// The order plans of one token count come in under every ranking but memory: fewer days,
-/// then the tie-break (less memory, smaller TP, PP, ZeRO, smaller step).
+/// then the tie-break (runnable first, less memory, smaller TP, PP, ZeRO, smaller step).
 fn pace_order(a: &Config, b: &Config) -> std::cmp::Ordering {
     a.pace
         .key()
         .total_cmp(&b.pace.key())
+        .then(a.prefer.total_cmp(&b.prefer))
         .then(a.bytes.total_cmp(&b.bytes))
         .then_with(|| layout_order(&a.layout, &b.layout))
         .then_with(|| a.model.step().cmp(&b.model.step()))
@@ -339,6 +409,7 @@ fn memory_order(a: &Config, b: &Config) -> std::cmp::Ordering {
     a.bytes
         .total_cmp(&b.bytes)
         .then(a.pace.key().total_cmp(&b.pace.key()))
+        .then(a.prefer.total_cmp(&b.prefer))
         .then_with(|| layout_order(&a.layout, &b.layout))
         .then_with(|| a.model.step().cmp(&b.model.step()))
 }
@@ -382,6 +453,15 @@ fn no_configuration(brief: &Brief, shape: &Shape, options: &SearchOptions) -> St
             brief.gpus
         ),
     }
+}
+
+/// Whether some token count passes the loss target and the day limit under the plate's pace:
+/// only such a shape's layouts are worth the detailed grade of the runnable-first tie-break.
+fn could_pass(brief: &Brief, shape: &Shape) -> bool {
+    let bounds = token_bounds(brief, shape, Pace::Plate);
+    bounds
+        .min_tokens_for_loss
+        .is_some_and(|lo| lo <= bounds.max_tokens_in_time)
 }
 
 /// A shape's configurations that fit in memory, in both orders, and how many there are in all.
@@ -492,6 +572,8 @@ pub(crate) struct Window<'a> {
     pub(crate) model: MemoryModel,
     /// Per-GPU memory, GB, as the plans report it.
     pub(crate) memory: f64,
+    /// The runnable-first key, [`Candidate::prefer`].
+    pub(crate) prefer: f64,
     pub(crate) pace: Pace,
     pub(crate) tokens: (u64, u64),
 }
@@ -524,6 +606,7 @@ impl Window<'_> {
             loss: self.loss(tokens),
             days: self.days(tokens),
             memory: self.memory,
+            prefer: self.prefer,
         }
     }
 }
@@ -559,6 +642,7 @@ fn windows<'a>(
                     layout: config.layout,
                     model: config.model,
                     memory: gb(config.bytes),
+                    prefer: config.prefer,
                     pace: config.pace,
                     tokens: (lo, hi),
                 });
@@ -754,12 +838,21 @@ fn shape_configurations(
     shapes
         .par_iter()
         .map(|shape| {
-            let configs = configurations(brief, shape, &options.memory, &options.time);
+            let (configs, excluded) =
+                configurations_counted(brief, shape, &options.memory, &options.time);
             let fit = configs
                 .iter()
                 .filter(|c| memory_fits(brief, c.bytes))
                 .copied();
             let mut by_pace: Vec<Config> = fit.collect();
+            // Among layouts the plate grades equal, runnable first: each fitting layout of a
+            // shape that can pass graded once by the detailed model (default stack and step).
+            let plate = options.memory == MemorySpace::Plate && options.time == TimeModel::Plate;
+            if plate && could_pass(brief, shape) {
+                for c in &mut by_pace {
+                    c.prefer = runnable_key(brief, &detailed_grade(brief, shape, &c.layout));
+                }
+            }
             // The memory order is needed only to rank by memory.
             let mut by_memory = match options.rank {
                 Rank::Memory => by_pace.clone(),
@@ -767,7 +860,8 @@ fn shape_configurations(
             };
             by_pace.sort_by(pace_order);
             by_memory.sort_by(memory_order);
-            let verdict = shape_verdict(brief, shape, &configs, &by_pace, options);
+            let mut verdict = shape_verdict(brief, shape, &configs, &by_pace, options);
+            verdict.excluded = excluded;
             let all = configs.len() as u64;
             (
                 verdict,
@@ -899,6 +993,7 @@ fn search_in_blocks<'a>(
                         loss,
                         days: days_of(c),
                         memory: gb(c.bytes),
+                        prefer: c.prefer,
                     };
                     // Under --exact the ranking and each shape's best come from the windows
                     // below; only the grid's front and count are wanted from this loop.
@@ -1030,6 +1125,7 @@ mod tests {
             steps: vec![step],
             options: Options::default(),
             interleave: true,
+            batch: None,
         };
         let schedules = |tp, pp| -> Vec<u64> {
             let l = Layout::new(

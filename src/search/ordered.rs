@@ -293,6 +293,7 @@ mod tests {
                 loss: self.loss[i],
                 days: self.days[i],
                 memory: self.memory,
+                prefer: 0.0,
             }
         }
     }

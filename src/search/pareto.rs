@@ -454,6 +454,7 @@ mod tests {
             loss,
             days,
             memory,
+            prefer: 0.0,
         }
     }
 

@@ -27,6 +27,10 @@ pub struct Candidate {
     /// Per-GPU memory, GB: exactly the plan's `memory_gb.total`, so a plan read back from a
     /// shard's file ranks as it did.
     pub memory: f64,
+    /// The runnable-first key among plans the plate grades equal: a plate plan's days per
+    /// token under the detailed model when it fits there, +∞ when not
+    /// ([`crate::plan::runnable::runnable_key`]); 0 for plans the detailed model graded.
+    pub prefer: f64,
 }
 
 /// What to rank plans by, best first.
@@ -73,12 +77,14 @@ impl Rank {
     }
 }
 
-/// Between plans equal on loss and days: less memory per GPU, then smaller TP, PP, ZeRO, then
-/// the smaller training step (micro-batch, sequence, recomputation, …), then the shape's place
-/// in the list and the tokens, so no two distinct plans compare equal.
+/// Between plans equal on loss and days: runnable first (of plate plans, the one the detailed
+/// model runs fastest among those that fit it), then less memory per GPU, then smaller TP, PP,
+/// ZeRO, then the smaller training step (micro-batch, sequence, recomputation, …), then the
+/// shape's place in the list and the tokens, so no two distinct plans compare equal.
 pub fn tie_break(a: &Candidate, b: &Candidate) -> Ordering {
-    a.memory
-        .total_cmp(&b.memory)
+    a.prefer
+        .total_cmp(&b.prefer)
+        .then(a.memory.total_cmp(&b.memory))
         .then_with(|| layout_order(&a.layout, &b.layout))
         .then_with(|| a.model.step().cmp(&b.model.step()))
         .then(a.shape.cmp(&b.shape))
@@ -161,6 +167,7 @@ mod tests {
             loss,
             days,
             memory,
+            prefer: 0.0,
         }
     }
 

@@ -248,6 +248,7 @@ fn run_window<'a>(brief: &'a Brief, run: &'a PartialRun) -> Window<'a> {
         layout: run.first.layout,
         model: memory_model(&run.first),
         memory: run.first.memory_gb.total,
+        prefer: prefer_of(&run.first),
         pace: Pace::from_days_per_token(run.days_per_token),
         tokens: (run.first.tokens, run.last_tokens),
     }
@@ -334,7 +335,13 @@ fn candidate(p: &IndexedPlan) -> Candidate {
         loss: plan.loss,
         days: plan.days,
         memory: plan.memory_gb.total,
+        prefer: prefer_of(plan),
     }
+}
+
+/// The runnable-first key a plan was ranked by (its `runnable` grade; 0 for a detailed plan).
+fn prefer_of(plan: &Plan) -> f64 {
+    plan.runnable.as_ref().map_or(0.0, |r| r.key())
 }
 
 /// The memory model (with its step) a plan was graded under.

@@ -2,7 +2,7 @@
 //! whole number of micro-batches — shared by the Megatron-LM, DeepSpeed and torchtitan exporters.
 
 use crate::cost::activations::Recompute;
-use crate::cost::step::{Schedule, Step, DEFAULT_GLOBAL_BATCH_TOKENS};
+use crate::cost::step::{BatchTarget, Schedule, Step};
 use crate::error::{Error, Result};
 use crate::format::count;
 use crate::model::layout::{Layout, ZeroStage};
@@ -29,17 +29,20 @@ pub struct Launch {
 
 impl Launch {
     /// The launch of `shape` on `tokens` with `layout`, and `step` if the plan has one, else
-    /// the plate's step at sequence length `seq_len`.
+    /// the default step ([`Step::default_for`]) at sequence length `seq_len`.
     ///
     /// Global batch: the step's `B` tokens are `G = B / s` sequences, which must split into
     /// `b`-sequence micro-batches over `DP` replicas (`G mod b·DP = 0`). A plate plan names no
-    /// batch, so it gets the multiple of `b·DP` nearest 16 Mi tokens, said in a note.
+    /// batch, so it gets the whole rounds of `b·s·DP` nearest the brief's target, the rule
+    /// of the detailed search ([`BatchTarget::nearest`]), said in a note (and when it is
+    /// outside the tolerance, that too).
     pub fn new(
         shape: Shape,
         tokens: u64,
         layout: Layout,
         step: Option<Step>,
         seq_len: u64,
+        target: &BatchTarget,
     ) -> Result<Launch> {
         if tokens == 0 || layout.tp == 0 || layout.pp == 0 || layout.dp == 0 {
             return Err(Error::invalid(
@@ -61,7 +64,7 @@ impl Launch {
                     recompute: Recompute::Full,
                     sequence_parallel: layout.tp > 1,
                     schedule: Schedule::OneFOneB,
-                    global_batch_tokens: DEFAULT_GLOBAL_BATCH_TOKENS,
+                    global_batch_tokens: target.tokens,
                 },
                 false,
             ),
@@ -77,7 +80,6 @@ impl Launch {
                     "≥ 1, and b·DP below 2^64",
                 )
             })?;
-        let wanted = step.global_batch_tokens as f64 / step.seq_len as f64;
         let global_batch = if exact {
             let g = step.global_batch_tokens / step.seq_len;
             if step.global_batch_tokens % step.seq_len != 0 || g == 0 || g % unit != 0 {
@@ -92,11 +94,29 @@ impl Launch {
             }
             g
         } else {
-            let g = ((wanted / unit as f64).round() as u64).max(1) * unit;
+            let tokens = target
+                .nearest(step.micro_batch, step.seq_len, layout.dp)
+                .ok_or_else(|| {
+                    Error::invalid(
+                        "plan.step",
+                        unit,
+                        "a global batch of fewer than 2^64 tokens",
+                    )
+                })?;
+            let g = tokens / step.seq_len;
             notes.push(format!(
-                "the plan names no batch: {g} sequences of {} tokens a step ({} tokens), the multiple of micro-batch × DP = {unit} nearest 16 Mi tokens",
+                "the plan names no batch: {g} sequences of {} tokens a step ({} tokens), the multiple of micro-batch × DP = {unit} nearest the {}-token target{}",
                 step.seq_len,
-                count((g * step.seq_len) as f64)
+                count(tokens as f64),
+                target.tokens,
+                if target.accepts(tokens) {
+                    String::new()
+                } else {
+                    format!(
+                        ", which is outside the {}% tolerance the detailed search allows",
+                        crate::format::general(target.tolerance * 100.0)
+                    )
+                }
             ));
             g
         };
@@ -130,6 +150,7 @@ impl Launch {
             p.layout,
             p.step,
             report.brief.seq_len,
+            &report.brief.batch_target(),
         )
     }
 
@@ -250,6 +271,7 @@ mod tests {
             layout(8, 8, 32, 1),
             None,
             8192,
+            &BatchTarget::default(),
         )
         .unwrap();
         assert_eq!((l.global_batch, l.accumulation()), (2048, 64));
@@ -270,6 +292,7 @@ mod tests {
             layout(8, 1, 96, 1),
             None,
             8192,
+            &BatchTarget::default(),
         )
         .unwrap();
         assert_eq!((l.global_batch, l.accumulation()), (2016, 21));
@@ -291,6 +314,7 @@ mod tests {
             layout(8, 4, 64, 1),
             Some(step),
             8192,
+            &BatchTarget::default(),
         )
         .unwrap_err()
         .to_string();
@@ -306,7 +330,8 @@ mod tests {
             1,
             layout(8, 4, 64, 1),
             Some(none),
-            8192
+            8192,
+            &BatchTarget::default(),
         )
         .is_err());
         let ok = Step {
@@ -319,6 +344,7 @@ mod tests {
             layout(8, 4, 64, 1),
             Some(ok),
             8192,
+            &BatchTarget::default(),
         )
         .unwrap();
         assert_eq!((l.global_batch, l.accumulation()), (512, 4));

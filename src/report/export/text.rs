@@ -113,6 +113,77 @@ pub fn brief_lines(b: &Brief) -> String {
     )
 }
 
+/// Each listed shape's best plate plan under the detailed model (the default stack, check's
+/// default step): what the plate's assumed MFU hides, as `check --memory detailed --time
+/// detailed` would grade it. Empty when no listed shape has a plate plan.
+fn runnable_lines(brief: &Brief, shapes: &[&ShapeVerdict]) -> String {
+    let rows: Vec<Vec<String>> = shapes
+        .iter()
+        .filter_map(|v| {
+            let p = v.best_plan.as_ref()?;
+            let r = p.runnable.as_ref()?;
+            let l = &p.layout;
+            let layout = format!(
+                "TP {} × PP {} × DP {}, ZeRO {}",
+                l.tp,
+                l.pp,
+                thousands(l.dp),
+                l.zero
+            );
+            let (Some(days), Some(mfu), Some(memory)) = (r.days, r.mfu, r.memory_gb) else {
+                let why = r.refused.clone().unwrap_or_default();
+                return Some(vec![
+                    p.model.clone(),
+                    layout,
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    format!("not graded: {why}"),
+                ]);
+            };
+            let verdict = match (r.fits, days <= brief.max_days) {
+                (true, true) => "fits, in time".to_string(),
+                (true, false) => format!("fits, {} days over", fixed(days - brief.max_days, 1)),
+                (false, _) => format!("over the {} GB cap", general(brief.memory_cap_gb)),
+            };
+            Some(vec![
+                p.model.clone(),
+                layout,
+                fixed(days, 2),
+                format!("{} %", fixed(100.0 * mfu, 1)),
+                fixed(memory, 2),
+                verdict,
+            ])
+        })
+        .collect();
+    let Some(stack) = shapes
+        .iter()
+        .find_map(|v| Some(v.best_plan.as_ref()?.runnable.as_ref()?.stack))
+    else {
+        return String::new();
+    };
+    let mut out = format!(
+        "\nbest plans under the detailed model ({} stack, b1 full recompute, the batch nearest {} tokens; the plate assumes {} % MFU)\n",
+        stack.name(),
+        count(brief.batch_target_tokens as f64),
+        general(brief.mfu * 100.0)
+    );
+    out.push_str(&table(
+        &[
+            "model",
+            "layout",
+            "days",
+            "MFU",
+            "GB/GPU",
+            "detailed verdict",
+        ],
+        &rows,
+        "llrrrl",
+        "  ",
+    ));
+    out
+}
+
 fn plan_rows(plans: &[Plan], numbered: bool) -> Vec<Vec<String>> {
     plans
         .iter()
@@ -145,11 +216,12 @@ fn plan_row(number: Option<u64>, p: &Plan) -> Vec<String> {
     if let Some(s) = &p.step {
         let sp = if s.sequence_parallel { " sp" } else { "" };
         row.push(format!(
-            "b{} s{} {}{sp} {}",
+            "b{} s{} {}{sp} {} B {}",
             s.micro_batch,
             s.seq_len,
             s.recompute.name(),
-            s.schedule
+            s.schedule,
+            count(s.global_batch_tokens as f64)
         ));
     }
     row
@@ -664,6 +736,19 @@ impl Exporter for Text {
             "lrl",
             "  ",
         ));
+        for v in &listed {
+            for e in &v.excluded {
+                let _ = writeln!(
+                    out,
+                    "  {}: {} left out by {}, for example: {}",
+                    v.model,
+                    plural(e.count, "configuration"),
+                    e.rule,
+                    e.example
+                );
+            }
+        }
+        out.push_str(&runnable_lines(&r.brief, &listed));
         if many {
             let rest = r.shapes.len() - listed.len();
             let passing = r
