@@ -27,7 +27,7 @@ use trainplan::model::{
     self, Biases, Shape, ShapeSpec, LLAMA3_HEAD_DIM, LLAMA3_KV_HEADS, LLAMA3_VOCAB,
 };
 use trainplan::report::export::Format;
-use trainplan::search::rank::Rank;
+use trainplan::search::rank::{Distinct, Rank};
 use trainplan::search::{
     MemorySpace, SearchOptions, TokenGrid, DEFAULT_MICRO_BATCHES, DEFAULT_RECOMPUTE,
 };
@@ -1171,6 +1171,17 @@ impl SearchStepArgs {
     }
 }
 
+/// `--distinct`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DistinctArg {
+    /// Every plan: each token count of each configuration a row.
+    Plan,
+    /// One row per (shape, layout, training step), at its best token count.
+    Layout,
+    /// One row per shape, at its best plan.
+    Shape,
+}
+
 /// `--rank`.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum RankArg {
@@ -1297,9 +1308,14 @@ pub struct SearchArgs {
     /// How many plans to list.
     #[arg(long, value_name = "K", default_value = "10", value_parser = parse_whole)]
     pub top: u64,
-    /// List every passing plan instead of the top K, made one at a time in ranking order and
-    /// written as made (the text table after a first pass sizes its columns), so memory does
-    /// not grow with them.
+    /// What a listed row stands for: every plan, one row per (shape, layout, step) at its
+    /// best token count, or one per shape. Given by name, it thins the Pareto front the same
+    /// way [default: layout; the front keeps every plan].
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub distinct: Option<DistinctArg>,
+    /// List every passing plan instead of the top K (with --distinct layout or shape, every
+    /// distinct choice), made one at a time in ranking order and written as made (the text
+    /// table after a first pass sizes its columns), so memory does not grow with them.
     #[arg(long, conflicts_with = "top")]
     pub all: bool,
     /// Rank over every whole token count in each shape's exact window rather than over the
@@ -1422,7 +1438,14 @@ impl SearchArgs {
                 .ok_or_else(|| Error::invalid("--top", self.top, "a whole number ≥ 1"))?;
             Some(k)
         };
+        let distinct = match self.distinct.unwrap_or(DistinctArg::Layout) {
+            DistinctArg::Plan => Distinct::Plan,
+            DistinctArg::Layout => Distinct::Layout,
+            DistinctArg::Shape => Distinct::Shape,
+        };
         Ok(SearchOptions {
+            distinct,
+            distinct_front: self.distinct.is_some(),
             grid: TokenGrid::new(self.tokens_min, self.tokens_max, self.tokens_step)?,
             rank: match self.rank {
                 RankArg::Loss => Rank::Loss,

@@ -32,8 +32,9 @@ use trainplan::report::output::{emit, quietly_closed, same_file, write_atomic, w
 use trainplan::report::plot;
 use trainplan::report::validation;
 use trainplan::search::progress::Progress;
+use trainplan::search::rank::Distinct;
 use trainplan::search::shard::{fingerprint, merge, Partial, Shard};
-use trainplan::search::{search, search_all, Ranked, SearchReport};
+use trainplan::search::{search, search_all, Ranked, SearchOptions, SearchReport};
 use trainplan::{model, serve};
 
 /// Sweeps of at least this many shapes get a progress bar (on a terminal): about a second.
@@ -446,7 +447,12 @@ fn run_search(args: &SearchArgs, quiet: bool) -> Result<bool> {
     if let Some(shard) = shard {
         let indices: Vec<usize> = (0..shapes.len()).filter(|&i| shard.takes(i)).collect();
         let mine: Vec<_> = indices.iter().map(|&i| shapes[i].clone()).collect();
-        let report = pool.install(|| search(&brief, &mine, &options, progress));
+        // A shard keeps its whole front; the merge thins it, if asked.
+        let whole = SearchOptions {
+            distinct_front: false,
+            ..options.clone()
+        };
+        let report = pool.install(|| search(&brief, &mine, &whole, progress));
         // Every shape's full dimensions, not just its name, and the models searched.
         let print_key = format!("{shapes:?} {:?} {:?}", options.memory, options.time);
         let partial = Partial::from_report(
@@ -458,6 +464,7 @@ fn run_search(args: &SearchArgs, quiet: bool) -> Result<bool> {
             fingerprint(&print_key),
             options.top,
             &options.time,
+            options.distinct_front,
         );
         let json = serde_json::to_string_pretty(&partial)
             .map_err(|e| Error::invalid("output", "partial", e.to_string()))?;
@@ -465,7 +472,7 @@ fn run_search(args: &SearchArgs, quiet: bool) -> Result<bool> {
         // A shard that ran has done its job, whether or not its shapes pass.
         return Ok(true);
     }
-    if options.top.is_none() {
+    if options.top.is_none() && options.distinct == Distinct::Plan {
         // Every passing plan, made one at a time as it is written, never all held.
         let (report, all) = pool.install(|| search_all(&brief, &shapes, &options, progress));
         let shown = Written::new(

@@ -62,7 +62,7 @@ use crate::plan::check::{check, CheckReport};
 use crate::plan::Design;
 use crate::report::export::{Exporter, Format, Json, Launch};
 use crate::search::progress::Silent;
-use crate::search::rank::Rank;
+use crate::search::rank::{Distinct, Rank};
 use crate::search::{search, MemorySpace, SearchOptions};
 
 /// The page, with its styles and script inline.
@@ -162,6 +162,10 @@ struct SearchRequest {
     /// `loss`, `days` or `memory` [default: loss].
     #[serde(default)]
     rank: Option<String>,
+    /// `plan`, `layout` or `shape`: what a listed row stands for, as `search --distinct`
+    /// [default: layout; named, it thins the front too].
+    #[serde(default)]
+    distinct: Option<String>,
     /// A software stack: searched under the detailed memory and time models with that stack's
     /// settings and the default steps [default: the plate].
     #[serde(default)]
@@ -263,9 +267,15 @@ pub fn api_search(body: &[u8]) -> Result<String> {
         return Err(Error::invalid("top", top, format!("1 to {MAX_TOP}")));
     }
     let rank = Rank::from_name("rank", request.rank.as_deref().unwrap_or("loss"))?;
+    let distinct = match request.distinct.as_deref() {
+        Some(name) => Distinct::from_name("distinct", name)?,
+        None => Distinct::Layout,
+    };
     let mut options = SearchOptions {
         rank,
         top: Some(top),
+        distinct,
+        distinct_front: request.distinct.is_some(),
         ..SearchOptions::default()
     };
     if let Some(stack) = request.stack {

@@ -126,10 +126,26 @@ fn search_json_follows_the_contract() {
 
 #[test]
 fn search_all_lists_every_passing_plan() {
-    let v = json(&["search", "--json", "--all", "--models", "405b"]);
+    let v = json(&[
+        "search",
+        "--json",
+        "--all",
+        "--distinct",
+        "plan",
+        "--models",
+        "405b",
+    ]);
     let plans = v["plans"].as_array().unwrap();
     assert_eq!(plans.len() as u64, v["passing"].as_u64().unwrap());
     assert!(plans.len() > 10);
+    // By default a row is a distinct layout and step: every one of them, each once.
+    let v = json(&["search", "--json", "--all", "--models", "405b"]);
+    let plans = v["plans"].as_array().unwrap();
+    assert_eq!(v["distinct"], "layout");
+    assert_eq!(plans.len() as u64, v["choices"].as_u64().unwrap());
+    let layouts: std::collections::BTreeSet<String> =
+        plans.iter().map(|p| p["layout"].to_string()).collect();
+    assert_eq!(layouts.len(), plans.len());
 }
 
 #[test]
@@ -381,6 +397,8 @@ fn a_huge_top_k_lists_every_passing_plan() {
         "--json",
         "--top",
         "9223372036854775808",
+        "--distinct",
+        "plan",
         "--models",
         "405b",
     ]);

@@ -18,7 +18,7 @@ use trainplan::plan::verdict::verdict;
 use trainplan::plan::{evaluate, Design, Plan};
 use trainplan::report::export::Format;
 use trainplan::search::progress::Silent;
-use trainplan::search::rank::Rank;
+use trainplan::search::rank::{Distinct, Rank};
 use trainplan::search::Config;
 use trainplan::search::{
     configurations, search, search_all, MemorySpace, Ranked, SearchOptions, SearchReport, TokenGrid,
@@ -286,6 +286,8 @@ fn run(
             memory: memory.clone(),
             time: time.clone(),
             exact: false,
+            distinct: Distinct::Plan,
+            distinct_front: false,
         },
         &Silent,
     )
@@ -353,6 +355,47 @@ proptest! {
     }
 
     #[test]
+    fn distinct_lists_hold_each_choice_once_at_its_best_plan(
+        (brief, shapes, grid, space, time) in problem(), rank in rank(), top in 1usize..8,
+        by_shape in any::<bool>(),
+    ) {
+        // Brute force: every passing plan ranked, then the first of each choice kept — a
+        // shape, or a shape's layout and step (interleaving depths one step), — then the top K.
+        let distinct = if by_shape { Distinct::Shape } else { Distinct::Layout };
+        let options = SearchOptions {
+            grid,
+            rank,
+            top: Some(top),
+            memory: space.clone(),
+            time: time.clone(),
+            exact: false,
+            distinct,
+            distinct_front: false,
+        };
+        let report = search(&brief, &shapes, &options, &Silent);
+        let all = run(&brief, &shapes, grid, rank, None, &space, &time).plans;
+        let key = |p: &Plan| {
+            let shape = (p.model.clone(), p.params);
+            if by_shape {
+                return (shape, None, None);
+            }
+            let step = p.step.map(|s| Step {
+                schedule: match s.schedule {
+                    Schedule::Interleaved(_) => Schedule::Interleaved(2),
+                    one => one,
+                },
+                ..s
+            });
+            (shape, Some((p.layout.tp, p.layout.pp, p.layout.zero.get())), step)
+        };
+        let mut seen = std::collections::BTreeSet::new();
+        let firsts: Vec<Plan> = all.into_iter().filter(|p| seen.insert(key(p))).collect();
+        prop_assert_eq!(report.choices as usize, firsts.len());
+        let want: Vec<Plan> = firsts.into_iter().take(top).collect();
+        prop_assert_eq!(report.plans, want);
+    }
+
+    #[test]
     fn every_passing_plan_streams_in_the_order_of_the_collected_list(
         (brief, shapes, grid, space, time) in problem(), rank in rank(), threads in 1usize..4,
     ) {
@@ -366,6 +409,8 @@ proptest! {
             memory: space.clone(),
             time: time.clone(),
             exact: false,
+            distinct: Distinct::Plan,
+            distinct_front: false,
         };
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
         let collected = search(&brief, &shapes, &options, &Silent);
@@ -471,6 +516,8 @@ proptest! {
             memory: space.clone(),
             time: time.clone(),
             exact,
+            distinct: Distinct::Plan,
+            distinct_front: false,
         };
         let at = |threads: usize| {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
@@ -510,6 +557,8 @@ proptest! {
             memory: space.clone(),
             time: time.clone(),
             exact,
+            distinct: Distinct::Plan,
+            distinct_front: false,
         };
         let grid = search(&brief, &shapes, &options(false), &Silent);
         let window = grid.shapes[0].token_window;
@@ -560,6 +609,8 @@ proptest! {
             memory: space.clone(),
             time: time.clone(),
             exact: true,
+            distinct: Distinct::Plan,
+            distinct_front: false,
         };
         let r = search(&brief, &shapes, &options, &Silent);
         prop_assume!(r.shapes.iter().all(|v| v.token_window.is_none_or(|[_, hi]| hi < 200_000)));

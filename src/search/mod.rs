@@ -50,7 +50,7 @@ use crate::plan::{evaluate, Design, Plan};
 use crate::search::ordered::{Line, Merge};
 use crate::search::pareto::{exact_front, last_on_front, Chain, Front};
 use crate::search::progress::Progress;
-use crate::search::rank::{tie_break, Candidate, Rank, TopK};
+use crate::search::rank::{tie_break, Candidate, ChoiceKey, Distinct, Rank, TopK};
 use crate::units::gb;
 
 /// Token counts to try: `min, min + step, …` up to `max` inclusive.
@@ -314,6 +314,12 @@ pub struct SearchOptions {
     pub time: TimeModel,
     /// Rank over every whole token count in the shapes' windows rather than over the grid.
     pub exact: bool,
+    /// What a row of the ranked list stands for: every plan, or each (shape, layout, step)
+    /// or each shape once, at its best token count.
+    pub distinct: Distinct,
+    /// Thin the Pareto front to one plan per distinct choice too (the best under the
+    /// ranking), as `--distinct` given by name asks; the front's plans are otherwise kept.
+    pub distinct_front: bool,
 }
 
 impl Default for SearchOptions {
@@ -326,6 +332,8 @@ impl Default for SearchOptions {
             memory: MemorySpace::Plate,
             time: TimeModel::Plate,
             exact: false,
+            distinct: Distinct::Plan,
+            distinct_front: false,
         }
     }
 }
@@ -489,6 +497,11 @@ pub struct SearchReport {
     pub compute_optimal: ComputeOptimal,
     /// One verdict per shape searched, in the order given.
     pub shapes: Vec<ShapeVerdict>,
+    /// What a row of `plans` stands for.
+    pub distinct: Distinct,
+    /// Distinct choices that pass (rows `plans` could hold; for [`Distinct::Plan`] the
+    /// passing plans).
+    pub choices: u64,
     /// The best passing plans (or all of them), ranked.
     pub plans: Vec<Plan>,
     /// The Pareto front on (loss, days) of the plans on the grid, sorted by days.
@@ -563,6 +576,7 @@ pub const MAX_FRONT_RUNS: usize = 10_000;
 /// shards, a run of a shard's exact front). The fastest of a shape's are the only plans of it
 /// that can stand on the Pareto front, since every other configuration at the same tokens has
 /// the same loss and no fewer days.
+#[derive(Clone, Copy)]
 pub(crate) struct Window<'a> {
     pub(crate) brief: &'a Brief,
     pub(crate) shape: &'a Shape,
@@ -726,6 +740,50 @@ fn exact_top(
     (merge.take(top).collect(), best)
 }
 
+/// Each distinct choice's best plan under `rank` among `windows` (the fitting configurations'
+/// exact windows): each window's first, on the grid's counts or with `exact` over every whole
+/// count ([`Merge::firsts`], exact under `f64` plateaus), then the best of those that are one
+/// choice ([`Distinct::same`]).
+fn distinct_firsts(
+    windows: &[Window],
+    grid: &TokenGrid,
+    rank: Rank,
+    exact: bool,
+    distinct: Distinct,
+) -> Vec<Candidate> {
+    let firsts: Vec<Candidate> = if exact {
+        Merge::new(windows, rank).firsts().copied().collect()
+    } else {
+        let lines = grid_lines(windows.iter().copied(), grid);
+        Merge::new(&lines, rank).firsts().copied().collect()
+    };
+    let mut best: std::collections::BTreeMap<ChoiceKey, Candidate> = Default::default();
+    for c in firsts {
+        let slot = best.entry(distinct.key(&c)).or_insert(c);
+        *slot = better(rank, Some(*slot), Some(c)).expect("two candidates");
+    }
+    best.into_values().collect()
+}
+
+/// The windows' grid counts as lines whose positions are the grid's indices (windows with no
+/// grid count left out).
+fn grid_lines<'a>(
+    windows: impl Iterator<Item = Window<'a>>,
+    grid: &TokenGrid,
+) -> Vec<GridLine<'a>> {
+    windows
+        .filter_map(|window| {
+            let (lo, hi) = window.tokens;
+            let range = grid_range(grid, [lo, hi]);
+            (!range.is_empty()).then(|| GridLine {
+                window,
+                grid: *grid,
+                span: (range.start, range.end - 1),
+            })
+        })
+        .collect()
+}
+
 /// A window's passing counts on a token grid: its positions are the grid's indices.
 struct GridLine<'a> {
     window: Window<'a>,
@@ -767,19 +825,7 @@ impl<'a> AllPlans<'a> {
         options: &'a SearchOptions,
         windows: Vec<Window<'a>>,
     ) -> Self {
-        let grid = options.grid;
-        let lines: Vec<GridLine> = windows
-            .into_iter()
-            .filter_map(|window| {
-                let (lo, hi) = window.tokens;
-                let range = grid_range(&grid, [lo, hi]);
-                (!range.is_empty()).then(|| GridLine {
-                    window,
-                    grid,
-                    span: (range.start, range.end - 1),
-                })
-            })
-            .collect();
+        let lines = grid_lines(windows.into_iter(), &options.grid);
         let count = lines.iter().map(|l| l.span.1 - l.span.0 + 1).sum();
         AllPlans {
             brief,
@@ -897,6 +943,29 @@ fn window_work(
         .collect()
 }
 
+/// The front's points (sorted by days) thinned, when asked, to each distinct choice's best
+/// under `rank`, still sorted by days.
+pub(crate) fn thin_front(
+    points: Vec<Candidate>,
+    rank: Rank,
+    distinct: Distinct,
+    thin: bool,
+) -> Vec<Candidate> {
+    if !thin || distinct == Distinct::Plan {
+        return points;
+    }
+    let mut kept: Vec<Candidate> = Vec::new();
+    for c in &points {
+        match kept.iter_mut().find(|k| distinct.same(k, c)) {
+            Some(k) if rank.compare(c, k).is_lt() => *k = *c,
+            Some(_) => {}
+            None => kept.push(*c),
+        }
+    }
+    kept.sort_by(|a, b| a.days.total_cmp(&b.days).then_with(|| tie_break(a, b)));
+    kept
+}
+
 /// The full plan of a passing candidate, graded again by [`evaluate`].
 fn grade(brief: &Brief, shapes: &[Shape], time: &TimeModel, c: &Candidate) -> Plan {
     let design = Design {
@@ -944,6 +1013,8 @@ fn search_in_blocks<'a>(
         best: vec![None; shapes.len()],
     };
     let mut exact = TopK::new(options.rank, options.top);
+    let mut distinct = TopK::new(options.rank, options.top);
+    let mut choices = 0u64;
     let mut exact_windows = Vec::new();
     let mut kept = Vec::new();
     let mut evaluated = 0u64;
@@ -1032,6 +1103,18 @@ fn search_in_blocks<'a>(
                 block.start,
             ));
         }
+        if options.distinct != Distinct::Plan {
+            let block_windows = windows(brief, &shapes[block.clone()], &fitting, block.start);
+            let firsts = distinct_firsts(
+                &block_windows,
+                &grid,
+                options.rank,
+                options.exact,
+                options.distinct,
+            );
+            choices += firsts.len() as u64;
+            firsts.into_iter().for_each(|c| distinct.push(c));
+        }
         if options.exact {
             let block_windows = windows(brief, &shapes[block.clone()], &fitting, block.start);
             let (plans, best) = exact_top(&block_windows, options.rank, top, block.clone());
@@ -1051,7 +1134,9 @@ fn search_in_blocks<'a>(
 
     let grade = |c: &Candidate| grade(brief, shapes, &options.time, c);
     let budget_flops = brief.budget_flops();
-    let plans = if options.exact {
+    let plans = if options.distinct != Distinct::Plan {
+        distinct.into_sorted()
+    } else if options.exact {
         exact.into_sorted()
     } else {
         found.top.into_sorted()
@@ -1096,8 +1181,22 @@ fn search_in_blocks<'a>(
                 v
             })
             .collect(),
+        distinct: options.distinct,
+        choices: if options.distinct == Distinct::Plan {
+            found.passing
+        } else {
+            choices
+        },
         plans: plans.iter().map(grade).collect(),
-        front: found.front.into_points().iter().map(grade).collect(),
+        front: thin_front(
+            found.front.into_points(),
+            options.rank,
+            options.distinct,
+            options.distinct_front,
+        )
+        .iter()
+        .map(grade)
+        .collect(),
         front_runs,
         evaluated,
         passing: found.passing,

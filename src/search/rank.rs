@@ -4,6 +4,7 @@
 use std::cmp::Ordering;
 
 use crate::cost::memory::MemoryModel;
+use crate::cost::step::{Schedule, Step};
 use crate::error::{Error, Result};
 use crate::model::layout::Layout;
 use crate::plan::verdict::layout_order;
@@ -76,6 +77,64 @@ impl Rank {
         .then_with(|| tie_break(a, b))
     }
 }
+
+/// What one row of a top list stands for: the choices a user picks between.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Distinct {
+    /// Every plan: each token count of each configuration a row of its own.
+    #[default]
+    Plan,
+    /// One row per (shape, layout, training step), at its best token count; the depths of
+    /// an interleaved schedule count as one step, shown at its best depth.
+    Layout,
+    /// One row per shape, at its best plan.
+    Shape,
+}
+
+impl Distinct {
+    /// The name a user types.
+    pub fn name(self) -> &'static str {
+        match self {
+            Distinct::Plan => "plan",
+            Distinct::Layout => "layout",
+            Distinct::Shape => "shape",
+        }
+    }
+
+    /// The choice a user names, or why the name is none (the field it came in is `field`).
+    pub fn from_name(field: &str, name: &str) -> Result<Distinct> {
+        [Distinct::Plan, Distinct::Layout, Distinct::Shape]
+            .into_iter()
+            .find(|d| d.name() == name)
+            .ok_or_else(|| Error::invalid(field, name, "plan, layout or shape"))
+    }
+
+    /// What makes a candidate one choice: its shape, and for `Layout` its layout and step
+    /// (any interleaving depth the same); for `Plan` also its tokens.
+    pub fn key(self, c: &Candidate) -> ChoiceKey {
+        let l = c.layout;
+        let step = c.model.step().map(|s| Step {
+            schedule: match s.schedule {
+                Schedule::OneFOneB => Schedule::OneFOneB,
+                Schedule::Interleaved(_) => Schedule::Interleaved(2),
+            },
+            ..*s
+        });
+        match self {
+            Distinct::Plan => (c.shape, Some((l.tp, l.pp, l.zero.get())), step, c.tokens),
+            Distinct::Layout => (c.shape, Some((l.tp, l.pp, l.zero.get())), step, 0),
+            Distinct::Shape => (c.shape, None, None, 0),
+        }
+    }
+
+    /// Whether `a` and `b` are the same choice ([`Distinct::key`]).
+    pub fn same(self, a: &Candidate, b: &Candidate) -> bool {
+        self.key(a) == self.key(b)
+    }
+}
+
+/// A choice's identity: shape, (TP, PP, ZeRO), step, tokens, as [`Distinct::key`] fills them.
+pub type ChoiceKey = (usize, Option<(u64, u64, u8)>, Option<Step>, u64);
 
 /// Between plans equal on loss and days: runnable first (of plate plans, the one the detailed
 /// model runs fastest among those that fit it), then less memory per GPU, then smaller TP, PP,

@@ -24,15 +24,18 @@ use crate::plan::pace::Pace;
 use crate::plan::verdict::ShapeVerdict;
 use crate::plan::{evaluate, Design, Plan};
 use crate::search::pareto::{exact_front, last_before, last_on_front, Chain, Front, Segment};
-use crate::search::rank::{tie_break, Candidate, Rank, TopK};
-use crate::search::{FrontRun, FrontRuns, SearchReport, TokenGrid, Window, MAX_FRONT_RUNS};
+use crate::search::rank::{tie_break, Candidate, Distinct, Rank, TopK};
+use crate::search::{
+    thin_front, FrontRun, FrontRuns, SearchReport, TokenGrid, Window, MAX_FRONT_RUNS,
+};
 
 /// What a partial file says it is.
 pub const PARTIAL_KIND: &str = "trainplan-partial";
 
-/// The partial format's version: 2 since the detailed model's settings carry a stack and a
-/// calibration; a partial file of another version is refused by name.
-pub const PARTIAL_SCHEMA_VERSION: u32 = 2;
+/// The partial format's version: 3 since plate plans carry the detailed grade they rank by
+/// (`runnable`) and the plans may be distinct choices; a partial file of another version is
+/// refused by name.
+pub const PARTIAL_SCHEMA_VERSION: u32 = 3;
 
 /// One slice of a search: shard `index` of `count`, 1-based.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,6 +106,13 @@ pub struct Partial {
     pub top: Option<usize>,
     /// Whether the plans come from the exact token windows.
     pub exact: bool,
+    /// What a row of `plans` stands for, by name (`plan`, `layout`, `shape`).
+    pub distinct: String,
+    /// Whether the merged front is to be thinned to one plan per distinct choice (a shard
+    /// keeps its whole front, since a point it would thin away may dominate another shard's).
+    pub distinct_front: bool,
+    /// Distinct choices of this shard that pass.
+    pub choices: u64,
     /// This shard's verdicts.
     pub shapes: Vec<IndexedVerdict>,
     /// This shard's best plans.
@@ -169,6 +179,7 @@ impl Partial {
         fingerprint: String,
         top: Option<usize>,
         time: &TimeModel,
+        distinct_front: bool,
     ) -> Self {
         let global = |local: usize| indices[local];
         let local_of = |plan: &Plan| {
@@ -219,6 +230,9 @@ impl Partial {
             rank: report.rank.name().to_string(),
             top,
             exact: report.exact,
+            distinct: report.distinct.name().to_string(),
+            distinct_front,
+            choices: report.choices,
             shapes: report
                 .shapes
                 .into_iter()
@@ -384,6 +398,8 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
             && p.rank == first.rank
             && p.top == first.top
             && p.exact == first.exact
+            && p.distinct == first.distinct
+            && p.distinct_front == first.distinct_front
             && p.exact_front.is_some() == p.exact
             && p.exact_front.as_ref().map(|f| &f.time)
                 == first.exact_front.as_ref().map(|f| &f.time);
@@ -437,6 +453,8 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
         ));
     }
     let rank = Rank::from_name("rank", &first.rank)?;
+    let distinct = Distinct::from_name("distinct", &first.distinct)?;
+    let distinct_front = first.distinct_front;
     let (brief, grid, top, total) = (
         first.brief.clone(),
         first.grid,
@@ -449,8 +467,9 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
     let mut best = TopK::new(rank, top);
     let mut front = Front::new();
     let mut exact_fronts = Vec::new();
-    let (mut evaluated, mut passing) = (0u64, 0u64);
+    let (mut evaluated, mut passing, mut choices) = (0u64, 0u64, 0u64);
     for p in partials {
+        choices = choices.saturating_add(p.choices);
         exact_fronts.extend(p.exact_front);
         evaluated = evaluated.saturating_add(p.evaluated);
         passing = passing.saturating_add(p.passing);
@@ -492,8 +511,13 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
         rank,
         exact,
         shapes: shapes.into_iter().map(|v| v.verdict).collect(),
+        distinct,
+        choices,
         plans: best.into_sorted().iter().map(plan_of).collect(),
-        front: front.into_points().iter().map(plan_of).collect(),
+        front: thin_front(front.into_points(), rank, distinct, distinct_front)
+            .iter()
+            .map(plan_of)
+            .collect(),
         front_runs: if exact {
             Some(merge_exact(&brief, &exact_fronts)?)
         } else {

@@ -37,6 +37,11 @@ struct SearchDocument<'a> {
     /// Whether `plans` come from every whole token count in the shapes' exact windows (true,
     /// `--exact`) or from the grid.
     exact: bool,
+    /// What a row of `plans` stands for: `plan` (every plan), `layout` (each shape, layout
+    /// and step once, at its best token count) or `shape` (each shape once).
+    distinct: &'static str,
+    /// Distinct choices that pass (the passing plans for `plan`).
+    choices: u64,
     /// The compute budget `C = GPUs × peak × MFU × days × 86,400`, FLOPs.
     budget_flops: f64,
     /// The compute-optimal model for the budget.
@@ -120,6 +125,8 @@ impl Exporter for Json {
             token_grid: &r.grid,
             rank: r.rank.name(),
             exact: r.exact,
+            distinct: r.distinct.name(),
+            choices: r.choices,
             budget_flops: r.budget_flops,
             compute_optimal: &r.compute_optimal,
             shapes: &r.shapes,

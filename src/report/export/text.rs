@@ -12,6 +12,7 @@ use crate::plan::check::CheckReport;
 use crate::plan::verdict::ShapeVerdict;
 use crate::plan::Plan;
 use crate::report::output::written;
+use crate::search::rank::Distinct;
 use crate::search::{FrontRuns, Ranked, SearchReport, MAX_FRONT_RUNS};
 
 /// Plain text for a terminal.
@@ -778,15 +779,27 @@ impl Exporter for Text {
                 plural(r.grid.len(), "token count")
             );
         } else {
-            let shown = if plans.count() == r.passing {
-                format!("all {}", thousands(r.passing))
+            let shown = if plans.count() == r.choices {
+                format!("all {}", thousands(r.choices))
             } else {
-                format!("top {} of {}", plans.count(), thousands(r.passing))
+                format!("top {} of {}", plans.count(), thousands(r.choices))
+            };
+            let what = match r.distinct {
+                Distinct::Plan => {
+                    format!("passing {}", if r.passing == 1 { "plan" } else { "plans" })
+                }
+                Distinct::Layout => format!(
+                    "passing layouts and steps, each at its best token count, of {} passing plans,",
+                    thousands(r.passing)
+                ),
+                Distinct::Shape => format!(
+                    "passing shapes, each at its best plan, of {} passing plans,",
+                    thousands(r.passing)
+                ),
             };
             let _ = writeln!(
                 out,
-                "{shown} passing {} by {} ({} graded on {})",
-                if r.passing == 1 { "plan" } else { "plans" },
+                "{shown} {what} by {} ({} graded on {})",
                 r.rank.name(),
                 plural(r.evaluated, "candidate"),
                 plural(r.grid.len(), "token count")
