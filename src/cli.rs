@@ -24,7 +24,8 @@ use trainplan::input::{self, hf};
 use trainplan::model::family::{Family, Span};
 use trainplan::model::layout::ZeroStage;
 use trainplan::model::{
-    self, Biases, Shape, ShapeSpec, LLAMA3_HEAD_DIM, LLAMA3_KV_HEADS, LLAMA3_VOCAB,
+    self, Architecture, Biases, Shape, ShapeSpec, LLAMA3_HEAD_DIM, LLAMA3_KV_HEADS,
+    LLAMA3_NORM_EPS, LLAMA3_ROPE_THETA, LLAMA3_VOCAB,
 };
 use trainplan::report::export::Format;
 use trainplan::search::rank::{Distinct, Rank};
@@ -466,6 +467,16 @@ pub struct AttentionArgs {
     /// The ad-hoc shape's output head shares the input embedding.
     #[arg(long, requires = "layers")]
     pub tied_embeddings: bool,
+    /// RoPE base θ of an ad-hoc shape, which the launchers pass on [default: 500000, Llama 3's].
+    #[arg(long, value_name = "THETA", requires = "layers")]
+    pub rope_theta: Option<f64>,
+    /// RMSNorm ε of an ad-hoc shape [default: 1e-5, Llama 3's].
+    #[arg(long, value_name = "EPS", requires = "layers")]
+    pub norm_eps: Option<f64>,
+    /// Sliding-window attention of an ad-hoc shape: tokens each token sees, itself included
+    /// [default: none, full causal attention].
+    #[arg(long, value_name = "TOKENS", value_parser = parse_whole, requires = "layers")]
+    pub sliding_window: Option<u64>,
 }
 
 impl AttentionArgs {
@@ -511,6 +522,12 @@ impl AttentionArgs {
             head_dim: self.head_dim,
             tied_embeddings: self.tied_embeddings,
             biases: Biases::default(),
+            architecture: Architecture {
+                rope_theta: self.rope_theta.unwrap_or(LLAMA3_ROPE_THETA),
+                rope_scaling: None,
+                norm_eps: self.norm_eps.unwrap_or(LLAMA3_NORM_EPS),
+                sliding_window: self.sliding_window,
+            },
         }
         .build_named()
         .map_err(|e| e.renamed(|field| format!("--{}", field.replace('_', "-"))))
@@ -800,6 +817,9 @@ impl FamilyArgs {
             head_dim: self.head_dim,
             vocab: Some(self.vocab),
             tied_embeddings: self.tied_embeddings,
+            rope_theta: None,
+            norm_eps: None,
+            sliding_window: None,
         };
         attention
             .shape(

@@ -261,6 +261,22 @@ fn run_export(args: &ExportArgs, quiet: bool) -> Result<bool> {
             ),
         ));
     }
+    // The plan's RoPE, ε and window: from the file when it names them, which a config given
+    // with --model-config must then agree with.
+    let shape = match (&fields.architecture, &d.model.model_config) {
+        (Some(a), Some(_)) if *a != shape.architecture => {
+            return Err(Error::invalid(
+                "--model-config",
+                format!("{} ({})", shape.name, shape.architecture.describe()),
+                format!("the plan's model: {}", a.describe()),
+            ))
+        }
+        (Some(a), _) => trainplan::model::Shape {
+            architecture: a.clone(),
+            ..shape
+        },
+        (None, _) => shape,
+    };
     // The plan's own brief where the file carries one (search and Pareto documents), else the
     // flags'; sized to the plan's GPUs so the layout rules are checked as for `check`.
     let mut brief = match plan.brief {
@@ -315,6 +331,7 @@ fn run_export(args: &ExportArgs, quiet: bool) -> Result<bool> {
         fields.step,
         brief.seq_len,
         &brief.batch_target(),
+        fields.memory_model,
     )?;
     print_launch(format, &launch, &graded.reasons, quiet)?;
     Ok(graded.pass)

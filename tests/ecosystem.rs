@@ -376,8 +376,12 @@ fn megatron_arguments_follow_the_model_s_quirks() {
         "export", "--format", "megatron", "--model", "405b", "--tokens", "8.5e11", "--tp", "8",
         "--pp", "16", "--zero", "1",
     ]));
-    assert_eq!(big["--decoder-first-pipeline-num-layers"], "7");
-    assert_eq!(big["--decoder-last-pipeline-num-layers"], "7");
+    // 126 layers over 16 stages as check grades them under megatron-te (even, the rest on
+    // the last stages): 2 stages of 7, 14 of 8.
+    assert_eq!(
+        big["--pipeline-model-parallel-layout"],
+        "\"Et*7|t*7|(t*8|)*13,t*8L\""
+    );
     // ZeRO 3 is Megatron-FSDP's full sharding.
     let fsdp = megatron_args(&stdout(&[
         "export", "--format", "megatron", "--model", "70b", "--tokens", "4.96e12", "--tp", "8",
@@ -729,13 +733,15 @@ fn launchers_refuse_splits_their_schedules_cannot_run() {
         args.extend(more);
         args
     };
-    // Megatron-LM splits each stage's 10 layers into V = 3 chunks: it cannot.
-    refuses(
-        &interleaved(
-            "megatron",
-            &["interleaved:3", "--global-batch-tokens", "25165824"],
-        ),
-        "3 chunks of each stage's layers (10)",
+    // Each stage's 10 layers in V = 3 chunks: 4, 3 and 3, as the memory model grades
+    // interleaving (chunks of a stage may differ by a layer), in a pipeline layout.
+    let text = stdout(&interleaved(
+        "megatron",
+        &["interleaved:3", "--global-batch-tokens", "25165824"],
+    ));
+    assert!(
+        text.contains("--pipeline-model-parallel-layout \"Et*4|(t*4|)*7,(t*3|)*15,t*3L\""),
+        "{text}"
     );
     // torchtitan counts the embedding and the head as layers: 82 do not make 16 stages.
     refuses(

@@ -169,3 +169,36 @@ fn an_empty_architectures_list_or_zero_experts_falls_back_to_the_model_type() {
     let shape = hf::parse(&text, &PathBuf::from("c.json")).unwrap();
     assert_eq!(shape.params(), 8_030_261_248);
 }
+
+#[test]
+fn what_a_launcher_needs_beyond_the_counts_is_read_as_the_config_gives_it() {
+    use trainplan::model::{preset, Architecture};
+    // Llama 3.1's configs are the presets, RoPE scaling and all.
+    for (config, name) in [("llama-3.1-8b", "8b"), ("llama-3.1-70b", "70b")] {
+        let shape = hf::read(&fixture(config)).unwrap();
+        assert_eq!(shape.architecture, preset(name).unwrap().architecture);
+        assert_eq!(shape.architecture, Architecture::llama31());
+    }
+    // Llama 3.2 scales by 32; Mistral 7B windows 4,096 tokens at θ = 10,000; Qwen2.5 has
+    // θ = 10^6 and ε = 1e-6, and no window (use_sliding_window is false).
+    let small = hf::read(&fixture("llama-3.2-1b")).unwrap().architecture;
+    assert_eq!(small.rope_scaling.unwrap().factor, 32.0);
+    let mistral = hf::read(&fixture("mistral-7b-v0.1")).unwrap().architecture;
+    assert_eq!(
+        (mistral.rope_theta, mistral.sliding_window),
+        (10_000.0, Some(4096))
+    );
+    let qwen = hf::read(&fixture("qwen2.5-7b")).unwrap().architecture;
+    assert_eq!(
+        (qwen.rope_theta, qwen.norm_eps, qwen.sliding_window),
+        (1e6, 1e-6, None)
+    );
+    // A window on some layers only is refused by name.
+    let text = std::fs::read_to_string(fixture("qwen2.5-7b"))
+        .unwrap()
+        .replace("\"use_sliding_window\": false", "\"use_sliding_window\": true");
+    let e = hf::parse(&text, std::path::Path::new("qwen.json"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("use_sliding_window"), "{e}");
+}

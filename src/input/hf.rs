@@ -10,6 +10,10 @@
 //! - `Qwen2ForCausalLM`: biases on q, k and v always (hard-coded; the config has no key), none on
 //!   o or the MLP.
 //!
+//! Beyond the counts, what a launcher must build the same model with: `rope_theta`,
+//! `rope_scaling`, `rms_norm_eps` and Mistral's `sliding_window` (with the config classes'
+//! defaults when absent).
+//!
 //! All three: `num_key_value_heads` defaults to `num_attention_heads`, `tie_word_embeddings` to
 //! false (their config classes' defaults). A mixture of experts (`num_local_experts`,
 //! `num_experts`, `n_routed_experts`, `moe_intermediate_size`, `num_experts_per_tok`) or any
@@ -22,7 +26,7 @@ use serde_json::{Map, Value};
 use crate::error::{Error, Result};
 use crate::input::strict::Nulls;
 use crate::input::{parse_json_with, read_text, HF_CONFIG};
-use crate::model::{Biases, Shape, ShapeSpec};
+use crate::model::{Architecture as ModelArchitecture, Biases, RopeScaling, Shape, ShapeSpec};
 
 /// The architectures [`read`] accepts, as `architectures` names them.
 pub const SUPPORTED: [&str; 3] = ["LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM"];
@@ -95,6 +99,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Shape> {
         head_dim: fields.optional("head_dim")?,
         tied_embeddings: fields.flag("tie_word_embeddings")?,
         biases,
+        architecture: fields.model_architecture(architecture)?,
     };
     // The shape's checks name its own fields; say the config's keys instead.
     spec.build().map_err(|e| {
@@ -259,6 +264,71 @@ impl Fields<'_> {
 
     fn narrow(&self, field: &str, n: u64) -> Result<u32> {
         u32::try_from(n).map_err(|_| self.invalid(field, n, "a whole number of at most 4294967295"))
+    }
+
+    /// A number that may be absent or null.
+    fn number(&self, field: &str) -> Result<Option<f64>> {
+        match self.config.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) => Ok(n.as_f64()),
+            Some(v) => Err(self.invalid(field, v, "a number")),
+        }
+    }
+
+    /// RoPE, ε and the window a launcher must build, with each architecture's config-class
+    /// defaults for absent fields (transformers 4.46: `rope_theta` 10,000 and `rms_norm_eps`
+    /// 1e-6 for all three; Mistral's `sliding_window` 4,096 unless null; Qwen2's window only
+    /// with `use_sliding_window`, and then on the layers from `max_window_layers` on, which one
+    /// window for the whole model cannot say, so it is refused).
+    fn model_architecture(&self, kind: Architecture) -> Result<ModelArchitecture> {
+        let rope_scaling = match self.config.get("rope_scaling") {
+            None | Some(Value::Null) => None,
+            Some(Value::Object(r)) => {
+                let kind = r
+                    .get("rope_type")
+                    .or_else(|| r.get("type"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("default");
+                let number = |key: &str| r.get(key).and_then(Value::as_f64);
+                match kind {
+                    "default" => None,
+                    _ => Some(RopeScaling {
+                        rope_type: kind.to_string(),
+                        factor: number("factor").ok_or_else(|| {
+                            self.invalid("rope_scaling.factor", "missing", "a number > 0")
+                        })?,
+                        low_freq_factor: number("low_freq_factor"),
+                        high_freq_factor: number("high_freq_factor"),
+                        original_max_position_embeddings: r
+                            .get("original_max_position_embeddings")
+                            .and_then(Value::as_u64),
+                    }),
+                }
+            }
+            Some(v) => return Err(self.invalid("rope_scaling", v, "an object or null")),
+        };
+        let sliding_window = match kind {
+            Architecture::Llama => None,
+            Architecture::Mistral => match self.config.get("sliding_window") {
+                Some(Value::Null) => None,
+                None => Some(4096),
+                Some(_) => self.optional("sliding_window")?,
+            },
+            Architecture::Qwen2 => {
+                if self.flag("use_sliding_window")? {
+                    return Err(self.unsupported(
+                        "use_sliding_window = true: Qwen2 windows only the layers from max_window_layers on, which trainplan cannot hand a launcher as one window".into(),
+                    ));
+                }
+                None
+            }
+        };
+        Ok(ModelArchitecture {
+            rope_theta: self.number("rope_theta")?.unwrap_or(10_000.0),
+            rope_scaling,
+            norm_eps: self.number("rms_norm_eps")?.unwrap_or(1e-6),
+            sliding_window,
+        })
     }
 
     /// A boolean that is false when absent or null.

@@ -12,6 +12,7 @@ use crate::cost::step::Step;
 use crate::error::{Error, Result};
 use crate::input::{from_value, parse_json, read_text, PLAN};
 use crate::model::layout::Layout;
+use crate::model::Architecture;
 
 /// The fields of a plan object (`check --json`, a search's `plans` or `front`) a launcher
 /// needs; the rest are ignored.
@@ -35,6 +36,9 @@ pub struct PlanFields {
     /// The step's time, for plans graded under the detailed time model.
     #[serde(default)]
     pub step_seconds: Option<f64>,
+    /// RoPE, ε and the attention window, when the plan's model has others than Llama 3's.
+    #[serde(default)]
+    pub architecture: Option<Architecture>,
 }
 
 /// A plan read from a file: its fields and the brief of the document it came from (if the

@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::format::general;
-use crate::model::{Biases, Shape, ShapeSpec, LLAMA3_HEAD_DIM, LLAMA3_KV_HEADS, LLAMA3_VOCAB};
+use crate::model::{
+    Architecture, Biases, Shape, ShapeSpec, LLAMA3_HEAD_DIM, LLAMA3_KV_HEADS, LLAMA3_VOCAB,
+};
 
 /// An inclusive range `start..end:step` of numbers.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -265,6 +267,7 @@ impl Family {
                         head_dim: None,
                         tied_embeddings: false,
                         biases: Biases::default(),
+                        architecture: Architecture::default(),
                     }
                     .build_named()?;
                     if shapes.last() != Some(&shape) {

@@ -30,6 +30,154 @@ impl Biases {
     }
 }
 
+/// Llama 3.1's RoPE frequency scaling (`rope_scaling` of a Hugging Face config): wavelengths
+/// past `original_max_position_embeddings / low_freq_factor` are stretched by `factor`, those
+/// below `… / high_freq_factor` kept, and those between blended (transformers'
+/// `_compute_llama3_parameters`). Other kinds are kept by name for the launchers to refuse.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RopeScaling {
+    /// The kind (`rope_type`): `llama3`, or another a launcher may not express.
+    pub rope_type: String,
+    /// How far long wavelengths are stretched (Llama 3.1: 8, Llama 3.2: 32).
+    pub factor: f64,
+    /// Llama 3's low-frequency factor (1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub low_freq_factor: Option<f64>,
+    /// Llama 3's high-frequency factor (4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high_freq_factor: Option<f64>,
+    /// The context the frequencies were trained for (Llama 3: 8,192).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_max_position_embeddings: Option<u64>,
+}
+
+/// What a launcher needs, beyond the counts, to build the same model: the position encoding,
+/// the norm's ε and the attention window. No parameter count depends on them, and the step
+/// time model costs attention as full causal attention over the sequence (a window shorter
+/// than the sequence would do less), but a launcher that drops them trains another model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Architecture {
+    /// RoPE base θ (Llama 3: 500,000, Dubey et al. 2024 Table 3; Megatron-LM's default and
+    /// transformers' `LlamaConfig` default: 10,000).
+    pub rope_theta: f64,
+    /// RoPE frequency scaling, when the model has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rope_scaling: Option<RopeScaling>,
+    /// RMSNorm ε (Llama 3: 1e-5).
+    pub norm_eps: f64,
+    /// Sliding-window attention: each token sees this many, itself included (Mistral 7B:
+    /// 4,096); `None` for full causal attention.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sliding_window: Option<u64>,
+}
+
+/// Llama 3's RoPE base.
+pub const LLAMA3_ROPE_THETA: f64 = 500_000.0;
+/// Llama 3's RMSNorm ε.
+pub const LLAMA3_NORM_EPS: f64 = 1e-5;
+
+impl Default for Architecture {
+    /// Llama 3's, as pretrained: θ = 500,000, ε = 1e-5, no frequency scaling (Llama 3.1's is
+    /// for the long-context stage), full causal attention.
+    fn default() -> Self {
+        Architecture {
+            rope_theta: LLAMA3_ROPE_THETA,
+            rope_scaling: None,
+            norm_eps: LLAMA3_NORM_EPS,
+            sliding_window: None,
+        }
+    }
+}
+
+/// Every value is checked finite by [`Architecture::validate`], so equality is reflexive.
+impl Eq for Architecture {}
+
+impl Architecture {
+    /// Llama 3.1's, as its `config.json` files give it and torchtitan's llama3 flavors build
+    /// it: θ = 500,000, ε = 1e-5, and the llama3 RoPE scaling (factor 8, low 1, high 4,
+    /// original context 8,192).
+    pub fn llama31() -> Architecture {
+        Architecture {
+            rope_scaling: Some(RopeScaling {
+                rope_type: "llama3".into(),
+                factor: 8.0,
+                low_freq_factor: Some(1.0),
+                high_freq_factor: Some(4.0),
+                original_max_position_embeddings: Some(8192),
+            }),
+            ..Architecture::default()
+        }
+    }
+
+    /// In words: `rope_theta 500000, norm_eps 1e-5, llama3 rope scaling (factor 8), full
+    /// causal attention`.
+    pub fn describe(&self) -> String {
+        format!(
+            "rope_theta {}, norm_eps {}, {}, {}",
+            self.rope_theta,
+            crate::format::exact(self.norm_eps),
+            match &self.rope_scaling {
+                None => "no rope scaling".to_string(),
+                Some(r) => format!("{} rope scaling (factor {})", r.rope_type, r.factor),
+            },
+            match self.sliding_window {
+                None => "full causal attention".to_string(),
+                Some(w) => format!("a {w}-token sliding window"),
+            }
+        )
+    }
+
+    /// Whether this is Llama 3's ([`Architecture::default`]), which files leave out.
+    pub fn is_default(&self) -> bool {
+        *self == Architecture::default()
+    }
+
+    /// Checks every field; the error names it (`<model>.rope_theta`, …).
+    pub fn validate(&self, name: &str) -> Result<()> {
+        let positive = |field: &str, v: f64, max: f64| {
+            if v.is_finite() && v > 0.0 && v < max {
+                Ok(())
+            } else {
+                Err(Error::invalid(
+                    format!("{name}.{field}"),
+                    v,
+                    format!("a number > 0 and below {max}"),
+                ))
+            }
+        };
+        positive("rope_theta", self.rope_theta, 1e18)?;
+        positive("norm_eps", self.norm_eps, 1.0)?;
+        if let Some(r) = &self.rope_scaling {
+            positive("rope_scaling.factor", r.factor, 1e6)?;
+            for (field, v) in [
+                ("rope_scaling.low_freq_factor", r.low_freq_factor),
+                ("rope_scaling.high_freq_factor", r.high_freq_factor),
+            ] {
+                if let Some(v) = v {
+                    positive(field, v, 1e6)?;
+                }
+            }
+            if r.original_max_position_embeddings == Some(0) {
+                return Err(Error::invalid(
+                    format!("{name}.rope_scaling.original_max_position_embeddings"),
+                    0,
+                    "a whole number ≥ 1",
+                ));
+            }
+        }
+        if self.sliding_window == Some(0) {
+            return Err(Error::invalid(
+                format!("{name}.sliding_window"),
+                0,
+                "a whole number ≥ 1, or none for full attention",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// The shape of a Llama-family decoder. Counts only; the parameter count is derived.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "ShapeSpec", into = "ShapeSpec")]
@@ -55,6 +203,8 @@ pub struct Shape {
     pub tied_embeddings: bool,
     /// The bias vectors of the linear layers.
     pub biases: Biases,
+    /// RoPE, the norm's ε and the attention window, for the launchers.
+    pub architecture: Architecture,
 }
 
 /// A shape as written in a file or built by a reader, before [`ShapeSpec::build`] checks it.
@@ -86,6 +236,9 @@ pub struct ShapeSpec {
     /// Bias vectors.
     #[serde(default, skip_serializing_if = "Biases::is_none")]
     pub biases: Biases,
+    /// RoPE, ε and the attention window, when not Llama 3's.
+    #[serde(default, skip_serializing_if = "Architecture::is_default")]
+    pub architecture: Architecture,
 }
 
 impl TryFrom<ShapeSpec> for Shape {
@@ -110,6 +263,7 @@ impl From<Shape> for ShapeSpec {
             vocab: s.vocab,
             tied_embeddings: s.tied_embeddings,
             biases: s.biases,
+            architecture: s.architecture,
         }
     }
 }
@@ -158,6 +312,7 @@ impl ShapeSpec {
                 format!("a divisor of the {} attention heads", self.heads),
             ));
         }
+        self.architecture.validate(name)?;
         let shape = Shape {
             name: self.name,
             layers: self.layers,
@@ -169,6 +324,7 @@ impl ShapeSpec {
             head_dim,
             tied_embeddings: self.tied_embeddings,
             biases: self.biases,
+            architecture: self.architecture,
         };
         if shape.counts().is_none() {
             return Err(Error::invalid(
@@ -223,6 +379,7 @@ impl Shape {
             head_dim: None,
             tied_embeddings: false,
             biases: Biases::default(),
+            architecture: Architecture::default(),
         }
         .build()
     }
@@ -363,10 +520,12 @@ impl Shape {
 }
 
 /// The shapes trainplan knows by name: Llama 3 / 3.1 8B, 70B and 405B, from the published
-/// `config.json` files of the checkpoints (SPEC.md §2).
+/// `config.json` files of the checkpoints (SPEC.md §2), with their RoPE and ε
+/// ([`Architecture::llama31`]).
 pub fn presets() -> Vec<Shape> {
-    let llama = |name: &str, layers, hidden, ffn, heads| {
-        Shape::new(name, layers, hidden, ffn, heads, 8, 128_256)
+    let llama = |name: &str, layers, hidden, ffn, heads| Shape {
+        architecture: Architecture::llama31(),
+        ..Shape::new(name, layers, hidden, ffn, heads, 8, 128_256)
             .expect("the Llama 3 shapes are valid")
     };
     vec![
@@ -503,6 +662,7 @@ fn family_shape(name: &str) -> Result<Option<Shape>> {
         head_dim,
         tied_embeddings: tied,
         biases: Biases::default(),
+        architecture: Architecture::default(),
     }
     .build()
     .map(Some)
@@ -557,6 +717,7 @@ mod tests {
             head_dim: Some(128),
             tied_embeddings: false,
             biases: Biases::default(),
+            architecture: Architecture::default(),
         };
         let name = nemo.dimension_name();
         assert_eq!(name, "L40-h5120-f14336-a32-d128-v131072");
@@ -571,11 +732,16 @@ mod tests {
 
     #[test]
     fn a_llama_shape_is_written_without_the_fields_it_leaves_at_their_defaults() {
-        let json = serde_json::to_string(&preset("8b").unwrap()).unwrap();
+        let json = serde_json::to_string(&preset("L32-h4096-f14336").unwrap()).unwrap();
         assert_eq!(
             json,
-            r#"{"name":"llama3-8b","layers":32,"hidden":4096,"ffn":14336,"heads":32,"kv_heads":8,"vocab":128256}"#
+            r#"{"name":"L32-h4096-f14336","layers":32,"hidden":4096,"ffn":14336,"heads":32,"kv_heads":8,"vocab":128256}"#
         );
+        let back: Shape = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, preset("L32-h4096-f14336").unwrap());
+        // The presets are Llama 3.1's checkpoints, RoPE scaling and all, which they write.
+        let json = serde_json::to_string(&preset("8b").unwrap()).unwrap();
+        assert!(json.ends_with(r#""architecture":{"rope_theta":500000.0,"rope_scaling":{"rope_type":"llama3","factor":8.0,"low_freq_factor":1.0,"high_freq_factor":4.0,"original_max_position_embeddings":8192},"norm_eps":0.00001}}"#), "{json}");
         let back: Shape = serde_json::from_str(&json).unwrap();
         assert_eq!(back, preset("8b").unwrap());
     }
@@ -598,6 +764,7 @@ mod tests {
                 output: true,
                 mlp: true,
             },
+            architecture: Architecture::default(),
         };
         let shape = spec.clone().build().unwrap();
         // By hand, per layer: q and o 2·5120·4096 = 41,943,040; k and v 2·5120·1024 =

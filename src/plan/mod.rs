@@ -32,7 +32,7 @@ use crate::cost::time;
 use crate::error::Result;
 use crate::format::fixed;
 use crate::model::layout::Layout;
-use crate::model::Shape;
+use crate::model::{Architecture, Shape};
 use crate::plan::limits::{days_fit, loss, loss_meets, memory_fits};
 use crate::plan::pace::Pace;
 use crate::plan::runnable::Runnable;
@@ -104,6 +104,10 @@ pub struct Plan {
     pub model: String,
     /// Parameters N, counted from the shape.
     pub params: u64,
+    /// The model's RoPE, norm ε and attention window, for a launcher (left out when they
+    /// are Llama 3's).
+    #[serde(default, skip_serializing_if = "Architecture::is_default")]
+    pub architecture: Architecture,
     /// Training tokens D.
     pub tokens: u64,
     /// TP, PP, DP and ZeRO stage.
@@ -219,6 +223,7 @@ pub fn evaluate(brief: &Brief, design: &Design) -> Result<Plan> {
     Ok(Plan {
         model: shape.name.clone(),
         params: n,
+        architecture: shape.architecture.clone(),
         tokens: d,
         layout: design.layout,
         step: design.memory.step().copied(),

@@ -103,6 +103,19 @@ impl Launcher for DeepSpeed {
             "note: DeepSpeed's JSON has no parallel degrees: set TP {} and PP {} in the training script (Megatron-DeepSpeed flags or a PipelineModule)",
             launch.layout.tp, launch.layout.pp
         ));
+        // Nor has it the model: the training script builds it, and must build this one.
+        let (s, a) = (&launch.shape, &launch.shape.architecture);
+        lines.push(format!(
+            "note: DeepSpeed's JSON has no model either: build {} with {}, stages of {} layers",
+            s.name,
+            a.describe(),
+            launch
+                .stages
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
         lines
     }
 }

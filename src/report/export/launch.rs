@@ -2,6 +2,7 @@
 //! whole number of micro-batches — shared by the Megatron-LM, DeepSpeed and torchtitan exporters.
 
 use crate::cost::activations::Recompute;
+use crate::cost::memory::detailed::{stage_layers, Options};
 use crate::cost::step::{BatchTarget, Schedule, Step};
 use crate::error::{Error, Result};
 use crate::format::count;
@@ -23,6 +24,12 @@ pub struct Launch {
     pub step: Step,
     /// Sequences per optimizer step over all replicas, `G`: a whole multiple of `b·DP`.
     pub global_batch: u64,
+    /// The detailed settings the plan was graded under (for a plate plan, the default
+    /// stack's): the stack whose overlaps and kernels the time model assumed.
+    pub options: Options,
+    /// Layers on each pipeline stage, as the plan was graded ([`stage_layers`] under the
+    /// settings' split), so the launcher builds the same stages.
+    pub stages: Vec<u64>,
     /// What the exporter should tell the user: choices made for them, nothing else.
     pub notes: Vec<String>,
 }
@@ -43,6 +50,7 @@ impl Launch {
         step: Option<Step>,
         seq_len: u64,
         target: &BatchTarget,
+        options: Option<Options>,
     ) -> Result<Launch> {
         if tokens == 0 || layout.tp == 0 || layout.pp == 0 || layout.dp == 0 {
             return Err(Error::invalid(
@@ -131,12 +139,16 @@ impl Launch {
             global_batch_tokens,
             ..step
         };
+        let options = options.unwrap_or_default();
+        let stages = stage_layers(u64::from(shape.layers), layout.pp, options.stages)?;
         Ok(Launch {
             shape,
             tokens,
             layout,
             step,
             global_batch,
+            options,
+            stages,
             notes,
         })
     }
@@ -151,6 +163,7 @@ impl Launch {
             p.step,
             report.brief.seq_len,
             &report.brief.batch_target(),
+            p.memory_model,
         )
     }
 
@@ -213,41 +226,6 @@ impl Launch {
     }
 }
 
-/// Layers on the first and the last pipeline stage when `L` does not split evenly over `PP`
-/// (Megatron-LM's `--decoder-first/last-pipeline-num-layers`): the middle `PP − 2` stages take
-/// `m` layers each and the ends share the rest, the first the smaller half, with `m` chosen so
-/// the fullest stage is as small as it can be; `None` when `L mod PP = 0`. An error when no
-/// split gives every stage a layer.
-pub fn uneven_ends(layers: u64, pp: u64) -> Result<Option<(u64, u64)>> {
-    if pp <= 1 || layers % pp == 0 {
-        return Ok(None);
-    }
-    let split = |rest: u64| (rest / 2, rest - rest / 2);
-    if pp == 2 {
-        return Ok(Some(split(layers)));
-    }
-    let middle_stages = pp - 2;
-    // The fullest stage, max(m, ⌈rest/2⌉), falls then rises in m, with its turn near L/PP:
-    // the few values of m around it, and the smallest and largest m, are all the candidates.
-    let largest = layers.saturating_sub(2) / middle_stages;
-    let near = layers / pp;
-    let candidates = [1, largest]
-        .into_iter()
-        .chain(near.saturating_sub(2)..=near.saturating_add(2));
-    candidates
-        .filter(|&m| m >= 1 && m <= largest)
-        .map(|m| (m, split(layers - m * middle_stages)))
-        .min_by_key(|&(m, (_, last))| (m.max(last), std::cmp::Reverse(m)))
-        .map(|(_, ends)| Some(ends))
-        .ok_or_else(|| {
-            Error::invalid(
-                "plan.layout.pp",
-                pp,
-                format!("a pipeline the {layers} layers can be split over"),
-            )
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,6 +250,7 @@ mod tests {
             None,
             8192,
             &BatchTarget::default(),
+            None,
         )
         .unwrap();
         assert_eq!((l.global_batch, l.accumulation()), (2048, 64));
@@ -293,6 +272,7 @@ mod tests {
             None,
             8192,
             &BatchTarget::default(),
+            None,
         )
         .unwrap();
         assert_eq!((l.global_batch, l.accumulation()), (2016, 21));
@@ -315,6 +295,7 @@ mod tests {
             Some(step),
             8192,
             &BatchTarget::default(),
+            None,
         )
         .unwrap_err()
         .to_string();
@@ -332,6 +313,7 @@ mod tests {
             Some(none),
             8192,
             &BatchTarget::default(),
+            None,
         )
         .is_err());
         let ok = Step {
@@ -345,52 +327,10 @@ mod tests {
             Some(ok),
             8192,
             &BatchTarget::default(),
+            None,
         )
         .unwrap();
         assert_eq!((l.global_batch, l.accumulation()), (512, 4));
         assert!(l.notes.is_empty());
-    }
-
-    #[test]
-    fn uneven_pipelines_put_the_rest_on_the_ends() {
-        // 405B: 126 layers over 16 stages: 14 middle stages of 8, and 7 + 7.
-        assert_eq!(uneven_ends(126, 16).unwrap(), Some((7, 7)));
-        assert_eq!(uneven_ends(80, 8).unwrap(), None);
-        // 126 over 8: middle 16 × 6 = 96, ends 15 + 15.
-        assert_eq!(uneven_ends(126, 8).unwrap(), Some((15, 15)));
-        // 5 layers over 4 stages: 1, 1, 1, 2.
-        assert_eq!(uneven_ends(5, 4).unwrap(), Some((1, 2)));
-        assert_eq!(uneven_ends(7, 2).unwrap(), Some((3, 4)));
-        // 3 layers cannot fill 4 stages.
-        assert!(uneven_ends(3, 4).is_err());
-        // Against trying every m: the same split for every small case.
-        for layers in 3..200u64 {
-            for pp in 3..=layers.min(40) {
-                if layers % pp == 0 {
-                    continue;
-                }
-                let middle = pp - 2;
-                let brute = (1..=layers / middle)
-                    .filter(|m| layers - m * middle >= 2)
-                    .map(|m| {
-                        (
-                            m,
-                            (
-                                (layers - m * middle) / 2,
-                                layers - m * middle - (layers - m * middle) / 2,
-                            ),
-                        )
-                    })
-                    .min_by_key(|&(m, (_, last))| (m.max(last), std::cmp::Reverse(m)))
-                    .map(|(_, ends)| ends);
-                assert_eq!(
-                    uneven_ends(layers, pp).ok().flatten(),
-                    brute,
-                    "{layers} over {pp}"
-                );
-            }
-        }
-        // A huge layer count is answered at once.
-        assert!(uneven_ends(4_294_967_294, 3).unwrap().is_some());
     }
 }

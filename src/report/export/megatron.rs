@@ -1,15 +1,24 @@
 //! Megatron-LM: the `pretrain_gpt.py` arguments of a plan, as a bash array to paste into a
 //! launch script.
 //!
-//! Option names as `megatron/training/arguments.py` defines them in Megatron-LM's main branch
-//! at commit 000c4ac (after Megatron-Core 0.14); Megatron-FSDP's as Megatron-LM's
-//! `megatron/core/distributed/fsdp` README gives them ("Megatron-FSDP Quick Start").
+//! Option names as `megatron/training/arguments.py` defines them at Megatron-LM commit
+//! 000c4ac24f61 (2025-11-13, of its dev line, after Megatron-Core 0.14; the tests check every
+//! option written against the list extracted from it, `tests/fixtures/launchers/`);
+//! Megatron-FSDP's as Megatron-LM's `megatron/core/distributed/fsdp` README gives them
+//! ("Megatron-FSDP Quick Start").
+//!
+//! Every field of the shape reaches the arguments or the export is refused by name: RoPE base
+//! and scaling, ε, the window, biases, tied embeddings, and the vocabulary (padded by
+//! Megatron-LM unless told how); so do the kernels and overlaps the plan's stack assumed and
+//! the stage split it was graded with.
 
 use std::fmt::Write;
 
 use super::exporter::Launcher;
-use super::launch::{uneven_ends, Launch};
-use crate::cost::activations::Recompute;
+use super::launch::Launch;
+use crate::cost::activations::{Kernels, Recompute};
+use crate::cost::chip::Attention;
+use crate::cost::compute::LossKernel;
 use crate::cost::step::Schedule;
 use crate::error::{Error, Result};
 
@@ -17,35 +26,90 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Megatron;
 
+/// The pipeline layout of a plan's stages as Megatron-LM's `--pipeline-model-parallel-layout`
+/// string (`megatron/core/transformer/pipeline_parallel_layer_layout.py`): one entry per
+/// (chunk, stage), chunk-major, `|` between entries, `E` the embedding (first entry), `t` a
+/// decoder layer (`t*n` for `n`), `L` the loss (last entry), a run of `n` equal entries
+/// `(entry|)*n`. Each stage's layers split over its `chunks` as evenly as they go, the first
+/// chunks taking the extra ones.
+pub fn pipeline_layout(stages: &[u64], chunks: u64) -> String {
+    let pp = stages.len();
+    let mut entries = Vec::with_capacity(pp * chunks as usize);
+    for c in 0..chunks {
+        for (p, &n) in stages.iter().enumerate() {
+            let layers = n / chunks + u64::from(c < n % chunks);
+            let mut entry = String::new();
+            if p == 0 && c == 0 {
+                entry.push('E');
+            }
+            match layers {
+                0 => {}
+                1 => entry.push('t'),
+                k => entry.push_str(&format!("t*{k}")),
+            }
+            if p == pp - 1 && c == chunks - 1 {
+                entry.push('L');
+            }
+            entries.push(entry);
+        }
+    }
+    // Runs of equal entries, the last entry always on its own.
+    let (last, rest) = entries.split_last().expect("a pipeline has a stage");
+    let mut out = String::new();
+    let mut i = 0;
+    while i < rest.len() {
+        let run = rest[i..].iter().take_while(|e| **e == rest[i]).count();
+        if run > 1 {
+            out.push_str(&format!("({}|)*{run},", rest[i]));
+        } else {
+            out.push_str(&rest[i]);
+            out.push('|');
+        }
+        i += run;
+    }
+    out.push_str(last);
+    out
+}
+
+/// A number as Python's `repr` writes it, so the arguments read as Megatron-LM's own docs do
+/// (`1e-05`, `500000`): the shortest round-trip digits, a two-digit exponent.
+fn python_float(x: f64) -> String {
+    let text = crate::format::exact(x);
+    match text.split_once('e') {
+        Some((mantissa, exponent)) => {
+            let (sign, digits) = match exponent.strip_prefix('-') {
+                Some(d) => ("-", d),
+                None => ("+", exponent.trim_start_matches('+')),
+            };
+            format!("{mantissa}e{sign}{digits:0>2}")
+        }
+        None => text,
+    }
+}
+
+/// The largest of 128, 64, …, 1 (`--make-vocab-size-divisible-by`) with which Megatron-LM
+/// pads the vocabulary to itself: Megatron-LM rounds `V` up to a multiple of that value times
+/// TP (`_vocab_size_with_padding`), which with its default 128 would add rows the plan did not
+/// count (Llama 3's 128,256 at TP 8 becomes 129,024). `None` when TP does not divide `V`.
+pub fn vocab_divisor(vocab: u64, tp: u64) -> Option<u64> {
+    [128u64, 64, 32, 16, 8, 4, 2, 1]
+        .into_iter()
+        .find(|d| vocab % (d * tp) == 0)
+}
+
 /// The arguments, one option (with its value) an entry.
 pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     let (s, step, layout) = (&l.shape, &l.step, &l.layout);
-    let layers = u64::from(s.layers);
-    let ends = uneven_ends(layers, layout.pp)?;
-    if let Schedule::Interleaved(v) = step.schedule {
-        // Megatron-LM splits every stage's layers into V chunks: each stage's count (the
-        // middle ones', and the first's and last's when uneven) must divide by V.
-        let counts = match ends {
-            Some((first, last)) => vec![
-                first,
-                last,
-                (layers - first - last) / (layout.pp - 2).max(1),
-            ],
-            None => vec![layers / layout.pp],
-        };
-        if counts.iter().any(|c| c % u64::from(v) != 0) {
-            let counts: Vec<String> = counts.iter().map(u64::to_string).collect();
-            return Err(Error::invalid(
-                "--format",
-                "megatron",
-                format!(
-                    "a plan Megatron-LM's interleaved schedule can split: {v} chunks of each stage's layers ({}), which {layers} layers over PP {} do not give",
-                    counts.join(", "),
-                    layout.pp
-                ),
-            ));
-        }
-    }
+    let refuse = |what: String| Error::invalid("--format", "megatron", what);
+    let chunks = step.schedule.chunks();
+    // Megatron-LM's own split is even, each stage's layers even over its chunks; any other
+    // split the plan was graded with goes in a layout string.
+    let even = l
+        .stages
+        .iter()
+        .all(|&n| n == l.stages[0] && n % chunks == 0);
+    let settings = l.options.stack.settings();
+    let a = &s.architecture;
     let mut args: Vec<String> = Vec::new();
     let mut push = |option: &str, value: Option<String>| {
         args.push(match value {
@@ -59,14 +123,12 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
         "--pipeline-model-parallel-size",
         Some(layout.pp.to_string()),
     );
-    if let Some((first, last)) = ends {
+    if !even {
         push(
-            "--decoder-first-pipeline-num-layers",
-            Some(first.to_string()),
+            "--pipeline-model-parallel-layout",
+            Some(format!("\"{}\"", pipeline_layout(&l.stages, chunks))),
         );
-        push("--decoder-last-pipeline-num-layers", Some(last.to_string()));
-    }
-    if let Schedule::Interleaved(v) = step.schedule {
+    } else if let Schedule::Interleaved(v) = step.schedule {
         push(
             "--num-virtual-stages-per-pipeline-rank",
             Some(v.to_string()),
@@ -107,7 +169,45 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     }
     push("--swiglu", None);
     push("--normalization", Some("RMSNorm".into()));
+    push("--norm-epsilon", Some(python_float(a.norm_eps)));
     push("--position-embedding-type", Some("rope".into()));
+    // Megatron-LM's --rotary-base is an int (default 10,000).
+    if a.rope_theta.fract() != 0.0 || a.rope_theta > 9.0e15 {
+        return Err(refuse(format!(
+            "a whole RoPE base, which --rotary-base takes; {} has rope_theta = {}",
+            s.name, a.rope_theta
+        )));
+    }
+    push("--rotary-base", Some(format!("{}", a.rope_theta as u64)));
+    if let Some(r) = &a.rope_scaling {
+        // --use-rope-scaling applies Llama 3.1's scaling with its constants fixed in
+        // Megatron-Core (factor 8, low 1, high 4, original context 8,192; at this commit
+        // pretrain_gpt.py does not pass --rope-scaling-factor on).
+        let llama31 = r.rope_type == "llama3"
+            && r.factor == 8.0
+            && r.low_freq_factor.unwrap_or(1.0) == 1.0
+            && r.high_freq_factor.unwrap_or(4.0) == 4.0
+            && r.original_max_position_embeddings.unwrap_or(8192) == 8192;
+        if !llama31 {
+            return Err(refuse(format!(
+                "a RoPE scaling Megatron-LM builds (Llama 3.1's: llama3, factor 8, low 1, high 4, original 8,192); {} has rope_scaling {} with factor {}",
+                s.name, r.rope_type, r.factor
+            )));
+        }
+        push("--use-rope-scaling", None);
+    }
+    if let Some(w) = a.sliding_window {
+        // FlashAttention's window (left, right): a token sees the `left` before it and
+        // itself, so W tokens are W − 1 to the left, none to the right (causal).
+        push("--window-size", Some(format!("{},0", w - 1)));
+    }
+    let divisor = vocab_divisor(s.vocab, layout.tp).ok_or_else(|| {
+        refuse(format!(
+            "a vocabulary TP divides: Megatron-LM pads {}'s {} to a multiple of TP {}, rows the plan did not count",
+            s.name, s.vocab, layout.tp
+        ))
+    })?;
+    push("--make-vocab-size-divisible-by", Some(divisor.to_string()));
     if !s.tied_embeddings {
         push("--untie-embeddings-and-output-weights", None);
     }
@@ -168,6 +268,33 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
         }
     }
     push("--bf16", None);
+    // The kernels and overlaps the stack's time model assumed (cost::stack::Settings).
+    let backend = match settings.attention {
+        Attention::Flash2 => "flash",
+        Attention::Cudnn => "fused",
+        Attention::Unfused => "unfused",
+    };
+    push("--transformer-impl", Some("transformer_engine".into()));
+    push("--attention-backend", Some(backend.into()));
+    if settings.loss_kernel == LossKernel::Fused {
+        push("--cross-entropy-loss-fusion", None);
+    }
+    if settings.elementwise == Kernels::Eager {
+        push("--no-rope-fusion", None);
+        push("--no-bias-swiglu-fusion", None);
+    }
+    if settings.dp_overlap > 0.0 && layout.dp > 1 {
+        push("--overlap-grad-reduce", None);
+        if l.zero().get() >= 1 {
+            push("--overlap-param-gather", None);
+        }
+    }
+    if settings.tp_overlap > 0.0 && layout.tp > 1 && step.sequence_parallel {
+        push("--tp-comm-overlap", None);
+    }
+    if settings.pp_overlap == 0.0 && layout.pp > 1 {
+        push("--no-overlap-p2p-communication", None);
+    }
     Ok(args)
 }
 
@@ -177,7 +304,7 @@ pub fn render(l: &Launch) -> Result<String> {
     let mut out = l.header();
     let _ = writeln!(
         out,
-        "# Megatron-LM pretrain_gpt.py arguments (names from megatron/training/arguments.py, main @ 000c4ac)."
+        "# Megatron-LM pretrain_gpt.py arguments (names from megatron/training/arguments.py at commit 000c4ac24f61)."
     );
     let _ = writeln!(
         out,
@@ -214,5 +341,103 @@ impl Launcher for Megatron {
     const NAME: &'static str = "megatron";
     fn render(&self, launch: &Launch) -> Result<String> {
         render(launch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cost::step::BatchTarget;
+    use crate::model::layout::{Layout, ZeroStage};
+    use crate::model::preset;
+
+    fn launch(model: &str, tp: u64, pp: u64, dp: u64, zero: u8) -> Launch {
+        let layout = Layout {
+            tp,
+            pp,
+            dp,
+            zero: ZeroStage::new(zero).unwrap(),
+        };
+        let target = BatchTarget::default();
+        Launch::new(
+            preset(model).unwrap(),
+            1e12 as u64,
+            layout,
+            None,
+            8192,
+            &target,
+            None,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_stages_check_graded_are_the_stages_megatron_builds() {
+        // 80 layers over 64 stages, the even split with the rest on the last stages: 48
+        // stages of one layer, then 16 of two (48 + 32 = 80), the embedding first, the loss
+        // last.
+        let l = launch("70b", 8, 64, 4, 3);
+        assert_eq!(l.stages.iter().sum::<u64>(), 80);
+        assert_eq!(pipeline_layout(&l.stages, 1), "Et|(t|)*47,(t*2|)*15,t*2L");
+        // Megatron-Core unrolls `(x)*n` then `x*n`: 80 decoder layers in 64 stages.
+        let args = arguments(&l).unwrap();
+        assert!(args
+            .iter()
+            .any(|a| a.starts_with("--pipeline-model-parallel-layout ")));
+        assert!(!args.iter().any(|a| a.starts_with("--decoder-first")));
+        // An even split needs no layout; interleaved chunks of two a stage split too.
+        assert!(!arguments(&launch("70b", 8, 8, 32, 1))
+            .unwrap()
+            .iter()
+            .any(|a| a.contains("layout")));
+        assert_eq!(pipeline_layout(&[3, 3], 2), "Et*2|t*2|t|tL");
+    }
+
+    #[test]
+    fn llama_3_70b_gets_its_rope_base_epsilon_and_unpadded_vocabulary() {
+        let args = arguments(&launch("70b", 8, 8, 32, 1)).unwrap();
+        for want in [
+            "--rotary-base 500000",
+            "--norm-epsilon 1e-05",
+            // 128,256 = 2^8 · 501: 32 × TP 8 = 256 divides it, 64 × 8 does not.
+            "--make-vocab-size-divisible-by 32",
+            // The default stack's overlaps and kernels.
+            "--overlap-grad-reduce",
+            "--overlap-param-gather",
+            "--tp-comm-overlap",
+            "--cross-entropy-loss-fusion",
+            "--attention-backend fused",
+        ] {
+            assert!(args.iter().any(|a| a == want), "{want} not in {args:?}");
+        }
+        assert_eq!(vocab_divisor(128_256, 8), Some(32));
+        assert_eq!(vocab_divisor(128_256, 1), Some(128));
+        assert_eq!(vocab_divisor(128_257, 8), None);
+        assert_eq!(python_float(1e-5), "1e-05");
+        assert_eq!(python_float(1e-6), "1e-06");
+        assert_eq!(python_float(0.0001), "0.0001");
+    }
+
+    #[test]
+    fn what_megatron_cannot_build_is_refused_by_name() {
+        let mut l = launch("8b", 1, 1, 2048, 1);
+        l.shape.architecture.rope_theta = 10_000.5;
+        let e = arguments(&l).unwrap_err().to_string();
+        assert!(e.contains("rope_theta = 10000.5"), "{e}");
+        let mut l = launch("8b", 1, 1, 2048, 1);
+        l.shape.architecture.rope_scaling = Some(crate::model::RopeScaling {
+            rope_type: "llama3".into(),
+            factor: 32.0,
+            low_freq_factor: Some(1.0),
+            high_freq_factor: Some(4.0),
+            original_max_position_embeddings: Some(8192),
+        });
+        let e = arguments(&l).unwrap_err().to_string();
+        assert!(e.contains("factor 32"), "{e}");
+        let mut l = launch("8b", 1, 1, 2048, 1);
+        l.shape.architecture.sliding_window = Some(4096);
+        assert!(arguments(&l)
+            .unwrap()
+            .contains(&"--window-size 4095,0".to_string()));
     }
 }

@@ -50,11 +50,46 @@ pub fn render(l: &Launch) -> Result<String> {
         l.gpus()
     );
     let flavor = flavor(l);
+    let a = &s.architecture;
+    // torchtitan's llama3 model has no attention window; its flavors fix Llama 3.1's RoPE
+    // and ε (the TOML cannot set them), so a plan with others is refused, not mistrained.
+    if let Some(w) = a.sliding_window {
+        return Err(Error::invalid(
+            "--format",
+            "torchtitan",
+            format!("a model torchtitan's llama3 builds: {} has a {w}-token sliding window, which it has none of", s.name),
+        ));
+    }
+    if flavor.is_some() && *a != crate::model::Architecture::llama31() {
+        return Err(Error::invalid(
+            "--format",
+            "torchtitan",
+            format!(
+                "the RoPE and ε of torchtitan's llama3 flavors (rope_theta 500000, norm_eps 1e-5, Llama 3.1's rope scaling), which its TOML cannot change; {} has rope_theta {}, norm_eps {}{}",
+                s.name,
+                a.rope_theta,
+                a.norm_eps,
+                if a.rope_scaling.is_some() { ", another scaling" } else { ", no scaling" }
+            ),
+        ));
+    }
     if flavor.is_none() {
         let _ = writeln!(
             out,
-            "# {} is not one of torchtitan's llama3 flavors: register one with n_layers = {}, dim = {}, n_heads = {}, n_kv_heads = {}, vocab_size = {}, and an FFN of {} (torchtitan/models/llama3/__init__.py).",
-            s.name, s.layers, s.hidden, s.heads, s.kv_heads, s.vocab, s.ffn
+            "# {} is not one of torchtitan's llama3 flavors: register one with n_layers = {}, dim = {}, n_heads = {}, n_kv_heads = {}, vocab_size = {}, an FFN of {}, rope_theta = {}, norm_eps = {} and {} (torchtitan/models/llama3/__init__.py).",
+            s.name,
+            s.layers,
+            s.hidden,
+            s.heads,
+            s.kv_heads,
+            s.vocab,
+            s.ffn,
+            a.rope_theta,
+            a.norm_eps,
+            match &a.rope_scaling {
+                None => "no rope scaling (torchtitan applies Llama 3.1's to every llama3 model: take it out)".to_string(),
+                Some(r) => format!("{} rope scaling, factor {}", r.rope_type, r.factor),
+            }
         );
     }
     if s.biases != crate::model::Biases::default() || s.tied_embeddings {
