@@ -196,7 +196,10 @@ fn what_a_launcher_needs_beyond_the_counts_is_read_as_the_config_gives_it() {
     // A window on some layers only is refused by name.
     let text = std::fs::read_to_string(fixture("qwen2.5-7b"))
         .unwrap()
-        .replace("\"use_sliding_window\": false", "\"use_sliding_window\": true");
+        .replace(
+            "\"use_sliding_window\": false",
+            "\"use_sliding_window\": true",
+        );
     let e = hf::parse(&text, std::path::Path::new("qwen.json"))
         .unwrap_err()
         .to_string();

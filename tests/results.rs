@@ -33,12 +33,10 @@ fn results_hold_the_default_brief_s_summary_and_front_as_the_tool_writes_them() 
 
 /// Where each example's real output is shown: the README shows the default brief, the starting
 /// plan and the family sweep; `docs/guide.md` shows every command's output.
-const SHOWN: [(&str, &[&str]); 11] = [
+const SHOWN: [(&str, &[&str]); 12] = [
+    ("tests/snapshots/search-1536.txt", &["README.md"]),
     ("results/default-summary.txt", &["README.md"]),
-    (
-        "results/family-summary.txt",
-        &["README.md", "docs/guide.md"],
-    ),
+    ("results/family-summary.txt", &["docs/guide.md"]),
     (
         "tests/snapshots/check-start.txt",
         &["README.md", "docs/guide.md"],
@@ -112,9 +110,7 @@ fn results_hold_the_family_sweep_as_the_tool_writes_it() {
         committed,
         "results/family-summary.txt is stale"
     );
-    for doc in ["README.md", "docs/guide.md"] {
-        assert_shows(doc, "results/family-summary.txt", &committed);
-    }
+    assert_shows("docs/guide.md", "results/family-summary.txt", &committed);
 }
 
 #[test]
@@ -174,4 +170,36 @@ fn every_relative_link_of_the_readme_and_the_docs_names_a_file_that_exists() {
         "links to missing files:\n{}",
         broken.join("\n")
     );
+}
+
+#[test]
+fn the_readme_s_filtered_export_is_the_real_export_filtered() {
+    // The README shows `trainplan export … | grep -E '…'`: its lines are exactly the lines of
+    // the committed export (tests/snapshots/export-70b-megatron.txt) that the pattern's words
+    // pick out, in order.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let export =
+        std::fs::read_to_string(root.join("tests/snapshots/export-70b-megatron.txt")).unwrap();
+    let command = "$ trainplan export --format megatron --model 70b --tokens 4.96e12 --tp 8 --pp 8 --zero 1 -q | grep -E '";
+    let start = readme
+        .find(command)
+        .expect("the README shows the filtered export");
+    let block = &readme[start..readme[start..].find("```").unwrap() + start];
+    let mut lines = block.lines();
+    let words: Vec<&str> = lines
+        .next()
+        .unwrap()
+        .rsplit_once("grep -E '")
+        .unwrap()
+        .1
+        .trim_end_matches('\'')
+        .split('|')
+        .collect();
+    let shown: Vec<&str> = lines.collect();
+    let want: Vec<&str> = export
+        .lines()
+        .filter(|l| words.iter().any(|w| l.contains(w)))
+        .collect();
+    assert_eq!(shown, want);
 }

@@ -199,3 +199,25 @@ fn the_top_plans_as_a_markdown_table() {
         "search-top5.md",
     );
 }
+
+#[test]
+fn the_detailed_search_on_1536_gpus_finds_70b_at_the_batch_nearest_16_mi() {
+    snapshot(
+        &[
+            "search", "--gpus", "1536", "--memory", "detailed", "--time", "detailed", "--models",
+            "70b", "--top", "3", "-q",
+        ],
+        "search-1536.txt",
+    );
+}
+
+#[test]
+fn a_megatron_export_of_llama_3_70b() {
+    snapshot(
+        &[
+            "export", "--format", "megatron", "--model", "70b", "--tokens", "4.96e12", "--tp", "8",
+            "--pp", "8", "--zero", "1", "-q",
+        ],
+        "export-70b-megatron.txt",
+    );
+}

@@ -749,7 +749,6 @@ impl Exporter for Text {
                 );
             }
         }
-        out.push_str(&runnable_lines(&r.brief, &listed));
         if many {
             let rest = r.shapes.len() - listed.len();
             let passing = r
@@ -764,6 +763,7 @@ impl Exporter for Text {
                 thousands(passing as u64)
             );
         }
+        out.push_str(&runnable_lines(&r.brief, &listed));
         if r.shapes.iter().any(|v| !is_preset(&v.model)) {
             out.push_str(&best_shapes(r));
         }
