@@ -502,6 +502,7 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
         evaluated,
         passing,
         brief,
+        sensitivity: None,
     })
 }
 
