@@ -199,3 +199,41 @@ fn the_top_plans_as_a_markdown_table() {
         "search-top5.md",
     );
 }
+
+#[test]
+fn check_sensitivity_under_the_plate() {
+    snapshot(
+        &[
+            "check",
+            "--model",
+            "70b",
+            "--tokens",
+            "4.96e12",
+            "--tp",
+            "8",
+            "--zero",
+            "3",
+            "--sensitivity",
+        ],
+        "check-sensitivity.txt",
+    );
+}
+
+#[test]
+fn search_sensitivity_of_the_detailed_search_on_4096_gpus() {
+    snapshot(
+        &[
+            "search",
+            "--gpus",
+            "4096",
+            "--memory",
+            "detailed",
+            "--time",
+            "detailed",
+            "--top",
+            "3",
+            "--sensitivity",
+        ],
+        "search-4096-sensitivity.txt",
+    );
+}
