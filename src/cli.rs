@@ -43,6 +43,7 @@ Examples:
   trainplan check --model 70b --tokens 4.96e12 --tp 8 --pp 1 --zero 3 --json
   trainplan search --model-config config.json --gpu h200 --plot loss.svg
   trainplan check --model 70b --tokens 4.96e12 --tp 8 --pp 8 --zero 1 --plot memory.svg
+  trainplan check --model 70b --tokens 4.96e12 --tp 8 --zero 3 --sensitivity
   trainplan export --format megatron --model 70b --tokens 4.96e12 --tp 8 --pp 8 --zero 1
   trainplan brief --print --gpu b200 > brief.toml    start a brief file
   trainplan completions bash                        shell completions
@@ -318,11 +319,39 @@ pub struct CheckArgs {
     #[arg(long, value_enum, default_value = "text")]
     pub format: CheckFormat,
     /// Also draw the plan's memory per GPU by component against the cap, as SVG (written
-    /// atomically).
+    /// atomically); with --sensitivity, a tornado chart of days instead.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// Also grade the design with each uncertain input at the low and the high end of its
+    /// range, the others as given: the plate's MFU (0.75× to 1.25×), or the detailed model's
+    /// calibration (0.9× to 1.1×), TP, PP and DP overlaps (0 to 1), failure rate (0.5× to 2×)
+    /// and restart minutes (5 to 30); a table of days, MFU and verdict at each end (text and
+    /// JSON).
+    #[arg(long)]
+    pub sensitivity: bool,
     #[command(flatten)]
     pub design: DesignArgs,
+}
+
+impl CheckArgs {
+    /// Refuses --sensitivity with a format that has no place for its table.
+    pub fn check_sensitivity(&self) -> Result<()> {
+        let table = self.json || matches!(self.format, CheckFormat::Text | CheckFormat::Json);
+        if self.sensitivity && !table {
+            return Err(sensitivity_format(self.format.to_possible_value()));
+        }
+        Ok(())
+    }
+}
+
+/// The error of `--sensitivity` with a format (`value`) that cannot carry its table.
+fn sensitivity_format(value: Option<clap::builder::PossibleValue>) -> Error {
+    let name = value.map_or_else(String::new, |v| v.get_name().to_string());
+    Error::invalid(
+        "--sensitivity",
+        format!("with --format {name}"),
+        "the text report or --json, which carry its table",
+    )
 }
 
 /// `check --format`.
@@ -1345,6 +1374,12 @@ pub struct SearchArgs {
     pub exact: bool,
     #[command(flatten)]
     pub output: OutputArgs,
+    /// Also grade the first plan with each uncertain input at the low and the high end of its
+    /// range (as `check --sensitivity` does), and run the whole search again at each end to
+    /// say where another plan would rank first; with --plot, a tornado chart of the first
+    /// plan's days instead of the loss–days chart.
+    #[arg(long, conflicts_with_all = ["all", "shard"])]
+    pub sensitivity: bool,
     /// Search only shard I of N (1 ≤ I ≤ N) of the shapes, and print its partial result as
     /// JSON for `trainplan merge`; for a batch scheduler's array job.
     #[arg(long, value_name = "I/N", conflicts_with_all = ["pareto", "json", "format", "plot"])]
@@ -1405,6 +1440,15 @@ impl SearchArgs {
         inputs.extend(self.brief.brief.as_deref());
         inputs.extend(self.time.inputs());
         inputs
+    }
+
+    /// Refuses --sensitivity with a format that has no place for it.
+    pub fn check_sensitivity(&self) -> Result<()> {
+        let table = matches!(self.output.format(), Format::Text | Format::Json);
+        if self.sensitivity && !table {
+            return Err(sensitivity_format(self.output.format.to_possible_value()));
+        }
+        Ok(())
     }
 
     /// The worker threads asked for (0: every core).

@@ -23,8 +23,8 @@ use trainplan::error::{Error, Result};
 use trainplan::input::plan_file::PlanFile;
 use trainplan::input::{self, hf, CalibrationFile, FitRecord};
 use trainplan::model::layout::Layout;
-use trainplan::plan::calibrate;
 use trainplan::plan::check::{check, CheckReport};
+use trainplan::plan::{self, calibrate};
 use trainplan::plan::{evaluate, Design};
 use trainplan::report::export::Launch;
 use trainplan::report::export::{brief_lines, Format};
@@ -33,6 +33,7 @@ use trainplan::report::plot;
 use trainplan::report::validation;
 use trainplan::search::progress::Progress;
 use trainplan::search::rank::Distinct;
+use trainplan::search::sensitivity::sensitivity;
 use trainplan::search::shard::{fingerprint, merge, Partial, Shard};
 use trainplan::search::{search, search_all, Ranked, SearchOptions, SearchReport};
 use trainplan::{model, serve};
@@ -159,8 +160,8 @@ fn run_brief(args: &BriefCommandArgs) -> Result<bool> {
     Ok(true)
 }
 
-/// The graded design the flags describe.
-fn grade(args: &DesignArgs) -> Result<CheckReport> {
+/// The graded design the flags describe, with its sensitivity when asked.
+fn grade(args: &DesignArgs, sensitivity: bool) -> Result<CheckReport> {
     let brief = args.brief.resolve()?;
     let shape = args.shape()?;
     let layout = Layout::new(&brief, &shape, args.tp(), args.pp(), args.zero())?;
@@ -173,16 +174,25 @@ fn grade(args: &DesignArgs) -> Result<CheckReport> {
         memory: args.memory(&brief)?,
         time: &time,
     };
-    check(&brief, &design)
+    let mut report = check(&brief, &design)?;
+    if sensitivity {
+        report.sensitivity = Some(plan::sensitivity::sensitivity(&brief, &design)?);
+    }
+    Ok(report)
 }
 
 fn run_check(args: &CheckArgs, quiet: bool) -> Result<bool> {
     if let Some(plot) = &args.plot {
         refuse_overwrite("--plot", plot, &args.design.inputs())?;
     }
-    let report = grade(&args.design)?;
+    args.check_sensitivity()?;
+    let report = grade(&args.design, args.sensitivity)?;
     if let Some(path) = &args.plot {
-        write_atomic(path, plot::memory(&report)?.as_bytes())?;
+        let svg = match &report.sensitivity {
+            Some(s) => plot::tornado(s, &report.brief, &report.plan)?,
+            None => plot::memory(&report)?,
+        };
+        write_atomic(path, svg.as_bytes())?;
     }
     let format = if args.json {
         Format::Json
@@ -223,7 +233,7 @@ fn print_launch(format: Format, launch: &Launch, reasons: &[String], quiet: bool
 fn run_export(args: &ExportArgs, quiet: bool) -> Result<bool> {
     let format = args.format.format();
     let Some(path) = &args.plan else {
-        let report = grade(&args.design)?;
+        let report = grade(&args.design, false)?;
         let launch = Launch::from_check(&report)?;
         print_launch(format, &launch, &report.plan.reasons, quiet)?;
         return Ok(report.plan.pass);
@@ -453,6 +463,7 @@ fn run_search(args: &SearchArgs, quiet: bool) -> Result<bool> {
     let options = args.options(&brief)?;
     let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
     check_output(&args.output, &args.inputs())?;
+    args.check_sensitivity()?;
 
     let bar = Bar::new(quiet);
     let progress: &dyn Progress = &bar;
@@ -498,7 +509,11 @@ fn run_search(args: &SearchArgs, quiet: bool) -> Result<bool> {
         );
         return write_report(&args.output, &report, &shown, quiet);
     }
-    let report = pool.install(|| search(&brief, &shapes, &options, progress));
+    let mut report = pool.install(|| search(&brief, &shapes, &options, progress));
+    if args.sensitivity {
+        let found = pool.install(|| sensitivity(&brief, &shapes, &options, &report))?;
+        report.sensitivity = Some(found);
+    }
     write_report(&args.output, &report, &report.plans.as_slice(), quiet)
 }
 
@@ -557,6 +572,15 @@ fn refuse_overwrite(flag: &str, path: &Path, inputs: &[&Path]) -> Result<()> {
     Ok(())
 }
 
+/// The error of a tornado chart asked of a search where no plan passes.
+fn no_first_plan() -> Error {
+    Error::invalid(
+        "--plot",
+        "with --sensitivity",
+        "a search where some plan passes, whose first plan the tornado chart shows",
+    )
+}
+
 /// Writes a search's report and its Pareto front as asked, the report's `plans` walked as they
 /// are written; true when some plan passes. The files are written first, each whole; the report
 /// then streams to stdout (or to stderr when the front goes to stdout).
@@ -568,7 +592,15 @@ fn write_report(
 ) -> Result<bool> {
     let exporter = out.format().exporter();
     if let Some(path) = &out.plot {
-        write_atomic(path, plot::loss_days(report)?.as_bytes())?;
+        let svg = match (&report.sensitivity, report.plans.first()) {
+            (None, _) => plot::loss_days(report)?,
+            (Some(s), Some(first)) => match &s.plan {
+                Some(table) => plot::tornado(table, &report.brief, first)?,
+                None => return Err(no_first_plan()),
+            },
+            (Some(_), None) => return Err(no_first_plan()),
+        };
+        write_atomic(path, svg.as_bytes())?;
     }
     let pass = report.any_pass();
     if let Some(path) = &out.pareto {

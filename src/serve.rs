@@ -5,7 +5,8 @@
 //! - `GET /` — the workshop page.
 //! - `GET /api/presets` — the models, the GPU presets and the default brief.
 //! - `POST /api/check` — grade one design: `{"model", "tokens", "tp", "pp", "zero", "brief"}`
-//!   gives exactly what `trainplan check --json` prints for the same design.
+//!   gives exactly what `trainplan check --json` prints for the same design; with
+//!   `"sensitivity": true`, what `check --json --sensitivity` prints.
 //! - `POST /api/search` — the best passing plans and the Pareto front:
 //!   `{"models", "top", "rank", "brief"}` gives `{"search": …, "front": …}`, the documents of
 //!   `search --json` and `search --pareto`.
@@ -181,8 +182,8 @@ fn brief(patch: BriefPatch) -> Result<Brief> {
     Ok(brief)
 }
 
-/// The graded design of a request.
-fn grade(request: DesignRequest) -> Result<CheckReport> {
+/// The graded design of a request, with its sensitivity when `sensitivity` asks.
+fn grade(request: DesignRequest, sensitivity: bool) -> Result<CheckReport> {
     let brief = brief(request.brief)?;
     let shape = model::preset(&request.model)?;
     let (tp, pp) = (request.tp.unwrap_or(1), request.pp.unwrap_or(1));
@@ -190,27 +191,44 @@ fn grade(request: DesignRequest) -> Result<CheckReport> {
     let tokens = request.tokens.filter(|&d| d >= 1).ok_or_else(|| {
         Error::invalid("tokens", request.tokens.unwrap_or(0), "a whole number ≥ 1")
     })?;
-    let Some(stack) = request.stack else {
-        return check(&brief, &Design::plate(&shape, tokens, layout));
+    let (memory, time) = match request.stack {
+        None => (MemoryModel::Plate, TimeModel::Plate),
+        Some(stack) => (
+            MemoryModel::Detailed(Detailed {
+                step: Step::default_for(&layout, brief.seq_len, &brief.batch_target())?,
+                options: Options::for_stack(stack),
+            }),
+            TimeModel::Detailed(TimeOptions::for_stack(stack)),
+        ),
     };
-    let step = Step::default_for(&layout, brief.seq_len, &brief.batch_target())?;
-    let time = TimeModel::Detailed(TimeOptions::for_stack(stack));
     let design = Design {
         shape: &shape,
         tokens,
         layout,
-        memory: MemoryModel::Detailed(Detailed {
-            step,
-            options: Options::for_stack(stack),
-        }),
+        memory,
         time: &time,
     };
-    check(&brief, &design)
+    let mut report = check(&brief, &design)?;
+    if sensitivity {
+        report.sensitivity = Some(crate::plan::sensitivity::sensitivity(&brief, &design)?);
+    }
+    Ok(report)
 }
 
-/// `POST /api/check`.
+/// `POST /api/check`: a design, and `"sensitivity": true` for its sensitivity table.
 pub fn api_check(body: &[u8]) -> Result<String> {
-    let report = grade(parse(body, "a design")?)?;
+    // `sensitivity` is taken out first, so the design's fields keep their names in errors
+    // and an export, whose request has no such field, still refuses it.
+    let mut value: serde_json::Value = parse(body, "a design")?;
+    let sensitivity = match value.as_object_mut().and_then(|o| o.remove("sensitivity")) {
+        None => false,
+        Some(serde_json::Value::Bool(b)) => b,
+        Some(other) => return Err(Error::invalid("sensitivity", other, "true or false")),
+    };
+    let report = grade(
+        parse(value.to_string().as_bytes(), "a design")?,
+        sensitivity,
+    )?;
     Json.check(&report)
 }
 
@@ -231,7 +249,7 @@ pub fn api_export(body: &[u8]) -> Result<(String, &'static str)> {
         ));
     };
     let design: DesignRequest = parse(value.to_string().as_bytes(), "a design")?;
-    let report = grade(design)?;
+    let report = grade(design, false)?;
     let exporter = format.exporter();
     let text = exporter.launch(&Launch::from_check(&report)?)?;
     Ok((text, exporter.media_type()))
@@ -879,6 +897,26 @@ mod tests {
         assert!(e.contains("stack") && e.contains("megatron-te"), "{e}");
         let found = api_search(br#"{"models": ["70b"], "top": 1, "stack": "torchtitan"}"#).unwrap();
         assert!(found.contains("\"stack\": \"torchtitan\""), "{found}");
+    }
+
+    #[test]
+    fn a_check_asks_for_its_sensitivity_with_a_boolean() {
+        let design = r#""model": "70b", "tokens": 4960000000000, "tp": 8, "zero": 3"#;
+        let ask = |extra: &str| api_check(format!("{{{design}{extra}}}").as_bytes());
+        let plate: serde_json::Value =
+            serde_json::from_str(&ask(r#", "sensitivity": true"#).unwrap()).unwrap();
+        assert_eq!(plate["sensitivity"]["rows"][0]["input"], "--mfu");
+        assert!(!ask(r#", "sensitivity": false"#)
+            .unwrap()
+            .contains("sensitivity"));
+        assert!(!ask("").unwrap().contains("sensitivity"));
+        let detailed: serde_json::Value =
+            serde_json::from_str(&ask(r#", "stack": "megatron-te", "sensitivity": true"#).unwrap())
+                .unwrap();
+        let rows = detailed["sensitivity"]["rows"].as_array().unwrap();
+        assert!(rows.iter().any(|r| r["input"] == "--dp-overlap"));
+        let e = ask(r#", "sensitivity": 1"#).unwrap_err().to_string();
+        assert_eq!(e, "invalid sensitivity = 1: true or false");
     }
 
     #[test]

@@ -284,6 +284,39 @@ async fn a_learner_fixes_the_starting_plan_and_saves_it() {
         format!("{:.3}", fixed["days"].as_f64().unwrap())
     );
 
+    // Under the graded design, its sensitivity: the plate's MFU at 0.75× and 1.25×, the days
+    // `check --sensitivity` gives, failing at the low end.
+    let mut with = vec![
+        "--model", "70b", "--tokens", "4.96e12", "--tp", "8", "--pp", "8", "--zero", "1",
+    ];
+    with.push("--sensitivity");
+    let row = &cli_check(&with)["sensitivity"]["rows"][0];
+    let days = |end: &str| format!("{:.2}", row[end]["days"].as_f64().unwrap());
+    let start_wait = Instant::now();
+    let cells = loop {
+        let rows = c
+            .find_all(Locator::Css("#sensitivity tbody tr"))
+            .await
+            .unwrap();
+        if let [row] = rows.as_slice() {
+            break row.text().await.unwrap();
+        }
+        assert!(
+            start_wait.elapsed() < Duration::from_secs(10),
+            "no sensitivity table"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(cells.starts_with("--mfu 0.3 – 0.5 0.4"), "{cells}");
+    assert!(
+        cells.contains(&format!("{} – {}", days("at_low"), days("at_high"))),
+        "{cells}"
+    );
+    assert!(cells.contains("FAIL (days) / PASS"), "{cells}");
+    assert!(text(&c, "flips")
+        .await
+        .contains("the plan fails with --mfu 0.3"));
+
     // The engine's best plans and front; clicking one loads it.
     c.find(Locator::Id("best"))
         .await
@@ -454,6 +487,39 @@ fn the_api_answers_as_the_command_line_does() {
     );
     assert_eq!(status, 200);
     assert_eq!(body, String::from_utf8(cli.stdout).unwrap());
+    // With its sensitivity, as `check --json --sensitivity` prints it; a flag that is not a
+    // boolean, or one an export does not take, is refused.
+    let cli = Command::new(env!("CARGO_BIN_EXE_trainplan"))
+        .arg("check")
+        .args(args)
+        .args(["--json", "--sensitivity"])
+        .output()
+        .unwrap();
+    let design = r#""model": "70b", "tokens": 4960000000000, "tp": 8, "pp": 8, "zero": 1"#;
+    let (status, body) = request(
+        &url,
+        "POST",
+        "/api/check",
+        &format!(r#"{{{design}, "sensitivity": true}}"#),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(body, String::from_utf8(cli.stdout).unwrap());
+    let (status, body) = request(
+        &url,
+        "POST",
+        "/api/check",
+        &format!(r#"{{{design}, "sensitivity": "yes"}}"#),
+    );
+    assert_eq!(status, 400);
+    assert!(body.contains("sensitivity = \\\"yes\\\""), "{body}");
+    let (status, body) = request(
+        &url,
+        "POST",
+        "/api/export",
+        &format!(r#"{{{design}, "format": "megatron", "sensitivity": true}}"#),
+    );
+    assert_eq!(status, 400);
+    assert!(body.contains("unknown field `sensitivity`"), "{body}");
     // Errors: one line, the field and the value, status 400.
     let (status, body) = request(
         &url,

@@ -1029,3 +1029,159 @@ fn a_run_interrupted_by_ctrl_c_leaves_the_earlier_files_intact() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+#[test]
+fn check_sensitivity_under_the_plate_moves_the_mfu_and_days_as_its_inverse() {
+    // 70B on 4.96 T tokens at TP 8, ZeRO 3: 29.995 days at the assumed 40 % MFU. At 30 % the
+    // same 6ND FLOPs take 1/0.75 as long (39.99 days, over the month); at 50 %, 1/1.25.
+    let design = [
+        "check", "--model", "70b", "--tokens", "4.96e12", "--tp", "8", "--zero", "3",
+    ];
+    let v = json(&[&design[..], &["--sensitivity", "--json"]].concat());
+    let s = &v["sensitivity"];
+    let base = v["days"].as_f64().unwrap();
+    assert_eq!(s["base"]["days"].as_f64(), Some(base));
+    let rows = s["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "the plate has one uncertain input");
+    let mfu = &rows[0];
+    assert_eq!(mfu["input"], "--mfu");
+    let low = mfu["at_low"]["days"].as_f64().unwrap();
+    let high = mfu["at_high"]["days"].as_f64().unwrap();
+    assert!((low * 0.75 / base - 1.0).abs() < 1e-12, "{low} {base}");
+    assert!((high * 1.25 / base - 1.0).abs() < 1e-12, "{high} {base}");
+    assert_eq!(mfu["at_low"]["failing"], serde_json::json!(["days"]));
+    assert_eq!(mfu["at_high"]["pass"], true);
+    // The text: the table and the one end that flips the verdict; the plan still passes.
+    trainplan()
+        .args(design)
+        .arg("--sensitivity")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "  --mfu   0.3 – 0.5   0.4  39.99 – 24.00  30.0 % – 50.0 %  FAIL (days) / PASS",
+        ))
+        .stdout(predicate::str::contains(
+            "the plan fails with --mfu 0.3: 40.0 days, over the 30-day limit",
+        ));
+    // Without the flag the output has no sensitivity.
+    assert!(json(&[&design[..], &["--json"]].concat())
+        .get("sensitivity")
+        .is_none());
+}
+
+#[test]
+fn the_issue_s_4096_gpu_plan_fails_without_dp_overlap_and_another_plan_then_ranks_first() {
+    // The detailed search's answer on 4,096 GPUs: 405B at TP 2 × PP 1 × DP 2,048, ZeRO 3,
+    // 45.8 % MFU. With no DP overlap its exposed ZeRO 3 traffic takes it past the month.
+    let args = [
+        "search",
+        "--gpus",
+        "4096",
+        "--memory",
+        "detailed",
+        "--time",
+        "detailed",
+        "--top",
+        "1",
+        "--sensitivity",
+        "--json",
+    ];
+    let v = json(&args);
+    let first = &v["plans"][0];
+    assert_eq!(first["model"], "llama3-405b");
+    assert_eq!(
+        first["layout"],
+        serde_json::json!({"tp": 2, "pp": 1, "dp": 2048, "zero": 3})
+    );
+    let s = &v["sensitivity"];
+    let rows = s["plan"]["rows"].as_array().unwrap();
+    assert_eq!(rows[0]["input"], "--dp-overlap", "the largest swing");
+    let dp = &rows[0]["at_low"];
+    assert!(
+        dp["days"].as_f64().unwrap() > 41.0 && dp["pass"] == false,
+        "{dp}"
+    );
+    assert!(dp["days"].as_f64().unwrap() >= first["days"].as_f64().unwrap());
+    assert_eq!(s["plan"]["unmoved"][0]["input"], "--pp-overlap");
+    // The search again at each end of the six inputs' ranges, less the ends at the base.
+    assert_eq!(s["searches"], 9);
+    let change = s["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["input"] == "--dp-overlap" && c["end"] == "low")
+        .expect("another plan ranks first without DP overlap");
+    assert_eq!(change["same_layout"], false);
+    assert!(change["first"]["days"].as_f64().unwrap() <= 30.0);
+    assert_ne!(change["first"]["layout"], first["layout"]);
+    // The same at any thread count.
+    let one = trainplan()
+        .args(args)
+        .args(["--threads", "1"])
+        .output()
+        .unwrap();
+    let three = trainplan()
+        .args(args)
+        .args(["--threads", "3"])
+        .output()
+        .unwrap();
+    assert_eq!(one.stdout, three.stdout);
+}
+
+#[test]
+fn search_sensitivity_where_no_plan_passes_says_where_one_would() {
+    // 20 days: nothing passes at 40 % MFU; at 50 % 70B does.
+    trainplan()
+        .args(["search", "--max-days", "20", "--sensitivity"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "sensitivity: no plan passes, so none is graded again",
+        ))
+        .stdout(predicate::str::contains("  with --mfu 0.5: llama3-70b on"));
+}
+
+#[test]
+fn sensitivity_is_refused_where_it_has_no_place() {
+    let design = [
+        "check",
+        "--model",
+        "70b",
+        "--tokens",
+        "4.96e12",
+        "--sensitivity",
+    ];
+    refuses(
+        &[&design[..], &["--format", "csv"]].concat(),
+        "invalid --sensitivity = with --format csv: the text report or --json",
+    );
+    refuses(
+        &[&design[..], &["--format", "megatron"]].concat(),
+        "--sensitivity = with --format megatron",
+    );
+    refuses(
+        &["search", "--sensitivity", "--format", "markdown"],
+        "--sensitivity = with --format markdown",
+    );
+    refuses(&["search", "--sensitivity", "--all"], "--sensitivity");
+    refuses(
+        &["search", "--sensitivity", "--shard", "1/2"],
+        "--sensitivity",
+    );
+    refuses(&["merge", "--sensitivity", "x.json"], "--sensitivity");
+    // A tornado chart needs a first plan.
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("t.svg");
+    refuses(
+        &[
+            "search",
+            "--max-days",
+            "20",
+            "--sensitivity",
+            "--plot",
+            svg.to_str().unwrap(),
+        ],
+        "a search where some plan passes",
+    );
+    assert!(!svg.exists());
+}

@@ -151,11 +151,72 @@ fn a_family_plot_draws_a_spread_of_sizes_and_says_how_many_are_left_out() {
     committed(&svg, "search-family");
 }
 
+/// The example: the detailed search's first plan on 4,096 GPUs.
+const DETAILED_4096: [&str; 9] = [
+    "--gpus",
+    "4096",
+    "--memory",
+    "detailed",
+    "--time",
+    "detailed",
+    "--sensitivity",
+    "--top",
+    "1",
+];
+
+#[test]
+fn a_tornado_chart_draws_each_input_s_days_around_the_base_and_the_limit() {
+    let (svg, out) = plot(&[&["search"][..], &DETAILED_4096].concat());
+    assert!(out.contains("plan 1 again: llama3-405b"), "{out}");
+    // The title names the plan; each input's label gives its ends' days; the lines are named.
+    for label in [
+        "llama3-405b on 1.83 T tokens, TP 2 × PP 1 × DP 2,048, ZeRO 3: days at each end of each range",
+        "--dp-overlap: 0 → 41.39 days, 1 → 29.87 days",
+        "as given: 29.866 days",
+        "limit: 30 days",
+    ] {
+        assert!(svg.contains(label), "{label}");
+    }
+    // The largest swing on top: --dp-overlap's label comes first.
+    let at = |s: &str| svg.find(s).unwrap();
+    assert!(at("--dp-overlap:") < at("sustained:") && at("sustained:") < at("--tp-overlap:"));
+    let png = render(&svg, "search-4096-tornado");
+    assert!(pixels(&png, WEIGHTS_BLUE) > 5000, "the low ends' bars");
+    assert!(pixels(&png, (242, 142, 43)) > 1000, "the high ends' bars");
+    assert!(pixels(&png, CAP_RED) > 300, "the day limit");
+    committed(&svg, "search-4096-tornado");
+}
+
+#[test]
+fn check_sensitivity_plots_a_tornado_instead_of_the_memory_chart() {
+    let (svg, _) = plot(&[
+        "check",
+        "--model",
+        "70b",
+        "--tokens",
+        "4.96e12",
+        "--tp",
+        "8",
+        "--zero",
+        "3",
+        "--sensitivity",
+    ]);
+    assert!(
+        svg.contains("--mfu: 0.3 → 39.99 days, 0.5 → 24.00 days"),
+        "{svg}"
+    );
+    assert!(!svg.contains("cap 72 GB"));
+    render(&svg, "check-tornado");
+}
+
 #[test]
 fn plots_are_the_same_at_any_thread_count() {
     let (one, _) = plot(&["search", "--threads", "1"]);
     let (four, _) = plot(&["search", "--threads", "4"]);
     assert_eq!(one, four);
+    let tornado =
+        |threads: &str| plot(&[&["search", "--threads", threads][..], &DETAILED_4096].concat());
+    assert_eq!(tornado("1"), tornado("3"));
 }
 
 #[test]

@@ -33,14 +33,11 @@ fn results_hold_the_default_brief_s_summary_and_front_as_the_tool_writes_them() 
 
 /// Where each example's real output is shown: the README shows the default brief, the starting
 /// plan and the family sweep; `docs/guide.md` shows every command's output.
-const SHOWN: [(&str, &[&str]); 12] = [
+const SHOWN: [(&str, &[&str]); 14] = [
     ("tests/snapshots/search-1536.txt", &["README.md"]),
     ("results/default-summary.txt", &["README.md"]),
     ("results/family-summary.txt", &["docs/guide.md"]),
-    (
-        "tests/snapshots/check-start.txt",
-        &["README.md", "docs/guide.md"],
-    ),
+    ("tests/snapshots/check-start.txt", &["docs/guide.md"]),
     (
         "tests/snapshots/check-405b-detailed.txt",
         &["docs/guide.md"],
@@ -55,6 +52,11 @@ const SHOWN: [(&str, &[&str]); 12] = [
     ("tests/snapshots/export-megatron.txt", &["docs/guide.md"]),
     ("tests/snapshots/export-deepspeed.json", &["docs/guide.md"]),
     ("tests/snapshots/export-torchtitan.toml", &["docs/guide.md"]),
+    ("tests/snapshots/check-sensitivity.txt", &["docs/guide.md"]),
+    (
+        "tests/snapshots/search-4096-sensitivity.txt",
+        &["docs/guide.md"],
+    ),
 ];
 
 /// Asserts that the document `doc` (relative to the crate) holds `output`, the text of `shown`.
@@ -201,5 +203,29 @@ fn the_readme_s_filtered_export_is_the_real_export_filtered() {
         .lines()
         .filter(|l| words.iter().any(|w| l.contains(w)))
         .collect();
+    assert_eq!(shown, want);
+}
+
+#[test]
+fn the_readme_s_sensitivity_excerpt_is_the_real_report_cut_where_it_says() {
+    // `… | sed -n '/^sensitivity/,/^  the plan fails with --dp/p'` of the committed report.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let report =
+        std::fs::read_to_string(root.join("tests/snapshots/search-4096-sensitivity.txt")).unwrap();
+    let command = "$ trainplan search --gpus 4096 --memory detailed --time detailed --top 3 --sensitivity | sed -n '/^sensitivity/,/^  the plan fails with --dp/p'\n";
+    let start = readme.find(command).expect("the README shows the excerpt") + command.len();
+    let shown = &readme[start..start + readme[start..].find("```").unwrap()];
+    let lines: Vec<&str> = report.lines().collect();
+    let from = lines
+        .iter()
+        .position(|l| l.starts_with("sensitivity"))
+        .unwrap();
+    let to = from
+        + lines[from..]
+            .iter()
+            .position(|l| l.starts_with("  the plan fails with --dp"))
+            .unwrap();
+    let want = lines[from..=to].join("\n") + "\n";
     assert_eq!(shown, want);
 }

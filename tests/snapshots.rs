@@ -201,6 +201,44 @@ fn the_top_plans_as_a_markdown_table() {
 }
 
 #[test]
+fn check_sensitivity_under_the_plate() {
+    snapshot(
+        &[
+            "check",
+            "--model",
+            "70b",
+            "--tokens",
+            "4.96e12",
+            "--tp",
+            "8",
+            "--zero",
+            "3",
+            "--sensitivity",
+        ],
+        "check-sensitivity.txt",
+    );
+}
+
+#[test]
+fn search_sensitivity_of_the_detailed_search_on_4096_gpus() {
+    snapshot(
+        &[
+            "search",
+            "--gpus",
+            "4096",
+            "--memory",
+            "detailed",
+            "--time",
+            "detailed",
+            "--top",
+            "3",
+            "--sensitivity",
+        ],
+        "search-4096-sensitivity.txt",
+    );
+}
+
+#[test]
 fn the_detailed_search_on_1536_gpus_finds_70b_at_the_batch_nearest_16_mi() {
     snapshot(
         &[

@@ -9,6 +9,7 @@ use crate::model::layout::{layouts, Layout};
 use crate::model::Shape;
 use crate::plan::limits::{loss, memory_fits};
 use crate::plan::pace::Pace;
+use crate::plan::sensitivity::Sensitivity;
 use crate::plan::verdict::token_bounds;
 use crate::plan::{evaluate, Design, Plan};
 use crate::units::gb;
@@ -27,6 +28,10 @@ pub struct CheckReport {
     pub plan: Plan,
     /// One suggestion per line, each naming the check it fixes; empty when the plan passes.
     pub fixes: Vec<String>,
+    /// With `--sensitivity`: the plan graded again with each uncertain input at the ends of
+    /// its range ([`crate::plan::sensitivity`]); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sensitivity: Option<Sensitivity>,
 }
 
 /// Grades `design` and works out the fixes for whatever fails; an error if the design's step
@@ -53,6 +58,7 @@ pub fn check(brief: &Brief, design: &Design) -> Result<CheckReport> {
         shape: design.shape.clone(),
         plan,
         fixes,
+        sensitivity: None,
     })
 }
 

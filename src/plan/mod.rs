@@ -18,6 +18,7 @@ pub mod check;
 pub mod limits;
 pub mod pace;
 pub mod runnable;
+pub mod sensitivity;
 pub mod verdict;
 
 use serde::{Deserialize, Serialize};

@@ -1,16 +1,20 @@
 //! Plots a person would rather look at than read, drawn with plotters as SVG: the plate's two
 //! panels. For one plan, memory per GPU by component against the cap (`check --plot`); for a
 //! search, predicted loss against days for each shape, with the loss target, the time limit
-//! and the Pareto front marked (`search --plot`).
+//! and the Pareto front marked (`search --plot`); with `--sensitivity`, a tornado chart of
+//! days as each uncertain input moves within its range.
 
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use crate::brief::Brief;
 use crate::error::{Error, Result};
 use crate::format::{count, general, thousands};
 use crate::plan::check::CheckReport;
+use crate::plan::sensitivity::Sensitivity;
 use crate::plan::verdict::ShapeVerdict;
+use crate::plan::Plan;
 use crate::search::SearchReport;
 
 /// Width and height of every plot, pixels.
@@ -343,6 +347,132 @@ pub fn loss_days(report: &SearchReport) -> Result<String> {
                 .draw_series(std::iter::once(Text::new(
                     format!("{} more shapes not drawn", thousands(hidden as u64)),
                     (x_max * 0.02, y_min + 0.03 * (y_max - y_min)),
+                    font(14),
+                )))
+                .map_err(failed)?;
+        }
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+        Ok(())
+    })
+}
+
+/// The colours of a tornado's bars: the low end of a range, the high end.
+const LOW_END: RGBColor = COLOURS[0];
+const HIGH_END: RGBColor = COLOURS[1];
+
+/// A tornado chart of days (`--sensitivity --plot`): for each input, largest swing on top, a
+/// bar from the days as given to the days at the low end of its range and one to the days at
+/// its high end; the days as given and the day limit as vertical lines. `what` names the
+/// plan, named in the title. An end at which the run never ends is drawn to the right edge.
+pub fn tornado(s: &Sensitivity, brief: &Brief, plan: &Plan) -> Result<String> {
+    let base = s.base.days.ok_or_else(|| {
+        Error::invalid(
+            "--plot",
+            "a tornado chart",
+            "a plan whose run ends as given",
+        )
+    })?;
+    let days: Vec<f64> = s
+        .rows
+        .iter()
+        .flat_map(|r| [r.at_low.days, r.at_high.days])
+        .flatten()
+        .chain([base, brief.max_days])
+        .collect();
+    let low = days.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = days.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let pad = ((high - low) * 0.08).max(high * 0.01);
+    let never = s.rows.iter().any(|r| r.swing_days.is_none());
+    let x_min = (low - pad).max(0.0);
+    let x_max = high + pad * if never { 3.0 } else { 1.0 };
+    let n = s.rows.len() as f64;
+    // At least four rows' height, so one input's bars are not a wall; the legend above them.
+    let rows_top = n.max(4.0);
+    let top = rows_top + 1.5;
+    let l = &plan.layout;
+    let title = format!(
+        "{} on {} tokens, TP {} × PP {} × DP {}, ZeRO {}: days at each end of each range",
+        plan.model,
+        count(plan.tokens as f64),
+        l.tp,
+        l.pp,
+        thousands(l.dp),
+        l.zero
+    );
+    svg(|root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, font(18))
+            .margin(20)
+            .x_label_area_size(50)
+            .build_cartesian_2d(x_min..x_max, 0f64..top)
+            .map_err(failed)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .disable_y_axis()
+            .x_desc("days")
+            .axis_desc_style(font(16))
+            .label_style(font(14))
+            .draw()
+            .map_err(failed)?;
+        // The lines first, so the bars and their labels are drawn over them.
+        for (label, colour) in [
+            ("low end of the range", LOW_END),
+            ("high end of the range", HIGH_END),
+        ] {
+            chart
+                .draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())
+                .map_err(failed)?
+                .label(label)
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 6), (x + 14, y + 6)], colour.filled())
+                });
+        }
+        chart
+            .draw_series(LineSeries::new(
+                [(base, rows_top - n), (base, rows_top)],
+                BLACK.stroke_width(2),
+            ))
+            .map_err(failed)?
+            .label(format!("as given: {base:.3} days"))
+            .legend(|(x, y)| PathElement::new([(x, y), (x + 18, y)], BLACK.stroke_width(2)));
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(brief.max_days, 0.0), (brief.max_days, top)],
+                8,
+                6,
+                LIMIT.stroke_width(3),
+            ))
+            .map_err(failed)?
+            .label(format!("limit: {} days", general(brief.max_days)))
+            .legend(|(x, y)| PathElement::new([(x, y), (x + 18, y)], LIMIT.stroke_width(3)));
+        for (i, row) in s.rows.iter().enumerate() {
+            // Row 0 at the top: its band is [rows_top − 1, rows_top].
+            let band = rows_top - 1.0 - i as f64;
+            let mut ends = Vec::new();
+            for (end, point, colour) in [
+                (row.low, &row.at_low, LOW_END),
+                (row.high, &row.at_high, HIGH_END),
+            ] {
+                let to = point.days.unwrap_or(x_max);
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(base.min(to), band + 0.12), (base.max(to), band + 0.55)],
+                        colour.filled(),
+                    )))
+                    .map_err(failed)?;
+                ends.push(format!(
+                    "{} → {}",
+                    row.input.show(end),
+                    point
+                        .days
+                        .map_or("never ends".into(), |d| format!("{d:.2} days"))
+                ));
+            }
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    format!("{}: {}, {}", row.input, ends[0], ends[1]),
+                    (x_min + (x_max - x_min) * 0.01, band + 0.93),
                     font(14),
                 )))
                 .map_err(failed)?;

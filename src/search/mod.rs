@@ -24,6 +24,7 @@ mod ordered;
 pub mod pareto;
 pub mod progress;
 pub mod rank;
+pub mod sensitivity;
 pub mod shard;
 
 use itertools::{iproduct, Either, Itertools};
@@ -43,6 +44,7 @@ use crate::model::Shape;
 use crate::plan::limits::{days_fit, loss, loss_meets, memory_fits};
 use crate::plan::pace::Pace;
 use crate::plan::runnable::{detailed_grade, runnable_key};
+use crate::plan::sensitivity::SearchSensitivity;
 use crate::plan::verdict::{
     layout_order, lightest, token_bounds, verdict_because, Exclusion, Exclusions, ShapeVerdict,
 };
@@ -513,6 +515,10 @@ pub struct SearchReport {
     pub evaluated: u64,
     /// Candidates that passed every check.
     pub passing: u64,
+    /// With `--sensitivity`: the first plan graded again and the search run again with each
+    /// uncertain input at the ends of its range ([`sensitivity::sensitivity`]); `None`
+    /// otherwise.
+    pub sensitivity: Option<SearchSensitivity>,
 }
 
 impl SearchReport {
@@ -1200,6 +1206,7 @@ fn search_in_blocks<'a>(
         front_runs,
         evaluated,
         passing: found.passing,
+        sensitivity: None,
     };
     (report, kept)
 }

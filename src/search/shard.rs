@@ -526,6 +526,7 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
         evaluated,
         passing,
         brief,
+        sensitivity: None,
     })
 }
 

@@ -11,6 +11,7 @@ use crate::brief::Brief;
 use crate::cost::scaling::ComputeOptimal;
 use crate::error::{Error, Result};
 use crate::plan::check::CheckReport;
+use crate::plan::sensitivity::SearchSensitivity;
 use crate::plan::verdict::ShapeVerdict;
 use crate::plan::Plan;
 use crate::report::output::written;
@@ -54,6 +55,10 @@ struct SearchDocument<'a> {
     passing: u64,
     /// The best passing plans (or all, with `--all`), ranked.
     plans: Walked<'a>,
+    /// With `--sensitivity`: the first plan graded again and the search run again with each
+    /// uncertain input at the ends of its range.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sensitivity: Option<&'a SearchSensitivity>,
 }
 
 /// Ranked plans serialized as an array while they are walked, never held.
@@ -133,6 +138,7 @@ impl Exporter for Json {
             evaluated: r.evaluated,
             passing: r.passing,
             plans: Walked(plans),
+            sensitivity: r.sensitivity.as_ref(),
         };
         write_json(&document, out)
     }

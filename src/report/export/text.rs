@@ -6,9 +6,11 @@ use std::io;
 use super::exporter::Exporter;
 use crate::brief::Brief;
 use crate::cost::memory::detailed::{GradientPrecision, LossPrecision};
+use crate::cost::step::Step;
 use crate::error::Result;
 use crate::format::{count, fixed, general, plural, sci, thousands};
 use crate::plan::check::CheckReport;
+use crate::plan::sensitivity::{Input, Point, SearchSensitivity, Sensitivity};
 use crate::plan::verdict::ShapeVerdict;
 use crate::plan::Plan;
 use crate::report::output::written;
@@ -215,17 +217,165 @@ fn plan_row(number: Option<u64>, p: &Plan) -> Vec<String> {
         row.push(format!("{} %", fixed(100.0 * mfu, 1)));
     }
     if let Some(s) = &p.step {
-        let sp = if s.sequence_parallel { " sp" } else { "" };
-        row.push(format!(
-            "b{} s{} {}{sp} {} B {}",
-            s.micro_batch,
-            s.seq_len,
-            s.recompute.name(),
-            s.schedule,
-            count(s.global_batch_tokens as f64)
-        ));
+        row.push(step_text(s));
     }
     row
+}
+
+/// A step in the plan table's words: `b1 s8192 full sp 1f1b B 16.78 M`.
+fn step_text(s: &Step) -> String {
+    let sp = if s.sequence_parallel { " sp" } else { "" };
+    format!(
+        "b{} s{} {}{sp} {} B {}",
+        s.micro_batch,
+        s.seq_len,
+        s.recompute.name(),
+        s.schedule,
+        count(s.global_batch_tokens as f64)
+    )
+}
+
+/// A plan in a line: its model, tokens, layout and (for a detailed plan) step.
+fn plan_line(p: &Plan) -> String {
+    let l = &p.layout;
+    let mut out = format!(
+        "{} on {} tokens, TP {} × PP {} × DP {}, ZeRO {}",
+        p.model,
+        count(p.tokens as f64),
+        l.tp,
+        l.pp,
+        thousands(l.dp),
+        l.zero
+    );
+    if let Some(s) = &p.step {
+        let _ = write!(out, ", {}", step_text(s));
+    }
+    out
+}
+
+/// The sensitivity table: the design as given, a row per input at the low and the high end
+/// of its range, the ends where the verdict flips, and the inputs that cannot move it.
+fn sensitivity_section(s: &Sensitivity) -> String {
+    let days = |p: &Point| p.days.map_or("never ends".into(), |d| fixed(d, 2));
+    let mfu = |p: &Point| {
+        p.mfu
+            .map_or("—".into(), |m| format!("{} %", fixed(100.0 * m, 1)))
+    };
+    let verdict = |p: &Point| {
+        if p.pass {
+            "PASS".to_string()
+        } else {
+            format!("FAIL ({})", p.failing.join(", "))
+        }
+    };
+    let mut out = String::from(
+        "sensitivity: each input at the low and the high end of its range, the others as given\n",
+    );
+    let _ = writeln!(
+        out,
+        "  as given: {} days, {} MFU, {}",
+        s.base.days.map_or("never ends".into(), |d| fixed(d, 3)),
+        mfu(&s.base),
+        verdict(&s.base)
+    );
+    let rows: Vec<Vec<String>> = s
+        .rows
+        .iter()
+        .map(|r| {
+            let i = r.input;
+            vec![
+                i.name().into(),
+                format!("{} – {}", i.show(r.low), i.show(r.high)),
+                i.show(r.base),
+                format!("{} – {}", days(&r.at_low), days(&r.at_high)),
+                format!("{} – {}", mfu(&r.at_low), mfu(&r.at_high)),
+                format!("{} / {}", verdict(&r.at_low), verdict(&r.at_high)),
+            ]
+        })
+        .collect();
+    if !rows.is_empty() {
+        out.push_str(&table(
+            &["input", "low – high", "base", "days", "MFU", "verdict"],
+            &rows,
+            "lrrrrl",
+            "  ",
+        ));
+    }
+    for flip in &s.flips {
+        let _ = writeln!(out, "  {flip}");
+    }
+    if s.flips.is_empty() {
+        let _ = writeln!(
+            out,
+            "  no input moves the plan from {} to {} within its range",
+            verdict_word(s.base.pass),
+            verdict_word(!s.base.pass)
+        );
+    }
+    for u in &s.unmoved {
+        let _ = writeln!(out, "  {} does not move this plan: {}", u.input, u.why);
+    }
+    if let Some(stack) = s
+        .stack
+        .filter(|_| s.rows.iter().any(|r| r.input == Input::Sustained))
+    {
+        let _ = writeln!(
+            out,
+            "  sustained: the calibration's value for the {stack} stack (--calibration FILE sets it)"
+        );
+    }
+    out
+}
+
+/// A search's sensitivity: its first plan's table, and where another plan would rank first.
+fn search_sensitivity_section(s: &SearchSensitivity, first: Option<&Plan>) -> String {
+    let mut out = String::new();
+    match (&s.plan, first) {
+        (Some(table), Some(p)) => {
+            let _ = writeln!(out, "\nplan 1 again: {}", plan_line(p));
+            out.push_str(&sensitivity_section(table));
+        }
+        _ => out.push_str("\nsensitivity: no plan passes, so none is graded again\n"),
+    }
+    let _ = writeln!(
+        out,
+        "the first plan at each end of each range ({} {} run again: {})",
+        thousands(s.searches),
+        if s.searches == 1 {
+            "search"
+        } else {
+            "searches"
+        },
+        s.inputs
+            .iter()
+            .map(|i| i.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    for c in &s.changes {
+        let setting = format!("{} {}", c.input, c.input.show(c.value));
+        let _ = match &c.first {
+            Some(p) if c.same_layout => writeln!(
+                out,
+                "  with {setting}: the same shape and layout on {} tokens ranks first ({} days, loss {})",
+                count(p.tokens as f64),
+                fixed(p.days, 2),
+                fixed(p.loss, 5)
+            ),
+            Some(p) => writeln!(
+                out,
+                "  with {setting}: {} ranks first ({} days, loss {})",
+                plan_line(p),
+                fixed(p.days, 2),
+                fixed(p.loss, 5)
+            ),
+            None => writeln!(out, "  with {setting}: no plan passes"),
+        };
+    }
+    if s.changes.is_empty() {
+        out.push_str("  the first plan stays first at every end of every range\n");
+    }
+    out
 }
 
 /// Where a step's seconds go and what the run needs, under the detailed time model.
@@ -682,6 +832,10 @@ impl Exporter for Text {
                 let _ = writeln!(out, "  - {f}");
             }
         }
+        if let Some(sensitivity) = &r.sensitivity {
+            out.push('\n');
+            out.push_str(&sensitivity_section(sensitivity));
+        }
         Ok(out)
     }
 
@@ -829,6 +983,9 @@ impl Exporter for Text {
         }
         if let Some(runs) = &r.front_runs {
             out.push_str(&exact_runs(runs, SUMMARY_RUNS));
+        }
+        if let Some(sensitivity) = &r.sensitivity {
+            out.push_str(&search_sensitivity_section(sensitivity, r.plans.first()));
         }
         written(sink.write_all(out.as_bytes()))
     }
