@@ -553,7 +553,8 @@ impl AttentionArgs {
             biases: Biases::default(),
             architecture: Architecture {
                 rope_theta: self.rope_theta.unwrap_or(LLAMA3_ROPE_THETA),
-                rope_scaling: None,
+                // Llama 3.1's scaling, as every shape not read from a config has.
+                rope_scaling: Architecture::default().rope_scaling,
                 norm_eps: self.norm_eps.unwrap_or(LLAMA3_NORM_EPS),
                 sliding_window: self.sliding_window,
             },

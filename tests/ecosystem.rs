@@ -733,14 +733,17 @@ fn launchers_refuse_splits_their_schedules_cannot_run() {
         args.extend(more);
         args
     };
-    // Each stage's 10 layers in V = 3 chunks: 4, 3 and 3, as the memory model grades
-    // interleaving (chunks of a stage may differ by a layer), in a pipeline layout.
+    // Each stage's 10 layers in V = 3 chunks (4, 3, 3; the first stage's 3, 3, 4, its first
+    // chunk beside the embedding the short one), as the memory model grades interleaving
+    // (chunks of a stage may differ by a layer), in a pipeline layout.
     let text = stdout(&interleaved(
         "megatron",
         &["interleaved:3", "--global-batch-tokens", "25165824"],
     ));
     assert!(
-        text.contains("--pipeline-model-parallel-layout \"Et*4|(t*4|)*7,(t*3|)*15,t*3L\""),
+        text.contains(
+            "--pipeline-model-parallel-layout \"Et*3|(t*4|)*7,(t*3|)*8,t*4|(t*3|)*6,t*3L\""
+        ),
         "{text}"
     );
     // torchtitan counts the embedding and the head as layers: 82 do not make 16 stages.

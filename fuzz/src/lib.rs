@@ -99,7 +99,15 @@ fn plan_text(text: &str, index: u64) {
     let Ok(layout) = Layout::new(&brief, &shape, l.tp, l.pp, l.zero) else {
         return;
     };
-    let Ok(launch) = Launch::new(shape, fields.tokens, layout, fields.step, 8192) else {
+    let Ok(launch) = Launch::new(
+        shape,
+        fields.tokens,
+        layout,
+        fields.step,
+        8192,
+        &brief.batch_target(),
+        fields.memory_model,
+    ) else {
         return;
     };
     for format in [Format::Megatron, Format::DeepSpeed, Format::Torchtitan] {

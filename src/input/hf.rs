@@ -289,19 +289,39 @@ impl Fields<'_> {
                     .or_else(|| r.get("type"))
                     .and_then(Value::as_str)
                     .unwrap_or("default");
-                let number = |key: &str| r.get(key).and_then(Value::as_f64);
+                // A key that is there must hold a number of the right kind, never read as
+                // absent (which would take Llama 3.1's constants).
+                let number = |key: &str| -> Result<Option<f64>> {
+                    match r.get(key) {
+                        None | Some(Value::Null) => Ok(None),
+                        Some(Value::Number(n)) => Ok(n.as_f64()),
+                        Some(v) => Err(self.invalid(&format!("rope_scaling.{key}"), v, "a number")),
+                    }
+                };
                 match kind {
                     "default" => None,
                     _ => Some(RopeScaling {
                         rope_type: kind.to_string(),
-                        factor: number("factor").ok_or_else(|| {
+                        factor: number("factor")?.ok_or_else(|| {
                             self.invalid("rope_scaling.factor", "missing", "a number > 0")
                         })?,
-                        low_freq_factor: number("low_freq_factor"),
-                        high_freq_factor: number("high_freq_factor"),
-                        original_max_position_embeddings: r
+                        low_freq_factor: number("low_freq_factor")?,
+                        high_freq_factor: number("high_freq_factor")?,
+                        original_max_position_embeddings: match r
                             .get("original_max_position_embeddings")
-                            .and_then(Value::as_u64),
+                        {
+                            None | Some(Value::Null) => None,
+                            Some(Value::Number(n)) if n.as_u64().is_some_and(|x| x >= 1) => {
+                                n.as_u64()
+                            }
+                            Some(v) => {
+                                return Err(self.invalid(
+                                    "rope_scaling.original_max_position_embeddings",
+                                    v,
+                                    "a whole number ≥ 1",
+                                ))
+                            }
+                        },
                     }),
                 }
             }

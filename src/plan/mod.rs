@@ -175,6 +175,18 @@ pub struct Plan {
 /// its layout (for example a global batch that does not divide); a design that merely fails a
 /// check is a plan with `pass` false.
 pub fn evaluate(brief: &Brief, design: &Design) -> Result<Plan> {
+    evaluate_graded(brief, design, &|| {
+        runnable::detailed_grade(brief, design.shape, &design.layout).map_err(|e| e.to_string())
+    })
+}
+
+/// [`evaluate`], with a plate plan's detailed grade (its `runnable`) from `grade`, which a
+/// caller grading many token counts of one layout may answer from what it has kept.
+pub fn evaluate_graded(
+    brief: &Brief,
+    design: &Design,
+    grade: &dyn Fn() -> std::result::Result<runnable::DetailedGrade, String>,
+) -> Result<Plan> {
     let shape = design.shape;
     let n = shape.params();
     let d = design.tokens;
@@ -250,7 +262,7 @@ pub fn evaluate(brief: &Brief, design: &Design) -> Result<Plan> {
         pass: checks.all(),
         reasons,
         runnable: (design.memory == MemoryModel::Plate && run.is_none())
-            .then(|| Runnable::of(brief, shape, &design.layout, d)),
+            .then(|| Runnable::from_grade(brief, &grade(), d)),
     })
 }
 

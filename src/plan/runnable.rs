@@ -95,7 +95,18 @@ pub struct Runnable {
 impl Runnable {
     /// The plan of `layout` of `shape` on `tokens` under the detailed model.
     pub fn of(brief: &Brief, shape: &Shape, layout: &Layout, tokens: u64) -> Runnable {
-        match detailed_grade(brief, shape, layout) {
+        let grade = detailed_grade(brief, shape, layout).map_err(|e| e.to_string());
+        Runnable::from_grade(brief, &grade, tokens)
+    }
+
+    /// The plan on `tokens` of a layout already graded (`grade`, or why it could not be):
+    /// what [`Runnable::of`] gives, without grading the layout again.
+    pub fn from_grade(
+        brief: &Brief,
+        grade: &std::result::Result<DetailedGrade, String>,
+        tokens: u64,
+    ) -> Runnable {
+        match grade {
             Ok(g) => Runnable {
                 stack: Stack::default(),
                 step: Some(g.step),
@@ -114,7 +125,7 @@ impl Runnable {
                 days: None,
                 days_per_token: None,
                 mfu: None,
-                refused: Some(e.to_string()),
+                refused: Some(e.clone()),
             },
         }
     }

@@ -48,7 +48,7 @@ use crate::plan::sensitivity::SearchSensitivity;
 use crate::plan::verdict::{
     layout_order, lightest, token_bounds, verdict_because, Exclusion, Exclusions, ShapeVerdict,
 };
-use crate::plan::{evaluate, Design, Plan};
+use crate::plan::{evaluate, evaluate_graded, Design, Plan};
 use crate::search::ordered::{Line, Merge};
 use crate::search::pareto::{exact_front, last_on_front, Chain, Front};
 use crate::search::progress::Progress;
@@ -425,13 +425,15 @@ fn memory_order(a: &Config, b: &Config) -> std::cmp::Ordering {
 }
 
 /// The verdict on `shape` from its configurations (`fitting` those that fit in memory, fastest
-/// first): the lightest for memory, the fastest that fits for the token window, and, when the
-/// rules leave no configuration at all, the rule that broke.
+/// first, `excluded` the tallies of those the rules left out): the lightest for memory, the
+/// fastest that fits for the token window, and, when the rules leave no configuration at all,
+/// the rule that broke.
 pub fn shape_verdict(
     brief: &Brief,
     shape: &Shape,
     configs: &[Config],
     fitting: &[Config],
+    excluded: &[Exclusion],
     options: &SearchOptions,
 ) -> ShapeVerdict {
     let weighed = configs.iter().map(|c| (c.bytes, &c.layout, c.model.step()));
@@ -440,7 +442,15 @@ pub fn shape_verdict(
         .or_else(|| configs.iter().min_by(|a, b| pace_order(a, b)));
     let pace = fastest.map_or(Pace::Plate, |c| c.pace);
     verdict_because(brief, shape, lightest(weighed), pace, || {
-        no_configuration(brief, shape, options)
+        match excluded.first() {
+            // The rule that left the configurations out, as the space offered them (the batch
+            // resolved layout by layout), not as the raw steps read.
+            Some(e) => format!(
+                "layout: no layout and training step go together, for example: {}",
+                e.example
+            ),
+            None => no_configuration(brief, shape, options),
+        }
     })
 }
 
@@ -849,8 +859,36 @@ impl Ranked for AllPlans<'_> {
         self.count
     }
     fn walk(&self) -> Box<dyn Iterator<Item = Plan> + '_> {
+        // A plate plan's detailed grade depends on its shape and layout alone: kept, so the
+        // plans of one layout (every token count of it) grade it once.
+        type Key = (usize, u64, u64, u8);
+        type Grade = std::result::Result<crate::plan::runnable::DetailedGrade, String>;
+        let kept = std::cell::RefCell::new(std::collections::HashMap::<Key, Grade>::new());
         let merge = Merge::new(&self.lines, self.rank);
-        Box::new(merge.map(|c| grade(self.brief, self.shapes, self.time, &c)))
+        Box::new(merge.map(move |c| {
+            let l = c.layout;
+            let key = (c.shape, l.tp, l.pp, l.zero.get());
+            let shape = &self.shapes[c.shape];
+            let grade = || {
+                kept.borrow_mut()
+                    .entry(key)
+                    .or_insert_with(|| {
+                        detailed_grade(self.brief, shape, &l).map_err(|e| e.to_string())
+                    })
+                    .clone()
+            };
+            let design = Design {
+                shape,
+                tokens: c.tokens,
+                layout: c.layout,
+                memory: c.model,
+                time: self.time,
+            };
+            let plan = evaluate_graded(self.brief, &design, &grade)
+                .expect("configurations() kept only valid steps");
+            debug_assert!(plan.pass && plan.loss == c.loss && plan.days == c.days);
+            plan
+        }))
     }
 }
 
@@ -912,7 +950,7 @@ fn shape_configurations(
             };
             by_pace.sort_by(pace_order);
             by_memory.sort_by(memory_order);
-            let mut verdict = shape_verdict(brief, shape, &configs, &by_pace, options);
+            let mut verdict = shape_verdict(brief, shape, &configs, &by_pace, &excluded, options);
             verdict.excluded = excluded;
             let all = configs.len() as u64;
             (

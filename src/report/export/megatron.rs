@@ -30,14 +30,23 @@ pub struct Megatron;
 /// string (`megatron/core/transformer/pipeline_parallel_layer_layout.py`): one entry per
 /// (chunk, stage), chunk-major, `|` between entries, `E` the embedding (first entry), `t` a
 /// decoder layer (`t*n` for `n`), `L` the loss (last entry), a run of `n` equal entries
-/// `(entry|)*n`. Each stage's layers split over its `chunks` as evenly as they go, the first
-/// chunks taking the extra ones.
+/// `(entry|)*n`. Each stage's layers split over its `chunks` as evenly as they go.
 pub fn pipeline_layout(stages: &[u64], chunks: u64) -> String {
     let pp = stages.len();
     let mut entries = Vec::with_capacity(pp * chunks as usize);
     for c in 0..chunks {
         for (p, &n) in stages.iter().enumerate() {
-            let layers = n / chunks + u64::from(c < n % chunks);
+            // The first stage's spare layers go to its last chunks, so a chunk short of a
+            // layer is its first, which holds the embedding (the rule the memory model
+            // grades); elsewhere the first chunks take them, so the last stage's short
+            // chunk is its last, with the loss.
+            let extra = n % chunks;
+            let spare = if p == 0 {
+                c >= chunks - extra
+            } else {
+                c < extra
+            };
+            let layers = n / chunks + u64::from(spare);
             let mut entry = String::new();
             if p == 0 && c == 0 {
                 entry.push('E');
@@ -247,12 +256,12 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
         // Half the layers of each stage fully recomputed: Megatron-LM's block method over the
         // first half of a stage's layers.
         Recompute::SelectiveLayer => {
-            let per_stage = u64::from(s.layers) / l.layout.pp;
-            if per_stage < 2 || step.schedule.chunks() > 1 {
+            let per_stage = l.stages[0];
+            if per_stage < 2 || step.schedule.chunks() > 1 || !even {
                 return Err(Error::invalid(
                     "--format",
                     "megatron",
-                    "selective-layer with at least two layers a stage and 1f1b: Megatron-LM's block method counts layers per chunk",
+                    "selective-layer with at least two layers a stage, the same on every stage, and 1f1b: Megatron-LM's block method counts layers per chunk",
                 ));
             }
             push("--recompute-granularity", Some("full".into()));
@@ -390,7 +399,10 @@ mod tests {
             .unwrap()
             .iter()
             .any(|a| a.contains("layout")));
-        assert_eq!(pipeline_layout(&[3, 3], 2), "Et*2|t*2|t|tL");
+        // Chunks of a stage differ by a layer at most; with one layer short of a chunk each,
+        // the first stage's first chunk holds the embedding alone, the last's last the loss.
+        assert_eq!(pipeline_layout(&[3, 3], 2), "Et|(t*2|)*2,tL");
+        assert_eq!(pipeline_layout(&[3, 3], 4), "E|(t|)*6,L");
     }
 
     #[test]
