@@ -96,6 +96,10 @@ fn python_float(x: f64) -> String {
     }
 }
 
+/// The most (stage, chunk) entries a pipeline layout is written with: far past any pipeline
+/// run (PP 1,024 × 64 chunks), so a file's absurd degrees are refused, not spelled out.
+pub const MAX_LAYOUT_ENTRIES: u64 = 65_536;
+
 /// The largest of 128, 64, …, 1 (`--make-vocab-size-divisible-by`) with which Megatron-LM
 /// pads the vocabulary to itself: Megatron-LM rounds `V` up to a multiple of that value times
 /// TP (`_vocab_size_with_padding`), which with its default 128 would add rows the plan did not
@@ -111,6 +115,22 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     let (s, step, layout) = (&l.shape, &l.step, &l.layout);
     let refuse = |what: String| Error::invalid("--format", "megatron", what);
     let chunks = step.schedule.chunks();
+    // Each chunk holds a layer, but one on the first and the last stage may hold only the
+    // embedding or the loss (the step's rule); and a layout string is one entry a chunk.
+    let last = l.stages.len().saturating_sub(1);
+    let deepest = l
+        .stages
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| n.saturating_add(u64::from(i == 0 || i == last)))
+        .min()
+        .unwrap_or(0);
+    if chunks > deepest || (l.stages.len() as u64).saturating_mul(chunks) > MAX_LAYOUT_ENTRIES {
+        return Err(refuse(format!(
+            "a pipeline Megatron-LM can lay out: {chunks} chunks a stage over PP {} (at most {deepest} with these stages, and at most {MAX_LAYOUT_ENTRIES} chunks in all)",
+            layout.pp
+        )));
+    }
     // Megatron-LM's own split is even, each stage's layers even over its chunks; any other
     // split the plan was graded with goes in a layout string.
     let even = l
