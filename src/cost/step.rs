@@ -99,6 +99,23 @@ impl BatchTarget {
     }
 }
 
+/// Model chunks stage `i` of `stages.len()` can hold: one a layer, and on the first and the
+/// last stage one more, holding only the embedding or the head (Megatron-Core's pipeline
+/// layouts; Llama Team 2024, §3.3.2).
+fn chunk_room(stages: &[u64], i: usize) -> u64 {
+    let ends = i == 0 || i + 1 == stages.len();
+    stages[i].saturating_add(u64::from(ends))
+}
+
+/// The deepest interleaving every stage of `stages` (layers each) allows, the fewest chunks
+/// any stage can hold ([`chunk_room`]); 0 for no stage.
+pub fn deepest_interleaving(stages: &[u64]) -> u64 {
+    (0..stages.len())
+        .map(|i| chunk_room(stages, i))
+        .min()
+        .unwrap_or(0)
+}
+
 /// A pipeline schedule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Schedule {
@@ -184,14 +201,20 @@ impl Step {
     /// search): one sequence of `seq_len` a micro-batch, full recomputation (what the plate
     /// assumes), sequence parallelism with TP, 1F1B, and the batch `target` gives the layout.
     pub fn default_for(layout: &Layout, seq_len: u64, target: &BatchTarget) -> Result<Step> {
-        Ok(Step {
+        let tokens = target.resolve(1, seq_len, layout.dp)?;
+        Ok(Step::default_with_batch(layout, seq_len, tokens))
+    }
+
+    /// [`Step::default_for`] at a global batch of `global_batch_tokens`, as given.
+    pub fn default_with_batch(layout: &Layout, seq_len: u64, global_batch_tokens: u64) -> Step {
+        Step {
             micro_batch: 1,
             seq_len,
             recompute: Recompute::Full,
             sequence_parallel: layout.tp > 1,
             schedule: Schedule::OneFOneB,
-            global_batch_tokens: target.resolve(1, seq_len, layout.dp)?,
-        })
+            global_batch_tokens,
+        }
     }
 
     /// Micro-batches per step for each replica, `m = B / (b·s·DP)`, checked against the layout
@@ -249,12 +272,8 @@ impl Step {
                 ));
             }
             // A chunk of the first or the last stage may hold only the embedding or the head.
-            let last = stage_layers.len().saturating_sub(1);
-            let short = stage_layers.iter().enumerate().find(|&(i, &l)| {
-                let ends = i == 0 || i == last;
-                l + u64::from(ends) < v
-            });
-            if let Some((_, &few)) = short {
+            let short = (0..stage_layers.len()).find(|&i| chunk_room(stage_layers, i) < v);
+            if let Some(few) = short.map(|i| stage_layers[i]) {
                 return Err(Error::invalid(
                     "--schedule",
                     self.schedule,

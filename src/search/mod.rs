@@ -35,7 +35,7 @@ use crate::cost::activations::Recompute;
 use crate::cost::memory::detailed::{stage_layers, Detailed, Options};
 use crate::cost::memory::MemoryModel;
 use crate::cost::scaling::ComputeOptimal;
-use crate::cost::step::{BatchTarget, Schedule, Step};
+use crate::cost::step::{deepest_interleaving, BatchTarget, Schedule, Step};
 use crate::cost::step_time::TimeModel;
 use crate::cost::time;
 use crate::error::{Error, Result};
@@ -43,12 +43,12 @@ use crate::model::layout::{layouts, Layout};
 use crate::model::Shape;
 use crate::plan::limits::{days_fit, loss, loss_meets, memory_fits};
 use crate::plan::pace::Pace;
-use crate::plan::runnable::{detailed_grade, runnable_key};
+use crate::plan::runnable::{detailed_grade, runnable_key, DetailedGrade};
 use crate::plan::sensitivity::SearchSensitivity;
 use crate::plan::verdict::{
     layout_order, lightest, token_bounds, verdict_because, Exclusion, Exclusions, ShapeVerdict,
 };
-use crate::plan::{evaluate, evaluate_graded, Design, Plan};
+use crate::plan::{evaluate_graded, Design, Plan};
 use crate::search::ordered::{Line, Merge};
 use crate::search::pareto::{exact_front, last_on_front, Chain, Front};
 use crate::search::progress::Progress;
@@ -223,17 +223,9 @@ impl MemorySpace {
         all.dedup();
         if *interleave && layout.pp >= 2 {
             let steps = all.clone();
-            // The deepest interleaving every stage allows: a chunk a layer, and on the first
-            // and last stage one more chunk for the embedding or the head (Step's rule).
-            let deepest =
-                stage_layers(u64::from(shape.layers), layout.pp, options.stages).map_or(0, |l| {
-                    let last = l.len().saturating_sub(1);
-                    l.iter()
-                        .enumerate()
-                        .map(|(i, &n)| n + u64::from(i == 0 || i == last))
-                        .min()
-                        .unwrap_or(0)
-                });
+            // The deepest interleaving every stage allows (Step's rule).
+            let deepest = stage_layers(u64::from(shape.layers), layout.pp, options.stages)
+                .map_or(0, |l| deepest_interleaving(&l));
             for s in steps.iter().filter(|s| s.schedule == Schedule::OneFOneB) {
                 let per_micro_batch = s
                     .micro_batch
@@ -473,15 +465,6 @@ fn no_configuration(brief: &Brief, shape: &Shape, options: &SearchOptions) -> St
             brief.gpus
         ),
     }
-}
-
-/// Whether some token count passes the loss target and the day limit under the plate's pace:
-/// only such a shape's layouts are worth the detailed grade of the runnable-first tie-break.
-fn could_pass(brief: &Brief, shape: &Shape) -> bool {
-    let bounds = token_bounds(brief, shape, Pace::Plate);
-    bounds
-        .min_tokens_for_loss
-        .is_some_and(|lo| lo <= bounds.max_tokens_in_time)
 }
 
 /// A shape's configurations that fit in memory, in both orders, and how many there are in all.
@@ -862,32 +845,21 @@ impl Ranked for AllPlans<'_> {
         // A plate plan's detailed grade depends on its shape and layout alone: kept, so the
         // plans of one layout (every token count of it) grade it once.
         type Key = (usize, u64, u64, u8);
-        type Grade = std::result::Result<crate::plan::runnable::DetailedGrade, String>;
+        type Grade = std::result::Result<DetailedGrade, String>;
         let kept = std::cell::RefCell::new(std::collections::HashMap::<Key, Grade>::new());
         let merge = Merge::new(&self.lines, self.rank);
         Box::new(merge.map(move |c| {
             let l = c.layout;
-            let key = (c.shape, l.tp, l.pp, l.zero.get());
             let shape = &self.shapes[c.shape];
-            let grade = || {
+            let detailed = || {
                 kept.borrow_mut()
-                    .entry(key)
+                    .entry((c.shape, l.tp, l.pp, l.zero.get()))
                     .or_insert_with(|| {
                         detailed_grade(self.brief, shape, &l).map_err(|e| e.to_string())
                     })
                     .clone()
             };
-            let design = Design {
-                shape,
-                tokens: c.tokens,
-                layout: c.layout,
-                memory: c.model,
-                time: self.time,
-            };
-            let plan = evaluate_graded(self.brief, &design, &grade)
-                .expect("configurations() kept only valid steps");
-            debug_assert!(plan.pass && plan.loss == c.loss && plan.days == c.days);
-            plan
+            grade_with(self.brief, shape, self.time, &c, &detailed)
         }))
     }
 }
@@ -935,23 +907,25 @@ fn shape_configurations(
                 .filter(|c| memory_fits(brief, c.bytes))
                 .copied();
             let mut by_pace: Vec<Config> = fit.collect();
+            by_pace.sort_by(pace_order);
+            let mut verdict = shape_verdict(brief, shape, &configs, &by_pace, &excluded, options);
+            verdict.excluded = excluded;
             // Among layouts the plate grades equal, runnable first: each fitting layout of a
             // shape that can pass graded once by the detailed model (default stack and step).
+            // The verdict does not depend on it: every plate configuration has the same pace.
             let plate = options.memory == MemorySpace::Plate && options.time == TimeModel::Plate;
-            if plate && could_pass(brief, shape) {
+            if plate && verdict.token_window.is_some() {
                 for c in &mut by_pace {
                     c.prefer = runnable_key(brief, &detailed_grade(brief, shape, &c.layout));
                 }
+                by_pace.sort_by(pace_order);
             }
             // The memory order is needed only to rank by memory.
             let mut by_memory = match options.rank {
                 Rank::Memory => by_pace.clone(),
                 _ => Vec::new(),
             };
-            by_pace.sort_by(pace_order);
             by_memory.sort_by(memory_order);
-            let mut verdict = shape_verdict(brief, shape, &configs, &by_pace, &excluded, options);
-            verdict.excluded = excluded;
             let all = configs.len() as u64;
             (
                 verdict,
@@ -1012,14 +986,29 @@ pub(crate) fn thin_front(
 
 /// The full plan of a passing candidate, graded again by [`evaluate`].
 fn grade(brief: &Brief, shapes: &[Shape], time: &TimeModel, c: &Candidate) -> Plan {
+    let shape = &shapes[c.shape];
+    grade_with(brief, shape, time, c, &|| {
+        detailed_grade(brief, shape, &c.layout).map_err(|e| e.to_string())
+    })
+}
+
+/// [`grade`], a plate plan's detailed grade (its `runnable`) from `detailed`.
+fn grade_with(
+    brief: &Brief,
+    shape: &Shape,
+    time: &TimeModel,
+    c: &Candidate,
+    detailed: &dyn Fn() -> std::result::Result<DetailedGrade, String>,
+) -> Plan {
     let design = Design {
-        shape: &shapes[c.shape],
+        shape,
         tokens: c.tokens,
         layout: c.layout,
         memory: c.model,
         time,
     };
-    let plan = evaluate(brief, &design).expect("configurations() kept only valid steps");
+    let plan =
+        evaluate_graded(brief, &design, detailed).expect("configurations() kept only valid steps");
     debug_assert!(plan.pass && plan.loss == c.loss && plan.days == c.days);
     plan
 }

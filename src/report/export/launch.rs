@@ -1,9 +1,8 @@
 //! A plan turned into what a launcher needs: the shape, the layout, and a training step with a
 //! whole number of micro-batches — shared by the Megatron-LM, DeepSpeed and torchtitan exporters.
 
-use crate::cost::activations::Recompute;
 use crate::cost::memory::detailed::{stage_layers, Options};
-use crate::cost::step::{BatchTarget, Schedule, Step};
+use crate::cost::step::{BatchTarget, Step};
 use crate::error::{Error, Result};
 use crate::format::count;
 use crate::model::layout::{Layout, ZeroStage};
@@ -66,14 +65,7 @@ impl Launch {
         let (step, exact) = match step {
             Some(step) => (step, true),
             None => (
-                Step {
-                    micro_batch: 1,
-                    seq_len,
-                    recompute: Recompute::Full,
-                    sequence_parallel: layout.tp > 1,
-                    schedule: Schedule::OneFOneB,
-                    global_batch_tokens: target.tokens,
-                },
+                Step::default_with_batch(&layout, seq_len, target.tokens),
                 false,
             ),
         };
@@ -229,6 +221,8 @@ impl Launch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cost::activations::Recompute;
+    use crate::cost::step::Schedule;
     use crate::model::preset;
 
     fn layout(tp: u64, pp: u64, dp: u64, zero: u8) -> Layout {

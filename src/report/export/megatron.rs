@@ -19,7 +19,7 @@ use super::launch::Launch;
 use crate::cost::activations::{Kernels, Recompute};
 use crate::cost::chip::Attention;
 use crate::cost::compute::LossKernel;
-use crate::cost::step::Schedule;
+use crate::cost::step::{deepest_interleaving, Schedule};
 use crate::error::{Error, Result};
 
 /// Megatron-LM command-line arguments.
@@ -115,16 +115,9 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     let (s, step, layout) = (&l.shape, &l.step, &l.layout);
     let refuse = |what: String| Error::invalid("--format", "megatron", what);
     let chunks = step.schedule.chunks();
-    // Each chunk holds a layer, but one on the first and the last stage may hold only the
-    // embedding or the loss (the step's rule); and a layout string is one entry a chunk.
-    let last = l.stages.len().saturating_sub(1);
-    let deepest = l
-        .stages
-        .iter()
-        .enumerate()
-        .map(|(i, &n)| n.saturating_add(u64::from(i == 0 || i == last)))
-        .min()
-        .unwrap_or(0);
+    // No more chunks than every stage holds (the step's rule); a layout string is one entry
+    // a chunk.
+    let deepest = deepest_interleaving(&l.stages);
     if chunks > deepest || (l.stages.len() as u64).saturating_mul(chunks) > MAX_LAYOUT_ENTRIES {
         return Err(refuse(format!(
             "a pipeline Megatron-LM can lay out: {chunks} chunks a stage over PP {} (at most {deepest} with these stages, and at most {MAX_LAYOUT_ENTRIES} chunks in all)",
