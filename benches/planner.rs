@@ -99,6 +99,7 @@ fn detailed_search(c: &mut Criterion) {
             recompute,
             sequence_parallel,
             schedule,
+            precision: trainplan::cost::precision::Precision::Bf16,
             global_batch_tokens: 16 * 1024 * 1024,
         },
     )
@@ -109,6 +110,7 @@ fn detailed_search(c: &mut Criterion) {
             options: Options::default(),
             interleave: false,
             batch: None,
+            parallel: Default::default(),
         },
         ..SearchOptions::default()
     };
@@ -125,6 +127,7 @@ fn detailed_search(c: &mut Criterion) {
             options: Options::for_stack(stack),
             interleave: false,
             batch: None,
+            parallel: Default::default(),
         };
         let time = TimeModel::Detailed(TimeOptions::for_stack(stack));
         let pairs: u64 = shapes

@@ -15,6 +15,7 @@ use trainplan::cost::memory::detailed::{
     Detailed, GradientPrecision, LossPrecision, Options, StageSplit,
 };
 use trainplan::cost::memory::MemoryModel;
+use trainplan::cost::precision::Precision;
 use trainplan::cost::scaling::LossLawPreset;
 use trainplan::cost::stack::Stack;
 use trainplan::cost::step::{Schedule, Step};
@@ -22,7 +23,7 @@ use trainplan::cost::step_time::{stack_chip, TimeModel, TimeOptions};
 use trainplan::error::{Error, Result};
 use trainplan::input::{self, hf};
 use trainplan::model::family::{Family, Span};
-use trainplan::model::layout::ZeroStage;
+use trainplan::model::layout::{Degrees, ZeroStage};
 use trainplan::model::{
     self, Architecture, Biases, Shape, ShapeSpec, LLAMA3_HEAD_DIM, LLAMA3_KV_HEADS,
     LLAMA3_NORM_EPS, LLAMA3_ROPE_THETA, LLAMA3_VOCAB,
@@ -30,7 +31,7 @@ use trainplan::model::{
 use trainplan::report::export::Format;
 use trainplan::search::rank::{Distinct, Rank};
 use trainplan::search::{
-    MemorySpace, SearchOptions, TokenGrid, DEFAULT_MICRO_BATCHES, DEFAULT_RECOMPUTE,
+    MemorySpace, ParallelSpace, SearchOptions, TokenGrid, DEFAULT_MICRO_BATCHES, DEFAULT_RECOMPUTE,
 };
 
 const EXAMPLES: &str = "\
@@ -171,6 +172,10 @@ pub struct BriefArgs {
     /// Dense BF16 peak per GPU, TFLOP/s [default: 989].
     #[arg(long, value_name = "TFLOPS")]
     pub peak_tflops: Option<f64>,
+    /// Dense FP8 peak per GPU, TFLOP/s, 0 for none; MFU stays against the BF16 peak
+    /// [default: 1979].
+    #[arg(long, value_name = "TFLOPS")]
+    pub fp8_tflops: Option<f64>,
     /// Memory of one card, GB [default: 80].
     #[arg(long, value_name = "GB")]
     pub gpu_memory_gb: Option<f64>,
@@ -272,6 +277,8 @@ impl BriefArgs {
             gpu: self.gpu.map(GpuName),
             gpus: self.gpus,
             peak_tflops: self.peak_tflops,
+            fp8_tflops: self.fp8_tflops,
+            mxfp8: None,
             gpu_memory_gb: self.gpu_memory_gb,
             memory_cap_gb: self.memory_cap_gb,
             gpus_per_node: self.gpus_per_node,
@@ -441,9 +448,17 @@ pub struct DesignArgs {
     /// Pipeline-parallel degree: 1 to the number of layers [default: 1].
     #[arg(long, value_name = "N", value_parser = parse_whole)]
     pub pp: Option<u64>,
+    /// Context-parallel degree: ranks each sequence is split over, 2·CP chunks dividing the
+    /// sequence [default: 1].
+    #[arg(long, value_name = "N", value_parser = parse_whole)]
+    pub cp: Option<u64>,
     /// ZeRO stage: 0, 1, 2 or 3 [default: 0].
     #[arg(long, value_name = "STAGE", value_parser = parse_zero)]
     pub zero: Option<ZeroStage>,
+    /// Hybrid sharding: copies of the ZeRO-sharded state, each sharded over DP/N × CP ranks
+    /// and all-reduced across copies (HSDP); divides DP, needs --zero 1 to 3 [default: 1].
+    #[arg(long, value_name = "N", value_parser = parse_whole)]
+    pub replicate: Option<u64>,
     #[command(flatten)]
     pub step: CheckStepArgs,
     #[command(flatten)]
@@ -622,6 +637,21 @@ impl DesignArgs {
         self.zero.unwrap_or_default()
     }
 
+    /// The CP degree asked for (1 when not).
+    pub fn cp(&self) -> u64 {
+        self.cp.unwrap_or(1)
+    }
+
+    /// The parallel degrees asked for (1 for each not given).
+    pub fn degrees(&self) -> Degrees {
+        Degrees {
+            tp: self.tp(),
+            cp: self.cp(),
+            pp: self.pp(),
+            replicate: self.replicate.unwrap_or(1),
+        }
+    }
+
     /// The first flag given that describes a design rather than the brief or the model's
     /// config (which `export --plan` takes from the plan file instead), if any.
     pub fn design_flag(&self) -> Option<&'static str> {
@@ -633,7 +663,10 @@ impl DesignArgs {
             ("--layers", m.layers.is_some()),
             ("--tp", self.tp.is_some()),
             ("--pp", self.pp.is_some()),
+            ("--cp", self.cp.is_some()),
             ("--zero", self.zero.is_some()),
+            ("--replicate", self.replicate.is_some()),
+            ("--precision", s.precision.is_some()),
             ("--micro-batch", s.micro_batch.is_some()),
             ("--recompute", s.recompute.is_some()),
             ("--sequence-parallel", s.sequence_parallel.is_some()),
@@ -663,7 +696,8 @@ impl DesignArgs {
             || s.recompute.is_some()
             || s.sequence_parallel.is_some()
             || s.schedule.is_some()
-            || s.global_batch_tokens.is_some();
+            || s.global_batch_tokens.is_some()
+            || s.precision.is_some();
         let Some(options) = self.detailed.options(given)? else {
             return Ok(MemoryModel::Plate);
         };
@@ -673,7 +707,11 @@ impl DesignArgs {
         let global_batch_tokens = match s.global_batch_tokens {
             Some(tokens) => tokens,
             None => {
-                let model_parallel = self.tp().saturating_mul(self.pp()).max(1);
+                let model_parallel = self
+                    .tp()
+                    .saturating_mul(self.cp())
+                    .saturating_mul(self.pp())
+                    .max(1);
                 match brief.gpus / model_parallel {
                     0 => brief.batch_target_tokens,
                     dp => brief
@@ -693,6 +731,7 @@ impl DesignArgs {
                 .schedule
                 .as_deref()
                 .map_or(Ok(Schedule::OneFOneB), Schedule::parse)?,
+            precision: s.precision.unwrap_or_default(),
             global_batch_tokens,
         };
         Ok(MemoryModel::Detailed(Detailed { step, options }))
@@ -1099,6 +1138,9 @@ pub struct CheckStepArgs {
     /// nearest --batch-target, within --batch-tolerance].
     #[arg(long, value_name = "TOKENS", value_parser = parse_whole)]
     pub global_batch_tokens: Option<u64>,
+    /// Precision of the matrix products: bf16, fp8, or mxfp8 (Blackwell) [default: bf16].
+    #[arg(long, value_name = "PRECISION", value_parser = parse_precision)]
+    pub precision: Option<Precision>,
 }
 
 /// The training steps a search tries (`search --memory detailed`): every combination.
@@ -1129,6 +1171,47 @@ pub struct SearchStepArgs {
     /// rounds of b·s·DP nearest --batch-target, within --batch-tolerance].
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_whole)]
     pub global_batch_tokens: Vec<u64>,
+    /// Precisions of the matrix products, each where the stack and the GPU have it
+    /// [default: bf16].
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_precision)]
+    pub precisions: Vec<Precision>,
+    /// Context-parallel degrees [default: 1 and each power of two leaving every rank at least
+    /// 4,096 tokens of the sequence].
+    #[arg(long = "cp", value_name = "LIST", value_delimiter = ',', value_parser = parse_whole)]
+    pub cps: Vec<u64>,
+    /// Hybrid-sharding replica counts (each divides DP; above 1 with ZeRO 1 to 3) [default: 1].
+    #[arg(long = "replicate", value_name = "LIST", value_delimiter = ',', value_parser = parse_whole)]
+    pub replicates: Vec<u64>,
+}
+
+/// Refuses, by name and once, a precision the GPU or the stack cannot train in.
+fn check_precision(brief: &Brief, stack: Stack, precision: Precision) -> Result<()> {
+    let settings = stack.settings();
+    let by_stack = match precision {
+        Precision::Bf16 => true,
+        Precision::Fp8 => settings.fp8,
+        Precision::Mxfp8 => settings.mxfp8,
+    };
+    if !by_stack {
+        return Err(Error::invalid(
+            "--precisions",
+            precision,
+            format!("precisions the {stack} stack trains in (it has no {precision} recipe)"),
+        ));
+    }
+    let by_gpu = match precision {
+        Precision::Bf16 => true,
+        Precision::Fp8 => brief.fp8_tflops > 0.0,
+        Precision::Mxfp8 => brief.fp8_tflops > 0.0 && brief.mxfp8,
+    };
+    if !by_gpu {
+        return Err(Error::invalid(
+            "--precisions",
+            precision,
+            "precisions the GPU has tensor cores for (brief.fp8_tflops > 0; mxfp8 needs brief.mxfp8, Blackwell)",
+        ));
+    }
+    Ok(())
 }
 
 /// Whether a `--schedules` entry asks for every interleaving depth.
@@ -1149,7 +1232,30 @@ impl SearchStepArgs {
             && self.recompute.is_empty()
             && self.sequence_parallel.is_empty()
             && self.schedules.is_empty()
-            && self.global_batch_tokens.is_empty())
+            && self.global_batch_tokens.is_empty()
+            && self.precisions.is_empty()
+            && self.cps.is_empty()
+            && self.replicates.is_empty())
+    }
+
+    /// The CP degrees and replica counts listed, each checked to be a whole number ≥ 1.
+    fn parallel(&self) -> Result<ParallelSpace> {
+        for (flag, list) in [("--cp", &self.cps), ("--replicate", &self.replicates)] {
+            if let Some(&bad) = list.iter().find(|&&x| x == 0 || x > brief::limits::GPUS) {
+                return Err(Error::invalid(
+                    flag,
+                    bad,
+                    format!("whole numbers from 1 to {}", brief::limits::GPUS),
+                ));
+            }
+        }
+        let mut cps = self.cps.clone();
+        cps.sort_unstable();
+        cps.dedup();
+        let mut replicates = self.replicates.clone();
+        replicates.sort_unstable();
+        replicates.dedup();
+        Ok(ParallelSpace { cps, replicates })
     }
 
     /// Every combination of the lists, defaults filled in, sorted and without repeats.
@@ -1202,15 +1308,17 @@ impl SearchStepArgs {
             or(&recompute, &DEFAULT_RECOMPUTE),
             or(&self.sequence_parallel, &[OnOff::On, OnOff::Off]),
             schedules,
+            or(&self.precisions, &[Precision::Bf16]),
             or(&self.global_batch_tokens, &[brief.batch_target_tokens])
         )
         .map(
-            |(micro_batch, seq_len, rc, sp, schedule, global_batch_tokens)| Step {
+            |(micro_batch, seq_len, rc, sp, schedule, precision, global_batch_tokens)| Step {
                 micro_batch,
                 seq_len,
                 recompute: rc,
                 sequence_parallel: sp == OnOff::On,
                 schedule,
+                precision,
                 global_batch_tokens,
             },
         )
@@ -1492,8 +1600,14 @@ impl SearchArgs {
                     .global_batch_tokens
                     .is_empty()
                     .then(|| brief.batch_target()),
+                parallel: self.step.parallel()?,
             },
         };
+        if let MemorySpace::Detailed { steps, options, .. } = &memory {
+            for p in steps.iter().map(|s| s.precision).filter(|p| p.is_fp8()) {
+                check_precision(brief, options.stack, p)?;
+            }
+        }
         let top = if self.all {
             None
         } else {
@@ -1563,6 +1677,14 @@ fn parse_gpu(text: &str) -> std::result::Result<Gpu, String> {
 }
 
 /// A ZeRO stage.
+fn parse_precision(text: &str) -> std::result::Result<Precision, String> {
+    text.parse::<Precision>().map_err(|e| {
+        let line = e.to_string();
+        line.split_once(": ")
+            .map_or(line.clone(), |(_, rule)| rule.to_string())
+    })
+}
+
 fn parse_zero(text: &str) -> std::result::Result<ZeroStage, String> {
     let n: u8 = text
         .parse()

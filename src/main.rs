@@ -164,7 +164,7 @@ fn run_brief(args: &BriefCommandArgs) -> Result<bool> {
 fn grade(args: &DesignArgs, sensitivity: bool) -> Result<CheckReport> {
     let brief = args.brief.resolve()?;
     let shape = args.shape()?;
-    let layout = Layout::new(&brief, &shape, args.tp(), args.pp(), args.zero())?;
+    let layout = Layout::with(&brief, &shape, args.degrees(), args.zero())?;
     let tokens = args.tokens()?;
     let time = args.time.model(args.detailed.stack())?;
     let design = Design {

@@ -69,7 +69,7 @@ fn check_json_is_the_plan_object_of_the_contract() {
     assert_eq!(v["tokens"], 4_960_000_000_000u64);
     assert_eq!(
         v["layout"],
-        serde_json::json!({"tp": 8, "pp": 1, "dp": 256, "zero": 3})
+        serde_json::json!({"tp": 8, "cp": 1, "pp": 1, "dp": 256, "zero": 3, "replicate": 1})
     );
     for k in ["weights", "gradients", "optimizer", "activations", "total"] {
         assert!(v["memory_gb"][k].is_f64(), "memory_gb.{k}");
@@ -1085,13 +1085,16 @@ fn the_issue_s_4096_gpu_plan_fails_without_dp_overlap_and_another_plan_then_rank
         "1",
         "--sensitivity",
         "--json",
+        // Issue 16's space: without context parallelism (which finds a faster plan here).
+        "--cp",
+        "1",
     ];
     let v = json(&args);
     let first = &v["plans"][0];
     assert_eq!(first["model"], "llama3-405b");
     assert_eq!(
         first["layout"],
-        serde_json::json!({"tp": 2, "pp": 1, "dp": 2048, "zero": 3})
+        serde_json::json!({"tp": 2, "cp": 1, "pp": 1, "dp": 2048, "zero": 3, "replicate": 1})
     );
     let s = &v["sensitivity"];
     let rows = s["plan"]["rows"].as_array().unwrap();

@@ -31,7 +31,8 @@ fn names(file: &str) -> BTreeSet<String> {
 
 /// Designs that between them reach every branch of the exporters: ZeRO 0 to 3, TP with and
 /// without SP, uneven and interleaved pipelines, recomputation modes, biases, tied
-/// embeddings, sliding windows and other RoPE bases (Hugging Face configs).
+/// embeddings, sliding windows and other RoPE bases (Hugging Face configs), context
+/// parallelism (ring and all-gather stacks), FP8 and MXFP8, and hybrid sharding.
 #[rustfmt::skip]
 const DESIGNS: &[&[&str]] = &[
     &["--model", "70b", "--tokens", "4.96e12", "--tp", "8", "--pp", "8", "--zero", "1"],
@@ -49,10 +50,32 @@ const DESIGNS: &[&[&str]] = &[
       "--tp", "4", "--pp", "1", "--zero", "1"],
     &["--model-config", "tests/fixtures/hf/llama-3.2-1b/config.json", "--tokens", "1e11",
       "--tp", "1", "--pp", "1", "--zero", "3", "--gpus", "256"],
+    // Llama 3.1 70B, TP 4 × CP 2 × PP 4 on 64 GPUs: DP 2.
+    &["--model", "70b", "--tokens", "1e12", "--tp", "4", "--pp", "4", "--cp", "2", "--zero", "1",
+      "--gpus", "64"],
+    // CP under a stack that all-gathers K/V, with Megatron-FSDP.
+    &["--model", "70b", "--tokens", "1e12", "--tp", "8", "--pp", "1", "--cp", "4", "--zero", "2",
+      "--memory", "detailed", "--stack", "llama3"],
+    &["--model", "70b", "--tokens", "1e12", "--tp", "8", "--pp", "8", "--zero", "1",
+      "--memory", "detailed", "--precision", "fp8"],
+    // Hybrid sharding: ZeRO 3 in 4 replicas of 64 ranks.
+    &["--model", "70b", "--tokens", "4.96e12", "--tp", "8", "--pp", "1", "--zero", "3",
+      "--replicate", "4"],
+    // All three: CP 2, 2 replicas of the distributed optimizer, MXFP8 on B200s.
+    &["--model", "8b", "--tokens", "1e12", "--tp", "2", "--pp", "1", "--cp", "2", "--zero", "1",
+      "--replicate", "2", "--gpus", "64", "--gpu", "b200", "--memory", "detailed",
+      "--precision", "mxfp8"],
 ];
 
-/// The export of a design, or `None` when the launcher refuses it (by name, status 2).
-fn export(format: &str, design: &[&str]) -> Option<String> {
+/// Indices into [`DESIGNS`] of the designs with CP, FP8 and replicas.
+const CP2: usize = 9;
+const CP_ALLGATHER: usize = 10;
+const FP8: usize = 11;
+const HSDP: usize = 12;
+const ALL_THREE: usize = 13;
+
+/// The export of a design, or its one-line refusal (by name, status 2).
+fn exported(format: &str, design: &[&str]) -> Result<String, String> {
     let out = trainplan()
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args(["export", "-q", "--format", format])
@@ -61,14 +84,36 @@ fn export(format: &str, design: &[&str]) -> Option<String> {
         .unwrap();
     let err = String::from_utf8(out.stderr).unwrap();
     match out.status.code() {
-        Some(0 | 1) => Some(String::from_utf8(out.stdout).unwrap()),
+        Some(0 | 1) => Ok(String::from_utf8(out.stdout).unwrap()),
         Some(2) => {
             assert_eq!(err.lines().count(), 1, "{design:?}: {err}");
             assert!(err.contains("--format"), "{design:?}: {err}");
-            None
+            Err(err)
         }
         code => panic!("{design:?}: exit {code:?}: {err}"),
     }
+}
+
+/// The export of a design, or `None` when the launcher refuses it (by name, status 2).
+fn export(format: &str, design: &[&str]) -> Option<String> {
+    exported(format, design).ok()
+}
+
+/// The GPUs a launcher file says to launch on (`# Launch on N GPUs`).
+fn launch_gpus(text: &str) -> u64 {
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("# Launch on "))
+        .unwrap_or_else(|| panic!("no launch line:\n{text}"));
+    line.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+/// The value of a Megatron-LM option in an export, if written.
+fn megatron_value<'a>(text: &'a str, option: &str) -> Option<&'a str> {
+    text.lines().map(str::trim).find_map(|l| {
+        l.strip_prefix(option)
+            .and_then(|rest| rest.strip_prefix(' '))
+    })
 }
 
 #[test]
@@ -88,8 +133,75 @@ fn every_megatron_option_written_is_one_megatron_lm_registers() {
                 "{design:?}: {option} is not a Megatron-LM option"
             );
         }
+        // Megatron-LM's own batch arithmetic: DP = world / (TP·CP·PP), and the global batch
+        // whole micro-batches over it.
+        let degree = |option| megatron_value(&text, option).map_or(1, |v| v.parse().unwrap());
+        let model_parallel = degree("--tensor-model-parallel-size")
+            * degree("--context-parallel-size")
+            * degree("--pipeline-model-parallel-size");
+        let gpus = launch_gpus(&text);
+        assert_eq!(gpus % model_parallel, 0, "{design:?}");
+        let dp = gpus / model_parallel;
+        let g = degree("--global-batch-size");
+        let b = degree("--micro-batch-size");
+        assert!(
+            g > 0 && g % (b * dp) == 0,
+            "{design:?}: G {g}, b {b}, DP {dp}"
+        );
+        let instances = degree("--num-distributed-optimizer-instances");
+        assert_eq!(
+            (dp * degree("--context-parallel-size")) % instances,
+            0,
+            "{design:?}"
+        );
     }
-    assert!(exported >= 7, "only {exported} designs exported");
+    assert!(exported >= 12, "only {exported} designs exported");
+}
+
+#[test]
+fn megatron_exports_context_parallelism_fp8_and_replicas() {
+    let cp = export("megatron", DESIGNS[CP2]).unwrap();
+    // 64 GPUs over TP 4 × CP 2 × PP 4: DP 2, 1,024 micro-batches of one a replica.
+    assert_eq!(launch_gpus(&cp), 64);
+    assert_eq!(megatron_value(&cp, "--context-parallel-size"), Some("2"));
+    assert_eq!(megatron_value(&cp, "--cp-comm-type"), Some("p2p"));
+    assert_eq!(megatron_value(&cp, "--global-batch-size"), Some("2048"));
+    assert_eq!(megatron_value(&cp, "--micro-batch-size"), Some("1"));
+    assert!(cp.contains("TP 4 × CP 2 × PP 4 × DP 2 = 64 GPUs"), "{cp}");
+    let allgather = export("megatron", DESIGNS[CP_ALLGATHER]).unwrap();
+    assert_eq!(
+        megatron_value(&allgather, "--cp-comm-type"),
+        Some("allgather")
+    );
+    assert_eq!(
+        megatron_value(&allgather, "--data-parallel-sharding-strategy"),
+        Some("optim_grads")
+    );
+    let fp8 = export("megatron", DESIGNS[FP8]).unwrap();
+    assert_eq!(megatron_value(&fp8, "--fp8-format"), Some("hybrid"));
+    assert_eq!(megatron_value(&fp8, "--fp8-recipe"), Some("delayed"));
+    let hsdp = export("megatron", DESIGNS[HSDP]).unwrap();
+    assert_eq!(
+        megatron_value(&hsdp, "--num-distributed-optimizer-instances"),
+        Some("4")
+    );
+    assert!(hsdp.lines().any(|l| l.trim() == "--use-megatron-fsdp"));
+    let all = export("megatron", DESIGNS[ALL_THREE]).unwrap();
+    for (option, value) in [
+        ("--context-parallel-size", "2"),
+        ("--num-distributed-optimizer-instances", "2"),
+        ("--fp8-format", "e4m3"),
+        ("--fp8-recipe", "mxfp8"),
+    ] {
+        assert_eq!(
+            megatron_value(&all, option),
+            Some(value),
+            "{option}:\n{all}"
+        );
+    }
+    assert!(all
+        .lines()
+        .any(|l| l.trim() == "--use-distributed-optimizer"));
 }
 
 #[test]
@@ -184,17 +296,81 @@ fn every_torchtitan_key_written_is_one_its_job_config_has() {
             continue;
         };
         exported += 1;
+        let config = text.parse::<toml::Value>().unwrap();
         let mut keys = BTreeSet::new();
-        toml_keys(&text.parse::<toml::Value>().unwrap(), "", &mut keys);
+        toml_keys(&config, "", &mut keys);
         for key in keys {
             assert!(
                 known.contains(&key),
                 "{design:?}: {key} is not a torchtitan key"
             );
         }
+        // torchtitan's own checks: dp_replicate × dp_shard × CP × TP × PP is the world
+        // (ParallelDims), and the global batch whole local batches over dp_replicate ×
+        // dp_shard (the trainer's batch degree).
+        let p = &config["parallelism"];
+        let degree = |key: &str| p[key].as_integer().unwrap();
+        let batch_degree =
+            degree("data_parallel_replicate_degree") * degree("data_parallel_shard_degree");
+        let world = batch_degree
+            * degree("context_parallel_degree")
+            * degree("tensor_parallel_degree")
+            * degree("pipeline_parallel_degree");
+        assert_eq!(world as u64, launch_gpus(&text), "{design:?}");
+        let t = &config["training"];
+        let local = t["local_batch_size"].as_integer().unwrap();
+        let global = t["global_batch_size"].as_integer().unwrap();
+        assert_eq!(global % (local * batch_degree), 0, "{design:?}");
+        let seq = t["seq_len"].as_integer().unwrap();
+        let divisor = degree("tensor_parallel_degree") * 2 * degree("context_parallel_degree");
+        assert_eq!(seq % divisor, 0, "{design:?}");
         upstream_check("check_torchtitan.py", &text, "toml", &[]);
     }
-    assert!(exported >= 4, "only {exported} designs exported");
+    assert!(exported >= 9, "only {exported} designs exported");
+}
+
+#[test]
+fn torchtitan_exports_context_parallelism_fp8_and_replicas() {
+    let parse =
+        |i: usize| -> toml::Value { export("torchtitan", DESIGNS[i]).unwrap().parse().unwrap() };
+    let cp = parse(CP2);
+    let p = &cp["parallelism"];
+    assert_eq!(p["context_parallel_degree"].as_integer(), Some(2));
+    assert_eq!(
+        p["context_parallel_rotate_method"].as_str(),
+        Some("allgather")
+    );
+    assert_eq!(p["data_parallel_shard_degree"].as_integer(), Some(2));
+    assert_eq!(p["data_parallel_replicate_degree"].as_integer(), Some(1));
+    let fp8 = parse(FP8);
+    assert_eq!(
+        fp8["model"]["converters"].as_array().unwrap(),
+        &[toml::Value::from("quantize.linear.float8")]
+    );
+    assert_eq!(
+        fp8["quantize"]["linear"]["float8"]["recipe_name"].as_str(),
+        Some("tensorwise")
+    );
+    // HSDP: 4 replicas × 64 shards × TP 8 = 2,048.
+    let hsdp = parse(HSDP);
+    let p = &hsdp["parallelism"];
+    assert_eq!(p["data_parallel_replicate_degree"].as_integer(), Some(4));
+    assert_eq!(p["data_parallel_shard_degree"].as_integer(), Some(64));
+    assert_eq!(p["fsdp_reshard_after_forward"].as_str(), Some("always"));
+    let all = parse(ALL_THREE);
+    let p = &all["parallelism"];
+    assert_eq!(
+        (
+            p["data_parallel_replicate_degree"].as_integer(),
+            p["data_parallel_shard_degree"].as_integer(),
+            p["context_parallel_degree"].as_integer(),
+        ),
+        (Some(2), Some(8), Some(2))
+    );
+    assert_eq!(
+        all["model"]["converters"].as_array().unwrap(),
+        &[toml::Value::from("quantize.linear.mx")]
+    );
 }
 
 #[test]
@@ -224,4 +400,19 @@ fn every_deepspeed_key_written_is_one_its_config_reads() {
         );
     }
     assert!(exported >= 4, "only {exported} designs exported");
+}
+
+#[test]
+fn deepspeed_refuses_context_parallelism_fp8_and_replicas_by_name() {
+    for (design, needles) in [
+        (CP2, &["cp = 2", "Ulysses"][..]),
+        (CP_ALLGATHER, &["cp = 4"][..]),
+        (FP8, &["precision = fp8", "Transformer Engine"][..]),
+        (HSDP, &["replicate = 4 with ZeRO 3", "mics_shard_size"][..]),
+    ] {
+        let err = exported("deepspeed", DESIGNS[design]).unwrap_err();
+        for needle in needles {
+            assert!(err.contains(needle), "{needle}: {err}");
+        }
+    }
 }

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use trainplan::cost::activations::{Kernels, Layer, Recompute, Setting};
 use trainplan::cost::memory::detailed::{Detailed, GradientPrecision, Options, StageSplit};
+use trainplan::cost::precision::Precision;
 use trainplan::cost::step::{Schedule, Step};
 use trainplan::model::layout::{Layout, ZeroStage};
 use trainplan::model::{preset, Shape};
@@ -28,6 +29,7 @@ fn eager(tp: u64, micro_batch: u64) -> Setting {
         micro_batch,
         tp,
         sequence_parallel: false,
+        fp8: false,
     }
 }
 
@@ -209,6 +211,7 @@ fn step(recompute: Recompute, sequence_parallel: bool) -> Step {
         recompute,
         sequence_parallel,
         schedule: Schedule::OneFOneB,
+        precision: Precision::Bf16,
         global_batch_tokens: 16 * 1024 * 1024,
     }
 }
@@ -292,6 +295,7 @@ fn published_runs() -> Vec<Ran> {
             recompute: Recompute::Selective,
             sequence_parallel: true,
             schedule,
+            precision: Precision::Bf16,
             global_batch_tokens: 8 * pp * 2048,
         },
         stages: StageSplit::Even,

@@ -152,7 +152,9 @@ fn a_family_plot_draws_a_spread_of_sizes_and_says_how_many_are_left_out() {
 }
 
 /// The example: the detailed search's first plan on 4,096 GPUs.
-const DETAILED_4096: [&str; 9] = [
+const DETAILED_4096: [&str; 11] = [
+    "--cp",
+    "1",
     "--gpus",
     "4096",
     "--memory",
@@ -171,8 +173,8 @@ fn a_tornado_chart_draws_each_input_s_days_around_the_base_and_the_limit() {
     // The title names the plan; each input's label gives its ends' days; the lines are named.
     for label in [
         "llama3-405b on 1.83 T tokens, TP 2 × PP 1 × DP 2,048, ZeRO 3: days at each end of each range",
-        "--dp-overlap: 0 → 41.39 days, 1 → 29.87 days",
-        "as given: 29.866 days",
+        "--dp-overlap: 0 → 41.46 days, 1 → 29.93 days",
+        "as given: 29.930 days",
         "limit: 30 days",
     ] {
         assert!(svg.contains(label), "{label}");

@@ -147,6 +147,7 @@ fn space() -> impl Strategy<Value = MemorySpace> {
                 recompute,
                 sequence_parallel: sp,
                 schedule,
+                precision: trainplan::cost::precision::Precision::Bf16,
                 global_batch_tokens: sequences * seq_len,
             },
         );
@@ -181,6 +182,7 @@ fn space() -> impl Strategy<Value = MemorySpace> {
                     options,
                     interleave,
                     batch: nearest.then(BatchTarget::default),
+                    parallel: Default::default(),
                 }
             ),
     ]

@@ -208,12 +208,12 @@ fn the_readme_s_filtered_export_is_the_real_export_filtered() {
 
 #[test]
 fn the_readme_s_sensitivity_excerpt_is_the_real_report_cut_where_it_says() {
-    // `… | sed -n '/^sensitivity/,/^  the plan fails with --dp/p'` of the committed report.
+    // `… | sed -n '/^sensitivity/,/^  --dp-overlap/p'` of the committed report.
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     let report =
         std::fs::read_to_string(root.join("tests/snapshots/search-4096-sensitivity.txt")).unwrap();
-    let command = "$ trainplan search --gpus 4096 --memory detailed --time detailed --top 3 --sensitivity | sed -n '/^sensitivity/,/^  the plan fails with --dp/p'\n";
+    let command = "$ trainplan search --gpus 4096 --memory detailed --time detailed --top 3 --sensitivity | sed -n '/^sensitivity/,/^  --dp-overlap/p'\n";
     let start = readme.find(command).expect("the README shows the excerpt") + command.len();
     let shown = &readme[start..start + readme[start..].find("```").unwrap()];
     let lines: Vec<&str> = report.lines().collect();
@@ -224,7 +224,7 @@ fn the_readme_s_sensitivity_excerpt_is_the_real_report_cut_where_it_says() {
     let to = from
         + lines[from..]
             .iter()
-            .position(|l| l.starts_with("  the plan fails with --dp"))
+            .position(|l| l.starts_with("  --dp-overlap"))
             .unwrap();
     let want = lines[from..=to].join("\n") + "\n";
     assert_eq!(shown, want);

@@ -72,8 +72,12 @@ fn capped_table() -> String {
     out
 }
 
-/// The worst family's mean absolute error, points, with the family left out of the fit.
+/// The worst BF16 family's mean absolute error, points, with the family left out of the fit.
 const WORST_FAMILY: f64 = 5.0;
+/// The worst FP8 family's: FP8 runs are graded by the BF16 fit and the FP8 GEMM ceiling
+/// measured on its own, never fitted (`plan::calibrate::fit`), so their errors are the FP8
+/// model's alone; the bound says how far that model may be off one recipe.
+const WORST_FP8_FAMILY: f64 = 8.0;
 
 #[test]
 fn leave_one_family_out_the_model_is_within_three_points_and_no_family_is_off_by_five() {
@@ -85,8 +89,32 @@ fn leave_one_family_out_the_model_is_within_three_points_and_no_family_is_off_by
     families.dedup();
     for f in families {
         let of: Vec<_> = all.iter().copied().filter(|p| p.family == f).collect();
-        assert!(mae(&of) <= WORST_FAMILY, "{f}: {:.2}", mae(&of));
+        let run = runs.iter().find(|r| r.family() == f).unwrap();
+        let bound = if run.precision.is_fp8() {
+            WORST_FP8_FAMILY
+        } else {
+            WORST_FAMILY
+        };
+        assert!(mae(&of) <= bound, "{f}: {:.2}", mae(&of));
     }
+}
+
+#[test]
+fn the_context_parallel_and_fp8_runs_are_within_three_points_on_average() {
+    // The shared set's `later` rows: NeMo's Llama 3.1 8B and 70B at CP 2, and the four FP8
+    // recipes (GPT-3 175B, MaxText's Llama 2 70B, NeMo 24.07's GPT-3 5B and Llama 2 70B).
+    let runs = runs();
+    let held = leave_one_family_out(&graded(&runs)).unwrap();
+    let later: Vec<_> = held
+        .iter()
+        .map(|(_, p)| p)
+        .filter(|p| {
+            let r = runs.iter().find(|r| r.id == p.id).unwrap();
+            r.cp > 1 || r.precision.is_fp8()
+        })
+        .collect();
+    assert_eq!(later.len(), 15);
+    assert!(mae(&later) <= 3.0, "MAE {:.2}", mae(&later));
 }
 
 #[test]

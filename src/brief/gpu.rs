@@ -23,6 +23,10 @@ pub struct Gpu {
     pub title: &'static str,
     /// Dense BF16 peak, TFLOP/s.
     pub peak_tflops: f64,
+    /// Dense FP8 peak, TFLOP/s; 0 without FP8 tensor cores.
+    pub fp8_tflops: f64,
+    /// Whether it runs MXFP8 (block-scaled FP8).
+    pub mxfp8: bool,
     /// Memory, GB.
     pub memory_gb: f64,
     /// HBM bandwidth, GB/s.
@@ -56,6 +60,10 @@ pub const CAP_FRACTION: f64 = 0.9;
 /// - B200 (HGX/DGX): NVIDIA DGX B200 user guide (1,440 GB for 8 GPUs: 180 GB each; 64 TB/s HBM:
 ///   8,000 GB/s each; ConnectX-7 at 400 Gb/s per GPU), Blackwell datasheet (2,250 TFLOP/s BF16
 ///   dense); ring all-reduce 682 GB/s (stas00/ml-engineering, 8×B200, NCCL 2.27).
+/// - FP8 (dense, no sparsity), from the same datasheets: H100 SXM and H200 1,979 TFLOP/s, H100
+///   PCIe 1,513, B200 4,500 (FP8 and MXFP8 alike on Blackwell's fifth-generation tensor cores;
+///   only Blackwell scales FP8 by blocks in hardware, so only it has MXFP8), MI300X 2,614.9;
+///   the A100 has no FP8 tensor cores (0).
 /// - MI300X: AMD Instinct MI300X specifications (1,307.4 TFLOP/s BF16 dense, 192 GB HBM3,
 ///   5,300 GB/s); 8 per platform, 400 Gb/s NICs 1:1 (ROCm docs); RCCL all-reduce 313 GB/s
 ///   over 8 GPUs (stas00/ml-engineering) — far less for smaller groups, which one figure cannot
@@ -65,6 +73,8 @@ pub const PRESETS: [Gpu; 7] = [
         name: "a100-40gb",
         title: "NVIDIA A100 SXM 40 GB",
         peak_tflops: 312.0,
+        fp8_tflops: 0.0,
+        mxfp8: false,
         memory_gb: 40.0,
         hbm_gbps: 1_555.0,
         intra_node_gbps: 230.0,
@@ -75,6 +85,8 @@ pub const PRESETS: [Gpu; 7] = [
         name: "a100-80gb",
         title: "NVIDIA A100 SXM 80 GB",
         peak_tflops: 312.0,
+        fp8_tflops: 0.0,
+        mxfp8: false,
         memory_gb: 80.0,
         hbm_gbps: 2_039.0,
         intra_node_gbps: 230.0,
@@ -85,6 +97,8 @@ pub const PRESETS: [Gpu; 7] = [
         name: "h100-sxm",
         title: "NVIDIA H100 SXM 80 GB",
         peak_tflops: 989.0,
+        fp8_tflops: 1_979.0,
+        mxfp8: false,
         memory_gb: 80.0,
         hbm_gbps: 3_350.0,
         intra_node_gbps: 370.0,
@@ -95,6 +109,8 @@ pub const PRESETS: [Gpu; 7] = [
         name: "h100-pcie",
         title: "NVIDIA H100 PCIe 80 GB",
         peak_tflops: 756.0,
+        fp8_tflops: 1_513.0,
+        mxfp8: false,
         memory_gb: 80.0,
         hbm_gbps: 2_000.0,
         intra_node_gbps: 40.0,
@@ -105,6 +121,8 @@ pub const PRESETS: [Gpu; 7] = [
         name: "h200",
         title: "NVIDIA H200 SXM 141 GB",
         peak_tflops: 989.0,
+        fp8_tflops: 1_979.0,
+        mxfp8: false,
         memory_gb: 141.0,
         hbm_gbps: 4_800.0,
         intra_node_gbps: 368.0,
@@ -115,6 +133,8 @@ pub const PRESETS: [Gpu; 7] = [
         name: "b200",
         title: "NVIDIA B200 (HGX) 180 GB",
         peak_tflops: 2_250.0,
+        fp8_tflops: 4_500.0,
+        mxfp8: true,
         memory_gb: 180.0,
         hbm_gbps: 8_000.0,
         intra_node_gbps: 682.0,
@@ -125,6 +145,8 @@ pub const PRESETS: [Gpu; 7] = [
         name: "mi300x",
         title: "AMD Instinct MI300X 192 GB",
         peak_tflops: 1_307.4,
+        fp8_tflops: 2_614.9,
+        mxfp8: false,
         memory_gb: 192.0,
         hbm_gbps: 5_300.0,
         intra_node_gbps: 313.0,

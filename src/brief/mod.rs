@@ -60,6 +60,13 @@ pub struct Brief {
     pub gpus: u64,
     /// Dense BF16 peak per GPU, TFLOP/s (H100 SXM: 989).
     pub peak_tflops: f64,
+    /// Dense FP8 peak per GPU, TFLOP/s (H100 SXM: 1,979); 0 for a GPU without FP8 tensor
+    /// cores. MFU is always measured against `peak_tflops`, the BF16 peak.
+    #[serde(default = "default_fp8_tflops")]
+    pub fp8_tflops: f64,
+    /// Whether the GPU runs MXFP8 (block-scaled FP8, Blackwell's tensor cores).
+    #[serde(default)]
+    pub mxfp8: bool,
     /// Memory of one card, GB (10^9 bytes).
     pub gpu_memory_gb: f64,
     /// The most a plan may use per GPU, GB; at most the card's memory.
@@ -93,6 +100,14 @@ pub struct Brief {
     pub family: Option<FamilySpec>,
 }
 
+fn default_fp8_tflops() -> f64 {
+    DEFAULT_FP8_TFLOPS
+}
+
+/// The default brief's dense FP8 peak: the H100 SXM's 1,979 TFLOP/s (NVIDIA H100 datasheet,
+/// 3,958 with sparsity).
+pub const DEFAULT_FP8_TFLOPS: f64 = 1_979.0;
+
 fn default_batch_target() -> u64 {
     DEFAULT_GLOBAL_BATCH_TOKENS
 }
@@ -108,6 +123,8 @@ impl Default for Brief {
         Brief {
             gpus: 2048,
             peak_tflops: 989.0,
+            fp8_tflops: DEFAULT_FP8_TFLOPS,
+            mxfp8: false,
             gpu_memory_gb: 80.0,
             memory_cap_gb: 72.0,
             gpus_per_node: 8,
@@ -166,6 +183,17 @@ impl Brief {
             }
         };
         positive("peak_tflops", self.peak_tflops, limits::PEAK_TFLOPS)?;
+        if !(self.fp8_tflops.is_finite() && (0.0..=limits::PEAK_TFLOPS).contains(&self.fp8_tflops))
+        {
+            return Err(Error::invalid(
+                "brief.fp8_tflops",
+                exact(self.fp8_tflops),
+                format!(
+                    "a number from 0 (no FP8) to {}",
+                    general(limits::PEAK_TFLOPS)
+                ),
+            ));
+        }
         positive("gpu_memory_gb", self.gpu_memory_gb, limits::GPU_MEMORY_GB)?;
         positive("memory_cap_gb", self.memory_cap_gb, limits::GPU_MEMORY_GB)?;
         positive("max_days", self.max_days, limits::DAYS)?;
@@ -246,6 +274,8 @@ impl Brief {
         Machine {
             cluster: self.cluster(),
             peak_tflops: self.peak_tflops,
+            fp8_tflops: self.fp8_tflops,
+            mxfp8: self.mxfp8,
             topology: self.topology,
             reliability: self.reliability,
         }

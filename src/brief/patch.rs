@@ -29,6 +29,12 @@ pub struct BriefPatch {
     /// See [`Brief::peak_tflops`].
     #[serde(default, deserialize_with = "number")]
     pub peak_tflops: Option<f64>,
+    /// See [`Brief::fp8_tflops`].
+    #[serde(default, deserialize_with = "number")]
+    pub fp8_tflops: Option<f64>,
+    /// See [`Brief::mxfp8`].
+    #[serde(default)]
+    pub mxfp8: Option<bool>,
     /// See [`Brief::gpu_memory_gb`].
     #[serde(default, deserialize_with = "number")]
     pub gpu_memory_gb: Option<f64>,
@@ -137,6 +143,8 @@ impl BriefPatch {
         Brief {
             gpus: self.gpus.unwrap_or(brief.gpus),
             peak_tflops: number_or(self.peak_tflops, brief.peak_tflops),
+            fp8_tflops: number_or(self.fp8_tflops, brief.fp8_tflops),
+            mxfp8: self.mxfp8.unwrap_or(brief.mxfp8),
             gpu_memory_gb: number_or(self.gpu_memory_gb, brief.gpu_memory_gb),
             memory_cap_gb: number_or(self.memory_cap_gb, brief.memory_cap_gb),
             gpus_per_node: self.gpus_per_node.unwrap_or(brief.gpus_per_node),
@@ -161,6 +169,8 @@ impl BriefPatch {
     pub fn gpu(gpu: &Gpu) -> BriefPatch {
         BriefPatch {
             peak_tflops: Some(gpu.peak_tflops),
+            fp8_tflops: Some(gpu.fp8_tflops),
+            mxfp8: Some(gpu.mxfp8),
             gpu_memory_gb: Some(gpu.memory_gb),
             memory_cap_gb: Some(gpu.memory_gb * CAP_FRACTION),
             gpus_per_node: Some(gpu.gpus_per_node),

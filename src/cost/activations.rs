@@ -181,8 +181,12 @@ const fn core(bytes_per_token: f64) -> Kept {
     }
 }
 
-/// The tensors `layer` keeps with no recomputation, for `shape` at sequence length `s`.
-fn tensors(layer: Layer, shape: &Shape, s: f64) -> Vec<Kept> {
+/// The tensors `layer` keeps with no recomputation, for `shape` at sequence length `s`; with
+/// `fp8` (fused kernels) the QKV and gate/up inputs and SwiGLU's output are kept as the FP8
+/// copies their GEMMs saved (1 byte an element, half), and the attention output is kept twice:
+/// in BF16 for attention's backward and in FP8 for the output projection's (Transformer
+/// Engine's `LayerNormLinear` and `Linear` save their FP8-cast inputs).
+fn tensors(layer: Layer, shape: &Shape, s: f64, fp8: bool) -> Vec<Kept> {
     use Split::{Replicated, Tensor};
     let h = shape.hidden as f64;
     let f = shape.ffn as f64;
@@ -192,29 +196,28 @@ fn tensors(layer: Layer, shape: &Shape, s: f64) -> Vec<Kept> {
     let q = shape.attention_width() as f64;
     match layer {
         Layer::Llama(Kernels::Lean) => {
-            let swiglu_output = 2.0 * shape.ffn as f64;
-            let mut fused = tensors(Layer::Llama(Kernels::Fused), shape, s);
-            // The SwiGLU output, recomputed from its inputs in backward.
-            let at = fused
-                .iter()
-                .rposition(|t| t.bytes_per_token == swiglu_output && t.split == Split::Tensor);
-            if let Some(i) = at {
-                fused.remove(i);
-            }
+            let mut fused = tensors(Layer::Llama(Kernels::Fused), shape, s, fp8);
+            // The SwiGLU output (the list's last), recomputed from its inputs in backward.
+            fused.pop();
             fused
         }
-        Layer::Llama(Kernels::Fused) => vec![
-            kept(2.0 * h, Replicated), // attention RMSNorm input
-            kept(2.0 * h, Replicated), // QKV input
-            kept(2.0 * q, Tensor),     // Q after RoPE
-            kept(4.0 * g, Tensor),     // K after RoPE, V
-            kept(2.0 * q, Tensor),     // attention output O
-            core(4.0 * a),             // log-sum-exp, FP32
-            kept(2.0 * h, Replicated), // MLP RMSNorm input
-            kept(2.0 * h, Replicated), // gate/up input
-            kept(4.0 * f, Tensor),     // gate and up outputs
-            kept(2.0 * f, Tensor),     // SwiGLU output
-        ],
+        Layer::Llama(Kernels::Fused) => {
+            // A GEMM's own input: BF16, or its FP8 copy.
+            let input = if fp8 { 1.0 } else { 2.0 };
+            let output_copy = if fp8 { q } else { 0.0 };
+            vec![
+                kept(2.0 * h, Replicated),           // attention RMSNorm input
+                kept(input * h, Replicated),         // QKV input
+                kept(2.0 * q, Tensor),               // Q after RoPE
+                kept(4.0 * g, Tensor),               // K after RoPE, V
+                kept(2.0 * q + output_copy, Tensor), // attention output O (and its FP8 copy)
+                core(4.0 * a),                       // log-sum-exp, FP32
+                kept(2.0 * h, Replicated),           // MLP RMSNorm input
+                kept(input * h, Replicated),         // gate/up input
+                kept(4.0 * f, Tensor),               // gate and up outputs
+                kept(input * f, Tensor),             // SwiGLU output (last: see Lean)
+            ]
+        }
         Layer::Llama(Kernels::Eager) => vec![
             kept(6.0 * h, Replicated), // attention RMSNorm: FP32 upcast, BF16 normalised
             kept(2.0 * h, Replicated), // its output, the QKV input
@@ -260,6 +263,9 @@ pub struct Setting {
     pub tp: u64,
     /// Sequence parallelism (splits the replicated tensors along the sequence).
     pub sequence_parallel: bool,
+    /// The inputs a GEMM alone keeps for its weight gradient are kept in FP8 (Transformer
+    /// Engine's FP8 recipes), 1 byte an element.
+    pub fp8: bool,
 }
 
 impl Setting {
@@ -275,7 +281,7 @@ impl Setting {
     }
 
     fn sum(&self, shape: &Shape, keep: impl Fn(&Kept) -> bool) -> f64 {
-        tensors(self.layer, shape, self.seq_len as f64)
+        tensors(self.layer, shape, self.seq_len as f64, self.fp8)
             .iter()
             .filter(|t| keep(t))
             .map(|t| self.bytes(t))
@@ -376,6 +382,7 @@ mod tests {
             micro_batch: 1,
             tp,
             sequence_parallel: sp,
+            fp8: false,
         }
     }
 
@@ -389,6 +396,7 @@ mod tests {
             micro_batch: 1,
             tp,
             sequence_parallel: sp,
+            fp8: false,
         };
         st.stored(&shape, recompute) / (2048.0 * 12_288.0)
     }

@@ -27,6 +27,9 @@
 //!   forward as half of `4·s²·d` per head and the backward as 2.5 forwards; so does this model.
 //!   On Ampere, Transformer Engine's and cuDNN's fused attention run FlashAttention-2, so the
 //!   A100 has one table for both.
+//! - **FP8 GEMM ceiling**: the same MAMF table's FP8 (`float8_e4m3fn`) rows, H100 SXM 1,402.6 of
+//!   1,979 TFLOP/s (70.9 %), H200 1,453.4 of 1,979 (73.4 %) (stas00/ml-engineering @744d01e,
+//!   `compute/accelerator/README.md`); the A100 has no FP8 tensor cores.
 
 /// The attention kernel a stack runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -76,6 +79,9 @@ pub struct Chip {
     pub flash2: [f64; 6],
     /// cuDNN fused attention forward + backward TFLOP/s at [`ATTENTION_SEQ`].
     pub cudnn: [f64; 6],
+    /// The dense FP8 peak it was measured against, TFLOP/s, and the best measured FP8
+    /// (E4M3) GEMM; `None` for a chip without FP8 tensor cores.
+    pub fp8: Option<(f64, Anchor)>,
 }
 
 /// The GEMM tiles cuBLAS and CUTLASS choose among for BF16 on Ampere and Hopper, rows ×
@@ -85,6 +91,9 @@ pub const TILES: [(f64, f64); 3] = [(128.0, 256.0), (256.0, 128.0), (128.0, 128.
 
 /// The depth of one K block of a tile, elements.
 pub const BK: f64 = 64.0;
+/// The depth of one K block of an FP8 tile: 128 one-byte elements, the bytes of [`BK`] BF16
+/// ones (CUTLASS's Hopper FP8 kernels use `K = 128` tiles).
+pub const FP8_BK: f64 = 128.0;
 
 /// Fraction of HBM bandwidth that element-wise kernels and the optimizer reach: the
 /// calibration's fused AdamW, 2.9 of the H200's 4.8 TB/s (data/calibration/MEASUREMENTS.md).
@@ -121,6 +130,7 @@ const A100_80GB: Chip = Chip {
     anchor: A100_ANCHOR,
     flash2: FLASH2_A100,
     cudnn: FLASH2_A100,
+    fp8: None,
 };
 
 const H100_SXM: Chip = Chip {
@@ -133,6 +143,8 @@ const H100_SXM: Chip = Chip {
     anchor: cubed(794.5),
     flash2: FLASH2_H100,
     cudnn: CUDNN_H100,
+    // MAMF's FP8 (float8_e4m3fn) table: 1,402.6 of 1,979 TFLOP/s, the shape taken as 8192³.
+    fp8: Some((1_979.0, cubed(1_402.6))),
 };
 
 /// The chips with published kernel figures: the A100 40 GB is the 80 GB's with slower HBM, the
@@ -149,6 +161,8 @@ pub const CHIPS: [Chip; 4] = [
         name: "h200",
         hbm_gbps: 4_800.0,
         anchor: cubed(783.168),
+        // MAMF's FP8 table: 1,453.4 of 1,979 TFLOP/s.
+        fp8: Some((1_979.0, cubed(1_453.4))),
         ..H100_SXM
     },
 ];
@@ -219,6 +233,13 @@ impl Chip {
     /// [`Chip::shape_fraction`] on `sms` of the SMs (the rest busy with a collective), as a
     /// fraction of the whole chip's rate.
     pub fn shape_fraction_on(&self, m: f64, n: f64, k: f64, sms: f64) -> f64 {
+        self.shape_fraction_deep(m, n, k, sms, BK)
+    }
+
+    /// [`Chip::shape_fraction_on`] with K blocks `bk` elements deep: [`BK`] for BF16,
+    /// [`FP8_BK`] for FP8, whose one-byte blocks twice as deep take the same shared memory, so
+    /// a tile's pipeline fills over twice as many K elements.
+    pub fn shape_fraction_deep(&self, m: f64, n: f64, k: f64, sms: f64, bk: f64) -> f64 {
         let all = f64::from(self.sms);
         TILES
             .iter()
@@ -226,7 +247,7 @@ impl Chip {
                 let (rows, cols) = ((m / tm).ceil().max(1.0), (n / tn).ceil().max(1.0));
                 let tiles = rows * cols;
                 let waves = (tiles / sms).ceil();
-                let fill = (self.stages((tm, tn)) + 2.0) * BK;
+                let fill = (self.stages((tm, tn)) + 2.0) * bk;
                 m * n / (tiles * tm * tn) * tiles / (waves * all) * k / (k + fill)
             })
             .fold(0.0, f64::max)
@@ -237,6 +258,15 @@ impl Chip {
     pub fn gemm_ceiling(&self) -> f64 {
         let a = self.anchor;
         a.tflops / self.peak_tflops / self.shape_fraction(a.m, a.n, a.k)
+    }
+
+    /// The FP8 main loop's ceiling, a fraction of the FP8 peak, as [`Chip::gemm_ceiling`]
+    /// from the FP8 anchor (the same tiles and waves, K blocks [`FP8_BK`] deep); `None`
+    /// without FP8.
+    pub fn fp8_ceiling(&self) -> Option<f64> {
+        let sms = f64::from(self.sms);
+        self.fp8
+            .map(|(peak, a)| a.tflops / peak / self.shape_fraction_deep(a.m, a.n, a.k, sms, FP8_BK))
     }
 
     /// Fraction of peak an `m × n × k` BF16 GEMM reaches: the ceiling times what its shape
@@ -261,6 +291,16 @@ mod tests {
         // quantizes the same, 4096/4224, but its six stages fill for longer.)
         let lost = 2048.0 / 2112.0 * 8192.0 / 8576.0;
         assert!((h200.shape_fraction(8192.0, 8192.0, 8192.0) - lost).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_fp8_ceiling_reproduces_mamf_s_fp8_product() {
+        let h100 = Chip::of(989.0, 3350.0).unwrap();
+        let ceiling = h100.fp8_ceiling().unwrap();
+        let lost = h100.shape_fraction_deep(8192.0, 8192.0, 8192.0, 132.0, FP8_BK);
+        let tflops = ceiling * lost * 1979.0;
+        assert!((tflops - 1402.6).abs() < 1e-9, "{tflops}");
+        assert!(Chip::of(312.0, 2039.0).unwrap().fp8_ceiling().is_none());
     }
 
     #[test]

@@ -43,7 +43,8 @@
 //! idle GPU; a step shares the SMs with communication kernels and holds power-limited clocks.
 
 use crate::cost::activations::{Kernels, Recompute};
-use crate::cost::chip::{Attention, Chip, HBM_EFFICIENCY};
+use crate::cost::chip::{Attention, Chip, FP8_BK, HBM_EFFICIENCY};
+use crate::cost::precision::{Precision, CAST_BYTES, FUSED_CAST_BYTES};
 use crate::model::Shape;
 
 /// SMs a Transformer Engine userbuffers reduce-scatter takes while it overlaps its GEMM's
@@ -107,6 +108,18 @@ pub struct Context<'a> {
     pub micro_batch: u64,
     /// Tokens per sequence.
     pub seq_len: u64,
+    /// Context-parallel degree: this rank holds `s/CP` tokens of each sequence.
+    pub cp: u64,
+    /// Whether CP gathers every rank's K and V before attention (then the kernel runs this
+    /// rank's queries over the whole sequence's keys) rather than passing chunks in a ring
+    /// (blocks of `s/CP` by `s/CP`).
+    pub cp_gathered: bool,
+    /// The precision of the four projections (the head and attention stay BF16).
+    pub precision: Precision,
+    /// Dense FP8 peak, FLOP/s (the brief's; 0 without FP8).
+    pub fp8_peak_flops: f64,
+    /// The chip's FP8 GEMM ceiling ([`Chip::fp8_ceiling`]), 0 without FP8.
+    pub fp8_ceiling: f64,
 }
 
 /// Seconds of one operation, or a group of them, forward and backward.
@@ -154,8 +167,9 @@ impl LayerTime {
 }
 
 impl Context<'_> {
+    /// Tokens of the micro-batch on this rank, `b·s/CP`.
     fn tokens(&self) -> f64 {
-        (self.micro_batch * self.seq_len) as f64
+        (self.micro_batch * self.seq_len) as f64 / self.cp.max(1) as f64
     }
 
     /// Seconds of one `m × n × k` BF16 GEMM.
@@ -170,6 +184,26 @@ impl Context<'_> {
         let rate = self.peak_flops * fraction * self.sustained;
         let bytes = 2.0 * (m * k + k * n + m * n);
         (flops / rate).max(bytes / (self.hbm_bytes_per_second * HBM_EFFICIENCY))
+    }
+
+    /// Seconds of one `m × n × k` projection GEMM on `sms` of the SMs in the step's
+    /// precision: BF16 as [`Context::gemm_on`], or FP8 at the FP8 peak times the chip's FP8
+    /// ceiling and the shape's losses, reading 1-byte operands (MXFP8: and a scale per 32) and
+    /// writing a BF16 result.
+    fn matmul_on(&self, m: f64, n: f64, k: f64, sms: f64) -> f64 {
+        if !self.precision.is_fp8() {
+            return self.gemm_on(m, n, k, sms);
+        }
+        let flops = 2.0 * m * n * k;
+        let fraction = self.fp8_ceiling * self.chip.shape_fraction_deep(m, n, k, sms, FP8_BK);
+        let rate = self.fp8_peak_flops * fraction * self.sustained;
+        let bytes = self.precision.operand_bytes() * (m * k + k * n) + 2.0 * m * n;
+        (flops / rate).max(bytes / (self.hbm_bytes_per_second * HBM_EFFICIENCY))
+    }
+
+    /// [`Context::matmul_on`] on every SM.
+    fn matmul(&self, m: f64, n: f64, k: f64) -> f64 {
+        self.matmul_on(m, n, k, f64::from(self.chip.sms))
     }
 
     /// A forward GEMM and its two backward GEMMs.
@@ -193,8 +227,8 @@ impl Context<'_> {
             all
         };
         Op {
-            forward: c * self.gemm_on(m / c, n, k, sms),
-            backward: c * self.gemm(m / c, k, n) + self.gemm(k, n, m),
+            forward: c * self.matmul_on(m / c, n, k, sms),
+            backward: c * self.matmul(m / c, k, n) + self.matmul(k, n, m),
         }
     }
 
@@ -203,14 +237,19 @@ impl Context<'_> {
         bytes / (self.hbm_bytes_per_second * HBM_EFFICIENCY)
     }
 
-    /// The attention core of one layer.
-    fn attention(&self, shape: &Shape) -> Op {
+    /// The attention core of one layer. Under context parallelism each rank runs `1/CP` of the
+    /// causal FLOPs (the load-balanced split gives every rank the same share) on its `s/CP`
+    /// queries, at the kernel's throughput for blocks of `s/CP` in a ring, or for the whole
+    /// sequence's keys once they are gathered.
+    pub fn attention(&self, shape: &Shape) -> Op {
         let t = self.tp as f64;
+        let cp = self.cp.max(1) as f64;
         let (b, s) = (self.micro_batch as f64, self.seq_len as f64);
         let q = shape.attention_width() as f64;
-        match self.chip.attention_fraction(self.attention, s) {
+        let kernel_seq = if self.cp_gathered { s } else { s / cp };
+        match self.chip.attention_fraction(self.attention, kernel_seq) {
             Some(fraction) => {
-                let forward_flops = 2.0 * b * s * s * q / t;
+                let forward_flops = 2.0 * b * s * s * q / (t * cp);
                 let rate = self.peak_flops * fraction * self.sustained;
                 let all = 3.5 * forward_flops / rate;
                 Op {
@@ -249,7 +288,8 @@ impl Context<'_> {
     }
 
     /// The element-wise work of one layer; with [`Kernels::Lean`] backward also recomputes
-    /// SwiGLU's product (reads 4f, writes 2f).
+    /// SwiGLU's product (reads 4f, writes 2f). With FP8 the casts of the projections'
+    /// operands ([`Context::cast_bytes`]) are added.
     fn elementwise(&self, shape: &Shape) -> Op {
         let t = self.tp as f64;
         let (wide, split) = self.elementwise_bytes(shape);
@@ -260,10 +300,33 @@ impl Context<'_> {
         } else {
             0.0
         };
+        let ((fw, fs), (bw, bs)) = self.cast_bytes(shape);
+        let cast =
+            |wide: f64, split: f64| self.traffic(self.tokens() * (wide / wide_share + split / t));
         Op {
-            forward,
-            backward: 2.0 * forward + again,
+            forward: forward + cast(fw, fs),
+            backward: 2.0 * forward + again + cast(bw, bs),
         }
+    }
+
+    /// Bytes per token the FP8 casts of one layer move, (h-wide, split over TP), forward and
+    /// backward; nothing in BF16. Forward: the QKV and gate/up inputs, cast inside the
+    /// RMSNorms that write them ([`FUSED_CAST_BYTES`] each, `h` wide), and the attention
+    /// output and SwiGLU's output cast on their own ([`CAST_BYTES`], `q` and `f` wide).
+    /// Backward: each projection's output gradient cast with its transpose: the attention
+    /// output's and the down projection's (`h` wide), the QKV's (`q + 2g`) and the gate/up's
+    /// (`2f`).
+    fn cast_bytes(&self, shape: &Shape) -> ((f64, f64), (f64, f64)) {
+        if !self.precision.is_fp8() {
+            return ((0.0, 0.0), (0.0, 0.0));
+        }
+        let h = shape.hidden as f64;
+        let f = shape.ffn as f64;
+        let q = shape.attention_width() as f64;
+        let g = f64::from(shape.kv_heads) * shape.head_dim() as f64;
+        let forward = (2.0 * FUSED_CAST_BYTES * h, CAST_BYTES * (q + f));
+        let backward = (2.0 * CAST_BYTES * h, CAST_BYTES * (q + 2.0 * g + 2.0 * f));
+        (forward, backward)
     }
 
     /// One layer's seconds per micro-batch under `recompute`.
@@ -296,9 +359,9 @@ impl Context<'_> {
             // Every second matrix product of the layer — the K projection, the attention
             // output and the up projection — and all element-wise work; attention is kept.
             Recompute::SelectiveOp => {
-                self.gemm(tokens, g / t, h)
-                    + self.gemm(tokens, h, q / t)
-                    + self.gemm(tokens, f / t, h)
+                self.matmul(tokens, g / t, h)
+                    + self.matmul(tokens, h, q / t)
+                    + self.matmul(tokens, f / t, h)
                     + elementwise.forward
             }
         };
@@ -341,6 +404,11 @@ mod tests {
             tp_chunks: 1,
             micro_batch: 1,
             seq_len: 8192,
+            cp: 1,
+            cp_gathered: false,
+            precision: Precision::Bf16,
+            fp8_peak_flops: 1979e12,
+            fp8_ceiling: chip.fp8_ceiling().unwrap(),
         }
     }
 
@@ -425,6 +493,11 @@ mod tests {
             tp_chunks: 1,
             micro_batch: 1,
             seq_len: 2048,
+            cp: 1,
+            cp_gathered: false,
+            precision: Precision::Bf16,
+            fp8_peak_flops: 0.0,
+            fp8_ceiling: 0.0,
         };
         let s = Shape::new("gpt3", 96, 12_288, 32_768, 96, 96, 51_200).unwrap();
         let a = c.attention(&s);

@@ -20,6 +20,7 @@ pub mod chip;
 pub mod compute;
 pub mod efficiency;
 pub mod memory;
+pub mod precision;
 pub mod reliability;
 pub mod scaling;
 pub mod stack;
@@ -40,6 +41,10 @@ pub struct Machine {
     pub cluster: Cluster,
     /// Dense BF16 peak per GPU, TFLOP/s.
     pub peak_tflops: f64,
+    /// Dense FP8 peak per GPU, TFLOP/s; 0 without FP8.
+    pub fp8_tflops: f64,
+    /// Whether the GPU runs MXFP8.
+    pub mxfp8: bool,
     /// Links and memory bandwidth.
     pub topology: Topology,
     /// Failures, checkpoints and restarts.

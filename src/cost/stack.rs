@@ -3,15 +3,25 @@
 //! pipeline — as one name (`--stack megatron-te`). Every field is a default; the flags that set
 //! it one by one still override it.
 //!
-//! | stack | kernels | attention | loss | TP / PP / DP overlap | stages | interleaving |
-//! |---|---|---|---|---|---|---|
-//! | `megatron-te` | fused | cuDNN | fused FP32 | 1 / 1 / 1 | even | yes |
-//! | `llama3` | fused, SwiGLU product recomputed | FlashAttention-2 | fused FP32 | 0 / 1 / 1 | one fewer layer first and last where L + 2 divides, else even | yes |
-//! | `torchtitan` | eager time, fused memory | FlashAttention-2 | eager FP32 | 0 / 0 / 1 | even | yes |
-//! | `torchtitan-compile` | fused | FlashAttention-2 | fused FP32 | 0 / 0 / 1 | even | yes |
-//! | `maxtext` | fused | cuDNN | fused FP32 | 1 / 1 / 1 | even | yes |
-//! | `megatron-deepspeed` | fused | unfused | fused FP32 | 0 / 0 / 0 | embedding and head counted as layers where L + 2 divides, else even | no |
-//! | `eager` | eager (the calibration's measured curve in h/TP) | — | — | 0 / 0 / 1 | even | yes |
+//! | stack | kernels | attention | loss | TP / PP / DP overlap | stages | interleaving | CP | FP8 |
+//! |---|---|---|---|---|---|---|---|---|
+//! | `megatron-te` | fused | cuDNN | fused FP32 | 1 / 1 / 1 | even | yes | ring | FP8, MXFP8 |
+//! | `llama3` | fused, SwiGLU product recomputed | FlashAttention-2 | fused FP32 | 0 / 1 / 1 | one fewer layer first and last where L + 2 divides, else even | yes | all-gather | — |
+//! | `torchtitan` | eager time, fused memory | FlashAttention-2 | eager FP32 | 0 / 0 / 1 | even | yes | all-gather | FP8, MXFP8 |
+//! | `torchtitan-compile` | fused | FlashAttention-2 | fused FP32 | 0 / 0 / 1 | even | yes | all-gather | FP8, MXFP8 |
+//! | `maxtext` | fused | cuDNN | fused FP32 | 1 / 1 / 1 | even | yes | all-gather | FP8 |
+//! | `megatron-deepspeed` | fused | unfused | fused FP32 | 0 / 0 / 0 | embedding and head counted as layers where L + 2 divides, else even | no | — | — |
+//! | `eager` | eager (the calibration's measured curve in h/TP) | — | — | 0 / 0 / 1 | even | yes | — | — |
+//!
+//! Context parallelism and FP8, stack by stack: Megatron-core runs Transformer Engine's
+//! ring attention (`cp_comm_type` "p2p", its default) and TE's FP8 recipes (`--fp8-format
+//! hybrid`, delayed or current scaling; MXFP8 on Blackwell, `--fp8-recipe mxfp8`); Llama 3
+//! all-gathered K and V (§3.3.2) and trained in BF16; torchtitan's `context_parallel_degree`
+//! uses PyTorch's context parallelism with the `allgather` rotate method (its default) and
+//! torchao's float8 and MX converters (`quantize.linear.float8`, `quantize.linear.mx`);
+//! MaxText all-gathers K and V for context parallelism and runs XLA's FP8 dot products
+//! (`quantization=fp8`); Megatron-DeepSpeed (2021–22) has neither (DeepSpeed's Ulysses is a
+//! different sequence split); the eager stack's curve was measured in BF16 without CP.
 //!
 //! Sources, stack by stack:
 //! - **megatron-te** (Megatron-core / NeMo with Transformer Engine): NeMo-Framework-Launcher
@@ -127,6 +137,22 @@ pub enum StageSplit {
     Balanced,
 }
 
+/// How a stack exchanges keys and values between context-parallel ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CpComm {
+    /// Megatron-core's ring (Transformer Engine's `cp_comm_type = "p2p"`, its default): `CP − 1`
+    /// steps, each passing this rank's K and V chunk to the next while attention runs on the
+    /// chunk in hand; backward passes K, V and their gradients.
+    Ring,
+    /// Llama 3's all-gather of K and V before attention and the reduce-scatter of their
+    /// gradients after its backward, exposed (Llama Team 2024, §3.3.2: "the all-gather
+    /// communication latency is exposed", small beside attention at long sequences with
+    /// grouped-query attention); PyTorch's context parallelism in torchtitan
+    /// (`context_parallel_rotate_method = "allgather"`) and MaxText's likewise.
+    AllGather,
+}
+
 /// A software stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -174,6 +200,12 @@ pub struct Settings {
     pub interleaving: bool,
     /// Whether compute follows the per-operation model (else the eager curve).
     pub per_operation: bool,
+    /// Context parallelism, if the stack has it, and how it exchanges K and V.
+    pub cp: Option<CpComm>,
+    /// Whether the stack trains with FP8 projections (per-tensor scaling).
+    pub fp8: bool,
+    /// Whether it trains with MXFP8 (block scaling, where the GPU has it).
+    pub mxfp8: bool,
 }
 
 impl Stack {
@@ -216,15 +248,26 @@ impl Stack {
             dp_overlap: 1.0,
             interleaving: true,
             per_operation: true,
+            cp: Some(CpComm::Ring),
+            fp8: true,
+            mxfp8: true,
         };
         match self {
-            Stack::MegatronTe | Stack::Maxtext => base,
+            Stack::MegatronTe => base,
+            Stack::Maxtext => Settings {
+                cp: Some(CpComm::AllGather),
+                mxfp8: false,
+                ..base
+            },
             Stack::Llama3 => Settings {
                 kernels: Kernels::Lean,
                 elementwise: Kernels::Lean,
                 attention: Attention::Flash2,
                 stages: StageSplit::Balanced,
                 tp_overlap: 0.0,
+                cp: Some(CpComm::AllGather),
+                fp8: false,
+                mxfp8: false,
                 ..base
             },
             Stack::Torchtitan => Settings {
@@ -233,12 +276,14 @@ impl Stack {
                 loss_kernel: LossKernel::Eager,
                 tp_overlap: 0.0,
                 pp_overlap: 0.0,
+                cp: Some(CpComm::AllGather),
                 ..base
             },
             Stack::TorchtitanCompile => Settings {
                 attention: Attention::Flash2,
                 tp_overlap: 0.0,
                 pp_overlap: 0.0,
+                cp: Some(CpComm::AllGather),
                 ..base
             },
             Stack::MegatronDeepspeed => Settings {
@@ -248,6 +293,9 @@ impl Stack {
                 pp_overlap: 0.0,
                 dp_overlap: 0.0,
                 interleaving: false,
+                cp: None,
+                fp8: false,
+                mxfp8: false,
                 ..base
             },
             Stack::Eager => Settings {
@@ -258,6 +306,9 @@ impl Stack {
                 tp_overlap: 0.0,
                 pp_overlap: 0.0,
                 per_operation: false,
+                cp: None,
+                fp8: false,
+                mxfp8: false,
                 ..base
             },
         }

@@ -22,6 +22,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::cost::activations::Recompute;
+use crate::cost::precision::Precision;
 use crate::error::{Error, Result};
 use crate::model::layout::Layout;
 
@@ -191,6 +192,9 @@ pub struct Step {
     pub sequence_parallel: bool,
     /// The pipeline schedule.
     pub schedule: Schedule,
+    /// The precision of the matrix products (plan files written before it read as BF16).
+    #[serde(default)]
+    pub precision: Precision,
     /// Tokens per optimizer step across all replicas.
     pub global_batch_tokens: u64,
 }
@@ -213,6 +217,7 @@ impl Step {
             recompute: Recompute::Full,
             sequence_parallel: layout.tp > 1,
             schedule: Schedule::OneFOneB,
+            precision: Precision::Bf16,
             global_batch_tokens,
         }
     }
@@ -225,6 +230,16 @@ impl Step {
                 "--micro-batch × --seq-len",
                 self.micro_batch * self.seq_len,
                 "at least one token",
+            ));
+        }
+        if layout.cp > 1 && self.seq_len % (2 * layout.cp) != 0 {
+            return Err(Error::invalid(
+                "--cp",
+                layout.cp,
+                format!(
+                    "a degree whose 2 × cp chunks divide the {}-token sequence (context parallelism splits it into 2·CP chunks, rank i taking chunks i and 2·CP − 1 − i, to balance causal attention)",
+                    self.seq_len
+                ),
             ));
         }
         if self.sequence_parallel && layout.tp == 1 {
@@ -316,6 +331,7 @@ mod tests {
             recompute: Recompute::Full,
             sequence_parallel: true,
             schedule,
+            precision: Precision::Bf16,
             global_batch_tokens: 16 * 1024 * 1024,
         }
     }

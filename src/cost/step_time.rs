@@ -47,8 +47,9 @@ use crate::cost::efficiency::EfficiencyCurve;
 use crate::cost::memory::detailed::{stage_params, Detailed};
 use crate::cost::memory::plate::shard;
 use crate::cost::memory::MemoryModel;
+use crate::cost::precision::Precision;
 use crate::cost::reliability::Outage;
-use crate::cost::stack::Stack;
+use crate::cost::stack::{CpComm, Stack};
 use crate::cost::topology::{all_reduce, reduce_scatter, send, Link};
 use crate::cost::Machine;
 use crate::error::{Error, Result};
@@ -130,6 +131,9 @@ pub struct Breakdown {
     pub compute: f64,
     /// Exposed tensor-parallel collectives.
     pub tp_comm: f64,
+    /// Exposed context-parallel exchanges of keys and values.
+    #[serde(default)]
+    pub cp_comm: f64,
     /// Exposed pipeline sends.
     pub pp_comm: f64,
     /// Exposed data-parallel collectives.
@@ -143,7 +147,13 @@ pub struct Breakdown {
 impl Breakdown {
     /// The step's seconds: the sum of its parts.
     pub fn total(&self) -> f64 {
-        self.compute + self.tp_comm + self.pp_comm + self.dp_comm + self.bubble + self.optimizer
+        self.compute
+            + self.tp_comm
+            + self.cp_comm
+            + self.pp_comm
+            + self.dp_comm
+            + self.bubble
+            + self.optimizer
     }
 }
 
@@ -252,6 +262,89 @@ fn chip_for(machine: &Machine, stack: Stack) -> Result<&'static Chip> {
     })
 }
 
+/// The FP8 ceiling the step's projections run at on `chip`, or why there is none: the GPU
+/// must have FP8 tensor cores (`fp8_tflops` > 0; MXFP8 needs `mxfp8`) and published FP8 GEMM
+/// figures.
+fn fp8_for(machine: &Machine, chip: &Chip, precision: Precision) -> Result<f64> {
+    if machine.fp8_tflops <= 0.0 || (precision == Precision::Mxfp8 && !machine.mxfp8) {
+        let needs = if precision == Precision::Mxfp8 {
+            "a GPU that scales FP8 by blocks (mxfp8 = true: Blackwell)"
+        } else {
+            "a GPU with FP8 tensor cores (fp8_tflops > 0)"
+        };
+        return Err(Error::invalid(
+            "--precision",
+            precision,
+            format!("bf16, or {needs}"),
+        ));
+    }
+    chip.fp8_ceiling().ok_or_else(|| {
+        Error::invalid(
+            "--precision",
+            precision,
+            format!(
+                "bf16 on the {}: it has no published FP8 GEMM figures",
+                chip.name
+            ),
+        )
+    })
+}
+
+/// Exposed seconds of one layer's context-parallel exchange per micro-batch on the CP group
+/// (`CP` ranks `TP` apart), for `tokens` tokens of this rank and the layer's attention core
+/// `(forward, backward)` seconds. A K and V chunk is `4·g·T/t` bytes (BF16).
+///
+/// - **Ring** (Megatron-core): forward runs `CP − 1` steps, each sending the chunk in hand to
+///   the next rank while attention runs on it, `1/CP` of the core; only what a send lasts
+///   beyond its block is exposed. Backward sends the chunk and its gradients (twice the bytes)
+///   behind `1/CP` of the backward core. The sends are point to point: NVLink while the CP
+///   group fits in a node with its TP ranks, else one NIC.
+/// - **All-gather** (Llama 3): K and V all-gathered before attention and their gradients
+///   reduce-scattered after, exposed, over the group's NICs.
+///
+/// A recomputed forward repeats its exchange: under full, selective and save-qkv
+/// recomputation (all recompute attention), half of it under selective-layer.
+fn cp_exchange(
+    machine: &Machine,
+    shape: &Shape,
+    layout: &Layout,
+    tokens: f64,
+    recompute: Recompute,
+    (attention_forward, attention_backward): (f64, f64),
+    comm: Option<CpComm>,
+) -> f64 {
+    let cp = layout.cp;
+    if cp <= 1 {
+        return 0.0;
+    }
+    let forwards = match recompute {
+        Recompute::None | Recompute::SelectiveOp => 1.0,
+        Recompute::SelectiveLayer => 1.5,
+        Recompute::Full | Recompute::Selective | Recompute::SaveQkv => 2.0,
+    };
+    let g = f64::from(shape.kv_heads) * shape.head_dim() as f64;
+    let chunk = 4.0 * g * tokens / layout.tp as f64;
+    let n = cp as f64;
+    match comm {
+        Some(CpComm::Ring) => {
+            let link = if layout.tp.saturating_mul(cp) <= machine.cluster.gpus_per_node {
+                machine.topology.intra()
+            } else {
+                machine.topology.inter()
+            };
+            let forward = (send(link, chunk) - attention_forward / n).max(0.0);
+            let backward = (send(link, 2.0 * chunk) - attention_backward / n).max(0.0);
+            (n - 1.0) * (forwards * forward + backward)
+        }
+        Some(CpComm::AllGather) => {
+            let link = link_for(machine, layout.tp, cp);
+            let one = reduce_scatter(link, cp, n * chunk);
+            forwards * one + one
+        }
+        None => 0.0,
+    }
+}
+
 /// One stage's compute per micro-batch: (all of it, its forward, its GEMMs), seconds.
 type StageCompute = (f64, f64, f64);
 
@@ -273,14 +366,23 @@ pub fn step_time(
     let stack = d.options.stack;
     let settings = stack.settings();
     let (layers, m) = d.pipeline(shape, layout)?;
-    let (tp, pp, dp) = (layout.tp, layout.pp, layout.dp);
+    let (tp, cp, pp, dp) = (layout.tp, layout.cp, layout.pp, layout.dp);
     let (h, v) = (shape.hidden as f64, shape.vocab as f64);
-    let tokens = (step.micro_batch * step.seq_len) as f64;
+    // This rank's tokens of a micro-batch: `b·s/CP`.
+    let tokens = (step.micro_batch * step.seq_len) as f64 / cp as f64;
     let peak = machine.peak_tflops * FLOPS_PER_TFLOPS;
+    let precision = step.precision;
 
-    // Per micro-batch: one layer's (all, forward, GEMMs) and the head's (all, forward).
-    let (layer, head): (StageCompute, (f64, f64)) = if settings.per_operation {
+    // Per micro-batch: one layer's (all, forward, GEMMs), the head's (all, forward), and one
+    // layer's attention core (forward, backward).
+    let (layer, head, attention): (StageCompute, (f64, f64), (f64, f64)) = if settings.per_operation
+    {
         let chip = chip_for(machine, stack)?;
+        let fp8_ceiling = if precision.is_fp8() {
+            fp8_for(machine, chip, precision)?
+        } else {
+            0.0
+        };
         let ctx = Context {
             chip,
             gemm_ceiling: chip.gemm_ceiling(),
@@ -300,6 +402,11 @@ pub fn step_time(
             tp_chunks: if opts.tp_overlap > 0.0 { tp } else { 1 },
             micro_batch: step.micro_batch,
             seq_len: step.seq_len,
+            cp,
+            cp_gathered: settings.cp == Some(CpComm::AllGather),
+            precision,
+            fp8_peak_flops: machine.fp8_tflops * FLOPS_PER_TFLOPS,
+            fp8_ceiling,
         };
         let l = ctx.layer(shape, step.recompute);
         // TP collectives overlap the GEMMs, the recomputed forward's among them.
@@ -308,17 +415,30 @@ pub fn step_time(
         (
             (l.total(), l.forward(), gemm),
             (o.forward + o.backward, o.forward),
+            (l.attention.forward, l.attention.backward),
         )
     } else {
         let rate = peak * opts.efficiency.at(h / tp as f64);
         let (per_layer, forward_per_layer) = layer_flops(shape, tp, step.seq_len, step.recompute);
         let one_head = 2.0 * v * h / tp as f64;
         let all = tokens * per_layer / rate;
+        let (_, attention_per_token) = layer_forward_flops(shape, tp, step.seq_len);
+        let attention = tokens * attention_per_token / rate;
         (
             (all, tokens * forward_per_layer / rate, all),
             (tokens * 3.0 * one_head / rate, tokens * one_head / rate),
+            (attention, 2.5 * attention),
         )
     };
+    let cp_per_layer = cp_exchange(
+        machine,
+        shape,
+        layout,
+        tokens,
+        step.recompute,
+        attention,
+        settings.cp,
+    );
 
     // TP collectives per layer per micro-batch, each of one BF16 activation; a recomputed
     // forward repeats its two (torchtitan's op-level policy keeps the reduce-scatters' outputs).
@@ -336,8 +456,8 @@ pub fn step_time(
     let tp_layer = tp_calls * tp_one;
     let tp_per_layer = tp_layer - hidden(tp_layer, opts.tp_overlap, layer.2);
 
-    // The slowest stage: (index, compute, forward compute, tp) per micro-batch.
-    let (slowest, compute, forward, tp_comm) = layers
+    // The slowest stage: (index, compute, forward compute, tp and cp) per micro-batch.
+    let (slowest, compute, forward, tp_comm, cp_comm) = layers
         .iter()
         .enumerate()
         .map(|(i, &l)| {
@@ -345,11 +465,15 @@ pub fn step_time(
             let l = l as f64;
             let all = l * layer.0 + if last { head.0 } else { 0.0 };
             let fwd = l * layer.1 + if last { head.1 } else { 0.0 };
-            (i, all, fwd, l * tp_per_layer)
+            (i, all, fwd, l * tp_per_layer, l * cp_per_layer)
         })
-        .max_by(|a, b| (a.1 + a.3).total_cmp(&(b.1 + b.3)).then(b.0.cmp(&a.0)))
+        .max_by(|a, b| {
+            (a.1 + a.3 + a.4)
+                .total_cmp(&(b.1 + b.3 + b.4))
+                .then(b.0.cmp(&a.0))
+        })
         .expect("a pipeline has at least one stage");
-    let per_micro_batch = compute + tp_comm;
+    let per_micro_batch = compute + tp_comm + cp_comm;
     let chunks = step.schedule.chunks() as f64;
     let m_f = m as f64;
 
@@ -362,7 +486,7 @@ pub fn step_time(
             };
         // The pipeline's slowest boundary: across nodes once the pipeline spans more than one.
         // Each send hides behind the next chunk's forward or backward, as far as it lasts.
-        let link = link_for(machine, tp * dp, pp);
+        let link = link_for(machine, tp * cp * dp, pp);
         let one = send(link, bytes);
         let ahead = one - hidden(one, opts.pp_overlap, forward / chunks);
         let back = one - hidden(one, opts.pp_overlap, (compute - forward) / chunks);
@@ -376,7 +500,20 @@ pub fn step_time(
     let stage_layers = layers[slowest];
     let psi = stage_params(shape, tp, stage_layers, first, last);
     let grad_bytes = d.options.gradients.bytes();
-    let dp_link = link_for(machine, tp, dp);
+    // ZeRO's shard group: DP/replicate × CP ranks, TP apart (ranks run TP, CP, DP from the
+    // fastest-varying, the shard group the fastest part of DP); its replicas all-reduce the
+    // shards of the gradients across groups `TP·shards` apart.
+    let shards = layout.shard_group();
+    let replicas = layout.replicate.max(1);
+    let dp_link = link_for(machine, tp, shards);
+    let replica_link = link_for(machine, tp * shards, replicas);
+    let across = |bytes: f64| {
+        if replicas > 1 {
+            all_reduce(replica_link, replicas, bytes / shards as f64)
+        } else {
+            0.0
+        }
+    };
     // Each transfer hides behind the compute it can overlap, on the one network link: the
     // forward's gathers behind a forward, the last gradient reduction behind the last
     // backward; reductions and gathers issued in every micro-batch (ZeRO 2 and 3) behind all
@@ -385,11 +522,11 @@ pub fn step_time(
     let hide_backward = opts.dp_overlap * (compute - forward);
     let hide_step = opts.dp_overlap * (m_f - 1.0) * compute;
     let exposed = |t: f64, window: f64| (t - window).max(0.0);
-    let reduce = reduce_scatter(dp_link, dp, grad_bytes * psi);
-    let gather = reduce_scatter(dp_link, dp, 2.0 * psi);
+    let reduce = reduce_scatter(dp_link, shards, grad_bytes * psi) + across(grad_bytes * psi);
+    let gather = reduce_scatter(dp_link, shards, 2.0 * psi);
     let dp_comm = match layout.zero.get() {
-        // Gradients all-reduced once, during the last micro-batch's backward.
-        0 => exposed(all_reduce(dp_link, dp, grad_bytes * psi), hide_backward),
+        // Gradients all-reduced once over DP × CP, during the last micro-batch's backward.
+        0 => exposed(all_reduce(dp_link, shards, grad_bytes * psi), hide_backward),
         // Distributed optimizer: gradients reduce-scattered during the last backward; the
         // updated weights all-gathered during the next step's first forward.
         1 => exposed(reduce, hide_backward) + exposed(gather, hide_forward),
@@ -399,7 +536,8 @@ pub fn step_time(
         // ahead of the compute that needs it; the first layer's gather in each direction has
         // nothing before it to hide behind.
         _ => {
-            let first_layer = reduce_scatter(dp_link, dp, 2.0 * psi / (stage_layers.max(1) as f64));
+            let first_layer =
+                reduce_scatter(dp_link, shards, 2.0 * psi / (stage_layers.max(1) as f64));
             let unhidden = m_f * 2.0 * first_layer * opts.dp_overlap;
             unhidden
                 + exposed(
@@ -409,13 +547,24 @@ pub fn step_time(
         }
     };
 
-    let updated = shard(psi, layout.zero.shards_optimizer(), dp);
-    let optimizer = updated * OPTIMIZER_BYTES_MOVED
-        / (machine.topology.hbm_gbps * 1e9 * OPTIMIZER_HBM_EFFICIENCY);
+    let updated = shard(psi, layout.zero.shards_optimizer(), shards);
+    let hbm = machine.topology.hbm_gbps * 1e9 * OPTIMIZER_HBM_EFFICIENCY;
+    // With FP8, the stage's layer matrices cast to FP8 and transposed once a step: read 2,
+    // write 2 bytes a parameter.
+    let fp8_casts = if precision.is_fp8() {
+        (2.0 + precision.weight_copy_bytes())
+            * stage_layers as f64
+            * shape.layer_matrix_params() as f64
+            / tp as f64
+    } else {
+        0.0
+    };
+    let optimizer = (updated * OPTIMIZER_BYTES_MOVED + fp8_casts) / hbm;
 
     let breakdown = Breakdown {
         compute: m_f * compute,
         tp_comm: m_f * tp_comm,
+        cp_comm: m_f * cp_comm,
         pp_comm,
         dp_comm,
         bubble: (pp - 1) as f64 / chunks * per_micro_batch,
@@ -519,6 +668,7 @@ mod tests {
                 recompute,
                 sequence_parallel: true,
                 schedule,
+                precision: crate::cost::precision::Precision::Bf16,
                 global_batch_tokens: 16 * 1024 * 1024,
             },
             options: Options::for_stack(Stack::Eager),

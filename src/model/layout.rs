@@ -1,11 +1,25 @@
-//! The parallel layout: tensor parallel (TP), pipeline parallel (PP), data parallel (DP) and
-//! the ZeRO stage, with the rules of SPEC.md §3.
+//! The parallel layout: tensor parallel (TP), context parallel (CP), pipeline parallel (PP),
+//! data parallel (DP), the ZeRO stage and hybrid sharding, with the rules of SPEC.md §3.
 //!
-//! - `TP × PP × DP = GPUs`; DP is the rest, so TP·PP must divide the GPU count.
+//! - `TP × CP × PP × DP = GPUs`; DP is the rest, so TP·CP·PP must divide the GPU count.
 //! - TP stays inside a node (it must divide the GPUs per node, so TP groups never straddle one)
 //!   and divides both the attention heads and the KV heads (Megatron-LM's head split).
+//! - CP splits each sequence over `CP` ranks (Megatron-core's context parallelism; Llama Team
+//!   2024, §3.3.2): weights are whole on each, activations split; the sequence rule (the
+//!   sequence divides into `2·CP` chunks) belongs to the step.
 //! - `1 ≤ PP ≤ L`; stages may be uneven, and the one with ⌈L/PP⌉ layers is the one that must fit.
-//! - ZeRO stage 0 to 3 (Rajbhandari et al., SC 2020).
+//! - ZeRO stage 0 to 3 (Rajbhandari et al., SC 2020), sharding over the DP × CP ranks that hold
+//!   the same weights, as Megatron-core's distributed optimizer does
+//!   (`get_data_parallel_group(with_context_parallel=True)`).
+//! - **Hybrid sharding**: the DP group as `replicate × shard`; ZeRO shards over `DP/replicate × CP`
+//!   ranks and the `replicate` copies all-reduce their gradient shards (PyTorch HSDP,
+//!   torchtitan's `data_parallel_replicate_degree`, Megatron-core's
+//!   `--num-distributed-optimizer-instances`). `replicate` divides DP; above 1 it needs ZeRO ≥ 1.
+//!
+//! **Rank order** (which groups stay inside a node): Megatron-core's default `tp-cp-ep-dp-pp`,
+//! fastest-varying first. A TP group is `TP` neighbouring ranks; a CP group `CP` ranks `TP`
+//! apart; the DP (and ZeRO shard) group ranks `TP·CP` apart, the shard group the fastest part of
+//! it; a pipeline's stages `TP·CP·DP` apart.
 
 use std::fmt;
 
@@ -73,18 +87,57 @@ impl Serialize for ZeroStage {
     }
 }
 
-/// One way to spread the model over the cluster. Build it with [`Layout::new`] or
-/// [`layouts`], which check the rules for the brief and shape; the fields are public to read.
+fn one() -> u64 {
+    1
+}
+
+/// One way to spread the model over the cluster. Build it with [`Layout::new`],
+/// [`Layout::with`] or [`layouts`], which check the rules for the brief and shape; the fields
+/// are public to read. Plan files written before CP and hybrid sharding read as CP 1 and one
+/// shard group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Layout {
     /// Tensor-parallel degree.
     pub tp: u64,
+    /// Context-parallel degree: ranks each sequence is split over.
+    #[serde(default = "one")]
+    pub cp: u64,
     /// Pipeline-parallel degree (stages).
     pub pp: u64,
-    /// Data-parallel degree: GPUs / (TP·PP).
+    /// Data-parallel degree: GPUs / (TP·CP·PP).
     pub dp: u64,
     /// ZeRO stage.
     pub zero: ZeroStage,
+    /// Hybrid sharding: copies of the ZeRO-sharded state, each sharded over `DP/replicate × CP`
+    /// ranks (1: one shard group, the whole DP × CP).
+    #[serde(default = "one")]
+    pub replicate: u64,
+}
+
+/// The parallel degrees a layout is asked for, beside TP and PP: context parallelism and the
+/// hybrid-sharding replicas (both 1 by default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Degrees {
+    /// Tensor-parallel degree.
+    pub tp: u64,
+    /// Context-parallel degree.
+    pub cp: u64,
+    /// Pipeline-parallel degree.
+    pub pp: u64,
+    /// Hybrid-sharding replicas.
+    pub replicate: u64,
+}
+
+impl Degrees {
+    /// TP and PP alone (CP 1, one shard group).
+    pub fn tp_pp(tp: u64, pp: u64) -> Self {
+        Degrees {
+            tp,
+            cp: 1,
+            pp,
+            replicate: 1,
+        }
+    }
 }
 
 /// The cluster as a layout sees it: how many GPUs, and how many share a node (and so the fast
@@ -106,13 +159,15 @@ enum Broken {
     TpHeads,
     /// PP is not between 1 and the layers.
     PpLayers,
-    /// TP·PP does not divide the GPUs.
+    /// CP is zero.
+    Cp,
+    /// TP·CP·PP does not divide the GPUs.
     Gpus,
 }
 
-/// The first rule (TP, PP) breaks for `shape` on `cluster`, if any. Allocation-free, so the
-/// enumeration can call it for every pair.
-fn broken_rule(cluster: &Cluster, shape: &Shape, tp: u64, pp: u64) -> Option<Broken> {
+/// The first rule (TP, CP, PP) breaks for `shape` on `cluster`, if any. Allocation-free, so
+/// the enumeration can call it for every triple.
+fn broken_rule(cluster: &Cluster, shape: &Shape, tp: u64, cp: u64, pp: u64) -> Option<Broken> {
     let node = cluster.gpus_per_node;
     if tp == 0 || tp > node || node % tp != 0 {
         Some(Broken::TpNode)
@@ -120,7 +175,13 @@ fn broken_rule(cluster: &Cluster, shape: &Shape, tp: u64, pp: u64) -> Option<Bro
         Some(Broken::TpHeads)
     } else if pp == 0 || pp > u64::from(shape.layers) {
         Some(Broken::PpLayers)
-    } else if cluster.gpus % (tp * pp) != 0 {
+    } else if cp == 0 {
+        Some(Broken::Cp)
+    } else if tp
+        .checked_mul(cp)
+        .and_then(|x| x.checked_mul(pp))
+        .is_none_or(|x| cluster.gpus % x != 0)
+    {
         Some(Broken::Gpus)
     } else {
         None
@@ -137,15 +198,45 @@ impl Layout {
         pp: u64,
         zero: ZeroStage,
     ) -> Result<Self> {
+        Layout::with(cluster, shape, Degrees::tp_pp(tp, pp), zero)
+    }
+
+    /// The layout of `degrees` and `zero` for `shape` on `cluster`, with DP derived, or the
+    /// rule it breaks.
+    pub fn with(
+        cluster: impl Into<Cluster>,
+        shape: &Shape,
+        degrees: Degrees,
+        zero: ZeroStage,
+    ) -> Result<Self> {
         let cluster = cluster.into();
-        let message = match broken_rule(&cluster, shape, tp, pp) {
+        let Degrees {
+            tp,
+            cp,
+            pp,
+            replicate,
+        } = degrees;
+        let message = match broken_rule(&cluster, shape, tp, cp, pp) {
             None => {
+                let dp = cluster.gpus / (tp * cp * pp);
+                if replicate == 0 || dp % replicate != 0 {
+                    return Err(Error::Layout(format!(
+                        "replicate = {replicate} must divide DP = {dp} (the data-parallel group as replicate × shard)"
+                    )));
+                }
+                if replicate > 1 && !zero.shards_optimizer() {
+                    return Err(Error::Layout(format!(
+                        "replicate = {replicate} needs ZeRO 1 to 3: at ZeRO 0 every data-parallel rank holds the whole state already"
+                    )));
+                }
                 return Ok(Layout {
                     tp,
+                    cp,
                     pp,
-                    dp: cluster.gpus / (tp * pp),
+                    dp,
                     zero,
-                })
+                    replicate,
+                });
             }
             Some(Broken::TpNode) => format!(
                 "tp = {tp} must divide the {} GPUs per node (TP stays inside a node)",
@@ -159,13 +250,61 @@ impl Layout {
                 "pp = {pp} must be between 1 and the {} layers of {}",
                 shape.layers, shape.name
             ),
-            Some(Broken::Gpus) => format!(
+            Some(Broken::Cp) => "cp = 0 must be at least 1".to_string(),
+            Some(Broken::Gpus) if cp == 1 => format!(
                 "tp × pp = {tp} × {pp} = {} does not divide the {} GPUs",
                 tp * pp,
                 cluster.gpus
             ),
+            Some(Broken::Gpus) => format!(
+                "tp × cp × pp = {tp} × {cp} × {pp} = {} does not divide the {} GPUs",
+                u128::from(tp) * u128::from(cp) * u128::from(pp),
+                cluster.gpus
+            ),
         };
         Err(Error::Layout(message))
+    }
+
+    /// This layout's degrees.
+    pub fn degrees(&self) -> Degrees {
+        Degrees {
+            tp: self.tp,
+            cp: self.cp,
+            pp: self.pp,
+            replicate: self.replicate,
+        }
+    }
+
+    /// The layout in words: `TP 8 × CP 16 × PP 16 × DP 8, ZeRO 2` (CP only above 1), and with
+    /// hybrid sharding the shard groups: `ZeRO 3 over 64 ranks × 2 replicas`.
+    pub fn describe(&self) -> String {
+        let cp = if self.cp > 1 {
+            format!(" × CP {}", self.cp)
+        } else {
+            String::new()
+        };
+        let hybrid = if self.replicate > 1 {
+            format!(
+                " over {} ranks × {} replicas",
+                crate::format::thousands(self.shard_group()),
+                self.replicate
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "TP {}{cp} × PP {} × DP {}, ZeRO {}{hybrid}",
+            self.tp,
+            self.pp,
+            crate::format::thousands(self.dp),
+            self.zero
+        )
+    }
+
+    /// Ranks the ZeRO-sharded state is divided over: `DP/replicate × CP` (the DP × CP group
+    /// holds the same weights; Megatron-core shards its distributed optimizer over it).
+    pub fn shard_group(&self) -> u64 {
+        self.dp / self.replicate.max(1) * self.cp
     }
 
     /// Layers on the busiest pipeline stage, `⌈L / PP⌉`.
@@ -177,16 +316,39 @@ impl Layout {
 /// Every valid layout for `shape` on `cluster` (a brief, or its [`Cluster`]), ordered by TP,
 /// then PP, then ZeRO.
 pub fn layouts(cluster: impl Into<Cluster>, shape: &Shape) -> Vec<Layout> {
+    layouts_with(cluster, shape, &[1], &[1])
+}
+
+/// Every valid layout for `shape` on `cluster` with each CP degree of `cps` and each replica
+/// count of `replicates` (those that break a rule left out), ordered by TP, then PP, then CP,
+/// then ZeRO, then replicas. With `cps = replicates = [1]` these are [`layouts`].
+pub fn layouts_with(
+    cluster: impl Into<Cluster>,
+    shape: &Shape,
+    cps: &[u64],
+    replicates: &[u64],
+) -> Vec<Layout> {
     let cluster = cluster.into();
     // TP divides the KV heads (which divide the heads) and PP divides the GPUs, which bounds
     // the loops however large the node or the cluster.
     let max_tp = cluster.gpus_per_node.min(u64::from(shape.kv_heads));
     let max_pp = u64::from(shape.layers).min(cluster.gpus);
-    iproduct!(1..=max_tp, 1..=max_pp)
-        .filter(|&(tp, pp)| broken_rule(&cluster, shape, tp, pp).is_none())
-        .flat_map(|(tp, pp)| {
-            let dp = cluster.gpus / (tp * pp);
-            ZeroStage::ALL.map(|zero| Layout { tp, pp, dp, zero })
+    iproduct!(1..=max_tp, 1..=max_pp, cps.iter().copied())
+        .filter(|&(tp, pp, cp)| broken_rule(&cluster, shape, tp, cp, pp).is_none())
+        .flat_map(|(tp, pp, cp)| {
+            let dp = cluster.gpus / (tp * cp * pp);
+            iproduct!(ZeroStage::ALL, replicates.iter().copied())
+                .filter(move |&(zero, r)| {
+                    r >= 1 && dp % r == 0 && (r == 1 || zero.shards_optimizer())
+                })
+                .map(move |(zero, replicate)| Layout {
+                    tp,
+                    cp,
+                    pp,
+                    dp,
+                    zero,
+                    replicate,
+                })
         })
         .collect()
 }

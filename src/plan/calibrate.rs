@@ -17,12 +17,13 @@ use crate::brief::gpu::Gpu;
 use crate::brief::{Brief, BriefPatch};
 use crate::cost::activations::Recompute;
 use crate::cost::calibration::{golden_section, Calibration, SUSTAINED};
-use crate::cost::memory::detailed::{Detailed, Options, StageSplit};
+use crate::cost::memory::detailed::{Detailed, GradientPrecision, Options, StageSplit};
+use crate::cost::precision::Precision;
 use crate::cost::stack::Stack;
 use crate::cost::step::{Schedule, Step};
 use crate::cost::step_time::{step_time, TimeOptions};
 use crate::error::{Error, Result};
-use crate::model::layout::{Layout, ZeroStage};
+use crate::model::layout::{Degrees, Layout, ZeroStage};
 use crate::model::Shape;
 use crate::units::BYTES_PER_GB;
 
@@ -71,6 +72,15 @@ pub struct Run {
     pub tp: u64,
     /// PP degree.
     pub pp: u64,
+    /// CP degree (default 1).
+    #[serde(default = "one")]
+    pub cp: u64,
+    /// Hybrid-sharding replicas (default 1: one shard group).
+    #[serde(default = "one")]
+    pub replicate: u64,
+    /// The precision of the matrix products (default BF16).
+    #[serde(default)]
+    pub precision: Precision,
     /// Model chunks per GPU (interleaving), if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vp: Option<u32>,
@@ -94,6 +104,9 @@ pub struct Run {
     /// The stack, if given (else from `framework`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack: Option<Stack>,
+    /// Gradient buffers (`bf16`, `fp32`), if not the stack's (NeMo's `grad_sync_dtype`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gradients: Option<GradientPrecision>,
     /// Stage split (`llama3`), if not the stack's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stages: Option<String>,
@@ -107,6 +120,10 @@ pub struct Run {
     pub shape: RunShape,
     /// What was measured.
     pub published: Measured,
+}
+
+fn one() -> u64 {
+    1
 }
 
 /// A runs file: `{"runs": [...]}` (other top-level keys are kept for people).
@@ -230,9 +247,18 @@ impl Run {
             s.vocab,
         )?;
         let zero = ZeroStage::new(self.zero)?;
-        let layout = Layout::new(brief, &shape, self.tp, self.pp, zero)?;
+        let degrees = Degrees {
+            tp: self.tp,
+            cp: self.cp,
+            pp: self.pp,
+            replicate: self.replicate,
+        };
+        let layout = Layout::with(brief, &shape, degrees, zero)?;
         let stack = self.stack()?;
         let mut options = Options::for_stack(stack);
+        if let Some(g) = self.gradients {
+            options.gradients = g;
+        }
         match self.stages.as_deref() {
             None => {}
             Some("llama3") => options.stages = StageSplit::Llama3,
@@ -255,6 +281,7 @@ impl Run {
                 Some(v) if v >= 2 => Schedule::Interleaved(v),
                 _ => Schedule::OneFOneB,
             },
+            precision: self.precision,
             global_batch_tokens: self.global_batch.checked_mul(self.seq_len).ok_or_else(|| {
                 Error::invalid(
                     format!("runs[{}].global_batch", self.id),
@@ -344,8 +371,8 @@ fn families<'a>(runs: &[&'a Run]) -> Vec<&'a str> {
     out
 }
 
-/// The calibration that minimises the mean absolute error over `runs`: the pooled `sustained`
-/// over all of them, and a stack's own where two or more of its families are among them (each
+/// The calibration that minimises the mean absolute error over the BF16 runs of `runs`: the
+/// pooled `sustained` over all of them, and a stack's own where two or more of its families are among them (each
 /// by golden-section search over the bounds, to 10⁻⁴). Runs at the eager curve, which no
 /// parameter scales, are refused.
 pub fn fit(runs: &[&Run]) -> Result<Calibration> {
@@ -361,6 +388,15 @@ pub fn fit(runs: &[&Run]) -> Result<Calibration> {
     }
     // Every run must be gradable before the search starts.
     mean_absolute_error(runs, Calibration::default())?;
+    // `sustained` is the share of the BF16 kernel benchmarks a step keeps: fitted to BF16
+    // runs only, so that FP8 runs are graded by it, never fitted, and their errors test the
+    // FP8 GEMM ceiling measured on its own (a set of FP8 runs alone is fitted as it is).
+    let bf16: Vec<&Run> = runs
+        .iter()
+        .copied()
+        .filter(|r| r.precision == Precision::Bf16)
+        .collect();
+    let runs: &[&Run] = if bf16.is_empty() { runs } else { &bf16 };
     let mut c = Calibration::pooled(fit_pooled(runs));
     for stack in Stack::ALL {
         let of: Vec<&Run> = runs

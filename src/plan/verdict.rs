@@ -342,9 +342,10 @@ pub fn plate_lightest(brief: &Brief, shape: &Shape) -> Option<Lightest> {
     )
 }
 
-/// Orders layouts by TP, then PP, then ZeRO stage: the tie-break when all else is equal.
+/// Orders layouts by TP, then PP, then CP, then ZeRO stage, then replicas: the tie-break when
+/// all else is equal.
 pub fn layout_order(a: &Layout, b: &Layout) -> std::cmp::Ordering {
-    (a.tp, a.pp, a.zero).cmp(&(b.tp, b.pp, b.zero))
+    (a.tp, a.pp, a.cp, a.zero, a.replicate).cmp(&(b.tp, b.pp, b.cp, b.zero, b.replicate))
 }
 
 #[cfg(test)]

@@ -391,13 +391,10 @@ pub fn tornado(s: &Sensitivity, brief: &Brief, plan: &Plan) -> Result<String> {
     let top = rows_top + 1.5;
     let l = &plan.layout;
     let title = format!(
-        "{} on {} tokens, TP {} × PP {} × DP {}, ZeRO {}: days at each end of each range",
+        "{} on {} tokens, {}: days at each end of each range",
         plan.model,
         count(plan.tokens as f64),
-        l.tp,
-        l.pp,
-        thousands(l.dp),
-        l.zero
+        l.describe()
     );
     svg(|root| {
         let mut chart = ChartBuilder::on(root)

@@ -34,12 +34,13 @@ use crate::brief::Brief;
 use crate::cost::activations::Recompute;
 use crate::cost::memory::detailed::{stage_layers, Detailed, Options};
 use crate::cost::memory::MemoryModel;
+use crate::cost::precision::Precision;
 use crate::cost::scaling::ComputeOptimal;
 use crate::cost::step::{deepest_interleaving, BatchTarget, Schedule, Step};
 use crate::cost::step_time::TimeModel;
 use crate::cost::time;
 use crate::error::{Error, Result};
-use crate::model::layout::{layouts, Layout};
+use crate::model::layout::{layouts, layouts_with, Layout};
 use crate::model::Shape;
 use crate::plan::limits::{days_fit, loss, loss_meets, memory_fits};
 use crate::plan::pace::Pace;
@@ -153,10 +154,73 @@ pub enum MemorySpace {
         /// `b·s·DP` nearest the target ([`BatchTarget::resolve`]); `None` keeps the steps'
         /// own batches, which a layout they do not divide cannot train on.
         batch: Option<BatchTarget>,
+        /// The context-parallel degrees and hybrid-sharding replicas tried with each
+        /// (TP, PP, ZeRO) layout.
+        parallel: ParallelSpace,
     },
 }
 
+/// The fewest tokens of a sequence each context-parallel rank keeps in the default space:
+/// 4,096, the chunk NVIDIA's Llama 3.1 recipes run at CP 2 on 8,192 tokens (below it the
+/// exchange of K and V outlasts the attention it hides behind).
+pub const MIN_TOKENS_PER_CP_RANK: u64 = 4096;
+
+/// The context-parallel degrees and hybrid-sharding replicas a detailed search tries with each
+/// layout. Empty lists mean the defaults: CP 1 and each power of two that leaves every rank at
+/// least [`MIN_TOKENS_PER_CP_RANK`] tokens of the longest sequence searched; one shard group.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ParallelSpace {
+    /// CP degrees (empty: the default rule).
+    pub cps: Vec<u64>,
+    /// Hybrid-sharding replica counts (empty: 1).
+    pub replicates: Vec<u64>,
+}
+
+impl ParallelSpace {
+    /// The CP degrees for sequences of at most `seq_len` tokens.
+    pub fn cps_for(&self, seq_len: u64) -> Vec<u64> {
+        if !self.cps.is_empty() {
+            return self.cps.clone();
+        }
+        std::iter::successors(Some(1u64), |&c| c.checked_mul(2))
+            .take_while(|&c| c == 1 || seq_len / c >= MIN_TOKENS_PER_CP_RANK)
+            .collect()
+    }
+
+    /// The replica counts.
+    pub fn replicates(&self) -> Vec<u64> {
+        if self.replicates.is_empty() {
+            vec![1]
+        } else {
+            self.replicates.clone()
+        }
+    }
+}
+
 impl MemorySpace {
+    /// The layouts of `shape` the space tries: the plate's (TP, PP, ZeRO) alone, or with each
+    /// CP degree and replica count of the detailed space.
+    pub fn layouts(&self, brief: &Brief, shape: &Shape) -> Vec<Layout> {
+        match self {
+            MemorySpace::Plate => layouts(brief, shape),
+            MemorySpace::Detailed {
+                steps, parallel, ..
+            } => {
+                let longest = steps
+                    .iter()
+                    .map(|s| s.seq_len)
+                    .max()
+                    .unwrap_or(brief.seq_len);
+                layouts_with(
+                    brief,
+                    shape,
+                    &parallel.cps_for(longest),
+                    &parallel.replicates(),
+                )
+            }
+        }
+    }
+
     /// Every memory model of the space, in step order, without the depths `interleave` adds
     /// per layout.
     pub fn models(&self) -> Vec<MemoryModel> {
@@ -194,6 +258,7 @@ impl MemorySpace {
             options,
             interleave,
             batch,
+            ..
         } = self
         else {
             return self.models().into_iter().map(Ok).collect();
@@ -280,6 +345,7 @@ impl MemorySpace {
                     recompute,
                     sequence_parallel,
                     schedule: Schedule::OneFOneB,
+                    precision: Precision::Bf16,
                     global_batch_tokens: brief.batch_target_tokens,
                 })
                 .collect();
@@ -289,6 +355,7 @@ impl MemorySpace {
             interleave: options.stack.settings().interleaving,
             options,
             batch: Some(brief.batch_target()),
+            parallel: ParallelSpace::default(),
         }
     }
 }
@@ -371,7 +438,7 @@ pub fn configurations_counted(
     let machine = brief.machine();
     let mut excluded = Exclusions::default();
     let mut configs = Vec::new();
-    for layout in layouts(brief, shape) {
+    for layout in space.layouts(brief, shape) {
         for model in space.steps_for(shape, &layout) {
             let config = model.and_then(|model| {
                 let bytes = model.memory(brief.seq_len, shape, &layout)?.total();
@@ -448,16 +515,19 @@ pub fn shape_verdict(
 
 /// Why a shape has no configuration at all: the rule its first layout and step break.
 fn no_configuration(brief: &Brief, shape: &Shape, options: &SearchOptions) -> String {
-    let first_error =
-        iproduct!(layouts(brief, shape), options.memory.models()).find_map(|(layout, model)| {
-            let memory = model.memory(brief.seq_len, shape, &layout).err();
-            memory.or_else(|| {
-                options
-                    .time
-                    .run_time(&brief.machine(), shape, &layout, &model, 1)
-                    .err()
-            })
-        });
+    let first_error = iproduct!(
+        options.memory.layouts(brief, shape),
+        options.memory.models()
+    )
+    .find_map(|(layout, model)| {
+        let memory = model.memory(brief.seq_len, shape, &layout).err();
+        memory.or_else(|| {
+            options
+                .time
+                .run_time(&brief.machine(), shape, &layout, &model, 1)
+                .err()
+        })
+    });
     match first_error {
         Some(e) => format!("layout: no layout and training step go together, for example: {e}"),
         None => format!(
@@ -1252,6 +1322,7 @@ mod tests {
             recompute: Recompute::Full,
             sequence_parallel: true,
             schedule: Schedule::OneFOneB,
+            precision: crate::cost::precision::Precision::Bf16,
             global_batch_tokens: 16 * 1024 * 1024,
         };
         let space = MemorySpace::Detailed {
@@ -1259,6 +1330,7 @@ mod tests {
             options: Options::default(),
             interleave: true,
             batch: None,
+            parallel: Default::default(),
         };
         let schedules = |tp, pp| -> Vec<u64> {
             let l = Layout::new(

@@ -285,9 +285,11 @@ mod tests {
                 tokens: p,
                 layout: Layout {
                     tp: 1,
+                    cp: 1,
                     pp: 1,
                     dp: 1,
                     zero: ZeroStage::new(0).unwrap(),
+                    replicate: 1,
                 },
                 model: MemoryModel::Plate,
                 loss: self.loss[i],

@@ -28,7 +28,8 @@ use serde::{Deserialize, Serialize};
 use super::breakdown::{Detail, Memory, StageInfo, StageRole};
 use super::plate::shard;
 use crate::cost::activations::{Kernels, Layer, Setting};
-use crate::cost::stack::Stack;
+use crate::cost::precision::Precision;
+use crate::cost::stack::{CpComm, Stack};
 use crate::cost::step::Step;
 use crate::error::{Error, Result};
 use crate::model::layout::Layout;
@@ -186,17 +187,56 @@ pub fn stage_params(shape: &Shape, tp: u64, layers: u64, first: bool, last: bool
     split / tp as f64 + whole
 }
 
+/// Bytes one rank holds for the context-parallel exchange of one layer, at `tokens` tokens
+/// of its own: a chunk of K and V is `4·g·T/t` bytes (BF16, the KV heads' width `g`). The
+/// ring keeps the chunk being sent and the one arriving, and in backward their gradients too:
+/// four chunks. The all-gather holds every rank's chunk, and in backward their gradients:
+/// `2·CP` chunks. Nothing without CP.
+pub fn cp_buffers(shape: &Shape, layout: &Layout, tokens: f64, comm: Option<CpComm>) -> f64 {
+    if layout.cp <= 1 {
+        return 0.0;
+    }
+    let g = f64::from(shape.kv_heads) * shape.head_dim() as f64;
+    let chunk = 4.0 * g * tokens / layout.tp as f64;
+    match comm {
+        Some(CpComm::Ring) => 4.0 * chunk,
+        Some(CpComm::AllGather) => 2.0 * layout.cp as f64 * chunk,
+        None => 0.0,
+    }
+}
+
 impl Detailed {
     /// The pipeline of this step under `layout`: the layers of each stage and the
     /// micro-batches a step takes, or why the step does not go with the layout. The memory and
     /// time models both start from it.
     pub fn pipeline(&self, shape: &Shape, layout: &Layout) -> Result<(Vec<u64>, u64)> {
         let stack = self.options.stack;
-        if !stack.settings().interleaving && self.step.schedule.chunks() > 1 {
+        let settings = stack.settings();
+        if !settings.interleaving && self.step.schedule.chunks() > 1 {
             return Err(Error::invalid(
                 "--schedule",
                 self.step.schedule,
                 format!("1f1b: the {stack} stack has no interleaved schedule"),
+            ));
+        }
+        if layout.cp > 1 && settings.cp.is_none() {
+            return Err(Error::invalid(
+                "--cp",
+                layout.cp,
+                format!("1: the {stack} stack has no context parallelism"),
+            ));
+        }
+        let precision = self.step.precision;
+        let supported = match precision {
+            Precision::Bf16 => true,
+            Precision::Fp8 => settings.fp8,
+            Precision::Mxfp8 => settings.mxfp8,
+        };
+        if !supported {
+            return Err(Error::invalid(
+                "--precision",
+                precision,
+                format!("one the {stack} stack trains in (it has no {precision} recipe)"),
             ));
         }
         let layers = stage_layers(u64::from(shape.layers), layout.pp, self.options.stages)?;
@@ -208,19 +248,28 @@ impl Detailed {
     pub fn memory(&self, shape: &Shape, layout: &Layout) -> Result<Memory> {
         let (step, opts) = (&self.step, &self.options);
         let (layers, m) = self.pipeline(shape, layout)?;
+        // Each CP rank holds `s/CP` of every sequence (the step's rule: 2·CP chunks divide it).
+        let local_seq = step.seq_len / layout.cp.max(1);
+        let precision = step.precision;
         let setting = Setting {
             layer: Layer::Llama(opts.kernels),
-            seq_len: step.seq_len,
+            seq_len: local_seq,
             micro_batch: step.micro_batch,
             tp: layout.tp,
             sequence_parallel: step.sequence_parallel,
+            fp8: precision.is_fp8(),
         };
         let per_layer = setting.stored(shape, step.recompute);
-        let working = setting.working_set(shape, step.recompute);
+        let (v, tp) = (shape.vocab as f64, layout.tp as f64);
+        let tokens = (local_seq * step.micro_batch) as f64;
+        let working = setting.working_set(shape, step.recompute)
+            + cp_buffers(shape, layout, tokens, opts.stack.settings().cp);
         // The last stage's head keeps its input and the final RMSNorm's input, 2·s·b·h each.
         let head_inputs = 2.0 * setting.layer_input(shape);
-        let (v, tp) = (shape.vocab as f64, layout.tp as f64);
-        let tokens = (step.seq_len * step.micro_batch) as f64;
+        let shards = layout.shard_group();
+        // FP8 copies and transposes of the layers' matrices (Transformer Engine keeps them
+        // across micro-batches), on this GPU's TP shard.
+        let fp8_copy = precision.weight_copy_bytes() * shape.layer_matrix_params() as f64 / tp;
 
         let mut worst: Option<Memory> = None;
         for (i, &n_layers) in layers.iter().enumerate() {
@@ -240,18 +289,24 @@ impl Detailed {
                 } else {
                     0.0
                 });
-                (4.0 + opts.gradients.bytes()) * unit
+                // With FP8, the two gathered layers' FP8 copies too.
+                (4.0 + opts.gradients.bytes()) * unit + 2.0 * fp8_copy
             } else {
                 0.0
             };
+            let copies = if zero.shards_weights() {
+                0.0
+            } else {
+                l * fp8_copy
+            };
             let mut mem = Memory {
-                weights: shard(2.0 * psi, zero.shards_weights(), layout.dp),
+                weights: shard(2.0 * psi, zero.shards_weights(), shards) + copies,
                 gradients: shard(
                     opts.gradients.bytes() * psi,
                     zero.shards_gradients(),
-                    layout.dp,
+                    shards,
                 ),
-                optimizer: shard(12.0 * psi, zero.shards_optimizer(), layout.dp),
+                optimizer: shard(12.0 * psi, zero.shards_optimizer(), shards),
                 activations: per_layer * l * step.in_flight(i, layout.pp, m),
                 detail: Some(Detail {
                     logits: if last {
@@ -299,6 +354,7 @@ mod tests {
             recompute,
             sequence_parallel: sp,
             schedule: Schedule::OneFOneB,
+            precision: crate::cost::precision::Precision::Bf16,
             global_batch_tokens: 16 * 1024 * 1024,
         }
     }

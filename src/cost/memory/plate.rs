@@ -1,7 +1,9 @@
 //! Per-GPU memory under the plate model (SPEC.md §3): mixed-precision training with Adam,
 //! ZeRO sharding over the data-parallel group, and full activation recomputation.
 //!
-//! With `Ψ = N / (TP·PP)` the parameters one GPU holds:
+//! With `Ψ = N / (TP·PP)` the parameters one GPU holds (context parallelism replicates them;
+//! ZeRO shards over the layout's shard group, `DP/replicate × CP`, which is DP without CP or
+//! hybrid sharding):
 //!
 //! | component | bytes | sharded over DP from ZeRO stage |
 //! |---|---|---|
@@ -45,11 +47,12 @@ pub(crate) fn shard(bytes: f64, sharded: bool, dp: u64) -> f64 {
 }
 
 /// Stored activations under full recomputation for one sequence of `seq_len` tokens:
-/// `2·s·h·⌈L/PP⌉ / TP` bytes — each layer of the busiest stage keeps its BF16 input, split
-/// over TP by sequence parallelism.
+/// `2·s·h·⌈L/PP⌉ / (TP·CP)` bytes — each layer of the busiest stage keeps its BF16 input,
+/// split over TP by sequence parallelism and over CP by context parallelism.
 pub fn activation_bytes(shape: &Shape, layout: &Layout, seq_len: u64) -> f64 {
     let layers = layout.layers_on_busiest_stage(shape) as f64;
-    ACTIVATION_BYTES * seq_len as f64 * shape.hidden as f64 * layers / layout.tp as f64
+    ACTIVATION_BYTES * seq_len as f64 * shape.hidden as f64 * layers
+        / (layout.tp * layout.cp) as f64
 }
 
 /// Per-GPU memory of the plate model for `shape` under `layout` at sequence length `seq_len`.
@@ -57,9 +60,21 @@ pub fn plate(shape: &Shape, layout: &Layout, seq_len: u64) -> Memory {
     let psi = params_per_gpu(shape.params(), layout);
     let zero = layout.zero;
     Memory {
-        weights: shard(WEIGHT_BYTES * psi, zero.shards_weights(), layout.dp),
-        gradients: shard(GRADIENT_BYTES * psi, zero.shards_gradients(), layout.dp),
-        optimizer: shard(OPTIMIZER_BYTES * psi, zero.shards_optimizer(), layout.dp),
+        weights: shard(
+            WEIGHT_BYTES * psi,
+            zero.shards_weights(),
+            layout.shard_group(),
+        ),
+        gradients: shard(
+            GRADIENT_BYTES * psi,
+            zero.shards_gradients(),
+            layout.shard_group(),
+        ),
+        optimizer: shard(
+            OPTIMIZER_BYTES * psi,
+            zero.shards_optimizer(),
+            layout.shard_group(),
+        ),
         activations: activation_bytes(shape, layout, seq_len),
         detail: None,
     }

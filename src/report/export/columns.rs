@@ -130,10 +130,13 @@ impl Columns {
         ];
         if self.steps {
             header.extend([
+                "cp",
+                "replicate",
                 "micro_batch",
                 "recompute",
                 "sequence_parallel",
                 "schedule",
+                "precision",
                 "global_batch_tokens",
             ]);
         }
@@ -161,13 +164,16 @@ impl Columns {
         if self.steps {
             match &p.step {
                 Some(s) => row.extend([
+                    whole(l.cp),
+                    whole(l.replicate),
                     whole(s.micro_batch),
                     text(s.recompute.name()),
                     text(if s.sequence_parallel { "on" } else { "off" }),
                     text(s.schedule.to_string()),
+                    text(s.precision.name()),
                     whole(s.global_batch_tokens),
                 ]),
-                None => row.extend((0..5).map(|_| text(""))),
+                None => row.extend((0..8).map(|_| text(""))),
             }
         }
         row.extend([real(p.memory_gb.total, 2), real(p.days, 3)]);

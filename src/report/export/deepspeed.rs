@@ -8,12 +8,22 @@
 //! prefetch bucket). The JSON has no tensor- or pipeline-parallel degree: those are the
 //! training script's (Megatron-DeepSpeed's `--tensor-model-parallel-size`, a `PipelineModule`'s
 //! `num_stages`), and `train_batch_size` is checked against the data-parallel ranks.
+//!
+//! What DeepSpeed's configuration cannot say is refused by name: context parallelism (its
+//! `sequence_parallel_size` is DeepSpeed-Ulysses, an all-to-all that splits attention by heads,
+//! not the ring or all-gather of K/V the plan's CP is), FP8 (its precision sections are `bf16`
+//! and `fp16`; FP8 training needs Transformer Engine's layers and `fp8_autocast` in the
+//! training script), and hybrid sharding (MiCS's `mics_shard_size`, DeepSpeed's ZeRO 3 shard
+//! groups, was removed and 0.19.8's config rejects it; hpZ's `zero_hpz_partition_size` only
+//! keeps a secondary copy of the weights inside a node, with the state still sharded over every
+//! rank; ZeRO 1 and 2 shard over the whole data-parallel group).
 
 use serde_json::{json, Value};
 
 use super::exporter::Launcher;
 use super::launch::Launch;
 use crate::cost::activations::Recompute;
+use crate::cost::precision::Precision;
 use crate::error::{Error, Result};
 
 /// A DeepSpeed configuration file.
@@ -23,6 +33,31 @@ pub struct DeepSpeed;
 /// The configuration as a JSON value.
 pub fn config(l: &Launch) -> Result<Value> {
     let stage = l.zero().get();
+    let refuse = |what: String| Error::invalid("--format", "deepspeed", what);
+    let layout = &l.layout;
+    if layout.cp > 1 {
+        return Err(refuse(format!(
+            "a plan without context parallelism: cp = {} splits each sequence with K/V exchanged between its slices, and DeepSpeed's config has no such scheme (its sequence_parallel_size is DeepSpeed-Ulysses, an all-to-all splitting attention by heads, a different one)",
+            layout.cp
+        )));
+    }
+    if l.precision() != Precision::Bf16 {
+        return Err(refuse(format!(
+            "a BF16 plan: precision = {} has no DeepSpeed config setting (bf16 and fp16 only); FP8 training needs Transformer Engine's layers and fp8_autocast in the training script",
+            l.precision()
+        )));
+    }
+    if layout.replicate > 1 {
+        let why = if stage == 3 {
+            "DeepSpeed 0.19.8 has no ZeRO 3 shard groups: MiCS's mics_shard_size was removed and its config rejects it, and hpZ's zero_hpz_partition_size keeps a secondary copy of the weights, not replicas of the sharded state"
+        } else {
+            "DeepSpeed's ZeRO 1 and 2 shard over the whole data-parallel group"
+        };
+        return Err(refuse(format!(
+            "one shard group: replicate = {} with ZeRO {stage} asks for hybrid sharding, and {why}",
+            layout.replicate
+        )));
+    }
     // DeepSpeed's PipelineEngine asserts ZeRO stage < 2 (runtime/pipe/engine.py).
     if l.layout.pp > 1 && stage >= 2 {
         return Err(Error::invalid(
@@ -117,5 +152,84 @@ impl Launcher for DeepSpeed {
                 .join(", ")
         ));
         lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cost::step::BatchTarget;
+    use crate::model::layout::{Cluster, Degrees, Layout, ZeroStage};
+    use crate::model::preset;
+
+    fn launch(gpus: u64, degrees: Degrees, zero: u8) -> Launch {
+        let shape = preset("70b").unwrap();
+        let cluster = Cluster {
+            gpus,
+            gpus_per_node: 8,
+        };
+        let layout = Layout::with(cluster, &shape, degrees, ZeroStage::new(zero).unwrap()).unwrap();
+        Launch::new(
+            shape,
+            1e12 as u64,
+            layout,
+            None,
+            8192,
+            &BatchTarget::default(),
+            None,
+        )
+        .unwrap()
+    }
+
+    /// The one-line refusal of `l`.
+    fn refusal(l: &Launch) -> String {
+        let e = config(l).unwrap_err().to_string();
+        assert!(
+            !e.contains('\n') && e.starts_with("invalid --format = deepspeed: "),
+            "{e}"
+        );
+        e
+    }
+
+    #[test]
+    fn what_deepspeed_s_config_cannot_say_is_refused_by_name() {
+        let cp = Degrees {
+            tp: 4,
+            cp: 2,
+            pp: 4,
+            replicate: 1,
+        };
+        let e = refusal(&launch(64, cp, 1));
+        assert!(e.contains("cp = 2") && e.contains("Ulysses"), "{e}");
+        let mut fp8 = launch(2048, Degrees::tp_pp(8, 8), 1);
+        fp8.step.precision = Precision::Fp8;
+        let e = refusal(&fp8);
+        assert!(
+            e.contains("precision = fp8") && e.contains("Transformer Engine"),
+            "{e}"
+        );
+        fp8.step.precision = Precision::Mxfp8;
+        assert!(refusal(&fp8).contains("precision = mxfp8"));
+        let hsdp = |zero| {
+            launch(
+                2048,
+                Degrees {
+                    tp: 8,
+                    cp: 1,
+                    pp: 1,
+                    replicate: 4,
+                },
+                zero,
+            )
+        };
+        let e = refusal(&hsdp(3));
+        assert!(
+            e.contains("replicate = 4") && e.contains("mics_shard_size"),
+            "{e}"
+        );
+        let e = refusal(&hsdp(1));
+        assert!(e.contains("replicate = 4 with ZeRO 1"), "{e}");
+        // The same layouts without them export.
+        assert!(config(&launch(2048, Degrees::tp_pp(8, 1), 3)).is_ok());
     }
 }

@@ -1,13 +1,32 @@
 //! A plan turned into what a launcher needs: the shape, the layout, and a training step with a
 //! whole number of micro-batches — shared by the Megatron-LM, DeepSpeed and torchtitan exporters.
+//!
+//! The data-parallel degree a launcher derives is `DP = GPUs / (TP·CP·PP)`: context-parallel
+//! ranks share one micro-batch (each holds a slice of every sequence), so the global batch is
+//! `G = b · DP · m` for `m` micro-batches a replica, whatever CP is, and hybrid sharding only
+//! regroups the DP ranks (`replicate × DP/replicate`), leaving `G` as it is.
 
 use crate::cost::memory::detailed::{stage_layers, Options};
+use crate::cost::precision::Precision;
 use crate::cost::step::{BatchTarget, Step};
 use crate::error::{Error, Result};
 use crate::format::count;
 use crate::model::layout::{Layout, ZeroStage};
 use crate::model::Shape;
 use crate::plan::check::CheckReport;
+
+/// How the ranks of a context-parallel group exchange the keys and values of their sequence
+/// slices, as the plan's stack does: Megatron-core's ring of point-to-point sends overlapped
+/// with attention (`cp_comm_type = "p2p"`, its default), or one all-gather of K/V before
+/// attention (Llama Team 2024, §3.3.2; torchtitan's `context_parallel_rotate_method =
+/// "allgather"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpExchange {
+    /// A ring of point-to-point exchanges, one K/V slice a step.
+    Ring,
+    /// K/V all-gathered over the CP group before attention.
+    AllGather,
+}
 
 /// One plan, ready for a launcher.
 #[derive(Debug, Clone, PartialEq)]
@@ -16,7 +35,7 @@ pub struct Launch {
     pub shape: Shape,
     /// Tokens the plan trains on.
     pub tokens: u64,
-    /// TP, PP, DP and the ZeRO stage.
+    /// TP, CP, PP, DP, the ZeRO stage and the hybrid-sharding replicas.
     pub layout: Layout,
     /// The training step: the plan's, or for a plate plan one sequence a micro-batch, full
     /// recomputation (what the plate assumes), sequence parallelism with TP, 1F1B.
@@ -51,14 +70,30 @@ impl Launch {
         target: &BatchTarget,
         options: Option<Options>,
     ) -> Result<Launch> {
-        if tokens == 0 || layout.tp == 0 || layout.pp == 0 || layout.dp == 0 {
+        if tokens == 0
+            || layout.tp == 0
+            || layout.cp == 0
+            || layout.pp == 0
+            || layout.dp == 0
+            || layout.replicate == 0
+        {
             return Err(Error::invalid(
                 "plan",
                 format!(
-                    "{tokens} tokens, TP {} × PP {} × DP {}",
-                    layout.tp, layout.pp, layout.dp
+                    "{tokens} tokens, TP {} × CP {} × PP {} × DP {}, {} replicas",
+                    layout.tp, layout.cp, layout.pp, layout.dp, layout.replicate
                 ),
                 "tokens and degrees ≥ 1",
+            ));
+        }
+        if layout.dp % layout.replicate != 0 {
+            return Err(Error::invalid(
+                "plan.layout.replicate",
+                layout.replicate,
+                format!(
+                    "a divisor of DP = {} (the data-parallel group as replicate × shard)",
+                    layout.dp
+                ),
             ));
         }
         let mut notes = Vec::new();
@@ -69,6 +104,18 @@ impl Launch {
                 false,
             ),
         };
+        // Every launcher splits a sequence into 2·CP chunks (Megatron-LM asserts it; torchtitan's
+        // head-tail load balancer needs it), as the step's own rule says.
+        if layout.cp > 1 && step.seq_len % (2 * layout.cp) != 0 {
+            return Err(Error::invalid(
+                "--cp",
+                layout.cp,
+                format!(
+                    "a degree whose 2 × cp chunks divide the {}-token sequence",
+                    step.seq_len
+                ),
+            ));
+        }
         let unit = step
             .micro_batch
             .checked_mul(layout.dp)
@@ -159,15 +206,32 @@ impl Launch {
         )
     }
 
-    /// GPUs, `TP · PP · DP` (saturating; a layout from [`Layout::new`] is far below).
+    /// GPUs, `TP · CP · PP · DP` (saturating; a layout from [`Layout::new`] is far below).
     pub fn gpus(&self) -> u64 {
         self.layout
             .tp
+            .saturating_mul(self.layout.cp)
             .saturating_mul(self.layout.pp)
             .saturating_mul(self.layout.dp)
     }
 
-    /// Micro-batches each replica accumulates per step, `G / (b·DP)`.
+    /// The precision of the step's matrix products.
+    pub fn precision(&self) -> Precision {
+        self.step.precision
+    }
+
+    /// How the plan's stack exchanges K/V within a CP group ([`CpExchange`]): Meta's Llama 3
+    /// stack and torchtitan all-gather them; Megatron-core with Transformer Engine, and every
+    /// other stack here, passes them around a ring, Megatron-core's default.
+    pub fn cp_exchange(&self) -> CpExchange {
+        match self.options.stack.settings().cp {
+            Some(crate::cost::stack::CpComm::AllGather) => CpExchange::AllGather,
+            Some(crate::cost::stack::CpComm::Ring) | None => CpExchange::Ring,
+        }
+    }
+
+    /// Micro-batches each replica accumulates per step, `G / (b·DP)` (CP ranks share one
+    /// micro-batch, so CP does not enter).
     pub fn accumulation(&self) -> u64 {
         self.global_batch / (self.step.micro_batch * self.layout.dp)
     }
@@ -196,11 +260,31 @@ impl Launch {
         out
     }
 
-    /// One line for the top of a launcher file: the plan it came from.
+    /// One line for the top of a launcher file: the plan it came from. CP, hybrid sharding
+    /// and the precision are named when the plan has them.
     pub fn summary(&self) -> String {
         let l = &self.layout;
+        let cp = if l.cp > 1 {
+            format!(" × CP {}", l.cp)
+        } else {
+            String::new()
+        };
+        let replicas = if l.replicate > 1 {
+            format!(
+                " in {} replicas, each sharded over DP/{} × CP = {} ranks",
+                l.replicate,
+                l.replicate,
+                l.shard_group()
+            )
+        } else {
+            String::new()
+        };
+        let precision = match self.precision() {
+            Precision::Bf16 => String::new(),
+            p => format!(", {}", p.name().to_uppercase()),
+        };
         format!(
-            "{} ({} parameters) on {} tokens: TP {} × PP {} × DP {} = {} GPUs, ZeRO {}; {} steps of {} sequences × {} tokens (micro-batch {}, {} micro-batches a replica)",
+            "{} ({} parameters) on {} tokens: TP {}{cp} × PP {} × DP {} = {} GPUs, ZeRO {}{replicas}{precision}; {} steps of {} sequences × {} tokens (micro-batch {}, {} micro-batches a replica)",
             self.shape.name,
             count(self.shape.params() as f64),
             count(self.tokens as f64),
@@ -223,14 +307,17 @@ mod tests {
     use super::*;
     use crate::cost::activations::Recompute;
     use crate::cost::step::Schedule;
+    use crate::model::layout::{Cluster, Degrees};
     use crate::model::preset;
 
     fn layout(tp: u64, pp: u64, dp: u64, zero: u8) -> Layout {
         Layout {
             tp,
+            cp: 1,
             pp,
             dp,
             zero: ZeroStage::new(zero).unwrap(),
+            replicate: 1,
         }
     }
 
@@ -280,6 +367,7 @@ mod tests {
             recompute: Recompute::Selective,
             sequence_parallel: true,
             schedule: Schedule::Interleaved(2),
+            precision: Precision::Bf16,
             global_batch_tokens: 3 * 8192 * 64,
         };
         let e = Launch::new(
@@ -326,5 +414,89 @@ mod tests {
         .unwrap();
         assert_eq!((l.global_batch, l.accumulation()), (512, 4));
         assert!(l.notes.is_empty());
+    }
+
+    #[test]
+    fn context_parallel_ranks_share_a_micro_batch() {
+        // Llama 3.1 70B on 64 GPUs as TP 4 × CP 2 × PP 4: DP = 64 / 32 = 2, so the 2,048
+        // sequences of the 16 Mi target are 1,024 micro-batches of one on each replica.
+        let shape = preset("70b").unwrap();
+        let cluster = Cluster {
+            gpus: 64,
+            gpus_per_node: 8,
+        };
+        let degrees = Degrees {
+            tp: 4,
+            cp: 2,
+            pp: 4,
+            replicate: 1,
+        };
+        let layout = Layout::with(cluster, &shape, degrees, ZeroStage::new(1).unwrap()).unwrap();
+        assert_eq!(layout.dp, 2);
+        let l = Launch::new(
+            shape.clone(),
+            1e12 as u64,
+            layout,
+            None,
+            8192,
+            &BatchTarget::default(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(l.gpus(), 64);
+        assert_eq!((l.global_batch, l.accumulation()), (2048, 1024));
+        assert!(
+            l.summary().contains("TP 4 × CP 2 × PP 4 × DP 2 = 64 GPUs"),
+            "{}",
+            l.summary()
+        );
+        assert_eq!(l.cp_exchange(), CpExchange::Ring);
+        // A sequence that does not split into 2·CP chunks is refused by name.
+        let e = Launch::new(
+            shape.clone(),
+            1e12 as u64,
+            layout,
+            None,
+            8190,
+            &BatchTarget::default(),
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("--cp = 2") && e.contains("8190-token"), "{e}");
+        // Hybrid sharding regroups DP without changing the batch: 2 replicas of 8 × 2 ranks.
+        let hsdp = Layout::with(
+            Cluster {
+                gpus: 256,
+                gpus_per_node: 8,
+            },
+            &shape,
+            Degrees {
+                tp: 8,
+                cp: 2,
+                pp: 1,
+                replicate: 2,
+            },
+            ZeroStage::new(3).unwrap(),
+        )
+        .unwrap();
+        let l = Launch::new(
+            shape,
+            1e12 as u64,
+            hsdp,
+            None,
+            8192,
+            &BatchTarget::default(),
+            None,
+        )
+        .unwrap();
+        assert_eq!((l.layout.dp, l.layout.shard_group()), (16, 16));
+        assert_eq!((l.global_batch, l.accumulation()), (2048, 128));
+        assert!(
+            l.summary()
+                .contains("ZeRO 3 in 2 replicas, each sharded over DP/2 × CP = 16 ranks"),
+            "{}",
+            l.summary()
+        );
     }
 }

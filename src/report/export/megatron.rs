@@ -11,14 +11,30 @@
 //! and scaling, ε, the window, biases, tied embeddings, and the vocabulary (padded by
 //! Megatron-LM unless told how); so do the kernels and overlaps the plan's stack assumed and
 //! the stage split it was graded with.
+//!
+//! The layout's other degrees: context parallelism as `--context-parallel-size` with the K/V
+//! exchange the plan's stack assumed (`--cp-comm-type p2p`, Megatron-core's ring and its
+//! default, or `allgather`); hybrid sharding as `--num-distributed-optimizer-instances`, which
+//! splits the DP × CP group into that many instances of the distributed optimizer (ZeRO 1) or,
+//! under Megatron-FSDP (ZeRO 2 and 3), makes it HSDP: each instance shards over its
+//! `DP/replicate × CP` ranks and the instances all-reduce (the outer group replicates, as
+//! without `--enable-full-sharding-in-hsdp`). Megatron-LM derives DP as
+//! `world / (TP·CP·PP)`, the layout's DP, so `--global-batch-size` is `b · DP · m` as planned.
+//! FP8 is Transformer Engine's: the hybrid format (E4M3 forward, E5M2 gradients) with delayed
+//! scaling over an amax history of 1,024 by its maximum, TE's `DelayedScaling` defaults and
+//! NeMo's FP8 recipes (Megatron-LM's own defaults are a history of 1, most recent); MXFP8 is
+//! E4M3 with a scale per 32 elements (`--fp8-recipe mxfp8`, Blackwell). The weights stay BF16
+//! with FP8 copies (no `--fp8-param-gather`), and the output layer is no Transformer Engine
+//! module, so it stays BF16 — what the precision model counts.
 
 use std::fmt::Write;
 
 use super::exporter::Launcher;
-use super::launch::Launch;
+use super::launch::{CpExchange, Launch};
 use crate::cost::activations::{Kernels, Recompute};
 use crate::cost::chip::Attention;
 use crate::cost::compute::LossKernel;
+use crate::cost::precision::Precision;
 use crate::cost::step::{deepest_interleaving, Schedule};
 use crate::error::{Error, Result};
 
@@ -110,6 +126,32 @@ pub fn vocab_divisor(vocab: u64, tp: u64) -> Option<u64> {
         .find(|d| vocab % (d * tp) == 0)
 }
 
+/// `--cp-comm-type` for the K/V exchange the plan's stack assumed: `p2p` (Megatron-core's ring,
+/// its default) or `allgather`.
+pub fn cp_comm_type(l: &Launch) -> &'static str {
+    match l.cp_exchange() {
+        CpExchange::Ring => "p2p",
+        CpExchange::AllGather => "allgather",
+    }
+}
+
+/// Transformer Engine's options for a precision, option and value: none for BF16; for FP8 the
+/// hybrid format with delayed scaling over 1,024 steps of amax history by its maximum
+/// (`DelayedScaling`'s defaults, NeMo's FP8 recipes); for MXFP8, E4M3 blocks of 32 with their
+/// own scales (`MXFP8BlockScaling`).
+pub fn fp8_arguments(precision: Precision) -> &'static [(&'static str, &'static str)] {
+    match precision {
+        Precision::Bf16 => &[],
+        Precision::Fp8 => &[
+            ("--fp8-format", "hybrid"),
+            ("--fp8-recipe", "delayed"),
+            ("--fp8-amax-history-len", "1024"),
+            ("--fp8-amax-compute-algo", "max"),
+        ],
+        Precision::Mxfp8 => &[("--fp8-format", "e4m3"), ("--fp8-recipe", "mxfp8")],
+    }
+}
+
 /// The arguments, one option (with its value) an entry.
 pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     let (s, step, layout) = (&l.shape, &l.step, &l.layout);
@@ -156,6 +198,10 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
             Some(v.to_string()),
         );
     }
+    if layout.cp > 1 {
+        push("--context-parallel-size", Some(layout.cp.to_string()));
+        push("--cp-comm-type", Some(cp_comm_type(l).into()));
+    }
     if step.sequence_parallel && layout.tp > 1 {
         push("--sequence-parallel", None);
     }
@@ -176,6 +222,21 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
             push("--no-gradient-accumulation-fusion", None);
             push("--ckpt-format", Some("fsdp_dtensor".into()));
         }
+    }
+    // Hybrid sharding: that many distributed-optimizer instances over the DP × CP group
+    // (Megatron-FSDP's HSDP from ZeRO 2), each over DP/replicate × CP ranks. A layout has
+    // replicas only from ZeRO 1, where the distributed optimizer is on.
+    if layout.replicate > 1 {
+        if !l.zero().shards_optimizer() {
+            return Err(refuse(format!(
+                "replicate = {} with ZeRO 1 to 3: --num-distributed-optimizer-instances needs the distributed optimizer, which ZeRO 0 has not",
+                layout.replicate
+            )));
+        }
+        push(
+            "--num-distributed-optimizer-instances",
+            Some(layout.replicate.to_string()),
+        );
     }
     // The model.
     push("--num-layers", Some(s.layers.to_string()));
@@ -219,6 +280,14 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
         push("--use-rope-scaling", None);
     }
     if let Some(w) = a.sliding_window {
+        // Transformer Engine's ring (p2p) context parallelism has no window (a2a and
+        // all-gather have).
+        if layout.cp > 1 && l.cp_exchange() == CpExchange::Ring {
+            return Err(refuse(format!(
+                "a context parallelism Transformer Engine runs with a window: cp = {} passes K/V around a ring (--cp-comm-type p2p), which has none, and {} has a {w}-token sliding window",
+                layout.cp, s.name
+            )));
+        }
         // FlashAttention's window (left, right): a token sees the `left` before it and
         // itself, so W tokens are W − 1 to the left, none to the right (causal).
         push("--window-size", Some(format!("{},0", w - 1)));
@@ -290,6 +359,9 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
         }
     }
     push("--bf16", None);
+    for &(option, value) in fp8_arguments(step.precision) {
+        push(option, Some(value.into()));
+    }
     // The kernels and overlaps the stack's time model assumed (cost::stack::Settings).
     let backend = match settings.attention {
         Attention::Flash2 => "flash",
@@ -305,7 +377,8 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
         push("--no-rope-fusion", None);
         push("--no-bias-swiglu-fusion", None);
     }
-    if settings.dp_overlap > 0.0 && layout.dp > 1 {
+    // Gradients reduce over the DP × CP ranks that hold the same weights.
+    if settings.dp_overlap > 0.0 && layout.dp * layout.cp > 1 {
         push("--overlap-grad-reduce", None);
         if l.zero().get() >= 1 {
             push("--overlap-param-gather", None);
@@ -339,18 +412,85 @@ pub fn render(l: &Launch) -> Result<String> {
             "# Megatron-FSDP (ZeRO {}): unset CUDA_DEVICE_MAX_CONNECTIONS",
             l.zero()
         );
+    } else if l.layout.cp > 1 {
+        let _ = writeln!(
+            out,
+            "# TP or CP > 1 before Blackwell: export CUDA_DEVICE_MAX_CONNECTIONS=1"
+        );
     } else if l.layout.tp > 1 {
         let _ = writeln!(
             out,
             "# TP > 1 before Blackwell: export CUDA_DEVICE_MAX_CONNECTIONS=1"
         );
     }
-    let _ = writeln!(
-        out,
-        "# Launch on {} GPUs ({} ranks of TP × PP × DP), e.g. torchrun ... pretrain_gpt.py \"${{MEGATRON_ARGS[@]}}\"",
-        l.gpus(),
-        l.gpus()
-    );
+    let layout = &l.layout;
+    if layout.cp > 1 {
+        let _ = writeln!(
+            out,
+            "# CP {}: each sequence in 2 × {} chunks of {} tokens, rank i holding chunks i and {} − i; K/V {} (--cp-comm-type {}), as the {} stack does.",
+            layout.cp,
+            layout.cp,
+            l.step.seq_len / (2 * layout.cp),
+            2 * layout.cp - 1,
+            match l.cp_exchange() {
+                CpExchange::Ring =>
+                    "passed around a ring, overlapped with attention (Megatron-core's default)",
+                CpExchange::AllGather => "all-gathered before attention",
+            },
+            cp_comm_type(l),
+            l.options.stack
+        );
+    }
+    if layout.replicate > 1 {
+        let _ = writeln!(
+            out,
+            "# Hybrid sharding: {} {} of {} ranks each (DP {} / {} × CP {}), all-reducing across instances.",
+            layout.replicate,
+            if l.zero().get() >= 2 {
+                "Megatron-FSDP HSDP instances"
+            } else {
+                "distributed-optimizer instances"
+            },
+            layout.shard_group(),
+            layout.dp,
+            layout.replicate,
+            layout.cp
+        );
+    }
+    match l.precision() {
+        Precision::Bf16 => {}
+        Precision::Fp8 => {
+            let _ = writeln!(
+                out,
+                "# FP8 (Transformer Engine): hybrid E4M3/E5M2 with delayed scaling, amax history 1024 by max (TE's DelayedScaling defaults, NeMo's FP8 recipes); weights kept in BF16, the output layer in BF16."
+            );
+        }
+        Precision::Mxfp8 => {
+            let _ = writeln!(
+                out,
+                "# MXFP8 (Transformer Engine's MXFP8BlockScaling): E4M3 with a scale per 32 elements, Blackwell GPUs only; weights kept in BF16, the output layer in BF16."
+            );
+        }
+    }
+    if layout.cp > 1 {
+        let _ = writeln!(
+            out,
+            "# Launch on {} GPUs ({} ranks of TP × CP × PP × DP = {} × {} × {} × {}, in Megatron-core's tp-cp-ep-dp-pp order), e.g. torchrun ... pretrain_gpt.py \"${{MEGATRON_ARGS[@]}}\"",
+            l.gpus(),
+            l.gpus(),
+            layout.tp,
+            layout.cp,
+            layout.pp,
+            layout.dp
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "# Launch on {} GPUs ({} ranks of TP × PP × DP), e.g. torchrun ... pretrain_gpt.py \"${{MEGATRON_ARGS[@]}}\"",
+            l.gpus(),
+            l.gpus()
+        );
+    }
     out.push_str("MEGATRON_ARGS=(\n");
     for a in args {
         let _ = writeln!(out, "    {a}");
@@ -369,16 +509,48 @@ impl Launcher for Megatron {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cost::stack::Stack;
     use crate::cost::step::BatchTarget;
-    use crate::model::layout::{Layout, ZeroStage};
+    use crate::model::layout::{Cluster, Degrees, Layout, ZeroStage};
     use crate::model::preset;
+
+    /// The launch of `model` on `gpus` GPUs (8 a node) with `degrees` and ZeRO `zero`, a plate
+    /// plan's step at 8,192 tokens.
+    fn launch_with(model: &str, gpus: u64, degrees: Degrees, zero: u8) -> Launch {
+        let shape = preset(model).unwrap();
+        let cluster = Cluster {
+            gpus,
+            gpus_per_node: 8,
+        };
+        let layout = Layout::with(cluster, &shape, degrees, ZeroStage::new(zero).unwrap()).unwrap();
+        Launch::new(
+            shape,
+            1e12 as u64,
+            layout,
+            None,
+            8192,
+            &BatchTarget::default(),
+            None,
+        )
+        .unwrap()
+    }
+
+    /// The value of `option` in `args`, if written.
+    fn value<'a>(args: &'a [String], option: &str) -> Option<&'a str> {
+        args.iter().find_map(|a| {
+            a.strip_prefix(option)
+                .and_then(|rest| rest.strip_prefix(' '))
+        })
+    }
 
     fn launch(model: &str, tp: u64, pp: u64, dp: u64, zero: u8) -> Launch {
         let layout = Layout {
             tp,
+            cp: 1,
             pp,
             dp,
             zero: ZeroStage::new(zero).unwrap(),
+            replicate: 1,
         };
         let target = BatchTarget::default();
         Launch::new(
@@ -464,5 +636,148 @@ mod tests {
         assert!(arguments(&l)
             .unwrap()
             .contains(&"--window-size 4095,0".to_string()));
+        // A ring of K/V has no window in Transformer Engine; an all-gather has.
+        let degrees = Degrees {
+            tp: 1,
+            cp: 2,
+            pp: 1,
+            replicate: 1,
+        };
+        let mut l = launch_with("8b", 2048, degrees, 1);
+        l.shape.architecture.sliding_window = Some(4096);
+        let e = arguments(&l).unwrap_err().to_string();
+        assert!(
+            e.contains("cp = 2") && e.contains("4096-token sliding window"),
+            "{e}"
+        );
+        l.options.stack = Stack::Llama3;
+        let args = arguments(&l).unwrap();
+        assert_eq!(value(&args, "--cp-comm-type"), Some("allgather"));
+    }
+
+    #[test]
+    fn context_parallelism_splits_sequences_and_leaves_the_batch_to_dp() {
+        // Llama 3.1 70B, TP 4 × CP 2 × PP 4 on 64 GPUs: Megatron-LM's DP is 64 / (4·2·4) = 2.
+        let degrees = Degrees {
+            tp: 4,
+            cp: 2,
+            pp: 4,
+            replicate: 1,
+        };
+        let l = launch_with("70b", 64, degrees, 1);
+        let args = arguments(&l).unwrap();
+        assert_eq!(value(&args, "--context-parallel-size"), Some("2"));
+        assert_eq!(value(&args, "--cp-comm-type"), Some("p2p"));
+        assert_eq!(value(&args, "--tensor-model-parallel-size"), Some("4"));
+        assert_eq!(value(&args, "--pipeline-model-parallel-size"), Some("4"));
+        // G = b · DP · m with Megatron's DP: 2,048 = 1 × 2 × 1,024.
+        let g: u64 = value(&args, "--global-batch-size")
+            .unwrap()
+            .parse()
+            .unwrap();
+        let b: u64 = value(&args, "--micro-batch-size").unwrap().parse().unwrap();
+        let dp = l.gpus() / (4 * 2 * 4);
+        assert_eq!((l.gpus(), dp, g, b), (64, 2, 2048, 1));
+        assert_eq!(g / (b * dp), l.accumulation());
+        assert!(args.iter().any(|a| a == "--overlap-grad-reduce"));
+        let text = render(&l).unwrap();
+        assert!(
+            text.contains("64 ranks of TP × CP × PP × DP = 4 × 2 × 4 × 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("export CUDA_DEVICE_MAX_CONNECTIONS=1"),
+            "{text}"
+        );
+        // The stacks that all-gather K/V get Megatron-core's all-gather exchange.
+        let mut llama3 = l.clone();
+        llama3.options.stack = Stack::Llama3;
+        let args = arguments(&llama3).unwrap();
+        assert_eq!(value(&args, "--cp-comm-type"), Some("allgather"));
+        // CP 1 writes neither option.
+        let args = arguments(&launch("70b", 8, 8, 32, 1)).unwrap();
+        assert!(!args
+            .iter()
+            .any(|a| a.contains("context-parallel") || a.contains("cp-comm")));
+    }
+
+    #[test]
+    fn fp8_is_transformer_engine_s_hybrid_delayed_recipe_and_mxfp8_its_block_recipe() {
+        let mut l = launch("70b", 8, 8, 32, 1);
+        let bf16 = arguments(&l).unwrap();
+        assert!(!bf16.iter().any(|a| a.starts_with("--fp8")));
+        l.step.precision = Precision::Fp8;
+        let args = arguments(&l).unwrap();
+        let at = args.iter().position(|a| a == "--bf16").unwrap();
+        assert_eq!(
+            args[at..at + 5],
+            [
+                "--bf16",
+                "--fp8-format hybrid",
+                "--fp8-recipe delayed",
+                "--fp8-amax-history-len 1024",
+                "--fp8-amax-compute-algo max"
+            ]
+        );
+        assert!(!args.iter().any(|a| a == "--fp8-param-gather"));
+        assert!(render(&l).unwrap().contains("# FP8 (Transformer Engine)"));
+        l.step.precision = Precision::Mxfp8;
+        let args = arguments(&l).unwrap();
+        let fp8: Vec<&String> = args.iter().filter(|a| a.starts_with("--fp8")).collect();
+        assert_eq!(fp8, ["--fp8-format e4m3", "--fp8-recipe mxfp8"]);
+        assert!(render(&l).unwrap().contains("Blackwell"));
+    }
+
+    #[test]
+    fn replicas_are_distributed_optimizer_instances() {
+        // ZeRO 1, 4 replicas over DP 32: the distributed optimizer in 4 instances of 8 ranks.
+        let degrees = Degrees {
+            tp: 8,
+            cp: 1,
+            pp: 8,
+            replicate: 4,
+        };
+        let l = launch_with("70b", 2048, degrees, 1);
+        let args = arguments(&l).unwrap();
+        assert!(args.iter().any(|a| a == "--use-distributed-optimizer"));
+        assert_eq!(
+            value(&args, "--num-distributed-optimizer-instances"),
+            Some("4")
+        );
+        assert!(render(&l)
+            .unwrap()
+            .contains("4 distributed-optimizer instances of 8 ranks each"));
+        // ZeRO 3 with CP: Megatron-FSDP's HSDP, each instance over DP/2 × CP = 64 × 2 ranks.
+        let degrees = Degrees {
+            tp: 8,
+            cp: 2,
+            pp: 1,
+            replicate: 2,
+        };
+        let l = launch_with("70b", 2048, degrees, 3);
+        let args = arguments(&l).unwrap();
+        assert!(args.iter().any(|a| a == "--use-megatron-fsdp"));
+        assert_eq!(
+            value(&args, "--data-parallel-sharding-strategy"),
+            Some("optim_grads_params")
+        );
+        assert_eq!(
+            value(&args, "--num-distributed-optimizer-instances"),
+            Some("2")
+        );
+        assert!(!args.iter().any(|a| a == "--enable-full-sharding-in-hsdp"));
+        assert!(render(&l)
+            .unwrap()
+            .contains("2 Megatron-FSDP HSDP instances of 128 ranks each"));
+        // One instance writes no option; replicas without a sharded optimizer are refused.
+        assert!(value(
+            &arguments(&launch("70b", 8, 8, 32, 1)).unwrap(),
+            "--num-distributed-optimizer-instances"
+        )
+        .is_none());
+        let mut l = launch("70b", 8, 8, 32, 0);
+        l.layout.replicate = 2;
+        let e = arguments(&l).unwrap_err().to_string();
+        assert!(e.contains("replicate = 2") && !e.contains('\n'), "{e}");
     }
 }

@@ -9,6 +9,7 @@ use crate::cost::memory::detailed::{GradientPrecision, LossPrecision};
 use crate::cost::step::Step;
 use crate::error::Result;
 use crate::format::{count, fixed, general, plural, sci, thousands};
+use crate::model::layout::Layout;
 use crate::plan::check::CheckReport;
 use crate::plan::sensitivity::{Input, Point, SearchSensitivity, Sensitivity};
 use crate::plan::verdict::ShapeVerdict;
@@ -126,13 +127,7 @@ fn runnable_lines(brief: &Brief, shapes: &[&ShapeVerdict]) -> String {
             let p = v.best_plan.as_ref()?;
             let r = p.runnable.as_ref()?;
             let l = &p.layout;
-            let layout = format!(
-                "TP {} × PP {} × DP {}, ZeRO {}",
-                l.tp,
-                l.pp,
-                thousands(l.dp),
-                l.zero
-            );
+            let layout = l.describe();
             let (Some(days), Some(mfu), Some(memory)) = (r.days, r.mfu, r.memory_gb) else {
                 let why = r.refused.clone().unwrap_or_default();
                 return Some(vec![
@@ -201,13 +196,14 @@ fn plan_row(number: Option<u64>, p: &Plan) -> Vec<String> {
     if let Some(n) = number {
         row.push(n.to_string());
     }
+    let l = &p.layout;
     row.extend([
         p.model.clone(),
         count(p.tokens as f64),
-        p.layout.tp.to_string(),
-        p.layout.pp.to_string(),
-        thousands(p.layout.dp),
-        p.layout.zero.to_string(),
+        l.tp.to_string(),
+        l.pp.to_string(),
+        thousands(l.dp),
+        zero_text(l),
         fixed(p.memory_gb.total, 2),
         fixed(p.days, 3),
         fixed(p.loss, 5),
@@ -217,16 +213,31 @@ fn plan_row(number: Option<u64>, p: &Plan) -> Vec<String> {
         row.push(format!("{} %", fixed(100.0 * mfu, 1)));
     }
     if let Some(s) = &p.step {
+        row.insert(if number.is_some() { 4 } else { 3 }, l.cp.to_string());
         row.push(step_text(s));
     }
     row
 }
 
+/// The ZeRO column: the stage, and with hybrid sharding `×R`, the replicas of each shard.
+fn zero_text(l: &Layout) -> String {
+    if l.replicate > 1 {
+        format!("{}×{}", l.zero, l.replicate)
+    } else {
+        l.zero.to_string()
+    }
+}
+
 /// A step in the plan table's words: `b1 s8192 full sp 1f1b B 16.78 M`.
 fn step_text(s: &Step) -> String {
     let sp = if s.sequence_parallel { " sp" } else { "" };
+    let precision = if s.precision.is_fp8() {
+        format!(" {}", s.precision)
+    } else {
+        String::new()
+    };
     format!(
-        "b{} s{} {}{sp} {} B {}",
+        "b{} s{} {}{sp} {}{precision} B {}",
         s.micro_batch,
         s.seq_len,
         s.recompute.name(),
@@ -239,13 +250,10 @@ fn step_text(s: &Step) -> String {
 fn plan_line(p: &Plan) -> String {
     let l = &p.layout;
     let mut out = format!(
-        "{} on {} tokens, TP {} × PP {} × DP {}, ZeRO {}",
+        "{} on {} tokens, {}",
         p.model,
         count(p.tokens as f64),
-        l.tp,
-        l.pp,
-        thousands(l.dp),
-        l.zero
+        l.describe()
     );
     if let Some(s) = &p.step {
         let _ = write!(out, ", {}", step_text(s));
@@ -383,16 +391,24 @@ fn time_section(p: &Plan, brief: &Brief) -> Option<String> {
     let (b, seconds) = (p.breakdown?, p.step_seconds?);
     let (failures, mfu) = (p.failures?, p.mfu?);
     let share = |x: f64| format!("{} %", fixed(100.0 * x / seconds, 1));
+    let fp8 = p.step.is_some_and(|s| s.precision.is_fp8());
+    let optimizer = if fp8 {
+        "AdamW step and FP8 weight casts, HBM-bound"
+    } else {
+        "AdamW step, HBM-bound"
+    };
     let rows: Vec<Vec<String>> = [
         ("compute", "forward, backward, recomputation", b.compute),
         ("tp_comm", "tensor-parallel collectives, NVLink", b.tp_comm),
+        ("cp_comm", "context-parallel K and V, exposed", b.cp_comm),
         ("pp_comm", "pipeline sends", b.pp_comm),
         ("dp_comm", "data-parallel collectives, exposed", b.dp_comm),
         ("bubble", "pipeline fill and drain", b.bubble),
-        ("optimizer", "AdamW step, HBM-bound", b.optimizer),
+        ("optimizer", optimizer, b.optimizer),
         ("step", "", seconds),
     ]
     .iter()
+    .filter(|(name, ..)| *name != "cp_comm" || p.layout.cp > 1)
     .map(|(name, how, s)| vec![name.to_string(), how.to_string(), fixed(*s, 3), share(*s)])
     .collect();
     let mut out = String::from("\ntime per step\n");
@@ -402,9 +418,18 @@ fn time_section(p: &Plan, brief: &Brief) -> Option<String> {
         "llrr",
         "  ",
     ));
+    let fp8_peak = if fp8 && brief.fp8_tflops > 0.0 {
+        format!(
+            " against the BF16 peak ({} % of the {} TFLOP/s FP8 peak)",
+            fixed(100.0 * mfu * brief.peak_tflops / brief.fp8_tflops, 1),
+            general(brief.fp8_tflops)
+        )
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
-        "  {} tokens/s; MFU {} % derived (the brief assumes {} %), HFU {} %",
+        "  {} tokens/s; MFU {} % derived{fp8_peak} (the brief assumes {} %), HFU {} %",
         thousands(p.tokens_per_second.unwrap_or(0.0).round() as u64),
         fixed(100.0 * mfu, 1),
         general(100.0 * brief.mfu),
@@ -514,9 +539,13 @@ fn plan_header(plans: &[Plan]) -> Vec<&'static str> {
     plan_header_with(mfu, plans.iter().any(|p| p.step.is_some()))
 }
 
-/// The plan table's header, with the time model's columns (`mfu`) and a step column (`step`).
+/// The plan table's header, with the time model's columns (`mfu`) and, with training steps
+/// (`step`), a CP column after TP and a step column.
 fn plan_header_with(mfu: bool, step: bool) -> Vec<&'static str> {
     let mut header = PLAN_HEADER.to_vec();
+    if step {
+        header.insert(3, "CP");
+    }
     if mfu {
         header.extend(["days@MFU", "MFU"]);
     }
@@ -721,15 +750,12 @@ impl Exporter for Text {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "{} ({} parameters) on {} tokens ({}), TP {} × PP {} × DP {}, ZeRO {}\n",
+            "{} ({} parameters) on {} tokens ({}), {}\n",
             p.model,
             thousands(p.params),
             count(p.tokens as f64),
             thousands(p.tokens),
-            l.tp,
-            l.pp,
-            thousands(l.dp),
-            l.zero
+            l.describe()
         );
         if let Some(options) = &p.memory_model {
             let _ = writeln!(

@@ -7,12 +7,25 @@
 //! keeps the gathered weights after forward (`fsdp_reshard_after_forward = "never"`: weights
 //! whole through the step, gradients and optimizer state sharded, ZeRO 2), which needs no more
 //! memory than ZeRO 1; ZeRO 0 is plain replication (`data_parallel_replicate_degree`).
+//!
+//! The degrees make the world as torchtitan's `ParallelDims` checks it,
+//! `data_parallel_replicate_degree × data_parallel_shard_degree × CP × TP × PP`, both DP
+//! degrees written out: the layout's DP is `replicate × DP/replicate`, and FSDP shards over
+//! `dp_shard × cp`, the layout's shard group (torchtitan's mesh `pp, dp_replicate, dp_shard,
+//! cp, tp`, slowest first, is Megatron-core's rank order). torchtitan's batch degree is
+//! `dp_replicate × dp_shard`, CP ranks sharing a batch, so `global_batch_size` is the plan's.
+//! Context parallelism all-gathers K/V (`context_parallel_rotate_method = "allgather"`, its
+//! default, written out) over sequences split head-tail into 2·CP chunks. FP8 is torchao's
+//! float8 training of the linear layers with tensorwise scaling (`quantize.linear.float8`),
+//! MXFP8 torchao's MX recipe (`quantize.linear.mx`, `mxfp8_cublas`); the output layer stays
+//! BF16 in both, as the precision model counts.
 
 use std::fmt::Write;
 
 use super::exporter::Launcher;
-use super::launch::Launch;
+use super::launch::{CpExchange, Launch};
 use crate::cost::activations::Recompute;
+use crate::cost::precision::Precision;
 use crate::cost::step::Schedule;
 use crate::error::{Error, Result};
 
@@ -99,16 +112,75 @@ pub fn render(l: &Launch) -> Result<String> {
             s.name
         );
     }
+    // torchtitan's sequence rule (`ParallelDims.seq_len_divisor`): sequence parallelism splits
+    // the sequence over TP, context parallelism into 2·CP chunks.
+    let divisor = layout.tp.saturating_mul(2).saturating_mul(layout.cp);
+    if step.seq_len % divisor != 0 {
+        return Err(Error::invalid(
+            "--format",
+            "torchtitan",
+            format!(
+                "a sequence torchtitan can split: seq_len {} must divide by TP {} × 2 × CP {} = {divisor}",
+                step.seq_len, layout.tp, layout.cp
+            ),
+        ));
+    }
     let zero = l.zero().get();
-    // torchtitan's plain replication (DDP) does not compose with TP or PP.
-    let ddp = zero == 0 && layout.tp == 1 && layout.pp == 1;
+    // torchtitan's plain replication (DDP) does not compose with TP, CP or PP (CP turns FSDP on).
+    let ddp = zero == 0 && layout.tp == 1 && layout.pp == 1 && layout.cp == 1;
     if (1..=2).contains(&zero) || (zero == 0 && !ddp) {
         let _ = writeln!(
             out,
             "# ZeRO {zero}: FSDP2 without resharding after forward (ZeRO 2), no more memory than ZeRO {zero}{}.",
-            if zero == 0 { " (torchtitan's DDP does not compose with TP or PP)" } else { "" }
+            match (zero, layout.cp > 1) {
+                (0, false) => " (torchtitan's DDP does not compose with TP or PP)",
+                (0, true) => " (torchtitan's DDP does not compose with TP, CP or PP)",
+                _ => "",
+            }
         );
     }
+    if layout.replicate > 1 {
+        let _ = writeln!(
+            out,
+            "# HSDP: {} replicas, each sharded over dp_shard {} × CP {} = {} ranks, all-reducing gradients across replicas.",
+            layout.replicate,
+            layout.dp / layout.replicate,
+            layout.cp,
+            layout.shard_group()
+        );
+    }
+    if layout.cp > 1 {
+        let _ = writeln!(
+            out,
+            "# CP {}: each sequence in 2 × {} chunks (head-tail load balancing), K/V all-gathered over the CP group{}.",
+            layout.cp,
+            layout.cp,
+            match l.cp_exchange() {
+                CpExchange::AllGather => String::new(),
+                CpExchange::Ring => format!(
+                    "; the plan's {} stack passes them around a ring instead",
+                    l.options.stack
+                ),
+            }
+        );
+    }
+    let converter = match l.precision() {
+        Precision::Bf16 => None,
+        Precision::Fp8 => {
+            let _ = writeln!(
+                out,
+                "# FP8: torchao float8 linears with tensorwise (dynamic per-tensor) scaling, the output layer in BF16; torchao's kernels are meant to run under torch.compile."
+            );
+            Some("quantize.linear.float8")
+        }
+        Precision::Mxfp8 => {
+            let _ = writeln!(
+                out,
+                "# MXFP8: torchao MX linears (mxfp8_cublas, a scale per 32 elements), Blackwell GPUs only, the output layer in BF16."
+            );
+            Some("quantize.linear.mx")
+        }
+    };
     let _ = writeln!(
         out,
         "\n[job]\ndump_folder = \"./outputs\"\ndescription = {}",
@@ -119,6 +191,9 @@ pub fn render(l: &Launch) -> Result<String> {
         "\n[model]\nname = \"llama3\"\nflavor = \"{}\"",
         flavor.unwrap_or("CHANGE-ME")
     );
+    if let Some(converter) = converter {
+        let _ = writeln!(out, "converters = [\"{converter}\"]");
+    }
     // Each DP rank's batch: one micro-batch a pass without a pipeline (torchtitan accumulates
     // G / (b·DP) of them); with one, the whole step's micro-batches, which the schedule splits
     // into micro-batches of b.
@@ -136,10 +211,12 @@ pub fn render(l: &Launch) -> Result<String> {
     );
     // ZeRO 3 reshards after forward: "always", since torchtitan's "default" keeps the
     // weights gathered when a pipeline is on.
+    // Hybrid sharding: the layout's replicas, each FSDP over DP/replicate (× CP) ranks.
+    let replicas = layout.replicate.max(1);
     let (replicate, shard, reshard) = match zero {
         0 if ddp => (layout.dp, 1, "default"),
-        0..=2 => (1, layout.dp, "never"),
-        _ => (1, layout.dp, "always"),
+        0..=2 => (replicas, layout.dp / replicas, "never"),
+        _ => (replicas, layout.dp / replicas, "always"),
     };
     let schedule = match step.schedule {
         Schedule::OneFOneB => "1F1B",
@@ -147,11 +224,15 @@ pub fn render(l: &Launch) -> Result<String> {
     };
     let _ = writeln!(
         out,
-        "\n[parallelism]\ndata_parallel_replicate_degree = {replicate}\ndata_parallel_shard_degree = {shard}\nfsdp_reshard_after_forward = \"{reshard}\"\ntensor_parallel_degree = {}\npipeline_parallel_degree = {}\npipeline_parallel_schedule = \"{schedule}\"\npipeline_parallel_microbatch_size = {}\ncontext_parallel_degree = 1",
+        "\n[parallelism]\ndata_parallel_replicate_degree = {replicate}\ndata_parallel_shard_degree = {shard}\nfsdp_reshard_after_forward = \"{reshard}\"\ntensor_parallel_degree = {}\npipeline_parallel_degree = {}\npipeline_parallel_schedule = \"{schedule}\"\npipeline_parallel_microbatch_size = {}\ncontext_parallel_degree = {}",
         layout.tp,
         layout.pp,
-        step.micro_batch
+        step.micro_batch,
+        layout.cp
     );
+    if layout.cp > 1 {
+        let _ = writeln!(out, "context_parallel_rotate_method = \"allgather\"");
+    }
     if let Schedule::Interleaved(v) = step.schedule {
         // torchtitan counts the embedding and the output head as a layer each when it splits
         // the model into PP·V stages.
@@ -190,6 +271,23 @@ pub fn render(l: &Launch) -> Result<String> {
     if let Some(option) = option {
         let _ = writeln!(out, "selective_ac_option = \"{option}\"");
     }
+    // The converters' settings: the output layer left in BF16 (the MX default; float8's is to
+    // convert every linear).
+    match l.precision() {
+        Precision::Bf16 => {}
+        Precision::Fp8 => {
+            let _ = writeln!(
+                out,
+                "\n[quantize.linear.float8]\nrecipe_name = \"tensorwise\"\nfilter_fqns = [\"output\"]"
+            );
+        }
+        Precision::Mxfp8 => {
+            let _ = writeln!(
+                out,
+                "\n[quantize.linear.mx]\nrecipe_name = \"mxfp8_cublas\"\nfilter_fqns = [\"output\"]"
+            );
+        }
+    }
     Ok(out)
 }
 
@@ -197,5 +295,174 @@ impl Launcher for Torchtitan {
     const NAME: &'static str = "torchtitan";
     fn render(&self, launch: &Launch) -> Result<String> {
         render(launch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cost::step::BatchTarget;
+    use crate::model::layout::{Cluster, Degrees, Layout, ZeroStage};
+    use crate::model::preset;
+
+    /// The launch of Llama 3 `model` on `gpus` GPUs (8 a node) with `degrees` and ZeRO `zero`.
+    fn launch(model: &str, gpus: u64, degrees: Degrees, zero: u8) -> Launch {
+        let shape = preset(model).unwrap();
+        let cluster = Cluster {
+            gpus,
+            gpus_per_node: 8,
+        };
+        let layout = Layout::with(cluster, &shape, degrees, ZeroStage::new(zero).unwrap()).unwrap();
+        Launch::new(
+            shape,
+            1e12 as u64,
+            layout,
+            None,
+            8192,
+            &BatchTarget::default(),
+            None,
+        )
+        .unwrap()
+    }
+
+    fn parallelism(text: &str) -> toml::Value {
+        let config: toml::Value = text.parse().unwrap();
+        config["parallelism"].clone()
+    }
+
+    fn int(v: &toml::Value, key: &str) -> i64 {
+        v[key].as_integer().unwrap()
+    }
+
+    #[test]
+    fn the_degrees_make_the_world_torchtitan_checks() {
+        // TP 4 × CP 2 × PP 4 on 64 GPUs, ZeRO 1: DP 2, all of it FSDP's shard degree.
+        let degrees = Degrees {
+            tp: 4,
+            cp: 2,
+            pp: 4,
+            replicate: 1,
+        };
+        let l = launch("70b", 64, degrees, 1);
+        let text = render(&l).unwrap();
+        let p = parallelism(&text);
+        assert_eq!(int(&p, "context_parallel_degree"), 2);
+        assert_eq!(
+            p["context_parallel_rotate_method"].as_str(),
+            Some("allgather")
+        );
+        assert_eq!(
+            (
+                int(&p, "data_parallel_replicate_degree"),
+                int(&p, "data_parallel_shard_degree")
+            ),
+            (1, 2)
+        );
+        let world = [
+            "data_parallel_replicate_degree",
+            "data_parallel_shard_degree",
+        ]
+        .iter()
+        .chain(&[
+            "context_parallel_degree",
+            "tensor_parallel_degree",
+            "pipeline_parallel_degree",
+        ])
+        .map(|k| int(&p, k))
+        .product::<i64>();
+        assert_eq!(world, 64);
+        // The batch degree is dp_replicate × dp_shard: with a pipeline each DP rank's batch
+        // is its 1,024 micro-batches, 2 × 1,024 = 2,048.
+        let config: toml::Value = text.parse().unwrap();
+        assert_eq!(
+            config["training"]["local_batch_size"].as_integer(),
+            Some(1024)
+        );
+        assert_eq!(
+            config["training"]["global_batch_size"].as_integer(),
+            Some(2048)
+        );
+        // The plan's default stack passes K/V around a ring; torchtitan all-gathers them.
+        assert!(
+            text.contains("megatron-te stack passes them around a ring instead"),
+            "{text}"
+        );
+        // HSDP: 2 replicas × dp_shard 64, FSDP over 64 × CP 2 ranks.
+        let degrees = Degrees {
+            tp: 8,
+            cp: 2,
+            pp: 1,
+            replicate: 2,
+        };
+        let text = render(&launch("70b", 2048, degrees, 3)).unwrap();
+        let p = parallelism(&text);
+        assert_eq!(
+            (
+                int(&p, "data_parallel_replicate_degree"),
+                int(&p, "data_parallel_shard_degree"),
+                int(&p, "context_parallel_degree"),
+                int(&p, "tensor_parallel_degree"),
+            ),
+            (2, 64, 2, 8)
+        );
+        assert_eq!(p["fsdp_reshard_after_forward"].as_str(), Some("always"));
+        assert!(
+            text.contains("each sharded over dp_shard 64 × CP 2 = 128 ranks"),
+            "{text}"
+        );
+        // CP 1 keeps torchtitan's defaults and writes no rotate method.
+        let text = render(&launch("8b", 64, Degrees::tp_pp(1, 1), 0)).unwrap();
+        let p = parallelism(&text);
+        assert_eq!(int(&p, "context_parallel_degree"), 1);
+        assert!(p.get("context_parallel_rotate_method").is_none());
+        assert_eq!(int(&p, "data_parallel_replicate_degree"), 64);
+    }
+
+    #[test]
+    fn fp8_and_mxfp8_are_torchao_converters() {
+        let mut l = launch("70b", 2048, Degrees::tp_pp(8, 8), 1);
+        let config: toml::Value = render(&l).unwrap().parse().unwrap();
+        assert!(config["model"].get("converters").is_none());
+        assert!(config.get("quantize").is_none());
+        l.step.precision = Precision::Fp8;
+        let config: toml::Value = render(&l).unwrap().parse().unwrap();
+        assert_eq!(
+            config["model"]["converters"].as_array().unwrap(),
+            &[toml::Value::from("quantize.linear.float8")]
+        );
+        let float8 = &config["quantize"]["linear"]["float8"];
+        assert_eq!(float8["recipe_name"].as_str(), Some("tensorwise"));
+        assert_eq!(
+            float8["filter_fqns"].as_array().unwrap(),
+            &[toml::Value::from("output")]
+        );
+        l.step.precision = Precision::Mxfp8;
+        let config: toml::Value = render(&l).unwrap().parse().unwrap();
+        assert_eq!(
+            config["model"]["converters"].as_array().unwrap(),
+            &[toml::Value::from("quantize.linear.mx")]
+        );
+        assert_eq!(
+            config["quantize"]["linear"]["mx"]["recipe_name"].as_str(),
+            Some("mxfp8_cublas")
+        );
+    }
+
+    #[test]
+    fn a_sequence_torchtitan_cannot_split_is_refused_by_name() {
+        let degrees = Degrees {
+            tp: 4,
+            cp: 2,
+            pp: 4,
+            replicate: 1,
+        };
+        let mut l = launch("70b", 64, degrees, 1);
+        // 8,196 splits into 2·CP = 4 chunks but not over TP 4 × 2 × CP 2 = 16.
+        l.step.seq_len = 8196;
+        let e = render(&l).unwrap_err().to_string();
+        assert!(
+            e.contains("--format = torchtitan") && e.contains("seq_len 8196") && !e.contains('\n'),
+            "{e}"
+        );
     }
 }
