@@ -188,6 +188,12 @@ fn broken_rule(cluster: &Cluster, shape: &Shape, tp: u64, cp: u64, pp: u64) -> O
     }
 }
 
+/// Whether `replicate` copies of the sharded state go with `dp` and `zero`: they divide DP, and
+/// above 1 there is a ZeRO-sharded state to copy.
+fn replicas_fit(dp: u64, replicate: u64, zero: ZeroStage) -> bool {
+    replicate >= 1 && dp % replicate == 0 && (replicate == 1 || zero.shards_optimizer())
+}
+
 impl Layout {
     /// The layout (TP, PP, ZeRO) for `shape` on `cluster` (a brief, or its
     /// [`Cluster`]), with DP derived, or the rule it breaks.
@@ -338,9 +344,7 @@ pub fn layouts_with(
         .flat_map(|(tp, pp, cp)| {
             let dp = cluster.gpus / (tp * cp * pp);
             iproduct!(ZeroStage::ALL, replicates.iter().copied())
-                .filter(move |&(zero, r)| {
-                    r >= 1 && dp % r == 0 && (r == 1 || zero.shards_optimizer())
-                })
+                .filter(move |&(zero, r)| replicas_fit(dp, r, zero))
                 .map(move |(zero, replicate)| Layout {
                     tp,
                     cp,

@@ -158,27 +158,10 @@ impl Launcher for DeepSpeed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cost::step::BatchTarget;
-    use crate::model::layout::{Cluster, Degrees, Layout, ZeroStage};
-    use crate::model::preset;
+    use crate::model::layout::Degrees;
 
     fn launch(gpus: u64, degrees: Degrees, zero: u8) -> Launch {
-        let shape = preset("70b").unwrap();
-        let cluster = Cluster {
-            gpus,
-            gpus_per_node: 8,
-        };
-        let layout = Layout::with(cluster, &shape, degrees, ZeroStage::new(zero).unwrap()).unwrap();
-        Launch::new(
-            shape,
-            1e12 as u64,
-            layout,
-            None,
-            8192,
-            &BatchTarget::default(),
-            None,
-        )
-        .unwrap()
+        crate::report::export::launch::launch_with("70b", gpus, degrees, zero)
     }
 
     /// The one-line refusal of `l`.

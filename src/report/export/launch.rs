@@ -302,6 +302,34 @@ impl Launch {
     }
 }
 
+/// The launch of Llama 3 `model` on `gpus` GPUs (8 a node) with `degrees` and ZeRO `zero`, a
+/// plate plan's step at 8,192 tokens: the exporters' tests' one design builder.
+#[cfg(test)]
+pub(crate) fn launch_with(
+    model: &str,
+    gpus: u64,
+    degrees: crate::model::layout::Degrees,
+    zero: u8,
+) -> Launch {
+    use crate::model::layout::{Cluster, ZeroStage};
+    let shape = crate::model::preset(model).unwrap();
+    let cluster = Cluster {
+        gpus,
+        gpus_per_node: 8,
+    };
+    let layout = Layout::with(cluster, &shape, degrees, ZeroStage::new(zero).unwrap()).unwrap();
+    Launch::new(
+        shape,
+        1e12 as u64,
+        layout,
+        None,
+        8192,
+        &BatchTarget::default(),
+        None,
+    )
+    .unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -511,29 +511,10 @@ mod tests {
     use super::*;
     use crate::cost::stack::Stack;
     use crate::cost::step::BatchTarget;
-    use crate::model::layout::{Cluster, Degrees, Layout, ZeroStage};
+    use crate::model::layout::{Degrees, Layout, ZeroStage};
     use crate::model::preset;
 
-    /// The launch of `model` on `gpus` GPUs (8 a node) with `degrees` and ZeRO `zero`, a plate
-    /// plan's step at 8,192 tokens.
-    fn launch_with(model: &str, gpus: u64, degrees: Degrees, zero: u8) -> Launch {
-        let shape = preset(model).unwrap();
-        let cluster = Cluster {
-            gpus,
-            gpus_per_node: 8,
-        };
-        let layout = Layout::with(cluster, &shape, degrees, ZeroStage::new(zero).unwrap()).unwrap();
-        Launch::new(
-            shape,
-            1e12 as u64,
-            layout,
-            None,
-            8192,
-            &BatchTarget::default(),
-            None,
-        )
-        .unwrap()
-    }
+    use crate::report::export::launch::launch_with;
 
     /// The value of `option` in `args`, if written.
     fn value<'a>(args: &'a [String], option: &str) -> Option<&'a str> {

@@ -301,29 +301,9 @@ impl Launcher for Torchtitan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cost::step::BatchTarget;
-    use crate::model::layout::{Cluster, Degrees, Layout, ZeroStage};
-    use crate::model::preset;
+    use crate::model::layout::Degrees;
 
-    /// The launch of Llama 3 `model` on `gpus` GPUs (8 a node) with `degrees` and ZeRO `zero`.
-    fn launch(model: &str, gpus: u64, degrees: Degrees, zero: u8) -> Launch {
-        let shape = preset(model).unwrap();
-        let cluster = Cluster {
-            gpus,
-            gpus_per_node: 8,
-        };
-        let layout = Layout::with(cluster, &shape, degrees, ZeroStage::new(zero).unwrap()).unwrap();
-        Launch::new(
-            shape,
-            1e12 as u64,
-            layout,
-            None,
-            8192,
-            &BatchTarget::default(),
-            None,
-        )
-        .unwrap()
-    }
+    use crate::report::export::launch::launch_with as launch;
 
     fn parallelism(text: &str) -> toml::Value {
         let config: toml::Value = text.parse().unwrap();
