@@ -1184,36 +1184,6 @@ pub struct SearchStepArgs {
     pub replicates: Vec<u64>,
 }
 
-/// Refuses, by name and once, a precision the GPU or the stack cannot train in.
-fn check_precision(brief: &Brief, stack: Stack, precision: Precision) -> Result<()> {
-    let settings = stack.settings();
-    let by_stack = match precision {
-        Precision::Bf16 => true,
-        Precision::Fp8 => settings.fp8,
-        Precision::Mxfp8 => settings.mxfp8,
-    };
-    if !by_stack {
-        return Err(Error::invalid(
-            "--precisions",
-            precision,
-            format!("precisions the {stack} stack trains in (it has no {precision} recipe)"),
-        ));
-    }
-    let by_gpu = match precision {
-        Precision::Bf16 => true,
-        Precision::Fp8 => brief.fp8_tflops > 0.0,
-        Precision::Mxfp8 => brief.fp8_tflops > 0.0 && brief.mxfp8,
-    };
-    if !by_gpu {
-        return Err(Error::invalid(
-            "--precisions",
-            precision,
-            "precisions the GPU has tensor cores for (brief.fp8_tflops > 0; mxfp8 needs brief.mxfp8, Blackwell)",
-        ));
-    }
-    Ok(())
-}
-
 /// Whether a `--schedules` entry asks for every interleaving depth.
 fn is_interleaved_all(text: &str) -> bool {
     text.trim().eq_ignore_ascii_case("interleaved:all")
@@ -1605,7 +1575,7 @@ impl SearchArgs {
         };
         if let MemorySpace::Detailed { steps, options, .. } = &memory {
             for p in steps.iter().map(|s| s.precision).filter(|p| p.is_fp8()) {
-                check_precision(brief, options.stack, p)?;
+                trainplan::search::searchable_precision(brief, options.stack, p)?;
             }
         }
         let top = if self.all {

@@ -6,10 +6,12 @@
 //! - `GET /api/presets` — the models, the GPU presets and the default brief.
 //! - `POST /api/check` — grade one design: `{"model", "tokens", "tp", "pp", "zero", "brief"}`
 //!   gives exactly what `trainplan check --json` prints for the same design; with
-//!   `"sensitivity": true`, what `check --json --sensitivity` prints.
+//!   `"sensitivity": true`, what `check --json --sensitivity` prints; with a `"stack"`, under
+//!   the detailed models, where `"cp"`, `"replicate"` and `"precision"` may be given too.
 //! - `POST /api/search` — the best passing plans and the Pareto front:
 //!   `{"models", "top", "rank", "brief"}` gives `{"search": …, "front": …}`, the documents of
-//!   `search --json` and `search --pareto`.
+//!   `search --json` and `search --pareto`; with a `"stack"`, the detailed search, over the
+//!   lists `"cp"`, `"replicate"` and `"precisions"` when given.
 //! - `POST /api/export` — a design and a `format` (`megatron`, `deepspeed`, `torchtitan`)
 //!   gives the launcher configuration `trainplan export` writes.
 //!
@@ -52,19 +54,20 @@ use crate::brief::gpu::PRESETS;
 use crate::brief::{Brief, BriefPatch};
 use crate::cost::memory::detailed::{Detailed, Options};
 use crate::cost::memory::MemoryModel;
+use crate::cost::precision::Precision;
 use crate::cost::stack::Stack;
 use crate::cost::step::Step;
 use crate::cost::step_time::{TimeModel, TimeOptions};
 use crate::error::{Error, Result};
 use crate::input::parse_json;
-use crate::model::layout::{Layout, ZeroStage};
+use crate::model::layout::{Degrees, Layout, ZeroStage};
 use crate::model::{self, Shape};
 use crate::plan::check::{check, CheckReport};
 use crate::plan::Design;
 use crate::report::export::{Exporter, Format, Json, Launch};
 use crate::search::progress::Silent;
 use crate::search::rank::{Distinct, Rank};
-use crate::search::{search, MemorySpace, SearchOptions};
+use crate::search::{search, searchable_precision, MemorySpace, ParallelSpace, SearchOptions};
 
 /// The page, with its styles and script inline.
 const PAGE: &str = include_str!("../assets/workshop.html");
@@ -141,6 +144,15 @@ struct DesignRequest {
     /// plate].
     #[serde(default)]
     stack: Option<Stack>,
+    /// Context-parallel degree, with a stack [default: 1].
+    #[serde(default = "one", deserialize_with = "crate::brief::whole")]
+    cp: Option<u64>,
+    /// Hybrid-sharding replicas of the data-parallel group, with a stack [default: 1].
+    #[serde(default = "one", deserialize_with = "crate::brief::whole")]
+    replicate: Option<u64>,
+    /// Precision of the matrix products, with a stack [default: bf16].
+    #[serde(default)]
+    precision: Precision,
     /// Fields of the brief over the default, as a `--brief` file gives them.
     #[serde(default)]
     brief: BriefPatch,
@@ -171,8 +183,35 @@ struct SearchRequest {
     /// settings and the default steps [default: the plate].
     #[serde(default)]
     stack: Option<Stack>,
+    /// Context-parallel degrees to search, with a stack [default: 1 and each power of two
+    /// leaving every rank 4,096 tokens or more].
+    #[serde(default)]
+    cp: Vec<u64>,
+    /// Hybrid-sharding replica counts to search, with a stack [default: 1].
+    #[serde(default)]
+    replicate: Vec<u64>,
+    /// Precisions to search, with a stack [default: bf16].
+    #[serde(default)]
+    precisions: Vec<Precision>,
     #[serde(default)]
     brief: BriefPatch,
+}
+
+/// Refuses a field that only the detailed models grade when the request names no stack.
+fn needs_stack(
+    stack: Option<Stack>,
+    field: &str,
+    value: impl std::fmt::Display,
+    plain: bool,
+) -> Result<()> {
+    if stack.is_none() && !plain {
+        return Err(Error::invalid(
+            field,
+            value,
+            "its default unless a stack is named: the detailed models grade it",
+        ));
+    }
+    Ok(())
 }
 
 /// The brief a request's patch gives over the default, validated.
@@ -187,7 +226,23 @@ fn grade(request: DesignRequest, sensitivity: bool) -> Result<CheckReport> {
     let brief = brief(request.brief)?;
     let shape = model::preset(&request.model)?;
     let (tp, pp) = (request.tp.unwrap_or(1), request.pp.unwrap_or(1));
-    let layout = Layout::new(&brief, &shape, tp, pp, request.zero)?;
+    let (cp, replicate) = (request.cp.unwrap_or(1), request.replicate.unwrap_or(1));
+    needs_stack(request.stack, "cp", cp, cp == 1)?;
+    needs_stack(request.stack, "replicate", replicate, replicate == 1)?;
+    let precision = request.precision;
+    needs_stack(
+        request.stack,
+        "precision",
+        precision,
+        precision == Precision::Bf16,
+    )?;
+    let degrees = Degrees {
+        tp,
+        cp,
+        pp,
+        replicate,
+    };
+    let layout = Layout::with(&brief, &shape, degrees, request.zero)?;
     let tokens = request.tokens.filter(|&d| d >= 1).ok_or_else(|| {
         Error::invalid("tokens", request.tokens.unwrap_or(0), "a whole number ≥ 1")
     })?;
@@ -195,7 +250,10 @@ fn grade(request: DesignRequest, sensitivity: bool) -> Result<CheckReport> {
         None => (MemoryModel::Plate, TimeModel::Plate),
         Some(stack) => (
             MemoryModel::Detailed(Detailed {
-                step: Step::default_for(&layout, brief.seq_len, &brief.batch_target())?,
+                step: Step {
+                    precision,
+                    ..Step::default_for(&layout, brief.seq_len, &brief.batch_target())?
+                },
                 options: Options::for_stack(stack),
             }),
             TimeModel::Detailed(TimeOptions::for_stack(stack)),
@@ -296,9 +354,37 @@ pub fn api_search(body: &[u8]) -> Result<String> {
         distinct_front: request.distinct.is_some(),
         ..SearchOptions::default()
     };
+    for (field, list) in [("cp", &request.cp), ("replicate", &request.replicate)] {
+        needs_stack(request.stack, field, format!("{list:?}"), list.is_empty())?;
+        if let Some(&bad) = list
+            .iter()
+            .find(|&&x| x == 0 || x > crate::brief::limits::GPUS)
+        {
+            return Err(Error::invalid(
+                field,
+                bad,
+                format!("whole numbers from 1 to {}", crate::brief::limits::GPUS),
+            ));
+        }
+    }
+    needs_stack(
+        request.stack,
+        "precisions",
+        format!("{:?}", request.precisions),
+        request.precisions.is_empty(),
+    )?;
     if let Some(stack) = request.stack {
         crate::cost::step_time::stack_chip(&brief.machine(), stack)?;
-        options.memory = MemorySpace::detailed_defaults(&brief, Options::for_stack(stack));
+        for &p in &request.precisions {
+            searchable_precision(&brief, stack, p)?;
+        }
+        let (mut cps, mut replicates) = (request.cp.clone(), request.replicate.clone());
+        cps.sort_unstable();
+        cps.dedup();
+        replicates.sort_unstable();
+        replicates.dedup();
+        options.memory = MemorySpace::detailed_defaults(&brief, Options::for_stack(stack))
+            .with_parallel(&request.precisions, ParallelSpace { cps, replicates });
         options.time = TimeModel::Detailed(TimeOptions::for_stack(stack));
     }
     let report = search(&brief, &shapes, &options, &Silent);
@@ -874,6 +960,50 @@ mod tests {
         );
         drop(held);
         assert_eq!(answer_search(&s, br#"{"top": 1}"#).0, StatusCode::OK);
+    }
+
+    #[test]
+    fn cp_replicas_and_precision_are_graded_with_a_stack_and_refused_without() {
+        let design = |more: &str| {
+            format!(r#"{{"model": "70b", "tokens": 4000000000000, "tp": 8, "pp": 4{more}}}"#)
+        };
+        let graded: serde_json::Value = serde_json::from_str(
+            &api_check(
+                design(r#", "stack": "megatron-te", "cp": 2, "replicate": 2, "zero": 1, "precision": "fp8""#)
+                    .as_bytes(),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(graded["layout"]["cp"], 2);
+        assert_eq!(graded["layout"]["replicate"], 2);
+        assert_eq!(graded["layout"]["dp"], 32);
+        assert_eq!(graded["step"]["precision"], "fp8");
+        for (more, field) in [
+            (r#", "cp": 2"#, "cp"),
+            (r#", "replicate": 2, "zero": 1"#, "replicate"),
+            (r#", "precision": "fp8""#, "precision"),
+        ] {
+            let e = api_check(design(more).as_bytes()).unwrap_err().to_string();
+            assert!(e.contains(field) && e.contains("stack"), "{e}");
+        }
+        let found: serde_json::Value = serde_json::from_str(
+            &api_search(
+                br#"{"models": ["70b"], "top": 3, "stack": "megatron-te", "cp": [1, 2], "precisions": ["bf16", "fp8"]}"#,
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let facets = found["search"]["shapes"][0]["facets"].as_array().unwrap();
+        assert_eq!(facets.len(), 4, "{facets:?}");
+        let e = api_search(br#"{"models": ["70b"], "precisions": ["fp8"]}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("precisions") && e.contains("stack"), "{e}");
+        let e = api_search(br#"{"models": ["70b"], "stack": "llama3", "precisions": ["fp8"]}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("llama3") && e.contains("fp8"), "{e}");
     }
 
     #[test]

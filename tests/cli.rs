@@ -1188,3 +1188,50 @@ fn sensitivity_is_refused_where_it_has_no_place() {
     );
     assert!(!svg.exists());
 }
+
+#[test]
+fn fp8_on_a_gpu_without_fp8_tensor_cores_is_refused_whatever_the_time_model() {
+    // The A100 has no FP8 tensor cores: the detailed memory model alone (plate time) must not
+    // grade an FP8 step as if it had.
+    refuses(
+        &[
+            "check",
+            "--gpu",
+            "a100",
+            "--model",
+            "70b",
+            "--tokens",
+            "1e12",
+            "--memory",
+            "detailed",
+            "--precision",
+            "fp8",
+        ],
+        "invalid --precision = fp8: bf16, or a GPU with FP8 tensor cores",
+    );
+}
+
+#[test]
+fn a_search_over_both_precisions_says_what_fp8_buys_over_bf16() {
+    let out = trainplan()
+        .args([
+            "search", "--models", "70b", "--memory", "detailed", "--time", "detailed",
+        ])
+        .args(["--precisions", "bf16,fp8"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("llama3-70b by precision, each at its fastest configuration that fits:"),
+        "{text}"
+    );
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("fp8 over bf16:"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains("× the pace, at most ") && line.contains(" tokens in 30.0 days against "),
+        "{line}"
+    );
+}

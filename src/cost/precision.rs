@@ -89,6 +89,25 @@ impl Precision {
         }
     }
 
+    /// Whether a GPU of `fp8_tflops` dense FP8 TFLOP/s (0: no FP8 tensor cores), scaling
+    /// blocks in hardware when `mxfp8`, multiplies in this precision; the error names what
+    /// it needs. Checked for every plan in FP8, under the plate's time as under the detailed.
+    pub fn supported_on(self, fp8_tflops: f64, mxfp8: bool) -> Result<()> {
+        if self == Precision::Bf16 || (fp8_tflops > 0.0 && (self == Precision::Fp8 || mxfp8)) {
+            return Ok(());
+        }
+        let needs = if self == Precision::Mxfp8 {
+            "a GPU that scales FP8 by blocks (mxfp8 = true: Blackwell)"
+        } else {
+            "a GPU with FP8 tensor cores (fp8_tflops > 0)"
+        };
+        Err(Error::invalid(
+            "--precision",
+            self,
+            format!("bf16, or {needs}"),
+        ))
+    }
+
     /// Bytes per element of an activation kept only for a GEMM's weight gradient: 2 in BF16,
     /// the FP8 operand otherwise.
     pub fn kept_input_bytes(self) -> f64 {

@@ -267,6 +267,19 @@ impl Step {
                 )
             })?;
         let m = self.global_batch_tokens / per_micro_batch;
+        self.interleaving_allowed(layout, stage_layers, m)?;
+        Ok(m)
+    }
+
+    /// The interleaved schedule's rules, for `m` micro-batches a step (the last checks of
+    /// [`Step::micro_batches`], which 1F1B always keeps): a pipeline, micro-batches a multiple
+    /// of its stages, and no more chunks than a stage has room for.
+    pub fn interleaving_allowed(
+        &self,
+        layout: &Layout,
+        stage_layers: &[u64],
+        m: u64,
+    ) -> Result<()> {
         if let Schedule::Interleaved(v) = self.schedule {
             let v = u64::from(v);
             if layout.pp < 2 {
@@ -296,7 +309,7 @@ impl Step {
                 ));
             }
         }
-        Ok(m)
+        Ok(())
     }
 
     /// Micro-batches' worth of one stage's layers whose activations stage `stage` holds at

@@ -50,6 +50,7 @@ use crate::cost::memory::MemoryModel;
 use crate::cost::precision::Precision;
 use crate::cost::reliability::Outage;
 use crate::cost::stack::{CpComm, Stack};
+use crate::cost::step::{Schedule, Step};
 use crate::cost::topology::{all_reduce, reduce_scatter, send, Link};
 use crate::cost::Machine;
 use crate::error::{Error, Result};
@@ -266,18 +267,7 @@ fn chip_for(machine: &Machine, stack: Stack) -> Result<&'static Chip> {
 /// must have FP8 tensor cores (`fp8_tflops` > 0; MXFP8 needs `mxfp8`) and published FP8 GEMM
 /// figures.
 fn fp8_for(machine: &Machine, chip: &Chip, precision: Precision) -> Result<f64> {
-    if machine.fp8_tflops <= 0.0 || (precision == Precision::Mxfp8 && !machine.mxfp8) {
-        let needs = if precision == Precision::Mxfp8 {
-            "a GPU that scales FP8 by blocks (mxfp8 = true: Blackwell)"
-        } else {
-            "a GPU with FP8 tensor cores (fp8_tflops > 0)"
-        };
-        return Err(Error::invalid(
-            "--precision",
-            precision,
-            format!("bf16, or {needs}"),
-        ));
-    }
+    precision.supported_on(machine.fp8_tflops, machine.mxfp8)?;
     chip.fp8_ceiling().ok_or_else(|| {
         Error::invalid(
             "--precision",
@@ -353,6 +343,141 @@ fn hidden(comm: f64, overlap: f64, window: f64) -> f64 {
     (overlap * comm).min(window.max(0.0))
 }
 
+/// One micro-batch's compute on one TP × CP rank, per layer and for the head: what the rest of
+/// a step is built on. It depends on the layout only through TP and CP and on the step only
+/// through [`MicroBatch::key`] (not its schedule or global batch), so a search works it out
+/// once for each such key and reuses it across pipelines, ZeRO stages, replicas, interleaving
+/// depths and batches ([`MicroBatchCache`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MicroBatch {
+    /// One layer's (all, forward, GEMMs, recomputed ones included), seconds.
+    layer: StageCompute,
+    /// The head's (all, forward), seconds.
+    head: (f64, f64),
+    /// One layer's attention core (forward, backward), seconds.
+    attention: (f64, f64),
+}
+
+/// What a [`MicroBatch`] depends on besides the shape, the machine and the options: TP, CP
+/// and the step without its schedule and global batch.
+pub type MicroBatchKey = (u64, u64, Step);
+
+impl MicroBatch {
+    /// The key of `layout` and `step`.
+    pub fn key(layout: &Layout, step: &Step) -> MicroBatchKey {
+        let step = Step {
+            schedule: Schedule::OneFOneB,
+            global_batch_tokens: 0,
+            ..*step
+        };
+        (layout.tp, layout.cp, step)
+    }
+
+    /// One micro-batch's compute of `shape` under `layout` with the detailed step `d`.
+    pub fn of(
+        machine: &Machine,
+        shape: &Shape,
+        layout: &Layout,
+        d: &Detailed,
+        opts: &TimeOptions,
+    ) -> Result<MicroBatch> {
+        let step = &d.step;
+        let stack = d.options.stack;
+        let settings = stack.settings();
+        let (tp, cp) = (layout.tp, layout.cp);
+        let (h, v) = (shape.hidden as f64, shape.vocab as f64);
+        // This rank's tokens of a micro-batch: `b·s/CP`.
+        let tokens = (step.micro_batch * step.seq_len) as f64 / cp as f64;
+        let peak = machine.peak_tflops * FLOPS_PER_TFLOPS;
+        let precision = step.precision;
+        if settings.per_operation {
+            let chip = chip_for(machine, stack)?;
+            let fp8_ceiling = if precision.is_fp8() {
+                fp8_for(machine, chip, precision)?
+            } else {
+                0.0
+            };
+            let ctx = Context {
+                chip,
+                gemm_ceiling: chip.gemm_ceiling(),
+                peak_flops: peak,
+                hbm_bytes_per_second: machine.topology.hbm_gbps * 1e9,
+                sustained: opts.calibration.sustained_for(stack),
+                // The stack's element-wise kernels, unless --kernels chose others than the
+                // stack's.
+                elementwise: if d.options.kernels == settings.kernels {
+                    settings.elementwise
+                } else {
+                    d.options.kernels
+                },
+                attention: settings.attention,
+                loss: settings.loss_kernel,
+                tp,
+                sequence_parallel: step.sequence_parallel,
+                tp_chunks: if opts.tp_overlap > 0.0 { tp } else { 1 },
+                micro_batch: step.micro_batch,
+                seq_len: step.seq_len,
+                cp,
+                cp_gathered: settings.cp == Some(CpComm::AllGather),
+                precision,
+                fp8_peak_flops: machine.fp8_tflops * FLOPS_PER_TFLOPS,
+                fp8_ceiling,
+            };
+            let l = ctx.layer(shape, step.recompute);
+            // TP collectives overlap the GEMMs, the recomputed forward's among them.
+            let gemm = l.gemm.forward + l.gemm.backward + l.recompute;
+            let o = ctx.head(shape);
+            Ok(MicroBatch {
+                layer: (l.total(), l.forward(), gemm),
+                head: (o.forward + o.backward, o.forward),
+                attention: (l.attention.forward, l.attention.backward),
+            })
+        } else {
+            let rate = peak * opts.efficiency.at(h / tp as f64);
+            let (per_layer, forward_per_layer) =
+                layer_flops(shape, tp, step.seq_len, step.recompute);
+            let one_head = 2.0 * v * h / tp as f64;
+            let all = tokens * per_layer / rate;
+            let (_, attention_per_token) = layer_forward_flops(shape, tp, step.seq_len);
+            let attention = tokens * attention_per_token / rate;
+            Ok(MicroBatch {
+                layer: (all, tokens * forward_per_layer / rate, all),
+                head: (tokens * 3.0 * one_head / rate, tokens * one_head / rate),
+                attention: (attention, 2.5 * attention),
+            })
+        }
+    }
+}
+
+/// The [`MicroBatch`]es of one shape on one machine under one set of options, each worked out
+/// once: a search grades many configurations that share one (most differ in the pipeline,
+/// ZeRO stage, replicas, interleaving depth or batch). Its answers are those of
+/// [`MicroBatch::of`] exactly.
+#[derive(Debug, Default)]
+pub struct MicroBatchCache {
+    found: std::collections::HashMap<MicroBatchKey, MicroBatch>,
+}
+
+impl MicroBatchCache {
+    /// The micro-batch of `layout` and `d`, from the cache or worked out and kept.
+    pub fn get(
+        &mut self,
+        machine: &Machine,
+        shape: &Shape,
+        layout: &Layout,
+        d: &Detailed,
+        opts: &TimeOptions,
+    ) -> Result<MicroBatch> {
+        let key = MicroBatch::key(layout, &d.step);
+        if let Some(m) = self.found.get(&key) {
+            return Ok(*m);
+        }
+        let m = MicroBatch::of(machine, shape, layout, d, opts)?;
+        self.found.insert(key, m);
+        Ok(m)
+    }
+}
+
 /// The time of one training step of `shape` under `layout` with the detailed step `d`, on
 /// `machine`.
 pub fn step_time(
@@ -362,74 +487,67 @@ pub fn step_time(
     d: &Detailed,
     opts: &TimeOptions,
 ) -> Result<StepTime> {
+    let micro_batch = MicroBatch::of(machine, shape, layout, d, opts)?;
+    step_time_of(machine, shape, layout, d, opts, &micro_batch)
+}
+
+/// [`step_time`] on a micro-batch's compute worked out before (`micro_batch` must be
+/// [`MicroBatch::of`] the same arguments).
+pub fn step_time_of(
+    machine: &Machine,
+    shape: &Shape,
+    layout: &Layout,
+    d: &Detailed,
+    opts: &TimeOptions,
+    micro_batch: &MicroBatch,
+) -> Result<StepTime> {
+    d.schedule_allowed()?;
+    let base = unscheduled(machine, shape, layout, d, opts, micro_batch)?;
+    scheduled(layout, d, opts, &base)
+}
+
+/// A step's time before its schedule: the slowest stage's compute and communication per
+/// micro-batch, the data-parallel traffic and the optimizer, which every schedule of a step
+/// shares ([`unscheduled`]); [`scheduled`] adds the pipeline's sends and bubble.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unscheduled {
+    layers: Vec<u64>,
+    m: u64,
+    compute: f64,
+    forward: f64,
+    tp_comm: f64,
+    cp_comm: f64,
+    /// One send between stages, seconds (0 without a pipeline).
+    pp_send: f64,
+    dp_comm: f64,
+    optimizer: f64,
+    /// Model and hardware FLOPs per token, and the cluster's peak FLOP/s.
+    flops: (f64, f64, f64),
+}
+
+/// [`Unscheduled`] for the step `d` (whatever its schedule) under `layout`.
+pub fn unscheduled(
+    machine: &Machine,
+    shape: &Shape,
+    layout: &Layout,
+    d: &Detailed,
+    opts: &TimeOptions,
+    micro_batch: &MicroBatch,
+) -> Result<Unscheduled> {
     let step = &d.step;
-    let stack = d.options.stack;
-    let settings = stack.settings();
-    let (layers, m) = d.pipeline(shape, layout)?;
+    let (layers, m) = d.unscheduled_pipeline(shape, layout)?;
     let (tp, cp, pp, dp) = (layout.tp, layout.cp, layout.pp, layout.dp);
     let (h, v) = (shape.hidden as f64, shape.vocab as f64);
     // This rank's tokens of a micro-batch: `b·s/CP`.
-    let tokens = (step.micro_batch * step.seq_len) as f64 / cp as f64;
+    let tokens = (step.micro_batch * step.seq_len) as f64 / layout.cp as f64;
     let peak = machine.peak_tflops * FLOPS_PER_TFLOPS;
     let precision = step.precision;
-
-    // Per micro-batch: one layer's (all, forward, GEMMs), the head's (all, forward), and one
-    // layer's attention core (forward, backward).
-    let (layer, head, attention): (StageCompute, (f64, f64), (f64, f64)) = if settings.per_operation
-    {
-        let chip = chip_for(machine, stack)?;
-        let fp8_ceiling = if precision.is_fp8() {
-            fp8_for(machine, chip, precision)?
-        } else {
-            0.0
-        };
-        let ctx = Context {
-            chip,
-            gemm_ceiling: chip.gemm_ceiling(),
-            peak_flops: peak,
-            hbm_bytes_per_second: machine.topology.hbm_gbps * 1e9,
-            sustained: opts.calibration.sustained_for(stack),
-            // The stack's element-wise kernels, unless --kernels chose others than the stack's.
-            elementwise: if d.options.kernels == settings.kernels {
-                settings.elementwise
-            } else {
-                d.options.kernels
-            },
-            attention: settings.attention,
-            loss: settings.loss_kernel,
-            tp,
-            sequence_parallel: step.sequence_parallel,
-            tp_chunks: if opts.tp_overlap > 0.0 { tp } else { 1 },
-            micro_batch: step.micro_batch,
-            seq_len: step.seq_len,
-            cp,
-            cp_gathered: settings.cp == Some(CpComm::AllGather),
-            precision,
-            fp8_peak_flops: machine.fp8_tflops * FLOPS_PER_TFLOPS,
-            fp8_ceiling,
-        };
-        let l = ctx.layer(shape, step.recompute);
-        // TP collectives overlap the GEMMs, the recomputed forward's among them.
-        let gemm = l.gemm.forward + l.gemm.backward + l.recompute;
-        let o = ctx.head(shape);
-        (
-            (l.total(), l.forward(), gemm),
-            (o.forward + o.backward, o.forward),
-            (l.attention.forward, l.attention.backward),
-        )
-    } else {
-        let rate = peak * opts.efficiency.at(h / tp as f64);
-        let (per_layer, forward_per_layer) = layer_flops(shape, tp, step.seq_len, step.recompute);
-        let one_head = 2.0 * v * h / tp as f64;
-        let all = tokens * per_layer / rate;
-        let (_, attention_per_token) = layer_forward_flops(shape, tp, step.seq_len);
-        let attention = tokens * attention_per_token / rate;
-        (
-            (all, tokens * forward_per_layer / rate, all),
-            (tokens * 3.0 * one_head / rate, tokens * one_head / rate),
-            (attention, 2.5 * attention),
-        )
-    };
+    let settings = d.options.stack.settings();
+    let MicroBatch {
+        layer,
+        head,
+        attention,
+    } = *micro_batch;
     let cp_per_layer = cp_exchange(
         machine,
         shape,
@@ -473,11 +591,9 @@ pub fn step_time(
                 .then(b.0.cmp(&a.0))
         })
         .expect("a pipeline has at least one stage");
-    let per_micro_batch = compute + tp_comm + cp_comm;
-    let chunks = step.schedule.chunks() as f64;
     let m_f = m as f64;
 
-    let pp_comm = if pp > 1 {
+    let pp_send = if pp > 1 {
         let bytes = 2.0 * tokens * h
             / if step.sequence_parallel {
                 tp as f64
@@ -485,12 +601,8 @@ pub fn step_time(
                 1.0
             };
         // The pipeline's slowest boundary: across nodes once the pipeline spans more than one.
-        // Each send hides behind the next chunk's forward or backward, as far as it lasts.
         let link = link_for(machine, tp * cp * dp, pp);
-        let one = send(link, bytes);
-        let ahead = one - hidden(one, opts.pp_overlap, forward / chunks);
-        let back = one - hidden(one, opts.pp_overlap, (compute - forward) / chunks);
-        m_f * chunks * (ahead + back)
+        send(link, bytes)
     } else {
         0.0
     };
@@ -560,27 +672,70 @@ pub fn step_time(
         0.0
     };
     let optimizer = (updated * OPTIMIZER_BYTES_MOVED + fp8_casts) / hbm;
-
-    let breakdown = Breakdown {
-        compute: m_f * compute,
-        tp_comm: m_f * tp_comm,
-        cp_comm: m_f * cp_comm,
-        pp_comm,
-        dp_comm,
-        bubble: (pp - 1) as f64 / chunks * per_micro_batch,
-        optimizer,
-    };
-    let step_seconds = breakdown.total();
-    let tokens_per_second = step.global_batch_tokens as f64 / step_seconds;
     let cluster_peak = machine.cluster.gpus as f64 * peak;
     let (full_layer, _) = layer_flops(shape, 1, step.seq_len, step.recompute);
     let hardware_per_token = f64::from(shape.layers) * full_layer + 3.0 * 2.0 * v * h;
+    Ok(Unscheduled {
+        layers,
+        m,
+        compute,
+        forward,
+        tp_comm,
+        cp_comm,
+        pp_send,
+        dp_comm,
+        optimizer,
+        flops: (
+            model_flops_per_token(shape, step.seq_len),
+            hardware_per_token,
+            cluster_peak,
+        ),
+    })
+}
+
+/// The step time of `d` under its schedule, from the [`Unscheduled`] part of a step that
+/// differs from it at most in its schedule, or why the schedule does not go with the layout:
+/// each send between stages hides behind the next chunk's forward or backward, as far as it
+/// lasts, and the bubble is `(p − 1)/v` micro-batches of the slowest stage.
+pub fn scheduled(
+    layout: &Layout,
+    d: &Detailed,
+    opts: &TimeOptions,
+    base: &Unscheduled,
+) -> Result<StepTime> {
+    let step = &d.step;
+    step.interleaving_allowed(layout, &base.layers, base.m)?;
+    let pp = layout.pp;
+    let (compute, forward) = (base.compute, base.forward);
+    let per_micro_batch = compute + base.tp_comm + base.cp_comm;
+    let chunks = step.schedule.chunks() as f64;
+    let m_f = base.m as f64;
+    let pp_comm = if pp > 1 {
+        let one = base.pp_send;
+        let ahead = one - hidden(one, opts.pp_overlap, forward / chunks);
+        let back = one - hidden(one, opts.pp_overlap, (compute - forward) / chunks);
+        m_f * chunks * (ahead + back)
+    } else {
+        0.0
+    };
+    let breakdown = Breakdown {
+        compute: m_f * compute,
+        tp_comm: m_f * base.tp_comm,
+        cp_comm: m_f * base.cp_comm,
+        pp_comm,
+        dp_comm: base.dp_comm,
+        bubble: (pp - 1) as f64 / chunks * per_micro_batch,
+        optimizer: base.optimizer,
+    };
+    let step_seconds = breakdown.total();
+    let tokens_per_second = step.global_batch_tokens as f64 / step_seconds;
+    let (model_flops, hardware_flops, cluster_peak) = base.flops;
     Ok(StepTime {
         breakdown,
         step_seconds,
         tokens_per_second,
-        mfu: model_flops_per_token(shape, step.seq_len) * tokens_per_second / cluster_peak,
-        hfu: hardware_per_token * tokens_per_second / cluster_peak,
+        mfu: model_flops * tokens_per_second / cluster_peak,
+        hfu: hardware_flops * tokens_per_second / cluster_peak,
     })
 }
 
@@ -608,6 +763,20 @@ impl TimeModel {
         memory: &MemoryModel,
         tokens: u64,
     ) -> Result<Option<RunTime>> {
+        self.run_time_cached(machine, shape, layout, memory, tokens, None)
+    }
+
+    /// [`TimeModel::run_time`], taking each micro-batch's compute from `cache` when given
+    /// (the same answer, worked out once for the configurations that share it).
+    pub fn run_time_cached(
+        &self,
+        machine: &Machine,
+        shape: &Shape,
+        layout: &Layout,
+        memory: &MemoryModel,
+        tokens: u64,
+        cache: Option<&mut MicroBatchCache>,
+    ) -> Result<Option<RunTime>> {
         let TimeModel::Detailed(opts) = self else {
             return Ok(None);
         };
@@ -618,23 +787,73 @@ impl TimeModel {
                 "--time detailed together with --memory detailed, which defines the training step",
             ));
         };
-        let step = step_time(machine, shape, layout, d, opts)?;
-        let compute_seconds = tokens as f64 / step.tokens_per_second;
-        let outage =
-            machine
-                .reliability
-                .outage(shape.params(), machine.cluster.gpus, compute_seconds)?;
-        let days_per_token = step.step_seconds
-            / d.step.global_batch_tokens as f64
-            / outage.goodput
-            / SECONDS_PER_DAY;
-        Ok(Some(RunTime {
-            step,
-            compute_days: compute_seconds / SECONDS_PER_DAY,
-            days_per_token,
-            outage,
-        }))
+        let micro_batch = match cache {
+            Some(cache) => cache.get(machine, shape, layout, d, opts)?,
+            None => MicroBatch::of(machine, shape, layout, d, opts)?,
+        };
+        let step = step_time_of(machine, shape, layout, d, opts, &micro_batch)?;
+        run_of(machine, shape, d, step, tokens).map(Some)
     }
+
+    /// The [`Unscheduled`] part of the step `d` under `layout`, shared by every schedule of
+    /// the step, or `None` under the plate model; each micro-batch's compute from `cache`.
+    pub fn unscheduled(
+        &self,
+        machine: &Machine,
+        shape: &Shape,
+        layout: &Layout,
+        d: &Detailed,
+        cache: &mut MicroBatchCache,
+    ) -> Result<Option<Unscheduled>> {
+        let TimeModel::Detailed(opts) = self else {
+            return Ok(None);
+        };
+        let micro_batch = cache.get(machine, shape, layout, d, opts)?;
+        unscheduled(machine, shape, layout, d, opts, &micro_batch).map(Some)
+    }
+
+    /// [`TimeModel::run_time`] of the step `d` from the [`Unscheduled`] part of a step that
+    /// differs from it at most in its schedule (the same answer; `d`'s stack must run its
+    /// schedule, [`Detailed::schedule_allowed`]).
+    pub fn run_time_on(
+        &self,
+        machine: &Machine,
+        shape: &Shape,
+        layout: &Layout,
+        d: &Detailed,
+        base: &Unscheduled,
+        tokens: u64,
+    ) -> Result<Option<RunTime>> {
+        let TimeModel::Detailed(opts) = self else {
+            return Ok(None);
+        };
+        let step = scheduled(layout, d, opts, base)?;
+        run_of(machine, shape, d, step, tokens).map(Some)
+    }
+}
+
+/// The run of `tokens` at the step time `step`: its compute days, and its days per token with
+/// the time failures cost.
+fn run_of(
+    machine: &Machine,
+    shape: &Shape,
+    d: &Detailed,
+    step: StepTime,
+    tokens: u64,
+) -> Result<RunTime> {
+    let compute_seconds = tokens as f64 / step.tokens_per_second;
+    let outage =
+        machine
+            .reliability
+            .outage(shape.params(), machine.cluster.gpus, compute_seconds)?;
+    let days_per_token =
+        step.step_seconds / d.step.global_batch_tokens as f64 / outage.goodput / SECONDS_PER_DAY;
+    Ok(RunTime {
+        step,
+        compute_days: compute_seconds / SECONDS_PER_DAY,
+        days_per_token,
+        outage,
+    })
 }
 
 #[cfg(test)]

@@ -190,6 +190,9 @@ pub fn evaluate_graded(
     let shape = design.shape;
     let n = shape.params();
     let d = design.tokens;
+    if let Some(step) = design.memory.step() {
+        step.precision.supported_on(brief.fp8_tflops, brief.mxfp8)?;
+    }
     let mem = design.memory.memory(brief.seq_len, shape, &design.layout)?;
     let plate_days = time::days(brief.cluster_flops_per_second(), n as f64, d as f64);
     let run = design

@@ -62,6 +62,40 @@ pub struct ShapeVerdict {
     /// model without figures for the GPU), by rule; empty when none were.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub excluded: Vec<Exclusion>,
+    /// A detailed search over more than one context-parallel degree or precision: the verdict
+    /// the shape gets from each one's configurations alone, so a report says why a degree
+    /// never passes and what a precision buys; empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub facets: Vec<Facet>,
+}
+
+/// A shape's verdict from the configurations of one context-parallel degree or one
+/// precision alone: the same checks ([`verdict_because`]) on that part of the space.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Facet {
+    /// `cp` or `precision`.
+    pub dimension: String,
+    /// The degree or the precision (`1`, `fp8`, …).
+    pub value: String,
+    /// Valid configurations with it.
+    pub configurations: u64,
+    /// Of those, how many fit in memory.
+    pub fitting: u64,
+    /// `[fewest, most]` whole tokens with which it passes, or `null`.
+    pub token_window: Option<[u64; 2]>,
+    /// Most whole tokens its fastest fitting configuration trains in the day limit.
+    pub max_tokens_in_time: u64,
+    /// Its fastest fitting configuration's days per token (failures included), or `null`.
+    pub days_per_token: Option<f64>,
+    /// That configuration's layout.
+    pub fastest_layout: Option<Layout>,
+    /// And its training step.
+    pub fastest_step: Option<Step>,
+    /// The least per-GPU memory of its configurations, GB.
+    pub min_memory_gb: Option<f64>,
+    /// Why it never passes, or `null`.
+    pub reason: Option<String>,
 }
 
 /// Configurations of a shape that one rule left out of a search.
@@ -187,20 +221,35 @@ pub struct TokenBounds {
 /// token by the check functions themselves.
 pub fn token_bounds(brief: &Brief, shape: &Shape, pace: Pace) -> TokenBounds {
     let n = shape.params() as f64;
-    let law = &brief.loss_law;
-    let needed = law.tokens_for_loss(n, brief.loss_target);
+    let (needed, min_tokens_for_loss) = loss_bound(brief, shape);
+    TokenBounds {
+        loss_floor: brief.loss_law.loss_floor(n),
+        needed,
+        min_tokens_for_loss,
+        max_tokens_in_time: time_bound(brief, shape, pace),
+    }
+}
+
+/// The loss side of [`token_bounds`], the same at every pace: the real-valued tokens the law
+/// needs for the target and the fewest whole tokens that meet it (`None` when none do).
+pub fn loss_bound(brief: &Brief, shape: &Shape) -> (Option<f64>, Option<u64>) {
+    let n = shape.params() as f64;
+    let needed = brief.loss_law.tokens_for_loss(n, brief.loss_target);
+    let fewest =
+        needed.and_then(|d| first_true(guess(d), |t| loss_meets(brief, loss(brief, shape, t))));
+    (needed, fewest)
+}
+
+/// The time side of [`token_bounds`]: the most whole tokens that fit in the day limit at
+/// `pace` (0 if not even one does). It falls as the pace slows.
+pub fn time_bound(brief: &Brief, shape: &Shape, pace: Pace) -> u64 {
+    let n = shape.params() as f64;
     let days_of = |t: u64| pace.run_days(brief, shape.params(), t);
     let most = match pace {
         Pace::Plate => time::max_tokens(brief.budget_flops(), n),
         Pace::PerToken(k) => brief.max_days / k,
     };
-    TokenBounds {
-        loss_floor: law.loss_floor(n),
-        needed,
-        min_tokens_for_loss: needed
-            .and_then(|d| first_true(guess(d), |t| loss_meets(brief, loss(brief, shape, t)))),
-        max_tokens_in_time: last_true(guess(most), |t| days_fit(brief, days_of(t))).unwrap_or(0),
-    }
+    last_true(guess(most), |t| days_fit(brief, days_of(t))).unwrap_or(0)
 }
 
 /// What a verdict says of a shape the rules leave without any configuration.
@@ -275,14 +324,7 @@ pub fn verdict_because(
     }
     match lightest {
         None => reasons.push(no_layout()),
-        Some(l) if !memory_fits(brief, l.bytes) => reasons.push(format!(
-            "memory: even the lightest layout (TP {} × PP {}, ZeRO {}) needs {} GB per GPU, over the {} GB cap",
-            l.layout.tp,
-            l.layout.pp,
-            l.layout.zero,
-            fixed(gb(l.bytes), 1),
-            fixed(brief.memory_cap_gb, 1)
-        )),
+        Some(l) if !memory_fits(brief, l.bytes) => reasons.push(over_the_cap(brief, &l)),
         Some(_) => {}
     }
 
@@ -305,6 +347,60 @@ pub fn verdict_because(
         reason: (!reasons.is_empty()).then(|| reasons.join("; ")),
         best_plan: None,
         excluded: Vec::new(),
+        facets: Vec::new(),
+    }
+}
+
+/// Why nothing fits: even the lightest configuration `l` is over the brief's memory cap.
+pub fn over_the_cap(brief: &Brief, l: &Lightest) -> String {
+    let cp = if l.layout.cp > 1 {
+        format!(" × CP {}", l.layout.cp)
+    } else {
+        String::new()
+    };
+    format!(
+        "memory: even the lightest layout (TP {}{cp} × PP {}, ZeRO {}) needs {} GB per GPU, over the {} GB cap",
+        l.layout.tp,
+        l.layout.pp,
+        l.layout.zero,
+        fixed(gb(l.bytes), 1),
+        fixed(brief.memory_cap_gb, 1)
+    )
+}
+
+/// The verdict of one facet (`dimension` = `value`) of a shape's space from its tallies: the
+/// lightest configuration with it and, when one fits, the pace of its fastest that fits.
+#[allow(clippy::too_many_arguments)]
+pub fn facet(
+    brief: &Brief,
+    shape: &Shape,
+    dimension: &str,
+    value: String,
+    configurations: u64,
+    fitting: u64,
+    lightest: Option<Lightest>,
+    fastest: Option<(Layout, Option<Step>, Pace)>,
+) -> Facet {
+    let (window, max_tokens, reason) = match (fastest, lightest) {
+        (Some((_, _, pace)), _) => {
+            let v = verdict_because(brief, shape, lightest, pace, String::new);
+            (v.token_window, v.max_tokens_in_time, v.reason)
+        }
+        (None, Some(l)) => (None, 0, Some(over_the_cap(brief, &l))),
+        (None, None) => (None, 0, Some("layout: no valid configuration".into())),
+    };
+    Facet {
+        dimension: dimension.into(),
+        value,
+        configurations,
+        fitting,
+        token_window: window,
+        max_tokens_in_time: max_tokens,
+        days_per_token: fastest.and_then(|(_, _, p)| p.days_per_token()),
+        fastest_layout: fastest.map(|(l, _, _)| l),
+        fastest_step: fastest.and_then(|(_, s, _)| s),
+        min_memory_gb: lightest.map(|l| gb(l.bytes)),
+        reason,
     }
 }
 

@@ -32,13 +32,15 @@ use rayon::prelude::*;
 
 use crate::brief::Brief;
 use crate::cost::activations::Recompute;
-use crate::cost::memory::detailed::{stage_layers, Detailed, Options};
+use crate::cost::memory::detailed::{stage_layers, Detailed, Options, Stages};
 use crate::cost::memory::MemoryModel;
 use crate::cost::precision::Precision;
 use crate::cost::scaling::ComputeOptimal;
+use crate::cost::stack::Stack;
 use crate::cost::step::{deepest_interleaving, BatchTarget, Schedule, Step};
-use crate::cost::step_time::TimeModel;
+use crate::cost::step_time::{MicroBatchCache, TimeModel, Unscheduled};
 use crate::cost::time;
+use crate::cost::Machine;
 use crate::error::{Error, Result};
 use crate::model::layout::{layouts, layouts_with, Layout};
 use crate::model::Shape;
@@ -47,7 +49,8 @@ use crate::plan::pace::Pace;
 use crate::plan::runnable::{detailed_grade, runnable_key, DetailedGrade};
 use crate::plan::sensitivity::SearchSensitivity;
 use crate::plan::verdict::{
-    layout_order, lightest, token_bounds, verdict_because, Exclusion, Exclusions, ShapeVerdict,
+    facet, layout_order, lightest, loss_bound, time_bound, verdict_because, Exclusion, Exclusions,
+    Facet, Lightest, ShapeVerdict,
 };
 use crate::plan::{evaluate_graded, Design, Plan};
 use crate::search::ordered::{Line, Merge};
@@ -325,6 +328,67 @@ impl MemorySpace {
     }
 }
 
+/// Refuses, by name and once, a precision the GPU or the stack cannot train in, before a
+/// search over it starts (`--precisions`, a workshop search's `precisions`).
+pub fn searchable_precision(brief: &Brief, stack: Stack, precision: Precision) -> Result<()> {
+    let settings = stack.settings();
+    let by_stack = match precision {
+        Precision::Bf16 => true,
+        Precision::Fp8 => settings.fp8,
+        Precision::Mxfp8 => settings.mxfp8,
+    };
+    if !by_stack {
+        return Err(Error::invalid(
+            "--precisions",
+            precision,
+            format!("precisions the {stack} stack trains in (it has no {precision} recipe)"),
+        ));
+    }
+    precision
+        .supported_on(brief.fp8_tflops, brief.mxfp8)
+        .map_err(|_| {
+            Error::invalid(
+                "--precisions",
+                precision,
+                "precisions the GPU has tensor cores for (brief.fp8_tflops > 0; mxfp8 needs brief.mxfp8, Blackwell)",
+            )
+        })
+}
+
+impl MemorySpace {
+    /// The space with each of its steps in each of `precisions` (none: unchanged) and the
+    /// context-parallel degrees and replicas of `parallel`; the plate's space is unchanged.
+    pub fn with_parallel(self, precisions: &[Precision], parallel: ParallelSpace) -> Self {
+        match self {
+            MemorySpace::Plate => MemorySpace::Plate,
+            MemorySpace::Detailed {
+                steps,
+                options,
+                interleave,
+                batch,
+                ..
+            } => {
+                let mut steps: Vec<Step> = if precisions.is_empty() {
+                    steps
+                } else {
+                    iproduct!(steps, precisions.iter().copied())
+                        .map(|(s, precision)| Step { precision, ..s })
+                        .collect()
+                };
+                steps.sort();
+                steps.dedup();
+                MemorySpace::Detailed {
+                    steps,
+                    options,
+                    interleave,
+                    batch,
+                    parallel,
+                }
+            }
+        }
+    }
+}
+
 /// Micro-batch sizes a detailed search tries when none are given.
 pub const DEFAULT_MICRO_BATCHES: [u64; 3] = [1, 2, 4];
 /// Recomputation modes a detailed search tries when none are given.
@@ -438,11 +502,13 @@ pub fn configurations_counted(
     let machine = brief.machine();
     let mut excluded = Exclusions::default();
     let mut configs = Vec::new();
+    let mut cache = MicroBatchCache::default();
     for layout in space.layouts(brief, shape) {
         for model in space.steps_for(shape, &layout) {
             let config = model.and_then(|model| {
                 let bytes = model.memory(brief.seq_len, shape, &layout)?.total();
-                let run = time.run_time(&machine, shape, &layout, &model, 1)?;
+                let run =
+                    time.run_time_cached(&machine, shape, &layout, &model, 1, Some(&mut cache))?;
                 let pace = Pace::from_days_per_token(run.map(|r| r.days_per_token));
                 Ok(Config {
                     layout,
@@ -459,6 +525,285 @@ pub fn configurations_counted(
         }
     }
     (configs, excluded.into_vec())
+}
+
+/// What the search keeps of a shape's configurations: those that fit in memory (with their
+/// pace), how many there are in all, the lightest, and the rules that left others out.
+struct Weighed {
+    /// The configurations that fit in memory.
+    fitting: Vec<Config>,
+    /// Every valid configuration, when none fits (the verdict then names the fastest).
+    unfit: Vec<Config>,
+    /// How many valid configurations there are.
+    all: u64,
+    /// The lightest valid configuration.
+    lightest: Option<Lightest>,
+    /// The configurations left out, by rule.
+    excluded: Vec<Exclusion>,
+    /// The tallies of each context-parallel degree and precision.
+    tallies: Tallies,
+}
+
+/// `current` or the configuration (`bytes`, `layout`, `step`), whichever is lighter
+/// ([`lightest`]'s order; the first on a tie).
+fn lighter(
+    current: Option<Lightest>,
+    bytes: f64,
+    layout: &Layout,
+    step: Option<&Step>,
+) -> Option<Lightest> {
+    let lighter = |l: &Lightest| {
+        bytes
+            .total_cmp(&l.bytes)
+            .then_with(|| layout_order(layout, &l.layout))
+            .then_with(|| step.cmp(&l.step.as_ref()))
+            .is_lt()
+    };
+    match current {
+        Some(l) if !lighter(&l) => Some(l),
+        _ => Some(Lightest {
+            bytes,
+            layout: *layout,
+            step: step.copied(),
+        }),
+    }
+}
+
+/// One context-parallel degree's or precision's share of a shape's configurations.
+#[derive(Debug, Clone, Copy, Default)]
+struct Tally {
+    configurations: u64,
+    fitting: u64,
+    lightest: Option<Lightest>,
+    /// The fastest that fits (the first in `pace_order`).
+    fastest: Option<Config>,
+}
+
+/// The tallies of each context-parallel degree and each precision, in the order first met.
+#[derive(Debug, Default)]
+struct Tallies {
+    cp: Vec<(u64, Tally)>,
+    precision: Vec<(Precision, Tally)>,
+}
+
+impl Tallies {
+    /// Counts a valid configuration of `bytes`; `fits` when it fits (with its pace).
+    fn count(&mut self, layout: &Layout, model: &MemoryModel, bytes: f64, fits: Option<&Config>) {
+        let step = model.step();
+        let precision = step.map_or(Precision::Bf16, |s| s.precision);
+        let cp = match self.cp.iter_mut().position(|(c, _)| *c == layout.cp) {
+            Some(i) => i,
+            None => {
+                self.cp.push((layout.cp, Tally::default()));
+                self.cp.len() - 1
+            }
+        };
+        let p = match self.precision.iter_mut().position(|(p, _)| *p == precision) {
+            Some(i) => i,
+            None => {
+                self.precision.push((precision, Tally::default()));
+                self.precision.len() - 1
+            }
+        };
+        for tally in [&mut self.cp[cp].1, &mut self.precision[p].1] {
+            tally.configurations += 1;
+            tally.lightest = lighter(tally.lightest, bytes, layout, step);
+            if let Some(c) = fits {
+                tally.fitting += 1;
+                if tally.fastest.is_none_or(|f| pace_order(c, &f).is_lt()) {
+                    tally.fastest = Some(*c);
+                }
+            }
+        }
+    }
+
+    /// Each facet's verdict, for a dimension searched at more than one value.
+    fn facets(&self, brief: &Brief, shape: &Shape) -> Vec<Facet> {
+        let one = |dimension: &str, value: String, t: &Tally| {
+            facet(
+                brief,
+                shape,
+                dimension,
+                value,
+                t.configurations,
+                t.fitting,
+                t.lightest,
+                t.fastest
+                    .map(|c| (c.layout, c.model.step().copied(), c.pace)),
+            )
+        };
+        let mut facets = Vec::new();
+        if self.cp.len() > 1 {
+            let mut cps = self.cp.clone();
+            cps.sort_by_key(|(c, _)| *c);
+            facets.extend(cps.iter().map(|(c, t)| one("cp", c.to_string(), t)));
+        }
+        if self.precision.len() > 1 {
+            let mut precisions = self.precision.clone();
+            precisions.sort_by_key(|(p, _)| *p);
+            facets.extend(
+                precisions
+                    .iter()
+                    .map(|(p, t)| one("precision", p.to_string(), t)),
+            );
+        }
+        facets
+    }
+}
+
+/// What the schedules of each step of one layout share, worked out once: the memory of the
+/// stages before their activations ([`Stages`]) and the step time before the pipeline's
+/// sends and bubble ([`Unscheduled`]), by the step with its schedule set to 1F1B. `None`
+/// where working it out failed: such a step is graded the whole way, for its error.
+#[derive(Default)]
+struct Shared {
+    stages: Vec<(Step, Option<Stages>)>,
+    times: Vec<(Step, Option<Unscheduled>)>,
+}
+
+/// The key of `step` in [`Shared`]: the step without its schedule.
+fn unscheduled_key(step: &Step) -> Step {
+    Step {
+        schedule: Schedule::OneFOneB,
+        ..*step
+    }
+}
+
+impl Shared {
+    fn stages(&mut self, d: &Detailed, shape: &Shape, layout: &Layout) -> Option<&Stages> {
+        let key = unscheduled_key(&d.step);
+        let i = match self.stages.iter().position(|(k, _)| *k == key) {
+            Some(i) => i,
+            None => {
+                self.stages.push((key, d.stages(shape, layout).ok()));
+                self.stages.len() - 1
+            }
+        };
+        self.stages[i].1.as_ref()
+    }
+
+    fn time(
+        &mut self,
+        time: &TimeModel,
+        machine: &Machine,
+        shape: &Shape,
+        layout: &Layout,
+        d: &Detailed,
+        cache: &mut MicroBatchCache,
+    ) -> Option<&Unscheduled> {
+        let key = unscheduled_key(&d.step);
+        let i = match self.times.iter().position(|(k, _)| *k == key) {
+            Some(i) => i,
+            None => {
+                let base = time.unscheduled(machine, shape, layout, d, cache);
+                self.times.push((key, base.ok().flatten()));
+                self.times.len() - 1
+            }
+        };
+        self.times[i].1.as_ref()
+    }
+}
+
+/// [`configurations_counted`] as the search needs it: memory first, and the step time only of
+/// the configurations that fit (a configuration over the cap can never be part of a plan; its
+/// pace is wanted only when none fits, for the verdict's fastest, and then every one is timed).
+/// A time model turns a configuration away only for what the search refuses before it starts
+/// (a GPU without kernel or FP8 figures), so the count of valid configurations is the same.
+fn weighed_configurations(
+    brief: &Brief,
+    shape: &Shape,
+    space: &MemorySpace,
+    time: &TimeModel,
+) -> Weighed {
+    let machine = brief.machine();
+    let mut excluded = Exclusions::default();
+    let mut fitting = Vec::new();
+    let mut cache = MicroBatchCache::default();
+    let mut lightest_one: Option<Lightest> = None;
+    let mut tallies = Tallies::default();
+    let mut all = 0u64;
+    for layout in space.layouts(brief, shape) {
+        // What the schedules of one step share, worked out once a layout (`None`: that step
+        // goes the whole way, to give its error as it stands).
+        let mut shared = Shared::default();
+        for model in space.steps_for(shape, &layout) {
+            let weighed = model.and_then(|model| {
+                let bytes = match &model {
+                    MemoryModel::Detailed(d) => {
+                        d.schedule_allowed()?;
+                        match shared.stages(d, shape, &layout) {
+                            Some(stages) => d.memory_of(stages, &layout)?,
+                            None => d.memory(shape, &layout)?,
+                        }
+                    }
+                    MemoryModel::Plate => model.memory(brief.seq_len, shape, &layout)?,
+                }
+                .total();
+                Ok((model, bytes))
+            });
+            let (model, bytes) = match weighed {
+                Ok(w) => w,
+                Err(e) => {
+                    excluded.add(&e);
+                    continue;
+                }
+            };
+            if !memory_fits(brief, bytes) {
+                all += 1;
+                lightest_one = lighter(lightest_one, bytes, &layout, model.step());
+                tallies.count(&layout, &model, bytes, None);
+                continue;
+            }
+            let base = match &model {
+                MemoryModel::Detailed(d) => {
+                    shared.time(time, &machine, shape, &layout, d, &mut cache)
+                }
+                MemoryModel::Plate => None,
+            };
+            let run = match (&model, base) {
+                (MemoryModel::Detailed(d), Some(base)) => {
+                    time.run_time_on(&machine, shape, &layout, d, base, 1)
+                }
+                _ => time.run_time_cached(&machine, shape, &layout, &model, 1, Some(&mut cache)),
+            };
+            match run {
+                Ok(run) => {
+                    all += 1;
+                    lightest_one = lighter(lightest_one, bytes, &layout, model.step());
+                    let config = Config {
+                        layout,
+                        model,
+                        bytes,
+                        pace: Pace::from_days_per_token(run.map(|r| r.days_per_token)),
+                        prefer: 0.0,
+                    };
+                    tallies.count(&layout, &model, bytes, Some(&config));
+                    fitting.push(config);
+                }
+                Err(e) => excluded.add(&e),
+            }
+        }
+    }
+    if fitting.is_empty() && all > 0 {
+        // Nothing fits: the verdict names the fastest of all, so every one is timed.
+        let (configs, excluded) = configurations_counted(brief, shape, space, time);
+        return Weighed {
+            fitting,
+            all: configs.len() as u64,
+            lightest: lightest(configs.iter().map(|c| (c.bytes, &c.layout, c.model.step()))),
+            unfit: configs,
+            excluded,
+            tallies,
+        };
+    }
+    Weighed {
+        fitting,
+        unfit: Vec::new(),
+        all,
+        lightest: lightest_one,
+        excluded: excluded.into_vec(),
+        tallies,
+    }
 }
 
 /// The order plans of one token count come in under every ranking but memory: fewer days,
@@ -487,20 +832,19 @@ fn memory_order(a: &Config, b: &Config) -> std::cmp::Ordering {
 /// first, `excluded` the tallies of those the rules left out): the lightest for memory, the
 /// fastest that fits for the token window, and, when the rules leave no configuration at all,
 /// the rule that broke.
-pub fn shape_verdict(
+fn shape_verdict(
     brief: &Brief,
     shape: &Shape,
-    configs: &[Config],
+    weighed: &Weighed,
     fitting: &[Config],
-    excluded: &[Exclusion],
     options: &SearchOptions,
 ) -> ShapeVerdict {
-    let weighed = configs.iter().map(|c| (c.bytes, &c.layout, c.model.step()));
+    let excluded = &weighed.excluded;
     let fastest = fitting
         .first()
-        .or_else(|| configs.iter().min_by(|a, b| pace_order(a, b)));
+        .or_else(|| weighed.unfit.iter().min_by(|a, b| pace_order(a, b)));
     let pace = fastest.map_or(Pace::Plate, |c| c.pace);
-    verdict_because(brief, shape, lightest(weighed), pace, || {
+    verdict_because(brief, shape, weighed.lightest, pace, || {
         match excluded.first() {
             // The rule that left the configurations out, as the space offered them (the batch
             // resolved layout by layout), not as the raw steps read.
@@ -705,19 +1049,24 @@ fn windows<'a>(
 ) -> Vec<Window<'a>> {
     let mut out = Vec::new();
     for (s, (shape, fit)) in shapes.iter().zip(fitting).enumerate() {
-        let mut plate_bounds = None;
+        // The loss bound is the same for every configuration of the shape; the time bound
+        // falls as the pace slows, so past the first configuration (fastest first) whose
+        // window is empty every later one's is too.
+        let (_, Some(lo)) = loss_bound(brief, shape) else {
+            continue;
+        };
+        let mut plate_bound = None;
         for &config in &fit.by_pace {
-            let bounds = match config.pace {
+            let hi = match config.pace {
                 Pace::Plate => {
-                    *plate_bounds.get_or_insert_with(|| token_bounds(brief, shape, Pace::Plate))
+                    *plate_bound.get_or_insert_with(|| time_bound(brief, shape, Pace::Plate))
                 }
-                pace => token_bounds(brief, shape, pace),
+                pace => time_bound(brief, shape, pace),
             };
-            let Some(lo) = bounds.min_tokens_for_loss else {
-                continue;
-            };
-            let hi = bounds.max_tokens_in_time;
-            if lo <= hi {
+            if lo > hi {
+                break;
+            }
+            {
                 out.push(Window {
                     brief,
                     shape,
@@ -949,7 +1298,8 @@ pub fn search_all<'a>(
         exact: false,
         ..options.clone()
     };
-    let (mut report, windows) = search_in_blocks(brief, shapes, &one, progress, BLOCK, true);
+    let (mut report, windows) =
+        search_in_blocks(brief, shapes, &one, progress, block_for(&one), true);
     report.plans.clear();
     let all = AllPlans::new(brief, shapes, options, windows);
     debug_assert_eq!(all.count, report.passing);
@@ -958,6 +1308,20 @@ pub fn search_all<'a>(
 
 /// Shapes searched at a time: the configurations of one block are held at once.
 const BLOCK: usize = 4096;
+
+/// Shapes searched at a time in a detailed space, where a shape has tens of thousands of
+/// fitting configurations or more (every CP degree, precision and interleaving depth): a
+/// block's configurations are what the search holds, so this keeps memory flat in the family.
+const DETAILED_BLOCK: usize = 16;
+
+/// The block size for `options`: [`BLOCK`] for the plate's few configurations a shape,
+/// [`DETAILED_BLOCK`] for the detailed space.
+fn block_for(options: &SearchOptions) -> usize {
+    match options.memory {
+        MemorySpace::Plate => BLOCK,
+        MemorySpace::Detailed { .. } => DETAILED_BLOCK,
+    }
+}
 
 /// Every shape's verdict and the configurations that fit it, in both orders. Each verdict
 /// bounds, in closed form, the tokens with which any configuration can pass: fewer miss the
@@ -970,16 +1334,14 @@ fn shape_configurations(
     shapes
         .par_iter()
         .map(|shape| {
-            let (configs, excluded) =
-                configurations_counted(brief, shape, &options.memory, &options.time);
-            let fit = configs
-                .iter()
-                .filter(|c| memory_fits(brief, c.bytes))
-                .copied();
-            let mut by_pace: Vec<Config> = fit.collect();
-            by_pace.sort_by(pace_order);
-            let mut verdict = shape_verdict(brief, shape, &configs, &by_pace, &excluded, options);
-            verdict.excluded = excluded;
+            let mut weighed = weighed_configurations(brief, shape, &options.memory, &options.time);
+            let mut by_pace = std::mem::take(&mut weighed.fitting);
+            // Two configurations are never equal in this order (the layout and step break
+            // every tie), so an unstable sort gives the stable one's order.
+            by_pace.sort_unstable_by(pace_order);
+            let mut verdict = shape_verdict(brief, shape, &weighed, &by_pace, options);
+            verdict.excluded = weighed.excluded;
+            verdict.facets = weighed.tallies.facets(brief, shape);
             // Among layouts the plate grades equal, runnable first: each fitting layout of a
             // shape that can pass graded once by the detailed model (default stack and step).
             // The verdict does not depend on it: every plate configuration has the same pace.
@@ -996,7 +1358,7 @@ fn shape_configurations(
                 _ => Vec::new(),
             };
             by_memory.sort_by(memory_order);
-            let all = configs.len() as u64;
+            let all = weighed.all;
             (
                 verdict,
                 Fitting {
@@ -1091,7 +1453,7 @@ pub fn search(
     options: &SearchOptions,
     progress: &dyn Progress,
 ) -> SearchReport {
-    search_in_blocks(brief, shapes, options, progress, BLOCK, false).0
+    search_in_blocks(brief, shapes, options, progress, block_for(options), false).0
 }
 
 /// [`search`], `block` shapes at a time; with `keep_windows`, also every fitting
@@ -1500,5 +1862,141 @@ mod tests {
             ("llama3-70b", 4_960_000_000_000)
         );
         assert!(r.plans.iter().all(|p| p.pass));
+    }
+}
+
+#[cfg(test)]
+mod weighed_tests {
+    use super::*;
+    use crate::cost::stack::Stack;
+    use crate::cost::step_time::TimeOptions;
+
+    /// The detailed space of the default brief with CP 1 and 2 and both precisions.
+    fn cp_and_fp8(brief: &Brief) -> (MemorySpace, TimeModel) {
+        let options = Options::for_stack(Stack::MegatronTe);
+        let space = MemorySpace::detailed_defaults(brief, options).with_parallel(
+            &[Precision::Bf16, Precision::Fp8],
+            ParallelSpace {
+                cps: vec![1, 2],
+                replicates: vec![1, 2],
+            },
+        );
+        (
+            space,
+            TimeModel::Detailed(TimeOptions::for_stack(Stack::MegatronTe)),
+        )
+    }
+
+    #[test]
+    fn what_the_search_weighs_is_what_grading_every_configuration_gives() {
+        // Memory first, the step time only where it fits, each micro-batch's compute and the
+        // parts a step's schedules share worked out once: the same configurations, bit for bit.
+        let brief = Brief::default();
+        let (space, time) = cp_and_fp8(&brief);
+        for name in ["70b", "405b"] {
+            let shape = crate::model::preset(name).unwrap();
+            let (all, excluded) = configurations_counted(&brief, &shape, &space, &time);
+            let weighed = weighed_configurations(&brief, &shape, &space, &time);
+            let fits: Vec<Config> = all
+                .iter()
+                .filter(|c| memory_fits(&brief, c.bytes))
+                .copied()
+                .collect();
+            assert!(fits.len() > 1000, "{name}: {}", fits.len());
+            assert_eq!(weighed.fitting, fits, "{name}");
+            assert_eq!(weighed.all, all.len() as u64);
+            assert_eq!(weighed.excluded, excluded);
+            let lightest_of_all =
+                lightest(all.iter().map(|c| (c.bytes, &c.layout, c.model.step())));
+            assert_eq!(weighed.lightest, lightest_of_all);
+        }
+    }
+
+    #[test]
+    fn each_cp_degree_and_precision_gets_its_own_verdict() {
+        let brief = Brief::default();
+        let (space, time) = cp_and_fp8(&brief);
+        let shape = crate::model::preset("70b").unwrap();
+        let weighed = weighed_configurations(&brief, &shape, &space, &time);
+        let facets = weighed.tallies.facets(&brief, &shape);
+        let named: Vec<(&str, &str)> = facets
+            .iter()
+            .map(|f| (f.dimension.as_str(), f.value.as_str()))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                ("cp", "1"),
+                ("cp", "2"),
+                ("precision", "bf16"),
+                ("precision", "fp8")
+            ]
+        );
+        // Each dimension's facets share out the configurations and the fitting ones.
+        for dimension in ["cp", "precision"] {
+            let of = facets.iter().filter(|f| f.dimension == dimension);
+            assert_eq!(
+                of.clone().map(|f| f.configurations).sum::<u64>(),
+                weighed.all
+            );
+            let fitting = of.map(|f| f.fitting).sum::<u64>();
+            assert_eq!(fitting, weighed.fitting.len() as u64);
+        }
+        // A facet's fastest is the fastest fitting configuration with that value: the
+        // shape's fastest overall is the fastest of one CP degree and one precision.
+        let fastest = weighed
+            .fitting
+            .iter()
+            .min_by(|a, b| pace_order(a, b))
+            .unwrap();
+        let k = fastest.pace.days_per_token();
+        let cp = facets
+            .iter()
+            .find(|f| f.dimension == "cp" && f.value == fastest.layout.cp.to_string())
+            .unwrap();
+        assert_eq!(cp.days_per_token, k);
+        assert_eq!(cp.fastest_layout, Some(fastest.layout));
+        // FP8's fastest is faster than BF16's, and so trains more tokens in the month.
+        let [bf16, fp8] = ["bf16", "fp8"].map(|p| {
+            facets
+                .iter()
+                .find(|f| f.dimension == "precision" && f.value == p)
+                .unwrap()
+        });
+        assert!(fp8.days_per_token.unwrap() < bf16.days_per_token.unwrap());
+        assert!(fp8.max_tokens_in_time > bf16.max_tokens_in_time);
+        assert_eq!(fp8.fastest_step.unwrap().precision, Precision::Fp8);
+    }
+
+    #[test]
+    fn at_131072_tokens_on_16384_gpus_cp_1_fails_on_days_and_longer_cp_passes() {
+        // The batch target (16 Mi tokens) holds 128 sequences of 131,072, so at CP 1 the
+        // 16,384 GPUs need TP × PP = 128: a pipeline of 16 stages with one micro-batch a step,
+        // nearly all bubble. Splitting the sequence lets DP stay at 128 with a shorter pipeline.
+        let brief = Brief {
+            gpus: 16_384,
+            seq_len: 131_072,
+            max_days: 90.0,
+            ..Brief::default()
+        };
+        let options = Options::for_stack(Stack::MegatronTe);
+        let space = MemorySpace::detailed_defaults(&brief, options);
+        let time = TimeModel::Detailed(TimeOptions::for_stack(Stack::MegatronTe));
+        let shape = crate::model::preset("405b").unwrap();
+        let facets = weighed_configurations(&brief, &shape, &space, &time)
+            .tallies
+            .facets(&brief, &shape);
+        let cp = |v: &str| facets.iter().find(|f| f.dimension == "cp" && f.value == v);
+        let one = cp("1").unwrap();
+        assert!(one.token_window.is_none());
+        assert!(
+            one.reason.as_deref().unwrap().starts_with("days:"),
+            "{one:?}"
+        );
+        let layout = one.fastest_layout.unwrap();
+        assert_eq!((layout.tp, layout.pp, layout.dp), (8, 16, 128));
+        for passing in ["16", "32"] {
+            assert!(cp(passing).unwrap().token_window.is_some(), "CP {passing}");
+        }
     }
 }

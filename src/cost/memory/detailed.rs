@@ -30,7 +30,7 @@ use super::plate::shard;
 use crate::cost::activations::{Kernels, Layer, Setting};
 use crate::cost::precision::Precision;
 use crate::cost::stack::{CpComm, Stack};
-use crate::cost::step::Step;
+use crate::cost::step::{Schedule, Step};
 use crate::error::{Error, Result};
 use crate::model::layout::Layout;
 use crate::model::Shape;
@@ -210,15 +210,31 @@ impl Detailed {
     /// micro-batches a step takes, or why the step does not go with the layout. The memory and
     /// time models both start from it.
     pub fn pipeline(&self, shape: &Shape, layout: &Layout) -> Result<(Vec<u64>, u64)> {
+        self.schedule_allowed()?;
+        let (layers, m) = self.unscheduled_pipeline(shape, layout)?;
+        self.step.interleaving_allowed(layout, &layers, m)?;
+        Ok((layers, m))
+    }
+
+    /// Whether the stack runs this step's schedule: the first rule [`Detailed::pipeline`]
+    /// checks.
+    pub fn schedule_allowed(&self) -> Result<()> {
         let stack = self.options.stack;
-        let settings = stack.settings();
-        if !settings.interleaving && self.step.schedule.chunks() > 1 {
+        if !stack.settings().interleaving && self.step.schedule.chunks() > 1 {
             return Err(Error::invalid(
                 "--schedule",
                 self.step.schedule,
                 format!("1f1b: the {stack} stack has no interleaved schedule"),
             ));
         }
+        Ok(())
+    }
+
+    /// [`Detailed::pipeline`] without the schedule's rules: the same for every schedule of a
+    /// step.
+    pub fn unscheduled_pipeline(&self, shape: &Shape, layout: &Layout) -> Result<(Vec<u64>, u64)> {
+        let stack = self.options.stack;
+        let settings = stack.settings();
         if layout.cp > 1 && settings.cp.is_none() {
             return Err(Error::invalid(
                 "--cp",
@@ -240,14 +256,27 @@ impl Detailed {
             ));
         }
         let layers = stage_layers(u64::from(shape.layers), layout.pp, self.options.stages)?;
-        let m = self.step.micro_batches(layout, &layers)?;
+        let one_f_one_b = Step {
+            schedule: Schedule::OneFOneB,
+            ..self.step
+        };
+        let m = one_f_one_b.micro_batches(layout, &layers)?;
         Ok((layers, m))
     }
 
     /// Memory of the stage that needs the most, or why the step does not go with the layout.
     pub fn memory(&self, shape: &Shape, layout: &Layout) -> Result<Memory> {
+        self.schedule_allowed()?;
+        let stages = self.stages(shape, layout)?;
+        self.memory_of(&stages, layout)
+    }
+
+    /// What each stage that can need the most holds before the schedule is known: everything
+    /// but its stored activations, which [`Detailed::memory_of`] adds for the step's schedule.
+    /// The same for every schedule of a step, so a search works it out once for them all.
+    pub fn stages(&self, shape: &Shape, layout: &Layout) -> Result<Stages> {
         let (step, opts) = (&self.step, &self.options);
-        let (layers, m) = self.pipeline(shape, layout)?;
+        let (layers, m) = self.unscheduled_pipeline(shape, layout)?;
         // Each CP rank holds `s/CP` of every sequence (the step's rule: 2·CP chunks divide it).
         let local_seq = step.seq_len / layout.cp.max(1);
         let precision = step.precision;
@@ -271,8 +300,15 @@ impl Detailed {
         // across micro-batches), on this GPU's TP shard.
         let fp8_copy = precision.weight_copy_bytes() * shape.layer_matrix_params() as f64 / tp;
 
-        let mut worst: Option<Memory> = None;
+        let mut stages = Vec::with_capacity(4);
         for (i, &n_layers) in layers.iter().enumerate() {
+            // A middle stage with as many layers as the one before it holds the same weights
+            // and no more micro-batches in flight (`in_flight` falls with the stage), so it
+            // never needs more: only the first stage of each run of equal middle stages is
+            // weighed, and the first stage that needs the most is still the one reported.
+            if i > 1 && i + 1 < layers.len() && layers[i - 1] == n_layers {
+                continue;
+            }
             let i = i as u64;
             let (first, last) = (i == 0, i == layout.pp - 1);
             let l = n_layers as f64;
@@ -299,33 +335,56 @@ impl Detailed {
             } else {
                 l * fp8_copy
             };
-            let mut mem = Memory {
-                weights: shard(2.0 * psi, zero.shards_weights(), shards) + copies,
-                gradients: shard(
-                    opts.gradients.bytes() * psi,
-                    zero.shards_gradients(),
-                    shards,
-                ),
-                optimizer: shard(12.0 * psi, zero.shards_optimizer(), shards),
-                activations: per_layer * l * step.in_flight(i, layout.pp, m),
-                detail: Some(Detail {
-                    logits: if last {
-                        logits_values * opts.loss.kept_bytes() + head_inputs
-                    } else {
-                        0.0
-                    },
-                    transient: working.max(loss_peak) + gathered,
-                    reserve: 0.0,
-                    stage: StageInfo {
-                        index: i,
-                        of: layout.pp,
-                        role: StageRole::of(i, layout.pp),
-                        layers: n_layers,
-                        in_flight: step.in_flight(i, layout.pp, m),
-                        micro_batches: m,
-                    },
-                }),
-            };
+            stages.push(StageBase {
+                index: i,
+                layers: n_layers,
+                stored_per_micro_batch: per_layer * l,
+                memory: Memory {
+                    weights: shard(2.0 * psi, zero.shards_weights(), shards) + copies,
+                    gradients: shard(
+                        opts.gradients.bytes() * psi,
+                        zero.shards_gradients(),
+                        shards,
+                    ),
+                    optimizer: shard(12.0 * psi, zero.shards_optimizer(), shards),
+                    activations: 0.0,
+                    detail: Some(Detail {
+                        logits: if last {
+                            logits_values * opts.loss.kept_bytes() + head_inputs
+                        } else {
+                            0.0
+                        },
+                        transient: working.max(loss_peak) + gathered,
+                        reserve: 0.0,
+                        stage: StageInfo {
+                            index: i,
+                            of: layout.pp,
+                            role: StageRole::of(i, layout.pp),
+                            layers: n_layers,
+                            in_flight: 0.0,
+                            micro_batches: m,
+                        },
+                    }),
+                },
+            });
+        }
+        Ok(Stages { layers, m, stages })
+    }
+
+    /// Memory of the stage that needs the most under this step's schedule, from its
+    /// [`Stages`] (worked out for a step that differs from this one at most in its schedule),
+    /// or why the schedule does not go with the layout.
+    pub fn memory_of(&self, stages: &Stages, layout: &Layout) -> Result<Memory> {
+        let (step, opts) = (&self.step, &self.options);
+        step.interleaving_allowed(layout, &stages.layers, stages.m)?;
+        let mut worst: Option<Memory> = None;
+        for stage in &stages.stages {
+            let in_flight = step.in_flight(stage.index, layout.pp, stages.m);
+            let mut mem = stage.memory;
+            mem.activations = stage.stored_per_micro_batch * in_flight;
+            if let Some(d) = mem.detail.as_mut() {
+                d.stage.in_flight = in_flight;
+            }
             let allocated = mem.total();
             if let Some(d) = mem.detail.as_mut() {
                 d.reserve = opts.reserve_gb * BYTES_PER_GB + opts.fragmentation * allocated;
@@ -336,6 +395,27 @@ impl Detailed {
         }
         Ok(worst.expect("a pipeline has at least one stage"))
     }
+}
+
+/// One stage's memory before its schedule: all but its stored activations, which are
+/// `stored_per_micro_batch` times the micro-batches it holds in flight.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct StageBase {
+    index: u64,
+    layers: u64,
+    stored_per_micro_batch: f64,
+    memory: Memory,
+}
+
+/// The pipeline of a step under a layout and what its stages that can need the most hold,
+/// before the schedule: [`Detailed::stages`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stages {
+    /// Layers on each stage.
+    pub layers: Vec<u64>,
+    /// Micro-batches a step.
+    pub m: u64,
+    stages: Vec<StageBase>,
 }
 
 #[cfg(test)]

@@ -228,6 +228,105 @@ fn zero_text(l: &Layout) -> String {
     }
 }
 
+/// A shape's verdict at each context-parallel degree and precision searched (when more than
+/// one was): why a degree never passes, and what one precision buys over another, from the
+/// fastest configuration that fits at each.
+fn facet_lines(v: &ShapeVerdict, brief: &Brief) -> String {
+    let mut out = String::new();
+    if v.min_tokens_for_loss.is_none() {
+        // No configuration reaches the loss: the facets add nothing to the verdict.
+        return out;
+    }
+    // A CP degree's lines are shown when the degrees disagree (some pass, some never do): they
+    // say why the others fail. A precision's always: they say what it buys.
+    let shown = |dimension: &str| {
+        let of = || v.facets.iter().filter(move |f| f.dimension == dimension);
+        dimension == "precision"
+            || (of().any(|f| f.token_window.is_some()) && of().any(|f| f.token_window.is_none()))
+    };
+    let mut last_dimension = "";
+    for f in v.facets.iter().filter(|f| shown(&f.dimension)) {
+        if f.dimension != last_dimension {
+            last_dimension = &f.dimension;
+            let what = if f.dimension == "cp" {
+                "context-parallel degree"
+            } else {
+                "precision"
+            };
+            let _ = writeln!(
+                out,
+                "  {} by {what}, each at its fastest configuration that fits:",
+                v.model
+            );
+        }
+        let label = if f.dimension == "cp" {
+            format!("CP {}", f.value)
+        } else {
+            f.value.clone()
+        };
+        let verdict = match (f.token_window, &f.reason) {
+            (Some([lo, hi]), _) => {
+                format!(
+                    "passes on {} – {} tokens",
+                    count(lo as f64),
+                    count(hi as f64)
+                )
+            }
+            (_, Some(reason)) => format!("never passes: {reason}"),
+            _ => "never passes".into(),
+        };
+        let fastest = match (f.fastest_layout, f.fastest_step) {
+            (Some(l), Some(s)) => {
+                let per_step = s
+                    .micro_batch
+                    .saturating_mul(s.seq_len)
+                    .saturating_mul(l.dp)
+                    .max(1);
+                let m = s.global_batch_tokens / per_step;
+                format!(
+                    "; fastest {}, {}, {} micro-batch{} a step",
+                    l.describe(),
+                    step_text(&s),
+                    thousands(m),
+                    if m == 1 { "" } else { "es" }
+                )
+            }
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "    {label}: {verdict}{fastest} ({} of {} fit)",
+            count(f.fitting as f64),
+            plural(f.configurations, "configuration")
+        );
+    }
+    // What each precision buys over BF16: the tokens its fastest fitting configuration trains
+    // in the day limit, the ratio of the paces.
+    let bf16 = v
+        .facets
+        .iter()
+        .find(|f| f.dimension == "precision" && f.value == "bf16");
+    let bf16 = bf16.and_then(|f| Some((f.days_per_token?, f.max_tokens_in_time)));
+    for f in v
+        .facets
+        .iter()
+        .filter(|f| f.dimension == "precision" && f.value != "bf16")
+    {
+        if let (Some((base, base_tokens)), Some(k)) = (bf16, f.days_per_token) {
+            let _ = writeln!(
+                out,
+                "    {} over bf16: {}× the pace, at most {} tokens in {} days against {}",
+                f.value,
+                fixed(base / k, 2),
+                count(f.max_tokens_in_time as f64),
+                fixed(brief.max_days, 1),
+                count(base_tokens as f64)
+            );
+        }
+    }
+    out
+}
+
 /// A step in the plan table's words: `b1 s8192 full sp 1f1b B 16.78 M`.
 fn step_text(s: &Step) -> String {
     let sp = if s.sequence_parallel { " sp" } else { "" };
@@ -928,6 +1027,9 @@ impl Exporter for Text {
                     e.example
                 );
             }
+        }
+        for v in &listed {
+            out.push_str(&facet_lines(v, &r.brief));
         }
         if many {
             let rest = r.shapes.len() - listed.len();
