@@ -167,6 +167,46 @@ fn detailed_search(c: &mut Criterion) {
     g.finish();
 }
 
+/// The presets' default detailed space (every interleaving depth, the batch nearest the
+/// target) with CP 1, 2, 4, 8, 16 and both precisions: issue 17's space.
+fn cp_and_precision_search(c: &mut Criterion) {
+    use trainplan::cost::precision::Precision;
+    use trainplan::search::ParallelSpace;
+    let brief = Brief::default();
+    let shapes = presets();
+    let stack = Stack::MegatronTe;
+    let options = SearchOptions {
+        memory: MemorySpace::detailed_defaults(&brief, Options::for_stack(stack)).with_parallel(
+            &[Precision::Bf16, Precision::Fp8],
+            ParallelSpace {
+                cps: vec![1, 2, 4, 8, 16],
+                replicates: vec![],
+            },
+        ),
+        time: TimeModel::Detailed(TimeOptions::for_stack(stack)),
+        distinct: trainplan::search::rank::Distinct::Layout,
+        ..SearchOptions::default()
+    };
+    let mut g = c.benchmark_group("search");
+    g.sample_size(10);
+    let configurations = search(&brief, &shapes, &options, &Silent).evaluated / 5000;
+    g.throughput(Throughput::Elements(configurations));
+    for threads in [1, 0] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let label = format!(
+            "presets, default detailed space, CP 1-16, bf16 and fp8, {} thread(s)",
+            pool.current_num_threads()
+        );
+        g.bench_function(label, |b| {
+            b.iter(|| pool.install(|| search(black_box(&brief), &shapes, &options, &Silent)))
+        });
+    }
+    g.finish();
+}
+
 fn family_search(c: &mut Criterion) {
     let brief = Brief::default();
     let family = Family::llama("40..160:4", "6144..20480:512", "3.0..4.0:0.25").unwrap();
@@ -296,6 +336,7 @@ criterion_group!(
     one_plan,
     default_search,
     detailed_search,
+    cp_and_precision_search,
     family_search,
     exact_search,
     all_plans,

@@ -259,3 +259,47 @@ fn a_megatron_export_of_llama_3_70b() {
         "export-70b-megatron.txt",
     );
 }
+
+#[test]
+fn a_131072_token_405b_run_on_16384_gpus_says_why_cp_1_fails() {
+    snapshot(
+        &[
+            "search",
+            "--gpus",
+            "16384",
+            "--seq-len",
+            "131072",
+            "--models",
+            "405b",
+            "--memory",
+            "detailed",
+            "--time",
+            "detailed",
+            "--max-days",
+            "90",
+            "--top",
+            "3",
+        ],
+        "search-131k-cp.txt",
+    );
+}
+
+#[test]
+fn an_fp8_search_says_what_fp8_buys_over_bf16() {
+    snapshot(
+        &[
+            "search",
+            "--models",
+            "70b,405b",
+            "--memory",
+            "detailed",
+            "--time",
+            "detailed",
+            "--precisions",
+            "bf16,fp8",
+            "--top",
+            "3",
+        ],
+        "search-fp8.txt",
+    );
+}

@@ -1047,39 +1047,51 @@ fn windows<'a>(
     fitting: &[Fitting],
     offset: usize,
 ) -> Vec<Window<'a>> {
+    let per_shape: Vec<Vec<Window<'a>>> = shapes
+        .par_iter()
+        .zip(fitting)
+        .enumerate()
+        .map(|(s, (shape, fit))| shape_windows(brief, shape, fit, offset + s))
+        .collect();
+    per_shape.into_iter().flatten().collect()
+}
+
+/// One shape's configuration windows, fastest configuration first ([`windows`]).
+fn shape_windows<'a>(
+    brief: &'a Brief,
+    shape: &'a Shape,
+    fit: &Fitting,
+    index: usize,
+) -> Vec<Window<'a>> {
+    // The loss bound is the same for every configuration of the shape; the time bound falls
+    // as the pace slows, so past the first configuration (fastest first) whose window is
+    // empty every later one's is too.
+    let (_, Some(lo)) = loss_bound(brief, shape) else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
-    for (s, (shape, fit)) in shapes.iter().zip(fitting).enumerate() {
-        // The loss bound is the same for every configuration of the shape; the time bound
-        // falls as the pace slows, so past the first configuration (fastest first) whose
-        // window is empty every later one's is too.
-        let (_, Some(lo)) = loss_bound(brief, shape) else {
-            continue;
+    let mut plate_bound = None;
+    for &config in &fit.by_pace {
+        let hi = match config.pace {
+            Pace::Plate => {
+                *plate_bound.get_or_insert_with(|| time_bound(brief, shape, Pace::Plate))
+            }
+            pace => time_bound(brief, shape, pace),
         };
-        let mut plate_bound = None;
-        for &config in &fit.by_pace {
-            let hi = match config.pace {
-                Pace::Plate => {
-                    *plate_bound.get_or_insert_with(|| time_bound(brief, shape, Pace::Plate))
-                }
-                pace => time_bound(brief, shape, pace),
-            };
-            if lo > hi {
-                break;
-            }
-            {
-                out.push(Window {
-                    brief,
-                    shape,
-                    index: offset + s,
-                    layout: config.layout,
-                    model: config.model,
-                    memory: gb(config.bytes),
-                    prefer: config.prefer,
-                    pace: config.pace,
-                    tokens: (lo, hi),
-                });
-            }
+        if lo > hi {
+            break;
         }
+        out.push(Window {
+            brief,
+            shape,
+            index,
+            layout: config.layout,
+            model: config.model,
+            memory: gb(config.bytes),
+            prefer: config.prefer,
+            pace: config.pace,
+            tokens: (lo, hi),
+        });
     }
     out
 }
@@ -1170,10 +1182,10 @@ fn distinct_firsts(
     distinct: Distinct,
 ) -> Vec<Candidate> {
     let firsts: Vec<Candidate> = if exact {
-        Merge::new(windows, rank).firsts().copied().collect()
+        ordered::firsts(windows, rank)
     } else {
         let lines = grid_lines(windows.iter().copied(), grid);
-        Merge::new(&lines, rank).firsts().copied().collect()
+        ordered::firsts(&lines, rank)
     };
     let mut best: std::collections::BTreeMap<ChoiceKey, Candidate> = Default::default();
     for c in firsts {
@@ -1336,6 +1348,18 @@ fn shape_configurations(
         .map(|shape| {
             let mut weighed = weighed_configurations(brief, shape, &options.memory, &options.time);
             let mut by_pace = std::mem::take(&mut weighed.fitting);
+            // A configuration too slow to train the tokens the loss needs within the days
+            // can be no plan at any token count (days grow with tokens): it is left out of
+            // what the search walks, but for the fastest, which the verdict names.
+            let fastest = by_pace.iter().copied().min_by(pace_order);
+            let needed = loss_bound(brief, shape).1;
+            let params = shape.params();
+            by_pace.retain(|c| {
+                needed.is_some_and(|lo| days_fit(brief, c.pace.run_days(brief, params, lo)))
+            });
+            if let (true, Some(f)) = (by_pace.is_empty(), fastest) {
+                by_pace.push(f);
+            }
             // Two configurations are never equal in this order (the layout and step break
             // every tie), so an unstable sort gives the stable one's order.
             by_pace.sort_unstable_by(pace_order);

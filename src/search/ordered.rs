@@ -209,6 +209,19 @@ pub(crate) struct Merge<'a, L> {
     heap: BinaryHeap<Head>,
 }
 
+/// Each line's best plan, in the lines' order: what [`Merge::firsts`] holds, without the heap,
+/// the lines walked in parallel.
+pub(crate) fn firsts<L: Line + Sync>(lines: &[L], rank: Rank) -> Vec<Candidate> {
+    use rayon::prelude::*;
+    lines
+        .par_iter()
+        .filter_map(|line| {
+            let p = Walk::new(line, rank).next(line, rank)?;
+            Some(line.at(p))
+        })
+        .collect()
+}
+
 impl<'a, L: Line> Merge<'a, L> {
     /// The merge of `lines` under `rank`.
     pub(crate) fn new(lines: &'a [L], rank: Rank) -> Self {
