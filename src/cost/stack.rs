@@ -208,6 +208,18 @@ pub struct Settings {
     pub mxfp8: bool,
 }
 
+impl Settings {
+    /// Whether the stack has a recipe for `precision` (BF16 always).
+    pub fn trains(&self, precision: crate::cost::precision::Precision) -> bool {
+        use crate::cost::precision::Precision;
+        match precision {
+            Precision::Bf16 => true,
+            Precision::Fp8 => self.fp8,
+            Precision::Mxfp8 => self.mxfp8,
+        }
+    }
+}
+
 impl Stack {
     /// Every stack, in the order `--help` lists them.
     pub const ALL: [Stack; 7] = [

@@ -222,6 +222,15 @@ impl Step {
         }
     }
 
+    /// This step under 1F1B: what its every schedule shares (the key of the parts of memory
+    /// and time a search works out once for all of them).
+    pub fn unscheduled(&self) -> Step {
+        Step {
+            schedule: Schedule::OneFOneB,
+            ..*self
+        }
+    }
+
     /// Micro-batches per step for each replica, `m = B / (b·s·DP)`, checked against the layout
     /// and the layers per stage; the error names the rule broken.
     pub fn micro_batches(&self, layout: &Layout, stage_layers: &[u64]) -> Result<u64> {

@@ -50,7 +50,7 @@ use crate::cost::memory::MemoryModel;
 use crate::cost::precision::Precision;
 use crate::cost::reliability::Outage;
 use crate::cost::stack::{CpComm, Stack};
-use crate::cost::step::{Schedule, Step};
+use crate::cost::step::Step;
 use crate::cost::topology::{all_reduce, reduce_scatter, send, Link};
 use crate::cost::Machine;
 use crate::error::{Error, Result};
@@ -366,9 +366,8 @@ impl MicroBatch {
     /// The key of `layout` and `step`.
     pub fn key(layout: &Layout, step: &Step) -> MicroBatchKey {
         let step = Step {
-            schedule: Schedule::OneFOneB,
             global_batch_tokens: 0,
-            ..*step
+            ..step.unscheduled()
         };
         (layout.tp, layout.cp, step)
     }

@@ -331,13 +331,7 @@ impl MemorySpace {
 /// Refuses, by name and once, a precision the GPU or the stack cannot train in, before a
 /// search over it starts (`--precisions`, a workshop search's `precisions`).
 pub fn searchable_precision(brief: &Brief, stack: Stack, precision: Precision) -> Result<()> {
-    let settings = stack.settings();
-    let by_stack = match precision {
-        Precision::Bf16 => true,
-        Precision::Fp8 => settings.fp8,
-        Precision::Mxfp8 => settings.mxfp8,
-    };
-    if !by_stack {
+    if !stack.settings().trains(precision) {
         return Err(Error::invalid(
             "--precisions",
             precision,
@@ -591,21 +585,20 @@ impl Tallies {
     fn count(&mut self, layout: &Layout, model: &MemoryModel, bytes: f64, fits: Option<&Config>) {
         let step = model.step();
         let precision = step.map_or(Precision::Bf16, |s| s.precision);
-        let cp = match self.cp.iter_mut().position(|(c, _)| *c == layout.cp) {
-            Some(i) => i,
-            None => {
-                self.cp.push((layout.cp, Tally::default()));
-                self.cp.len() - 1
-            }
-        };
-        let p = match self.precision.iter_mut().position(|(p, _)| *p == precision) {
-            Some(i) => i,
-            None => {
-                self.precision.push((precision, Tally::default()));
-                self.precision.len() - 1
-            }
-        };
-        for tally in [&mut self.cp[cp].1, &mut self.precision[p].1] {
+        fn of<K: PartialEq>(tallies: &mut Vec<(K, Tally)>, key: K) -> &mut Tally {
+            let i = match tallies.iter().position(|(k, _)| *k == key) {
+                Some(i) => i,
+                None => {
+                    tallies.push((key, Tally::default()));
+                    tallies.len() - 1
+                }
+            };
+            &mut tallies[i].1
+        }
+        for tally in [
+            of(&mut self.cp, layout.cp),
+            of(&mut self.precision, precision),
+        ] {
             tally.configurations += 1;
             tally.lightest = lighter(tally.lightest, bytes, layout, step);
             if let Some(c) = fits {
@@ -661,25 +654,27 @@ struct Shared {
     times: Vec<(Step, Option<Unscheduled>)>,
 }
 
-/// The key of `step` in [`Shared`]: the step without its schedule.
-fn unscheduled_key(step: &Step) -> Step {
-    Step {
-        schedule: Schedule::OneFOneB,
-        ..*step
-    }
+/// The entry of `key` in `slots`, made by `make` the first time (`None` kept as well).
+fn slot<T>(
+    slots: &mut Vec<(Step, Option<T>)>,
+    key: Step,
+    make: impl FnOnce() -> Option<T>,
+) -> Option<&T> {
+    let i = match slots.iter().position(|(k, _)| *k == key) {
+        Some(i) => i,
+        None => {
+            slots.push((key, make()));
+            slots.len() - 1
+        }
+    };
+    slots[i].1.as_ref()
 }
 
 impl Shared {
     fn stages(&mut self, d: &Detailed, shape: &Shape, layout: &Layout) -> Option<&Stages> {
-        let key = unscheduled_key(&d.step);
-        let i = match self.stages.iter().position(|(k, _)| *k == key) {
-            Some(i) => i,
-            None => {
-                self.stages.push((key, d.stages(shape, layout).ok()));
-                self.stages.len() - 1
-            }
-        };
-        self.stages[i].1.as_ref()
+        slot(&mut self.stages, d.step.unscheduled(), || {
+            d.stages(shape, layout).ok()
+        })
     }
 
     fn time(
@@ -691,16 +686,11 @@ impl Shared {
         d: &Detailed,
         cache: &mut MicroBatchCache,
     ) -> Option<&Unscheduled> {
-        let key = unscheduled_key(&d.step);
-        let i = match self.times.iter().position(|(k, _)| *k == key) {
-            Some(i) => i,
-            None => {
-                let base = time.unscheduled(machine, shape, layout, d, cache);
-                self.times.push((key, base.ok().flatten()));
-                self.times.len() - 1
-            }
-        };
-        self.times[i].1.as_ref()
+        slot(&mut self.times, d.step.unscheduled(), || {
+            time.unscheduled(machine, shape, layout, d, cache)
+                .ok()
+                .flatten()
+        })
     }
 }
 
@@ -748,40 +738,42 @@ fn weighed_configurations(
                     continue;
                 }
             };
-            if !memory_fits(brief, bytes) {
-                all += 1;
-                lightest_one = lighter(lightest_one, bytes, &layout, model.step());
-                tallies.count(&layout, &model, bytes, None);
-                continue;
-            }
-            let base = match &model {
-                MemoryModel::Detailed(d) => {
-                    shared.time(time, &machine, shape, &layout, d, &mut cache)
-                }
-                MemoryModel::Plate => None,
-            };
-            let run = match (&model, base) {
-                (MemoryModel::Detailed(d), Some(base)) => {
-                    time.run_time_on(&machine, shape, &layout, d, base, 1)
-                }
-                _ => time.run_time_cached(&machine, shape, &layout, &model, 1, Some(&mut cache)),
-            };
-            match run {
-                Ok(run) => {
-                    all += 1;
-                    lightest_one = lighter(lightest_one, bytes, &layout, model.step());
-                    let config = Config {
+            // Only a configuration that fits is timed; one the time model refuses is left out.
+            let config = if memory_fits(brief, bytes) {
+                let base = match &model {
+                    MemoryModel::Detailed(d) => {
+                        shared.time(time, &machine, shape, &layout, d, &mut cache)
+                    }
+                    MemoryModel::Plate => None,
+                };
+                let run = match (&model, base) {
+                    (MemoryModel::Detailed(d), Some(base)) => {
+                        time.run_time_on(&machine, shape, &layout, d, base, 1)
+                    }
+                    _ => {
+                        time.run_time_cached(&machine, shape, &layout, &model, 1, Some(&mut cache))
+                    }
+                };
+                match run {
+                    Ok(run) => Some(Config {
                         layout,
                         model,
                         bytes,
                         pace: Pace::from_days_per_token(run.map(|r| r.days_per_token)),
                         prefer: 0.0,
-                    };
-                    tallies.count(&layout, &model, bytes, Some(&config));
-                    fitting.push(config);
+                    }),
+                    Err(e) => {
+                        excluded.add(&e);
+                        continue;
+                    }
                 }
-                Err(e) => excluded.add(&e),
-            }
+            } else {
+                None
+            };
+            all += 1;
+            lightest_one = lighter(lightest_one, bytes, &layout, model.step());
+            tallies.count(&layout, &model, bytes, config.as_ref());
+            fitting.extend(config);
         }
     }
     if fitting.is_empty() && all > 0 {

@@ -28,9 +28,8 @@ use serde::{Deserialize, Serialize};
 use super::breakdown::{Detail, Memory, StageInfo, StageRole};
 use super::plate::shard;
 use crate::cost::activations::{Kernels, Layer, Setting};
-use crate::cost::precision::Precision;
 use crate::cost::stack::{CpComm, Stack};
-use crate::cost::step::{Schedule, Step};
+use crate::cost::step::Step;
 use crate::error::{Error, Result};
 use crate::model::layout::Layout;
 use crate::model::Shape;
@@ -243,12 +242,7 @@ impl Detailed {
             ));
         }
         let precision = self.step.precision;
-        let supported = match precision {
-            Precision::Bf16 => true,
-            Precision::Fp8 => settings.fp8,
-            Precision::Mxfp8 => settings.mxfp8,
-        };
-        if !supported {
+        if !settings.trains(precision) {
             return Err(Error::invalid(
                 "--precision",
                 precision,
@@ -256,11 +250,7 @@ impl Detailed {
             ));
         }
         let layers = stage_layers(u64::from(shape.layers), layout.pp, self.options.stages)?;
-        let one_f_one_b = Step {
-            schedule: Schedule::OneFOneB,
-            ..self.step
-        };
-        let m = one_f_one_b.micro_batches(layout, &layers)?;
+        let m = self.step.unscheduled().micro_batches(layout, &layers)?;
         Ok((layers, m))
     }
 
