@@ -12,7 +12,8 @@
 //!
 //! The parts, from the ground up (each uses only the parts before it; ARCHITECTURE.md):
 //! `error`, `format`, `units` → [`model`] → [`cost`] → [`brief`] → [`plan`] → [`search`] →
-//! [`report`] → [`input`] → [`serve`] (and the binary's `cli`).
+//! [`report`] → [`input`] → [`serve`] → [`cli`] (clap's flags and the commands, which the
+//! binary and the Python package both run).
 //!
 //! ```
 //! use trainplan::{evaluate, model, Brief, Design, Layout, ZeroStage};
@@ -42,6 +43,9 @@ pub mod plan;
 pub mod report;
 pub mod search;
 pub mod serve;
+
+// The command line, on top of every part.
+pub mod cli;
 
 pub use brief::Brief;
 pub use error::{Error, Result};

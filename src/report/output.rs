@@ -134,7 +134,7 @@ pub fn quietly_closed(result: Result<()>) -> Result<()> {
 /// Writes `text` to `out`. A reader that has gone away (a closed pipe, as in
 /// `trainplan search --all | head`) is not an error: the result is `Ok(false)`, and the caller
 /// should stop writing.
-pub fn emit(out: &mut impl Write, text: &str) -> io::Result<bool> {
+pub fn emit<W: Write + ?Sized>(out: &mut W, text: &str) -> io::Result<bool> {
     match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(false),

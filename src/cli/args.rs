@@ -5,34 +5,34 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use itertools::iproduct;
-use trainplan::brief::gpu::Gpu;
-use trainplan::brief::{
+use crate::brief::gpu::Gpu;
+use crate::brief::{
     self, Brief, BriefPatch, GpuName, LossLawPatch, ReliabilityPatch, TopologyPatch,
 };
-use trainplan::cost::activations::{Kernels, Recompute};
-use trainplan::cost::memory::detailed::{
+use crate::cost::activations::{Kernels, Recompute};
+use crate::cost::memory::detailed::{
     Detailed, GradientPrecision, LossPrecision, Options, StageSplit,
 };
-use trainplan::cost::memory::MemoryModel;
-use trainplan::cost::precision::Precision;
-use trainplan::cost::scaling::LossLawPreset;
-use trainplan::cost::stack::Stack;
-use trainplan::cost::step::{Schedule, Step};
-use trainplan::cost::step_time::{stack_chip, TimeModel, TimeOptions};
-use trainplan::error::{Error, Result};
-use trainplan::input::{self, hf};
-use trainplan::model::family::{Family, Span};
-use trainplan::model::layout::{Degrees, ZeroStage};
-use trainplan::model::{
+use crate::cost::memory::MemoryModel;
+use crate::cost::precision::Precision;
+use crate::cost::scaling::LossLawPreset;
+use crate::cost::stack::Stack;
+use crate::cost::step::{Schedule, Step};
+use crate::cost::step_time::{stack_chip, TimeModel, TimeOptions};
+use crate::error::{Error, Result};
+use crate::input::{self, hf};
+use crate::model::family::{Family, Span};
+use crate::model::layout::{Degrees, ZeroStage};
+use crate::model::{
     self, Architecture, Biases, Shape, ShapeSpec, LLAMA3_HEAD_DIM, LLAMA3_KV_HEADS,
     LLAMA3_NORM_EPS, LLAMA3_ROPE_THETA, LLAMA3_VOCAB,
 };
-use trainplan::report::export::Format;
-use trainplan::search::rank::{Distinct, Rank};
-use trainplan::search::{
+use crate::report::export::Format;
+use crate::search::rank::{Distinct, Rank};
+use crate::search::{
     MemorySpace, ParallelSpace, SearchOptions, TokenGrid, DEFAULT_MICRO_BATCHES, DEFAULT_RECOMPUTE,
 };
+use itertools::iproduct;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -1575,7 +1575,7 @@ impl SearchArgs {
         };
         if let MemorySpace::Detailed { steps, options, .. } = &memory {
             for p in steps.iter().map(|s| s.precision).filter(|p| p.is_fp8()) {
-                trainplan::search::searchable_precision(brief, options.stack, p)?;
+                crate::search::searchable_precision(brief, options.stack, p)?;
             }
         }
         let top = if self.all {

@@ -1,0 +1,663 @@
+//! The command line: clap's flags ([`args`]) mapped to the library, one function per command,
+//! the progress bars. Exit status 0 when the answer is yes (the design passes, some plan
+//! passes), 1 when it is no, 2 for bad input.
+//!
+//! [`run`] takes the arguments and the writer the main output goes to (stdout for the binary,
+//! a buffer for the Python package), so every caller gets the same bytes.
+
+pub mod args;
+
+use std::io::{self, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::cost::calibration::Calibration;
+use crate::cost::memory::detailed::Detailed;
+use crate::cost::memory::MemoryModel;
+use crate::cost::step_time::{TimeModel, TimeOptions};
+use crate::error::{Error, Result};
+use crate::input::plan_file::PlanFile;
+use crate::input::{self, hf, CalibrationFile, FitRecord};
+use crate::model::layout::Layout;
+use crate::plan::check::{check, CheckReport};
+use crate::plan::{self, calibrate};
+use crate::plan::{evaluate, Design};
+use crate::report::export::Launch;
+use crate::report::export::{brief_lines, Format};
+use crate::report::output::{emit, quietly_closed, same_file, write_atomic, written};
+use crate::report::plot;
+use crate::report::validation;
+use crate::search::progress::Progress;
+use crate::search::rank::Distinct;
+use crate::search::sensitivity::sensitivity;
+use crate::search::shard::{fingerprint, merge, Partial, Shard};
+use crate::search::{search, search_all, Ranked, SearchOptions, SearchReport};
+use crate::{model, serve};
+use args::{
+    BriefCommandArgs, BriefFormat, CalibrateArgs, CheckArgs, Cli, Command, CompletionsArgs,
+    DesignArgs, ExportArgs, MergeArgs, OutputArgs, SearchArgs, ServeArgs,
+};
+
+/// Sweeps of at least this many shapes get a progress bar (on a terminal): about a second.
+const LONG_SWEEP: u64 = 10_000;
+/// Plans `search --all` writes before a bar counts them.
+const MANY_PLANS: u64 = 1_000_000;
+
+/// The binary's `main`: the process's arguments, the main output on stdout.
+pub fn main() -> ExitCode {
+    let out = &mut io::stdout();
+    match run(std::env::args_os(), out) {
+        Ok(Outcome::Help(shown)) => {
+            // clap prints its help and version itself, in colour where the terminal takes it.
+            let _ = shown.print();
+            ExitCode::SUCCESS
+        }
+        Ok(Outcome::Answer(true)) => ExitCode::SUCCESS,
+        Ok(Outcome::Answer(false)) => ExitCode::from(1),
+        Err(message) => {
+            eprintln!("{message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// What a command ended with, when its input was good.
+#[derive(Debug)]
+pub enum Outcome {
+    /// `--help` or `--version`, nothing run: clap's message, to print (`print`) or to
+    /// read (`render().to_string()`).
+    Help(Box<clap::Error>),
+    /// The command ran: true when the answer is yes (the design passes, some plan passes).
+    Answer(bool),
+}
+
+/// Runs the command line `args` (the program's name first), writing the main output (the
+/// report, the JSON, the launcher config, the front on `-`) to `out`; warnings and progress go
+/// to stderr. `Err` is the one-line message of bad input, as the binary prints it (exit 2).
+pub fn run<I, T>(args: I, out: &mut dyn Write) -> std::result::Result<Outcome, String>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => return Ok(Outcome::Help(Box::new(e))),
+        Err(e) if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            return Err(
+                "error: a command is needed: check or search (trainplan --help lists them)".into(),
+            );
+        }
+        Err(e) => return Err(one_line(&e.render().to_string())),
+    };
+    let outcome = match &cli.command {
+        Command::Check(args) => run_check(args, cli.quiet, out),
+        Command::Search(args) => run_search(args, cli.quiet, out),
+        Command::Merge(args) => run_merge(args, cli.quiet, out),
+        Command::Export(args) => run_export(args, cli.quiet, out),
+        Command::Calibrate(args) => run_calibrate(args, cli.quiet, out),
+        Command::Completions(args) => run_completions(args, out),
+        Command::Serve(args) => run_serve(args, cli.quiet, out),
+        Command::Brief(args) => run_brief(args, out),
+    };
+    outcome
+        .map(Outcome::Answer)
+        .map_err(|e| format!("error: {e}"))
+}
+
+/// Clap's message on one line: the lines before its usage and help hints, joined.
+fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Writes to the main output; a closed pipe ends the output quietly.
+fn print(out: &mut dyn Write, text: &str) -> Result<()> {
+    written(emit(out, text).map(|_| ()))
+}
+
+fn run_calibrate(args: &CalibrateArgs, quiet: bool, out: &mut dyn Write) -> Result<bool> {
+    if let Some(out) = &args.output {
+        refuse_overwrite("--output", out, &[args.runs.as_path()])?;
+    }
+    let file = input::runs(&args.runs)?;
+    let wanted = args.stack;
+    let mut runs = Vec::new();
+    for r in &file.runs {
+        if wanted.is_none_or(|s| r.stack().is_ok_and(|t| t == s)) && !r.power_capped() {
+            runs.push(r);
+        }
+    }
+    if runs.is_empty() {
+        return Err(Error::invalid(
+            "calibrate",
+            args.runs.display(),
+            "at least one run (not power-capped) of the stack asked for",
+        ));
+    }
+    let old = Calibration::default();
+    let new = calibrate::fit(&runs)?;
+    let predict =
+        |c: Calibration| -> Result<Vec<_>> { runs.iter().map(|r| r.predict(c, None)).collect() };
+    let (before, after) = (predict(old)?, predict(new)?);
+    if !quiet {
+        print(
+            out,
+            &validation::calibration_text(&before, &after, old, new),
+        )?;
+    }
+    if let Some(path) = &args.output {
+        let b: Vec<_> = before.iter().collect();
+        let a: Vec<_> = after.iter().collect();
+        let record = CalibrationFile {
+            sustained: Some(new.sustained),
+            stacks: Some(new.stacks),
+            points: None,
+            fit: Some(FitRecord {
+                runs_file: args.runs.display().to_string(),
+                runs: after.len() as u64,
+                mae_before: validation::mae(&b),
+                mae_after: validation::mae(&a),
+            }),
+        };
+        let text = serde_json::to_string_pretty(&record)
+            .map_err(|e| Error::invalid("calibration", "JSON", e.to_string()))?
+            + "\n";
+        write_atomic(path, text.as_bytes())?;
+    }
+    Ok(true)
+}
+
+fn run_brief(args: &BriefCommandArgs, out: &mut dyn Write) -> Result<bool> {
+    let brief = args.brief.resolve()?;
+    let text = match (args.print, args.format) {
+        (false, _) => brief_lines(&brief),
+        (true, BriefFormat::Toml) => brief.to_toml()?,
+        (true, BriefFormat::Json) => {
+            serde_json::to_string_pretty(&brief)
+                .map_err(|e| Error::invalid("brief", "JSON", e.to_string()))?
+                + "\n"
+        }
+    };
+    print(out, &text)?;
+    Ok(true)
+}
+
+/// The graded design the flags describe, with its sensitivity when asked.
+fn grade(args: &DesignArgs, sensitivity: bool) -> Result<CheckReport> {
+    let brief = args.brief.resolve()?;
+    let shape = args.shape()?;
+    let layout = Layout::with(&brief, &shape, args.degrees(), args.zero())?;
+    let tokens = args.tokens()?;
+    let time = args.time.model(args.detailed.stack())?;
+    let design = Design {
+        shape: &shape,
+        tokens,
+        layout,
+        memory: args.memory(&brief)?,
+        time: &time,
+    };
+    let mut report = check(&brief, &design)?;
+    if sensitivity {
+        report.sensitivity = Some(plan::sensitivity::sensitivity(&brief, &design)?);
+    }
+    Ok(report)
+}
+
+fn run_check(args: &CheckArgs, quiet: bool, out: &mut dyn Write) -> Result<bool> {
+    if let Some(plot) = &args.plot {
+        refuse_overwrite("--plot", plot, &args.design.inputs())?;
+    }
+    args.check_sensitivity()?;
+    let report = grade(&args.design, args.sensitivity)?;
+    if let Some(path) = &args.plot {
+        let svg = match &report.sensitivity {
+            Some(s) => plot::tornado(s, &report.brief, &report.plan)?,
+            None => plot::memory(&report)?,
+        };
+        write_atomic(path, svg.as_bytes())?;
+    }
+    let format = if args.json {
+        Format::Json
+    } else {
+        args.format.format()
+    };
+    if format.is_launcher() {
+        let launch = Launch::from_check(&report)?;
+        print_launch(format, &launch, &report.plan.reasons, quiet, out)?;
+    } else {
+        print(out, &format.exporter().check(&report)?)?;
+    }
+    Ok(report.plan.pass)
+}
+
+/// Writes a launcher configuration to stdout, and on stderr (unless quiet) the choices made
+/// for the user and a warning, with the reasons, when the plan fails its checks (`reasons`
+/// is empty when it passes).
+fn print_launch(
+    format: Format,
+    launch: &Launch,
+    reasons: &[String],
+    quiet: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let exporter = format.exporter();
+    let text = exporter.launch(launch)?;
+    if !quiet {
+        let mut err = io::stderr().lock();
+        if !reasons.is_empty() {
+            let _ = writeln!(
+                err,
+                "warning: this plan fails its checks ({}); the configuration is written as asked",
+                reasons.join("; ")
+            );
+        }
+        for line in exporter.side_notes(launch) {
+            let _ = writeln!(err, "{line}");
+        }
+    }
+    print(out, &text)
+}
+
+fn run_export(args: &ExportArgs, quiet: bool, out: &mut dyn Write) -> Result<bool> {
+    let format = args.format.format();
+    let Some(path) = &args.plan else {
+        let report = grade(&args.design, false)?;
+        let launch = Launch::from_check(&report)?;
+        print_launch(format, &launch, &report.plan.reasons, quiet, out)?;
+        return Ok(report.plan.pass);
+    };
+    let d = &args.design;
+    if let Some(flag) = d.design_flag() {
+        return Err(Error::invalid(
+            flag,
+            "given with --plan",
+            "either a plan file or the design flags, not both (with --plan: --model-config for the plan's model, the brief's flags)",
+        ));
+    }
+    let plan = PlanFile::read(path, args.index)?;
+    let fields = &plan.fields;
+    let shape = match &d.model.model_config {
+        Some(config) => hf::read(config)?,
+        None => model::preset(&fields.model).map_err(|_| {
+            Error::invalid(
+                "--plan",
+                &fields.model,
+                "a preset or dimension name, or give the model's config with --model-config",
+            )
+        })?,
+    };
+    let named = shape.name == fields.model
+        || model::preset(&fields.model).is_ok_and(|s| s.same_dimensions(&shape));
+    if !named || fields.params.is_some_and(|n| n != shape.params()) {
+        return Err(Error::invalid(
+            "--model-config",
+            format!("{} ({} parameters)", shape.name, shape.params()),
+            format!(
+                "the plan's model, {} ({} parameters)",
+                fields.model,
+                fields.params.map_or("?".into(), |n| n.to_string())
+            ),
+        ));
+    }
+    // The plan's RoPE, ε and window: from the file when it names them, which a config given
+    // with --model-config must then agree with.
+    let shape = match (&fields.architecture, &d.model.model_config) {
+        (Some(a), Some(_)) if *a != shape.architecture => {
+            return Err(Error::invalid(
+                "--model-config",
+                format!("{} ({})", shape.name, shape.architecture.describe()),
+                format!("the plan's model: {}", a.describe()),
+            ))
+        }
+        (Some(a), _) => crate::model::Shape {
+            architecture: a.clone(),
+            ..shape
+        },
+        (None, _) => shape,
+    };
+    // The plan's own brief where the file carries one (search and Pareto documents), else the
+    // flags'; sized to the plan's GPUs so the layout rules are checked as for `check`.
+    let mut brief = match plan.brief {
+        Some(brief) => brief,
+        None => d.brief.resolve()?,
+    };
+    let l = fields.layout;
+    brief.gpus =
+        l.tp.checked_mul(l.pp)
+            .and_then(|g| g.checked_mul(l.dp))
+            .filter(|g| (1..=crate::brief::limits::GPUS).contains(g))
+            .ok_or_else(|| {
+                Error::invalid(
+                    "plan.layout",
+                    format!("TP {} × PP {} × DP {}", l.tp, l.pp, l.dp),
+                    format!("at least 1 and at most {} GPUs", crate::brief::limits::GPUS),
+                )
+            })?;
+    brief.validate()?;
+    let layout = Layout::new(&brief, &shape, l.tp, l.pp, l.zero)?;
+    // The file's own verdict is never trusted: the plan is graded again under the models it
+    // names — its step and memory settings, and the detailed time model (at its default
+    // options) where the file gives a step time.
+    let memory = match (fields.step, fields.memory_model) {
+        (Some(step), options) => MemoryModel::Detailed(Detailed {
+            step,
+            options: options.unwrap_or_default(),
+        }),
+        (None, _) => MemoryModel::Plate,
+    };
+    let time = match fields.step_seconds {
+        Some(_) => TimeModel::Detailed(TimeOptions::for_stack(
+            fields.memory_model.unwrap_or_default().stack,
+        )),
+        None => TimeModel::Plate,
+    };
+    let design = Design {
+        shape: &shape,
+        tokens: fields.tokens,
+        layout,
+        memory,
+        time: &time,
+    };
+    let graded = evaluate(&brief, &design)?;
+    let launch = Launch::new(
+        shape,
+        fields.tokens,
+        layout,
+        fields.step,
+        brief.seq_len,
+        &brief.batch_target(),
+        fields.memory_model,
+    )?;
+    print_launch(format, &launch, &graded.reasons, quiet, out)?;
+    Ok(graded.pass)
+}
+
+fn run_serve(args: &ServeArgs, quiet: bool, out: &mut dyn Write) -> Result<bool> {
+    let address = std::net::SocketAddr::new(args.host, args.port);
+    serve::serve(address, |bound| {
+        // The address on stdout, so a script can read it; the rest on stderr.
+        let _ = print(out, &format!("http://{bound}/\n"));
+        if !quiet {
+            if !bound.ip().is_loopback() {
+                eprintln!("warning: serving on {bound}, beyond this machine: anyone who can reach it can use the page and its API");
+            }
+            eprintln!("trainplan serve: the workshop is at http://{bound}/ (Ctrl-C stops)");
+        }
+    })?;
+    Ok(true)
+}
+
+fn run_completions(args: &CompletionsArgs, out: &mut dyn Write) -> Result<bool> {
+    let mut command = Cli::command();
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut command, "trainplan", &mut script);
+    print(out, &String::from_utf8_lossy(&script))?;
+    Ok(true)
+}
+
+/// A bar that draws nowhere until given a target, counting `what` (a template's words).
+fn hidden_bar(what: &str) -> ProgressBar {
+    let bar = ProgressBar::hidden();
+    let template = format!(
+        "{{bar:40}} {{percent:>3}}% {{human_pos}}/{{human_len}} {what}, {{per_sec}}, ETA {{eta}}"
+    );
+    bar.set_style(ProgressStyle::with_template(&template).expect("the template is valid"));
+    bar
+}
+
+/// Plans that `search --all` writes, counted on an indicatif bar as they are walked: drawn on
+/// stderr when that is a terminal, stdout is not (the plans on a terminal show their own
+/// progress) and there are many; each walk (the text table walks twice, first to size its
+/// columns) is a pass of its own.
+struct Written<'a> {
+    plans: &'a dyn Ranked,
+    bar: ProgressBar,
+    passes: std::cell::Cell<u64>,
+}
+
+impl<'a> Written<'a> {
+    /// `plans` counted on a bar, never drawn when `quiet`.
+    fn new(plans: &'a dyn Ranked, quiet: bool) -> Self {
+        let bar = hidden_bar("plans, pass {msg}");
+        bar.set_length(plans.count());
+        let terminal = io::stderr().is_terminal() && !io::stdout().is_terminal();
+        if !quiet && terminal && plans.count() >= MANY_PLANS {
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+        }
+        Written {
+            plans,
+            bar,
+            passes: std::cell::Cell::new(0),
+        }
+    }
+}
+
+impl Ranked for Written<'_> {
+    fn count(&self) -> u64 {
+        self.plans.count()
+    }
+    fn walk(&self) -> Box<dyn Iterator<Item = crate::plan::Plan> + '_> {
+        self.passes.set(self.passes.get() + 1);
+        self.bar.set_message(self.passes.get().to_string());
+        self.bar.reset();
+        Box::new(self.plans.walk().inspect(|_| self.bar.inc(1)))
+    }
+}
+
+impl Drop for Written<'_> {
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+/// An indicatif bar, fed by the search: drawn on stderr when that is a terminal and the sweep
+/// is long, hidden otherwise.
+struct Bar {
+    bar: ProgressBar,
+    quiet: bool,
+}
+
+impl Bar {
+    /// A bar, never drawn when `quiet`.
+    fn new(quiet: bool) -> Self {
+        Bar {
+            bar: hidden_bar("shapes"),
+            quiet,
+        }
+    }
+}
+
+impl Progress for Bar {
+    fn start(&self, total: u64) {
+        self.bar.set_length(total);
+        if !self.quiet && io::stderr().is_terminal() && total >= LONG_SWEEP {
+            self.bar.set_draw_target(ProgressDrawTarget::stderr());
+        }
+    }
+    fn advance(&self, n: u64) {
+        self.bar.inc(n);
+    }
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+fn run_search(args: &SearchArgs, quiet: bool, out: &mut dyn Write) -> Result<bool> {
+    let brief = args.brief.resolve()?;
+    let shapes = args.shapes(&brief)?;
+    let options = args.options(&brief)?;
+    let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
+    check_output(&args.output, &args.inputs())?;
+    args.check_sensitivity()?;
+
+    let bar = Bar::new(quiet);
+    let progress: &dyn Progress = &bar;
+    let threads = args.threads()?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| Error::invalid("--threads", args.threads, e.to_string()))?;
+    if let Some(shard) = shard {
+        let indices: Vec<usize> = (0..shapes.len()).filter(|&i| shard.takes(i)).collect();
+        let mine: Vec<_> = indices.iter().map(|&i| shapes[i].clone()).collect();
+        // A shard keeps its whole front; the merge thins it, if asked.
+        let whole = SearchOptions {
+            distinct_front: false,
+            ..options.clone()
+        };
+        let report = pool.install(|| search(&brief, &mine, &whole, progress));
+        // Every shape's full dimensions, not just its name, and the models searched.
+        let print_key = format!("{shapes:?} {:?} {:?}", options.memory, options.time);
+        let partial = Partial::from_report(
+            report,
+            shard,
+            &mine,
+            &indices,
+            shapes.len(),
+            fingerprint(&print_key),
+            options.top,
+            &options.time,
+            options.distinct_front,
+        );
+        let json = serde_json::to_string_pretty(&partial)
+            .map_err(|e| Error::invalid("output", "partial", e.to_string()))?;
+        print(out, &(json + "\n"))?;
+        // A shard that ran has done its job, whether or not its shapes pass.
+        return Ok(true);
+    }
+    if options.top.is_none() && options.distinct == Distinct::Plan {
+        // Every passing plan, made one at a time as it is written, never all held.
+        let (report, all) = pool.install(|| search_all(&brief, &shapes, &options, progress));
+        let shown = Written::new(
+            &all,
+            quiet || args.output.pareto.as_deref() == Some(Path::new("-")),
+        );
+        return write_report(&args.output, &report, &shown, quiet, out);
+    }
+    let mut report = pool.install(|| search(&brief, &shapes, &options, progress));
+    if args.sensitivity {
+        let found = pool.install(|| sensitivity(&brief, &shapes, &options, &report))?;
+        report.sensitivity = Some(found);
+    }
+    write_report(&args.output, &report, &report.plans.as_slice(), quiet, out)
+}
+
+fn run_merge(args: &MergeArgs, quiet: bool, out: &mut dyn Write) -> Result<bool> {
+    let inputs: Vec<&Path> = args.files.iter().map(PathBuf::as_path).collect();
+    check_output(&args.output, &inputs)?;
+    let partials = args
+        .files
+        .iter()
+        .map(|path| input::partial(path, args.max_file_mb.saturating_mul(input::MIB)))
+        .collect::<Result<Vec<Partial>>>()?;
+    for p in &partials {
+        p.brief.validate()?;
+    }
+    let report = merge(partials)?;
+    write_report(&args.output, &report, &report.plans.as_slice(), quiet, out)
+}
+
+/// Refuses output options that clash: the front and the JSON both on stdout, or the front
+/// overwriting the brief it was computed from.
+fn check_output(out: &OutputArgs, inputs: &[&Path]) -> Result<()> {
+    if out.pareto.as_deref() == Some(Path::new("-")) && out.format() != Format::Text {
+        return Err(Error::invalid(
+            "--pareto",
+            "-",
+            "a file when --json or --format also writes to stdout",
+        ));
+    }
+    for (flag, path) in [("--pareto", &out.pareto), ("--plot", &out.plot)] {
+        if let Some(path) = path {
+            refuse_overwrite(flag, path, inputs)?;
+        }
+    }
+    if let (Some(front), Some(plot)) = (&out.pareto, &out.plot) {
+        if front == plot || same_file(front, plot) {
+            return Err(Error::invalid(
+                "--plot",
+                plot.display(),
+                "a path other than the --pareto file",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses an output `path` (of `flag`) that is one of the input files it was computed from
+/// (a brief, a model's config, an efficiency table, a partial result).
+fn refuse_overwrite(flag: &str, path: &Path, inputs: &[&Path]) -> Result<()> {
+    if inputs.iter().any(|input| same_file(path, input)) {
+        return Err(Error::invalid(
+            flag,
+            path.display(),
+            "a path other than the input files it would overwrite",
+        ));
+    }
+    Ok(())
+}
+
+/// The error of a tornado chart asked of a search where no plan passes.
+fn no_first_plan() -> Error {
+    Error::invalid(
+        "--plot",
+        "with --sensitivity",
+        "a search where some plan passes, whose first plan the tornado chart shows",
+    )
+}
+
+/// Writes a search's report and its Pareto front as asked, the report's `plans` walked as they
+/// are written; true when some plan passes. The files are written first, each whole; the report
+/// then streams to stdout (or to stderr when the front goes to stdout).
+fn write_report(
+    out: &OutputArgs,
+    report: &SearchReport,
+    plans: &dyn Ranked,
+    quiet: bool,
+    main: &mut dyn Write,
+) -> Result<bool> {
+    let exporter = out.format().exporter();
+    if let Some(path) = &out.plot {
+        let svg = match (&report.sensitivity, report.plans.first()) {
+            (None, _) => plot::loss_days(report)?,
+            (Some(s), Some(first)) => match &s.plan {
+                Some(table) => plot::tornado(table, &report.brief, first)?,
+                None => return Err(no_first_plan()),
+            },
+            (Some(_), None) => return Err(no_first_plan()),
+        };
+        write_atomic(path, svg.as_bytes())?;
+    }
+    let pass = report.any_pass();
+    if let Some(path) = &out.pareto {
+        let front = out.pareto_format.format().exporter().front(report)?;
+        if path.as_path() == Path::new("-") {
+            // The front alone on stdout, so it can be piped; the summary to stderr.
+            if !quiet {
+                let mut stderr = io::BufWriter::new(io::stderr().lock());
+                // A summary that cannot reach the terminal does not stop the front.
+                match exporter.write_search(report, plans, &mut stderr) {
+                    Err(Error::Io { .. }) | Ok(()) => {}
+                    Err(e) => return Err(e),
+                }
+                let _ = stderr.flush();
+            }
+            print(main, &front)?;
+            return Ok(pass);
+        }
+        write_atomic(path, front.as_bytes())?;
+    }
+    let mut main = io::BufWriter::new(main);
+    let summary = exporter.write_search(report, plans, &mut main);
+    quietly_closed(summary.and_then(|()| written(main.flush())))?;
+    Ok(pass)
+}
