@@ -39,6 +39,16 @@ pub fn fixed(x: f64, decimals: usize) -> String {
     }
 }
 
+/// An amount of money, in no named currency: whole units with thousands separators from 1,000
+/// up (`3686400` → `3,686,400`), cents below (`2.5` → `2.50`).
+pub fn money(x: f64) -> String {
+    if x.abs() >= 1_000.0 {
+        fixed(x, 0)
+    } else {
+        fixed(x, 2)
+    }
+}
+
 /// `x` rounded to `digits` significant figures.
 fn round_significant(x: f64, digits: i32) -> f64 {
     if x == 0.0 || !x.is_finite() {
@@ -117,6 +127,13 @@ pub fn sci(x: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn money_is_whole_units_from_a_thousand_up() {
+        assert_eq!(money(3_686_400.4), "3,686,400");
+        assert_eq!(money(2.5), "2.50");
+        assert_eq!(money(999.994), "999.99");
+    }
 
     #[test]
     fn thousands_are_separated() {

@@ -343,6 +343,7 @@ pub fn api_search(body: &[u8]) -> Result<String> {
         return Err(Error::invalid("top", top, format!("1 to {MAX_TOP}")));
     }
     let rank = Rank::from_name("rank", request.rank.as_deref().unwrap_or("loss"))?;
+    rank.check_against("rank", &brief)?;
     let distinct = match request.distinct.as_deref() {
         Some(name) => Distinct::from_name("distinct", name)?,
         None => Distinct::Layout,

@@ -284,6 +284,37 @@ async fn a_learner_fixes_the_starting_plan_and_saves_it() {
         format!("{:.3}", fixed["days"].as_f64().unwrap())
     );
 
+    // A price and a cost limit: the spend line and a fourth check, as `check` gives them
+    // (3,685,819 at 2.50 a GPU-hour is over 3,000,000); without them, three checks again.
+    type_into(&c, "price", "2.5").await;
+    type_into(&c, "maxcost", "3e6").await;
+    wait_for(&c, "check-cost", "FAIL").await;
+    let priced = cli_check(&[
+        "--model",
+        "70b",
+        "--tokens",
+        "4.96e12",
+        "--tp",
+        "8",
+        "--pp",
+        "8",
+        "--zero",
+        "1",
+        "--price-per-gpu-hour",
+        "2.5",
+        "--max-cost",
+        "3e6",
+    ]);
+    let cost = priced["spend"]["cost"].as_f64().unwrap();
+    assert_eq!(text(&c, "cost-value").await, "3,685,819");
+    assert!((cost - 3_685_818.84).abs() < 0.01);
+    assert_eq!(text(&c, "verdict").await, "FAIL");
+    assert!(text(&c, "spend").await.contains("cost 3,685,819"));
+    type_into(&c, "maxcost", "").await;
+    type_into(&c, "price", "").await;
+    wait_for(&c, "verdict", "PASS").await;
+    wait_for(&c, "spend", "").await;
+
     // Under the graded design, its sensitivity: the plate's MFU at 0.75× and 1.25×, the days
     // `check --sensitivity` gives, failing at the low end.
     let mut with = vec![

@@ -80,7 +80,8 @@ fn grid() -> impl Strategy<Value = TokenGrid> {
 
 /// A brief, shapes and a grid chosen so that the answer is interesting: the loss target is
 /// what one of the shapes reaches somewhere on the grid, and the day limit is within a factor
-/// of three of what it takes there, so windows open and close inside the grid.
+/// of three of what it takes there, so windows open and close inside the grid; half the briefs
+/// have a price and a cost limit, which binds before the day limit or after it.
 fn problem() -> impl Strategy<Value = (Brief, Vec<Shape>, TokenGrid, MemorySpace, TimeModel)> {
     (
         (brief(), space(), time()),
@@ -90,9 +91,10 @@ fn problem() -> impl Strategy<Value = (Brief, Vec<Shape>, TokenGrid, MemorySpace
         0.0f64..1.0,
         0.0f64..1.0,
         0.3f64..3.0,
+        prop::option::of((0.5f64..4.0, 0.3f64..1.5)),
     )
         .prop_map(
-            |((mut brief, space, time), shapes, grid, which, at_loss, at_days, slack)| {
+            |((mut brief, space, time), shapes, grid, which, at_loss, at_days, slack, cost)| {
                 let n = shapes[which.index(shapes.len())].params() as f64;
                 let point = |u: f64| grid.at(((grid.len() - 1) as f64 * u) as u64) as f64;
                 brief.loss_target = brief.loss_law.loss(n, point(at_loss));
@@ -109,6 +111,11 @@ fn problem() -> impl Strategy<Value = (Brief, Vec<Shape>, TokenGrid, MemorySpace
                 };
                 if let TimeModel::Detailed(_) = time {
                     brief.max_days = (brief.max_days * 3.0).min(36_500.0);
+                }
+                if let Some((price, share)) = cost {
+                    brief.spend.price_per_gpu_hour = Some(price);
+                    brief.max_cost =
+                        Some(brief.gpus as f64 * 24.0 * price * brief.max_days * share);
                 }
                 (brief, shapes, grid, space, time)
             },
@@ -189,11 +196,16 @@ fn space() -> impl Strategy<Value = MemorySpace> {
 }
 
 fn rank() -> impl Strategy<Value = Rank> {
-    prop::sample::select(vec![Rank::Loss, Rank::Days, Rank::Memory])
+    prop::sample::select(vec![Rank::Loss, Rank::Days, Rank::Memory, Rank::Cost])
 }
 
 /// Every passing plan, graded one by one: each layout with each memory model of the space
 /// whose step goes with it.
+/// A plan's cost, 0 when the brief has no price.
+fn cost(p: &Plan) -> f64 {
+    p.spend.and_then(|s| s.cost).unwrap_or(0.0)
+}
+
 fn brute_force(
     brief: &Brief,
     shapes: &[Shape],
@@ -347,6 +359,10 @@ proptest! {
                 Rank::Memory => by(p.memory_gb.total, q.memory_gb.total)
                     .then(by(p.loss, q.loss))
                     .then(by(p.days, q.days)),
+                // By what each plan costs (none without a price), then days, then loss.
+                Rank::Cost => by(cost(p), cost(q))
+                    .then(by(p.days, q.days))
+                    .then(by(p.loss, q.loss)),
             }
             .then_with(|| tie(a, b))
         });
@@ -481,7 +497,8 @@ proptest! {
                 prop_assert_eq!(v, &verdict(&brief, shape, light, pace));
             }
             if let Some([lo, hi]) = v.token_window {
-                // The edges are exact: one token fewer misses the loss, one more the days.
+                // The edges are exact: one token fewer misses the loss, one more the days or
+                // the cost limit.
                 let c = fastest.unwrap();
                 let grade = |tokens: u64| {
                     let design = Design { shape, tokens, layout: c.layout, memory: c.model, time: &time };
@@ -489,7 +506,8 @@ proptest! {
                 };
                 prop_assert!(grade(lo).pass && grade(hi).pass);
                 prop_assert!(lo == 1 || !grade(lo - 1).checks.loss);
-                prop_assert!(!grade(hi + 1).checks.days);
+                let after = grade(hi + 1).checks;
+                prop_assert!(!after.days || after.cost == Some(false));
             }
             let passing: Vec<u64> = {
                 let mut t: Vec<u64> = report.plans.iter()

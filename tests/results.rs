@@ -33,7 +33,7 @@ fn results_hold_the_default_brief_s_summary_and_front_as_the_tool_writes_them() 
 
 /// Where each example's real output is shown: the README shows the default brief, the starting
 /// plan and the family sweep; `docs/guide.md` shows every command's output.
-const SHOWN: [(&str, &[&str]); 16] = [
+const SHOWN: [(&str, &[&str]); 18] = [
     ("tests/snapshots/search-1536.txt", &["README.md"]),
     ("results/default-summary.txt", &["README.md"]),
     ("results/family-summary.txt", &["docs/guide.md"]),
@@ -59,6 +59,8 @@ const SHOWN: [(&str, &[&str]); 16] = [
     ),
     ("tests/snapshots/search-131k-cp.txt", &["docs/guide.md"]),
     ("tests/snapshots/search-fp8.txt", &["docs/guide.md"]),
+    ("tests/snapshots/check-70b-cost.txt", &["docs/guide.md"]),
+    ("tests/snapshots/search-cost.txt", &["docs/guide.md"]),
 ];
 
 /// Asserts that the document `doc` (relative to the crate) holds `output`, the text of `shown`.

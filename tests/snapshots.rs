@@ -303,3 +303,57 @@ fn an_fp8_search_says_what_fp8_buys_over_bf16() {
         "search-fp8.txt",
     );
 }
+
+#[test]
+fn what_the_walk_through_s_plan_costs_with_a_price_a_power_and_a_limit() {
+    snapshot(
+        &[
+            "check",
+            "--model",
+            "70b",
+            "--tokens",
+            "4.96e12",
+            "--tp",
+            "1",
+            "--pp",
+            "1",
+            "--zero",
+            "3",
+            "--memory",
+            "detailed",
+            "--time",
+            "detailed",
+            "--price-per-gpu-hour",
+            "2.5",
+            "--gpu-power-w",
+            "1275",
+            "--pue",
+            "1.2",
+            "--carbon-g-per-kwh",
+            "400",
+            "--max-cost",
+            "4e6",
+        ],
+        "check-70b-cost.txt",
+    );
+}
+
+#[test]
+fn a_search_ranked_by_cost_under_a_cost_limit() {
+    snapshot(
+        &[
+            "search",
+            "--rank",
+            "cost",
+            "--price-per-gpu-hour",
+            "2.5",
+            "--max-cost",
+            "3e6",
+            "--gpu-power-w",
+            "700",
+            "--top",
+            "3",
+        ],
+        "search-cost.txt",
+    );
+}

@@ -37,6 +37,8 @@ pub struct Gpu {
     pub inter_node_gbps: f64,
     /// GPUs per node.
     pub gpus_per_node: u64,
+    /// Board power (TDP), W: what energy is counted at under load.
+    pub tdp_w: f64,
 }
 
 /// Share of the card a plan may use: SPEC.md §1's 72 GB of 80.
@@ -68,6 +70,10 @@ pub const CAP_FRACTION: f64 = 0.9;
 ///   5,300 GB/s); 8 per platform, 400 Gb/s NICs 1:1 (ROCm docs); RCCL all-reduce 313 GB/s
 ///   over 8 GPUs (stas00/ml-engineering) — far less for smaller groups, which one figure cannot
 ///   say.
+/// - Board power (TDP, the most the board draws, the figure energy is counted at): A100 SXM
+///   400 W (A100 datasheet); H100 SXM up to 700 W and H100 PCIe 350 W (H100 datasheet); H200
+///   SXM up to 700 W (H200 product page); B200 1,000 W (HGX B200 specifications); MI300X 750 W
+///   (AMD Instinct MI300X specifications).
 pub const PRESETS: [Gpu; 7] = [
     Gpu {
         name: "a100-40gb",
@@ -80,6 +86,7 @@ pub const PRESETS: [Gpu; 7] = [
         intra_node_gbps: 230.0,
         inter_node_gbps: 23.0,
         gpus_per_node: 8,
+        tdp_w: 400.0,
     },
     Gpu {
         name: "a100-80gb",
@@ -92,6 +99,7 @@ pub const PRESETS: [Gpu; 7] = [
         intra_node_gbps: 230.0,
         inter_node_gbps: 23.0,
         gpus_per_node: 8,
+        tdp_w: 400.0,
     },
     Gpu {
         name: "h100-sxm",
@@ -104,6 +112,7 @@ pub const PRESETS: [Gpu; 7] = [
         intra_node_gbps: 370.0,
         inter_node_gbps: 46.0,
         gpus_per_node: 8,
+        tdp_w: 700.0,
     },
     Gpu {
         name: "h100-pcie",
@@ -116,6 +125,7 @@ pub const PRESETS: [Gpu; 7] = [
         intra_node_gbps: 40.0,
         inter_node_gbps: 46.0,
         gpus_per_node: 8,
+        tdp_w: 350.0,
     },
     Gpu {
         name: "h200",
@@ -128,6 +138,7 @@ pub const PRESETS: [Gpu; 7] = [
         intra_node_gbps: 368.0,
         inter_node_gbps: 46.0,
         gpus_per_node: 8,
+        tdp_w: 700.0,
     },
     Gpu {
         name: "b200",
@@ -140,6 +151,7 @@ pub const PRESETS: [Gpu; 7] = [
         intra_node_gbps: 682.0,
         inter_node_gbps: 46.0,
         gpus_per_node: 8,
+        tdp_w: 1000.0,
     },
     Gpu {
         name: "mi300x",
@@ -152,6 +164,7 @@ pub const PRESETS: [Gpu; 7] = [
         intra_node_gbps: 313.0,
         inter_node_gbps: 46.0,
         gpus_per_node: 8,
+        tdp_w: 750.0,
     },
 ];
 
@@ -189,9 +202,14 @@ mod tests {
     use crate::brief::BriefPatch;
 
     #[test]
-    fn the_h100_preset_is_the_default_brief() {
+    fn the_h100_preset_is_the_default_brief_with_its_board_power() {
+        // SPEC.md §1's brief names no power, so the default reports no energy; the preset
+        // carries the H100's 700 W.
         let brief = BriefPatch::gpu(&Gpu::named("H100").unwrap()).apply(Brief::default());
-        assert_eq!(brief, Brief::default());
+        assert_eq!(brief.spend.gpu_power_w, Some(700.0));
+        let mut default = Brief::default();
+        default.spend.gpu_power_w = Some(700.0);
+        assert_eq!(brief, default);
     }
 
     #[test]

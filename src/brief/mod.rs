@@ -12,7 +12,7 @@
 pub mod gpu;
 mod patch;
 
-pub use patch::{BriefPatch, GpuName, LossLawPatch, ReliabilityPatch, TopologyPatch};
+pub use patch::{BriefPatch, GpuName, LossLawPatch, ReliabilityPatch, SpendPatch, TopologyPatch};
 
 pub(crate) use patch::whole;
 
@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cost::reliability::Reliability;
 use crate::cost::scaling::LossLaw;
+use crate::cost::spend::Spend;
 use crate::cost::step::{BatchTarget, DEFAULT_BATCH_TOLERANCE, DEFAULT_GLOBAL_BATCH_TOKENS};
 use crate::cost::topology::Topology;
 use crate::cost::Machine;
@@ -79,6 +80,10 @@ pub struct Brief {
     pub max_days: f64,
     /// Highest acceptable predicted loss.
     pub loss_target: f64,
+    /// The most the run may cost, in the currency of `spend.price_per_gpu_hour` (which it
+    /// needs): a fourth check, only when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<f64>,
     /// Training sequence length s, tokens.
     pub seq_len: u64,
     /// Tokens per optimizer step a plan aims at when no global batch is fixed (default 16 Mi,
@@ -95,6 +100,9 @@ pub struct Brief {
     pub topology: Topology,
     /// Failures, checkpoints and restarts, for the detailed time model.
     pub reliability: Reliability,
+    /// Price, power, PUE and carbon intensity, for what a run costs (every field optional).
+    #[serde(default, skip_serializing_if = "Spend::is_unset")]
+    pub spend: Spend,
     /// A family of shapes to search beside the presets (`search --layers …` overrides it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub family: Option<FamilySpec>,
@@ -131,12 +139,14 @@ impl Default for Brief {
             mfu: 0.40,
             max_days: 30.0,
             loss_target: 1.955,
+            max_cost: None,
             seq_len: 8192,
             batch_target_tokens: DEFAULT_GLOBAL_BATCH_TOKENS,
             batch_tolerance: DEFAULT_BATCH_TOLERANCE,
             loss_law: LossLaw::default(),
             topology: Topology::default(),
             reliability: Reliability::default(),
+            spend: Spend::default(),
             family: None,
         }
     }
@@ -218,7 +228,91 @@ impl Brief {
         self.loss_law.validate("brief.loss_law.")?;
         self.topology.validate()?;
         self.reliability.validate()?;
+        self.validate_spend()?;
         self.validate_budget()
+    }
+
+    /// Checks the money and energy fields: each in its range, and each with what it needs (a
+    /// cost limit a price; a PUE or a carbon intensity a power).
+    fn validate_spend(&self) -> Result<()> {
+        let s = &self.spend;
+        let within = |field: &str, v: Option<f64>, lo: f64, hi: f64, what: &str| match v {
+            Some(v) if !(v.is_finite() && v >= lo && v <= hi && (lo > 0.0 || v > 0.0)) => {
+                Err(Error::invalid(format!("brief.{field}"), exact(v), what))
+            }
+            _ => Ok(()),
+        };
+        within(
+            "spend.price_per_gpu_hour",
+            s.price_per_gpu_hour,
+            0.0,
+            1e6,
+            "a price > 0 and at most 1e6 a GPU-hour",
+        )?;
+        within(
+            "spend.gpu_power_w",
+            s.gpu_power_w,
+            0.0,
+            1e5,
+            "a power > 0 and at most 100,000 W a GPU",
+        )?;
+        within(
+            "spend.pue",
+            s.pue,
+            1.0,
+            10.0,
+            "a power usage effectiveness from 1 to 10 (facility energy over IT energy)",
+        )?;
+        within(
+            "spend.carbon_g_per_kwh",
+            s.carbon_g_per_kwh,
+            0.0,
+            1e4,
+            "grams of CO2e per kWh, > 0 and at most 10,000",
+        )?;
+        within(
+            "max_cost",
+            self.max_cost,
+            0.0,
+            1e18,
+            "a cost > 0 and at most 1e18",
+        )?;
+        let needs = |field: &str, v: Option<f64>, given: bool, need: &str| match v {
+            Some(v) if !given => Err(Error::invalid(
+                format!("brief.{field}"),
+                exact(v),
+                format!("given with {need}, which it needs"),
+            )),
+            _ => Ok(()),
+        };
+        needs(
+            "max_cost",
+            self.max_cost,
+            s.price_per_gpu_hour.is_some(),
+            "a price (spend.price_per_gpu_hour, --price-per-gpu-hour)",
+        )?;
+        let power = s.gpu_power_w.is_some();
+        let power_named = "a power (spend.gpu_power_w, --gpu-power-w or a --gpu preset)";
+        needs("spend.pue", s.pue, power, power_named)?;
+        needs(
+            "spend.carbon_g_per_kwh",
+            s.carbon_g_per_kwh,
+            power,
+            power_named,
+        )
+    }
+
+    /// Days the run may take: the day limit, or less where the cost limit binds first (cost
+    /// is linear in days: [`Spend::days_within`]).
+    pub fn days_limit(&self) -> f64 {
+        self.cost_limit_days()
+            .map_or(self.max_days, |d| d.min(self.max_days))
+    }
+
+    /// The days the cost limit allows on the brief's GPUs, when it has one.
+    pub fn cost_limit_days(&self) -> Option<f64> {
+        self.max_cost
+            .and_then(|c| self.spend.days_within(self.gpus, c))
     }
 
     /// Checks what the fields give together: a budget whose compute-optimal model has at
@@ -256,9 +350,10 @@ impl Brief {
         self.gpus as f64 * self.peak_tflops * FLOPS_PER_TFLOPS * self.mfu
     }
 
-    /// The compute budget, FLOPs (SPEC.md §3): `C = GPUs × peak × MFU × days × 86,400`.
+    /// The compute budget, FLOPs (SPEC.md §3): `C = GPUs × peak × MFU × days × 86,400`, the
+    /// days being the day limit or, when it binds first, the cost limit's ([`Brief::days_limit`]).
     pub fn budget_flops(&self) -> f64 {
-        self.cluster_flops_per_second() * self.max_days * SECONDS_PER_DAY
+        self.cluster_flops_per_second() * self.days_limit() * SECONDS_PER_DAY
     }
 
     /// The cluster's GPUs and GPUs per node, as the layouts see them.

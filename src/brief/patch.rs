@@ -12,6 +12,7 @@ use crate::brief::gpu::{Gpu, CAP_FRACTION};
 use crate::brief::Brief;
 use crate::cost::reliability::Reliability;
 use crate::cost::scaling::LossLaw;
+use crate::cost::spend::Spend;
 use crate::cost::topology::Topology;
 use crate::error::{Error, Result};
 use crate::model::family::FamilySpec;
@@ -53,6 +54,9 @@ pub struct BriefPatch {
     /// See [`Brief::loss_target`].
     #[serde(default, deserialize_with = "number")]
     pub loss_target: Option<f64>,
+    /// See [`Brief::max_cost`].
+    #[serde(default, deserialize_with = "number")]
+    pub max_cost: Option<f64>,
     /// See [`Brief::seq_len`].
     #[serde(default, deserialize_with = "whole")]
     pub seq_len: Option<u64>,
@@ -71,6 +75,9 @@ pub struct BriefPatch {
     /// See [`Brief::reliability`].
     #[serde(default)]
     pub reliability: ReliabilityPatch,
+    /// See [`Brief::spend`].
+    #[serde(default)]
+    pub spend: SpendPatch,
     /// See [`Brief::family`].
     #[serde(default)]
     pub family: Option<FamilySpec>,
@@ -151,6 +158,7 @@ impl BriefPatch {
             mfu: number_or(self.mfu, brief.mfu),
             max_days: number_or(self.max_days, brief.max_days),
             loss_target: number_or(self.loss_target, brief.loss_target),
+            max_cost: self.max_cost.map(|x| x + 0.0).or(brief.max_cost),
             seq_len: self.seq_len.unwrap_or(brief.seq_len),
             batch_target_tokens: self
                 .batch_target_tokens
@@ -159,6 +167,7 @@ impl BriefPatch {
             loss_law: self.loss_law.apply(brief.loss_law),
             topology: self.topology.apply(brief.topology),
             reliability: self.reliability.apply(brief.reliability),
+            spend: self.spend.apply(brief.spend),
             family: self.family.or(brief.family),
         }
     }
@@ -179,6 +188,10 @@ impl BriefPatch {
                 inter_node_gbps: Some(gpu.inter_node_gbps),
                 hbm_gbps: Some(gpu.hbm_gbps),
                 ..TopologyPatch::default()
+            },
+            spend: SpendPatch {
+                gpu_power_w: Some(gpu.tdp_w),
+                ..SpendPatch::default()
             },
             ..BriefPatch::default()
         }
@@ -248,6 +261,37 @@ impl ReliabilityPatch {
                 self.checkpoint_bytes_per_param,
                 r.checkpoint_bytes_per_param,
             ),
+        }
+    }
+}
+
+/// Some money and energy figures, to lay over another (a brief file's `spend` object).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpendPatch {
+    /// See [`Spend::price_per_gpu_hour`].
+    #[serde(default, deserialize_with = "number")]
+    pub price_per_gpu_hour: Option<f64>,
+    /// See [`Spend::gpu_power_w`].
+    #[serde(default, deserialize_with = "number")]
+    pub gpu_power_w: Option<f64>,
+    /// See [`Spend::pue`].
+    #[serde(default, deserialize_with = "number")]
+    pub pue: Option<f64>,
+    /// See [`Spend::carbon_g_per_kwh`].
+    #[serde(default, deserialize_with = "number")]
+    pub carbon_g_per_kwh: Option<f64>,
+}
+
+impl SpendPatch {
+    /// `s` with every figure this patch sets replaced.
+    pub fn apply(self, s: Spend) -> Spend {
+        let set = |new: Option<f64>, old: Option<f64>| new.map(|x| x + 0.0).or(old);
+        Spend {
+            price_per_gpu_hour: set(self.price_per_gpu_hour, s.price_per_gpu_hour),
+            gpu_power_w: set(self.gpu_power_w, s.gpu_power_w),
+            pue: set(self.pue, s.pue),
+            carbon_g_per_kwh: set(self.carbon_g_per_kwh, s.carbon_g_per_kwh),
         }
     }
 }

@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::brief::gpu::Gpu;
 use crate::brief::{
-    self, Brief, BriefPatch, GpuName, LossLawPatch, ReliabilityPatch, TopologyPatch,
+    self, Brief, BriefPatch, GpuName, LossLawPatch, ReliabilityPatch, SpendPatch, TopologyPatch,
 };
 use crate::cost::activations::{Kernels, Recompute};
 use crate::cost::memory::detailed::{
@@ -240,6 +240,44 @@ pub struct BriefArgs {
     /// Checkpoint write bandwidth per GPU, GB/s [default: 0.122, Llama 3's 2 TB/s for 16,384].
     #[arg(long, value_name = "GB/s")]
     pub storage_gbps_per_gpu: Option<f64>,
+    /// Price of one GPU-hour, in your currency: every plan then reports its cost [no default].
+    #[arg(
+        long,
+        value_name = "PRICE",
+        help_heading = "Cost and energy (all optional)"
+    )]
+    pub price_per_gpu_hour: Option<f64>,
+    /// The most the run may cost: a fourth check, and a bound on the tokens (needs
+    /// --price-per-gpu-hour) [no default].
+    #[arg(
+        long,
+        value_name = "COST",
+        help_heading = "Cost and energy (all optional)"
+    )]
+    pub max_cost: Option<f64>,
+    /// One GPU's power under load, W: every plan then reports its energy [default: the --gpu
+    /// preset's board power; none for the default brief].
+    #[arg(
+        long,
+        value_name = "W",
+        help_heading = "Cost and energy (all optional)"
+    )]
+    pub gpu_power_w: Option<f64>,
+    /// The datacenter's power usage effectiveness, ≥ 1 [default: 1, the GPUs' own energy].
+    #[arg(
+        long,
+        value_name = "PUE",
+        help_heading = "Cost and energy (all optional)"
+    )]
+    pub pue: Option<f64>,
+    /// The grid's carbon intensity, g CO2e per kWh: every plan then reports its emissions
+    /// [no default].
+    #[arg(
+        long,
+        value_name = "G/KWH",
+        help_heading = "Cost and energy (all optional)"
+    )]
+    pub carbon_g_per_kwh: Option<f64>,
 }
 
 /// Published scaling-law constants.
@@ -306,6 +344,13 @@ impl BriefArgs {
                 restart_minutes: self.restart_minutes,
                 storage_gbps_per_gpu: self.storage_gbps_per_gpu,
                 ..ReliabilityPatch::default()
+            },
+            max_cost: self.max_cost,
+            spend: SpendPatch {
+                price_per_gpu_hour: self.price_per_gpu_hour,
+                gpu_power_w: self.gpu_power_w,
+                pue: self.pue,
+                carbon_g_per_kwh: self.carbon_g_per_kwh,
             },
             family: None,
         };
@@ -1319,6 +1364,9 @@ pub enum RankArg {
     Days,
     /// Least memory per GPU first.
     Memory,
+    /// Least cost first (needs --price-per-gpu-hour; orders as days, every layout holding
+    /// the brief's GPUs).
+    Cost,
 }
 
 /// Where and how a search's result is written (`search` and `merge`).
@@ -1546,6 +1594,13 @@ impl SearchArgs {
 
     /// The search options.
     pub fn options(&self, brief: &Brief) -> Result<SearchOptions> {
+        let rank = match self.rank {
+            RankArg::Loss => Rank::Loss,
+            RankArg::Days => Rank::Days,
+            RankArg::Memory => Rank::Memory,
+            RankArg::Cost => Rank::Cost,
+        };
+        rank.check_against("--rank", brief)?;
         if self.time.time == TimeArg::Detailed && self.detailed.memory == MemoryArg::Plate {
             return Err(Error::invalid(
                 "--time",
@@ -1596,11 +1651,7 @@ impl SearchArgs {
             distinct,
             distinct_front: self.distinct.is_some(),
             grid: TokenGrid::new(self.tokens_min, self.tokens_max, self.tokens_step)?,
-            rank: match self.rank {
-                RankArg::Loss => Rank::Loss,
-                RankArg::Days => Rank::Days,
-                RankArg::Memory => Rank::Memory,
-            },
+            rank,
             top,
             memory,
             time: self.time.model(self.detailed.stack())?,

@@ -9,6 +9,7 @@
 //! - [`step_time`]: the detailed step time (compute by operation, [`compute`], on a [`chip`]'s
 //!   kernel figures, or at the eager [`efficiency`] curve; collectives over a [`topology`]) and
 //!   failures ([`reliability`]), under a software [`stack`] and a [`calibration`].
+//! - [`spend`]: GPU-hours, cost, energy and emissions of a run's days.
 //!
 //! The cost part takes the parameter types it needs — a [`scaling::LossLaw`], a
 //! [`topology::Topology`], a [`reliability::Reliability`], a [`Machine`] — never the whole
@@ -23,6 +24,7 @@ pub mod memory;
 pub mod precision;
 pub mod reliability;
 pub mod scaling;
+pub mod spend;
 pub mod stack;
 pub mod step;
 pub mod step_time;

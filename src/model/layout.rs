@@ -195,6 +195,11 @@ fn replicas_fit(dp: u64, replicate: u64, zero: ZeroStage) -> bool {
 }
 
 impl Layout {
+    /// GPUs the layout holds: `TP × CP × PP × DP`, the brief's GPUs.
+    pub fn gpus(&self) -> u64 {
+        self.tp * self.cp * self.pp * self.dp
+    }
+
     /// The layout (TP, PP, ZeRO) for `shape` on `cluster` (a brief, or its
     /// [`Cluster`]), with DP derived, or the rule it breaks.
     pub fn new(

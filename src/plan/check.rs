@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use crate::brief::Brief;
 use crate::error::Result;
-use crate::format::{count, fixed};
+use crate::format::{count, fixed, money};
 use crate::model::layout::{layouts, Layout};
 use crate::model::Shape;
 use crate::plan::limits::{loss, memory_fits};
@@ -42,7 +42,7 @@ pub fn check(brief: &Brief, design: &Design) -> Result<CheckReport> {
     if !plan.checks.memory {
         fixes.extend(memory_fixes(brief, design));
     }
-    if !plan.checks.days || !plan.checks.loss {
+    if !plan.checks.days || !plan.checks.loss || plan.checks.cost == Some(false) {
         let run = design.time.run_time(
             &brief.machine(),
             design.shape,
@@ -150,20 +150,42 @@ fn token_fixes(brief: &Brief, shape: &Shape, plan: &Plan, pace: Pace) -> Vec<Str
     let n = shape.params() as f64;
     let days_of = |t: u64| pace.run_days(brief, shape.params(), t);
     let mut fixes = Vec::new();
-    if !plan.checks.days {
+    let over_cost = plan.checks.cost == Some(false);
+    if !plan.checks.days || over_cost {
         let most = v.max_tokens_in_time;
+        // The window's upper end keeps to the day limit, or to the cost limit's days when
+        // that binds first.
+        let (within, allow) = match brief
+            .max_cost
+            .filter(|_| brief.days_limit() < brief.max_days)
+        {
+            Some(limit) => {
+                let days = fixed(brief.days_limit(), 1);
+                (
+                    format!("the {} cost limit ({days} days)", money(limit)),
+                    format!("the {} cost limit ({days} days) allows", money(limit)),
+                )
+            }
+            None => {
+                let days = fixed(brief.max_days, 1);
+                (format!("{days} days"), format!("{days} days allow"))
+            }
+        };
+        let what = match (!plan.checks.days, over_cost) {
+            (true, true) => "days and cost",
+            (true, false) => "days",
+            _ => "cost",
+        };
         fixes.push(if most == 0 {
             format!(
-                "days: not even one token of {} fits in {} days on this cluster",
-                shape.name,
-                fixed(brief.max_days, 1)
+                "{what}: not even one token of {} fits in {within} on this cluster",
+                shape.name
             )
         } else {
             format!(
-                "days: train at most {} tokens ({}), the most {} days allow; loss then {}",
+                "{what}: train at most {} tokens ({}), the most {allow}; loss then {}",
                 count(most as f64),
                 most,
-                fixed(brief.max_days, 1),
                 fixed(loss(brief, shape, most), 4)
             )
         });

@@ -1,6 +1,9 @@
-//! The three checks of SPEC.md §1 against the brief's limits, and the loss they test.
+//! The three checks of SPEC.md §1 against the brief's limits, the loss they test, and the
+//! fourth, cost, when the brief sets a limit.
 
 use crate::brief::Brief;
+use crate::cost::spend::Spent;
+use crate::model::layout::Layout;
 use crate::model::Shape;
 use crate::units::BYTES_PER_GB;
 
@@ -12,6 +15,31 @@ pub fn memory_fits(brief: &Brief, bytes: f64) -> bool {
 /// The days check.
 pub fn days_fit(brief: &Brief, days: f64) -> bool {
     days <= brief.max_days
+}
+
+/// The spend of a run on `layout` taking `days` (`None` unless the brief has a price or a
+/// power): every GPU of the layout held for the run's days.
+pub fn spent(brief: &Brief, layout: &Layout, days: f64) -> Option<Spent> {
+    brief
+        .spend
+        .reported()
+        .then(|| brief.spend.of(layout.gpus(), days))
+}
+
+/// The cost check, when the brief sets a limit (it then has a price, so `spent` has a cost).
+pub fn cost_fits(brief: &Brief, spent: Option<&Spent>) -> Option<bool> {
+    brief
+        .max_cost
+        .map(|limit| spent.and_then(|s| s.cost).is_some_and(|c| c <= limit))
+}
+
+/// Whether a run of `days` on the brief's GPUs passes the days check and, when the brief sets
+/// a cost limit, the cost check: what the token window's upper end keeps to.
+pub fn within_time_and_cost(brief: &Brief, days: f64) -> bool {
+    days_fit(brief, days)
+        && brief
+            .max_cost
+            .is_none_or(|_| cost_fits(brief, Some(&brief.spend.of(brief.gpus, days))) == Some(true))
 }
 
 /// The loss check.

@@ -12,6 +12,7 @@
 //! | memory | per-GPU memory ≤ the brief's cap |
 //! | days | days by 6ND ≤ the brief's limit |
 //! | loss | predicted loss ≤ the brief's target |
+//! | cost | GPU-hours × price ≤ the brief's `max_cost` (only when the brief sets one) |
 
 pub mod calibrate;
 pub mod check;
@@ -27,14 +28,15 @@ use crate::brief::Brief;
 use crate::cost::memory::detailed::Options;
 use crate::cost::memory::{MemoryGb, MemoryModel, StageInfo};
 use crate::cost::reliability::Outage;
+use crate::cost::spend::Spent;
 use crate::cost::step::Step;
 use crate::cost::step_time::{Breakdown, TimeModel};
 use crate::cost::time;
 use crate::error::Result;
-use crate::format::fixed;
+use crate::format::{fixed, money};
 use crate::model::layout::Layout;
 use crate::model::{Architecture, Shape};
-use crate::plan::limits::{days_fit, loss, loss_meets, memory_fits};
+use crate::plan::limits::{cost_fits, days_fit, loss, loss_meets, memory_fits, spent};
 use crate::plan::pace::Pace;
 use crate::plan::runnable::Runnable;
 
@@ -78,12 +80,15 @@ pub struct Checks {
     pub days: bool,
     /// Predicted loss at or below the target.
     pub loss: bool,
+    /// Cost within the brief's limit (only when it sets one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<bool>,
 }
 
 impl Checks {
-    /// Whether all three pass.
+    /// Whether every check passes.
     pub fn all(&self) -> bool {
-        self.memory && self.days && self.loss
+        self.memory && self.days && self.loss && self.cost != Some(false)
     }
 }
 
@@ -96,6 +101,9 @@ pub struct Margins {
     pub days: f64,
     /// Loss target minus predicted loss.
     pub loss: f64,
+    /// Cost limit minus cost (only when the brief sets a limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
 }
 
 /// A graded design: the plan object of the JSON contract.
@@ -154,6 +162,10 @@ pub struct Plan {
     /// Checkpoints, failures and goodput over the run (detailed time model only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failures: Option<Outage>,
+    /// GPU-hours, cost, energy and emissions of the run's days (when the brief has a price or
+    /// a power).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spend: Option<Spent>,
     /// Predicted loss L(N, D).
     pub loss: f64,
     /// Which checks pass.
@@ -200,16 +212,22 @@ pub fn evaluate_graded(
         .run_time(&brief.machine(), shape, &design.layout, &design.memory, d)?;
     let days = Pace::from_days_per_token(run.map(|r| r.days_per_token)).days(plate_days, d);
     let loss = loss(brief, shape, d);
+    let spend = spent(brief, &design.layout, days);
     let checks = Checks {
         memory: memory_fits(brief, mem.total()),
         days: days_fit(brief, days),
         loss: loss_meets(brief, loss),
+        cost: cost_fits(brief, spend.as_ref()),
     };
     let memory_gb = mem.in_gb();
     let margins = Margins {
         memory_gb: brief.memory_cap_gb - memory_gb.total,
         days: brief.max_days - days,
         loss: brief.loss_target - loss,
+        cost: brief
+            .max_cost
+            .zip(spend.and_then(|s| s.cost))
+            .map(|(limit, c)| limit - c),
     };
     let mut reasons = Vec::new();
     if !checks.memory {
@@ -236,6 +254,14 @@ pub fn evaluate_graded(
             fixed(-margins.loss, 4)
         ));
     }
+    if let (Some(false), Some(limit), Some(short)) = (checks.cost, brief.max_cost, margins.cost) {
+        reasons.push(format!(
+            "cost: {} exceeds the {} limit by {}",
+            money(limit - short),
+            money(limit),
+            money(-short)
+        ));
+    }
     Ok(Plan {
         model: shape.name.clone(),
         params: n,
@@ -259,6 +285,7 @@ pub fn evaluate_graded(
         hfu: run.map(|r| r.step.hfu),
         breakdown: run.map(|r| r.step.breakdown),
         failures: run.map(|r| r.outage),
+        spend,
         loss,
         checks,
         margins,
@@ -292,7 +319,8 @@ mod tests {
             Checks {
                 memory: false,
                 days: false,
-                loss: true
+                loss: true,
+                cost: None
             }
         );
         assert!(!p.pass);

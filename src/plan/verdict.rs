@@ -19,10 +19,10 @@ use crate::brief::Brief;
 use crate::cost::memory;
 use crate::cost::step::Step;
 use crate::cost::time;
-use crate::format::{count, fixed};
+use crate::format::{count, fixed, money};
 use crate::model::layout::{layouts, Layout};
 use crate::model::Shape;
-use crate::plan::limits::{days_fit, loss, loss_meets, memory_fits};
+use crate::plan::limits::{loss, loss_meets, memory_fits, within_time_and_cost};
 use crate::plan::pace::Pace;
 use crate::plan::Plan;
 use crate::units::gb;
@@ -240,16 +240,17 @@ pub fn loss_bound(brief: &Brief, shape: &Shape) -> (Option<f64>, Option<u64>) {
     (needed, fewest)
 }
 
-/// The time side of [`token_bounds`]: the most whole tokens that fit in the day limit at
-/// `pace` (0 if not even one does). It falls as the pace slows.
+/// The time side of [`token_bounds`]: the most whole tokens that fit in the day limit (and the
+/// cost limit, when the brief sets one: cost is linear in days) at `pace` (0 if not even one
+/// does). It falls as the pace slows.
 pub fn time_bound(brief: &Brief, shape: &Shape, pace: Pace) -> u64 {
     let n = shape.params() as f64;
     let days_of = |t: u64| pace.run_days(brief, shape.params(), t);
     let most = match pace {
         Pace::Plate => time::max_tokens(brief.budget_flops(), n),
-        Pace::PerToken(k) => brief.max_days / k,
+        Pace::PerToken(k) => brief.days_limit() / k,
     };
-    last_true(guess(most), |t| days_fit(brief, days_of(t))).unwrap_or(0)
+    last_true(guess(most), |t| within_time_and_cost(brief, days_of(t))).unwrap_or(0)
 }
 
 /// What a verdict says of a shape the rules leave without any configuration.
@@ -311,14 +312,25 @@ pub fn verdict_because(
         )),
         (Some(d), lo) if lo.is_none_or(|lo| lo > max_tokens_in_time) => {
             let d = lo.map_or(d, |lo| lo as f64);
-            reasons.push(format!(
-                "days: reaching loss {} takes {} tokens ({} days), but {} days allow only {}",
-                brief.loss_target,
-                count(d),
-                fixed(days_of(d), 1),
-                fixed(brief.max_days, 1),
-                count(max_tokens_in_time as f64)
-            ))
+            reasons.push(match brief.max_cost.filter(|_| brief.days_limit() < brief.max_days) {
+                Some(limit) => format!(
+                    "cost: reaching loss {} takes {} tokens ({} days), but the {} cost limit allows {} days, {} tokens",
+                    brief.loss_target,
+                    count(d),
+                    fixed(days_of(d), 1),
+                    money(limit),
+                    fixed(brief.days_limit(), 1),
+                    count(max_tokens_in_time as f64)
+                ),
+                None => format!(
+                    "days: reaching loss {} takes {} tokens ({} days), but {} days allow only {}",
+                    brief.loss_target,
+                    count(d),
+                    fixed(days_of(d), 1),
+                    fixed(brief.max_days, 1),
+                    count(max_tokens_in_time as f64)
+                ),
+            })
         }
         _ => {}
     }
@@ -448,6 +460,7 @@ pub fn layout_order(a: &Layout, b: &Layout) -> std::cmp::Ordering {
 mod tests {
     use super::*;
     use crate::model::preset;
+    use crate::plan::limits::days_fit;
 
     #[test]
     fn first_and_last_true_find_the_edges_from_any_guess() {

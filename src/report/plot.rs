@@ -10,7 +10,7 @@ use plotters::prelude::*;
 
 use crate::brief::Brief;
 use crate::error::{Error, Result};
-use crate::format::{count, general, thousands};
+use crate::format::{count, general, money, thousands};
 use crate::plan::check::CheckReport;
 use crate::plan::sensitivity::Sensitivity;
 use crate::plan::verdict::ShapeVerdict;
@@ -237,8 +237,9 @@ fn fits(v: &ShapeVerdict, cap: f64) -> bool {
 }
 
 /// Predicted loss against days for each shape, at the pace of its fastest layout that fits
-/// (`max_days / max_tokens_in_time` days a token), with the loss target, the day limit, the
-/// region where both hold, and the search's Pareto front (the plate's right panel).
+/// (`days_limit / max_tokens_in_time` days a token), with the loss target, the day limit (and
+/// the cost limit's days, when it binds first), the region where all hold, and the search's
+/// Pareto front (the plate's right panel).
 pub fn loss_days(report: &SearchReport) -> Result<String> {
     let b = &report.brief;
     let law = &b.loss_law;
@@ -265,11 +266,14 @@ pub fn loss_days(report: &SearchReport) -> Result<String> {
         .filter(|v| v.max_tokens_in_time > 0)
         .count()
         - shapes.len();
+    let cost_days = b.cost_limit_days().filter(|&d| d < b.max_days);
     let title = format!(
-        "predicted loss against days on {} GPUs: target {}, at most {} days",
+        "predicted loss against days on {} GPUs: target {}, at most {} days{}",
         count(b.gpus as f64),
         general(b.loss_target),
-        general(b.max_days)
+        general(b.max_days),
+        b.max_cost
+            .map_or(String::new(), |c| format!(", cost ≤ {}", money(c)))
     );
     svg(|root| {
         let mut chart = ChartBuilder::on(root)
@@ -281,7 +285,7 @@ pub fn loss_days(report: &SearchReport) -> Result<String> {
             .map_err(failed)?;
         chart
             .draw_series(std::iter::once(Rectangle::new(
-                [(0.0, y_min), (b.max_days, b.loss_target)],
+                [(0.0, y_min), (b.days_limit(), b.loss_target)],
                 PASSING.filled(),
             )))
             .map_err(failed)?
@@ -299,7 +303,7 @@ pub fn loss_days(report: &SearchReport) -> Result<String> {
         for (i, v) in shapes.iter().enumerate() {
             let colour = COLOURS[i % COLOURS.len()];
             let n = v.params as f64;
-            let days_per_token = b.max_days / v.max_tokens_in_time as f64;
+            let days_per_token = b.days_limit() / v.max_tokens_in_time as f64;
             // From where the curve enters the plot (its loss at the day limit is below y_max,
             // so it does) to its right edge.
             let first = law.tokens_for_loss(n, y_max).unwrap_or(1.0).max(1.0);
@@ -332,6 +336,22 @@ pub fn loss_days(report: &SearchReport) -> Result<String> {
                 general(b.max_days)
             ))
             .legend(|(x, y)| PathElement::new([(x, y), (x + 18, y)], LIMIT.stroke_width(2)));
+        if let (Some(days), Some(limit)) = (cost_days, b.max_cost) {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    [(days, y_min), (days, y_max)],
+                    3,
+                    4,
+                    LIMIT.stroke_width(2),
+                ))
+                .map_err(failed)?
+                .label(format!(
+                    "cost {}: {} days",
+                    money(limit),
+                    general((days * 10.0).round() / 10.0)
+                ))
+                .legend(|(x, y)| PathElement::new([(x, y), (x + 18, y)], LIMIT.stroke_width(1)));
+        }
         let front: Vec<(f64, f64)> = report.front.iter().map(|p| (p.days, p.loss)).collect();
         chart
             .draw_series(

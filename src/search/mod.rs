@@ -44,7 +44,7 @@ use crate::cost::Machine;
 use crate::error::{Error, Result};
 use crate::model::layout::{layouts, layouts_with, Layout};
 use crate::model::Shape;
-use crate::plan::limits::{days_fit, loss, loss_meets, memory_fits};
+use crate::plan::limits::{loss, loss_meets, memory_fits, within_time_and_cost};
 use crate::plan::pace::Pace;
 use crate::plan::runnable::{detailed_grade, runnable_key, DetailedGrade};
 use crate::plan::sensitivity::SearchSensitivity;
@@ -1347,7 +1347,9 @@ fn shape_configurations(
             let needed = loss_bound(brief, shape).1;
             let params = shape.params();
             by_pace.retain(|c| {
-                needed.is_some_and(|lo| days_fit(brief, c.pace.run_days(brief, params, lo)))
+                needed.is_some_and(|lo| {
+                    within_time_and_cost(brief, c.pace.run_days(brief, params, lo))
+                })
             });
             if let (true, Some(f)) = (by_pace.is_empty(), fastest) {
                 by_pace.push(f);
@@ -1533,7 +1535,9 @@ fn search_in_blocks<'a>(
                     // `by_pace`. They share the loss; under any ranking but memory they come
                     // in `by_pace`'s order, so only the first `top` can be among the best, and
                     // only the first (fewest days) can stand on the front.
-                    let passing = fit.by_pace.partition_point(|c| days_fit(brief, days_of(c)));
+                    let passing = fit
+                        .by_pace
+                        .partition_point(|c| within_time_and_cost(brief, days_of(c)));
                     if passing == 0 {
                         continue;
                     }
@@ -1551,7 +1555,10 @@ fn search_in_blocks<'a>(
                     // below; only the grid's front and count are wanted from this loop.
                     if !options.exact {
                         let mut best = if options.rank == Rank::Memory {
-                            let fits = fit.by_memory.iter().filter(|c| days_fit(brief, days_of(c)));
+                            let fits = fit
+                                .by_memory
+                                .iter()
+                                .filter(|c| within_time_and_cost(brief, days_of(c)));
                             Either::Left(fits.take(top).map(candidate))
                         } else {
                             Either::Right(fit.by_pace[..passing].iter().take(top).map(candidate))

@@ -56,7 +56,7 @@ impl Key {
 fn keys(rank: Rank) -> &'static [Key] {
     match rank {
         Rank::Loss | Rank::Memory => &[Key::Loss],
-        Rank::Days => &[Key::Days, Key::Loss],
+        Rank::Days | Rank::Cost => &[Key::Days, Key::Loss],
     }
 }
 

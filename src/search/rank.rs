@@ -3,6 +3,7 @@
 
 use std::cmp::Ordering;
 
+use crate::brief::Brief;
 use crate::cost::memory::MemoryModel;
 use crate::cost::step::{Schedule, Step};
 use crate::error::{Error, Result};
@@ -44,6 +45,10 @@ pub enum Rank {
     Days,
     /// Least per-GPU memory (then lowest loss, fewest days).
     Memory,
+    /// Least cost (then lowest loss). Every layout holds the brief's GPUs, so cost —
+    /// `GPUs × days × 24 × price` — orders plans as days do; the name says what the user asked
+    /// for, and it needs a price ([`Rank::check_against`]).
+    Cost,
 }
 
 impl Rank {
@@ -53,15 +58,29 @@ impl Rank {
             Rank::Loss => "loss",
             Rank::Days => "days",
             Rank::Memory => "memory",
+            Rank::Cost => "cost",
+        }
+    }
+
+    /// Refuses a ranking the brief cannot answer: by cost without a price (`field` names where
+    /// the ranking came from).
+    pub fn check_against(self, field: &str, brief: &Brief) -> Result<()> {
+        match (self, brief.spend.price_per_gpu_hour) {
+            (Rank::Cost, None) => Err(Error::invalid(
+                field,
+                "cost",
+                "a brief with a price (--price-per-gpu-hour, spend.price_per_gpu_hour)",
+            )),
+            _ => Ok(()),
         }
     }
 
     /// The ranking a user names, or why the name is none (the field it came in is `field`).
     pub fn from_name(field: &str, name: &str) -> Result<Rank> {
-        [Rank::Loss, Rank::Days, Rank::Memory]
+        [Rank::Loss, Rank::Days, Rank::Memory, Rank::Cost]
             .into_iter()
             .find(|r| r.name() == name)
-            .ok_or_else(|| Error::invalid(field, name, "loss, days or memory"))
+            .ok_or_else(|| Error::invalid(field, name, "loss, days, memory or cost"))
     }
 
     /// The total order of this ranking: its objective, then the others, then [`tie_break`].
@@ -71,7 +90,7 @@ impl Rank {
         let by_memory = a.memory.total_cmp(&b.memory);
         match self {
             Rank::Loss => by_loss.then(by_days),
-            Rank::Days => by_days.then(by_loss),
+            Rank::Days | Rank::Cost => by_days.then(by_loss),
             Rank::Memory => by_memory.then(by_loss).then(by_days),
         }
         .then_with(|| tie_break(a, b))

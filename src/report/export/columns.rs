@@ -1,5 +1,6 @@
 //! Tables of plans, the exporter the CSV and Markdown formats share: one row a plan, the
-//! step's columns only when the plans have steps, the derived MFU only when they have one;
+//! step's columns only when the plans have steps, the derived MFU only when they have one, the
+//! spend's (GPU-hours, cost, energy, emissions) only as far as the brief prices them;
 //! each format is a [`Style`] of laying out the header and the rows.
 
 use std::io;
@@ -110,6 +111,8 @@ pub struct Columns {
     steps: bool,
     /// The derived MFU.
     mfu: bool,
+    /// GPU-hours, and which of cost, energy and emissions.
+    spend: Option<[bool; 3]>,
 }
 
 impl Columns {
@@ -120,6 +123,13 @@ impl Columns {
         Columns {
             steps: first.is_some_and(|p| p.step.is_some()),
             mfu: first.is_some_and(|p| p.mfu.is_some()),
+            spend: first.and_then(|p| p.spend).map(|s| {
+                [
+                    s.cost.is_some(),
+                    s.energy_mwh.is_some(),
+                    s.emissions_t.is_some(),
+                ]
+            }),
         }
     }
 
@@ -143,6 +153,14 @@ impl Columns {
         header.extend(["memory_gb", "days"]);
         if self.mfu {
             header.push("mfu");
+        }
+        if let Some(has) = self.spend {
+            header.push("gpu_hours");
+            for (name, has) in ["cost", "energy_mwh", "emissions_t"].into_iter().zip(has) {
+                if has {
+                    header.push(name);
+                }
+            }
         }
         header.extend(["loss", "pass"]);
         header
@@ -179,6 +197,20 @@ impl Columns {
         row.extend([real(p.memory_gb.total, 2), real(p.days, 3)]);
         if self.mfu {
             row.push(p.mfu.map_or_else(|| text(""), |m| real(m, 3)));
+        }
+        if let Some(has) = self.spend {
+            let s = p.spend;
+            row.push(s.map_or_else(|| text(""), |s| real(s.gpu_hours, 0)));
+            let values = [
+                s.and_then(|s| s.cost).map(|c| real(c, 2)),
+                s.and_then(|s| s.energy_mwh).map(|e| real(e, 1)),
+                s.and_then(|s| s.emissions_t).map(|t| real(t, 1)),
+            ];
+            for (value, has) in values.into_iter().zip(has) {
+                if has {
+                    row.push(value.unwrap_or_else(|| text("")));
+                }
+            }
         }
         row.extend([real(p.loss, 5), text(if p.pass { "PASS" } else { "FAIL" })]);
         row

@@ -8,7 +8,7 @@ use crate::brief::Brief;
 use crate::cost::memory::detailed::{GradientPrecision, LossPrecision};
 use crate::cost::step::Step;
 use crate::error::Result;
-use crate::format::{count, fixed, general, plural, sci, thousands};
+use crate::format::{count, fixed, general, money, plural, sci, thousands};
 use crate::model::layout::Layout;
 use crate::plan::check::CheckReport;
 use crate::plan::sensitivity::{Input, Point, SearchSensitivity, Sensitivity};
@@ -94,10 +94,10 @@ fn verdict_word(pass: bool) -> &'static str {
     }
 }
 
-/// The brief in two lines.
+/// The brief in two lines, and a third for its price, power and cost limit when it has them.
 pub fn brief_lines(b: &Brief) -> String {
     let law = &b.loss_law;
-    format!(
+    let mut out = format!(
         "brief     {} GPUs × {} TFLOP/s at {}% MFU ({} per node), at most {} days, {} GB cap of {} GB per GPU\n          \
          loss ≤ {} with L = {} + {}/N^{} + {}/D^{}, sequence {} tokens\n",
         thousands(b.gpus),
@@ -114,7 +114,71 @@ pub fn brief_lines(b: &Brief) -> String {
         general(law.b),
         general(law.beta),
         thousands(b.seq_len),
-    )
+    );
+    if let Some(line) = spend_line(b) {
+        out.push_str(&line);
+    }
+    out
+}
+
+/// The brief's price, power, PUE, carbon intensity and cost limit, on one line (`None` when
+/// it has none of them).
+fn spend_line(b: &Brief) -> Option<String> {
+    let s = &b.spend;
+    let mut parts = Vec::new();
+    if let Some(p) = s.price_per_gpu_hour {
+        parts.push(format!("{} a GPU-hour", money(p)));
+    }
+    if let Some(w) = s.gpu_power_w {
+        parts.push(format!(
+            "{} W a GPU × PUE {}",
+            general(w),
+            general(s.pue.unwrap_or(1.0))
+        ));
+    }
+    if let Some(c) = s.carbon_g_per_kwh {
+        parts.push(format!("{} g CO2e/kWh", general(c)));
+    }
+    if let Some(limit) = b.max_cost {
+        let days = b.cost_limit_days().map_or(String::new(), |d| {
+            format!(" ({} days on {} GPUs)", fixed(d, 1), thousands(b.gpus))
+        });
+        parts.push(format!("cost ≤ {}{days}", money(limit)));
+    }
+    (!parts.is_empty()).then(|| {
+        format!(
+            "spend     {}
+",
+            parts.join(", ")
+        )
+    })
+}
+
+/// A plan's spend in one line: GPU-hours, cost, energy, emissions, as far as the brief allows.
+fn spent_line(p: &Plan, b: &Brief) -> Option<String> {
+    let s = p.spend.as_ref()?;
+    let mut parts = vec![format!(
+        "{} GPU-hours ({} GPUs × {} days)",
+        fixed(s.gpu_hours, 0),
+        thousands(p.layout.gpus()),
+        fixed(p.days, 2)
+    )];
+    if let (Some(c), Some(price)) = (s.cost, b.spend.price_per_gpu_hour) {
+        parts.push(format!("cost {} at {} a GPU-hour", money(c), money(price)));
+    }
+    if let Some(e) = s.energy_mwh {
+        parts.push(format!("{} MWh", fixed(e, 1)));
+    }
+    if let Some(t) = s.emissions_t {
+        parts.push(format!("{} t CO2e", fixed(t, 1)));
+    }
+    Some(format!(
+        "
+spend
+  {}
+",
+        parts.join("; ")
+    ))
 }
 
 /// Each listed shape's best plate plan under the detailed model (the default stack, check's
@@ -139,10 +203,11 @@ fn runnable_lines(brief: &Brief, shapes: &[&ShapeVerdict]) -> String {
                     format!("not graded: {why}"),
                 ]);
             };
-            let verdict = match (r.fits, days <= brief.max_days) {
-                (true, true) => "fits, in time".to_string(),
-                (true, false) => format!("fits, {} days over", fixed(days - brief.max_days, 1)),
-                (false, _) => format!("over the {} GB cap", general(brief.memory_cap_gb)),
+            let verdict = match (r.fits, days <= brief.max_days, days <= brief.days_limit()) {
+                (true, true, true) => "fits, in time".to_string(),
+                (true, true, false) => "fits, over the cost limit".to_string(),
+                (true, false, _) => format!("fits, {} days over", fixed(days - brief.max_days, 1)),
+                (false, _, _) => format!("over the {} GB cap", general(brief.memory_cap_gb)),
             };
             Some(vec![
                 p.model.clone(),
@@ -211,6 +276,11 @@ fn plan_row(number: Option<u64>, p: &Plan) -> Vec<String> {
     if let (Some(plate), Some(mfu)) = (p.days_plate, p.mfu) {
         row.push(fixed(plate, 3));
         row.push(format!("{} %", fixed(100.0 * mfu, 1)));
+    }
+    if let Some(spend) = &p.spend {
+        row.extend(spend.cost.map(money));
+        row.extend(spend.energy_mwh.map(|e| fixed(e, 1)));
+        row.extend(spend.emissions_t.map(|t| fixed(t, 1)));
     }
     if let Some(s) = &p.step {
         row.insert(if number.is_some() { 4 } else { 3 }, l.cp.to_string());
@@ -634,21 +704,57 @@ fn memory_rows(p: &Plan) -> Vec<Vec<String>> {
 
 /// The plan table's header, with a step column when the plans have training steps.
 fn plan_header(plans: &[Plan]) -> Vec<&'static str> {
-    let mfu = plans.iter().any(|p| p.mfu.is_some());
-    plan_header_with(mfu, plans.iter().any(|p| p.step.is_some()))
+    let mut shown = Shown::default();
+    plans.iter().for_each(|p| shown.see(p));
+    plan_header_with(shown)
 }
 
-/// The plan table's header, with the time model's columns (`mfu`) and, with training steps
-/// (`step`), a CP column after TP and a step column.
-fn plan_header_with(mfu: bool, step: bool) -> Vec<&'static str> {
+/// Which of the plan table's optional columns the plans have.
+#[derive(Debug, Clone, Copy, Default)]
+struct Shown {
+    /// The time model's columns: days at the assumed MFU, and the derived MFU.
+    mfu: bool,
+    /// Training steps: a CP column after TP and a step column.
+    step: bool,
+    /// Cost (the brief has a price).
+    cost: bool,
+    /// Energy, MWh (the brief has a power).
+    energy: bool,
+    /// Emissions, t CO2e (the brief has a power and a carbon intensity).
+    emissions: bool,
+}
+
+impl Shown {
+    /// Takes note of the columns `p` has.
+    fn see(&mut self, p: &Plan) {
+        self.mfu |= p.mfu.is_some();
+        self.step |= p.step.is_some();
+        let spend = p.spend.as_ref();
+        self.cost |= spend.is_some_and(|s| s.cost.is_some());
+        self.energy |= spend.is_some_and(|s| s.energy_mwh.is_some());
+        self.emissions |= spend.is_some_and(|s| s.emissions_t.is_some());
+    }
+}
+
+/// The plan table's header, with the optional columns the plans have.
+fn plan_header_with(shown: Shown) -> Vec<&'static str> {
     let mut header = PLAN_HEADER.to_vec();
-    if step {
+    if shown.step {
         header.insert(3, "CP");
     }
-    if mfu {
+    if shown.mfu {
         header.extend(["days@MFU", "MFU"]);
     }
-    if step {
+    for (has, name) in [
+        (shown.cost, "cost"),
+        (shown.energy, "MWh"),
+        (shown.emissions, "tCO2e"),
+    ] {
+        if has {
+            header.push(name);
+        }
+    }
+    if shown.step {
         header.push("step");
     }
     header
@@ -657,14 +763,13 @@ fn plan_header_with(mfu: bool, step: bool) -> Vec<&'static str> {
 /// The ranked plans as a numbered table, written row by row: one walk measures the columns
 /// and tells which there are, a second writes the rows.
 fn write_plan_table(plans: &dyn Ranked, out: &mut dyn io::Write) -> io::Result<()> {
-    let (mut columns, mut mfu, mut step) = (Columns::default(), false, false);
+    let (mut columns, mut shown) = (Columns::default(), Shown::default());
     for (i, p) in plans.walk().enumerate() {
-        mfu |= p.mfu.is_some();
-        step |= p.step.is_some();
+        shown.see(&p);
         columns.measure(&plan_row(Some(i as u64 + 1), &p));
     }
     let mut header = vec!["#"];
-    header.extend(plan_header_with(mfu, step));
+    header.extend(plan_header_with(shown));
     let align = plan_align(&header);
     columns.measure(&header);
     let columns = columns.finish(header.len(), &align);
@@ -774,7 +879,7 @@ fn best_shapes(r: &SearchReport) -> String {
         .collect();
     let key = |p: &Plan| match rank {
         crate::search::rank::Rank::Loss => (p.loss, p.days),
-        crate::search::rank::Rank::Days => (p.days, p.loss),
+        crate::search::rank::Rank::Days | crate::search::rank::Rank::Cost => (p.days, p.loss),
         crate::search::rank::Rank::Memory => (p.memory_gb.total, p.loss),
     };
     best.sort_by(|a, b| {
@@ -908,7 +1013,7 @@ impl Exporter for Text {
                 format!("{}{unit} over", fixed(-x, decimals))
             }
         };
-        let check_rows = vec![
+        let mut check_rows = vec![
             vec![
                 "memory".into(),
                 format!("{} GB", fixed(m.total, 2)),
@@ -931,8 +1036,29 @@ impl Exporter for Text {
                 margin(p.margins.loss, "", 4),
             ],
         ];
+        if let (Some(pass), Some(limit), Some(c)) = (
+            p.checks.cost,
+            r.brief.max_cost,
+            p.spend.and_then(|s| s.cost),
+        ) {
+            let short = p.margins.cost.unwrap_or(limit - c);
+            check_rows.push(vec![
+                "cost".into(),
+                money(c),
+                format!("≤ {}", money(limit)),
+                verdict_word(pass).into(),
+                if short >= 0.0 {
+                    format!("{} to spare", money(short))
+                } else {
+                    format!("{} over", money(-short))
+                },
+            ]);
+        }
         if let Some(time) = time_section(p, &r.brief) {
             out.push_str(&time);
+        }
+        if let Some(spend) = spent_line(p, &r.brief) {
+            out.push_str(&spend);
         }
         out.push_str("\nchecks\n");
         out.push_str(&table(
