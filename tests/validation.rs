@@ -157,6 +157,12 @@ const ROWS: &[Row] = &[
     row("`--gpu`, `gpu`", "a preset name", &["check", "--model", "70b", "--tokens", "1e12", "--gpu", "h300"], "error: invalid value 'h300' for '--gpu <GPU>': expected one of a100-40gb, a100-80gb, h100-sxm, h100-pcie, h200, b200, mi300x"),
     row("`--intra-node-gbps` and the other link figures, `topology.*`", "finite, > 0", &["check", "--model", "70b", "--tokens", "1e12", "--intra-node-gbps", "0"], "error: invalid brief.topology.intra_node_gbps = 0: a number > 0, at most 1000000000"),
     row("`--failures-per-gpu-hour`, `--restart-minutes`, …, `reliability.*`", "finite, ≥ 0", &["check", "--model", "70b", "--tokens", "1e12", "--failures-per-gpu-hour", "-1"], "error: invalid brief.reliability.failures_per_gpu_hour = -1: a number ≥ 0, at most 1000000000"),
+    row("`--price-per-gpu-hour`, `spend.price_per_gpu_hour`", "finite, > 0, at most 10⁶", &["check", "--model", "70b", "--tokens", "1e12", "--price-per-gpu-hour", "0"], "error: invalid brief.spend.price_per_gpu_hour = 0: a price > 0 and at most 1e6 a GPU-hour"),
+    row("`--gpu-power-w`, `spend.gpu_power_w`", "finite, > 0, at most 10⁵", &["check", "--model", "70b", "--tokens", "1e12", "--gpu-power-w", "-700"], "error: invalid brief.spend.gpu_power_w = -700: a power > 0 and at most 100,000 W a GPU"),
+    row("`--pue`, `spend.pue`", "1 to 10, with a power", &["check", "--model", "70b", "--tokens", "1e12", "--gpu", "h100-sxm", "--pue", "0.9"], "error: invalid brief.spend.pue = 0.9: a power usage effectiveness from 1 to 10 (facility energy over IT energy)"),
+    row("`--pue`, `--carbon-g-per-kwh`", "only with a power", &["check", "--model", "70b", "--tokens", "1e12", "--carbon-g-per-kwh", "400"], "error: invalid brief.spend.carbon_g_per_kwh = 400: given with a power (spend.gpu_power_w, --gpu-power-w or a --gpu preset), which it needs"),
+    row("`--max-cost`, `max_cost`", "only with a price", &["check", "--model", "70b", "--tokens", "1e12", "--max-cost", "1e6"], "error: invalid brief.max_cost = 1000000: given with a price (spend.price_per_gpu_hour, --price-per-gpu-hour), which it needs"),
+    row("`--rank cost`", "only with a price", &["search", "--rank", "cost"], "error: invalid --rank = cost: a brief with a price (--price-per-gpu-hour, spend.price_per_gpu_hour)"),
     // Brief files.
     row("`--brief FILE`", "a readable file", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "missing.json"], "error: cannot read 'missing.json': No such file or directory (os error 2)"),
     row("`--brief FILE`", "UTF-8", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "latin1.json"], "error: cannot read 'latin1.json': stream did not contain valid UTF-8"),
@@ -215,7 +221,7 @@ const ROWS: &[Row] = &[
     row("a shape family", "at most 10⁶ shapes", &["search", "--layers", "1..100000:1", "--hidden", "128..1000000:128", "--ffn-ratio", "1..64:1"], "error: invalid shape family = 49996800000 shapes: at most 1000000 (widen the steps)"),
     // Other commands' inputs.
     row("`merge FILE…`", "partial results of `search --shard`", &["merge", "partial.json"], "error: cannot parse 'partial.json': not a partial search result: missing field `kind` at line 1 column 2"),
-    row("a partial result's `rank`", "loss, days or memory", &["merge", "rank.json"], "error: invalid rank = speed: loss, days or memory"),
+    row("a partial result's `rank`", "loss, days, memory or cost", &["merge", "rank.json"], "error: invalid rank = speed: loss, days, memory or cost"),
     row("`export --plan FILE`", "a plan, search or Pareto JSON", &["export", "--format", "megatron", "--plan", "plan.json"], "error: cannot parse 'plan.json': not a plan: missing field `model`"),
     row("a partial result's counts", "passing ≤ evaluated; plans and front ≤ passing", &["merge", "counts.json"], "error: invalid merge = shard 1/1: 480000 evaluated, 480001 passing, 0 plans and 0 on the front: a partial file as search wrote it: passing at most evaluated, and the plans and the front at most the passing (and the plans at most top)"),
     row("a partial result's `grid`", "an object, never an array", &["merge", "grid-list.json"], "error: cannot parse 'grid-list.json': not a partial search result: grid: invalid type: sequence, expected struct TokenGrid at line 1 column 754"),
