@@ -40,12 +40,15 @@ pub fn fixed(x: f64, decimals: usize) -> String {
 }
 
 /// An amount of money, in no named currency: whole units with thousands separators from 1,000
-/// up (`3686400` → `3,686,400`), cents below (`2.5` → `2.50`).
+/// up (`3686400` → `3,686,400`), cents from 0.01 (`2.5` → `2.50`), and below a cent as
+/// [`general`] writes it (`0.004`), so no amount given prints as zero.
 pub fn money(x: f64) -> String {
     if x.abs() >= 1_000.0 {
         fixed(x, 0)
-    } else {
+    } else if x.abs() >= 0.01 || x == 0.0 {
         fixed(x, 2)
+    } else {
+        general(x)
     }
 }
 
@@ -133,6 +136,7 @@ mod tests {
         assert_eq!(money(3_686_400.4), "3,686,400");
         assert_eq!(money(2.5), "2.50");
         assert_eq!(money(999.994), "999.99");
+        assert_eq!(money(0.004), "0.004");
     }
 
     #[test]

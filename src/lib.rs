@@ -2,7 +2,8 @@
 //!
 //! Given a brief (a cluster, a deadline, a loss target and a scaling law), trainplan grades a
 //! design — a model shape, a number of training tokens and a parallel layout — on three checks
-//! (per-GPU memory, days, predicted loss), and searches every design to rank the passing ones
+//! (per-GPU memory, days, predicted loss; a fourth, cost, when the brief sets a limit), and
+//! searches every design to rank the passing ones
 //! and find their Pareto front on loss and days.
 //!
 //! The model is the plate model of SPEC.md: memory by ZeRO stage with full recomputation

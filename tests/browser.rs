@@ -288,6 +288,8 @@ async fn a_learner_fixes_the_starting_plan_and_saves_it() {
     // (3,685,819 at 2.50 a GPU-hour is over 3,000,000); without them, three checks again.
     type_into(&c, "price", "2.5").await;
     type_into(&c, "maxcost", "3e6").await;
+    // Each keystroke regrades; the last one's limit is the one to read the page at.
+    wait_for(&c, "cost-limit", "≤ 3,000,000").await;
     wait_for(&c, "check-cost", "FAIL").await;
     let priced = cli_check(&[
         "--model",
@@ -310,6 +312,9 @@ async fn a_learner_fixes_the_starting_plan_and_saves_it() {
     assert!((cost - 3_685_818.84).abs() < 0.01);
     assert_eq!(text(&c, "verdict").await, "FAIL");
     assert!(text(&c, "spend").await.contains("cost 3,685,819"));
+    // The cost limit's days on the chart: 3,000,000 / (2,048 × 24 × 2.5) = 24.4.
+    let line = c.find(Locator::Id("cost-line")).await.unwrap();
+    assert!(line.attr("x1").await.unwrap().is_some());
     type_into(&c, "maxcost", "").await;
     type_into(&c, "price", "").await;
     wait_for(&c, "verdict", "PASS").await;

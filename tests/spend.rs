@@ -249,11 +249,11 @@ fn what_cannot_be_priced_is_refused_in_one_line() {
     );
     refuses(
         &[&PLAN[..], &["--max-cost", "1e6"]].concat(),
-        "invalid brief.max_cost = 1000000: given with a price",
+        "invalid brief.max_cost = 1000000: it needs a price",
     );
     refuses(
         &[&PLAN[..], &["--pue", "1.2"]].concat(),
-        "invalid brief.spend.pue = 1.2: given with a power",
+        "invalid brief.spend.pue = 1.2: it needs a power",
     );
     refuses(
         &[&PLAN[..], &["--gpu-power-w", "700", "--pue", "0.9"]].concat(),

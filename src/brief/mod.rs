@@ -281,7 +281,7 @@ impl Brief {
             Some(v) if !given => Err(Error::invalid(
                 format!("brief.{field}"),
                 exact(v),
-                format!("given with {need}, which it needs"),
+                format!("it needs {need}, and none is given"),
             )),
             _ => Ok(()),
         };
@@ -330,7 +330,7 @@ impl Brief {
                 format!("a budget of {c:.3e} FLOPs"),
                 format!(
                     "a budget whose compute-optimal model ({n:.3e} parameters on {d:.3e} tokens) \
-                     has between 1 and {:.1e} of each; check peak_tflops, mfu, gpus, max_days and the loss law",
+                     has between 1 and {:.1e} of each; check peak_tflops, mfu, gpus, max_days, max_cost and the loss law",
                     limits::TOKENS
                 ),
             ))

@@ -217,7 +217,20 @@ fn token_fixes(brief: &Brief, shape: &Shape, plan: &Plan, pace: Pace) -> Vec<Str
     let too_few_days = v
         .min_tokens_for_loss
         .is_none_or(|fewest| fewest > v.max_tokens_in_time);
-    if floor_below_target && too_few_days {
+    let cost_binds = brief.days_limit() < brief.max_days;
+    if let (true, true, Some(limit)) = (
+        floor_below_target && too_few_days,
+        cost_binds,
+        brief.max_cost,
+    ) {
+        // Cost is GPUs × days: a larger cluster at the same pace costs the same.
+        fixes.push(format!(
+            "cost and loss: {} cannot meet both within the {} cost limit ({} days); a higher limit, a lower price, a faster layout or another model is needed",
+            shape.name,
+            money(limit),
+            fixed(brief.days_limit(), 1)
+        ));
+    } else if floor_below_target && too_few_days {
         fixes.push(match pace {
             Pace::Plate => format!(
                 "days and loss: {} cannot meet both within {} days; a larger cluster, a longer run or another model is needed",

@@ -2,7 +2,8 @@
 //! shape ([`verdict`]: its token window and lightest layout) and what would fix a failing
 //! design ([`check`]). Uses `brief`, `cost`, `model` and the ground floor.
 //!
-//! A design (shape, tokens, layout) graded against a brief: the plan, with its three checks.
+//! A design (shape, tokens, layout) graded against a brief: the plan, with its three checks (and
+//! a fourth, cost, when the brief sets a limit).
 //!
 //! A plan that fails is a normal result: `pass` is false and `reasons` says which check failed
 //! and by how much. The checks (SPEC.md §1) are:

@@ -30,7 +30,7 @@ use crate::cost::memory::MemoryModel;
 use crate::cost::stack::Stack;
 use crate::cost::step_time::TimeModel;
 use crate::error::Result;
-use crate::format::{fixed, general};
+use crate::format::{fixed, general, money};
 use crate::model::layout::Layout;
 use crate::plan::{evaluate, Design, Plan};
 
@@ -243,7 +243,7 @@ pub struct Point {
     pub mfu: Option<f64>,
     /// Whether every check passes.
     pub pass: bool,
-    /// The checks that fail: `memory`, `days`, `loss`.
+    /// The checks that fail: `memory`, `days`, `loss`, `cost`.
     pub failing: Vec<&'static str>,
     /// Why the design could not be graded at this setting, when it could not.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -259,6 +259,7 @@ impl Point {
                     ("memory", p.checks.memory),
                     ("days", p.checks.days),
                     ("loss", p.checks.loss),
+                    ("cost", p.checks.cost != Some(false)),
                 ]
                 .into_iter()
                 .filter(|&(_, ok)| !ok)
@@ -469,6 +470,13 @@ fn flips(brief: &Brief, base: &Point, rows: &[Row]) -> Vec<String> {
                         format!(
                             "the plan fails with {setting}: {days} days, over the {}-day limit",
                             general(brief.max_days)
+                        )
+                    } else if let (["cost"], Some(limit)) =
+                        (point.failing.as_slice(), brief.max_cost)
+                    {
+                        format!(
+                            "the plan fails with {setting}: {days} days, over the {} cost limit",
+                            money(limit)
                         )
                     } else {
                         format!(

@@ -453,6 +453,7 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
         ));
     }
     let rank = Rank::from_name("rank", &first.rank)?;
+    rank.check_against("rank", &first.brief)?;
     let distinct = Distinct::from_name("distinct", &first.distinct)?;
     let distinct_front = first.distinct_front;
     let (brief, grid, top, total) = (

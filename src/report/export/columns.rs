@@ -97,6 +97,15 @@ fn whole(n: u64) -> Cell {
     }
 }
 
+/// An amount (GPU-hours, money, MWh): exact for programs, with thousands separators for people.
+fn amount(x: f64, decimals: usize) -> Cell {
+    Cell {
+        exact: format!("{x}"),
+        shown: crate::format::fixed(x, decimals),
+        numeric: true,
+    }
+}
+
 fn real(x: f64, decimals: usize) -> Cell {
     Cell {
         exact: format!("{x}"),
@@ -200,11 +209,11 @@ impl Columns {
         }
         if let Some(has) = self.spend {
             let s = p.spend;
-            row.push(s.map_or_else(|| text(""), |s| real(s.gpu_hours, 0)));
+            row.push(s.map_or_else(|| text(""), |s| amount(s.gpu_hours, 0)));
             let values = [
-                s.and_then(|s| s.cost).map(|c| real(c, 2)),
-                s.and_then(|s| s.energy_mwh).map(|e| real(e, 1)),
-                s.and_then(|s| s.emissions_t).map(|t| real(t, 1)),
+                s.and_then(|s| s.cost).map(|c| amount(c, 2)),
+                s.and_then(|s| s.energy_mwh).map(|e| amount(e, 1)),
+                s.and_then(|s| s.emissions_t).map(|t| amount(t, 1)),
             ];
             for (value, has) in values.into_iter().zip(has) {
                 if has {

@@ -278,6 +278,7 @@ fn plan_row(number: Option<u64>, p: &Plan) -> Vec<String> {
         row.push(format!("{} %", fixed(100.0 * mfu, 1)));
     }
     if let Some(spend) = &p.spend {
+        row.push(fixed(spend.gpu_hours, 0));
         row.extend(spend.cost.map(money));
         row.extend(spend.energy_mwh.map(|e| fixed(e, 1)));
         row.extend(spend.emissions_t.map(|t| fixed(t, 1)));
@@ -716,6 +717,8 @@ struct Shown {
     mfu: bool,
     /// Training steps: a CP column after TP and a step column.
     step: bool,
+    /// GPU-hours (the brief has a price or a power).
+    gpu_hours: bool,
     /// Cost (the brief has a price).
     cost: bool,
     /// Energy, MWh (the brief has a power).
@@ -730,6 +733,7 @@ impl Shown {
         self.mfu |= p.mfu.is_some();
         self.step |= p.step.is_some();
         let spend = p.spend.as_ref();
+        self.gpu_hours |= spend.is_some();
         self.cost |= spend.is_some_and(|s| s.cost.is_some());
         self.energy |= spend.is_some_and(|s| s.energy_mwh.is_some());
         self.emissions |= spend.is_some_and(|s| s.emissions_t.is_some());
@@ -746,6 +750,7 @@ fn plan_header_with(shown: Shown) -> Vec<&'static str> {
         header.extend(["days@MFU", "MFU"]);
     }
     for (has, name) in [
+        (shown.gpu_hours, "GPU-h"),
         (shown.cost, "cost"),
         (shown.energy, "MWh"),
         (shown.emissions, "tCO2e"),
@@ -1097,9 +1102,15 @@ impl Exporter for Text {
         sink: &mut dyn io::Write,
     ) -> Result<()> {
         let mut out = brief_lines(&r.brief);
+        let b = &r.brief;
+        let days = if b.days_limit() < b.max_days {
+            format!("{} days (the cost limit's)", fixed(b.days_limit(), 1))
+        } else {
+            "days".into()
+        };
         let _ = writeln!(
             out,
-            "budget    {} FLOPs (GPUs × peak × MFU × days × 86,400)",
+            "budget    {} FLOPs (GPUs × peak × MFU × {days} × 86,400)",
             sci(r.budget_flops)
         );
         let opt = &r.compute_optimal;
