@@ -232,8 +232,12 @@ fn a_gpu_preset_sets_the_card_and_flags_still_override_it() {
     let overridden = brief(&["--gpu", "b200", "--memory-cap-gb", "150"]);
     assert_eq!(overridden["peak_tflops"], 2250.0);
     assert_eq!(overridden["memory_cap_gb"], 150.0);
-    // H100 SXM is the default brief's card.
-    assert_eq!(brief(&["--gpu", "h100"]), brief(&[]));
+    // H100 SXM is the default brief's card; the preset adds its 700 W board power, which the
+    // default brief (SPEC.md §1) does not name.
+    let mut h100 = brief(&["--gpu", "h100"]);
+    assert_eq!(h100["spend"]["gpu_power_w"], 700.0);
+    h100.as_object_mut().unwrap().remove("spend");
+    assert_eq!(h100, brief(&[]));
 }
 
 #[test]
