@@ -6,6 +6,7 @@
 //! a buffer for the Python package), so every caller gets the same bytes.
 
 pub mod args;
+mod from;
 
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -83,7 +84,7 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(args) {
+    let mut cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => return Ok(Outcome::Help(Box::new(e))),
         Err(e) if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
@@ -93,6 +94,9 @@ where
         }
         Err(e) => return Err(one_line(&e.render().to_string())),
     };
+    if let Err(e) = apply_from(&mut cli.command, cli.quiet) {
+        return Err(format!("error: {e}"));
+    }
     let outcome = match &cli.command {
         Command::Check(args) => run_check(args, cli.quiet, out),
         Command::Search(args) => run_search(args, cli.quiet, out),
@@ -106,6 +110,34 @@ where
     outcome
         .map(Outcome::Answer)
         .map_err(|e| format!("error: {e}"))
+}
+
+/// Lays a `--from` file over the flags of `check` or `search`, printing its notes on stderr
+/// (unless quiet).
+fn apply_from(command: &mut Command, quiet: bool) -> Result<()> {
+    let notes = match command {
+        Command::Check(args) => match args.from.clone() {
+            Some(path) => from::apply(
+                &mut args.design,
+                input::from::read(&path)?,
+                &path.display().to_string(),
+            )?,
+            None => return Ok(()),
+        },
+        Command::Search(args) => match args.from.clone() {
+            Some(path) => {
+                from::apply_search(args, input::from::read(&path)?, &path.display().to_string())?
+            }
+            None => return Ok(()),
+        },
+        _ => return Ok(()),
+    };
+    if !quiet {
+        for note in notes {
+            eprintln!("{note}");
+        }
+    }
+    Ok(())
 }
 
 /// Clap's message on one line: the lines before its usage and help hints, joined.
