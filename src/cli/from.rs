@@ -269,6 +269,18 @@ fn model(d: &mut DesignArgs, f: &FromFile) -> Result<()> {
     }
 }
 
+/// The stacks a Megatron-LM file may be run with, most likely first: where its options fit
+/// several, the first is taken and the others named.
+const PREFERENCE: [Stack; 7] = [
+    Stack::MegatronTe,
+    Stack::Llama3,
+    Stack::MegatronDeepspeed,
+    Stack::Eager,
+    Stack::Torchtitan,
+    Stack::TorchtitanCompile,
+    Stack::Maxtext,
+];
+
 /// The stack options Megatron-LM's export writes for `stack`, and its layout string, sorted.
 fn megatron_stack_options(
     shape: &Shape,
@@ -391,26 +403,32 @@ pub fn apply(d: &mut DesignArgs, mut f: FromFile, path: &str) -> Result<Vec<Stri
             megatron_stack_options(&shape, tokens, layout, detailed.step, stack)
                 .is_ok_and(|o| o == wanted)
         };
+        let shown = if wanted.is_empty() {
+            "none".to_string()
+        } else {
+            wanted.join(" ")
+        };
         match d.detailed.stack {
-            Some(stack) if !matches(stack) => {
-                return Err(Error::invalid(
-                    "--stack",
-                    stack,
-                    format!(
-                        "a stack whose kernels and overlaps are the file's ({})",
-                        wanted.join(" ")
-                    ),
-                ))
-            }
+            Some(stack) if !matches(stack) => notes.push(format!(
+                "note: --from {path}: the file's kernel and overlap options ({shown}) are not the {stack} stack's; graded as --stack says"
+            )),
             Some(_) => {}
             None => {
-                let stack = Stack::ALL.into_iter().find(|&s| matches(s)).ok_or_else(|| {
-                    Error::invalid(
+                let fits: Vec<Stack> = PREFERENCE.into_iter().filter(|&s| matches(s)).collect();
+                let Some(&stack) = fits.first() else {
+                    return Err(Error::invalid(
                         "--from",
-                        if wanted.is_empty() { "none".to_string() } else { wanted.join(" ") },
-                        "the kernel and overlap options of one of trainplan's stacks (or name the stack with --stack)",
-                    )
-                })?;
+                        format!("kernel and overlap options {shown}"),
+                        "the options of one of trainplan's stacks (or name the stack with --stack)",
+                    ));
+                };
+                if fits.len() > 1 {
+                    let others: Vec<String> = fits[1..].iter().map(|s| s.to_string()).collect();
+                    notes.push(format!(
+                        "note: --from {path}: the kernel and overlap options fit the {stack} stack and also {}; graded as {stack} (name another with --stack)",
+                        others.join(", ")
+                    ));
+                }
                 d.detailed.stack = Some(stack);
             }
         }
