@@ -16,7 +16,7 @@ use crate::cost::precision::Precision;
 use crate::error::{Error, Result};
 use crate::model::layout::ZeroStage;
 
-use super::{times, FromFile, Source};
+use super::design::{times, FromFile, Source};
 
 /// Top-level keys that do not change the plan.
 const UNUSED: [&str; 16] = [

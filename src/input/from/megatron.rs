@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::model::layout::ZeroStage;
 use crate::model::Biases;
 
-use super::{times, whole, Dims, FileModel, FromFile, Source};
+use super::design::{times, whole, Dims, FileModel, FromFile, Source};
 
 /// Options that say which kernels and overlaps run: the stack's (`cost::stack::Settings`).
 pub const STACK_OPTIONS: [&str; 9] = [

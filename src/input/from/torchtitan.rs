@@ -22,7 +22,7 @@ use crate::cost::step::Schedule;
 use crate::error::{Error, Result};
 use crate::model::layout::ZeroStage;
 
-use super::{times, FileModel, FromFile, Source};
+use super::design::{times, FileModel, FromFile, Source};
 
 /// Sections that do not change the plan, read and left alone.
 const UNUSED_SECTIONS: [&str; 12] = [
