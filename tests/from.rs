@@ -441,3 +441,30 @@ fn search_from_searches_the_file_s_model_on_its_gpus() {
         "{shapes:?}"
     );
 }
+
+/// The fuzz target's seeds, and every prefix of them, give a design or one line of error,
+/// never a panic (`fuzz/fuzz_targets/launcher_from.rs` runs the same on random input).
+#[test]
+fn every_prefix_of_the_seed_files_is_read_or_refused_on_one_line() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/launcher_from");
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            trainplan::input::from::parse(&text, &path).is_ok(),
+            "{path:?}"
+        );
+        for end in (0..text.len())
+            .filter(|&i| text.is_char_boundary(i))
+            .step_by(3)
+        {
+            for name in ["x.sh", "x.toml", "x.json"] {
+                if let Err(e) =
+                    trainplan::input::from::parse(&text[..end], std::path::Path::new(name))
+                {
+                    assert!(!e.to_string().contains('\n'), "{e}");
+                }
+            }
+        }
+    }
+}

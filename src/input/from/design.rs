@@ -158,7 +158,7 @@ impl FromFile {
             return Ok(());
         };
         let pp = self.pp.unwrap_or(1);
-        let units = layers + 2;
+        let units = layers.saturating_add(2);
         let stages = pp.saturating_mul(n);
         if n == 0 || stages == 0 || units % stages != 0 || units / stages < 2 {
             return Err(Error::invalid(
