@@ -468,3 +468,56 @@ fn every_prefix_of_the_seed_files_is_read_or_refused_on_one_line() {
         }
     }
 }
+
+/// A model from a Hugging Face config (Qwen 2.5's q/k/v biases, its RoPE base, no scaling):
+/// the Megatron-LM file cannot state it to the flags alone, so it is refused by name, and
+/// with the config alongside it grades as the config's flags.
+#[test]
+fn a_config_s_model_round_trips_with_the_config_alongside() {
+    let config = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fuzz/corpus/hf_config/qwen2.5-7b.json"
+    );
+    let design = strings(&[
+        "--model-config",
+        config,
+        "--gpus",
+        "256",
+        "--tp",
+        "4",
+        "--pp",
+        "2",
+        "--zero",
+        "1",
+    ]);
+    let mut args = strings(&[
+        "export", "--format", "megatron", "--quiet", "--tokens", "1e12",
+    ]);
+    args.extend(design.clone());
+    let text = cli(&args).unwrap();
+    let file = Scratch::new("qwen.sh", &text);
+    let e = cli(&strings(&["check", "--from", &file.path()])).unwrap_err();
+    assert!(e.contains("--model-config") && !e.contains('\n'), "{e}");
+    let from = cli(&strings(&[
+        "check",
+        "--json",
+        "--quiet",
+        "--from",
+        &file.path(),
+        "--model-config",
+        config,
+    ]));
+    // 59,605 steps of 2,048 × 8,192 tokens.
+    let mut flags = strings(&[
+        "check",
+        "--json",
+        "--quiet",
+        "--memory",
+        "detailed",
+        "--tokens",
+        "1000005959680",
+    ]);
+    flags.extend(design);
+    assert_eq!(from, cli(&flags));
+    assert!(from.unwrap().contains("\"tp\": 4"));
+}
