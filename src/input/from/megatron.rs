@@ -36,6 +36,9 @@ pub const STACK_OPTIONS: [&str; 9] = [
     "--cp-comm-type",
 ];
 
+/// Commands that launch the script: the words from one to the `*.py` word are theirs.
+const LAUNCHERS: [&str; 5] = ["torchrun", "deepspeed", "srun", "accelerate", "mpirun"];
+
 /// Prefixes of options that do not change the plan: data, tokenizer, optimizer and its
 /// schedule, logging, checkpoints, evaluation, seeds, initialisation, dropout, timeouts.
 const UNUSED_PREFIXES: [&str; 44] = [
@@ -266,11 +269,24 @@ fn float(option: &str, text: &str) -> Result<f64> {
 /// The design the arguments in `text` state.
 pub fn parse(text: &str) -> Result<FromFile> {
     let (words, comments) = words(text)?;
-    // torchrun's counts, before the script.
+    // The launcher's words run from its command (torchrun, python, …) to the script; its
+    // counts are the GPUs, and every other word is the script's (an array defined before
+    // the command line included).
     let script = words.iter().position(|w| w.ends_with(".py"));
-    let (launcher, args) = match script {
-        Some(i) => (&words[..i], &words[i + 1..]),
-        None => (&words[..0], &words[..]),
+    let (launcher, args): (&[String], Vec<String>) = match script {
+        Some(i) => {
+            let start = words[..i]
+                .iter()
+                .rposition(|w| {
+                    let name = w.rsplit('/').next().unwrap_or(w);
+                    LAUNCHERS.contains(&name) || name.starts_with("python")
+                })
+                .unwrap_or(i);
+            let mut args = words[..start].to_vec();
+            args.extend_from_slice(&words[i + 1..]);
+            (&words[start..i], args)
+        }
+        None => (&words[..0], words.clone()),
     };
     let mut options: Vec<(String, Option<String>)> = Vec::new();
     let mut i = 0;
@@ -511,11 +527,11 @@ pub fn parse(text: &str) -> Result<FromFile> {
         // The block method over half of each stage's layers is selective-layer.
         if from.recompute == Some(Recompute::SelectiveLayer) {
             let per_stage = layers / pp;
-            if layers % pp != 0 || r * 2 != per_stage {
+            if layers % pp != 0 || per_stage < 2 || r != per_stage / 2 {
                 return Err(Error::invalid(
                     "--recompute-num-layers",
                     r,
-                    format!("half of each stage's {per_stage} layers with --recompute-method block (trainplan's selective-layer)"),
+                    format!("half of each stage's {per_stage} layers, rounded down, with --recompute-method block (trainplan's selective-layer)"),
                 ));
             }
         }
@@ -721,6 +737,14 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("quote"));
+    }
+
+    #[test]
+    fn a_launch_script_s_array_and_torchrun_s_counts_are_read() {
+        let script = "#!/bin/bash\nARGS=(\n  --num-layers 2 --hidden-size 256 --ffn-hidden-size 512\n  --num-attention-heads 2 --swiglu --disable-bias-linear --bf16\n  --seq-length 128 --micro-batch-size 1 --train-iters 10\n)\ntorchrun --nproc_per_node=8 --nnodes 2 pretrain_gpt.py \"${ARGS[@]}\" \\\n  --global-batch-size 16\n";
+        let f = parse(script).unwrap();
+        assert_eq!(f.gpus, Some(16));
+        assert_eq!(f.tokens, Some(10 * 16 * 128));
     }
 
     #[test]
