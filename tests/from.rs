@@ -189,7 +189,7 @@ fn same_grade(design: &Design, file: &Scratch, alongside: &[String]) -> Result<(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(ProptestConfig { cases: 64, max_global_rejects: 1_000_000, ..ProptestConfig::default() })]
 
     #[test]
     fn megatron_s_arguments_grade_as_the_design_they_came_from(
