@@ -521,3 +521,101 @@ fn a_config_s_model_round_trips_with_the_config_alongside() {
     assert_eq!(from, cli(&flags));
     assert!(from.unwrap().contains("\"tp\": 4"));
 }
+
+/// Words a launcher file is made of, and some it should not be.
+const WORDS: &[&str] = &[
+    "--num-layers",
+    "--hidden-size",
+    "--ffn-hidden-size",
+    "--num-attention-heads",
+    "--group-query-attention",
+    "--num-query-groups",
+    "--kv-channels",
+    "--vocab-size",
+    "--swiglu",
+    "--bf16",
+    "--fp8-format",
+    "--fp8-recipe",
+    "--seq-length",
+    "--micro-batch-size",
+    "--global-batch-size",
+    "--train-iters",
+    "--train-samples",
+    "--tensor-model-parallel-size",
+    "--pipeline-model-parallel-size",
+    "--pipeline-model-parallel-layout",
+    "--num-virtual-stages-per-pipeline-rank",
+    "--num-layers-per-virtual-pipeline-stage",
+    "--recompute-granularity",
+    "--recompute-method",
+    "--recompute-num-layers",
+    "--window-size",
+    "--rotary-base",
+    "--norm-epsilon",
+    "--disable-bias-linear",
+    "--make-vocab-size-divisible-by",
+    "torchrun",
+    "--nproc_per_node",
+    "--nnodes",
+    "x.py",
+    "0",
+    "1",
+    "2",
+    "7",
+    "-1",
+    "18446744073709551615",
+    "99999999999999999999",
+    "1e-05",
+    "nan",
+    "full",
+    "block",
+    "uniform",
+    "selective",
+    "hybrid",
+    "delayed",
+    "4095,0",
+    ",",
+    "Et|(t|)*3,tL",
+    "(t|)*99999999999,",
+    "\"",
+    "'",
+    "\\",
+    "\n",
+    "#",
+    "=",
+    "(",
+    ")",
+    "[training]",
+    "{",
+    "}",
+    "steps = 1",
+    "seq_len = 0",
+    "[parallelism]",
+    "pipeline_parallel_degree = 4",
+    "\"train_batch_size\": 8,",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Any text made of these words gives a design or one line of error, never a panic.
+    #[test]
+    fn any_file_is_read_or_refused_on_one_line(
+        words in prop::collection::vec(prop::sample::select(WORDS.to_vec()), 0..40),
+        joins in prop::collection::vec(prop::sample::select(vec![" ", "\n", "", "="]), 40),
+    ) {
+        let mut text = String::new();
+        for (w, j) in words.iter().zip(&joins) {
+            text.push_str(w);
+            text.push_str(j);
+        }
+        for name in ["x.sh", "x.toml", "x.json"] {
+            match trainplan::input::from::parse(&text, std::path::Path::new(name)) {
+                Ok(mut f) => {
+                    let _ = f.resolve_interleaving(u64::MAX);
+                }
+                Err(e) => prop_assert!(!e.to_string().contains('\n'), "{e}"),
+            }
+        }
+    }
+}

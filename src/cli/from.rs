@@ -516,8 +516,15 @@ pub fn apply_search(args: &mut SearchArgs, f: FromFile, path: &str) -> Result<Ve
         _ => f.gpus.or(f.dp.map(|dp| dp.saturating_mul(parallel))),
     };
     set("--gpus", &mut args.brief.gpus, gpus)?;
-    if f.stack.is_some() {
-        set("--stack", &mut args.detailed.stack, f.stack)?;
+    // The stack is the detailed model's: under the plate it is only named.
+    if let Some(stack) = f.stack {
+        if args.detailed.memory == MemoryArg::Detailed {
+            set("--stack", &mut args.detailed.stack, Some(stack))?;
+        } else {
+            notes.push(format!(
+                "note: --from {path}: the file's stack, {stack}, is the detailed model's: add --memory detailed to search under it"
+            ));
+        }
     }
     if !f.unused.is_empty() {
         notes.push(format!(

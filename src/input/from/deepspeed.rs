@@ -105,8 +105,8 @@ pub fn parse(text: &str, path: &Path) -> Result<FromFile> {
         .contains(&k)
         {
             return Err(Error::invalid(
-                k,
-                value,
+                k.escape_debug().to_string(),
+                value.to_string().escape_debug(),
                 "a DeepSpeed key trainplan maps to the design or knows to leave the plan alone (take it out, or state it with trainplan's flags if it changes the design)",
             ));
         }
@@ -170,8 +170,8 @@ pub fn parse(text: &str, path: &Path) -> Result<FromFile> {
                 };
                 if !off {
                     return Err(Error::invalid(
-                        format!("zero_optimization.{k}"),
-                        value,
+                        format!("zero_optimization.{}", k.escape_debug()),
+                        value.to_string().escape_debug(),
                         "a ZeRO key trainplan maps (stage) or knows to leave the plan alone (bucket sizes, overlap, prefetch); offloading is not planned",
                     ));
                 }

@@ -195,6 +195,13 @@ pub fn words(text: &str) -> Result<(Vec<String>, Vec<String>)> {
     if in_word {
         words.push(word);
     }
+    if let Some(bad) = words.iter().find(|w| w.chars().any(char::is_control)) {
+        return Err(Error::invalid(
+            "megatron arguments",
+            bad.escape_debug(),
+            "words without line breaks or control characters",
+        ));
+    }
     Ok((words, comments))
 }
 

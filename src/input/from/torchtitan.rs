@@ -55,8 +55,13 @@ const UNUSED_TRAINING: [&str; 11] = [
     "dataloader",
 ];
 
+/// An error naming `key` (escaped: a TOML key may hold a line break) and its value.
 fn error(key: &str, value: impl ToString, expected: impl Into<String>) -> Error {
-    Error::invalid(key, value, expected)
+    Error::invalid(
+        key.escape_debug().to_string(),
+        value.to_string().escape_debug(),
+        expected,
+    )
 }
 
 fn int(table: &Table, section: &str, key: &str) -> Result<Option<u64>> {
