@@ -7,6 +7,9 @@
 //! `--tokens`). `--model-config` may always come along: the file's dimensions must be its.
 
 use std::fmt::Display;
+use std::path::Path;
+
+use serde::Serialize;
 
 use super::args::{DesignArgs, MemoryArg, OnOff, RecomputeArg, SearchArgs};
 use crate::cost::activations::Recompute;
@@ -537,4 +540,40 @@ pub fn apply_search(args: &mut SearchArgs, f: FromFile, path: &str) -> Result<Ve
         args.brief.gpus.map_or("brief's".into(), |g| g.to_string())
     ));
     Ok(notes)
+}
+
+/// What `--from` read, as `check --json` adds it (`"from"`): the file, its launcher, and the
+/// options it read and left alone.
+#[derive(Debug, Clone, Serialize)]
+pub struct Read {
+    /// The file as given.
+    pub file: String,
+    /// The launcher: megatron, torchtitan or deepspeed.
+    pub format: &'static str,
+    /// What was read and not used.
+    pub unused: Vec<String>,
+}
+
+impl Read {
+    /// What `file` at `path` gave.
+    pub fn of(file: &FromFile, path: &Path) -> Read {
+        Read {
+            file: path.display().to_string(),
+            format: file.source.name(),
+            unused: file.unused.clone(),
+        }
+    }
+
+    /// The plan JSON `text` (a pretty-printed object) with `"from"` added last, so the rest is
+    /// byte for byte what the flags give.
+    pub fn add_to(&self, text: &str) -> Result<String> {
+        let body = text
+            .trim_end()
+            .strip_suffix('}')
+            .ok_or_else(|| Error::invalid("--from", "JSON", "a plan object to add the file to"))?;
+        let from = serde_json::to_string_pretty(self)
+            .map_err(|e| Error::invalid("--from", "JSON", e.to_string()))?
+            .replace('\n', "\n  ");
+        Ok(format!("{},\n  \"from\": {from}\n}}\n", body.trim_end()))
+    }
 }

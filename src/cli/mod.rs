@@ -94,11 +94,12 @@ where
         }
         Err(e) => return Err(one_line(&e.render().to_string())),
     };
-    if let Err(e) = apply_from(&mut cli.command, cli.quiet) {
-        return Err(format!("error: {e}"));
-    }
+    let read = match apply_from(&mut cli.command, cli.quiet) {
+        Ok(read) => read,
+        Err(e) => return Err(format!("error: {e}")),
+    };
     let outcome = match &cli.command {
-        Command::Check(args) => run_check(args, cli.quiet, out),
+        Command::Check(args) => run_check(args, read.as_ref(), cli.quiet, out),
         Command::Search(args) => run_search(args, cli.quiet, out),
         Command::Merge(args) => run_merge(args, cli.quiet, out),
         Command::Export(args) => run_export(args, cli.quiet, out),
@@ -113,31 +114,35 @@ where
 }
 
 /// Lays a `--from` file over the flags of `check` or `search`, printing its notes on stderr
-/// (unless quiet).
-fn apply_from(command: &mut Command, quiet: bool) -> Result<()> {
-    let notes = match command {
+/// (unless quiet); what was read, for `check --json`'s `from`.
+fn apply_from(command: &mut Command, quiet: bool) -> Result<Option<from::Read>> {
+    let (notes, read) = match command {
         Command::Check(args) => match args.from.clone() {
-            Some(path) => from::apply(
-                &mut args.design,
-                input::from::read(&path)?,
-                &path.display().to_string(),
-            )?,
-            None => return Ok(()),
+            Some(path) => {
+                let file = input::from::read(&path)?;
+                let read = from::Read::of(&file, &path);
+                let shown = path.display().to_string();
+                (from::apply(&mut args.design, file, &shown)?, read)
+            }
+            None => return Ok(None),
         },
         Command::Search(args) => match args.from.clone() {
             Some(path) => {
-                from::apply_search(args, input::from::read(&path)?, &path.display().to_string())?
+                let file = input::from::read(&path)?;
+                let read = from::Read::of(&file, &path);
+                let shown = path.display().to_string();
+                (from::apply_search(args, file, &shown)?, read)
             }
-            None => return Ok(()),
+            None => return Ok(None),
         },
-        _ => return Ok(()),
+        _ => return Ok(None),
     };
     if !quiet {
         for note in notes {
             eprintln!("{note}");
         }
     }
-    Ok(())
+    Ok(Some(read))
 }
 
 /// Clap's message on one line: the lines before its usage and help hints, joined.
@@ -244,7 +249,12 @@ fn grade(args: &DesignArgs, sensitivity: bool) -> Result<CheckReport> {
     Ok(report)
 }
 
-fn run_check(args: &CheckArgs, quiet: bool, out: &mut dyn Write) -> Result<bool> {
+fn run_check(
+    args: &CheckArgs,
+    read: Option<&from::Read>,
+    quiet: bool,
+    out: &mut dyn Write,
+) -> Result<bool> {
     if let Some(plot) = &args.plot {
         refuse_overwrite("--plot", plot, &args.design.inputs())?;
     }
@@ -266,7 +276,11 @@ fn run_check(args: &CheckArgs, quiet: bool, out: &mut dyn Write) -> Result<bool>
         let launch = Launch::from_check(&report)?;
         print_launch(format, &launch, &report.plan.reasons, quiet, out)?;
     } else {
-        print(out, &format.exporter().check(&report)?)?;
+        let mut text = format.exporter().check(&report)?;
+        if let (Format::Json, Some(read)) = (format, read) {
+            text = read.add_to(&text)?;
+        }
+        print(out, &text)?;
     }
     Ok(report.plan.pass)
 }
