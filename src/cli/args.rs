@@ -1525,9 +1525,11 @@ impl SearchArgs {
         Ok(shapes)
     }
 
-    /// The files the search reads: the brief, the models' configs, the efficiency table.
+    /// The files the search reads: the brief, the models' configs, the efficiency table, the
+    /// --from file.
     pub fn inputs(&self) -> Vec<&Path> {
         let mut inputs: Vec<&Path> = self.model_config.iter().map(PathBuf::as_path).collect();
+        inputs.extend(self.from.as_deref());
         inputs.extend(self.brief.brief.as_deref());
         inputs.extend(self.time.inputs());
         inputs

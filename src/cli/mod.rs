@@ -256,7 +256,9 @@ fn run_check(
     out: &mut dyn Write,
 ) -> Result<bool> {
     if let Some(plot) = &args.plot {
-        refuse_overwrite("--plot", plot, &args.design.inputs())?;
+        let mut inputs = args.design.inputs();
+        inputs.extend(args.from.as_deref());
+        refuse_overwrite("--plot", plot, &inputs)?;
     }
     args.check_sensitivity()?;
     let report = grade(&args.design, args.sensitivity)?;
