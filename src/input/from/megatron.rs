@@ -36,12 +36,72 @@ pub const STACK_OPTIONS: [&str; 9] = [
     "--cp-comm-type",
 ];
 
-/// Commands that launch the script: the words from one to the `*.py` word are theirs.
-const LAUNCHERS: [&str; 5] = ["torchrun", "deepspeed", "srun", "accelerate", "mpirun"];
+/// The launchers' options (torchrun's, the deepspeed launcher's): their counts give the GPUs,
+/// the rest say where the ranks meet.
+const LAUNCHER_OPTIONS: [&str; 16] = [
+    "--nproc_per_node",
+    "--nproc-per-node",
+    "--nnodes",
+    "--num_gpus",
+    "--num_nodes",
+    "--node_rank",
+    "--node-rank",
+    "--master_addr",
+    "--master-addr",
+    "--master_port",
+    "--master-port",
+    "--rdzv_backend",
+    "--rdzv-backend",
+    "--rdzv_endpoint",
+    "--rdzv-endpoint",
+    "--rdzv_id",
+];
+
+/// The words with a shell's plain variables put in (`NAME=value` before, `$NAME` or `${NAME}`
+/// a whole word after) and arrays' brackets taken off (`ARGS=(--x`, `1)`).
+fn expand(words: Vec<String>) -> Vec<String> {
+    let mut vars: Vec<(String, String)> = Vec::new();
+    let mut out = Vec::with_capacity(words.len());
+    for w in words {
+        if let Some((name, value)) = w.split_once('=') {
+            let plain = !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !name.starts_with(|c: char| c.is_ascii_digit());
+            if plain {
+                match value.strip_prefix('(') {
+                    Some(rest) if !rest.is_empty() => out.push(rest.to_string()),
+                    Some(_) => {}
+                    None => vars.push((name.to_string(), value.to_string())),
+                }
+                continue;
+            }
+        }
+        let w = match w.strip_suffix(')') {
+            Some(rest) if !w.contains('(') => rest.to_string(),
+            _ => w,
+        };
+        if w.is_empty() {
+            continue;
+        }
+        let name = w
+            .strip_prefix("${")
+            .and_then(|r| r.strip_suffix('}'))
+            .or_else(|| w.strip_prefix('$'));
+        match name.and_then(|n| vars.iter().rev().find(|(v, _)| v == n)) {
+            Some((_, value)) => out.push(value.clone()),
+            None => out.push(w),
+        }
+    }
+    out
+}
 
 /// Prefixes of options that do not change the plan: data, tokenizer, optimizer and its
 /// schedule, logging, checkpoints, evaluation, seeds, initialisation, dropout, timeouts.
-const UNUSED_PREFIXES: [&str; 44] = [
+const UNUSED_PREFIXES: [&str; 48] = [
+    "--attention-softmax-in-fp32",
+    "--calculate-per-token-loss",
+    "--empty-unused-memory-level",
+    "--profile",
     "--data-",
     "--split",
     "--mock-data",
@@ -97,7 +157,10 @@ const FIXED: [(&str, &str); 3] = [
 ];
 
 /// Options that take no value.
-const SWITCHES: [&str; 22] = [
+const SWITCHES: [&str; 25] = [
+    "--attention-softmax-in-fp32",
+    "--calculate-per-token-loss",
+    "--fp8-param-gather",
     "--sequence-parallel",
     "--use-distributed-optimizer",
     "--use-megatron-fsdp",
@@ -276,25 +339,7 @@ fn float(option: &str, text: &str) -> Result<f64> {
 /// The design the arguments in `text` state.
 pub fn parse(text: &str) -> Result<FromFile> {
     let (words, comments) = words(text)?;
-    // The launcher's words run from its command (torchrun, python, …) to the script; its
-    // counts are the GPUs, and every other word is the script's (an array defined before
-    // the command line included).
-    let script = words.iter().position(|w| w.ends_with(".py"));
-    let (launcher, args): (&[String], Vec<String>) = match script {
-        Some(i) => {
-            let start = words[..i]
-                .iter()
-                .rposition(|w| {
-                    let name = w.rsplit('/').next().unwrap_or(w);
-                    LAUNCHERS.contains(&name) || name.starts_with("python")
-                })
-                .unwrap_or(i);
-            let mut args = words[..start].to_vec();
-            args.extend_from_slice(&words[i + 1..]);
-            (&words[start..i], args)
-        }
-        None => (&words[..0], words.clone()),
-    };
+    let args = expand(words);
     let mut options: Vec<(String, Option<String>)> = Vec::new();
     let mut i = 0;
     while i < args.len() {
@@ -309,7 +354,7 @@ pub fn parse(text: &str) -> Result<FromFile> {
         }
         let switch = SWITCHES.contains(&name);
         let value = match args.get(i) {
-            Some(next) if !switch && !next.starts_with("--") && !next.starts_with(')') => {
+            Some(next) if !switch && !next.starts_with("--") && !next.ends_with(".py") => {
                 i += 1;
                 Some(next.clone())
             }
@@ -318,24 +363,18 @@ pub fn parse(text: &str) -> Result<FromFile> {
         options.push((name.to_string(), value));
     }
     let mut from = FromFile::new(Source::Megatron);
-    let mut launcher_gpus = (None, None);
-    let mut j = 0;
-    while j < launcher.len() {
-        let w = launcher[j].as_str();
-        let (name, value) = match w.split_once('=') {
-            Some((n, v)) => (n, Some(v.to_string())),
-            None => (w, launcher.get(j + 1).cloned()),
-        };
-        match name {
-            "--nproc_per_node" | "--nproc-per-node" => {
-                launcher_gpus.0 = value.map(|v| whole(name, &v)).transpose()?
-            }
-            "--nnodes" => launcher_gpus.1 = value.map(|v| whole(name, &v)).transpose()?,
-            _ => {}
-        }
-        j += 1;
-    }
-    if let (Some(per_node), nodes) = launcher_gpus {
+    // The launcher's counts (torchrun's, or the deepspeed launcher's): the GPUs, when they
+    // are numbers.
+    let count = |names: &[&str]| {
+        options
+            .iter()
+            .find(|(n, _)| names.contains(&n.as_str()))
+            .and_then(|(_, v)| v.as_deref()?.parse::<u64>().ok())
+            .filter(|&n| n >= 1)
+    };
+    let per_node = count(&["--nproc_per_node", "--nproc-per-node", "--num_gpus"]);
+    let nodes = count(&["--nnodes", "--num_nodes"]);
+    if let Some(per_node) = per_node {
         from.gpus = Some(times("--nnodes", per_node, nodes.unwrap_or(1))?);
     }
     let mut seen: Vec<&str> = Vec::new();
@@ -393,6 +432,16 @@ pub fn parse(text: &str) -> Result<FromFile> {
             "--vocab-size" => dims.vocab = Some(n()?),
             "--swiglu" => dims.swiglu = true,
             "--norm-epsilon" => dims.norm_eps = Some(float(name, need()?)?),
+            // RoPE over the whole head, as every model here has it.
+            "--rotary-percent" => {
+                if float(name, need()?)? != 1.0 {
+                    return Err(Error::invalid(
+                        name.as_str(),
+                        need()?,
+                        "1.0: RoPE over the whole head, the model trainplan plans",
+                    ));
+                }
+            }
             "--rotary-base" => dims.rope_theta = Some(float(name, need()?)?),
             "--use-rope-scaling" => dims.rope_scaling = true,
             "--window-size" => {
@@ -427,6 +476,7 @@ pub fn parse(text: &str) -> Result<FromFile> {
             "--bf16" => bf16 = true,
             "--fp8-format" => fp8.0 = Some(need()?.to_string()),
             "--fp8-recipe" => fp8.1 = Some(need()?.to_string()),
+            option if LAUNCHER_OPTIONS.contains(&option) => {}
             option if STACK_OPTIONS.contains(&option) => from.stack_options.push(match value {
                 Some(v) => format!("{option} {v}"),
                 None => option.to_string(),
@@ -752,6 +802,14 @@ mod tests {
         let f = parse(script).unwrap();
         assert_eq!(f.gpus, Some(16));
         assert_eq!(f.tokens, Some(10 * 16 * 128));
+        // The launcher's options in an array of their own, a count in a variable.
+        let script = script.replace(
+            "torchrun --nproc_per_node=8 --nnodes 2",
+            "N=4\nDIST=(--nproc_per_node $N --nnodes 2)\ntorchrun \"${DIST[@]}\"",
+        );
+        let f = parse(&script).unwrap();
+        assert_eq!(f.gpus, Some(8));
+        assert_eq!(expand(vec!["A=(--x".into(), "1)".into()]), ["--x", "1"]);
     }
 
     #[test]
