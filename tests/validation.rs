@@ -61,6 +61,19 @@ fn files(dir: &Path) {
             &b"{\"model\": \"70b\", \"tokens\": 1000000000000, \"layout\": {\"tp\": 8, \"pp\": 8, \"dp\": 32, \"zero\": 1}}"[..],
         ),
         (
+            "args.sh",
+            &b"ARGS=(\n  --num-layers 32\n  --num-experts 8\n)\n"[..],
+        ),
+        (
+            "job.toml",
+            &b"[model]\nname = \"llama3\"\nflavor = \"8B\"\n\n[training]\nlocal_batch_size = 1\nglobal_batch_size = 64\nseq_len = 8192\nsteps = 1000\n\n[parallelism]\ndata_parallel_shard_degree = 64\nfsdp_reshard_after_forward = \"always\"\n"[..],
+        ),
+        ("moe.toml", &b"[parallelism]\nexpert_parallel_degree = 8\n"[..]),
+        (
+            "ds_config.json",
+            &b"{\"train_batch_size\": 64, \"train_micro_batch_size_per_gpu\": 1, \"bf16\": {\"enabled\": true}, \"zero_optimization\": {\"stage\": 3}}\n"[..],
+        ),
+        (
             "plan-twice.json",
             &b"{\"model\": \"70b\", \"tokens\": 1000000000000, \"tokens\": 1, \"layout\": {\"tp\": 8, \"pp\": 8, \"dp\": 32, \"zero\": 1}}"[..],
         ),
@@ -219,6 +232,11 @@ const ROWS: &[Row] = &[
     row("`--shard I/N`", "1 ≤ I ≤ N", &["search", "--shard", "3/2"], "error: invalid --shard = 3/2: I/N with 1 ≤ I ≤ N, for example 3/8"),
     row("`--layers`, `--hidden`, `--ffn-ratio`", "ranges start..end:step, together", &["search", "--layers", "40..10:4", "--hidden", "8192", "--ffn-ratio", "3.5"], "error: invalid --layers = 40..10:4: a range start..end:step, for example 40..160:4"),
     row("a shape family", "at most 10⁶ shapes", &["search", "--layers", "1..100000:1", "--hidden", "128..1000000:128", "--ffn-ratio", "1..64:1"], "error: invalid shape family = 49996800000 shapes: at most 1000000 (widen the steps)"),
+    // Launcher files read back (check --from).
+    row("`--from` Megatron-LM arguments", "options trainplan maps or knows to leave alone", &["check", "--from", "args.sh"], "error: invalid --num-experts = 8: an option trainplan maps to the design or knows to leave the plan alone (take it out, or state it with trainplan's flags if it changes the design)"),
+    row("`--from` torchtitan keys", "keys trainplan maps or knows to leave alone", &["check", "--from", "moe.toml"], "error: invalid parallelism.expert_parallel_degree = 8: a key trainplan maps to the design or knows to leave the plan alone (take it out, or state it with trainplan's flags if it changes the design)"),
+    row("a flag with `--from`", "what the file says, where it says it", &["check", "--from", "job.toml", "--tp", "2"], "error: invalid --tp = 2: 1, what the --from file says (a flag the file sets must agree with it)"),
+    row("`--from` a DeepSpeed JSON", "with the model alongside", &["check", "--from", "ds_config.json"], "error: invalid --from = deepspeed: the model alongside: DeepSpeed's JSON has none (give --model-config config.json, or --model)"),
     // Other commands' inputs.
     row("`merge FILE…`", "partial results of `search --shard`", &["merge", "partial.json"], "error: cannot parse 'partial.json': not a partial search result: missing field `kind` at line 1 column 2"),
     row("a partial result's `rank`", "loss, days, memory or cost", &["merge", "rank.json"], "error: invalid rank = speed: loss, days, memory or cost"),

@@ -324,3 +324,16 @@ pub fn plan_struct(data: &[u8]) {
     }
     plan_text(&text, index);
 }
+
+/// Target 7: a launcher's configuration as `check --from FILE` reads it — a Megatron-LM
+/// argument list (the shell words, the layout string), a torchtitan TOML, a DeepSpeed JSON —
+/// under each of the names that pick the format; a bad file is one error, never a panic.
+pub fn launcher_from(data: &[u8]) {
+    let Some(text) = text(data) else { return };
+    for name in ["fuzz/args.sh", "fuzz/job.toml", "fuzz/ds_config.json"] {
+        if let Ok(mut from) = trainplan::input::from::parse(text, Path::new(name)) {
+            let _ = from.resolve_interleaving(80);
+            let _ = from.resolve_interleaving(u64::MAX);
+        }
+    }
+}

@@ -381,6 +381,13 @@ pub struct CheckArgs {
     /// JSON).
     #[arg(long)]
     pub sensitivity: bool,
+    /// Grade a launcher's configuration: a Megatron-LM argument list (the shell array `export`
+    /// writes, a script or a file of arguments), a torchtitan job TOML, or a DeepSpeed JSON
+    /// with the model (--model-config) and the layout (--tp, --pp), which its JSON lacks.
+    /// Flags the file also sets must agree with it; what it cannot map is named, not guessed
+    /// (docs/configs.md).
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
     #[command(flatten)]
     pub design: DesignArgs,
 }
@@ -1511,6 +1518,11 @@ pub struct SearchArgs {
     /// JSON for `trainplan merge`; for a batch scheduler's array job.
     #[arg(long, value_name = "I/N", conflicts_with_all = ["pareto", "json", "format", "plot"])]
     pub shard: Option<String>,
+    /// Search around a launcher's configuration (as `check --from` reads it): its model the
+    /// one shape, its GPUs and sequence length the brief's, its stack where it says one; the
+    /// layouts and steps are the search's usual ones (docs/configs.md).
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
     #[command(flatten)]
     pub family: FamilyArgs,
     #[command(flatten)]
@@ -1561,9 +1573,11 @@ impl SearchArgs {
         Ok(shapes)
     }
 
-    /// The files the search reads: the brief, the models' configs, the efficiency table.
+    /// The files the search reads: the brief, the models' configs, the efficiency table, the
+    /// --from file.
     pub fn inputs(&self) -> Vec<&Path> {
         let mut inputs: Vec<&Path> = self.model_config.iter().map(PathBuf::as_path).collect();
+        inputs.extend(self.from.as_deref());
         inputs.extend(self.brief.brief.as_deref());
         inputs.extend(self.time.inputs());
         inputs

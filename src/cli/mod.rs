@@ -6,6 +6,7 @@
 //! a buffer for the Python package), so every caller gets the same bytes.
 
 pub mod args;
+mod from;
 
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -83,7 +84,7 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(args) {
+    let mut cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => return Ok(Outcome::Help(Box::new(e))),
         Err(e) if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
@@ -93,8 +94,12 @@ where
         }
         Err(e) => return Err(one_line(&e.render().to_string())),
     };
+    let read = match apply_from(&mut cli.command, cli.quiet) {
+        Ok(read) => read,
+        Err(e) => return Err(format!("error: {e}")),
+    };
     let outcome = match &cli.command {
-        Command::Check(args) => run_check(args, cli.quiet, out),
+        Command::Check(args) => run_check(args, read.as_ref(), cli.quiet, out),
         Command::Search(args) => run_search(args, cli.quiet, out),
         Command::Merge(args) => run_merge(args, cli.quiet, out),
         Command::Export(args) => run_export(args, cli.quiet, out),
@@ -106,6 +111,38 @@ where
     outcome
         .map(Outcome::Answer)
         .map_err(|e| format!("error: {e}"))
+}
+
+/// Lays a `--from` file over the flags of `check` or `search`, printing its notes on stderr
+/// (unless quiet); what was read, for `check --json`'s `from`.
+fn apply_from(command: &mut Command, quiet: bool) -> Result<Option<from::Read>> {
+    let (notes, read) = match command {
+        Command::Check(args) => match args.from.clone() {
+            Some(path) => {
+                let file = input::from::read(&path)?;
+                let read = from::Read::of(&file, &path);
+                let shown = path.display().to_string();
+                (from::apply(&mut args.design, file, &shown)?, read)
+            }
+            None => return Ok(None),
+        },
+        Command::Search(args) => match args.from.clone() {
+            Some(path) => {
+                let file = input::from::read(&path)?;
+                let read = from::Read::of(&file, &path);
+                let shown = path.display().to_string();
+                (from::apply_search(args, file, &shown)?, read)
+            }
+            None => return Ok(None),
+        },
+        _ => return Ok(None),
+    };
+    if !quiet {
+        for note in notes {
+            eprintln!("{note}");
+        }
+    }
+    Ok(Some(read))
 }
 
 /// Clap's message on one line: the lines before its usage and help hints, joined.
@@ -212,9 +249,16 @@ fn grade(args: &DesignArgs, sensitivity: bool) -> Result<CheckReport> {
     Ok(report)
 }
 
-fn run_check(args: &CheckArgs, quiet: bool, out: &mut dyn Write) -> Result<bool> {
+fn run_check(
+    args: &CheckArgs,
+    read: Option<&from::Read>,
+    quiet: bool,
+    out: &mut dyn Write,
+) -> Result<bool> {
     if let Some(plot) = &args.plot {
-        refuse_overwrite("--plot", plot, &args.design.inputs())?;
+        let mut inputs = args.design.inputs();
+        inputs.extend(args.from.as_deref());
+        refuse_overwrite("--plot", plot, &inputs)?;
     }
     args.check_sensitivity()?;
     let report = grade(&args.design, args.sensitivity)?;
@@ -234,7 +278,11 @@ fn run_check(args: &CheckArgs, quiet: bool, out: &mut dyn Write) -> Result<bool>
         let launch = Launch::from_check(&report)?;
         print_launch(format, &launch, &report.plan.reasons, quiet, out)?;
     } else {
-        print(out, &format.exporter().check(&report)?)?;
+        let mut text = format.exporter().check(&report)?;
+        if let (Format::Json, Some(read)) = (format, read) {
+            text = read.add_to(&text)?;
+        }
+        print(out, &text)?;
     }
     Ok(report.plan.pass)
 }

@@ -9,6 +9,7 @@
 //! Uses every part below it (`report`, `search`, `plan`, `brief`, `cost`, `model`) and the
 //! ground floor.
 
+pub mod from;
 pub mod hf;
 pub mod plan_file;
 pub mod strict;

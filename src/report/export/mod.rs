@@ -12,7 +12,7 @@ mod formats;
 mod json;
 pub mod launch;
 mod markdown;
-mod megatron;
+pub mod megatron;
 mod text;
 mod torchtitan;
 

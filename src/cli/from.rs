@@ -1,0 +1,579 @@
+//! `--from FILE`: a launcher's configuration laid over the flags, so `check --from` grades
+//! exactly what the same flags would (the file fills the flags; the grading is `check`'s own).
+//!
+//! The rule for flags given alongside: a flag the file also sets must say the same (else the
+//! flag and both values are named, and nothing runs); a flag the file does not set is used
+//! as usual (the brief's flags; for DeepSpeed the model, `--tp`, `--pp`, `--seq-len`,
+//! `--tokens`). `--model-config` may always come along: the file's dimensions must be its.
+
+use std::fmt::Display;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::args::{DesignArgs, MemoryArg, OnOff, RecomputeArg, SearchArgs};
+use crate::cost::activations::Recompute;
+use crate::cost::memory::detailed::Options;
+use crate::cost::stack::Stack;
+use crate::cost::step::{Schedule, Step};
+use crate::error::{Error, Result};
+use crate::input::from::megatron::STACK_OPTIONS;
+use crate::input::from::{Dims, FileModel, FromFile, Source};
+use crate::input::hf;
+use crate::model::layout::Layout;
+use crate::model::{self, Shape};
+use crate::report::export::megatron;
+use crate::report::export::Launch;
+
+/// The flag `flag` set to the file's value, or checked against it.
+fn set<T: PartialEq + Display + Clone>(
+    flag: &str,
+    slot: &mut Option<T>,
+    file: Option<T>,
+) -> Result<()> {
+    set_by(flag, slot, file, T::to_string)
+}
+
+/// [`set`], with values shown by `show`.
+fn set_by<T: PartialEq + Clone>(
+    flag: &str,
+    slot: &mut Option<T>,
+    file: Option<T>,
+    show: impl Fn(&T) -> String,
+) -> Result<()> {
+    let Some(value) = file else {
+        return Ok(());
+    };
+    match slot {
+        Some(given) if *given != value => Err(Error::invalid(
+            flag,
+            show(given),
+            format!(
+                "{}, what the --from file says (a flag the file sets must agree with it)",
+                show(&value)
+            ),
+        )),
+        _ => {
+            *slot = Some(value);
+            Ok(())
+        }
+    }
+}
+
+/// A flag's value as clap spells it.
+fn kebab<T: std::fmt::Debug>(value: &T) -> String {
+    let mut out = String::new();
+    for (i, c) in format!("{value:?}").chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('-');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+fn recompute_arg(r: Recompute) -> RecomputeArg {
+    match r {
+        Recompute::None => RecomputeArg::None,
+        Recompute::Selective => RecomputeArg::Selective,
+        Recompute::Full => RecomputeArg::Full,
+        Recompute::SelectiveOp => RecomputeArg::SelectiveOp,
+        Recompute::SelectiveLayer => RecomputeArg::SelectiveLayer,
+        Recompute::SaveQkv => RecomputeArg::SaveQkv,
+    }
+}
+
+/// The first way `shape` differs from the file's dimensions, if any.
+fn differs(shape: &Shape, d: &Dims) -> Option<String> {
+    let a = &shape.architecture;
+    let checks: [(&str, String, String); 12] = [
+        (
+            "--num-layers",
+            shape.layers.to_string(),
+            d.layers.to_string(),
+        ),
+        (
+            "--hidden-size",
+            shape.hidden.to_string(),
+            d.hidden.to_string(),
+        ),
+        (
+            "--ffn-hidden-size",
+            shape.ffn.to_string(),
+            d.ffn.to_string(),
+        ),
+        (
+            "--num-attention-heads",
+            shape.heads.to_string(),
+            d.heads.to_string(),
+        ),
+        (
+            "--num-query-groups",
+            shape.kv_heads.to_string(),
+            d.kv_heads.to_string(),
+        ),
+        (
+            "--kv-channels",
+            shape.head_dim().to_string(),
+            d.head_dim
+                .unwrap_or(shape.hidden / u64::from(shape.heads).max(1))
+                .to_string(),
+        ),
+        (
+            "vocabulary",
+            shape.vocab.to_string(),
+            d.vocab.unwrap_or(shape.vocab).to_string(),
+        ),
+        (
+            "--untie-embeddings-and-output-weights",
+            (!shape.tied_embeddings).to_string(),
+            (!d.tied_embeddings).to_string(),
+        ),
+        (
+            "biases",
+            format!("{:?}", shape.biases),
+            format!("{:?}", d.biases),
+        ),
+        (
+            "--rotary-base",
+            a.rope_theta.to_string(),
+            d.rope_theta.to_string(),
+        ),
+        (
+            "--norm-epsilon",
+            a.norm_eps.to_string(),
+            d.norm_eps.to_string(),
+        ),
+        (
+            "--window-size",
+            format!("{:?}", a.sliding_window),
+            format!("{:?}", d.sliding_window),
+        ),
+    ];
+    for (what, model, file) in checks {
+        if model != file {
+            return Some(format!("{what}: the model has {model}, the file {file}"));
+        }
+    }
+    let llama31 = a.rope_scaling == crate::model::Architecture::llama31().rope_scaling;
+    if llama31 != d.rope_scaling {
+        return Some(format!(
+            "--use-rope-scaling: the model has {}, the file {}",
+            if llama31 {
+                "Llama 3.1's"
+            } else {
+                "another or none"
+            },
+            if d.rope_scaling { "on" } else { "off" }
+        ));
+    }
+    None
+}
+
+/// The model flags set from the file's model, or checked against the model given.
+fn model(d: &mut DesignArgs, f: &FromFile) -> Result<()> {
+    let m = &mut d.model;
+    let given = m.model.is_some() || m.model_config.is_some() || m.layers.is_some();
+    match &f.model {
+        FileModel::Unstated => {
+            if !given {
+                return Err(Error::invalid(
+                    "--from",
+                    f.source.name(),
+                    match f.source {
+                        Source::DeepSpeed => "the model alongside: DeepSpeed's JSON has none (give --model-config config.json, or --model)",
+                        _ => "the model alongside: the file names none (give --model-config config.json, or --model)",
+                    },
+                ));
+            }
+            Ok(())
+        }
+        FileModel::Preset(name) => {
+            let preset = model::preset(name)?;
+            if given {
+                let shape = m.shape()?;
+                if !shape.same_dimensions(&preset) || shape.architecture != preset.architecture {
+                    return Err(Error::invalid(
+                        "--from",
+                        format!("{} ({})", shape.name, shape.params()),
+                        format!("the file's model, {name}"),
+                    ));
+                }
+                return Ok(());
+            }
+            m.model = Some(name.clone());
+            Ok(())
+        }
+        FileModel::Dims(dims) => {
+            if m.model_config.is_some() || m.model.is_some() {
+                let shape = match &m.model_config {
+                    Some(path) => hf::read(path)?,
+                    None => m.shape()?,
+                };
+                if let Some(why) = differs(&shape, dims) {
+                    return Err(Error::invalid(
+                        "--from",
+                        shape.name.clone(),
+                        format!("the model the file describes ({why})"),
+                    ));
+                }
+                return Ok(());
+            }
+            if m.layers.is_some() {
+                return Err(Error::invalid(
+                    "--layers",
+                    "given with --from",
+                    "the model from the file (or --model-config, which it must match)",
+                ));
+            }
+            let vocab = dims.vocab.ok_or_else(|| {
+                Error::invalid(
+                    "--from",
+                    "no vocabulary",
+                    "a vocabulary: add --vocab-size to the arguments, or give --model-config",
+                )
+            })?;
+            if dims.biases != crate::model::Biases::default() || !dims.rope_scaling {
+                return Err(Error::invalid(
+                    "--from",
+                    if dims.rope_scaling { "biases" } else { "no --use-rope-scaling" },
+                    "a model the flags can state (no biases, Llama 3.1's RoPE scaling): give the model's config.json with --model-config",
+                ));
+            }
+            m.layers = Some(dims.layers);
+            m.hidden = Some(dims.hidden);
+            m.ffn = Some(dims.ffn);
+            let a = &mut m.attention;
+            a.heads = Some(dims.heads);
+            a.kv_heads = Some(dims.kv_heads);
+            a.head_dim = dims.head_dim;
+            a.vocab = Some(vocab);
+            a.tied_embeddings = dims.tied_embeddings;
+            a.rope_theta = Some(dims.rope_theta);
+            a.norm_eps = Some(dims.norm_eps);
+            a.sliding_window = dims.sliding_window;
+            // A preset's dimensions are the preset, named as --model names it.
+            let shape = m.shape()?;
+            if let Some(p) = model::presets()
+                .into_iter()
+                .find(|p| p.same_dimensions(&shape) && p.architecture == shape.architecture)
+            {
+                m.layers = None;
+                m.hidden = None;
+                m.ffn = None;
+                let a = &mut m.attention;
+                (a.heads, a.kv_heads, a.head_dim, a.vocab) = (None, None, None, None);
+                (a.rope_theta, a.norm_eps, a.sliding_window) = (None, None, None);
+                a.tied_embeddings = false;
+                m.model = Some(p.name);
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The stacks a Megatron-LM file may be run with, most likely first: where its options fit
+/// several, the first is taken and the others named.
+const PREFERENCE: [Stack; 7] = [
+    Stack::MegatronTe,
+    Stack::Llama3,
+    Stack::MegatronDeepspeed,
+    Stack::Eager,
+    Stack::Torchtitan,
+    Stack::TorchtitanCompile,
+    Stack::Maxtext,
+];
+
+/// The stack options Megatron-LM's export writes for `stack`, and its layout string, sorted.
+fn megatron_stack_options(
+    shape: &Shape,
+    tokens: u64,
+    layout: Layout,
+    step: Step,
+    stack: Stack,
+) -> Result<Vec<String>> {
+    let launch = Launch::new(
+        shape.clone(),
+        tokens,
+        layout,
+        Some(step),
+        step.seq_len,
+        &Default::default(),
+        Some(Options::for_stack(stack)),
+    )?;
+    let mut options: Vec<String> = megatron::arguments(&launch)?
+        .into_iter()
+        .filter(|a| {
+            STACK_OPTIONS
+                .iter()
+                .any(|o| a == o || a.starts_with(&format!("{o} ")))
+                || a.starts_with("--pipeline-model-parallel-layout ")
+        })
+        .map(|a| a.replace('"', ""))
+        .collect();
+    options.sort();
+    Ok(options)
+}
+
+/// Lays the file over the design flags; returns the notes to print.
+pub fn apply(d: &mut DesignArgs, mut f: FromFile, path: &str) -> Result<Vec<String>> {
+    model(d, &f)?;
+    let shape = d.shape()?;
+    f.resolve_interleaving(u64::from(shape.layers))?;
+    set("--tokens", &mut d.tokens, f.tokens)?;
+    set("--tp", &mut d.tp, f.tp)?;
+    set("--pp", &mut d.pp, f.pp)?;
+    set("--cp", &mut d.cp, f.cp)?;
+    set("--zero", &mut d.zero, f.zero)?;
+    set("--replicate", &mut d.replicate, f.replicate)?;
+    set("--seq-len", &mut d.brief.seq_len, f.seq_len)?;
+    let parallel = d.tp().saturating_mul(d.pp()).saturating_mul(d.cp());
+    let gpus = match (f.dp, f.gpus) {
+        (Some(dp), Some(g)) if dp.saturating_mul(parallel) != g => {
+            return Err(Error::invalid(
+                "--from",
+                format!("{g} GPUs"),
+                format!("TP × PP × CP × DP = {}", dp.saturating_mul(parallel)),
+            ))
+        }
+        (Some(dp), _) => Some(dp.saturating_mul(parallel)),
+        (None, g) => g,
+    };
+    set("--gpus", &mut d.brief.gpus, gpus)?;
+    if d.brief.gpus.is_none() && d.brief.brief.is_none() {
+        return Err(Error::invalid(
+            "--from",
+            path,
+            "the GPUs: the file does not say how many (give --gpus)",
+        ));
+    }
+    let brief = d.brief.resolve()?;
+    let s = &mut d.step;
+    set("--micro-batch", &mut s.micro_batch, f.micro_batch)?;
+    let tokens_a_step = f.global_batch.map(|g| g.saturating_mul(brief.seq_len));
+    set(
+        "--global-batch-tokens",
+        &mut s.global_batch_tokens,
+        tokens_a_step,
+    )?;
+    match (f.source, f.recompute, s.recompute) {
+        // DeepSpeed's checkpointing is the model's: any mode but none.
+        (Source::DeepSpeed, Some(Recompute::Full), Some(r)) if r != RecomputeArg::None => {}
+        (_, r, _) => set_by("--recompute", &mut s.recompute, r.map(recompute_arg), kebab)?,
+    }
+    set_by(
+        "--sequence-parallel",
+        &mut s.sequence_parallel,
+        f.sequence_parallel
+            .map(|on| if on { OnOff::On } else { OnOff::Off }),
+        kebab,
+    )?;
+    if let Some(schedule) = f.schedule {
+        let text = match schedule {
+            Schedule::OneFOneB => "1f1b".to_string(),
+            Schedule::Interleaved(v) => format!("interleaved:{v}"),
+        };
+        match s.schedule.as_deref().map(Schedule::parse).transpose()? {
+            Some(given) if given != schedule => {
+                return Err(Error::invalid(
+                    "--schedule",
+                    s.schedule.clone().unwrap_or_default(),
+                    format!("{text}, what the --from file says"),
+                ))
+            }
+            _ => s.schedule = Some(text),
+        }
+    }
+    set("--precision", &mut s.precision, f.precision)?;
+    d.detailed.memory = MemoryArg::Detailed;
+    let mut notes = Vec::new();
+    if f.source == Source::Megatron {
+        let step = d.memory(&brief)?;
+        let crate::cost::memory::MemoryModel::Detailed(detailed) = step else {
+            unreachable!("the memory model is detailed");
+        };
+        let layout = Layout::with(&brief, &shape, d.degrees(), d.zero())?;
+        let mut wanted = f.stack_options.clone();
+        if let Some((_, text)) = &f.pipeline_layout {
+            wanted.push(format!(
+                "--pipeline-model-parallel-layout {}",
+                text.replace('"', "")
+            ));
+        }
+        wanted.sort();
+        let tokens = d.tokens()?;
+        let matches = |stack: Stack| -> bool {
+            megatron_stack_options(&shape, tokens, layout, detailed.step, stack)
+                .is_ok_and(|o| o == wanted)
+        };
+        let shown = if wanted.is_empty() {
+            "none".to_string()
+        } else {
+            wanted.join(" ")
+        };
+        match d.detailed.stack {
+            Some(stack) if !matches(stack) => notes.push(format!(
+                "note: --from {path}: the file's kernel and overlap options ({shown}) are not the {stack} stack's; graded as --stack says"
+            )),
+            Some(_) => {}
+            None => {
+                let fits: Vec<Stack> = PREFERENCE.into_iter().filter(|&s| matches(s)).collect();
+                let Some(&stack) = fits.first() else {
+                    return Err(Error::invalid(
+                        "--from",
+                        format!("kernel and overlap options {shown}"),
+                        "the options of one of trainplan's stacks (or name the stack with --stack)",
+                    ));
+                };
+                if fits.len() > 1 {
+                    let others: Vec<String> = fits[1..].iter().map(|s| s.to_string()).collect();
+                    notes.push(format!(
+                        "note: --from {path}: the kernel and overlap options fit the {stack} stack and also {}; graded as {stack} (name another with --stack)",
+                        others.join(", ")
+                    ));
+                }
+                d.detailed.stack = Some(stack);
+            }
+        }
+    } else {
+        set("--stack", &mut d.detailed.stack, f.stack)?;
+    }
+    if f.source == Source::DeepSpeed {
+        notes.push(format!(
+            "note: --from {path}: DeepSpeed's JSON has no TP or PP degree or model: the layout is TP {} × PP {} from the flags (--tp, --pp), the model from --model-config/--model",
+            d.tp(),
+            d.pp()
+        ));
+    }
+    if !f.unused.is_empty() {
+        notes.push(format!(
+            "note: --from {path}: read and not used (they do not change the plan): {}",
+            f.unused.join(", ")
+        ));
+    }
+    Ok(notes)
+}
+
+/// Lays the file over a search: its model the one shape, its GPUs and sequence length the
+/// brief's, its stack (where the file names one, or Megatron-LM's options say it) the
+/// search's; the layouts and steps are the search's usual ones.
+pub fn apply_search(args: &mut SearchArgs, f: FromFile, path: &str) -> Result<Vec<String>> {
+    if !args.models.is_empty() || args.family.ffn.is_some() || args.family.layers.is_some() {
+        return Err(Error::invalid(
+            "--models",
+            "given with --from",
+            "the model from the file (or --model-config, which it must match)",
+        ));
+    }
+    let mut notes = Vec::new();
+    match &f.model {
+        FileModel::Preset(name) => {
+            if args.model_config.is_empty() {
+                args.models = vec![name.clone()];
+            }
+        }
+        FileModel::Dims(dims) => {
+            if let [config] = args.model_config.as_slice() {
+                let shape = hf::read(config)?;
+                if let Some(why) = differs(&shape, dims) {
+                    return Err(Error::invalid(
+                        "--from",
+                        shape.name,
+                        format!("the model the file describes ({why})"),
+                    ));
+                }
+            } else {
+                let preset = model::presets()
+                    .into_iter()
+                    .find(|p| differs(p, dims).is_none() && dims.vocab == Some(p.vocab));
+                match preset {
+                    Some(p) => args.models = vec![p.name],
+                    None => {
+                        return Err(Error::invalid(
+                            "--from",
+                            path,
+                            "a preset's model, or the model's config.json with --model-config (search takes no model flags with --from)",
+                        ))
+                    }
+                }
+            }
+        }
+        FileModel::Unstated => {
+            if args.model_config.is_empty() {
+                return Err(Error::invalid(
+                    "--from",
+                    path,
+                    "the model alongside: give --model-config config.json",
+                ));
+            }
+        }
+    }
+    set("--seq-len", &mut args.brief.seq_len, f.seq_len)?;
+    let parallel =
+        f.tp.unwrap_or(1)
+            .saturating_mul(f.pp.unwrap_or(1))
+            .saturating_mul(f.cp.unwrap_or(1));
+    // DeepSpeed's degrees are the flags', which search does not take.
+    let gpus = match f.source {
+        Source::DeepSpeed => None,
+        _ => f.gpus.or(f.dp.map(|dp| dp.saturating_mul(parallel))),
+    };
+    set("--gpus", &mut args.brief.gpus, gpus)?;
+    // The stack is the detailed model's: under the plate it is only named.
+    if let Some(stack) = f.stack {
+        if args.detailed.memory == MemoryArg::Detailed {
+            set("--stack", &mut args.detailed.stack, Some(stack))?;
+        } else {
+            notes.push(format!(
+                "note: --from {path}: the file's stack, {stack}, is the detailed model's: add --memory detailed to search under it"
+            ));
+        }
+    }
+    if !f.unused.is_empty() {
+        notes.push(format!(
+            "note: --from {path}: read and not used (they do not change the plan): {}",
+            f.unused.join(", ")
+        ));
+    }
+    notes.push(format!(
+        "note: --from {path}: searching around the file's design: its model, on its {} GPUs at its sequence length; the layouts and steps are the search's",
+        args.brief.gpus.map_or("brief's".into(), |g| g.to_string())
+    ));
+    Ok(notes)
+}
+
+/// What `--from` read, as `check --json` adds it (`"from"`): the file, its launcher, and the
+/// options it read and left alone.
+#[derive(Debug, Clone, Serialize)]
+pub struct Read {
+    /// The file as given.
+    pub file: String,
+    /// The launcher: megatron, torchtitan or deepspeed.
+    pub format: &'static str,
+    /// What was read and not used.
+    pub unused: Vec<String>,
+}
+
+impl Read {
+    /// What `file` at `path` gave.
+    pub fn of(file: &FromFile, path: &Path) -> Read {
+        Read {
+            file: path.display().to_string(),
+            format: file.source.name(),
+            unused: file.unused.clone(),
+        }
+    }
+
+    /// The plan JSON `text` (a pretty-printed object) with `"from"` added last, so the rest is
+    /// byte for byte what the flags give.
+    pub fn add_to(&self, text: &str) -> Result<String> {
+        let body = text
+            .trim_end()
+            .strip_suffix('}')
+            .ok_or_else(|| Error::invalid("--from", "JSON", "a plan object to add the file to"))?;
+        let from = serde_json::to_string_pretty(self)
+            .map_err(|e| Error::invalid("--from", "JSON", e.to_string()))?
+            .replace('\n', "\n  ");
+        Ok(format!("{},\n  \"from\": {from}\n}}\n", body.trim_end()))
+    }
+}

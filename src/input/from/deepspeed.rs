@@ -1,0 +1,245 @@
+//! A DeepSpeed `ds_config.json` read back (the keys `export --format deepspeed` writes).
+//!
+//! The JSON states the micro-batch, the accumulation, the global batch (so DP =
+//! `train_batch_size / (micro · accumulation)`), the ZeRO stage, BF16 and whether activations
+//! are checkpointed. It has no model, no TP or PP degree, no sequence length and no
+//! training length: those come from the flags given with it (`--model-config`, `--tp`,
+//! `--pp`, `--seq-len`, `--tokens`), and a checkpointed model is graded with full
+//! recomputation unless `--recompute` names another mode.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use crate::cost::activations::Recompute;
+use crate::cost::precision::Precision;
+use crate::error::{Error, Result};
+use crate::model::layout::ZeroStage;
+
+use super::design::{times, FromFile, Source};
+
+/// Top-level keys that do not change the plan.
+const UNUSED: [&str; 16] = [
+    "gradient_clipping",
+    "steps_per_print",
+    "wall_clock_breakdown",
+    "optimizer",
+    "scheduler",
+    "prescale_gradients",
+    "gradient_predivide_factor",
+    "tensorboard",
+    "wandb",
+    "csv_monitor",
+    "comms_logger",
+    "flops_profiler",
+    "dump_state",
+    "memory_breakdown",
+    "checkpoint",
+    "data_efficiency",
+];
+
+/// `zero_optimization` keys that tune buckets and prefetching, not what is kept.
+const ZERO_TUNING: [&str; 11] = [
+    "overlap_comm",
+    "contiguous_gradients",
+    "reduce_bucket_size",
+    "allgather_bucket_size",
+    "reduce_scatter",
+    "allgather_partitions",
+    "stage3_prefetch_bucket_size",
+    "stage3_param_persistence_threshold",
+    "stage3_max_live_parameters",
+    "stage3_max_reuse_distance",
+    "stage3_gather_16bit_weights_on_model_save",
+];
+
+fn whole(key: &str, v: Option<&Value>) -> Result<Option<u64>> {
+    match v {
+        None => Ok(None),
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(n) if n >= 1 => Ok(Some(n)),
+            _ => Err(Error::invalid(key, n, "a whole number ≥ 1")),
+        },
+        Some(v) => Err(Error::invalid(key, v, "a whole number ≥ 1")),
+    }
+}
+
+fn enabled(config: &Map<String, Value>, key: &str) -> Result<bool> {
+    match config.get(key) {
+        None => Ok(false),
+        Some(Value::Object(o)) => match o.get("enabled") {
+            Some(Value::Bool(b)) => Ok(*b),
+            None => Ok(false),
+            Some(v) => Err(Error::invalid(format!("{key}.enabled"), v, "true or false")),
+        },
+        Some(v) => Err(Error::invalid(key, v, "an object")),
+    }
+}
+
+/// The design the JSON `text` (the file at `path`) states.
+pub fn parse(text: &str, path: &Path) -> Result<FromFile> {
+    let value: Value = serde_json::from_str(text).map_err(|e| Error::Parse {
+        path: path.to_path_buf(),
+        message: format!("not a DeepSpeed config: {e}"),
+    })?;
+    let Value::Object(config) = value else {
+        return Err(Error::Parse {
+            path: path.to_path_buf(),
+            message: "not a DeepSpeed config: expected a JSON object".into(),
+        });
+    };
+    let mut from = FromFile::new(Source::DeepSpeed);
+    for (key, value) in &config {
+        let k = key.as_str();
+        if UNUSED.contains(&k) {
+            from.unused.push(k.to_string());
+        } else if ![
+            "train_batch_size",
+            "train_micro_batch_size_per_gpu",
+            "gradient_accumulation_steps",
+            "bf16",
+            "fp16",
+            "zero_optimization",
+            "activation_checkpointing",
+        ]
+        .contains(&k)
+        {
+            return Err(Error::invalid(
+                k.escape_debug().to_string(),
+                value.to_string().escape_debug(),
+                "a DeepSpeed key trainplan maps to the design or knows to leave the plan alone (take it out, or state it with trainplan's flags if it changes the design)",
+            ));
+        }
+    }
+    let batch = whole("train_batch_size", config.get("train_batch_size"))?;
+    let micro = whole(
+        "train_micro_batch_size_per_gpu",
+        config.get("train_micro_batch_size_per_gpu"),
+    )?;
+    let accumulation = whole(
+        "gradient_accumulation_steps",
+        config.get("gradient_accumulation_steps"),
+    )?;
+    let (Some(g), Some(b)) = (batch, micro) else {
+        return Err(Error::invalid(
+            "train_batch_size",
+            "missing, or train_micro_batch_size_per_gpu missing",
+            "both, which give the data-parallel degree",
+        ));
+    };
+    let m = accumulation.unwrap_or(1);
+    let unit = times("gradient_accumulation_steps", b, m)?;
+    if g % unit != 0 {
+        return Err(Error::invalid(
+            "train_batch_size",
+            g,
+            format!("micro-batch {b} × accumulation {m} × DP, a whole number of ranks"),
+        ));
+    }
+    from.micro_batch = Some(b);
+    from.global_batch = Some(g);
+    from.dp = Some(g / unit);
+    if enabled(&config, "fp16")? {
+        return Err(Error::invalid(
+            "fp16.enabled",
+            true,
+            "BF16 (bf16.enabled), the precision the plans compute in",
+        ));
+    }
+    if !enabled(&config, "bf16")? {
+        return Err(Error::invalid(
+            "bf16.enabled",
+            false,
+            "true: BF16, the precision the plans compute in (FP32 training is not planned)",
+        ));
+    }
+    from.precision = Some(Precision::Bf16);
+    let stage = match config.get("zero_optimization") {
+        None => 0,
+        Some(Value::Object(z)) => {
+            for (key, value) in z {
+                let k = key.as_str();
+                if k == "stage" || ZERO_TUNING.contains(&k) {
+                    continue;
+                }
+                let off = match (k, value) {
+                    ("offload_optimizer" | "offload_param", Value::Object(o)) => {
+                        o.get("device").and_then(Value::as_str).unwrap_or("none") == "none"
+                    }
+                    _ => false,
+                };
+                if !off {
+                    return Err(Error::invalid(
+                        format!("zero_optimization.{}", k.escape_debug()),
+                        value.to_string().escape_debug(),
+                        "a ZeRO key trainplan maps (stage) or knows to leave the plan alone (bucket sizes, overlap, prefetch); offloading is not planned",
+                    ));
+                }
+            }
+            match z.get("stage") {
+                None => 0,
+                Some(v) => match v.as_u64().filter(|s| *s <= 3) {
+                    Some(s) => s as u8,
+                    None => {
+                        return Err(Error::invalid("zero_optimization.stage", v, "0, 1, 2 or 3"))
+                    }
+                },
+            }
+        }
+        Some(v) => return Err(Error::invalid("zero_optimization", v, "an object")),
+    };
+    from.zero = Some(ZeroStage::new(stage)?);
+    from.replicate = Some(1);
+    from.cp = Some(1);
+    from.recompute = Some(match config.get("activation_checkpointing") {
+        None => Recompute::None,
+        Some(Value::Object(a)) => {
+            for key in [
+                "cpu_checkpointing",
+                "contiguous_memory_optimization",
+                "synchronize_checkpoint_boundary",
+                "profile",
+            ] {
+                if key == "cpu_checkpointing" && a.get(key) == Some(&Value::Bool(true)) {
+                    return Err(Error::invalid(
+                        "activation_checkpointing.cpu_checkpointing",
+                        true,
+                        "false: activations offloaded to the CPU are not planned",
+                    ));
+                }
+            }
+            Recompute::Full
+        }
+        Some(v) => return Err(Error::invalid("activation_checkpointing", v, "an object")),
+    });
+    Ok(from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_data_parallel_degree_follows_from_the_batch() {
+        let text = r#"{"train_batch_size": 2048, "train_micro_batch_size_per_gpu": 2,
+            "gradient_accumulation_steps": 16, "bf16": {"enabled": true},
+            "zero_optimization": {"stage": 1, "overlap_comm": true}, "steps_per_print": 10}"#;
+        let f = parse(text, Path::new("ds.json")).unwrap();
+        assert_eq!(
+            (f.dp, f.micro_batch, f.zero.unwrap().get()),
+            (Some(64), Some(2), 1)
+        );
+        assert_eq!(f.recompute, Some(Recompute::None));
+        let e = parse(&text.replace("\"bf16\"", "\"fp16\""), Path::new("ds.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("fp16") && !e.contains('\n'), "{e}");
+        let e = parse(
+            &text.replace("steps_per_print", "sparse_attention"),
+            Path::new("d.json"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("sparse_attention"), "{e}");
+    }
+}

@@ -1,0 +1,196 @@
+//! The design a launcher's file states ([`FromFile`]), shared by the readers.
+
+use crate::cost::activations::Recompute;
+use crate::cost::precision::Precision;
+use crate::cost::stack::Stack;
+use crate::cost::step::Schedule;
+use crate::error::{Error, Result};
+use crate::model::layout::ZeroStage;
+use crate::model::Biases;
+
+/// The launcher a file is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Megatron-LM's `pretrain_gpt.py` arguments.
+    Megatron,
+    /// A torchtitan job TOML.
+    Torchtitan,
+    /// A DeepSpeed `ds_config.json`.
+    DeepSpeed,
+}
+
+impl Source {
+    /// The name `export --format` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Megatron => "megatron",
+            Source::Torchtitan => "torchtitan",
+            Source::DeepSpeed => "deepspeed",
+        }
+    }
+}
+
+/// A model's dimensions as a launcher's arguments give them (Megatron-LM's).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dims {
+    /// Decoder layers.
+    pub layers: u64,
+    /// Hidden size.
+    pub hidden: u64,
+    /// FFN hidden size.
+    pub ffn: u64,
+    /// Attention heads.
+    pub heads: u64,
+    /// Key/value heads (query groups).
+    pub kv_heads: u64,
+    /// The head dimension when stated (`--kv-channels`).
+    pub head_dim: Option<u64>,
+    /// The vocabulary when stated (`--vocab-size`, or the export's own comment).
+    pub vocab: Option<u64>,
+    /// Input and output embeddings tied.
+    pub tied_embeddings: bool,
+    /// Linear-layer biases.
+    pub biases: Biases,
+    /// RoPE base.
+    pub rope_theta: f64,
+    /// Llama 3.1's RoPE scaling on (`--use-rope-scaling`).
+    pub rope_scaling: bool,
+    /// RMSNorm ε.
+    pub norm_eps: f64,
+    /// Sliding attention window, tokens.
+    pub sliding_window: Option<u64>,
+}
+
+/// What a file says of the model.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FileModel {
+    /// Nothing: the model comes from `--model-config` or the model flags.
+    Unstated,
+    /// A preset's name (torchtitan's flavors are Llama 3.1's).
+    Preset(String),
+    /// Dimensions.
+    Dims(Box<Dims>),
+}
+
+/// A design as a launcher's file states it; `None` where the file does not say.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FromFile {
+    /// The launcher.
+    pub source: Source,
+    /// The model.
+    pub model: FileModel,
+    /// Tokens trained: iterations × global batch × sequence length.
+    pub tokens: Option<u64>,
+    /// Tensor-parallel degree.
+    pub tp: Option<u64>,
+    /// Pipeline-parallel degree.
+    pub pp: Option<u64>,
+    /// Context-parallel degree.
+    pub cp: Option<u64>,
+    /// Data-parallel degree, where the file gives it.
+    pub dp: Option<u64>,
+    /// ZeRO stage.
+    pub zero: Option<ZeroStage>,
+    /// Hybrid-sharding replicas.
+    pub replicate: Option<u64>,
+    /// GPUs, where the file gives them.
+    pub gpus: Option<u64>,
+    /// Sequences a micro-batch.
+    pub micro_batch: Option<u64>,
+    /// Sequences a step over all replicas.
+    pub global_batch: Option<u64>,
+    /// Tokens a sequence.
+    pub seq_len: Option<u64>,
+    /// Recomputation.
+    pub recompute: Option<Recompute>,
+    /// Sequence parallelism.
+    pub sequence_parallel: Option<bool>,
+    /// Pipeline schedule.
+    pub schedule: Option<Schedule>,
+    /// torchtitan's interleaving as layers a stage (the embedding and head counting one each):
+    /// the chunks follow once the model's layers are known ([`FromFile::resolve_interleaving`]).
+    pub layers_per_stage: Option<u64>,
+    /// Megatron-LM's `--pipeline-model-parallel-layout`: chunks a stage, and the string.
+    pub pipeline_layout: Option<(u64, String)>,
+    /// Precision of the matrix products.
+    pub precision: Option<Precision>,
+    /// The stack, where the file names it (torchtitan's).
+    pub stack: Option<Stack>,
+    /// Megatron-LM's kernel and overlap options, which say the stack.
+    pub stack_options: Vec<String>,
+    /// What was read and left alone: options that do not change the plan.
+    pub unused: Vec<String>,
+}
+
+impl FromFile {
+    /// An empty design from `source`.
+    pub fn new(source: Source) -> FromFile {
+        FromFile {
+            source,
+            model: FileModel::Unstated,
+            tokens: None,
+            tp: None,
+            pp: None,
+            cp: None,
+            dp: None,
+            zero: None,
+            replicate: None,
+            gpus: None,
+            micro_batch: None,
+            global_batch: None,
+            seq_len: None,
+            recompute: None,
+            sequence_parallel: None,
+            schedule: None,
+            layers_per_stage: None,
+            pipeline_layout: None,
+            precision: None,
+            stack: None,
+            stack_options: Vec::new(),
+            unused: Vec::new(),
+        }
+    }
+
+    /// torchtitan's interleaving in chunks, once the model has `layers`: `(L + 2) / (PP · n)`
+    /// chunks of `n` units, the embedding and the head counting one each.
+    pub fn resolve_interleaving(&mut self, layers: u64) -> Result<()> {
+        let Some(n) = self.layers_per_stage else {
+            return Ok(());
+        };
+        let pp = self.pp.unwrap_or(1);
+        let units = layers.saturating_add(2);
+        let stages = pp.saturating_mul(n);
+        if n == 0 || stages == 0 || units % stages != 0 || units / stages < 2 {
+            return Err(Error::invalid(
+                "parallelism.pipeline_parallel_layers_per_stage",
+                n,
+                format!(
+                    "layers a stage that split the {layers} layers, the embedding and the head ({units}) into PP {pp} × V ≥ 2 stages"
+                ),
+            ));
+        }
+        let v = u32::try_from(units / stages).map_err(|_| {
+            Error::invalid(
+                "parallelism.pipeline_parallel_layers_per_stage",
+                n,
+                "at most 2^32 chunks",
+            )
+        })?;
+        self.schedule = Some(Schedule::Interleaved(v));
+        Ok(())
+    }
+}
+
+/// A whole number ≥ 1 for `field`, from `text`.
+pub(crate) fn whole(field: &str, text: &str) -> Result<u64> {
+    match text.trim().parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(Error::invalid(field, text, "a whole number ≥ 1")),
+    }
+}
+
+/// `a × b`, or an error naming `field` when it overflows.
+pub(crate) fn times(field: &str, a: u64, b: u64) -> Result<u64> {
+    a.checked_mul(b)
+        .ok_or_else(|| Error::invalid(field, format!("{a} × {b}"), "a product below 2^64"))
+}

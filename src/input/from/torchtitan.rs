@@ -1,0 +1,483 @@
+//! A torchtitan job TOML read back (the keys `export --format torchtitan` writes, torchtitan
+//! 0.2.2's `job_config.py`).
+//!
+//! The model is a llama3 flavor (8B, 70B, 405B: the presets, Llama 3.1's RoPE and ε) or, for
+//! any other, `--model-config`/the model flags. The degrees give the layout: DP is
+//! `data_parallel_replicate_degree × data_parallel_shard_degree`; FSDP's resharding gives the
+//! ZeRO stage (`always` 3, `never` 2 — what `export` writes for ZeRO 0 with TP/PP, 1 and 2,
+//! each no lighter than ZeRO 2 —, `default` 3 without a pipeline and 2 with one, or plain
+//! replication, ZeRO 0, when the shard degree is 1 and nothing else is parallel). The step:
+//! the pipeline's micro-batch (or the local batch without one), the global batch, the
+//! schedule, activation checkpointing (`selective` `op` is selective-op, `2` selective-layer),
+//! the float8/MX converters; the stack is torchtitan's, compiled when `[compile] enable`.
+
+use std::path::Path;
+
+use toml::{Table, Value};
+
+use crate::cost::activations::Recompute;
+use crate::cost::precision::Precision;
+use crate::cost::stack::Stack;
+use crate::cost::step::Schedule;
+use crate::error::{Error, Result};
+use crate::model::layout::ZeroStage;
+
+use super::design::{times, FileModel, FromFile, Source};
+
+/// Sections that do not change the plan, read and left alone.
+const UNUSED_SECTIONS: [&str; 12] = [
+    "job",
+    "profiling",
+    "metrics",
+    "optimizer",
+    "lr_scheduler",
+    "checkpoint",
+    "comm",
+    "validation",
+    "fault_tolerance",
+    "experimental",
+    "memory_estimation",
+    "float8",
+];
+
+/// `[training]` keys that do not change the plan.
+const UNUSED_TRAINING: [&str; 11] = [
+    "dataset",
+    "dataset_path",
+    "max_norm",
+    "seed",
+    "deterministic",
+    "mixed_precision_reduce",
+    "gc_freq",
+    "warmup_steps",
+    "enable_cpu_offload",
+    "debug_moe_force_load_balance",
+    "dataloader",
+];
+
+/// An error naming `key` (escaped: a TOML key may hold a line break) and its value.
+fn error(key: &str, value: impl ToString, expected: impl Into<String>) -> Error {
+    Error::invalid(
+        key.escape_debug().to_string(),
+        value.to_string().escape_debug(),
+        expected,
+    )
+}
+
+fn int(table: &Table, section: &str, key: &str) -> Result<Option<u64>> {
+    let name = format!("{section}.{key}");
+    match table.get(key) {
+        None => Ok(None),
+        Some(Value::Integer(n)) if *n >= 1 => Ok(Some(*n as u64)),
+        Some(v) => Err(error(&name, v, "a whole number ≥ 1")),
+    }
+}
+
+fn string<'a>(table: &'a Table, section: &str, key: &str) -> Result<Option<&'a str>> {
+    match table.get(key) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.as_str())),
+        Some(v) => Err(error(&format!("{section}.{key}"), v, "a string")),
+    }
+}
+
+/// Refuses the keys of `table` not in `known`, naming the first.
+fn only(table: &Table, section: &str, known: &[&str], unused: &mut Vec<String>) -> Result<()> {
+    for (key, value) in table {
+        if section == "training" && UNUSED_TRAINING.contains(&key.as_str()) {
+            unused.push(format!("training.{key} = {value}"));
+            continue;
+        }
+        if !known.contains(&key.as_str()) {
+            return Err(error(
+                &format!("{section}.{key}"),
+                value,
+                "a key trainplan maps to the design or knows to leave the plan alone (take it out, or state it with trainplan's flags if it changes the design)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The design the TOML `text` (the file at `path`) states.
+pub fn parse(text: &str, path: &Path) -> Result<FromFile> {
+    let root: Table = text.parse().map_err(|e: toml::de::Error| Error::Parse {
+        path: path.to_path_buf(),
+        message: format!(
+            "not a torchtitan job TOML: {}",
+            e.message().lines().next().unwrap_or("invalid TOML")
+        ),
+    })?;
+    let mut from = FromFile::new(Source::Torchtitan);
+    let empty = Table::new();
+    let section = |name: &str| -> Result<&Table> {
+        match root.get(name) {
+            None => Ok(&empty),
+            Some(Value::Table(t)) => Ok(t),
+            Some(v) => Err(error(name, v, "a table")),
+        }
+    };
+    for (key, value) in &root {
+        let k = key.as_str();
+        if UNUSED_SECTIONS.contains(&k) {
+            from.unused.push(format!("[{k}]"));
+        } else if ![
+            "model",
+            "training",
+            "parallelism",
+            "activation_checkpoint",
+            "compile",
+            "quantize",
+        ]
+        .contains(&k)
+        {
+            return Err(error(
+                k,
+                value,
+                "a torchtitan section trainplan maps or knows to leave the plan alone",
+            ));
+        }
+    }
+    // The model and its converters.
+    let model = section("model")?;
+    only(
+        model,
+        "model",
+        &[
+            "name",
+            "flavor",
+            "converters",
+            "hf_assets_path",
+            "tokenizer_path",
+        ],
+        &mut from.unused,
+    )?;
+    match string(model, "model", "name")? {
+        Some("llama3") | None => {}
+        Some(other) => {
+            return Err(error(
+                "model.name",
+                other,
+                "llama3, the model trainplan plans",
+            ))
+        }
+    }
+    from.model = match string(model, "model", "flavor")? {
+        None | Some("CHANGE-ME") => FileModel::Unstated,
+        Some(flavor) => {
+            let presets = crate::model::presets();
+            let name = ["8B", "70B", "405B"]
+                .iter()
+                .position(|f| *f == flavor)
+                .map(|i| presets[i].name.clone())
+                .ok_or_else(|| {
+                    error(
+                        "model.flavor",
+                        flavor,
+                        "8B, 70B or 405B (a flavor of its own: give --model-config)",
+                    )
+                })?;
+            FileModel::Preset(name)
+        }
+    };
+    let converters: Vec<&str> = match model.get("converters") {
+        None => Vec::new(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .ok_or_else(|| error("model.converters", v, "strings"))
+            })
+            .collect::<Result<_>>()?,
+        Some(v) => return Err(error("model.converters", v, "a list of converters")),
+    };
+    let quantize = section("quantize")?;
+    let linear = match quantize.get("linear") {
+        None => &empty,
+        Some(Value::Table(t)) => t,
+        Some(v) => return Err(error("quantize.linear", v, "a table")),
+    };
+    let recipe = |name: &str, want: &str| -> Result<()> {
+        let t = match linear.get(name) {
+            Some(Value::Table(t)) => t,
+            _ => return Ok(()),
+        };
+        let section = format!("quantize.linear.{name}");
+        only(
+            t,
+            &section,
+            &["recipe_name", "filter_fqns"],
+            &mut Vec::new(),
+        )?;
+        match string(t, &section, "recipe_name")? {
+            Some(r) if r != want => {
+                return Err(error(
+                    &format!("{section}.recipe_name"),
+                    r,
+                    format!("{want}, the recipe the precision model counts"),
+                ))
+            }
+            _ => {}
+        }
+        match t.get("filter_fqns") {
+            Some(Value::Array(a)) if a.len() == 1 && a[0].as_str() == Some("output") => Ok(()),
+            v => Err(error(
+                &format!("{section}.filter_fqns"),
+                v.map_or("missing".into(), |v| v.to_string()),
+                "[\"output\"]: the output layer in BF16, as the precision model counts",
+            )),
+        }
+    };
+    from.precision = Some(match converters.as_slice() {
+        [] => Precision::Bf16,
+        ["quantize.linear.float8"] | ["float8"] => {
+            recipe("float8", "tensorwise")?;
+            Precision::Fp8
+        }
+        ["quantize.linear.mx"] | ["mx"] => {
+            recipe("mx", "mxfp8_cublas")?;
+            Precision::Mxfp8
+        }
+        other => {
+            return Err(error(
+                "model.converters",
+                other.join(", "),
+                "none, quantize.linear.float8 or quantize.linear.mx",
+            ))
+        }
+    });
+    // The step.
+    let training = section("training")?;
+    only(
+        training,
+        "training",
+        &[
+            "local_batch_size",
+            "global_batch_size",
+            "seq_len",
+            "steps",
+            "mixed_precision_param",
+        ],
+        &mut from.unused,
+    )?;
+    match string(training, "training", "mixed_precision_param")? {
+        Some("bfloat16") | None => {}
+        Some(other) => {
+            return Err(error(
+                "training.mixed_precision_param",
+                other,
+                "bfloat16, the precision every plan computes in",
+            ))
+        }
+    }
+    let local = int(training, "training", "local_batch_size")?;
+    let seq = int(training, "training", "seq_len")?;
+    let steps = int(training, "training", "steps")?;
+    from.seq_len = seq;
+    from.global_batch = int(training, "training", "global_batch_size")?;
+    // The layout.
+    let p = section("parallelism")?;
+    only(
+        p,
+        "parallelism",
+        &[
+            "data_parallel_replicate_degree",
+            "data_parallel_shard_degree",
+            "fsdp_reshard_after_forward",
+            "tensor_parallel_degree",
+            "pipeline_parallel_degree",
+            "pipeline_parallel_schedule",
+            "pipeline_parallel_microbatch_size",
+            "pipeline_parallel_layers_per_stage",
+            "context_parallel_degree",
+            "context_parallel_rotate_method",
+        ],
+        &mut from.unused,
+    )?;
+    let degree = |key: &str| int(p, "parallelism", key).map(|d| d.unwrap_or(1));
+    let replicate = degree("data_parallel_replicate_degree")?;
+    let shard = degree("data_parallel_shard_degree")?;
+    let (tp, pp, cp) = (
+        degree("tensor_parallel_degree")?,
+        degree("pipeline_parallel_degree")?,
+        degree("context_parallel_degree")?,
+    );
+    let dp = times("parallelism.data_parallel_shard_degree", replicate, shard)?;
+    let reshard = string(p, "parallelism", "fsdp_reshard_after_forward")?.unwrap_or("default");
+    let ddp = shard == 1 && tp == 1 && pp == 1 && cp == 1;
+    let zero = match reshard {
+        "default" if ddp => 0,
+        "always" => 3,
+        "never" => 2,
+        "default" if pp == 1 => 3,
+        "default" => 2,
+        other => {
+            return Err(error(
+                "parallelism.fsdp_reshard_after_forward",
+                other,
+                "default, always or never",
+            ))
+        }
+    };
+    match string(p, "parallelism", "context_parallel_rotate_method")? {
+        None | Some("allgather") => {}
+        Some(other) => {
+            return Err(error(
+                "parallelism.context_parallel_rotate_method",
+                other,
+                "allgather, the K/V exchange torchtitan's stack is graded with",
+            ))
+        }
+    }
+    from.tp = Some(tp);
+    from.pp = Some(pp);
+    from.cp = Some(cp);
+    from.dp = Some(dp);
+    from.zero = Some(ZeroStage::new(zero)?);
+    from.replicate = Some(if zero == 0 { 1 } else { replicate });
+    let world = times(
+        "parallelism",
+        times("parallelism", dp, tp)?,
+        times("parallelism", pp, cp)?,
+    )?;
+    from.gpus = Some(world);
+    from.sequence_parallel = Some(tp > 1);
+    let micro = int(p, "parallelism", "pipeline_parallel_microbatch_size")?;
+    from.micro_batch = if pp > 1 {
+        Some(micro.unwrap_or(1))
+    } else {
+        if let (Some(m), Some(l)) = (micro, local) {
+            if m != l {
+                return Err(error(
+                    "parallelism.pipeline_parallel_microbatch_size",
+                    m,
+                    format!("training.local_batch_size = {l} without a pipeline"),
+                ));
+            }
+        }
+        local
+    };
+    from.schedule = Some(
+        match string(p, "parallelism", "pipeline_parallel_schedule")?.unwrap_or("1F1B") {
+            "1F1B" => Schedule::OneFOneB,
+            "Interleaved1F1B" => {
+                from.layers_per_stage = Some(
+                    int(p, "parallelism", "pipeline_parallel_layers_per_stage")?.ok_or_else(
+                        || {
+                            error(
+                                "parallelism.pipeline_parallel_layers_per_stage",
+                                "missing",
+                                "the layers a stage of Interleaved1F1B",
+                            )
+                        },
+                    )?,
+                );
+                Schedule::OneFOneB
+            }
+            other => {
+                return Err(error(
+                    "parallelism.pipeline_parallel_schedule",
+                    other,
+                    "1F1B or Interleaved1F1B, the schedules trainplan models",
+                ))
+            }
+        },
+    );
+    // Each DP rank's batch against the global batch.
+    if let (Some(g), Some(l), Some(m)) = (from.global_batch, local, from.micro_batch) {
+        let per_rank = if pp > 1 { l } else { m };
+        if per_rank == 0 || g % times("training.local_batch_size", per_rank, dp)? != 0 {
+            return Err(error(
+                "training.global_batch_size",
+                g,
+                format!("a whole multiple of local_batch_size {l} × DP {dp}"),
+            ));
+        }
+        if pp > 1 && (l % m != 0 || l * dp != g) {
+            return Err(error(
+                "training.local_batch_size",
+                l,
+                format!("with a pipeline, the step's micro-batches of {m} a DP rank: global_batch_size {g} / DP {dp}"),
+            ));
+        }
+    }
+    // Activation checkpointing.
+    let ac = section("activation_checkpoint")?;
+    only(
+        ac,
+        "activation_checkpoint",
+        &["mode", "selective_ac_option"],
+        &mut from.unused,
+    )?;
+    from.recompute = Some(
+        match (
+            string(ac, "activation_checkpoint", "mode")?.unwrap_or("selective"),
+            string(ac, "activation_checkpoint", "selective_ac_option")?,
+        ) {
+            ("none", _) => Recompute::None,
+            ("full", _) => Recompute::Full,
+            ("selective", Some("op") | None) => Recompute::SelectiveOp,
+            ("selective", Some("2")) => Recompute::SelectiveLayer,
+            (mode, option) => {
+                return Err(error(
+                    "activation_checkpoint.selective_ac_option",
+                    format!("{mode} {}", option.unwrap_or("")),
+                    "none, full, or selective with op (selective-op) or 2 (selective-layer: every other layer)",
+                ))
+            }
+        },
+    );
+    let compile = section("compile")?;
+    only(
+        compile,
+        "compile",
+        &["enable", "components", "backend"],
+        &mut from.unused,
+    )?;
+    from.stack = Some(match compile.get("enable") {
+        Some(Value::Boolean(true)) => Stack::TorchtitanCompile,
+        None | Some(Value::Boolean(false)) => Stack::Torchtitan,
+        Some(v) => return Err(error("compile.enable", v, "true or false")),
+    });
+    if let (Some(g), Some(s), Some(n)) = (from.global_batch, seq, steps) {
+        from.tokens = Some(times(
+            "training.steps",
+            times("training.seq_len", g, s)?,
+            n,
+        )?);
+    } else {
+        return Err(error(
+            "training",
+            "steps, global_batch_size or seq_len missing",
+            "steps, global_batch_size and seq_len, which make the tokens",
+        ));
+    }
+    Ok(from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_minimal_job_reads_and_unknown_keys_are_named() {
+        let text = "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nlocal_batch_size = 1\nglobal_batch_size = 64\nseq_len = 8192\nsteps = 10\n[parallelism]\ndata_parallel_shard_degree = 64\nfsdp_reshard_after_forward = \"always\"\n[optimizer]\nlr = 3e-4\n";
+        let f = parse(text, Path::new("x.toml")).unwrap();
+        assert_eq!(f.model, FileModel::Preset("llama3-8b".into()));
+        assert_eq!(
+            (f.gpus, f.dp, f.zero.unwrap().get()),
+            (Some(64), Some(64), 3)
+        );
+        assert_eq!(f.tokens, Some(64 * 8192 * 10));
+        assert_eq!(f.unused, ["[optimizer]"]);
+        let e = parse(&format!("{text}[parallelism.x]\n"), Path::new("x.toml"));
+        assert!(e.is_err());
+        let e = parse(
+            &text.replace("[optimizer]", "[parallelism2]"),
+            Path::new("x.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("parallelism2"), "{e}");
+    }
+}

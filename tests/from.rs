@@ -1,0 +1,651 @@
+//! `check --from` and `search --from`: a launcher's file read back as the design it came
+//! from. The round trip — `export`, then `check --from` on what it wrote — grades exactly what
+//! the flags graded, byte for byte in JSON: for Megatron-LM and torchtitan from the file
+//! alone, for DeepSpeed with the model and the layout flags alongside (its JSON has neither).
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::trainplan;
+use proptest::prelude::*;
+use trainplan::cli::{run, Outcome};
+
+/// The main output of `trainplan ARGS` run in this process, or its one-line error.
+fn cli(args: &[String]) -> Result<String, String> {
+    let mut out = Vec::new();
+    let mut all = vec!["trainplan".to_string()];
+    all.extend(args.iter().cloned());
+    match run(all, &mut out) {
+        Ok(Outcome::Answer(_)) => Ok(String::from_utf8(out).unwrap()),
+        Ok(Outcome::Help(_)) => Err("help".into()),
+        Err(e) => Err(e),
+    }
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
+}
+
+/// A scratch file that is removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str, text: &str) -> Scratch {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static N: AtomicU64 = AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "trainplan-from-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        Scratch(path)
+    }
+    fn path(&self) -> String {
+        self.0.display().to_string()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(self.0.parent().unwrap());
+    }
+}
+
+/// A design as flags, with the step stated, and its tokens whole steps of the global batch.
+#[derive(Debug, Clone)]
+struct Design {
+    model: Vec<String>,
+    tp: u64,
+    pp: u64,
+    cp: u64,
+    dp: u64,
+    zero: u8,
+    micro: u64,
+    accumulation: u64,
+    seq: u64,
+    steps: u64,
+    recompute: &'static str,
+    sp: bool,
+    schedule: &'static str,
+    precision: &'static str,
+    stack: &'static str,
+}
+
+impl Design {
+    fn flags(&self) -> Vec<String> {
+        let g = self.micro * self.dp * self.accumulation;
+        let mut f = self.model.clone();
+        f.extend(strings(&[
+            "--gpus",
+            &(self.tp * self.pp * self.cp * self.dp).to_string(),
+            "--tokens",
+            &(self.steps * g * self.seq).to_string(),
+            "--seq-len",
+            &self.seq.to_string(),
+            "--tp",
+            &self.tp.to_string(),
+            "--pp",
+            &self.pp.to_string(),
+            "--cp",
+            &self.cp.to_string(),
+            "--zero",
+            &self.zero.to_string(),
+            "--memory",
+            "detailed",
+            "--stack",
+            self.stack,
+            "--micro-batch",
+            &self.micro.to_string(),
+            "--global-batch-tokens",
+            &(g * self.seq).to_string(),
+            "--recompute",
+            self.recompute,
+            "--sequence-parallel",
+            if self.sp { "on" } else { "off" },
+            "--schedule",
+            self.schedule,
+            "--precision",
+            self.precision,
+        ]));
+        f
+    }
+}
+
+fn model() -> impl Strategy<Value = Vec<String>> {
+    prop_oneof![
+        Just(strings(&["--model", "8b"])),
+        Just(strings(&["--model", "70b"])),
+        (2u64..12, 1u64..6, 2u64..5).prop_map(|(layers, k, ratio)| {
+            let heads = 4 * k;
+            let hidden = heads * 128;
+            strings(&[
+                "--layers",
+                &(layers * 4).to_string(),
+                "--hidden",
+                &hidden.to_string(),
+                "--ffn",
+                &(hidden * ratio).to_string(),
+                "--heads",
+                &heads.to_string(),
+                "--kv-heads",
+                "4",
+            ])
+        }),
+    ]
+}
+
+prop_compose! {
+    fn design(
+        stacks: &'static [&'static str],
+        recomputes: &'static [&'static str],
+        cps: &'static [u64],
+        precisions: &'static [&'static str],
+    )(
+        model in model(),
+        tp in prop::sample::select(vec![1u64, 2, 4]),
+        pp in prop::sample::select(vec![1u64, 2, 4]),
+        cp in prop::sample::select(cps.to_vec()),
+        dp in 1u64..9,
+        zero in 0u8..4,
+        micro in 1u64..3,
+        accumulation in 1u64..5,
+        seq in prop::sample::select(vec![4096u64, 8192]),
+        steps in 1u64..5000,
+        recompute in prop::sample::select(recomputes.to_vec()),
+        sp in any::<bool>(),
+        interleaved in any::<bool>(),
+        precision in prop::sample::select(precisions.to_vec()),
+        stack in prop::sample::select(stacks.to_vec()),
+    ) -> Design {
+        let schedule = if interleaved && pp > 1 { "interleaved:2" } else { "1f1b" };
+        Design {
+            model, tp, pp, cp, dp, zero, micro, accumulation: accumulation * pp, seq, steps,
+            recompute, sp: sp && tp > 1, schedule, precision, stack,
+        }
+    }
+}
+
+/// The export of `design` in `format`, if the launcher can say it.
+fn export(format: &str, design: &Design) -> Option<String> {
+    let mut args = strings(&["export", "--format", format, "--quiet"]);
+    args.extend(design.flags());
+    cli(&args).ok()
+}
+
+/// `check --json`'s text without the `"from"` object `--from` adds last (`file`, `format`,
+/// `unused`), checked to be there.
+fn without_from(json: Result<String, String>) -> Result<String, String> {
+    let text = json?;
+    let at = text
+        .find(",\n  \"from\": {\n    \"file\": ")
+        .ok_or_else(|| format!("no from object: {text}"))?;
+    assert!(text.ends_with("]\n  }\n}\n"), "{text}");
+    Ok(format!("{}\n}}\n", &text[..at]))
+}
+
+/// `check --json` of the flags and of the file, which must be the same bytes (or errors),
+/// but for the file's `"from"`.
+fn same_grade(design: &Design, file: &Scratch, alongside: &[String]) -> Result<(), TestCaseError> {
+    let mut flags = strings(&["check", "--json", "--quiet"]);
+    flags.extend(design.flags());
+    let mut from = strings(&["check", "--json", "--quiet", "--from", &file.path()]);
+    from.extend(alongside.iter().cloned());
+    let (a, b) = (cli(&flags), without_from(cli(&from)));
+    prop_assert!(b.is_ok(), "{design:?}: {b:?}");
+    prop_assert_eq!(a, b);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, max_global_rejects: 1_000_000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn megatron_s_arguments_grade_as_the_design_they_came_from(
+        d in design(
+            &["megatron-te", "megatron-te", "llama3", "megatron-deepspeed", "eager"],
+            &["none", "selective", "full", "selective-layer"],
+            &[1, 2],
+            &["bf16", "fp8"],
+        ),
+    ) {
+        let Some(text) = export("megatron", &d) else {
+            return Ok(());
+        };
+        let file = Scratch::new("megatron.sh", &text);
+        // Megatron-LM's kernel and overlap options say the default stack; another may share
+        // them with a third (eager and torchtitan's), so it is named alongside.
+        let alongside = match d.stack {
+            "megatron-te" => vec![],
+            other => strings(&["--stack", other]),
+        };
+        same_grade(&d, &file, &alongside)?;
+    }
+
+    #[test]
+    fn torchtitan_s_job_grades_as_the_design_it_came_from(
+        d in design(
+            &["torchtitan"],
+            &["none", "full", "selective-op", "selective-layer"],
+            &[1, 2],
+            &["bf16", "fp8"],
+        ),
+    ) {
+        // torchtitan's FSDP keeps ZeRO 2 or 3 (or plain DDP), and its TP always shards the
+        // sequence: what its TOML can say.
+        let ddp = d.tp == 1 && d.pp == 1 && d.cp == 1;
+        prop_assume!(d.zero >= 2 || (d.zero == 0 && ddp));
+        prop_assume!(d.sp == (d.tp > 1));
+        prop_assume!(d.model[1] == "8b" || d.model[1] == "70b");
+        let Some(text) = export("torchtitan", &d) else {
+            return Ok(());
+        };
+        let file = Scratch::new("job.toml", &text);
+        same_grade(&d, &file, &[])?;
+    }
+
+    #[test]
+    fn deepspeed_s_json_grades_as_its_design_with_the_layout_flags(
+        d in design(&["megatron-te"], &["none", "selective", "full"], &[1], &["bf16"]),
+    ) {
+        prop_assume!(d.pp == 1 || d.zero <= 1);
+        let Some(text) = export("deepspeed", &d) else {
+            return Ok(());
+        };
+        let file = Scratch::new("ds_config.json", &text);
+        let g = d.micro * d.dp * d.accumulation;
+        let mut alongside = d.model.clone();
+        alongside.extend(strings(&[
+            "--tp", &d.tp.to_string(),
+            "--pp", &d.pp.to_string(),
+            "--tokens", &(d.steps * g * d.seq).to_string(),
+            "--seq-len", &d.seq.to_string(),
+            "--recompute", d.recompute,
+            "--sequence-parallel", if d.sp { "on" } else { "off" },
+            "--schedule", d.schedule,
+        ]));
+        same_grade(&d, &file, &alongside)?;
+    }
+}
+
+/// The README's example, exported and read back through the binary.
+#[test]
+fn check_from_an_exported_megatron_file_grades_it() {
+    let flags = [
+        "--model", "70b", "--tokens", "1e12", "--gpus", "2048", "--tp", "8", "--pp", "8", "--zero",
+        "1",
+    ];
+    let out = trainplan()
+        .args(["export", "--format", "megatron", "--quiet"])
+        .args(flags)
+        .output()
+        .unwrap();
+    let file = Scratch::new("m.sh", std::str::from_utf8(&out.stdout).unwrap());
+    let from = trainplan()
+        .args(["check", "--from", &file.path()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(from.stdout).unwrap();
+    assert!(text.contains("TP 8 × PP 8 × DP 32, ZeRO 1"), "{text}");
+    assert!(
+        text.contains("recompute full, sequence parallel on, 1f1b"),
+        "{text}"
+    );
+    // The loss check fails at 1 T tokens: exit 1, as check's.
+    assert_eq!(from.status.code(), Some(1));
+}
+
+#[test]
+fn what_cannot_be_mapped_is_named_on_one_line() {
+    let base = "A=(\n --num-layers 2 --hidden-size 256 --ffn-hidden-size 512 --num-attention-heads 2\n --swiglu --disable-bias-linear --bf16 --seq-length 128 --micro-batch-size 1\n --global-batch-size 8 --train-iters 10 --vocab-size 1024 --use-rope-scaling\n";
+    for (extra, named) in [
+        (" --num-experts 8\n)", "--num-experts"),
+        (" --fp16\n)", "--fp16"),
+        (
+            " --recompute-granularity full\n)",
+            "--recompute-granularity",
+        ),
+    ] {
+        let file = Scratch::new("args.sh", &format!("{base}{extra}"));
+        let out = trainplan()
+            .args([
+                "check",
+                "--gpus",
+                "8",
+                "--stack",
+                "megatron-te",
+                "--from",
+                &file.path(),
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(named) && err.trim().lines().count() == 1,
+            "{err}"
+        );
+    }
+    // Data and optimizer options are read and listed as unused, on stderr.
+    let file = Scratch::new(
+        "args.sh",
+        &format!("{base} --data-path /data/x --lr 3e-4 --save /ckpt\n)"),
+    );
+    let out = trainplan()
+        .args([
+            "check",
+            "--gpus",
+            "8",
+            "--stack",
+            "megatron-te",
+            "--from",
+            &file.path(),
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("read and not used") && err.contains("--data-path /data/x"),
+        "{err}"
+    );
+    // …and in check's JSON, as from.unused.
+    let json = cli(&strings(&[
+        "check",
+        "--json",
+        "--gpus",
+        "8",
+        "--stack",
+        "megatron-te",
+        "--from",
+        &file.path(),
+    ]))
+    .unwrap();
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["from"]["format"], "megatron");
+    assert_eq!(
+        json["from"]["unused"],
+        serde_json::json!(["--data-path /data/x", "--lr 3e-4", "--save /ckpt"])
+    );
+    // A GPU count the file does not give is asked for, not guessed.
+    let out = trainplan()
+        .args(["check", "--stack", "megatron-te", "--from", &file.path()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("--gpus"), "{err}");
+    // Without --stack, a file with no kernel or overlap options says no stack.
+    let out = trainplan()
+        .args(["check", "--gpus", "8", "--from", &file.path()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("kernel and overlap options none"), "{err}");
+}
+
+#[test]
+fn a_flag_the_file_sets_must_agree_with_it() {
+    let out = cli(&strings(&[
+        "export",
+        "--format",
+        "torchtitan",
+        "--quiet",
+        "--model",
+        "8b",
+        "--tokens",
+        "1e12",
+        "--gpus",
+        "64",
+        "--zero",
+        "3",
+        "--stack",
+        "torchtitan",
+        "--memory",
+        "detailed",
+    ]))
+    .unwrap();
+    let file = Scratch::new("job.toml", &out);
+    let e = cli(&strings(&["check", "--from", &file.path(), "--tp", "2"])).unwrap_err();
+    assert!(
+        e.contains("--tp = 2") && e.contains("what the --from file says"),
+        "{e}"
+    );
+    // The same value is accepted, and the brief's flags are used as usual.
+    assert!(cli(&strings(&[
+        "check",
+        "--from",
+        &file.path(),
+        "--tp",
+        "1",
+        "--max-days",
+        "90"
+    ]))
+    .is_ok());
+    // DeepSpeed's JSON needs the model alongside.
+    let out = cli(&strings(&[
+        "export",
+        "--format",
+        "deepspeed",
+        "--quiet",
+        "--model",
+        "8b",
+        "--tokens",
+        "1e12",
+        "--gpus",
+        "64",
+        "--zero",
+        "2",
+    ]))
+    .unwrap();
+    let file = Scratch::new("ds.json", &out);
+    let e = cli(&strings(&["check", "--from", &file.path()])).unwrap_err();
+    assert!(e.contains("--model-config"), "{e}");
+}
+
+#[test]
+fn search_from_searches_the_file_s_model_on_its_gpus() {
+    let out = cli(&strings(&[
+        "export", "--format", "megatron", "--quiet", "--model", "8b", "--tokens", "1e12", "--gpus",
+        "64", "--tp", "2", "--zero", "1",
+    ]))
+    .unwrap();
+    let file = Scratch::new("m.sh", &out);
+    let text = cli(&strings(&[
+        "search",
+        "--from",
+        &file.path(),
+        "--json",
+        "--tokens-max",
+        "2e11",
+        "--tokens-step",
+        "1e11",
+    ]))
+    .unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(json["brief"]["gpus"], 64, "{text}");
+    let shapes = json["shapes"].as_array().or(json["verdicts"].as_array());
+    assert!(
+        text.contains("llama3-8b") && !text.contains("llama3-70b"),
+        "{shapes:?}"
+    );
+}
+
+/// The fuzz target's seeds, and every prefix of them, give a design or one line of error,
+/// never a panic (`fuzz/fuzz_targets/launcher_from.rs` runs the same on random input).
+#[test]
+fn every_prefix_of_the_seed_files_is_read_or_refused_on_one_line() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/launcher_from");
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            trainplan::input::from::parse(&text, &path).is_ok(),
+            "{path:?}"
+        );
+        for end in (0..text.len())
+            .filter(|&i| text.is_char_boundary(i))
+            .step_by(3)
+        {
+            for name in ["x.sh", "x.toml", "x.json"] {
+                if let Err(e) =
+                    trainplan::input::from::parse(&text[..end], std::path::Path::new(name))
+                {
+                    assert!(!e.to_string().contains('\n'), "{e}");
+                }
+            }
+        }
+    }
+}
+
+/// A model from a Hugging Face config (Qwen 2.5's q/k/v biases, its RoPE base, no scaling):
+/// the Megatron-LM file cannot state it to the flags alone, so it is refused by name, and
+/// with the config alongside it grades as the config's flags.
+#[test]
+fn a_config_s_model_round_trips_with_the_config_alongside() {
+    let config = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fuzz/corpus/hf_config/qwen2.5-7b.json"
+    );
+    let design = strings(&[
+        "--model-config",
+        config,
+        "--gpus",
+        "256",
+        "--tp",
+        "4",
+        "--pp",
+        "2",
+        "--zero",
+        "1",
+    ]);
+    let mut args = strings(&[
+        "export", "--format", "megatron", "--quiet", "--tokens", "1e12",
+    ]);
+    args.extend(design.clone());
+    let text = cli(&args).unwrap();
+    let file = Scratch::new("qwen.sh", &text);
+    let e = cli(&strings(&["check", "--from", &file.path()])).unwrap_err();
+    assert!(e.contains("--model-config") && !e.contains('\n'), "{e}");
+    let from = without_from(cli(&strings(&[
+        "check",
+        "--json",
+        "--quiet",
+        "--from",
+        &file.path(),
+        "--model-config",
+        config,
+    ])));
+    // 59,605 steps of 2,048 × 8,192 tokens.
+    let mut flags = strings(&[
+        "check",
+        "--json",
+        "--quiet",
+        "--memory",
+        "detailed",
+        "--tokens",
+        "1000005959680",
+    ]);
+    flags.extend(design);
+    assert_eq!(from, cli(&flags));
+    assert!(from.unwrap().contains("\"tp\": 4"));
+}
+
+/// Words a launcher file is made of, and some it should not be.
+const WORDS: &[&str] = &[
+    "--num-layers",
+    "--hidden-size",
+    "--ffn-hidden-size",
+    "--num-attention-heads",
+    "--group-query-attention",
+    "--num-query-groups",
+    "--kv-channels",
+    "--vocab-size",
+    "--swiglu",
+    "--bf16",
+    "--fp8-format",
+    "--fp8-recipe",
+    "--seq-length",
+    "--micro-batch-size",
+    "--global-batch-size",
+    "--train-iters",
+    "--train-samples",
+    "--tensor-model-parallel-size",
+    "--pipeline-model-parallel-size",
+    "--pipeline-model-parallel-layout",
+    "--num-virtual-stages-per-pipeline-rank",
+    "--num-layers-per-virtual-pipeline-stage",
+    "--recompute-granularity",
+    "--recompute-method",
+    "--recompute-num-layers",
+    "--window-size",
+    "--rotary-base",
+    "--norm-epsilon",
+    "--disable-bias-linear",
+    "--make-vocab-size-divisible-by",
+    "torchrun",
+    "--nproc_per_node",
+    "--nnodes",
+    "x.py",
+    "0",
+    "1",
+    "2",
+    "7",
+    "-1",
+    "18446744073709551615",
+    "99999999999999999999",
+    "1e-05",
+    "nan",
+    "full",
+    "block",
+    "uniform",
+    "selective",
+    "hybrid",
+    "delayed",
+    "4095,0",
+    ",",
+    "Et|(t|)*3,tL",
+    "(t|)*99999999999,",
+    "\"",
+    "'",
+    "\\",
+    "\n",
+    "#",
+    "=",
+    "(",
+    ")",
+    "[training]",
+    "{",
+    "}",
+    "steps = 1",
+    "seq_len = 0",
+    "[parallelism]",
+    "pipeline_parallel_degree = 4",
+    "\"train_batch_size\": 8,",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Any text made of these words gives a design or one line of error, never a panic.
+    #[test]
+    fn any_file_is_read_or_refused_on_one_line(
+        words in prop::collection::vec(prop::sample::select(WORDS.to_vec()), 0..40),
+        joins in prop::collection::vec(prop::sample::select(vec![" ", "\n", "", "="]), 40),
+    ) {
+        let mut text = String::new();
+        for (w, j) in words.iter().zip(&joins) {
+            text.push_str(w);
+            text.push_str(j);
+        }
+        for name in ["x.sh", "x.toml", "x.json"] {
+            match trainplan::input::from::parse(&text, std::path::Path::new(name)) {
+                Ok(mut f) => {
+                    let _ = f.resolve_interleaving(u64::MAX);
+                }
+                Err(e) => prop_assert!(!e.to_string().contains('\n'), "{e}"),
+            }
+        }
+    }
+}
