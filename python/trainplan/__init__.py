@@ -164,18 +164,25 @@ class Plan(Mapping[str, Any]):
         parts = [f"TP {layout.get('tp')}"]
         if layout.get("cp", 1) != 1:
             parts.append(f"CP {layout['cp']}")
-        parts += [f"PP {layout.get('pp')}", f"DP {layout.get('dp'):,}"]
+        parts += [f"PP {layout.get('pp')}", f"DP {_number(layout.get('dp'), ',')}"]
         text = " × ".join(parts) + f", ZeRO {layout.get('zero')}"
         memory = d.get("memory_gb", {}).get("total")
         verdict = "pass" if d.get("pass") else "fail: " + "; ".join(d.get("reasons", []))
         return (
             f"{d.get('model')}: {_tokens(d.get('tokens'))} tokens, {text}, "
-            f"{d.get('days'):.3f} days, loss {d.get('loss'):.5f}, "
-            f"{memory:.2f} GB/GPU, {verdict}"
+            f"{_number(d.get('days'), '.3f')} days, loss {_number(d.get('loss'), '.5f')}, "
+            f"{_number(memory, '.2f')} GB/GPU, {verdict}"
         )
 
     def __repr__(self) -> str:
         return f"<trainplan.Plan {self}>"
+
+
+def _number(x: Any, spec: str) -> str:
+    """`x` formatted by `spec`, or as it is when it is not a number (a null: `?`)."""
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return format(x, spec)
+    return "?" if x is None else str(x)
 
 
 def _tokens(n: Optional[int]) -> str:
