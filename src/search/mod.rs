@@ -1503,6 +1503,9 @@ fn search_in_blocks<'a>(
     let mut evaluated = 0u64;
     progress.start(shapes.len() as u64);
     for block in (0..shapes.len()).step_by(block_size.max(1)) {
+        if crate::search::progress::interrupted() {
+            break;
+        }
         let block = block..(block + block_size.max(1)).min(shapes.len());
         let (block_verdicts, fitting) =
             shape_configurations(brief, &shapes[block.clone()], options);

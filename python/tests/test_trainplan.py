@@ -1,0 +1,284 @@
+"""The Python package against the binary: each call's JSON byte for byte as the command line
+prints it, its errors as the command line's one-line message, Ctrl-C during a long search.
+
+The binary is `$TRAINPLAN_BIN`, else `target/release/trainplan` (or `target/debug/`) of the
+checkout; without one the comparisons are skipped, saying so.
+"""
+
+import _thread
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import trainplan
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _binary():
+    given = os.environ.get("TRAINPLAN_BIN")
+    if given:
+        return given
+    for profile in ("release", "debug"):
+        path = ROOT / "target" / profile / "trainplan"
+        if path.is_file():
+            return str(path)
+    return None
+
+
+BIN = _binary()
+needs_bin = pytest.mark.skipif(
+    BIN is None,
+    reason="no trainplan binary: set TRAINPLAN_BIN or run `cargo build --release` at the root",
+)
+
+
+def cli(args):
+    """The binary's (stdout, stderr, exit status) for `args` (program name first)."""
+    done = subprocess.run([BIN, *args[1:]], capture_output=True, check=False)
+    return done.stdout.decode("utf-8"), done.stderr.decode("utf-8"), done.returncode
+
+
+CALLS = [
+    ("search", {}),
+    (
+        "search",
+        {
+            "models": ["70b", "405b"],
+            "gpus": 1536,
+            "max_days": 45.5,
+            "rank": "days",
+            "top": 3,
+            "memory": "detailed",
+            "time": "detailed",
+        },
+    ),
+    ("search", {"gpus": 1024, "loss_target": 1.9}),  # no plan passes: exit status 1
+    ("check", {"model": "70b", "tokens": 4.96e12, "tp": 8, "pp": 1, "zero": 3}),
+    ("check", {"model": "70b", "tokens": 15e12, "tp": 1, "pp": 1, "zero": 0}),  # fails
+    (
+        "check",
+        {
+            "model": "70b",
+            "tokens": 4960000000000,
+            "tp": 8,
+            "pp": 2,
+            "zero": 1,
+            "memory": "detailed",
+            "time": "detailed",
+            "sensitivity": True,
+        },
+    ),
+    ("brief", {}),
+    ("brief", {"gpu": "h200", "gpus": 512, "max_days": 60}),
+]
+
+
+def call(command, flags):
+    return getattr(trainplan, command)(**flags)
+
+
+@needs_bin
+@pytest.mark.parametrize("command,flags", CALLS)
+def test_json_is_the_binarys_byte_for_byte(command, flags):
+    result = call(command, flags)
+    out, _, status = cli(trainplan.argv(command, **flags))
+    assert status in (0, 1)
+    assert result.to_json() == out
+    assert result.to_dict() == json.loads(out)
+    assert result.passed == (status == 0)
+    assert bool(result) == (status == 0)
+
+
+def test_argv_maps_keyword_arguments_to_flags():
+    assert trainplan.argv(
+        "search",
+        models=("70b", "405b"),
+        tokens_max=5e13,
+        top=3,
+        exact=True,
+        all=False,
+        gpu=None,
+        model_config=["a.json", Path("b.json")],
+    ) == [
+        "trainplan",
+        "--quiet",
+        "search",
+        "--json",
+        "--models",
+        "70b,405b",
+        "--tokens-max",
+        "50000000000000.0",
+        "--top",
+        "3",
+        "--exact",
+        "--model-config",
+        "a.json",
+        "--model-config",
+        "b.json",
+    ]
+    assert trainplan.argv("brief", progress=True) == [
+        "trainplan",
+        "brief",
+        "--print",
+        "--format",
+        "json",
+    ]
+
+
+def test_the_default_search_answers_the_default_brief():
+    result = trainplan.search()
+    best = result.plans[0]
+    assert best.model == "llama3-70b"
+    assert best["pass"] and best.passed
+    assert best.layout["tp"] >= 1
+    assert result.passing == result.to_dict()["passing"]
+    text = str(best)
+    assert "llama3-70b" in text and "days" in text and "loss" in text
+    assert "llama3-70b" in repr(best) and "SearchResult" in repr(result)
+
+
+def test_check_result():
+    result = trainplan.check(model="70b", tokens=4.96e12, tp=8, pp=1, zero=3)
+    assert result.passed
+    assert result.plan.model == "llama3-70b"
+    assert result.plans[0].to_dict() == result.to_dict()
+    assert result.layout["tp"] == 8
+    assert "fixes" in dir(result)
+
+
+def test_brief_result():
+    b = trainplan.brief(gpus=512)
+    assert b.gpus == 512
+    assert "512" in repr(b)
+
+
+@needs_bin
+@pytest.mark.parametrize(
+    "command,flags",
+    [
+        ("search", {"gpus": "many"}),
+        ("search", {"no_such_flag": 1}),
+        ("check", {"model": "70b"}),  # no --tokens
+        ("check", {"model": "70b", "tokens": 1e12, "tp": 3}),
+        ("brief", {"mfu": 2}),
+    ],
+)
+def test_errors_carry_the_binarys_line(command, flags):
+    with pytest.raises(trainplan.TrainplanError) as raised:
+        call(command, flags)
+    _, err, status = cli(trainplan.argv(command, **flags))
+    assert status == 2
+    message = str(raised.value)
+    assert message == err.rstrip("\n")
+    assert message.startswith("error: ") and "\n" not in message
+    assert isinstance(raised.value, ValueError)
+
+
+def test_output_flags_are_refused():
+    with pytest.raises(TypeError, match="always returns the JSON"):
+        trainplan.search(format="csv")
+
+
+def test_run_gives_any_output():
+    text, passed = trainplan.run(["search", "--format", "csv", "--top", "2"])
+    assert passed and text.count("\n") == 3
+
+
+def test_to_pandas():
+    pandas = pytest.importorskip("pandas")
+    result = trainplan.search(top=5)
+    frame = result.to_pandas()
+    assert isinstance(frame, pandas.DataFrame)
+    assert len(frame) == 5
+    assert list(frame["model"]) == [p.model for p in result.plans]
+    assert "layout.tp" in frame.columns
+    assert len(trainplan.check(model="70b", tokens=4.96e12, tp=8, zero=3).to_pandas()) == 1
+
+
+@needs_bin
+def test_repr_svg_is_the_binarys_plot(tmp_path):
+    flags = {"models": ["70b"], "top": 2}
+    result = trainplan.search(**flags)
+    svg = result._repr_svg_()
+    assert svg.startswith("<svg")
+    path = tmp_path / "loss.svg"
+    cli(trainplan.argv("search", plot=path, **flags))
+    assert svg == path.read_text(encoding="utf-8")
+    memory = trainplan.check(model="70b", tokens=4.96e12, tp=8, zero=3)._repr_svg_()
+    assert memory.startswith("<svg")
+
+
+LONG = {
+    "layers": "40..160:4",
+    "hidden": "6144..20480:512",
+    "ffn_ratio": "3.0..4.0:0.25",
+    "memory": "detailed",
+    "time": "detailed",
+}
+
+
+def test_ctrl_c_stops_a_long_search():
+    """A search of a large family (over 20 s), sent SIGINT (Ctrl-C) after half a second,
+    raises KeyboardInterrupt within a few seconds; a search after it runs to its end."""
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    started = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            trainplan.search(**LONG)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 10
+    assert trainplan.search(models=["70b"], top=1).plans[0].model == "llama3-70b"
+
+
+def test_the_gil_is_released():
+    """Another Python thread runs while a search does."""
+    ticks = []
+    done = threading.Event()
+
+    def tick():
+        while not done.is_set():
+            ticks.append(1)
+            time.sleep(0.005)
+
+    ticker = threading.Thread(target=tick)
+    ticker.start()
+    try:
+        trainplan.search(models=["70b"], memory="detailed", time="detailed", top=1)
+    finally:
+        done.set()
+        ticker.join()
+    assert len(ticks) > 1
+
+
+def test_ctrl_c_stops_another_threads_search_loudly():
+    """The stop is process-wide: a search on another thread stops too, and raises rather than
+    return a partial answer."""
+    raised = []
+
+    def other():
+        try:
+            trainplan.search(**LONG)
+        except KeyboardInterrupt as e:
+            raised.append(e)
+
+    worker = threading.Thread(target=other)
+    worker.start()
+    timer = threading.Timer(0.5, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            trainplan.search(**LONG)
+    finally:
+        timer.cancel()
+        worker.join(timeout=30)
+    assert not worker.is_alive()
+    assert len(raised) == 1 and "another call" in str(raised[0])
