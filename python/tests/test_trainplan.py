@@ -75,6 +75,22 @@ CALLS = [
             "sensitivity": True,
         },
     ),
+    # What it costs: a price, a power and a limit the plan is over (exit status 1).
+    (
+        "check",
+        {
+            "model": "70b",
+            "tokens": 4.96e12,
+            "tp": 8,
+            "zero": 3,
+            "price_per_gpu_hour": 2.5,
+            "gpu_power_w": 700,
+            "pue": 1.2,
+            "carbon_g_per_kwh": 400,
+            "max_cost": 3e6,
+        },
+    ),
+    ("search", {"rank": "cost", "price_per_gpu_hour": 2.5, "max_cost": 3e6, "top": 3}),
     ("brief", {}),
     ("brief", {"gpu": "h200", "gpus": 512, "max_days": 60}),
 ]
@@ -123,6 +139,15 @@ def test_argv_maps_keyword_arguments_to_flags():
         "--model-config",
         "b.json",
     ]
+    # A trailing underscore names a Python keyword.
+    assert trainplan.argv("check", from_="train.sh") == [
+        "trainplan",
+        "--quiet",
+        "check",
+        "--json",
+        "--from",
+        "train.sh",
+    ]
     assert trainplan.argv("brief", progress=True) == [
         "trainplan",
         "brief",
@@ -142,6 +167,23 @@ def test_the_default_search_answers_the_default_brief():
     text = str(best)
     assert "llama3-70b" in text and "days" in text and "loss" in text
     assert "llama3-70b" in repr(best) and "SearchResult" in repr(result)
+
+
+@needs_bin
+def test_a_launchers_file_is_graded_as_the_binary_grades_it(tmp_path):
+    # The Megatron-LM file `export` writes, read back by `check --from`.
+    script = tmp_path / "train.sh"
+    out, _, status = cli(
+        ["trainplan", "export", "--format", "megatron", "--model", "70b", "--tokens", "1e12",
+         "--tp", "8", "--pp", "8", "--zero", "1", "-q"]
+    )
+    assert status in (0, 1)
+    script.write_text(out)
+    result = trainplan.check(from_=script)
+    out, _, status = cli(trainplan.argv("check", from_=script))
+    assert result.to_json() == out
+    assert result.to_dict()["from"]["format"] == "megatron"
+    assert result.layout["tp"] == 8 and result.layout["pp"] == 8
 
 
 def test_check_result():

@@ -64,12 +64,16 @@ def _value(value: Any) -> str:
 
 
 def _flags(flags: Mapping[str, Any]) -> List[str]:
-    """Keyword arguments as command-line flags, in the order given."""
+    """Keyword arguments as command-line flags, in the order given.
+
+    A trailing underscore is dropped, Python's way of naming a keyword: ``from_="train.sh"`` is
+    ``--from train.sh``.
+    """
     args: List[str] = []
     for key, value in flags.items():
         if value is None or value is False:
             continue
-        flag = "--" + key.replace("_", "-")
+        flag = "--" + key.rstrip("_").replace("_", "-")
         if value is True:
             args.append(flag)
         elif isinstance(value, (list, tuple)):

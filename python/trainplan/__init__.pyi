@@ -111,7 +111,7 @@ def search(
     tokens_min: Optional[_Number] = ...,
     tokens_max: Optional[_Number] = ...,
     tokens_step: Optional[_Number] = ...,
-    rank: Optional[Literal["loss", "days", "memory"]] = ...,
+    rank: Optional[Literal["loss", "days", "memory", "cost"]] = ...,
     top: Optional[int] = ...,
     distinct: Optional[Literal["plan", "layout", "shape"]] = ...,
     exact: bool = ...,
@@ -137,6 +137,7 @@ def check(
     progress: bool = ...,
     model: Optional[str] = ...,
     model_config: Optional[_Path] = ...,
+    from_: Optional[_Path] = ...,
     tokens: Optional[_Number] = ...,
     tp: Optional[int] = ...,
     pp: Optional[int] = ...,
@@ -153,6 +154,11 @@ def check(
     mfu: Optional[float] = ...,
     max_days: Optional[_Number] = ...,
     loss_target: Optional[float] = ...,
+    price_per_gpu_hour: Optional[float] = ...,
+    max_cost: Optional[float] = ...,
+    gpu_power_w: Optional[float] = ...,
+    pue: Optional[float] = ...,
+    carbon_g_per_kwh: Optional[float] = ...,
     **flags: Any,
 ) -> CheckResult: ...
 def brief(
