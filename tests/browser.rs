@@ -59,24 +59,40 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// chromedriver on a free port, once it accepts connections.
+/// chromedriver on a free port, once it accepts connections. The port is free when chosen but
+/// may be taken (by a server another test starts) before chromedriver binds it: chromedriver
+/// then exits, and is started again on another port.
 fn chromedriver() -> (Process, u16) {
-    let port = free_port();
-    let child = Command::new(CHROMEDRIVER)
-        .arg(format!("--port={port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
     let start = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "chromedriver did not start"
+    loop {
+        let port = free_port();
+        let mut child = Process(
+            Command::new(CHROMEDRIVER)
+                .arg(format!("--port={port}"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
         );
-        std::thread::sleep(Duration::from_millis(50));
+        loop {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "chromedriver did not start"
+            );
+            if child.0.try_wait().unwrap().is_some() {
+                break; // It could not bind the port: another one.
+            }
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                // Listening, and still running a moment later: the port is chromedriver's.
+                std::thread::sleep(Duration::from_millis(100));
+                if child.0.try_wait().unwrap().is_none() {
+                    return (child, port);
+                }
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
-    (Process(child), port)
 }
 
 /// Headless Chromium with the flags this machine's closed network needs, and a fresh profile.

@@ -3,31 +3,9 @@
 
 mod common;
 
-use common::trainplan;
+use common::{json, refuses, trainplan};
 use predicates::prelude::*;
 use serde_json::Value;
-
-fn json(args: &[&str]) -> Value {
-    let out = trainplan().args(args).output().unwrap();
-    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
-}
-
-/// Runs with `args`, expects exit status 2 and exactly one line on stderr containing `needle`.
-fn refuses(args: &[&str], needle: &str) {
-    let out = trainplan().args(args).output().unwrap();
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-    assert_eq!(
-        stderr.lines().count(),
-        1,
-        "{args:?}: not one line: {stderr}"
-    );
-    assert!(
-        stderr.contains(needle),
-        "{args:?}: {stderr:?} lacks {needle:?}"
-    );
-    assert!(out.stdout.is_empty());
-}
 
 #[test]
 fn check_of_the_starting_plan_fails_memory_and_days_with_exit_1() {

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::trainplan;
+use common::{refuses, trainplan};
 use serde_json::Value;
 
 fn fixture(name: &str) -> String {
@@ -21,18 +21,6 @@ fn stdout(args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
-}
-
-/// Runs with `args`, expects exit status 2 and one line on stderr containing `needle`.
-fn refuses(args: &[&str], needle: &str) {
-    let out = trainplan().args(args).output().unwrap();
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
-    assert!(
-        stderr.contains(needle),
-        "{args:?}: {stderr:?} lacks {needle:?}"
-    );
 }
 
 #[test]

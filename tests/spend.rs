@@ -4,25 +4,7 @@
 
 mod common;
 
-use common::trainplan;
-use serde_json::Value;
-
-fn json(args: &[&str]) -> Value {
-    let out = trainplan().args(args).output().unwrap();
-    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
-}
-
-/// Runs with `args`, expects exit status 2 and one line on stderr containing `needle`.
-fn refuses(args: &[&str], needle: &str) {
-    let out = trainplan().args(args).output().unwrap();
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
-    assert!(
-        stderr.contains(needle),
-        "{args:?}: {stderr:?} lacks {needle:?}"
-    );
-}
+use common::{json, refuses, trainplan};
 
 /// The contract's plan: 70B on 4.96 T tokens, TP 8, ZeRO 3, on the default brief's 2,048 GPUs.
 const PLAN: [&str; 9] = [

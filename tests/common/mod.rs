@@ -6,6 +6,32 @@ pub fn trainplan() -> assert_cmd::Command {
     assert_cmd::Command::cargo_bin("trainplan").unwrap()
 }
 
+/// The JSON the binary prints on stdout for `args`.
+#[allow(dead_code)] // Not every test file that shares these helpers uses this one.
+pub fn json(args: &[&str]) -> serde_json::Value {
+    let out = trainplan().args(args).output().unwrap();
+    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+}
+
+/// Runs with `args`, expects exit status 2, nothing on stdout and exactly one line on stderr
+/// containing `needle`: how bad input is refused.
+#[allow(dead_code)] // Not every test file that shares these helpers uses this one.
+pub fn refuses(args: &[&str], needle: &str) {
+    let out = trainplan().args(args).output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert_eq!(
+        stderr.lines().count(),
+        1,
+        "{args:?}: not one line: {stderr}"
+    );
+    assert!(
+        stderr.contains(needle),
+        "{args:?}: {stderr:?} lacks {needle:?}"
+    );
+    assert!(out.stdout.is_empty(), "{args:?}: something on stdout");
+}
+
 /// The README's family sweep (`results/family-summary.txt`, `results/plots/search-family.svg`).
 #[allow(dead_code)] // Not every test file that shares these helpers uses this one.
 pub const FAMILY_SWEEP: [&str; 6] = [
