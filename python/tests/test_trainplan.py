@@ -91,6 +91,18 @@ CALLS = [
         },
     ),
     ("search", {"rank": "cost", "price_per_gpu_hour": 2.5, "max_cost": 3e6, "top": 3}),
+    # Sequence parallelism off at TP 8: False is "off".
+    (
+        "check",
+        {
+            "model": "70b",
+            "tokens": 4.96e12,
+            "tp": 8,
+            "zero": 1,
+            "memory": "detailed",
+            "sequence_parallel": False,
+        },
+    ),
     ("brief", {}),
     ("brief", {"gpu": "h200", "gpus": 512, "max_days": 60}),
 ]
@@ -138,6 +150,13 @@ def test_argv_maps_keyword_arguments_to_flags():
         "a.json",
         "--model-config",
         "b.json",
+    ]
+    # An on/off flag: False is off, not left out.
+    assert trainplan.argv("check", sequence_parallel=False)[-2:] == ["--sequence-parallel", "off"]
+    assert trainplan.argv("check", sequence_parallel=True)[-2:] == ["--sequence-parallel", "on"]
+    assert trainplan.argv("search", sequence_parallel=[True, False])[-2:] == [
+        "--sequence-parallel",
+        "on,off",
     ]
     # A trailing underscore names a Python keyword.
     assert trainplan.argv("check", from_="train.sh") == [

@@ -63,6 +63,20 @@ def _value(value: Any) -> str:
     return str(value)
 
 
+# Flags whose value is on or off (`--sequence-parallel on|off`; a list on `search`): a Python
+# bool is written as on or off, so False says off rather than leaving the default.
+_ON_OFF = frozenset({"sequence_parallel"})
+
+
+def _on_off(value: Any) -> Any:
+    """``True``/``False`` (or a list of them) as ``"on"``/``"off"``; other values as given."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, (list, tuple)):
+        return [_on_off(v) for v in value]
+    return value
+
+
 def _flags(flags: Mapping[str, Any]) -> List[str]:
     """Keyword arguments as command-line flags, in the order given.
 
@@ -71,6 +85,9 @@ def _flags(flags: Mapping[str, Any]) -> List[str]:
     """
     args: List[str] = []
     for key, value in flags.items():
+        if key in _ON_OFF:
+            # A flag that takes on or off: False is "off", not the flag left out.
+            value = _on_off(value)
         if value is None or value is False:
             continue
         flag = "--" + key.rstrip("_").replace("_", "-")

@@ -228,9 +228,9 @@ fn model(d: &mut DesignArgs, f: &FromFile) -> Result<()> {
             }
             let vocab = dims.vocab.ok_or_else(|| {
                 Error::invalid(
-                    "--from",
-                    "no vocabulary",
-                    "a vocabulary: add --vocab-size to the arguments, or give --model-config",
+                    "--vocab-size",
+                    "missing",
+                    "the model's vocabulary: add --vocab-size to the file's arguments, or give the model's config.json with --model-config",
                 )
             })?;
             if dims.biases != crate::model::Biases::default() || !dims.rope_scaling {

@@ -362,6 +362,13 @@ pub fn parse(text: &str) -> Result<FromFile> {
         };
         options.push((name.to_string(), value));
     }
+    if options.is_empty() {
+        return Err(Error::invalid(
+            "--from",
+            "no Megatron-LM options",
+            "a Megatron-LM argument list (--num-layers …), a torchtitan job TOML or a DeepSpeed JSON",
+        ));
+    }
     let mut from = FromFile::new(Source::Megatron);
     // The launcher's counts (torchrun's, or the deepspeed launcher's): the GPUs, when they
     // are numbers.

@@ -64,6 +64,23 @@ fn error(key: &str, value: impl ToString, expected: impl Into<String>) -> Error 
     )
 }
 
+/// torchtitan 0.2.2's defaults (`torchtitan/config/job_config.py`) for the keys a job file may
+/// leave out, which torchtitan itself then runs with: `training.local_batch_size`, `seq_len`,
+/// `steps`, and `activation_checkpoint.selective_ac_option` ("2": every other layer).
+const DEFAULT_LOCAL_BATCH: u64 = 8;
+const DEFAULT_SEQ_LEN: u64 = 2048;
+const DEFAULT_STEPS: u64 = 10_000;
+const DEFAULT_SELECTIVE_AC_OPTION: &str = "2";
+
+/// `key`, torchtitan's "-1: worked out from the others" (its default for
+/// `data_parallel_shard_degree` and `global_batch_size`) read as `None`, else a whole number.
+fn int_or_rest(table: &Table, section: &str, key: &str) -> Result<Option<u64>> {
+    match table.get(key) {
+        None | Some(Value::Integer(-1)) => Ok(None),
+        _ => int(table, section, key),
+    }
+}
+
 fn int(table: &Table, section: &str, key: &str) -> Result<Option<u64>> {
     let name = format!("{section}.{key}");
     match table.get(key) {
@@ -270,11 +287,13 @@ pub fn parse(text: &str, path: &Path) -> Result<FromFile> {
             ))
         }
     }
-    let local = int(training, "training", "local_batch_size")?;
-    let seq = int(training, "training", "seq_len")?;
-    let steps = int(training, "training", "steps")?;
+    let local_batch = int(training, "training", "local_batch_size")?.unwrap_or(DEFAULT_LOCAL_BATCH);
+    let local = Some(local_batch);
+    let seq = Some(int(training, "training", "seq_len")?.unwrap_or(DEFAULT_SEQ_LEN));
+    let steps = Some(int(training, "training", "steps")?.unwrap_or(DEFAULT_STEPS));
     from.seq_len = seq;
-    from.global_batch = int(training, "training", "global_batch_size")?;
+    // -1 (the default): the local batch on every DP rank, once DP is known below.
+    let global = int_or_rest(training, "training", "global_batch_size")?;
     // The layout.
     let p = section("parallelism")?;
     only(
@@ -296,7 +315,15 @@ pub fn parse(text: &str, path: &Path) -> Result<FromFile> {
     )?;
     let degree = |key: &str| int(p, "parallelism", key).map(|d| d.unwrap_or(1));
     let replicate = degree("data_parallel_replicate_degree")?;
-    let shard = degree("data_parallel_shard_degree")?;
+    // torchtitan's default, -1, shards over every GPU the other degrees leave: the world size,
+    // which the file does not hold, so the degree must be stated rather than guessed.
+    let shard = int_or_rest(p, "parallelism", "data_parallel_shard_degree")?.ok_or_else(|| {
+        error(
+            "parallelism.data_parallel_shard_degree",
+            "-1",
+            "the degree itself (torchtitan's -1 is every GPU the other degrees leave, and the world size is not in the file): write GPUs / (TP × PP × CP × replicate)",
+        )
+    })?;
     let (tp, pp, cp) = (
         degree("tensor_parallel_degree")?,
         degree("pipeline_parallel_degree")?,
@@ -341,6 +368,11 @@ pub fn parse(text: &str, path: &Path) -> Result<FromFile> {
         times("parallelism", pp, cp)?,
     )?;
     from.gpus = Some(world);
+    from.global_batch = match global {
+        Some(g) => Some(g),
+        // torchtitan: `global_batch_size` -1 is `local_batch_size × DP`.
+        None => Some(times("training.local_batch_size", local_batch, dp)?),
+    };
     from.sequence_parallel = Some(tp > 1);
     let micro = int(p, "parallelism", "pipeline_parallel_microbatch_size")?;
     from.micro_batch = if pp > 1 {
@@ -416,8 +448,8 @@ pub fn parse(text: &str, path: &Path) -> Result<FromFile> {
         ) {
             ("none", _) => Recompute::None,
             ("full", _) => Recompute::Full,
-            ("selective", Some("op") | None) => Recompute::SelectiveOp,
-            ("selective", Some("2")) => Recompute::SelectiveLayer,
+            ("selective", Some("op")) => Recompute::SelectiveOp,
+            ("selective", Some(DEFAULT_SELECTIVE_AC_OPTION) | None) => Recompute::SelectiveLayer,
             (mode, option) => {
                 return Err(error(
                     "activation_checkpoint.selective_ac_option",
@@ -479,5 +511,41 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("parallelism2"), "{e}");
+    }
+
+    #[test]
+    fn what_the_file_leaves_out_is_torchtitan_s_default_or_refused() {
+        // torchtitan 0.2.2's defaults: local batch 8, sequence 2,048, 10,000 steps, selective
+        // recomputation of every other layer, and a global batch of local batch × DP (-1).
+        let text = "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[parallelism]\ndata_parallel_shard_degree = 64\n[activation_checkpoint]\nmode = \"selective\"\n";
+        let f = parse(text, Path::new("x.toml")).unwrap();
+        assert_eq!(f.micro_batch, Some(8));
+        assert_eq!(f.seq_len, Some(2048));
+        assert_eq!(f.global_batch, Some(8 * 64));
+        assert_eq!(f.tokens, Some(8 * 64 * 2048 * 10_000));
+        assert_eq!(f.recompute, Some(Recompute::SelectiveLayer));
+        let minus_one = text.replace(
+            "[parallelism]",
+            "[training]\nglobal_batch_size = -1\n[parallelism]",
+        );
+        assert_eq!(
+            parse(&minus_one, Path::new("x.toml")).unwrap().global_batch,
+            Some(512)
+        );
+        // The shard degree's default (-1) needs the world size, which the file does not hold.
+        for shard in [
+            "data_parallel_shard_degree = 64\n",
+            "data_parallel_shard_degree = 64",
+        ] {
+            for instead in ["", "data_parallel_shard_degree = -1\n"] {
+                let e = parse(&text.replacen(shard, instead, 1), Path::new("x.toml"))
+                    .unwrap_err()
+                    .to_string();
+                assert!(
+                    e.contains("parallelism.data_parallel_shard_degree = -1"),
+                    "{e}"
+                );
+            }
+        }
     }
 }
