@@ -71,7 +71,10 @@ fn expand(words: Vec<String>) -> Vec<String> {
                 match value.strip_prefix('(') {
                     Some(rest) if !rest.is_empty() => out.push(rest.to_string()),
                     Some(_) => {}
-                    None => vars.push((name.to_string(), value.to_string())),
+                    None => {
+                        let value = variable(value, &vars).unwrap_or_else(|| value.to_string());
+                        vars.push((name.to_string(), value));
+                    }
                 }
                 continue;
             }
@@ -83,16 +86,30 @@ fn expand(words: Vec<String>) -> Vec<String> {
         if w.is_empty() {
             continue;
         }
-        let name = w
-            .strip_prefix("${")
-            .and_then(|r| r.strip_suffix('}'))
-            .or_else(|| w.strip_prefix('$'));
-        match name.and_then(|n| vars.iter().rev().find(|(v, _)| v == n)) {
-            Some((_, value)) => out.push(value.clone()),
+        match variable(&w, &vars) {
+            Some(value) => out.push(value),
             None => out.push(w),
         }
     }
     out
+}
+
+/// The value of `word` when it is a whole variable reference the script set: `$NAME`,
+/// `${NAME}`, or `${NAME:-default}` / `${NAME-default}` (the default when the script did not set
+/// it, as bash gives it); `None` for any other word, or a name the script did not set.
+fn variable(word: &str, vars: &[(String, String)]) -> Option<String> {
+    let (name, default) = match word.strip_prefix("${").and_then(|r| r.strip_suffix('}')) {
+        Some(inner) => match inner.split_once(":-").or_else(|| inner.split_once('-')) {
+            Some((n, d)) => (n, Some(d)),
+            None => (inner, None),
+        },
+        None => (word.strip_prefix('$')?, None),
+    };
+    vars.iter()
+        .rev()
+        .find(|(v, _)| v == name)
+        .map(|(_, value)| value.clone())
+        .or_else(|| default.map(str::to_string))
 }
 
 /// Prefixes of options that do not change the plan: data, tokenizer, optimizer and its
@@ -791,6 +808,24 @@ impl DimsBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn variables_and_their_defaults_are_bash_s() {
+        let vars = vec![("TP".to_string(), "4".to_string())];
+        assert_eq!(variable("$TP", &vars).as_deref(), Some("4"));
+        assert_eq!(variable("${TP}", &vars).as_deref(), Some("4"));
+        assert_eq!(variable("${TP:-2}", &vars).as_deref(), Some("4"));
+        assert_eq!(variable("${PP:-2}", &vars).as_deref(), Some("2"));
+        assert_eq!(variable("${PP-8}", &vars).as_deref(), Some("8"));
+        assert_eq!(variable("$PP", &vars), None);
+        // A bare reference takes no default: `$TP-x` is no variable of the script's.
+        assert_eq!(variable("$TP-x", &vars), None);
+        assert_eq!(variable("--tp", &vars), None);
+        // A script's own `TP=${TP:-2}` then `$TP`.
+        let script = "TP=${TP:-2}\nARGS=(--tensor-model-parallel-size $TP)\n";
+        let (w, _) = words(script).unwrap();
+        assert_eq!(expand(w), ["--tensor-model-parallel-size", "2"]);
+    }
 
     #[test]
     fn words_split_as_bash_splits_them() {
