@@ -263,6 +263,15 @@ def test_to_pandas():
     assert len(trainplan.check(model="70b", tokens=4.96e12, tp=8, zero=3).to_pandas()) == 1
 
 
+def test_to_pandas_without_pandas_says_how_to_get_it(monkeypatch):
+    # pandas stays optional: without it, the one call that needs it says so.
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(ImportError, match="pip install pandas"):
+        trainplan.search(top=1).to_pandas()
+
+
 @needs_bin
 def test_repr_svg_is_the_binarys_plot(tmp_path):
     flags = {"models": ["70b"], "top": 2}
