@@ -472,6 +472,36 @@ fn search_from_searches_the_file_s_model_on_its_gpus() {
     );
 }
 
+#[test]
+fn a_torchtitan_job_that_shards_over_the_rest_takes_the_world_from_gpus() {
+    // torchtitan's example jobs leave the shard degree at -1 (every GPU the other degrees
+    // leave) and the global batch at -1 (local batch × DP): with --gpus the file is the same
+    // design as the one that states them.
+    let stated = "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nlocal_batch_size = 2\nglobal_batch_size = 64\nseq_len = 8192\nsteps = 1000\n[parallelism]\ndata_parallel_shard_degree = 32\ntensor_parallel_degree = 2\n[activation_checkpoint]\nmode = \"full\"\n";
+    let rest = stated
+        .replace("global_batch_size = 64", "global_batch_size = -1")
+        .replace(
+            "data_parallel_shard_degree = 32",
+            "data_parallel_shard_degree = -1",
+        );
+    let (stated, rest) = (
+        Scratch::new("stated.toml", stated),
+        Scratch::new("rest.toml", &rest),
+    );
+    let grade = |file: &Scratch, gpus: &[&str]| {
+        let mut args = strings(&["check", "--from", &file.path(), "--json"]);
+        args.extend(strings(gpus));
+        without_from(cli(&args))
+    };
+    let want = grade(&stated, &[]).unwrap();
+    assert_eq!(grade(&rest, &["--gpus", "64"]).unwrap(), want);
+    let e = grade(&rest, &[]).unwrap_err();
+    assert!(
+        e.contains("data_parallel_shard_degree = -1") && e.contains("--gpus"),
+        "{e}"
+    );
+}
+
 /// The fuzz target's seeds, and every prefix of them, give a design or one line of error,
 /// never a panic (`fuzz/fuzz_targets/launcher_from.rs` runs the same on random input).
 #[test]

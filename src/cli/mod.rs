@@ -119,7 +119,7 @@ fn apply_from(command: &mut Command, quiet: bool) -> Result<Option<from::Read>> 
     let (notes, read) = match command {
         Command::Check(args) => match args.from.clone() {
             Some(path) => {
-                let file = input::from::read(&path)?;
+                let file = input::from::read_with(&path, args.design.brief.gpus)?;
                 let read = from::Read::of(&file, &path);
                 let shown = path.display().to_string();
                 (from::apply(&mut args.design, file, &shown)?, read)
@@ -128,7 +128,7 @@ fn apply_from(command: &mut Command, quiet: bool) -> Result<Option<from::Read>> 
         },
         Command::Search(args) => match args.from.clone() {
             Some(path) => {
-                let file = input::from::read(&path)?;
+                let file = input::from::read_with(&path, args.brief.gpus)?;
                 let read = from::Read::of(&file, &path);
                 let shown = path.display().to_string();
                 (from::apply_search(args, file, &shown)?, read)

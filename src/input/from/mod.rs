@@ -58,16 +58,27 @@ pub fn detect(text: &str, path: &Path) -> Source {
 
 /// Reads the launcher configuration at `path`.
 pub fn read(path: &Path) -> Result<FromFile> {
+    read_with(path, None)
+}
+
+/// Reads the launcher configuration at `path`, with the world size when the user gives one
+/// (`--gpus`), which a torchtitan job's `data_parallel_shard_degree = -1` resolves against.
+pub fn read_with(path: &Path, world: Option<u64>) -> Result<FromFile> {
     let text = read_text(path, LAUNCHER)?;
-    parse(&text, path)
+    parse_with(&text, path, world)
 }
 
 /// The design `text` (the file at `path`) states.
 pub fn parse(text: &str, path: &Path) -> Result<FromFile> {
+    parse_with(text, path, None)
+}
+
+/// [`parse`], with the world size when the user gives one ([`read_with`]).
+pub fn parse_with(text: &str, path: &Path, world: Option<u64>) -> Result<FromFile> {
     let text = text.trim_start_matches('\u{feff}');
     match detect(text, path) {
         Source::Megatron => megatron::parse(text),
-        Source::Torchtitan => torchtitan::parse(text, path),
+        Source::Torchtitan => torchtitan::parse_with(text, path, world),
         Source::DeepSpeed => deepspeed::parse(text, path),
     }
 }

@@ -118,6 +118,13 @@ fn only(table: &Table, section: &str, known: &[&str], unused: &mut Vec<String>) 
 
 /// The design the TOML `text` (the file at `path`) states.
 pub fn parse(text: &str, path: &Path) -> Result<FromFile> {
+    parse_with(text, path, None)
+}
+
+/// [`parse`], with the world size when the user gives it (`--gpus`): what torchtitan's
+/// `data_parallel_shard_degree = -1` (its default, in every example job) resolves against —
+/// every GPU the other degrees leave.
+pub fn parse_with(text: &str, path: &Path, world: Option<u64>) -> Result<FromFile> {
     let root: Table = text.parse().map_err(|e: toml::de::Error| Error::Parse {
         path: path.to_path_buf(),
         message: format!(
@@ -315,20 +322,35 @@ pub fn parse(text: &str, path: &Path) -> Result<FromFile> {
     )?;
     let degree = |key: &str| int(p, "parallelism", key).map(|d| d.unwrap_or(1));
     let replicate = degree("data_parallel_replicate_degree")?;
-    // torchtitan's default, -1, shards over every GPU the other degrees leave: the world size,
-    // which the file does not hold, so the degree must be stated rather than guessed.
-    let shard = int_or_rest(p, "parallelism", "data_parallel_shard_degree")?.ok_or_else(|| {
-        error(
-            "parallelism.data_parallel_shard_degree",
-            "-1",
-            "the degree itself (torchtitan's -1 is every GPU the other degrees leave, and the world size is not in the file): write GPUs / (TP × PP × CP × replicate)",
-        )
-    })?;
     let (tp, pp, cp) = (
         degree("tensor_parallel_degree")?,
         degree("pipeline_parallel_degree")?,
         degree("context_parallel_degree")?,
     );
+    // torchtitan's default, -1, shards over every GPU the other degrees leave: the world size,
+    // which the file does not hold; it is the --gpus given, or the degree must be stated.
+    let field = "parallelism.data_parallel_shard_degree";
+    let shard = match (int_or_rest(p, "parallelism", "data_parallel_shard_degree")?, world) {
+        (Some(shard), _) => shard,
+        (None, Some(gpus)) => {
+            let others = times(field, times(field, tp, pp)?, times(field, cp, replicate)?)?;
+            if gpus % others != 0 {
+                return Err(error(
+                    field,
+                    "-1",
+                    format!("a world of --gpus {gpus} that TP × PP × CP × replicate = {others} divides (-1 is every GPU they leave)"),
+                ));
+            }
+            gpus / others
+        }
+        (None, None) => {
+            return Err(error(
+                field,
+                "-1",
+                "the world size to resolve it against: give --gpus (torchtitan's -1 is every GPU the other degrees leave, and the file does not hold the world size), or write the degree",
+            ))
+        }
+    };
     let dp = times("parallelism.data_parallel_shard_degree", replicate, shard)?;
     let reshard = string(p, "parallelism", "fsdp_reshard_after_forward")?.unwrap_or("default");
     let ddp = shard == 1 && tp == 1 && pp == 1 && cp == 1;
@@ -532,7 +554,19 @@ mod tests {
             parse(&minus_one, Path::new("x.toml")).unwrap().global_batch,
             Some(512)
         );
-        // The shard degree's default (-1) needs the world size, which the file does not hold.
+        // The shard degree's default (-1): every GPU TP × PP × CP × replicate leave of the
+        // world size given (--gpus), which the file does not hold.
+        let rest = text.replace(
+            "data_parallel_shard_degree = 64",
+            "data_parallel_shard_degree = -1\ntensor_parallel_degree = 2",
+        );
+        let f = parse_with(&rest, Path::new("x.toml"), Some(64)).unwrap();
+        assert_eq!((f.gpus, f.dp, f.tp), (Some(64), Some(32), Some(2)));
+        assert_eq!(f.global_batch, Some(8 * 32));
+        let e = parse_with(&rest, Path::new("x.toml"), Some(63))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--gpus 63") && e.contains("= 2 divides"), "{e}");
         for shard in [
             "data_parallel_shard_degree = 64\n",
             "data_parallel_shard_degree = 64",
