@@ -305,8 +305,16 @@ impl Brief {
     /// Days the run may take: the day limit, or less where the cost limit binds first (cost
     /// is linear in days: [`Spend::days_within`]).
     pub fn days_limit(&self) -> f64 {
-        self.cost_limit_days()
-            .map_or(self.max_days, |d| d.min(self.max_days))
+        self.binding_cost_limit()
+            .map_or(self.max_days, |(_, days)| days)
+    }
+
+    /// The cost limit and its days, when it binds before the day limit: what the reasons,
+    /// fixes, budget line and plot name instead of the days.
+    pub fn binding_cost_limit(&self) -> Option<(f64, f64)> {
+        self.max_cost
+            .zip(self.cost_limit_days())
+            .filter(|&(_, days)| days < self.max_days)
     }
 
     /// The days the cost limit allows on the brief's GPUs, when it has one.

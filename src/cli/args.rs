@@ -240,43 +240,31 @@ pub struct BriefArgs {
     /// Checkpoint write bandwidth per GPU, GB/s [default: 0.122, Llama 3's 2 TB/s for 16,384].
     #[arg(long, value_name = "GB/s")]
     pub storage_gbps_per_gpu: Option<f64>,
+    #[command(flatten)]
+    pub spend: SpendArgs,
+}
+
+/// What a run costs: the brief's price, power, PUE, carbon intensity and cost limit.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Cost and energy (all optional)")]
+pub struct SpendArgs {
     /// Price of one GPU-hour, in your currency: every plan then reports its cost [no default].
-    #[arg(
-        long,
-        value_name = "PRICE",
-        help_heading = "Cost and energy (all optional)"
-    )]
+    #[arg(long, value_name = "PRICE")]
     pub price_per_gpu_hour: Option<f64>,
     /// The most the run may cost: a fourth check, and a bound on the tokens (needs
     /// --price-per-gpu-hour) [no default].
-    #[arg(
-        long,
-        value_name = "COST",
-        help_heading = "Cost and energy (all optional)"
-    )]
+    #[arg(long, value_name = "COST")]
     pub max_cost: Option<f64>,
     /// One GPU's power under load, W: every plan then reports its energy [default: the --gpu
     /// preset's board power; none for the default brief].
-    #[arg(
-        long,
-        value_name = "W",
-        help_heading = "Cost and energy (all optional)"
-    )]
+    #[arg(long, value_name = "W")]
     pub gpu_power_w: Option<f64>,
     /// The datacenter's power usage effectiveness, ≥ 1 [default: 1, the GPUs' own energy].
-    #[arg(
-        long,
-        value_name = "PUE",
-        help_heading = "Cost and energy (all optional)"
-    )]
+    #[arg(long, value_name = "PUE")]
     pub pue: Option<f64>,
     /// The grid's carbon intensity, g CO2e per kWh: every plan then reports its emissions
     /// [no default].
-    #[arg(
-        long,
-        value_name = "G/KWH",
-        help_heading = "Cost and energy (all optional)"
-    )]
+    #[arg(long, value_name = "G/KWH")]
     pub carbon_g_per_kwh: Option<f64>,
 }
 
@@ -345,12 +333,12 @@ impl BriefArgs {
                 storage_gbps_per_gpu: self.storage_gbps_per_gpu,
                 ..ReliabilityPatch::default()
             },
-            max_cost: self.max_cost,
+            max_cost: self.spend.max_cost,
             spend: SpendPatch {
-                price_per_gpu_hour: self.price_per_gpu_hour,
-                gpu_power_w: self.gpu_power_w,
-                pue: self.pue,
-                carbon_g_per_kwh: self.carbon_g_per_kwh,
+                price_per_gpu_hour: self.spend.price_per_gpu_hour,
+                gpu_power_w: self.spend.gpu_power_w,
+                pue: self.spend.pue,
+                carbon_g_per_kwh: self.spend.carbon_g_per_kwh,
             },
             family: None,
         };

@@ -116,26 +116,21 @@ where
 /// Lays a `--from` file over the flags of `check` or `search`, printing its notes on stderr
 /// (unless quiet); what was read, for `check --json`'s `from`.
 fn apply_from(command: &mut Command, quiet: bool) -> Result<Option<from::Read>> {
-    let (notes, read) = match command {
-        Command::Check(args) => match args.from.clone() {
-            Some(path) => {
-                let file = input::from::read_with(&path, args.design.brief.gpus)?;
-                let read = from::Read::of(&file, &path);
-                let shown = path.display().to_string();
-                (from::apply(&mut args.design, file, &shown)?, read)
-            }
-            None => return Ok(None),
-        },
-        Command::Search(args) => match args.from.clone() {
-            Some(path) => {
-                let file = input::from::read_with(&path, args.brief.gpus)?;
-                let read = from::Read::of(&file, &path);
-                let shown = path.display().to_string();
-                (from::apply_search(args, file, &shown)?, read)
-            }
-            None => return Ok(None),
-        },
-        _ => return Ok(None),
+    let (path, gpus) = match command {
+        Command::Check(args) => (args.from.clone(), args.design.brief.gpus),
+        Command::Search(args) => (args.from.clone(), args.brief.gpus),
+        _ => (None, None),
+    };
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let file = input::from::read_with(&path, gpus)?;
+    let read = from::Read::of(&file, &path);
+    let shown = path.display().to_string();
+    let notes = match command {
+        Command::Check(args) => from::apply(&mut args.design, file, &shown)?,
+        Command::Search(args) => from::apply_search(args, file, &shown)?,
+        _ => Vec::new(),
     };
     if !quiet {
         for note in notes {

@@ -54,12 +54,19 @@ impl Spend {
             .map(|w| energy_mwh(hours, w, self.pue.unwrap_or(1.0)));
         Spent {
             gpu_hours: hours,
-            cost: self.price_per_gpu_hour.map(|p| cost(hours, p)),
+            cost: self.cost_of(gpus, days),
             energy_mwh: energy,
             emissions_t: energy
                 .zip(self.carbon_g_per_kwh)
                 .map(|(e, c)| emissions_t(e, c)),
         }
+    }
+
+    /// What a run holding `gpus` GPUs for `days` days costs, with a price: [`cost`] of its
+    /// [`gpu_hours`] (what [`Spend::of`] reports, and what the cost check compares).
+    pub fn cost_of(&self, gpus: u64, days: f64) -> Option<f64> {
+        self.price_per_gpu_hour
+            .map(|p| cost(gpu_hours(gpus, days), p))
     }
 
     /// The most days a run on `gpus` GPUs may take within `max_cost` at this price (`None`

@@ -155,12 +155,9 @@ fn token_fixes(brief: &Brief, shape: &Shape, plan: &Plan, pace: Pace) -> Vec<Str
         let most = v.max_tokens_in_time;
         // The window's upper end keeps to the day limit, or to the cost limit's days when
         // that binds first.
-        let (within, allow) = match brief
-            .max_cost
-            .filter(|_| brief.days_limit() < brief.max_days)
-        {
-            Some(limit) => {
-                let days = fixed(brief.days_limit(), 1);
+        let (within, allow) = match brief.binding_cost_limit() {
+            Some((limit, days)) => {
+                let days = fixed(days, 1);
                 (
                     format!("the {} cost limit ({days} days)", money(limit)),
                     format!("the {} cost limit ({days} days) allows", money(limit)),
@@ -217,18 +214,16 @@ fn token_fixes(brief: &Brief, shape: &Shape, plan: &Plan, pace: Pace) -> Vec<Str
     let too_few_days = v
         .min_tokens_for_loss
         .is_none_or(|fewest| fewest > v.max_tokens_in_time);
-    let cost_binds = brief.days_limit() < brief.max_days;
-    if let (true, true, Some(limit)) = (
+    if let (true, Some((limit, days))) = (
         floor_below_target && too_few_days,
-        cost_binds,
-        brief.max_cost,
+        brief.binding_cost_limit(),
     ) {
         // Cost is GPUs × days: a larger cluster at the same pace costs the same.
         fixes.push(format!(
             "cost and loss: {} cannot meet both within the {} cost limit ({} days); a higher limit, a lower price, a faster layout or another model is needed",
             shape.name,
             money(limit),
-            fixed(brief.days_limit(), 1)
+            fixed(days, 1)
         ));
     } else if floor_below_target && too_few_days {
         fixes.push(match pace {

@@ -26,20 +26,16 @@ pub fn spent(brief: &Brief, layout: &Layout, days: f64) -> Option<Spent> {
         .then(|| brief.spend.of(layout.gpus(), days))
 }
 
-/// The cost check, when the brief sets a limit (it then has a price, so `spent` has a cost).
-pub fn cost_fits(brief: &Brief, spent: Option<&Spent>) -> Option<bool> {
-    brief
-        .max_cost
-        .map(|limit| spent.and_then(|s| s.cost).is_some_and(|c| c <= limit))
+/// The cost check of a run that costs `cost`, when the brief sets a limit (it then has a
+/// price, so the cost is known).
+pub fn cost_fits(brief: &Brief, cost: Option<f64>) -> Option<bool> {
+    brief.max_cost.map(|limit| cost.is_some_and(|c| c <= limit))
 }
 
 /// Whether a run of `days` on the brief's GPUs passes the days check and, when the brief sets
 /// a cost limit, the cost check: what the token window's upper end keeps to.
 pub fn within_time_and_cost(brief: &Brief, days: f64) -> bool {
-    days_fit(brief, days)
-        && brief
-            .max_cost
-            .is_none_or(|_| cost_fits(brief, Some(&brief.spend.of(brief.gpus, days))) == Some(true))
+    days_fit(brief, days) && cost_fits(brief, brief.spend.cost_of(brief.gpus, days)) != Some(false)
 }
 
 /// The loss check.

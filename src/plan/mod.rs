@@ -218,7 +218,7 @@ pub fn evaluate_graded(
         memory: memory_fits(brief, mem.total()),
         days: days_fit(brief, days),
         loss: loss_meets(brief, loss),
-        cost: cost_fits(brief, spend.as_ref()),
+        cost: cost_fits(brief, spend.and_then(|s| s.cost)),
     };
     let memory_gb = mem.in_gb();
     let margins = Margins {

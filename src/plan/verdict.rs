@@ -312,14 +312,14 @@ pub fn verdict_because(
         )),
         (Some(d), lo) if lo.is_none_or(|lo| lo > max_tokens_in_time) => {
             let d = lo.map_or(d, |lo| lo as f64);
-            reasons.push(match brief.max_cost.filter(|_| brief.days_limit() < brief.max_days) {
-                Some(limit) => format!(
+            reasons.push(match brief.binding_cost_limit() {
+                Some((limit, days)) => format!(
                     "cost: reaching loss {} takes {} tokens ({} days), but the {} cost limit allows {} days, {} tokens",
                     brief.loss_target,
                     count(d),
                     fixed(days_of(d), 1),
                     money(limit),
-                    fixed(brief.days_limit(), 1),
+                    fixed(days, 1),
                     count(max_tokens_in_time as f64)
                 ),
                 None => format!(

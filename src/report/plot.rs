@@ -266,7 +266,6 @@ pub fn loss_days(report: &SearchReport) -> Result<String> {
         .filter(|v| v.max_tokens_in_time > 0)
         .count()
         - shapes.len();
-    let cost_days = b.cost_limit_days().filter(|&d| d < b.max_days);
     let title = format!(
         "predicted loss against days on {} GPUs: target {}, at most {} days{}",
         count(b.gpus as f64),
@@ -336,7 +335,7 @@ pub fn loss_days(report: &SearchReport) -> Result<String> {
                 general(b.max_days)
             ))
             .legend(|(x, y)| PathElement::new([(x, y), (x + 18, y)], LIMIT.stroke_width(2)));
-        if let (Some(days), Some(limit)) = (cost_days, b.max_cost) {
+        if let Some((limit, days)) = b.binding_cost_limit() {
             chart
                 .draw_series(DashedLineSeries::new(
                     [(days, y_min), (days, y_max)],

@@ -1041,12 +1041,12 @@ impl Exporter for Text {
                 margin(p.margins.loss, "", 4),
             ],
         ];
-        if let (Some(pass), Some(limit), Some(c)) = (
+        if let (Some(pass), Some(limit), Some(c), Some(short)) = (
             p.checks.cost,
             r.brief.max_cost,
             p.spend.and_then(|s| s.cost),
+            p.margins.cost,
         ) {
-            let short = p.margins.cost.unwrap_or(limit - c);
             check_rows.push(vec![
                 "cost".into(),
                 money(c),
@@ -1103,11 +1103,9 @@ impl Exporter for Text {
     ) -> Result<()> {
         let mut out = brief_lines(&r.brief);
         let b = &r.brief;
-        let days = if b.days_limit() < b.max_days {
-            format!("{} days (the cost limit's)", fixed(b.days_limit(), 1))
-        } else {
-            "days".into()
-        };
+        let days = b.binding_cost_limit().map_or("days".into(), |(_, days)| {
+            format!("{} days (the cost limit's)", fixed(days, 1))
+        });
         let _ = writeln!(
             out,
             "budget    {} FLOPs (GPUs × peak × MFU × {days} × 86,400)",
