@@ -117,6 +117,80 @@ pub fn deepest_interleaving(stages: &[u64]) -> u64 {
         .unwrap_or(0)
 }
 
+/// The most kinds of stage a pipeline has ([`StageKinds`]): the first, the last, and one for
+/// each run of equal stages between (the splits of [`crate::cost::memory::detailed`] make at
+/// most two such runs: the even split's `⌊L/p⌋` and `⌊L/p⌋ + 1`).
+pub const MAX_STAGE_KINDS: usize = 4;
+
+/// One stage standing for a kind: its place in the pipeline and its layers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StageKind {
+    /// 0-based index of the stage.
+    pub index: u64,
+    /// Transformer layers on it.
+    pub layers: u64,
+}
+
+/// A pipeline's stages by kind: the first stage, the last, and the first of each run of equal
+/// stages between them. Every rule and cost of a stage depends on its layers, whether it is
+/// the first or the last, and (through the micro-batches in flight, which fall with the
+/// index) its place, so a stage of a run holds no more and runs no slower than the run's
+/// first: the representatives decide the pipeline's peak memory, its slowest stage and the
+/// deepest interleaving exactly, at a fixed size with no allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StageKinds {
+    pp: u64,
+    len: usize,
+    kinds: [StageKind; MAX_STAGE_KINDS],
+}
+
+impl StageKinds {
+    /// The kinds of the pipeline whose stages hold `stages` layers each; `None` for no stage
+    /// or more kinds than [`MAX_STAGE_KINDS`] (never for the model's splits).
+    pub fn of(stages: &[u64]) -> Option<StageKinds> {
+        let mut kinds = [StageKind::default(); MAX_STAGE_KINDS];
+        let mut len = 0;
+        for (i, &layers) in stages.iter().enumerate() {
+            // The second stage starts the middle run; a later middle stage equal to the one
+            // before it belongs to that stage's run.
+            if i > 1 && i + 1 < stages.len() && stages[i - 1] == layers {
+                continue;
+            }
+            *kinds.get_mut(len)? = StageKind {
+                index: i as u64,
+                layers,
+            };
+            len += 1;
+        }
+        (len > 0).then_some(StageKinds {
+            pp: stages.len() as u64,
+            len,
+            kinds,
+        })
+    }
+
+    /// The representatives, in stage order.
+    pub fn kinds(&self) -> &[StageKind] {
+        &self.kinds[..self.len]
+    }
+
+    /// Stages in the pipeline.
+    pub fn pp(&self) -> u64 {
+        self.pp
+    }
+
+    /// Model chunks `kind` can hold ([`chunk_room`]).
+    fn room(&self, kind: &StageKind) -> u64 {
+        let ends = kind.index == 0 || kind.index + 1 == self.pp;
+        kind.layers.saturating_add(u64::from(ends))
+    }
+
+    /// [`deepest_interleaving`] of the pipeline.
+    pub fn deepest_interleaving(&self) -> u64 {
+        self.kinds().iter().map(|k| self.room(k)).min().unwrap_or(0)
+    }
+}
+
 /// A pipeline schedule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Schedule {
@@ -234,6 +308,20 @@ impl Step {
     /// Micro-batches per step for each replica, `m = B / (b·s·DP)`, checked against the layout
     /// and the layers per stage; the error names the rule broken.
     pub fn micro_batches(&self, layout: &Layout, stage_layers: &[u64]) -> Result<u64> {
+        let m = self.micro_batches_before_schedule(layout)?;
+        self.interleaving_allowed(layout, stage_layers, m)?;
+        Ok(m)
+    }
+
+    /// [`Step::micro_batches`] of the pipeline `kinds`.
+    pub fn micro_batches_in(&self, layout: &Layout, kinds: &StageKinds) -> Result<u64> {
+        let m = self.micro_batches_before_schedule(layout)?;
+        self.interleaving_allowed_in(layout, kinds, m)?;
+        Ok(m)
+    }
+
+    /// [`Step::micro_batches`] before the schedule's rules.
+    fn micro_batches_before_schedule(&self, layout: &Layout) -> Result<u64> {
         if self.micro_batch == 0 || self.seq_len == 0 {
             return Err(Error::invalid(
                 "--micro-batch × --seq-len",
@@ -275,9 +363,7 @@ impl Step {
                     ),
                 )
             })?;
-        let m = self.global_batch_tokens / per_micro_batch;
-        self.interleaving_allowed(layout, stage_layers, m)?;
-        Ok(m)
+        Ok(self.global_batch_tokens / per_micro_batch)
     }
 
     /// The interleaved schedule's rules, for `m` micro-batches a step (the last checks of
@@ -289,34 +375,73 @@ impl Step {
         stage_layers: &[u64],
         m: u64,
     ) -> Result<()> {
+        match StageKinds::of(stage_layers) {
+            Some(kinds) => self.interleaving_allowed_in(layout, &kinds, m),
+            None => self.interleaving_allowed_slow(layout, stage_layers, m),
+        }
+    }
+
+    /// [`Step::interleaving_allowed`] of the pipeline `kinds` (the same rules: a stage short of
+    /// room is short as its run's first is, and the first short kind has the first short
+    /// stage's layers).
+    pub fn interleaving_allowed_in(
+        &self,
+        layout: &Layout,
+        kinds: &StageKinds,
+        m: u64,
+    ) -> Result<()> {
         if let Schedule::Interleaved(v) = self.schedule {
             let v = u64::from(v);
-            if layout.pp < 2 {
-                return Err(Error::invalid(
-                    "--schedule",
-                    self.schedule,
-                    "1f1b when pp = 1",
-                ));
+            if layout.pp >= 2 && m % layout.pp == 0 && kinds.deepest_interleaving() >= v {
+                return Ok(());
             }
-            if m % layout.pp != 0 {
-                return Err(Error::invalid(
-                    "--schedule",
-                    self.schedule,
-                    format!(
-                        "1f1b, or {m} micro-batches a multiple of pp = {}",
-                        layout.pp
-                    ),
-                ));
-            }
-            // A chunk of the first or the last stage may hold only the embedding or the head.
+            let few = kinds.kinds().iter().find(|k| kinds.room(k) < v);
+            return self.interleaving_refused(layout, m, few.map(|k| k.layers));
+        }
+        Ok(())
+    }
+
+    /// Why an interleaved step is refused: the first rule it breaks.
+    fn interleaving_refused(&self, layout: &Layout, m: u64, short: Option<u64>) -> Result<()> {
+        if layout.pp < 2 {
+            return Err(Error::invalid(
+                "--schedule",
+                self.schedule,
+                "1f1b when pp = 1",
+            ));
+        }
+        if m % layout.pp != 0 {
+            return Err(Error::invalid(
+                "--schedule",
+                self.schedule,
+                format!(
+                    "1f1b, or {m} micro-batches a multiple of pp = {}",
+                    layout.pp
+                ),
+            ));
+        }
+        if let Some(few) = short {
+            return Err(Error::invalid(
+                "--schedule",
+                self.schedule,
+                format!("at most as many chunks as every stage has layers, one more on the first and last stage, whose extra chunk holds the embedding or the head (a stage has {few})"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// [`Step::interleaving_allowed`] stage by stage, for a pipeline of more kinds than
+    /// [`StageKinds`] holds.
+    fn interleaving_allowed_slow(
+        &self,
+        layout: &Layout,
+        stage_layers: &[u64],
+        m: u64,
+    ) -> Result<()> {
+        if let Schedule::Interleaved(v) = self.schedule {
+            let v = u64::from(v);
             let short = (0..stage_layers.len()).find(|&i| chunk_room(stage_layers, i) < v);
-            if let Some(few) = short.map(|i| stage_layers[i]) {
-                return Err(Error::invalid(
-                    "--schedule",
-                    self.schedule,
-                    format!("at most as many chunks as every stage has layers, one more on the first and last stage, whose extra chunk holds the embedding or the head (a stage has {few})"),
-                ));
-            }
+            return self.interleaving_refused(layout, m, short.map(|i| stage_layers[i]));
         }
         Ok(())
     }
@@ -360,6 +485,39 @@ mod tests {
 
     fn layout(tp: u64, pp: u64) -> Layout {
         crate::model::layout::layout_70b(tp, pp, 1)
+    }
+
+    #[test]
+    fn a_pipeline_s_stage_kinds_decide_what_its_every_stage_would() {
+        use crate::cost::memory::detailed::{stage_layers, StageSplit};
+        // Every split of up to 130 layers over every PP: at most four kinds, the same deepest
+        // interleaving, and the same verdict on every depth (the first short stage's layers in
+        // the error) as the stage-by-stage rule.
+        for split in [StageSplit::Even, StageSplit::Llama3, StageSplit::Balanced] {
+            for layers in 1..=130u64 {
+                for pp in 1..=layers.min(40) {
+                    let Ok(stages) = stage_layers(layers, pp, split) else {
+                        continue;
+                    };
+                    let kinds = StageKinds::of(&stages).unwrap();
+                    assert!(kinds.kinds().len() <= MAX_STAGE_KINDS);
+                    assert_eq!(kinds.deepest_interleaving(), deepest_interleaving(&stages));
+                    let l = Layout { pp, ..layout(1, 1) };
+                    for v in 2..=kinds.deepest_interleaving() as u32 + 1 {
+                        let s = step(1, Schedule::Interleaved(v));
+                        for m in [pp, pp + 1] {
+                            let fast = s.interleaving_allowed_in(&l, &kinds, m);
+                            let slow = s.interleaving_allowed_slow(&l, &stages, m);
+                            assert_eq!(
+                                fast.map_err(|e| e.to_string()),
+                                slow.map_err(|e| e.to_string()),
+                                "{split:?} {layers} layers, pp {pp}, v {v}, m {m}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]

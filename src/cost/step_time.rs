@@ -50,7 +50,7 @@ use crate::cost::memory::MemoryModel;
 use crate::cost::precision::Precision;
 use crate::cost::reliability::Outage;
 use crate::cost::stack::{CpComm, Stack};
-use crate::cost::step::Step;
+use crate::cost::step::{StageKinds, Step};
 use crate::cost::topology::{all_reduce, reduce_scatter, send, Link};
 use crate::cost::Machine;
 use crate::error::{Error, Result};
@@ -510,7 +510,7 @@ pub fn step_time_of(
 /// shares ([`unscheduled`]); [`scheduled`] adds the pipeline's sends and bubble.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Unscheduled {
-    layers: Vec<u64>,
+    kinds: StageKinds,
     m: u64,
     compute: f64,
     forward: f64,
@@ -533,8 +533,23 @@ pub fn unscheduled(
     opts: &TimeOptions,
     micro_batch: &MicroBatch,
 ) -> Result<Unscheduled> {
+    let kinds = d.kinds(shape, layout)?;
+    unscheduled_in(machine, shape, layout, d, opts, micro_batch, &kinds)
+}
+
+/// [`unscheduled`] in the pipeline `kinds` ([`Detailed::kinds`] of the layout): the slowest stage
+/// is found among one representative of each kind.
+pub fn unscheduled_in(
+    machine: &Machine,
+    shape: &Shape,
+    layout: &Layout,
+    d: &Detailed,
+    opts: &TimeOptions,
+    micro_batch: &MicroBatch,
+    kinds: &StageKinds,
+) -> Result<Unscheduled> {
     let step = &d.step;
-    let (layers, m) = d.unscheduled_pipeline(shape, layout)?;
+    let m = d.unscheduled_pipeline_in(layout, kinds)?;
     let (tp, cp, pp, dp) = (layout.tp, layout.cp, layout.pp, layout.dp);
     let (h, v) = (shape.hidden as f64, shape.vocab as f64);
     // This rank's tokens of a micro-batch: `b·s/CP`.
@@ -574,19 +589,20 @@ pub fn unscheduled(
     let tp_per_layer = tp_layer - hidden(tp_layer, opts.tp_overlap, layer.2);
 
     // The slowest stage: (index, compute, forward compute, tp and cp) per micro-batch.
-    let (slowest, compute, forward, tp_comm, cp_comm) = layers
+    let (slowest, stage_layers, compute, forward, tp_comm, cp_comm) = kinds
+        .kinds()
         .iter()
-        .enumerate()
-        .map(|(i, &l)| {
-            let last = i as u64 == pp - 1;
+        .map(|k| {
+            let (i, l) = (k.index, k.layers);
+            let last = i == pp - 1;
             let l = l as f64;
             let all = l * layer.0 + if last { head.0 } else { 0.0 };
             let fwd = l * layer.1 + if last { head.1 } else { 0.0 };
-            (i, all, fwd, l * tp_per_layer, l * cp_per_layer)
+            (i, k.layers, all, fwd, l * tp_per_layer, l * cp_per_layer)
         })
         .max_by(|a, b| {
-            (a.1 + a.3 + a.4)
-                .total_cmp(&(b.1 + b.3 + b.4))
+            (a.2 + a.4 + a.5)
+                .total_cmp(&(b.2 + b.4 + b.5))
                 .then(b.0.cmp(&a.0))
         })
         .expect("a pipeline has at least one stage");
@@ -607,8 +623,7 @@ pub fn unscheduled(
     };
 
     let first = slowest == 0;
-    let last = slowest as u64 == pp - 1;
-    let stage_layers = layers[slowest];
+    let last = slowest == pp - 1;
     let psi = stage_params(shape, tp, stage_layers, first, last);
     let grad_bytes = d.options.gradients.bytes();
     // ZeRO's shard group: DP/replicate × CP ranks, TP apart (ranks run TP, CP, DP from the
@@ -675,7 +690,7 @@ pub fn unscheduled(
     let (full_layer, _) = layer_flops(shape, 1, step.seq_len, step.recompute);
     let hardware_per_token = f64::from(shape.layers) * full_layer + 3.0 * 2.0 * v * h;
     Ok(Unscheduled {
-        layers,
+        kinds: *kinds,
         m,
         compute,
         forward,
@@ -703,7 +718,7 @@ pub fn scheduled(
     base: &Unscheduled,
 ) -> Result<StepTime> {
     let step = &d.step;
-    step.interleaving_allowed(layout, &base.layers, base.m)?;
+    step.interleaving_allowed_in(layout, &base.kinds, base.m)?;
     let pp = layout.pp;
     let (compute, forward) = (base.compute, base.forward);
     let per_micro_batch = compute + base.tp_comm + base.cp_comm;
@@ -811,6 +826,42 @@ impl TimeModel {
         unscheduled(machine, shape, layout, d, opts, &micro_batch).map(Some)
     }
 
+    /// [`TimeModel::unscheduled`] in the pipeline `kinds` ([`Detailed::kinds`] of the
+    /// layout).
+    pub fn unscheduled_in(
+        &self,
+        machine: &Machine,
+        shape: &Shape,
+        layout: &Layout,
+        d: &Detailed,
+        kinds: &StageKinds,
+        cache: &mut MicroBatchCache,
+    ) -> Result<Option<Unscheduled>> {
+        let TimeModel::Detailed(opts) = self else {
+            return Ok(None);
+        };
+        let micro_batch = cache.get(machine, shape, layout, d, opts)?;
+        unscheduled_in(machine, shape, layout, d, opts, &micro_batch, kinds).map(Some)
+    }
+
+    /// [`RunTime::days_per_token`] of the step `d` from the [`Unscheduled`] part of a step
+    /// that differs from it at most in its schedule, for a run whose failures leave `goodput`
+    /// ([`Outage::goodput`], the same for every run of a shape on a machine): what
+    /// [`TimeModel::run_time_on`] gives, without the rest of the run.
+    pub fn days_per_token_on(
+        &self,
+        layout: &Layout,
+        d: &Detailed,
+        base: &Unscheduled,
+        goodput: f64,
+    ) -> Result<Option<f64>> {
+        let TimeModel::Detailed(opts) = self else {
+            return Ok(None);
+        };
+        let step = scheduled(layout, d, opts, base)?;
+        Ok(Some(days_per_token(&step, d, goodput)))
+    }
+
     /// [`TimeModel::run_time`] of the step `d` from the [`Unscheduled`] part of a step that
     /// differs from it at most in its schedule (the same answer; `d`'s stack must run its
     /// schedule, [`Detailed::schedule_allowed`]).
@@ -831,6 +882,12 @@ impl TimeModel {
     }
 }
 
+/// Days per token at the step time `step` of `d` when failures leave `goodput`:
+/// `step_seconds / (B · goodput · 86,400)`.
+fn days_per_token(step: &StepTime, d: &Detailed, goodput: f64) -> f64 {
+    step.step_seconds / d.step.global_batch_tokens as f64 / goodput / SECONDS_PER_DAY
+}
+
 /// The run of `tokens` at the step time `step`: its compute days, and its days per token with
 /// the time failures cost.
 fn run_of(
@@ -845,8 +902,7 @@ fn run_of(
         machine
             .reliability
             .outage(shape.params(), machine.cluster.gpus, compute_seconds)?;
-    let days_per_token =
-        step.step_seconds / d.step.global_batch_tokens as f64 / outage.goodput / SECONDS_PER_DAY;
+    let days_per_token = days_per_token(&step, d, outage.goodput);
     Ok(RunTime {
         step,
         compute_days: compute_seconds / SECONDS_PER_DAY,

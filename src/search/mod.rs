@@ -32,12 +32,12 @@ use rayon::prelude::*;
 
 use crate::brief::Brief;
 use crate::cost::activations::Recompute;
-use crate::cost::memory::detailed::{stage_layers, Detailed, Options, Stages};
+use crate::cost::memory::detailed::{stage_kinds, Detailed, Options, Stages};
 use crate::cost::memory::MemoryModel;
 use crate::cost::precision::Precision;
 use crate::cost::scaling::ComputeOptimal;
 use crate::cost::stack::Stack;
-use crate::cost::step::{deepest_interleaving, BatchTarget, Schedule, Step};
+use crate::cost::step::{BatchTarget, Schedule, StageKinds, Step};
 use crate::cost::step_time::{MicroBatchCache, TimeModel, Unscheduled};
 use crate::cost::time;
 use crate::cost::Machine;
@@ -256,6 +256,35 @@ impl MemorySpace {
     /// that say why (after the others). Sequence parallelism with TP 1, beside the same step
     /// without it, is that step (Megatron-LM turns it off), so it is left out.
     pub fn steps_for(&self, shape: &Shape, layout: &Layout) -> Vec<Result<MemoryModel>> {
+        let MemorySpace::Detailed { options, .. } = self else {
+            return self.models().into_iter().map(Ok).collect();
+        };
+        let (mut steps, mut refused) = (Vec::new(), Vec::new());
+        self.steps_into(shape, layout, &mut steps, &mut refused);
+        steps
+            .into_iter()
+            .map(|step| {
+                Ok(MemoryModel::Detailed(Detailed {
+                    step,
+                    options: *options,
+                }))
+            })
+            .chain(refused.into_iter().map(Err))
+            .collect()
+    }
+
+    /// The steps of [`MemorySpace::steps_for`] into `steps` and the batch rule's refusals into
+    /// `refused` (both cleared first), so a search reuses the two buffers from layout to layout.
+    /// Nothing for the plate's space.
+    fn steps_into(
+        &self,
+        shape: &Shape,
+        layout: &Layout,
+        all: &mut Vec<Step>,
+        refused: &mut Vec<Error>,
+    ) {
+        all.clear();
+        refused.clear();
         let MemorySpace::Detailed {
             steps,
             options,
@@ -264,10 +293,8 @@ impl MemorySpace {
             ..
         } = self
         else {
-            return self.models().into_iter().map(Ok).collect();
+            return;
         };
-        let mut refused = Vec::new();
-        let mut all: Vec<Step> = Vec::with_capacity(steps.len());
         for s in steps {
             let without = Step {
                 sequence_parallel: false,
@@ -283,48 +310,75 @@ impl MemorySpace {
                         global_batch_tokens,
                         ..*s
                     }),
-                    Err(e) => refused.push(Err(e)),
+                    Err(e) => refused.push(e),
                 },
             }
         }
-        all.sort();
+        all.sort_unstable();
         all.dedup();
-        if *interleave && layout.pp >= 2 {
-            let steps = all.clone();
-            // The deepest interleaving every stage allows (Step's rule).
-            let deepest = stage_layers(u64::from(shape.layers), layout.pp, options.stages)
-                .map_or(0, |l| deepest_interleaving(&l));
-            for s in steps.iter().filter(|s| s.schedule == Schedule::OneFOneB) {
-                let per_micro_batch = s
-                    .micro_batch
-                    .checked_mul(s.seq_len)
-                    .and_then(|t| t.checked_mul(layout.dp))
-                    .filter(|&t| t > 0 && s.global_batch_tokens % t == 0);
-                let Some(per_micro_batch) = per_micro_batch else {
-                    continue;
-                };
-                if (s.global_batch_tokens / per_micro_batch) % layout.pp != 0 {
-                    continue;
-                }
-                for v in 2..=deepest.min(u64::from(u32::MAX)) {
-                    all.push(Step {
-                        schedule: Schedule::Interleaved(v as u32),
-                        ..*s
-                    });
+        if !(*interleave && layout.pp >= 2) {
+            return;
+        }
+        // The deepest interleaving every stage allows (Step's rule).
+        let deepest = stage_kinds(shape, layout, options.stages)
+            .map_or(0, |k| k.deepest_interleaving())
+            .min(u64::from(u32::MAX)) as u32;
+        // Whether the step's micro-batches are a multiple of the stages.
+        let interleaves = |s: &Step| {
+            s.micro_batch
+                .checked_mul(s.seq_len)
+                .and_then(|t| t.checked_mul(layout.dp))
+                .filter(|&t| t > 0 && s.global_batch_tokens % t == 0)
+                .is_some_and(|t| (s.global_batch_tokens / t) % layout.pp == 0)
+        };
+        let n = all.len();
+        if all.iter().any(|s| s.schedule != Schedule::OneFOneB) {
+            // Schedules given by name may repeat the depths: sorted and deduplicated.
+            for i in 0..n {
+                let s = all[i];
+                if s.schedule == Schedule::OneFOneB && interleaves(&s) {
+                    for v in 2..=deepest {
+                        all.push(Step {
+                            schedule: Schedule::Interleaved(v),
+                            ..s
+                        });
+                    }
                 }
             }
-            all.sort();
+            all.sort_unstable();
             all.dedup();
+            return;
         }
-        all.into_iter()
-            .map(|step| {
-                Ok(MemoryModel::Detailed(Detailed {
-                    step,
-                    options: *options,
-                }))
-            })
-            .chain(refused)
-            .collect()
+        // Every step 1F1B: each run of steps equal but for precision and batch, followed by its
+        // depths in order, is the order sorting them all gives (the schedule comes before the
+        // precision and the batch in a step's order), with nothing to deduplicate. Written
+        // after the 1F1B steps, which are then dropped.
+        let mut start = 0;
+        while start < n {
+            let same = |s: &Step, t: &Step| {
+                (s.micro_batch, s.seq_len, s.recompute, s.sequence_parallel)
+                    == (t.micro_batch, t.seq_len, t.recompute, t.sequence_parallel)
+            };
+            let end = start
+                + all[start..n]
+                    .iter()
+                    .take_while(|s| same(s, &all[start]))
+                    .count();
+            all.extend_from_within(start..end);
+            for v in 2..=deepest {
+                for i in start..end {
+                    let s = all[i];
+                    if interleaves(&s) {
+                        all.push(Step {
+                            schedule: Schedule::Interleaved(v),
+                            ..s
+                        });
+                    }
+                }
+            }
+            start = end;
+        }
+        all.drain(..n);
     }
 }
 
@@ -524,8 +578,12 @@ pub fn configurations_counted(
 /// What the search keeps of a shape's configurations: those that fit in memory (with their
 /// pace), how many there are in all, the lightest, and the rules that left others out.
 struct Weighed {
-    /// The configurations that fit in memory.
+    /// The configurations that fit in memory and were kept.
     fitting: Vec<Config>,
+    /// The fastest configuration that fits ([`pace_order`]'s first).
+    fastest: Option<Config>,
+    /// How many valid configurations were weighed in full (the rest decided by a bound).
+    graded: u64,
     /// Every valid configuration, when none fits (the verdict then names the fastest).
     unfit: Vec<Config>,
     /// How many valid configurations there are.
@@ -584,7 +642,29 @@ impl Tallies {
     /// Counts a valid configuration of `bytes`; `fits` when it fits (with its pace).
     fn count(&mut self, layout: &Layout, model: &MemoryModel, bytes: f64, fits: Option<&Config>) {
         let step = model.step();
-        let precision = step.map_or(Precision::Bf16, |s| s.precision);
+        for tally in self.of(layout, model) {
+            tally.configurations += 1;
+            tally.lightest = lighter(tally.lightest, bytes, layout, step);
+            if let Some(c) = fits {
+                tally.fitting += 1;
+                if tally.fastest.is_none_or(|f| pace_order(c, &f).is_lt()) {
+                    tally.fastest = Some(*c);
+                }
+            }
+        }
+    }
+
+    /// Counts a valid configuration that does not fit and is no lighter than one counted
+    /// before it with the same CP degree and precision (its lightest stands).
+    fn count_heavier(&mut self, layout: &Layout, model: &MemoryModel) {
+        for tally in self.of(layout, model) {
+            tally.configurations += 1;
+        }
+    }
+
+    /// The tallies of `layout`'s CP degree and `model`'s precision.
+    fn of(&mut self, layout: &Layout, model: &MemoryModel) -> [&mut Tally; 2] {
+        let precision = model.step().map_or(Precision::Bf16, |s| s.precision);
         fn of<K: PartialEq>(tallies: &mut Vec<(K, Tally)>, key: K) -> &mut Tally {
             let i = match tallies.iter().position(|(k, _)| *k == key) {
                 Some(i) => i,
@@ -595,19 +675,10 @@ impl Tallies {
             };
             &mut tallies[i].1
         }
-        for tally in [
+        [
             of(&mut self.cp, layout.cp),
             of(&mut self.precision, precision),
-        ] {
-            tally.configurations += 1;
-            tally.lightest = lighter(tally.lightest, bytes, layout, step);
-            if let Some(c) = fits {
-                tally.fitting += 1;
-                if tally.fastest.is_none_or(|f| pace_order(c, &f).is_lt()) {
-                    tally.fastest = Some(*c);
-                }
-            }
-        }
+        ]
     }
 
     /// Each facet's verdict, for a dimension searched at more than one value.
@@ -645,52 +716,101 @@ impl Tallies {
 }
 
 /// What the schedules of each step of one layout share, worked out once: the memory of the
-/// stages before their activations ([`Stages`]) and the step time before the pipeline's
-/// sends and bubble ([`Unscheduled`]), by the step with its schedule set to 1F1B. `None`
-/// where working it out failed: such a step is graded the whole way, for its error.
-#[derive(Default)]
-struct Shared {
-    stages: Vec<(Step, Option<Stages>)>,
-    times: Vec<(Step, Option<Unscheduled>)>,
+/// stages before their activations ([`Stages`]), the 1F1B schedule's peak (a bound on every
+/// interleaved schedule's) and the step time before the pipeline's sends and bubble
+/// ([`Unscheduled`]), by the step with its schedule set to 1F1B. `None` where working it out
+/// failed: such a step is graded the whole way, for its error.
+struct Slot {
+    key: Step,
+    stages: Option<Stages>,
+    /// The peak memory of the key itself (1F1B), bytes, when it is in the space and valid.
+    one_f_one_b: Option<f64>,
+    time: Option<Option<Unscheduled>>,
 }
 
-/// The entry of `key` in `slots`, made by `make` the first time (`None` kept as well).
-fn slot<T>(
-    slots: &mut Vec<(Step, Option<T>)>,
-    key: Step,
-    make: impl FnOnce() -> Option<T>,
-) -> Option<&T> {
-    let i = match slots.iter().position(|(k, _)| *k == key) {
-        Some(i) => i,
-        None => {
-            slots.push((key, make()));
-            slots.len() - 1
-        }
-    };
-    slots[i].1.as_ref()
+/// The slots of one layout, kept between layouts so a search allocates per shape, not per
+/// configuration.
+#[derive(Default)]
+struct Shared {
+    slots: Vec<Slot>,
+    /// The slot found last: a layout's steps come in order, their schedules side by side.
+    last: usize,
 }
 
 impl Shared {
-    fn stages(&mut self, d: &Detailed, shape: &Shape, layout: &Layout) -> Option<&Stages> {
-        slot(&mut self.stages, d.step.unscheduled(), || {
-            d.stages(shape, layout).ok()
-        })
-    }
-
-    fn time(
+    /// The slot of `d`'s step, made the first time (`kinds`: the layout's stages, or why
+    /// there are none).
+    fn slot(
         &mut self,
-        time: &TimeModel,
-        machine: &Machine,
+        d: &Detailed,
         shape: &Shape,
         layout: &Layout,
-        d: &Detailed,
-        cache: &mut MicroBatchCache,
-    ) -> Option<&Unscheduled> {
-        slot(&mut self.times, d.step.unscheduled(), || {
-            time.unscheduled(machine, shape, layout, d, cache)
-                .ok()
-                .flatten()
-        })
+        kinds: &Result<StageKinds>,
+    ) -> &mut Slot {
+        let key = d.step.unscheduled();
+        let found = (self.slots.get(self.last).is_some_and(|s| s.key == key))
+            .then_some(self.last)
+            .or_else(|| self.slots.iter().position(|s| s.key == key));
+        let i = match found {
+            Some(i) => i,
+            None => {
+                let stages = match kinds {
+                    Ok(kinds) => d.stages_in(shape, layout, kinds).ok(),
+                    Err(_) => d.stages(shape, layout).ok(),
+                };
+                self.slots.push(Slot {
+                    key,
+                    stages,
+                    one_f_one_b: None,
+                    time: None,
+                });
+                self.slots.len() - 1
+            }
+        };
+        self.last = i;
+        &mut self.slots[i]
+    }
+}
+
+/// The pace of the fitting step `d` from its slot's [`Unscheduled`] part (worked out the first
+/// time), with the run's `goodput` when the machine's reliability gives one for the shape.
+#[allow(clippy::too_many_arguments)]
+fn slot_pace(
+    slot: &mut Slot,
+    time: &TimeModel,
+    machine: &Machine,
+    shape: &Shape,
+    layout: &Layout,
+    d: &Detailed,
+    kinds: &Result<StageKinds>,
+    goodput: Option<f64>,
+    cache: &mut MicroBatchCache,
+) -> Result<Option<f64>> {
+    let base = slot.time.get_or_insert_with(|| match kinds {
+        Ok(kinds) => time
+            .unscheduled_in(machine, shape, layout, d, kinds, cache)
+            .ok()
+            .flatten(),
+        Err(_) => time
+            .unscheduled(machine, shape, layout, d, cache)
+            .ok()
+            .flatten(),
+    });
+    match (base, goodput) {
+        (Some(base), Some(goodput)) => time.days_per_token_on(layout, d, base, goodput),
+        (Some(base), None) => Ok(time
+            .run_time_on(machine, shape, layout, d, base, 1)?
+            .map(|r| r.days_per_token)),
+        _ => Ok(time
+            .run_time_cached(
+                machine,
+                shape,
+                layout,
+                &MemoryModel::Detailed(*d),
+                1,
+                Some(cache),
+            )?
+            .map(|r| r.days_per_token)),
     }
 }
 
@@ -699,67 +819,114 @@ impl Shared {
 /// pace is wanted only when none fits, for the verdict's fastest, and then every one is timed).
 /// A time model turns a configuration away only for what the search refuses before it starts
 /// (a GPU without kernel or FP8 figures), so the count of valid configurations is the same.
+///
+/// Of the configurations that fit, `fitting` keeps those `keep` accepts and `fastest` names
+/// the fastest of all. An interleaved schedule holds at least 1F1B's activations on every stage
+/// (the first stage's `p − i + (p − 1)/v ≥ p − i` micro-batches; [`Step::in_flight`]), so where
+/// its 1F1B sibling (in the space, and so weighed) is over the cap it is decided over the cap
+/// unweighed: counted, and never the lightest, since the sibling is no heavier and comes first.
 fn weighed_configurations(
     brief: &Brief,
     shape: &Shape,
     space: &MemorySpace,
     time: &TimeModel,
+    keep: &dyn Fn(&Config) -> bool,
 ) -> Weighed {
     let machine = brief.machine();
     let mut excluded = Exclusions::default();
     let mut fitting = Vec::new();
+    let mut fastest: Option<Config> = None;
+    let mut fit = 0u64;
     let mut cache = MicroBatchCache::default();
     let mut lightest_one: Option<Lightest> = None;
     let mut tallies = Tallies::default();
     let mut all = 0u64;
+    let mut graded = 0u64;
+    // Failures cost the same share of any run of a shape on the machine.
+    let goodput = machine
+        .reliability
+        .outage(shape.params(), machine.cluster.gpus, 1.0)
+        .ok()
+        .map(|o| o.goodput);
+    let mut shared = Shared::default();
+    let (mut steps, mut refused) = (Vec::new(), Vec::new());
     for layout in space.layouts(brief, shape) {
-        // What the schedules of one step share, worked out once a layout (`None`: that step
-        // goes the whole way, to give its error as it stands).
-        let mut shared = Shared::default();
-        for model in space.steps_for(shape, &layout) {
-            let weighed = model.and_then(|model| {
-                let bytes = match &model {
-                    MemoryModel::Detailed(d) => {
-                        d.schedule_allowed()?;
-                        match shared.stages(d, shape, &layout) {
-                            Some(stages) => d.memory_of(stages, &layout)?,
-                            None => d.memory(shape, &layout)?,
+        shared.slots.clear();
+        let models: Box<dyn Iterator<Item = MemoryModel>> = match space {
+            MemorySpace::Detailed { options, .. } => {
+                space.steps_into(shape, &layout, &mut steps, &mut refused);
+                let options = *options;
+                Box::new(
+                    steps
+                        .iter()
+                        .map(move |&step| MemoryModel::Detailed(Detailed { step, options })),
+                )
+            }
+            MemorySpace::Plate => Box::new(space.models().into_iter()),
+        };
+        let kinds = match space {
+            MemorySpace::Detailed { options, .. } => stage_kinds(shape, &layout, options.stages),
+            MemorySpace::Plate => Err(Error::invalid("--memory", "plate", "detailed")),
+        };
+        for model in models {
+            let weighed = match &model {
+                MemoryModel::Detailed(d) => {
+                    let slot = shared.slot(d, shape, &layout, &kinds);
+                    let bytes = d.schedule_allowed().and_then(|()| match &slot.stages {
+                        Some(stages) => {
+                            let unscheduled = d.step.schedule == Schedule::OneFOneB;
+                            match slot.one_f_one_b {
+                                Some(peak) if !unscheduled && !memory_fits(brief, peak) => d
+                                    .step
+                                    .interleaving_allowed_in(&layout, &stages.kinds, stages.m)
+                                    .map(|()| None),
+                                _ => d.peak_bytes(stages, &layout).map(Some),
+                            }
                         }
+                        None => d.memory(shape, &layout).map(|m| Some(m.total())),
+                    });
+                    if let (Ok(Some(b)), Schedule::OneFOneB) = (&bytes, d.step.schedule) {
+                        slot.one_f_one_b = Some(*b);
                     }
-                    MemoryModel::Plate => model.memory(brief.seq_len, shape, &layout)?,
+                    bytes
                 }
-                .total();
-                Ok((model, bytes))
-            });
-            let (model, bytes) = match weighed {
-                Ok(w) => w,
+                MemoryModel::Plate => model
+                    .memory(brief.seq_len, shape, &layout)
+                    .map(|m| Some(m.total())),
+            };
+            let bytes = match weighed {
+                Ok(Some(bytes)) => bytes,
+                Ok(None) => {
+                    // Decided over the cap by its 1F1B sibling's peak.
+                    all += 1;
+                    tallies.count_heavier(&layout, &model);
+                    continue;
+                }
                 Err(e) => {
                     excluded.add(&e);
                     continue;
                 }
             };
+            graded += 1;
             // Only a configuration that fits is timed; one the time model refuses is left out.
             let config = if memory_fits(brief, bytes) {
-                let base = match &model {
+                let days_per_token = match &model {
                     MemoryModel::Detailed(d) => {
-                        shared.time(time, &machine, shape, &layout, d, &mut cache)
+                        let slot = shared.slot(d, shape, &layout, &kinds);
+                        slot_pace(
+                            slot, time, &machine, shape, &layout, d, &kinds, goodput, &mut cache,
+                        )
                     }
-                    MemoryModel::Plate => None,
+                    MemoryModel::Plate => time
+                        .run_time_cached(&machine, shape, &layout, &model, 1, Some(&mut cache))
+                        .map(|r| r.map(|r| r.days_per_token)),
                 };
-                let run = match (&model, base) {
-                    (MemoryModel::Detailed(d), Some(base)) => {
-                        time.run_time_on(&machine, shape, &layout, d, base, 1)
-                    }
-                    _ => {
-                        time.run_time_cached(&machine, shape, &layout, &model, 1, Some(&mut cache))
-                    }
-                };
-                match run {
-                    Ok(run) => Some(Config {
+                match days_per_token {
+                    Ok(k) => Some(Config {
                         layout,
                         model,
                         bytes,
-                        pace: Pace::from_days_per_token(run.map(|r| r.days_per_token)),
+                        pace: Pace::from_days_per_token(k),
                         prefer: 0.0,
                     }),
                     Err(e) => {
@@ -773,15 +940,27 @@ fn weighed_configurations(
             all += 1;
             lightest_one = lighter(lightest_one, bytes, &layout, model.step());
             tallies.count(&layout, &model, bytes, config.as_ref());
-            fitting.extend(config);
+            if let Some(c) = config {
+                fit += 1;
+                if fastest.is_none_or(|f| pace_order(&c, &f).is_lt()) {
+                    fastest = Some(c);
+                }
+                if keep(&c) {
+                    fitting.push(c);
+                }
+            }
         }
+        // The steps the batch rule turned away, after the others (as `steps_for` lists them).
+        refused.iter().for_each(|e| excluded.add(e));
     }
-    if fitting.is_empty() && all > 0 {
+    if fit == 0 && all > 0 {
         // Nothing fits: the verdict names the fastest of all, so every one is timed.
         let (configs, excluded) = configurations_counted(brief, shape, space, time);
         return Weighed {
             fitting,
+            fastest: None,
             all: configs.len() as u64,
+            graded: configs.len() as u64,
             lightest: lightest(configs.iter().map(|c| (c.bytes, &c.layout, c.model.step()))),
             unfit: configs,
             excluded,
@@ -790,8 +969,10 @@ fn weighed_configurations(
     }
     Weighed {
         fitting,
+        fastest,
         unfit: Vec::new(),
         all,
+        graded,
         lightest: lightest_one,
         excluded: excluded.into_vec(),
         tallies,
@@ -878,6 +1059,8 @@ struct Fitting {
     by_pace: Vec<Config>,
     by_memory: Vec<Config>,
     all: u64,
+    /// Of `all`, how many were weighed in full (the rest decided by a bound).
+    graded: u64,
 }
 
 /// Everything a search found.
@@ -912,6 +1095,12 @@ pub struct SearchReport {
     pub front_runs: Option<FrontRuns>,
     /// Candidates graded.
     pub evaluated: u64,
+    /// Valid configurations (layout and step) of every shape, each decided: weighed in full,
+    /// or ruled out by a bound proven to give what weighing it would.
+    pub configurations: u64,
+    /// Of `configurations`, those weighed in full (`None` in a merge of shards, whose files
+    /// do not record it).
+    pub graded: Option<u64>,
     /// Candidates that passed every check.
     pub passing: u64,
     /// With `--sensitivity`: the first plan graded again and the search run again with each
@@ -1338,19 +1527,20 @@ fn shape_configurations(
     shapes
         .par_iter()
         .map(|shape| {
-            let mut weighed = weighed_configurations(brief, shape, &options.memory, &options.time);
-            let mut by_pace = std::mem::take(&mut weighed.fitting);
             // A configuration too slow to train the tokens the loss needs within the days
             // can be no plan at any token count (days grow with tokens): it is left out of
             // what the search walks, but for the fastest, which the verdict names.
-            let fastest = by_pace.iter().copied().min_by(pace_order);
             let needed = loss_bound(brief, shape).1;
             let params = shape.params();
-            by_pace.retain(|c| {
+            let keep = |c: &Config| {
                 needed.is_some_and(|lo| {
                     within_time_and_cost(brief, c.pace.run_days(brief, params, lo))
                 })
-            });
+            };
+            let mut weighed =
+                weighed_configurations(brief, shape, &options.memory, &options.time, &keep);
+            let mut by_pace = std::mem::take(&mut weighed.fitting);
+            let fastest = weighed.fastest;
             if let (true, Some(f)) = (by_pace.is_empty(), fastest) {
                 by_pace.push(f);
             }
@@ -1376,13 +1566,14 @@ fn shape_configurations(
                 _ => Vec::new(),
             };
             by_memory.sort_by(memory_order);
-            let all = weighed.all;
+            let (all, graded) = (weighed.all, weighed.graded);
             (
                 verdict,
                 Fitting {
                     by_pace,
                     by_memory,
                     all,
+                    graded,
                 },
             )
         })
@@ -1501,6 +1692,7 @@ fn search_in_blocks<'a>(
     let mut exact_windows = Vec::new();
     let mut kept = Vec::new();
     let mut evaluated = 0u64;
+    let (mut configurations, mut graded) = (0u64, 0u64);
     progress.start(shapes.len() as u64);
     for block in (0..shapes.len()).step_by(block_size.max(1)) {
         if crate::search::progress::interrupted() {
@@ -1512,6 +1704,8 @@ fn search_in_blocks<'a>(
         evaluated = fitting.iter().fold(evaluated, |n, f| {
             n.saturating_add(f.all.saturating_mul(grid.len()))
         });
+        configurations += fitting.iter().map(|f| f.all).sum::<u64>();
+        graded += fitting.iter().map(|f| f.graded).sum::<u64>();
         let work = window_work(&grid, &block_verdicts, block.start);
         let empty = || Found {
             top: TopK::new(options.rank, options.top),
@@ -1690,6 +1884,8 @@ fn search_in_blocks<'a>(
         .collect(),
         front_runs,
         evaluated,
+        configurations,
+        graded: Some(graded),
         passing: found.passing,
         sensitivity: None,
     };
@@ -1922,7 +2118,7 @@ mod weighed_tests {
         for name in ["70b", "405b"] {
             let shape = crate::model::preset(name).unwrap();
             let (all, excluded) = configurations_counted(&brief, &shape, &space, &time);
-            let weighed = weighed_configurations(&brief, &shape, &space, &time);
+            let weighed = weighed_configurations(&brief, &shape, &space, &time, &|_| true);
             let fits: Vec<Config> = all
                 .iter()
                 .filter(|c| memory_fits(&brief, c.bytes))
@@ -1943,7 +2139,7 @@ mod weighed_tests {
         let brief = Brief::default();
         let (space, time) = cp_and_fp8(&brief);
         let shape = crate::model::preset("70b").unwrap();
-        let weighed = weighed_configurations(&brief, &shape, &space, &time);
+        let weighed = weighed_configurations(&brief, &shape, &space, &time, &|_| true);
         let facets = weighed.tallies.facets(&brief, &shape);
         let named: Vec<(&str, &str)> = facets
             .iter()
@@ -2009,7 +2205,7 @@ mod weighed_tests {
         let space = MemorySpace::detailed_defaults(&brief, options);
         let time = TimeModel::Detailed(TimeOptions::for_stack(Stack::MegatronTe));
         let shape = crate::model::preset("405b").unwrap();
-        let facets = weighed_configurations(&brief, &shape, &space, &time)
+        let facets = weighed_configurations(&brief, &shape, &space, &time, &|_| true)
             .tallies
             .facets(&brief, &shape);
         let cp = |v: &str| facets.iter().find(|f| f.dimension == "cp" && f.value == v);

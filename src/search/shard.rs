@@ -525,6 +525,9 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
             None
         },
         evaluated,
+        // Every shape's configurations times the grid's counts.
+        configurations: evaluated / grid.len().max(1),
+        graded: None,
         passing,
         brief,
         sensitivity: None,

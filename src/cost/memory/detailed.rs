@@ -29,7 +29,7 @@ use super::breakdown::{Detail, Memory, StageInfo, StageRole};
 use super::plate::shard;
 use crate::cost::activations::{Kernels, Layer, Setting};
 use crate::cost::stack::{CpComm, Stack};
-use crate::cost::step::Step;
+use crate::cost::step::{StageKinds, Step, MAX_STAGE_KINDS};
 use crate::error::{Error, Result};
 use crate::model::layout::Layout;
 use crate::model::Shape;
@@ -232,6 +232,29 @@ impl Detailed {
     /// [`Detailed::pipeline`] without the schedule's rules: the same for every schedule of a
     /// step.
     pub fn unscheduled_pipeline(&self, shape: &Shape, layout: &Layout) -> Result<(Vec<u64>, u64)> {
+        self.stack_allows(layout)?;
+        let layers = stage_layers(u64::from(shape.layers), layout.pp, self.options.stages)?;
+        let m = self.unscheduled_pipeline_in(layout, &kinds_of(&layers))?;
+        Ok((layers, m))
+    }
+
+    /// The layout's stage kinds, after the stack's rules (the order
+    /// [`Detailed::unscheduled_pipeline`] checks them in).
+    pub fn kinds(&self, shape: &Shape, layout: &Layout) -> Result<StageKinds> {
+        self.stack_allows(layout)?;
+        stage_kinds(shape, layout, self.options.stages)
+    }
+
+    /// The micro-batches a step takes in the pipeline `kinds` (the layout's stages, as
+    /// [`Detailed::kinds`] gives them), or why the step does not go with the layout, whatever its
+    /// schedule: [`Detailed::unscheduled_pipeline`] with the stages worked out once.
+    pub fn unscheduled_pipeline_in(&self, layout: &Layout, kinds: &StageKinds) -> Result<u64> {
+        self.stack_allows(layout)?;
+        self.step.unscheduled().micro_batches_in(layout, kinds)
+    }
+
+    /// Whether the stack runs the layout's CP and the step's precision.
+    fn stack_allows(&self, layout: &Layout) -> Result<()> {
         let stack = self.options.stack;
         let settings = stack.settings();
         if layout.cp > 1 && settings.cp.is_none() {
@@ -249,9 +272,7 @@ impl Detailed {
                 format!("one the {stack} stack trains in (it has no {precision} recipe)"),
             ));
         }
-        let layers = stage_layers(u64::from(shape.layers), layout.pp, self.options.stages)?;
-        let m = self.step.unscheduled().micro_batches(layout, &layers)?;
-        Ok((layers, m))
+        Ok(())
     }
 
     /// Memory of the stage that needs the most, or why the step does not go with the layout.
@@ -265,8 +286,14 @@ impl Detailed {
     /// but its stored activations, which [`Detailed::memory_of`] adds for the step's schedule.
     /// The same for every schedule of a step, so a search works it out once for them all.
     pub fn stages(&self, shape: &Shape, layout: &Layout) -> Result<Stages> {
+        self.stages_in(shape, layout, &self.kinds(shape, layout)?)
+    }
+
+    /// [`Detailed::stages`] in the pipeline `kinds` ([`Detailed::kinds`] of the layout): one
+    /// representative of each kind of stage is weighed.
+    pub fn stages_in(&self, shape: &Shape, layout: &Layout, kinds: &StageKinds) -> Result<Stages> {
         let (step, opts) = (&self.step, &self.options);
-        let (layers, m) = self.unscheduled_pipeline(shape, layout)?;
+        let m = self.unscheduled_pipeline_in(layout, kinds)?;
         // Each CP rank holds `s/CP` of every sequence (the step's rule: 2·CP chunks divide it).
         let local_seq = step.seq_len / layout.cp.max(1);
         let precision = step.precision;
@@ -290,16 +317,13 @@ impl Detailed {
         // across micro-batches), on this GPU's TP shard.
         let fp8_copy = precision.weight_copy_bytes() * shape.layer_matrix_params() as f64 / tp;
 
-        let mut stages = Vec::with_capacity(4);
-        for (i, &n_layers) in layers.iter().enumerate() {
-            // A middle stage with as many layers as the one before it holds the same weights
-            // and no more micro-batches in flight (`in_flight` falls with the stage), so it
-            // never needs more: only the first stage of each run of equal middle stages is
-            // weighed, and the first stage that needs the most is still the one reported.
-            if i > 1 && i + 1 < layers.len() && layers[i - 1] == n_layers {
-                continue;
-            }
-            let i = i as u64;
+        // A middle stage with as many layers as the one before it holds the same weights and
+        // no more micro-batches in flight (`in_flight` falls with the stage), so it never
+        // needs more: only the representative of each kind is weighed, and the first stage
+        // that needs the most is still the one reported.
+        let mut stages = [None; MAX_STAGE_KINDS];
+        for (slot, kind) in stages.iter_mut().zip(kinds.kinds()) {
+            let (i, n_layers) = (kind.index, kind.layers);
             let (first, last) = (i == 0, i == layout.pp - 1);
             let l = n_layers as f64;
             let psi = stage_params(shape, layout.tp, n_layers, first, last);
@@ -325,7 +349,7 @@ impl Detailed {
             } else {
                 l * fp8_copy
             };
-            stages.push(StageBase {
+            *slot = Some(StageBase {
                 index: i,
                 layers: n_layers,
                 stored_per_micro_batch: per_layer * l,
@@ -358,33 +382,68 @@ impl Detailed {
                 },
             });
         }
-        Ok(Stages { layers, m, stages })
+        Ok(Stages {
+            kinds: *kinds,
+            m,
+            stages,
+        })
     }
 
     /// Memory of the stage that needs the most under this step's schedule, from its
     /// [`Stages`] (worked out for a step that differs from this one at most in its schedule),
     /// or why the schedule does not go with the layout.
     pub fn memory_of(&self, stages: &Stages, layout: &Layout) -> Result<Memory> {
-        let (step, opts) = (&self.step, &self.options);
-        step.interleaving_allowed(layout, &stages.layers, stages.m)?;
+        self.step
+            .interleaving_allowed_in(layout, &stages.kinds, stages.m)?;
         let mut worst: Option<Memory> = None;
-        for stage in &stages.stages {
-            let in_flight = step.in_flight(stage.index, layout.pp, stages.m);
-            let mut mem = stage.memory;
-            mem.activations = stage.stored_per_micro_batch * in_flight;
-            if let Some(d) = mem.detail.as_mut() {
-                d.stage.in_flight = in_flight;
-            }
-            let allocated = mem.total();
-            if let Some(d) = mem.detail.as_mut() {
-                d.reserve = opts.reserve_gb * BYTES_PER_GB + opts.fragmentation * allocated;
-            }
+        for stage in stages.stages.iter().flatten() {
+            let mem = self.stage_memory(stage, layout, stages.m);
             if worst.is_none_or(|w| mem.total() > w.total()) {
                 worst = Some(mem);
             }
         }
         Ok(worst.expect("a pipeline has at least one stage"))
     }
+
+    /// `memory_of(stages, layout)?.total()`, bytes, the figure a search weighs.
+    pub fn peak_bytes(&self, stages: &Stages, layout: &Layout) -> Result<f64> {
+        self.step
+            .interleaving_allowed_in(layout, &stages.kinds, stages.m)?;
+        Ok(stages
+            .stages
+            .iter()
+            .flatten()
+            .map(|stage| self.stage_memory(stage, layout, stages.m).total())
+            .fold(f64::NEG_INFINITY, f64::max))
+    }
+
+    /// What `stage` holds under this step's schedule: its activations for the micro-batches
+    /// in flight, and the reserve on top of all it allocates.
+    fn stage_memory(&self, stage: &StageBase, layout: &Layout, m: u64) -> Memory {
+        let in_flight = self.step.in_flight(stage.index, layout.pp, m);
+        let mut mem = stage.memory;
+        mem.activations = stage.stored_per_micro_batch * in_flight;
+        if let Some(d) = mem.detail.as_mut() {
+            d.stage.in_flight = in_flight;
+        }
+        let allocated = mem.total();
+        if let Some(d) = mem.detail.as_mut() {
+            d.reserve =
+                self.options.reserve_gb * BYTES_PER_GB + self.options.fragmentation * allocated;
+        }
+        mem
+    }
+}
+
+/// The kinds of stage of `layout`'s pipeline of `shape` under `split` ([`StageKinds`]).
+pub fn stage_kinds(shape: &Shape, layout: &Layout, split: StageSplit) -> Result<StageKinds> {
+    let layers = stage_layers(u64::from(shape.layers), layout.pp, split)?;
+    Ok(kinds_of(&layers))
+}
+
+/// The kinds of the stages [`stage_layers`] gives, which make at most [`MAX_STAGE_KINDS`].
+fn kinds_of(layers: &[u64]) -> StageKinds {
+    StageKinds::of(layers).expect("stage_layers gives one to four kinds of stage")
 }
 
 /// One stage's memory before its schedule: all but its stored activations, which are
@@ -399,13 +458,14 @@ struct StageBase {
 
 /// The pipeline of a step under a layout and what its stages that can need the most hold,
 /// before the schedule: [`Detailed::stages`].
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Copy)]
 pub struct Stages {
-    /// Layers on each stage.
-    pub layers: Vec<u64>,
+    /// The pipeline's kinds of stage.
+    pub kinds: StageKinds,
     /// Micro-batches a step.
     pub m: u64,
-    stages: Vec<StageBase>,
+    /// What each kind's representative holds before its activations.
+    stages: [Option<StageBase>; MAX_STAGE_KINDS],
 }
 
 #[cfg(test)]
