@@ -49,8 +49,8 @@ use crate::plan::pace::Pace;
 use crate::plan::runnable::{detailed_grade, runnable_key, DetailedGrade};
 use crate::plan::sensitivity::SearchSensitivity;
 use crate::plan::verdict::{
-    facet, layout_order, lightest, loss_bound, time_bound, verdict_because, Exclusion, Exclusions,
-    Facet, Lightest, ShapeVerdict,
+    facet, layout_order, loss_bound, time_bound, verdict_because, Exclusion, Exclusions, Facet,
+    Lightest, ShapeVerdict,
 };
 use crate::plan::{evaluate_graded, Design, Plan};
 use crate::search::ordered::{Line, Merge};
@@ -547,9 +547,22 @@ pub fn configurations_counted(
     space: &MemorySpace,
     time: &TimeModel,
 ) -> (Vec<Config>, Vec<Exclusion>) {
+    let mut configs = Vec::new();
+    let excluded = for_each_configuration(brief, shape, space, time, |c| configs.push(c));
+    (configs, excluded)
+}
+
+/// Each valid configuration of [`configurations_counted`] to `visit`, in the same order, and
+/// the ones left out, without holding them.
+fn for_each_configuration(
+    brief: &Brief,
+    shape: &Shape,
+    space: &MemorySpace,
+    time: &TimeModel,
+    mut visit: impl FnMut(Config),
+) -> Vec<Exclusion> {
     let machine = brief.machine();
     let mut excluded = Exclusions::default();
-    let mut configs = Vec::new();
     let mut cache = MicroBatchCache::default();
     for layout in space.layouts(brief, shape) {
         for model in space.steps_for(shape, &layout) {
@@ -567,12 +580,12 @@ pub fn configurations_counted(
                 })
             });
             match config {
-                Ok(c) => configs.push(c),
+                Ok(c) => visit(c),
                 Err(e) => excluded.add(&e),
             }
         }
     }
-    (configs, excluded.into_vec())
+    excluded.into_vec()
 }
 
 /// What the search keeps of a shape's configurations: those that fit in memory (with their
@@ -585,7 +598,7 @@ struct Weighed {
     /// How many valid configurations were weighed in full (the rest decided by a bound).
     graded: u64,
     /// Every valid configuration, when none fits (the verdict then names the fastest).
-    unfit: Vec<Config>,
+    unfit: Option<Config>,
     /// How many valid configurations there are.
     all: u64,
     /// The lightest valid configuration.
@@ -831,10 +844,11 @@ fn weighed_configurations(
     space: &MemorySpace,
     time: &TimeModel,
     keep: &dyn Fn(&Config) -> bool,
+    mut fitting: Vec<Config>,
 ) -> Weighed {
     let machine = brief.machine();
     let mut excluded = Exclusions::default();
-    let mut fitting = Vec::new();
+    fitting.clear();
     let mut fastest: Option<Config> = None;
     let mut fit = 0u64;
     let mut cache = MicroBatchCache::default();
@@ -955,14 +969,21 @@ fn weighed_configurations(
     }
     if fit == 0 && all > 0 {
         // Nothing fits: the verdict names the fastest of all, so every one is timed.
-        let (configs, excluded) = configurations_counted(brief, shape, space, time);
+        let (mut unfit, mut all, mut lightest) = (None::<Config>, 0u64, None);
+        let excluded = for_each_configuration(brief, shape, space, time, |c| {
+            all += 1;
+            lightest = lighter(lightest, c.bytes, &c.layout, c.model.step());
+            if unfit.is_none_or(|f| pace_order(&c, &f).is_lt()) {
+                unfit = Some(c);
+            }
+        });
         return Weighed {
             fitting,
             fastest: None,
-            all: configs.len() as u64,
-            graded: configs.len() as u64,
-            lightest: lightest(configs.iter().map(|c| (c.bytes, &c.layout, c.model.step()))),
-            unfit: configs,
+            all,
+            graded: all,
+            lightest,
+            unfit,
             excluded,
             tallies,
         };
@@ -970,7 +991,7 @@ fn weighed_configurations(
     Weighed {
         fitting,
         fastest,
-        unfit: Vec::new(),
+        unfit: None,
         all,
         graded,
         lightest: lightest_one,
@@ -1013,9 +1034,7 @@ fn shape_verdict(
     options: &SearchOptions,
 ) -> ShapeVerdict {
     let excluded = &weighed.excluded;
-    let fastest = fitting
-        .first()
-        .or_else(|| weighed.unfit.iter().min_by(|a, b| pace_order(a, b)));
+    let fastest = fitting.first().or(weighed.unfit.as_ref());
     let pace = fastest.map_or(Pace::Plate, |c| c.pace);
     verdict_because(brief, shape, weighed.lightest, pace, || {
         match excluded.first() {
@@ -1355,6 +1374,97 @@ fn exact_top(
 /// exact windows): each window's first, on the grid's counts or with `exact` over every whole
 /// count ([`Merge::firsts`], exact under `f64` plateaus), then the best of those that are one
 /// choice ([`Distinct::same`]).
+/// Each choice of a shape: its first configuration's best plan (`None`: its line is empty, and
+/// so is every later one's), the best so far, and whether it is settled. Kept from shape to
+/// shape by a worker, so its table is allocated once, not once a shape.
+type Choices = std::collections::HashMap<ChoiceKey, (Option<Candidate>, Option<Candidate>, bool)>;
+
+/// [`distinct_firsts`] of one shape's configurations on the grid, ranked by loss, days or
+/// cost, without walking every configuration's line. Its kept configurations come fastest
+/// first and share the loss curve and the window's low end, while a slower configuration's
+/// window ends no later. So within a choice the first configuration `f` (its best plan `p`)
+/// beats every later `g` whose days at `p`'s tokens exceed `p`'s: by loss, `g`'s best is at a
+/// higher loss, or on `p`'s loss plateau at `p`'s tokens, where it takes those days; by days,
+/// `g`'s best takes at least its days at the window's low end, which are `p`'s tokens. Those
+/// days only grow along the configurations, so the first such `g` ends the choice; the
+/// configurations before it are walked and compared in full (ties of days).
+#[allow(clippy::too_many_arguments)]
+fn distinct_firsts_of_shape(
+    brief: &Brief,
+    shape: &Shape,
+    fit: &Fitting,
+    index: usize,
+    grid: &TokenGrid,
+    rank: Rank,
+    distinct: Distinct,
+    choices: &mut Choices,
+) -> Vec<Candidate> {
+    debug_assert!(rank != Rank::Memory);
+    let (_, Some(lo)) = loss_bound(brief, shape) else {
+        return Vec::new();
+    };
+    let cluster_flops = brief.cluster_flops_per_second();
+    let n = shape.params() as f64;
+    choices.clear();
+    let mut plate_bound = None;
+    for config in &fit.by_pace {
+        let probe = Candidate {
+            shape: index,
+            tokens: 0,
+            layout: config.layout,
+            model: config.model,
+            loss: 0.0,
+            days: 0.0,
+            memory: 0.0,
+            prefer: config.prefer,
+        };
+        let key = distinct.key(&probe);
+        if let Some((first, _, settled)) = choices.get_mut(&key) {
+            let Some(first) = *first else { continue };
+            if *settled {
+                continue;
+            }
+            let plate_days = time::days(cluster_flops, n, first.tokens as f64);
+            if config.pace.days(plate_days, first.tokens) > first.days {
+                *settled = true;
+                continue;
+            }
+        }
+        let hi = match config.pace {
+            Pace::Plate => {
+                *plate_bound.get_or_insert_with(|| time_bound(brief, shape, Pace::Plate))
+            }
+            pace => time_bound(brief, shape, pace),
+        };
+        let window = Window {
+            brief,
+            shape,
+            index,
+            layout: config.layout,
+            model: config.model,
+            memory: gb(config.bytes),
+            prefer: config.prefer,
+            pace: config.pace,
+            tokens: (lo, hi),
+        };
+        let best = (lo <= hi)
+            .then(|| grid_lines(std::iter::once(window), grid).pop())
+            .flatten()
+            .and_then(|line| ordered::first(&line, rank));
+        match choices.get_mut(&key) {
+            Some((_, kept, _)) => *kept = better(rank, *kept, best),
+            None => {
+                choices.insert(key, (best, best, best.is_none()));
+            }
+        }
+    }
+    // In no order: a top list's order is total.
+    choices
+        .drain()
+        .filter_map(|(_, (_, best, _))| best)
+        .collect()
+}
+
 fn distinct_firsts(
     windows: &[Window],
     grid: &TokenGrid,
@@ -1505,7 +1615,7 @@ const BLOCK: usize = 4096;
 /// Shapes searched at a time in a detailed space, where a shape has tens of thousands of
 /// fitting configurations or more (every CP degree, precision and interleaving depth): a
 /// block's configurations are what the search holds, so this keeps memory flat in the family.
-const DETAILED_BLOCK: usize = 16;
+const DETAILED_BLOCK: usize = 128;
 
 /// The block size for `options`: [`BLOCK`] for the plate's few configurations a shape,
 /// [`DETAILED_BLOCK`] for the detailed space.
@@ -1526,58 +1636,65 @@ fn shape_configurations(
 ) -> (Vec<ShapeVerdict>, Vec<Fitting>) {
     shapes
         .par_iter()
-        .map(|shape| {
-            // A configuration too slow to train the tokens the loss needs within the days
-            // can be no plan at any token count (days grow with tokens): it is left out of
-            // what the search walks, but for the fastest, which the verdict names.
-            let needed = loss_bound(brief, shape).1;
-            let params = shape.params();
-            let keep = |c: &Config| {
-                needed.is_some_and(|lo| {
-                    within_time_and_cost(brief, c.pace.run_days(brief, params, lo))
-                })
-            };
-            let mut weighed =
-                weighed_configurations(brief, shape, &options.memory, &options.time, &keep);
-            let mut by_pace = std::mem::take(&mut weighed.fitting);
-            let fastest = weighed.fastest;
-            if let (true, Some(f)) = (by_pace.is_empty(), fastest) {
-                by_pace.push(f);
-            }
-            // Two configurations are never equal in this order (the layout and step break
-            // every tie), so an unstable sort gives the stable one's order.
-            by_pace.sort_unstable_by(pace_order);
-            let mut verdict = shape_verdict(brief, shape, &weighed, &by_pace, options);
-            verdict.excluded = weighed.excluded;
-            verdict.facets = weighed.tallies.facets(brief, shape);
-            // Among layouts the plate grades equal, runnable first: each fitting layout of a
-            // shape that can pass graded once by the detailed model (default stack and step).
-            // The verdict does not depend on it: every plate configuration has the same pace.
-            let plate = options.memory == MemorySpace::Plate && options.time == TimeModel::Plate;
-            if plate && verdict.token_window.is_some() {
-                for c in &mut by_pace {
-                    c.prefer = runnable_key(brief, &detailed_grade(brief, shape, &c.layout));
-                }
-                by_pace.sort_by(pace_order);
-            }
-            // The memory order is needed only to rank by memory.
-            let mut by_memory = match options.rank {
-                Rank::Memory => by_pace.clone(),
-                _ => Vec::new(),
-            };
-            by_memory.sort_by(memory_order);
-            let (all, graded) = (weighed.all, weighed.graded);
-            (
-                verdict,
-                Fitting {
-                    by_pace,
-                    by_memory,
-                    all,
-                    graded,
-                },
-            )
-        })
+        .map(|shape| shape_configuration(brief, shape, options, Vec::new()))
         .unzip()
+}
+
+/// One shape's verdict and the configurations that fit it, in both orders
+/// ([`shape_configurations`]).
+fn shape_configuration(
+    brief: &Brief,
+    shape: &Shape,
+    options: &SearchOptions,
+    buffer: Vec<Config>,
+) -> (ShapeVerdict, Fitting) {
+    // A configuration too slow to train the tokens the loss needs within the days
+    // can be no plan at any token count (days grow with tokens): it is left out of
+    // what the search walks, but for the fastest, which the verdict names.
+    let needed = loss_bound(brief, shape).1;
+    let params = shape.params();
+    let keep = |c: &Config| {
+        needed.is_some_and(|lo| within_time_and_cost(brief, c.pace.run_days(brief, params, lo)))
+    };
+    let mut weighed =
+        weighed_configurations(brief, shape, &options.memory, &options.time, &keep, buffer);
+    let mut by_pace = std::mem::take(&mut weighed.fitting);
+    let fastest = weighed.fastest;
+    if let (true, Some(f)) = (by_pace.is_empty(), fastest) {
+        by_pace.push(f);
+    }
+    // Two configurations are never equal in this order (the layout and step break
+    // every tie), so an unstable sort gives the stable one's order.
+    by_pace.sort_unstable_by(pace_order);
+    let mut verdict = shape_verdict(brief, shape, &weighed, &by_pace, options);
+    verdict.excluded = weighed.excluded;
+    verdict.facets = weighed.tallies.facets(brief, shape);
+    // Among layouts the plate grades equal, runnable first: each fitting layout of a
+    // shape that can pass graded once by the detailed model (default stack and step).
+    // The verdict does not depend on it: every plate configuration has the same pace.
+    let plate = options.memory == MemorySpace::Plate && options.time == TimeModel::Plate;
+    if plate && verdict.token_window.is_some() {
+        for c in &mut by_pace {
+            c.prefer = runnable_key(brief, &detailed_grade(brief, shape, &c.layout));
+        }
+        by_pace.sort_by(pace_order);
+    }
+    // The memory order is needed only to rank by memory.
+    let mut by_memory = match options.rank {
+        Rank::Memory => by_pace.clone(),
+        _ => Vec::new(),
+    };
+    by_memory.sort_by(memory_order);
+    let (all, graded) = (weighed.all, weighed.graded);
+    (
+        verdict,
+        Fitting {
+            by_pace,
+            by_memory,
+            all,
+            graded,
+        },
+    )
 }
 
 /// The work of a block of shapes starting at `offset`: each shape's grid counts inside its
@@ -1654,6 +1771,201 @@ fn grade_with(
     plan
 }
 
+/// Grades the grid's token counts `range` of shape `s` (`fit` its configurations that can
+/// pass) into `found` (`local`: the shape's place in `found.best`): the passing count, the
+/// top plans, the shape's best and the front's candidates.
+#[allow(clippy::too_many_arguments)]
+fn walk_grid(
+    brief: &Brief,
+    shape: &Shape,
+    s: usize,
+    fit: &Fitting,
+    range: std::ops::Range<u64>,
+    options: &SearchOptions,
+    found: &mut Found,
+    local: usize,
+) {
+    let grid = options.grid;
+    let top = options.top.unwrap_or(usize::MAX);
+    let cluster_flops = brief.cluster_flops_per_second();
+    let n = shape.params() as f64;
+    for i in range {
+        let tokens = grid.at(i);
+        let loss = loss(brief, shape, tokens);
+        if !loss_meets(brief, loss) {
+            continue;
+        }
+        let plate_days = time::days(cluster_flops, n, tokens as f64);
+        let days_of = |c: &Config| c.pace.days(plate_days, tokens);
+        // Days rise with the pace, so the configurations that pass are a prefix of
+        // `by_pace`. They share the loss; under any ranking but memory they come in
+        // `by_pace`'s order, so only the first `top` can be among the best, and only the
+        // first (fewest days) can stand on the front.
+        let passing = fit
+            .by_pace
+            .partition_point(|c| within_time_and_cost(brief, days_of(c)));
+        if passing == 0 {
+            continue;
+        }
+        let candidate = |c: &Config| Candidate {
+            shape: s,
+            tokens,
+            layout: c.layout,
+            model: c.model,
+            loss,
+            days: days_of(c),
+            memory: gb(c.bytes),
+            prefer: c.prefer,
+        };
+        // Under --exact the ranking and each shape's best come from the windows; only the
+        // grid's front and count are wanted from this loop.
+        if !options.exact {
+            let mut best = if options.rank == Rank::Memory {
+                let fits = fit
+                    .by_memory
+                    .iter()
+                    .filter(|c| within_time_and_cost(brief, days_of(c)));
+                Either::Left(fits.take(top).map(candidate))
+            } else {
+                Either::Right(fit.by_pace[..passing].iter().take(top).map(candidate))
+            };
+            let first_best = best.next();
+            if let Some(c) = first_best {
+                found.top.push(c);
+            }
+            best.for_each(|c| found.top.push(c));
+            found.best[local] = better(options.rank, found.best[local], first_best);
+        }
+        found.front.insert(candidate(&fit.by_pace[0]));
+        found.passing += passing as u64;
+    }
+}
+
+/// Searches a block of shapes at once, in one go: each shape's configurations are weighed, its
+/// grid walked and its distinct choices found by the same worker, and then let go, so nothing
+/// waits on a whole block and memory holds the workers' shapes only. What it gives is what the
+/// block-by-block search gives (the merges are order-free); it serves the searches that keep
+/// nothing of a shape's configurations once walked (not `--exact`, not merged windows, and
+/// `--distinct` only where [`distinct_firsts_of_shape`] answers).
+fn search_streaming(
+    brief: &Brief,
+    shapes: &[Shape],
+    options: &SearchOptions,
+    progress: &dyn Progress,
+) -> Streamed {
+    let grid = options.grid;
+    let empty = || Streamed {
+        found: Found {
+            top: TopK::new(options.rank, options.top),
+            front: Front::new(),
+            passing: 0,
+            best: Vec::new(),
+        },
+        best: Vec::new(),
+        verdicts: Vec::new(),
+        distinct: TopK::new(options.rank, options.top),
+        choices: 0,
+        evaluated: 0,
+        configurations: 0,
+        graded: 0,
+        scratch: Choices::default(),
+        buffer: Vec::new(),
+    };
+    let mut streamed = shapes
+        .par_iter()
+        .enumerate()
+        .fold(empty, |mut acc, (s, shape)| {
+            if crate::search::progress::interrupted() {
+                return acc;
+            }
+            let buffer = std::mem::take(&mut acc.buffer);
+            let (verdict, fit) = shape_configuration(brief, shape, options, buffer);
+            acc.evaluated = acc
+                .evaluated
+                .saturating_add(fit.all.saturating_mul(grid.len()));
+            acc.configurations += fit.all;
+            acc.graded += fit.graded;
+            if let Some(window) = verdict.token_window {
+                acc.found.best.push(None);
+                walk_grid(
+                    brief,
+                    shape,
+                    s,
+                    &fit,
+                    grid_range(&grid, window),
+                    options,
+                    &mut acc.found,
+                    0,
+                );
+                if let Some(best) = acc.found.best.pop().flatten() {
+                    acc.best.push((s, best));
+                }
+            }
+            if options.distinct != Distinct::Plan {
+                for c in distinct_firsts_of_shape(
+                    brief,
+                    shape,
+                    &fit,
+                    s,
+                    &grid,
+                    options.rank,
+                    options.distinct,
+                    &mut acc.scratch,
+                ) {
+                    acc.choices += 1;
+                    acc.distinct.push(c);
+                }
+            }
+            acc.verdicts.push((s, verdict));
+            acc.buffer = fit.by_pace;
+            progress.advance(1);
+            acc
+        })
+        .reduce(empty, Streamed::merge);
+    streamed.verdicts.sort_unstable_by_key(|(s, _)| *s);
+    // Stopped part way, the report is of the shapes searched from the first on, as a search
+    // by blocks stops.
+    let searched = streamed
+        .verdicts
+        .iter()
+        .enumerate()
+        .take_while(|(i, (s, _))| i == s)
+        .count();
+    streamed.verdicts.truncate(searched);
+    streamed
+}
+
+/// What [`search_streaming`] gathers: the grid's plans, each shape's best and verdict (by its
+/// place), the distinct choices and the counts.
+struct Streamed {
+    found: Found,
+    best: Vec<(usize, Candidate)>,
+    verdicts: Vec<(usize, ShapeVerdict)>,
+    distinct: TopK,
+    choices: u64,
+    evaluated: u64,
+    configurations: u64,
+    graded: u64,
+    /// The worker's table for [`distinct_firsts_of_shape`].
+    scratch: Choices,
+    /// The worker's buffer for a shape's configurations.
+    buffer: Vec<Config>,
+}
+
+impl Streamed {
+    fn merge(mut self, other: Streamed) -> Streamed {
+        self.found = self.found.merge(other.found);
+        self.best.extend(other.best);
+        self.verdicts.extend(other.verdicts);
+        self.distinct = self.distinct.merge(other.distinct);
+        self.choices += other.choices;
+        self.evaluated = self.evaluated.saturating_add(other.evaluated);
+        self.configurations += other.configurations;
+        self.graded += other.graded;
+        self
+    }
+}
+
 /// Searches every shape in `shapes` under `brief` (which must be valid) on the current rayon
 /// thread pool, reporting progress in shapes searched.
 pub fn search(
@@ -1694,7 +2006,29 @@ fn search_in_blocks<'a>(
     let mut evaluated = 0u64;
     let (mut configurations, mut graded) = (0u64, 0u64);
     progress.start(shapes.len() as u64);
-    for block in (0..shapes.len()).step_by(block_size.max(1)) {
+    // Whether each shape can be searched whole by one worker and let go.
+    let streaming = !options.exact
+        && !keep_windows
+        && (options.distinct == Distinct::Plan || options.rank != Rank::Memory);
+    if streaming {
+        let streamed = search_streaming(brief, shapes, options, progress);
+        verdicts.extend(streamed.verdicts.into_iter().map(|(_, v)| v));
+        found.top = streamed.found.top;
+        found.front = streamed.found.front;
+        found.passing = streamed.found.passing;
+        for (s, best) in streamed.best {
+            found.best[s] = Some(best);
+        }
+        distinct = streamed.distinct;
+        choices = streamed.choices;
+        evaluated = streamed.evaluated;
+        configurations = streamed.configurations;
+        graded = streamed.graded;
+    }
+    for block in (0..shapes.len())
+        .step_by(block_size.max(1))
+        .filter(|_| !streaming)
+    {
         if crate::search::progress::interrupted() {
             break;
         }
@@ -1713,64 +2047,21 @@ fn search_in_blocks<'a>(
             passing: 0,
             best: vec![None; block.len()],
         };
-        let cluster_flops = brief.cluster_flops_per_second();
         let part = work
             .par_iter()
             .fold(empty, |mut found, &(s, first, last)| {
-                let shape = &shapes[s];
-                let n = shape.params() as f64;
-                let fit = &fitting[s - block.start];
-                for i in first..last {
-                    let tokens = grid.at(i);
-                    let loss = loss(brief, shape, tokens);
-                    if !loss_meets(brief, loss) {
-                        continue;
-                    }
-                    let plate_days = time::days(cluster_flops, n, tokens as f64);
-                    let days_of = |c: &Config| c.pace.days(plate_days, tokens);
-                    // Days rise with the pace, so the configurations that pass are a prefix of
-                    // `by_pace`. They share the loss; under any ranking but memory they come
-                    // in `by_pace`'s order, so only the first `top` can be among the best, and
-                    // only the first (fewest days) can stand on the front.
-                    let passing = fit
-                        .by_pace
-                        .partition_point(|c| within_time_and_cost(brief, days_of(c)));
-                    if passing == 0 {
-                        continue;
-                    }
-                    let candidate = |c: &Config| Candidate {
-                        shape: s,
-                        tokens,
-                        layout: c.layout,
-                        model: c.model,
-                        loss,
-                        days: days_of(c),
-                        memory: gb(c.bytes),
-                        prefer: c.prefer,
-                    };
-                    // Under --exact the ranking and each shape's best come from the windows
-                    // below; only the grid's front and count are wanted from this loop.
-                    if !options.exact {
-                        let mut best = if options.rank == Rank::Memory {
-                            let fits = fit
-                                .by_memory
-                                .iter()
-                                .filter(|c| within_time_and_cost(brief, days_of(c)));
-                            Either::Left(fits.take(top).map(candidate))
-                        } else {
-                            Either::Right(fit.by_pace[..passing].iter().take(top).map(candidate))
-                        };
-                        let first_best = best.next();
-                        if let Some(c) = first_best {
-                            found.top.push(c);
-                        }
-                        best.for_each(|c| found.top.push(c));
-                        let local = s - block.start;
-                        found.best[local] = better(options.rank, found.best[local], first_best);
-                    }
-                    found.front.insert(candidate(&fit.by_pace[0]));
-                    found.passing += passing as u64;
-                }
+                let local = s - block.start;
+                let fit = &fitting[local];
+                walk_grid(
+                    brief,
+                    &shapes[s],
+                    s,
+                    fit,
+                    first..last,
+                    options,
+                    &mut found,
+                    local,
+                );
                 found
             })
             .reduce(empty, Found::merge);
@@ -1788,7 +2079,30 @@ fn search_in_blocks<'a>(
                 block.start,
             ));
         }
-        if options.distinct != Distinct::Plan {
+        if options.distinct != Distinct::Plan && !options.exact && options.rank != Rank::Memory {
+            let firsts: Vec<Vec<Candidate>> = shapes[block.clone()]
+                .par_iter()
+                .zip(&fitting)
+                .enumerate()
+                .map(|(s, (shape, fit))| {
+                    distinct_firsts_of_shape(
+                        brief,
+                        shape,
+                        fit,
+                        block.start + s,
+                        &grid,
+                        options.rank,
+                        options.distinct,
+                        &mut Choices::default(),
+                    )
+                })
+                .collect();
+            // Choices are per shape, so the shapes' firsts are the block's.
+            for c in firsts.into_iter().flatten() {
+                choices += 1;
+                distinct.push(c);
+            }
+        } else if options.distinct != Distinct::Plan {
             let block_windows = windows(brief, &shapes[block.clone()], &fitting, block.start);
             let firsts = distinct_firsts(
                 &block_windows,
@@ -2000,6 +2314,62 @@ mod tests {
 
     /// Llama 3 8B on 2^20 GPUs for a year at a 2.0 loss target passes near 10^15 tokens and
     /// beyond, where `f64` rounds runs of neighbouring token counts to one loss.
+    #[test]
+    fn each_shape_searched_whole_by_one_worker_gives_what_the_blocks_give() {
+        // The streaming search (each shape weighed, walked and its distinct choices found by
+        // [`distinct_firsts_of_shape`]) against the block search, which walks every
+        // configuration's line (`keep_windows` keeps it on that path): the same report, byte
+        // for byte, on a small family in the detailed space, by every ranking it serves and
+        // each kind of distinct choice; and on the plate's space with its loss plateaus.
+        use crate::model::family::Family;
+        use crate::report::export::Format;
+        let family = Family::llama("40..120:40", "8192..16384:8192", "3..4:1").unwrap();
+        let mut shapes = presets();
+        shapes.extend(family.shapes().unwrap());
+        let detailed = |b: &Brief| {
+            let options = Options::for_stack(Stack::MegatronTe);
+            (
+                MemorySpace::detailed_defaults(b, options),
+                TimeModel::Detailed(crate::cost::step_time::TimeOptions::for_stack(
+                    Stack::MegatronTe,
+                )),
+            )
+        };
+        let mut priced = Brief::default();
+        priced.spend.price_per_gpu_hour = Some(2.0);
+        for (b, (memory, time)) in [
+            (priced.clone(), detailed(&priced)),
+            (plateau_brief(), (MemorySpace::Plate, TimeModel::Plate)),
+        ] {
+            for (rank, distinct, top) in iproduct!(
+                [Rank::Loss, Rank::Days, Rank::Cost],
+                [Distinct::Plan, Distinct::Layout, Distinct::Shape],
+                [Some(1), Some(40)]
+            ) {
+                let options = SearchOptions {
+                    rank,
+                    distinct,
+                    top,
+                    memory: memory.clone(),
+                    time: time.clone(),
+                    ..SearchOptions::default()
+                };
+                let json = |keep_windows| {
+                    let (r, _) = search_in_blocks(&b, &shapes, &options, &Silent, 4, keep_windows);
+                    let e = Format::Json.exporter();
+                    (
+                        e.search(&r).unwrap(),
+                        e.front(&r).unwrap(),
+                        r.configurations,
+                    )
+                };
+                let streamed = json(false);
+                assert!(streamed.2 > 0);
+                assert_eq!(streamed, json(true), "{rank:?} {distinct:?} {top:?}");
+            }
+        }
+    }
+
     fn plateau_brief() -> Brief {
         Brief {
             gpus: 1 << 20,
@@ -2092,6 +2462,7 @@ mod weighed_tests {
     use super::*;
     use crate::cost::stack::Stack;
     use crate::cost::step_time::TimeOptions;
+    use crate::plan::verdict::lightest;
 
     /// The detailed space of the default brief with CP 1 and 2 and both precisions.
     fn cp_and_fp8(brief: &Brief) -> (MemorySpace, TimeModel) {
@@ -2118,7 +2489,8 @@ mod weighed_tests {
         for name in ["70b", "405b"] {
             let shape = crate::model::preset(name).unwrap();
             let (all, excluded) = configurations_counted(&brief, &shape, &space, &time);
-            let weighed = weighed_configurations(&brief, &shape, &space, &time, &|_| true);
+            let weighed =
+                weighed_configurations(&brief, &shape, &space, &time, &|_| true, Vec::new());
             let fits: Vec<Config> = all
                 .iter()
                 .filter(|c| memory_fits(&brief, c.bytes))
@@ -2139,7 +2511,7 @@ mod weighed_tests {
         let brief = Brief::default();
         let (space, time) = cp_and_fp8(&brief);
         let shape = crate::model::preset("70b").unwrap();
-        let weighed = weighed_configurations(&brief, &shape, &space, &time, &|_| true);
+        let weighed = weighed_configurations(&brief, &shape, &space, &time, &|_| true, Vec::new());
         let facets = weighed.tallies.facets(&brief, &shape);
         let named: Vec<(&str, &str)> = facets
             .iter()
@@ -2205,7 +2577,7 @@ mod weighed_tests {
         let space = MemorySpace::detailed_defaults(&brief, options);
         let time = TimeModel::Detailed(TimeOptions::for_stack(Stack::MegatronTe));
         let shape = crate::model::preset("405b").unwrap();
-        let facets = weighed_configurations(&brief, &shape, &space, &time, &|_| true)
+        let facets = weighed_configurations(&brief, &shape, &space, &time, &|_| true, Vec::new())
             .tallies
             .facets(&brief, &shape);
         let cp = |v: &str| facets.iter().find(|f| f.dimension == "cp" && f.value == v);

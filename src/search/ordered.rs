@@ -215,11 +215,14 @@ pub(crate) fn firsts<L: Line + Sync>(lines: &[L], rank: Rank) -> Vec<Candidate> 
     use rayon::prelude::*;
     lines
         .par_iter()
-        .filter_map(|line| {
-            let p = Walk::new(line, rank).next(line, rank)?;
-            Some(line.at(p))
-        })
+        .filter_map(|line| first(line, rank))
         .collect()
+}
+
+/// The best plan of `line` under `rank`.
+pub(crate) fn first<L: Line>(line: &L, rank: Rank) -> Option<Candidate> {
+    let p = Walk::new(line, rank).next(line, rank)?;
+    Some(line.at(p))
 }
 
 impl<'a, L: Line> Merge<'a, L> {
