@@ -33,6 +33,7 @@
 // The ground floor, used by every part.
 pub mod error;
 pub mod format;
+pub mod hash;
 pub mod units;
 
 // The parts, in the order they may use each other.

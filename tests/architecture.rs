@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 /// The parts from the ground up, as ARCHITECTURE.md lists them: each may use the parts before
 /// it and itself, never one after it.
 const PARTS: [&[&str]; 10] = [
-    &["error", "format", "units"],
+    &["error", "format", "hash", "units"],
     &["model"],
     &["cost"],
     &["brief"],

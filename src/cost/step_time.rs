@@ -454,7 +454,7 @@ impl MicroBatch {
 /// [`MicroBatch::of`] exactly.
 #[derive(Debug, Default)]
 pub struct MicroBatchCache {
-    found: std::collections::HashMap<MicroBatchKey, MicroBatch>,
+    found: crate::hash::FastMap<MicroBatchKey, MicroBatch>,
 }
 
 impl MicroBatchCache {

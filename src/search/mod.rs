@@ -1377,7 +1377,7 @@ fn exact_top(
 /// Each choice of a shape: its first configuration's best plan (`None`: its line is empty, and
 /// so is every later one's), the best so far, and whether it is settled. Kept from shape to
 /// shape by a worker, so its table is allocated once, not once a shape.
-type Choices = std::collections::HashMap<ChoiceKey, (Option<Candidate>, Option<Candidate>, bool)>;
+type Choices = crate::hash::FastMap<ChoiceKey, (Option<Candidate>, Option<Candidate>, bool)>;
 
 /// [`distinct_firsts`] of one shape's configurations on the grid, ranked by loss, days or
 /// cost, without walking every configuration's line. Its kept configurations come fastest
