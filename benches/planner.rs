@@ -111,6 +111,7 @@ fn detailed_search(c: &mut Criterion) {
             interleave: false,
             batch: None,
             parallel: Default::default(),
+            divisors: false,
         },
         ..SearchOptions::default()
     };
@@ -128,6 +129,7 @@ fn detailed_search(c: &mut Criterion) {
             interleave: false,
             batch: None,
             parallel: Default::default(),
+            divisors: false,
         };
         let time = TimeModel::Detailed(TimeOptions::for_stack(stack));
         let pairs: u64 = shapes

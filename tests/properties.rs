@@ -181,17 +181,19 @@ fn space() -> impl Strategy<Value = MemorySpace> {
             prop::collection::vec(step, 1..4),
             options,
             any::<bool>(),
+            any::<bool>(),
             any::<bool>()
         )
-            .prop_map(
-                |(steps, options, interleave, nearest)| MemorySpace::Detailed {
+            .prop_map(|(steps, options, interleave, nearest, divisors)| {
+                MemorySpace::Detailed {
                     steps,
                     options,
                     interleave,
                     batch: nearest.then(BatchTarget::default),
                     parallel: Default::default(),
+                    divisors,
                 }
-            ),
+            }),
     ]
 }
 

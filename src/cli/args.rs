@@ -1187,7 +1187,8 @@ pub struct CheckStepArgs {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Training steps (--memory detailed)")]
 pub struct SearchStepArgs {
-    /// Micro-batch sizes [default: 1,2,4].
+    /// Micro-batch sizes [default: 1, 2, 4 and, layout by layout, every size that divides
+    /// its local batch at the --batch-target].
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_whole)]
     pub micro_batches: Vec<u64>,
     /// Sequence lengths [default: the brief's --seq-len].
@@ -1628,6 +1629,8 @@ impl SearchArgs {
                     .is_empty()
                     .then(|| brief.batch_target()),
                 parallel: self.step.parallel()?,
+                // Without a list, each layout's local batch's divisors too.
+                divisors: self.step.micro_batches.is_empty(),
             },
         };
         if let MemorySpace::Detailed { steps, options, .. } = &memory {

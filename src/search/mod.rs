@@ -160,6 +160,11 @@ pub enum MemorySpace {
         /// The context-parallel degrees and hybrid-sharding replicas tried with each
         /// (TP, PP, ZeRO) layout.
         parallel: ParallelSpace,
+        /// Also, layout by layout, every micro-batch size that divides its local batch (the
+        /// sequences a replica takes a step at `batch`'s target): for each step of one
+        /// sequence a micro-batch, the same step at each such size (Megatron-LM's rule, and
+        /// Calculon's space). Without `batch`, nothing.
+        divisors: bool,
     },
 }
 
@@ -259,8 +264,8 @@ impl MemorySpace {
         let MemorySpace::Detailed { options, .. } = self else {
             return self.models().into_iter().map(Ok).collect();
         };
-        let (mut steps, mut refused) = (Vec::new(), Vec::new());
-        self.steps_into(shape, layout, &mut steps, &mut refused);
+        let (mut steps, mut refused, mut extra) = (Vec::new(), Vec::new(), Vec::new());
+        self.steps_into(shape, layout, &mut steps, &mut refused, &mut extra);
         steps
             .into_iter()
             .map(|step| {
@@ -274,33 +279,56 @@ impl MemorySpace {
     }
 
     /// The steps of [`MemorySpace::steps_for`] into `steps` and the batch rule's refusals into
-    /// `refused` (both cleared first), so a search reuses the two buffers from layout to layout.
-    /// Nothing for the plate's space.
+    /// `refused` (`extra`: room for the micro-batch sizes a layout adds; all three cleared
+    /// first), so a search reuses the buffers from layout to layout. Nothing for the plate's
+    /// space.
     fn steps_into(
         &self,
         shape: &Shape,
         layout: &Layout,
         all: &mut Vec<Step>,
         refused: &mut Vec<Error>,
+        extra: &mut Vec<Step>,
     ) {
         all.clear();
         refused.clear();
+        extra.clear();
         let MemorySpace::Detailed {
             steps,
             options,
             interleave,
             batch,
+            divisors,
             ..
         } = self
         else {
             return;
         };
-        for s in steps {
+        if let (true, Some(target)) = (*divisors, batch) {
+            for s in steps.iter().filter(|s| s.micro_batch == 1) {
+                let local = target
+                    .nearest(1, s.seq_len, layout.dp)
+                    .map_or(0, |g| g / (s.seq_len * layout.dp));
+                for d in local_batch_divisors(local) {
+                    let t = Step {
+                        micro_batch: d,
+                        ..*s
+                    };
+                    if !steps.contains(&t) {
+                        extra.push(t);
+                    }
+                }
+            }
+        }
+        for s in steps.iter().chain(extra.iter()) {
             let without = Step {
                 sequence_parallel: false,
                 ..*s
             };
-            if s.sequence_parallel && layout.tp == 1 && steps.contains(&without) {
+            if s.sequence_parallel
+                && layout.tp == 1
+                && (steps.contains(&without) || extra.contains(&without))
+            {
                 continue;
             }
             match batch {
@@ -382,6 +410,17 @@ impl MemorySpace {
     }
 }
 
+/// Every divisor of `local` above 1, in pairs `(d, local / d)` up to the square root (none
+/// for 0 or 1).
+fn local_batch_divisors(local: u64) -> impl Iterator<Item = u64> {
+    (1..)
+        .take_while(move |d| d * d <= local)
+        .filter(move |d| local % d == 0)
+        .flat_map(move |d| [d, local / d])
+        .filter(|&d| d > 1)
+        .dedup()
+}
+
 /// Refuses, by name and once, a precision the GPU or the stack cannot train in, before a
 /// search over it starts (`--precisions`, a workshop search's `precisions`).
 pub fn searchable_precision(brief: &Brief, stack: Stack, precision: Precision) -> Result<()> {
@@ -414,6 +453,7 @@ impl MemorySpace {
                 options,
                 interleave,
                 batch,
+                divisors,
                 ..
             } => {
                 let mut steps: Vec<Step> = if precisions.is_empty() {
@@ -431,6 +471,7 @@ impl MemorySpace {
                     interleave,
                     batch,
                     parallel,
+                    divisors,
                 }
             }
         }
@@ -468,6 +509,7 @@ impl MemorySpace {
             options,
             batch: Some(brief.batch_target()),
             parallel: ParallelSpace::default(),
+            divisors: true,
         }
     }
 }
@@ -863,12 +905,12 @@ fn weighed_configurations(
         .ok()
         .map(|o| o.goodput);
     let mut shared = Shared::default();
-    let (mut steps, mut refused) = (Vec::new(), Vec::new());
+    let (mut steps, mut refused, mut extra) = (Vec::new(), Vec::new(), Vec::new());
     for layout in space.layouts(brief, shape) {
         shared.slots.clear();
         let models: Box<dyn Iterator<Item = MemoryModel>> = match space {
             MemorySpace::Detailed { options, .. } => {
-                space.steps_into(shape, &layout, &mut steps, &mut refused);
+                space.steps_into(shape, &layout, &mut steps, &mut refused, &mut extra);
                 let options = *options;
                 Box::new(
                     steps
@@ -2229,6 +2271,7 @@ mod tests {
             interleave: true,
             batch: None,
             parallel: Default::default(),
+            divisors: false,
         };
         let schedules = |tp, pp| -> Vec<u64> {
             let l = Layout::new(
