@@ -62,10 +62,15 @@ impl Error {
     /// The input or rule an error is about: an [`Error::Invalid`]'s field, `layout` for the
     /// layout rules, `input` otherwise.
     pub fn rule(&self) -> String {
+        self.rule_name().to_string()
+    }
+
+    /// [`Error::rule`], borrowed.
+    pub fn rule_name(&self) -> &str {
         match self {
-            Error::Invalid { field, .. } => field.clone(),
-            Error::Layout(_) => "layout".to_string(),
-            _ => "input".to_string(),
+            Error::Invalid { field, .. } => field,
+            Error::Layout(_) => "layout",
+            _ => "input",
         }
     }
 

@@ -56,6 +56,15 @@ impl Default for BatchTarget {
 }
 
 impl BatchTarget {
+    /// The rule [`BatchTarget::resolve`]'s error names.
+    pub const RULE: &'static str = "global batch";
+
+    /// [`BatchTarget::resolve`]'s batch, or `None` where it refuses (without writing why).
+    pub fn resolved(&self, micro_batch: u64, seq_len: u64, dp: u64) -> Option<u64> {
+        self.nearest(micro_batch, seq_len, dp)
+            .filter(|&g| self.accepts(g))
+    }
+
     /// The whole number of `u = b·s·DP`-token rounds nearest the target, at least one: with
     /// `T = q·u + r`, `q·u` when `2r ≤ u` (ties go to the smaller batch), else `(q + 1)·u`.
     /// `None` when `u` is zero or the batch passes 2^64 tokens.
@@ -86,7 +95,7 @@ impl BatchTarget {
         match self.nearest(micro_batch, seq_len, dp) {
             Some(g) if self.accepts(g) => Ok(g),
             nearest => Err(Error::invalid(
-                "global batch",
+                BatchTarget::RULE,
                 nearest.map_or_else(|| "none".to_string(), |g| format!("{} tokens", thousands(g))),
                 format!(
                     "the whole rounds of b × s × DP = {micro_batch} × {} × {} tokens nearest the {}-token target, within {} % of it (--batch-target, --batch-tolerance), or a fixed --global-batch-tokens",

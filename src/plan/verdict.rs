@@ -118,13 +118,27 @@ pub struct Exclusions(Vec<Exclusion>);
 impl Exclusions {
     /// Counts one configuration turned away by `error`.
     pub fn add(&mut self, error: &crate::error::Error) {
-        let rule = error.rule();
+        self.count(error.rule_name(), || error.to_string());
+    }
+
+    /// Counts one configuration turned away by the rule `rule`, the error `make` gives made
+    /// only when it is the rule's first (a search turns many away by one rule, and an error's
+    /// message is worth writing once).
+    pub fn add_lazily(&mut self, rule: &str, make: impl FnOnce() -> crate::error::Error) {
+        self.count(rule, || {
+            let error = make();
+            debug_assert_eq!(error.rule_name(), rule);
+            error.to_string()
+        });
+    }
+
+    fn count(&mut self, rule: &str, example: impl FnOnce() -> String) {
         match self.0.iter_mut().find(|e| e.rule == rule) {
             Some(e) => e.count += 1,
             None => self.0.push(Exclusion {
-                rule,
+                rule: rule.to_string(),
                 count: 1,
-                example: error.to_string(),
+                example: example(),
             }),
         }
     }

@@ -266,6 +266,7 @@ impl MemorySpace {
         };
         let (mut steps, mut refused, mut extra) = (Vec::new(), Vec::new(), Vec::new());
         self.steps_into(shape, layout, &mut steps, &mut refused, &mut extra);
+        let refused: Vec<Error> = refused.iter().map(|s| self.refusal(s, layout)).collect();
         steps
             .into_iter()
             .map(|step| {
@@ -278,16 +279,30 @@ impl MemorySpace {
             .collect()
     }
 
-    /// The steps of [`MemorySpace::steps_for`] into `steps` and the batch rule's refusals into
-    /// `refused` (`extra`: room for the micro-batch sizes a layout adds; all three cleared
-    /// first), so a search reuses the buffers from layout to layout. Nothing for the plate's
-    /// space.
+    /// Why the batch rule turns `step` away under `layout` ([`BatchTarget::resolve`]'s error).
+    fn refusal(&self, step: &Step, layout: &Layout) -> Error {
+        match self {
+            MemorySpace::Detailed {
+                batch: Some(target),
+                ..
+            } => target
+                .resolve(step.micro_batch, step.seq_len, layout.dp)
+                .err(),
+            _ => None,
+        }
+        .expect("a step the batch rule refused")
+    }
+
+    /// The steps of [`MemorySpace::steps_for`] into `steps` and those the batch rule refuses
+    /// into `refused` ([`MemorySpace::refusal`] says why; `extra`: room for the micro-batch
+    /// sizes a layout adds; all three cleared first), so a search reuses the buffers from
+    /// layout to layout. Nothing for the plate's space.
     fn steps_into(
         &self,
         shape: &Shape,
         layout: &Layout,
         all: &mut Vec<Step>,
-        refused: &mut Vec<Error>,
+        refused: &mut Vec<Step>,
         extra: &mut Vec<Step>,
     ) {
         all.clear();
@@ -333,12 +348,12 @@ impl MemorySpace {
             }
             match batch {
                 None => all.push(*s),
-                Some(target) => match target.resolve(s.micro_batch, s.seq_len, layout.dp) {
-                    Ok(global_batch_tokens) => all.push(Step {
+                Some(target) => match target.resolved(s.micro_batch, s.seq_len, layout.dp) {
+                    Some(global_batch_tokens) => all.push(Step {
                         global_batch_tokens,
                         ..*s
                     }),
-                    Err(e) => refused.push(e),
+                    None => refused.push(*s),
                 },
             }
         }
@@ -651,14 +666,9 @@ struct Weighed {
     tallies: Tallies,
 }
 
-/// `current` or the configuration (`bytes`, `layout`, `step`), whichever is lighter
-/// ([`lightest`]'s order; the first on a tie).
-fn lighter(
-    current: Option<Lightest>,
-    bytes: f64,
-    layout: &Layout,
-    step: Option<&Step>,
-) -> Option<Lightest> {
+/// Makes `current` the configuration (`bytes`, `layout`, `step`) if that is lighter
+/// ([`lightest`]'s order; the first on a tie), in place.
+fn lighten(current: &mut Option<Lightest>, bytes: f64, layout: &Layout, step: Option<&Step>) {
     let lighter = |l: &Lightest| {
         bytes
             .total_cmp(&l.bytes)
@@ -666,13 +676,19 @@ fn lighter(
             .then_with(|| step.cmp(&l.step.as_ref()))
             .is_lt()
     };
-    match current {
-        Some(l) if !lighter(&l) => Some(l),
-        _ => Some(Lightest {
+    if current.as_ref().is_none_or(lighter) {
+        *current = Some(Lightest {
             bytes,
             layout: *layout,
             step: step.copied(),
-        }),
+        });
+    }
+}
+
+/// Makes `current` the configuration `c` if that comes first in [`pace_order`], in place.
+fn quicken(current: &mut Option<Config>, c: &Config) {
+    if current.as_ref().is_none_or(|f| pace_order(c, f).is_lt()) {
+        *current = Some(*c);
     }
 }
 
@@ -699,12 +715,10 @@ impl Tallies {
         let step = model.step();
         for tally in self.of(layout, model) {
             tally.configurations += 1;
-            tally.lightest = lighter(tally.lightest, bytes, layout, step);
+            lighten(&mut tally.lightest, bytes, layout, step);
             if let Some(c) = fits {
                 tally.fitting += 1;
-                if tally.fastest.is_none_or(|f| pace_order(c, &f).is_lt()) {
-                    tally.fastest = Some(*c);
-                }
+                quicken(&mut tally.fastest, c);
             }
         }
     }
@@ -994,30 +1008,29 @@ fn weighed_configurations(
                 None
             };
             all += 1;
-            lightest_one = lighter(lightest_one, bytes, &layout, model.step());
+            lighten(&mut lightest_one, bytes, &layout, model.step());
             tallies.count(&layout, &model, bytes, config.as_ref());
             if let Some(c) = config {
                 fit += 1;
-                if fastest.is_none_or(|f| pace_order(&c, &f).is_lt()) {
-                    fastest = Some(c);
-                }
+                quicken(&mut fastest, &c);
                 if keep(&c) {
                     fitting.push(c);
                 }
             }
         }
-        // The steps the batch rule turned away, after the others (as `steps_for` lists them).
-        refused.iter().for_each(|e| excluded.add(e));
+        // The steps the batch rule turned away, after the others (as `steps_for` lists them),
+        // each rule's message written once.
+        for s in &refused {
+            excluded.add_lazily(BatchTarget::RULE, || space.refusal(s, &layout));
+        }
     }
     if fit == 0 && all > 0 {
         // Nothing fits: the verdict names the fastest of all, so every one is timed.
         let (mut unfit, mut all, mut lightest) = (None::<Config>, 0u64, None);
         let excluded = for_each_configuration(brief, shape, space, time, |c| {
             all += 1;
-            lightest = lighter(lightest, c.bytes, &c.layout, c.model.step());
-            if unfit.is_none_or(|f| pace_order(&c, &f).is_lt()) {
-                unfit = Some(c);
-            }
+            lighten(&mut lightest, c.bytes, &c.layout, c.model.step());
+            quicken(&mut unfit, &c);
         });
         return Weighed {
             fitting,

@@ -1,0 +1,131 @@
+//! trainplan's half of `benches/calculon.sh`: the detailed search of Llama 3 70B on the
+//! brief's H100s (2,048 by default; `GPUS` and the global batch in sequences, `BATCH`, as the
+//! first two arguments), at one thread, repeated for at least two seconds after a warm-up.
+//! It prints the configurations (layout and step) the search decided and those it weighed in
+//! full, and the rate of each per CPU-second (one thread: wall time is CPU time); the plan it
+//! ranks best and its step time; and, for the side-by-side, the plan Calculon found best on
+//! that problem (TP 4 × PP 2 × DP 256, one sequence a micro-batch, 40 virtual stages, attention
+//! recomputed, sequence parallel) graded by trainplan's model, to show it is in trainplan's
+//! space and no faster than what trainplan finds.
+//!
+//! `cargo bench --bench calculon -- 2048 2048`
+
+use std::time::Instant;
+
+use trainplan::cost::activations::Recompute;
+use trainplan::cost::memory::detailed::{Detailed, Options};
+use trainplan::cost::memory::MemoryModel;
+use trainplan::cost::precision::Precision;
+use trainplan::cost::stack::Stack;
+use trainplan::cost::step::{Schedule, Step};
+use trainplan::cost::step_time::{TimeModel, TimeOptions};
+use trainplan::model::layout::{Degrees, Layout, ZeroStage};
+use trainplan::model::preset;
+use trainplan::plan::{evaluate, Design};
+use trainplan::search::progress::Silent;
+use trainplan::search::{search, MemorySpace, SearchOptions};
+use trainplan::Brief;
+
+fn main() {
+    // `cargo bench` passes `--bench`; the numbers are ours.
+    let numbers: Vec<u64> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let gpus = numbers.first().copied().unwrap_or(2048);
+    let batch = numbers.get(1).copied().unwrap_or(2048);
+    let base = Brief::default();
+    let brief = Brief {
+        gpus,
+        batch_target_tokens: batch * base.seq_len,
+        ..base
+    };
+    if let Err(e) = brief.validate() {
+        eprintln!("{e}");
+        std::process::exit(2);
+    }
+    let shape = preset("70b").expect("a preset");
+    let stack = Stack::default();
+    let options = SearchOptions {
+        memory: MemorySpace::detailed_defaults(&brief, Options::for_stack(stack)),
+        time: TimeModel::Detailed(TimeOptions::for_stack(stack)),
+        top: Some(1),
+        ..SearchOptions::default()
+    };
+    let shapes = [shape.clone()];
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("a thread pool");
+    let run = || pool.install(|| search(&brief, &shapes, &options, &Silent));
+    let report = run();
+    let (mut runs, start) = (0u32, Instant::now());
+    while runs < 3 || start.elapsed().as_secs_f64() < 2.0 {
+        std::hint::black_box(run());
+        runs += 1;
+    }
+    let seconds = start.elapsed().as_secs_f64() / f64::from(runs);
+    let decided = report.configurations;
+    let graded = report.graded.unwrap_or(decided);
+    println!(
+        "trainplan decided {decided} configurations, graded {graded}, in {seconds:.6} CPU-s: {:.0} decided/CPU-s, {:.0} graded/CPU-s",
+        decided as f64 / seconds,
+        graded as f64 / seconds
+    );
+    let best = report.shapes[0].best_plan.as_ref();
+    match best {
+        Some(p) => println!(
+            "trainplan best: {}, {} ({:.3} s a step, MFU {:.1} %)",
+            p.layout.describe(),
+            p.step.map_or(String::new(), |s| format!("{s:?}")),
+            p.step_seconds.unwrap_or(f64::NAN),
+            p.mfu.unwrap_or(f64::NAN) * 100.0
+        ),
+        None => println!("trainplan best: none passes"),
+    }
+    // Calculon's best plan for 2,048 GPUs and 2,048 sequences, as trainplan grades it.
+    if (gpus, batch) == (2048, 2048) {
+        let layout = Layout::with(
+            &brief,
+            &shape,
+            Degrees {
+                tp: 4,
+                cp: 1,
+                pp: 2,
+                replicate: 1,
+            },
+            ZeroStage::new(1).expect("a stage"),
+        )
+        .expect("a layout");
+        let step = Step {
+            micro_batch: 1,
+            seq_len: brief.seq_len,
+            recompute: Recompute::Selective,
+            sequence_parallel: true,
+            schedule: Schedule::Interleaved(40),
+            precision: Precision::Bf16,
+            global_batch_tokens: brief.batch_target_tokens,
+        };
+        let time = TimeModel::Detailed(TimeOptions::for_stack(stack));
+        let design = Design {
+            shape: &shape,
+            tokens: 1_000_000_000_000,
+            layout,
+            memory: MemoryModel::Detailed(Detailed {
+                step,
+                options: Options::for_stack(stack),
+            }),
+            time: &time,
+        };
+        match evaluate(&brief, &design) {
+            Ok(p) => println!(
+                "calculon's best in trainplan: {}, b1 selective sp interleaved:40 ({:.3} s a step, MFU {:.1} %, {:.1} GB)",
+                p.layout.describe(),
+                p.step_seconds.unwrap_or(f64::NAN),
+                p.mfu.unwrap_or(f64::NAN) * 100.0,
+                p.memory_gb.total
+            ),
+            Err(e) => println!("calculon's best in trainplan: {e}"),
+        }
+    }
+}
