@@ -1067,6 +1067,24 @@ fn pace_order(a: &Config, b: &Config) -> std::cmp::Ordering {
         .then_with(|| a.model.step().cmp(&b.model.step()))
 }
 
+/// Sorts `configs` into [`pace_order`], moving each configuration once: the sort itself moves
+/// small keys (pace, then the runnable key and memory), with the whole order on ties.
+fn sort_by_pace(configs: &mut Vec<Config>) {
+    let mut keys: Vec<(f64, f64, f64, u32)> = configs
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.pace.key(), c.prefer, c.bytes, i as u32))
+        .collect();
+    keys.sort_unstable_by(|a, b| {
+        a.0.total_cmp(&b.0)
+            .then(a.1.total_cmp(&b.1))
+            .then(a.2.total_cmp(&b.2))
+            .then_with(|| pace_order(&configs[a.3 as usize], &configs[b.3 as usize]))
+    });
+    let sorted: Vec<Config> = keys.iter().map(|k| configs[k.3 as usize]).collect();
+    *configs = sorted;
+}
+
 /// The order under the memory ranking: less memory, then fewer days, then the rest.
 fn memory_order(a: &Config, b: &Config) -> std::cmp::Ordering {
     a.bytes
@@ -1720,7 +1738,7 @@ fn shape_configuration(
     }
     // Two configurations are never equal in this order (the layout and step break
     // every tie), so an unstable sort gives the stable one's order.
-    by_pace.sort_unstable_by(pace_order);
+    sort_by_pace(&mut by_pace);
     let mut verdict = shape_verdict(brief, shape, &weighed, &by_pace, options);
     verdict.excluded = weighed.excluded;
     verdict.facets = weighed.tallies.facets(brief, shape);
