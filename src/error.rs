@@ -61,11 +61,6 @@ pub enum Error {
 impl Error {
     /// The input or rule an error is about: an [`Error::Invalid`]'s field, `layout` for the
     /// layout rules, `input` otherwise.
-    pub fn rule(&self) -> String {
-        self.rule_name().to_string()
-    }
-
-    /// [`Error::rule`], borrowed.
     pub fn rule_name(&self) -> &str {
         match self {
             Error::Invalid { field, .. } => field,

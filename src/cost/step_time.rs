@@ -809,25 +809,9 @@ impl TimeModel {
         run_of(machine, shape, d, step, tokens).map(Some)
     }
 
-    /// The [`Unscheduled`] part of the step `d` under `layout`, shared by every schedule of
-    /// the step, or `None` under the plate model; each micro-batch's compute from `cache`.
-    pub fn unscheduled(
-        &self,
-        machine: &Machine,
-        shape: &Shape,
-        layout: &Layout,
-        d: &Detailed,
-        cache: &mut MicroBatchCache,
-    ) -> Result<Option<Unscheduled>> {
-        let TimeModel::Detailed(opts) = self else {
-            return Ok(None);
-        };
-        let micro_batch = cache.get(machine, shape, layout, d, opts)?;
-        unscheduled(machine, shape, layout, d, opts, &micro_batch).map(Some)
-    }
-
-    /// [`TimeModel::unscheduled`] in the pipeline `kinds` ([`Detailed::kinds`] of the
-    /// layout).
+    /// The [`Unscheduled`] part of the step `d` under `layout` in the pipeline `kinds`
+    /// ([`Detailed::kinds`] of the layout), shared by every schedule of the step, or `None`
+    /// under the plate model; each micro-batch's compute from `cache`.
     pub fn unscheduled_in(
         &self,
         machine: &Machine,

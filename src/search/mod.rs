@@ -807,14 +807,14 @@ struct Shared {
 }
 
 impl Shared {
-    /// The slot of `d`'s step, made the first time (`kinds`: the layout's stages, or why
-    /// there are none).
+    /// The slot of `d`'s step, made the first time (`kinds`: the layout's stages; `None`
+    /// where the split refuses the layout, and so every step's stages fail).
     fn slot(
         &mut self,
         d: &Detailed,
         shape: &Shape,
         layout: &Layout,
-        kinds: &Result<StageKinds>,
+        kinds: Option<&StageKinds>,
     ) -> &mut Slot {
         let key = d.step.unscheduled();
         let found = (self.slots.get(self.last).is_some_and(|s| s.key == key))
@@ -823,10 +823,7 @@ impl Shared {
         let i = match found {
             Some(i) => i,
             None => {
-                let stages = match kinds {
-                    Ok(kinds) => d.stages_in(shape, layout, kinds).ok(),
-                    Err(_) => d.stages(shape, layout).ok(),
-                };
+                let stages = kinds.and_then(|k| d.stages_in(shape, layout, k).ok());
                 self.slots.push(Slot {
                     key,
                     stages,
@@ -851,19 +848,15 @@ fn slot_pace(
     shape: &Shape,
     layout: &Layout,
     d: &Detailed,
-    kinds: &Result<StageKinds>,
+    kinds: Option<&StageKinds>,
     goodput: Option<f64>,
     cache: &mut MicroBatchCache,
 ) -> Result<Option<f64>> {
-    let base = slot.time.get_or_insert_with(|| match kinds {
-        Ok(kinds) => time
-            .unscheduled_in(machine, shape, layout, d, kinds, cache)
+    let base = slot.time.get_or_insert_with(|| {
+        let kinds = kinds?;
+        time.unscheduled_in(machine, shape, layout, d, kinds, cache)
             .ok()
-            .flatten(),
-        Err(_) => time
-            .unscheduled(machine, shape, layout, d, cache)
-            .ok()
-            .flatten(),
+            .flatten()
     });
     match (base, goodput) {
         (Some(base), Some(goodput)) => time.days_per_token_on(layout, d, base, goodput),
@@ -922,31 +915,32 @@ fn weighed_configurations(
     let (mut steps, mut refused, mut extra) = (Vec::new(), Vec::new(), Vec::new());
     for layout in space.layouts(brief, shape) {
         shared.slots.clear();
-        let models: Box<dyn Iterator<Item = MemoryModel>> = match space {
+        // The layout's steps, and its stage kinds (`None`: the split refuses the layout, and
+        // each step is graded the whole way for its error).
+        let (models, kinds): (Box<dyn Iterator<Item = MemoryModel>>, _) = match space {
             MemorySpace::Detailed { options, .. } => {
                 space.steps_into(shape, &layout, &mut steps, &mut refused, &mut extra);
                 let options = *options;
-                Box::new(
-                    steps
-                        .iter()
-                        .map(move |&step| MemoryModel::Detailed(Detailed { step, options })),
+                (
+                    Box::new(
+                        steps
+                            .iter()
+                            .map(move |&step| MemoryModel::Detailed(Detailed { step, options })),
+                    ),
+                    stage_kinds(shape, &layout, options.stages).ok(),
                 )
             }
-            MemorySpace::Plate => Box::new(space.models().into_iter()),
-        };
-        let kinds = match space {
-            MemorySpace::Detailed { options, .. } => stage_kinds(shape, &layout, options.stages),
-            MemorySpace::Plate => Err(Error::invalid("--memory", "plate", "detailed")),
+            MemorySpace::Plate => (Box::new(space.models().into_iter()), None),
         };
         for model in models {
             let weighed = match &model {
                 MemoryModel::Detailed(d) => {
-                    let slot = shared.slot(d, shape, &layout, &kinds);
+                    let slot = shared.slot(d, shape, &layout, kinds.as_ref());
                     let bytes = d.schedule_allowed().and_then(|()| match &slot.stages {
                         Some(stages) => {
-                            let unscheduled = d.step.schedule == Schedule::OneFOneB;
+                            let interleaved = d.step.schedule != Schedule::OneFOneB;
                             match slot.one_f_one_b {
-                                Some(peak) if !unscheduled && !memory_fits(brief, peak) => d
+                                Some(peak) if interleaved && !memory_fits(brief, peak) => d
                                     .step
                                     .interleaving_allowed_in(&layout, &stages.kinds, stages.m)
                                     .map(|()| None),
@@ -982,9 +976,17 @@ fn weighed_configurations(
             let config = if memory_fits(brief, bytes) {
                 let days_per_token = match &model {
                     MemoryModel::Detailed(d) => {
-                        let slot = shared.slot(d, shape, &layout, &kinds);
+                        let slot = shared.slot(d, shape, &layout, kinds.as_ref());
                         slot_pace(
-                            slot, time, &machine, shape, &layout, d, &kinds, goodput, &mut cache,
+                            slot,
+                            time,
+                            &machine,
+                            shape,
+                            &layout,
+                            d,
+                            kinds.as_ref(),
+                            goodput,
+                            &mut cache,
                         )
                     }
                     MemoryModel::Plate => time
@@ -1344,29 +1346,42 @@ fn shape_windows<'a>(
     };
     let mut out = Vec::new();
     let mut plate_bound = None;
-    for &config in &fit.by_pace {
-        let hi = match config.pace {
-            Pace::Plate => {
-                *plate_bound.get_or_insert_with(|| time_bound(brief, shape, Pace::Plate))
-            }
-            pace => time_bound(brief, shape, pace),
-        };
-        if lo > hi {
+    for config in &fit.by_pace {
+        let window = config_window(brief, shape, index, config, lo, &mut plate_bound);
+        if window.tokens.0 > window.tokens.1 {
             break;
         }
-        out.push(Window {
-            brief,
-            shape,
-            index,
-            layout: config.layout,
-            model: config.model,
-            memory: gb(config.bytes),
-            prefer: config.prefer,
-            pace: config.pace,
-            tokens: (lo, hi),
-        });
+        out.push(window);
     }
     out
+}
+
+/// The window of `config` of `shape` (the shape's `index`-th), from `lo` tokens, the loss's
+/// bound, to the most its pace trains within the days (`plate_bound`: the plate pace's, worked
+/// out once for every plate configuration); empty where `lo` is past it.
+fn config_window<'a>(
+    brief: &'a Brief,
+    shape: &'a Shape,
+    index: usize,
+    config: &Config,
+    lo: u64,
+    plate_bound: &mut Option<u64>,
+) -> Window<'a> {
+    let hi = match config.pace {
+        Pace::Plate => *plate_bound.get_or_insert_with(|| time_bound(brief, shape, Pace::Plate)),
+        pace => time_bound(brief, shape, pace),
+    };
+    Window {
+        brief,
+        shape,
+        index,
+        layout: config.layout,
+        model: config.model,
+        memory: gb(config.bytes),
+        prefer: config.prefer,
+        pace: config.pace,
+        tokens: (lo, hi),
+    }
 }
 
 /// Token counts one unit of parallel work covers.
@@ -1503,24 +1518,8 @@ fn distinct_firsts_of_shape(
                 continue;
             }
         }
-        let hi = match config.pace {
-            Pace::Plate => {
-                *plate_bound.get_or_insert_with(|| time_bound(brief, shape, Pace::Plate))
-            }
-            pace => time_bound(brief, shape, pace),
-        };
-        let window = Window {
-            brief,
-            shape,
-            index,
-            layout: config.layout,
-            model: config.model,
-            memory: gb(config.bytes),
-            prefer: config.prefer,
-            pace: config.pace,
-            tokens: (lo, hi),
-        };
-        let best = (lo <= hi)
+        let window = config_window(brief, shape, index, config, lo, &mut plate_bound);
+        let best = (window.tokens.0 <= window.tokens.1)
             .then(|| grid_lines(std::iter::once(window), grid).pop())
             .flatten()
             .and_then(|line| ordered::first(&line, rank));
@@ -2098,10 +2097,10 @@ fn search_in_blocks<'a>(
         configurations = streamed.configurations;
         graded = streamed.graded;
     }
-    for block in (0..shapes.len())
-        .step_by(block_size.max(1))
-        .filter(|_| !streaming)
-    {
+    // By blocks, where the search keeps what a block's configurations give (`--exact`, merged
+    // windows, a distinct ranking by memory).
+    let by_blocks = if streaming { 0 } else { shapes.len() };
+    for block in (0..by_blocks).step_by(block_size.max(1)) {
         if crate::search::progress::interrupted() {
             break;
         }
