@@ -8,7 +8,7 @@
 //! recomputed, sequence parallel) graded by trainplan's model, to show it is in trainplan's
 //! space and no faster than what trainplan finds.
 //!
-//! `cargo bench --bench calculon -- 2048 2048`
+//! `cargo bench --bench calculon -- 2048 2048 [narrow]`
 
 use std::time::Instant;
 
@@ -46,8 +46,34 @@ fn main() {
     }
     let shape = preset("70b").expect("a preset");
     let stack = Stack::default();
+    let mut memory = MemorySpace::detailed_defaults(&brief, Options::for_stack(stack));
+    // `narrow`: the default space when issue 19 was filed (CP 1, 1F1B and interleaving depth
+    // 2, micro-batches 1, 2 and 4), to compare with the figures measured then.
+    if std::env::args().any(|a| a == "narrow") {
+        if let MemorySpace::Detailed {
+            steps,
+            interleave,
+            parallel,
+            divisors,
+            ..
+        } = &mut memory
+        {
+            let deeper: Vec<Step> = steps
+                .iter()
+                .map(|s| Step {
+                    schedule: Schedule::Interleaved(2),
+                    ..*s
+                })
+                .collect();
+            steps.extend(deeper);
+            steps.sort();
+            *interleave = false;
+            *divisors = false;
+            parallel.cps = vec![1];
+        }
+    }
     let options = SearchOptions {
-        memory: MemorySpace::detailed_defaults(&brief, Options::for_stack(stack)),
+        memory,
         time: TimeModel::Detailed(TimeOptions::for_stack(stack)),
         top: Some(1),
         ..SearchOptions::default()

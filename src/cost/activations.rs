@@ -186,7 +186,7 @@ const fn core(bytes_per_token: f64) -> Kept {
 /// copies their GEMMs saved (1 byte an element, half), and the attention output is kept twice:
 /// in BF16 for attention's backward and in FP8 for the output projection's (Transformer
 /// Engine's `LayerNormLinear` and `Linear` save their FP8-cast inputs).
-fn tensors(layer: Layer, shape: &Shape, s: f64, fp8: bool) -> Vec<Kept> {
+fn tensors(layer: Layer, shape: &Shape, s: f64, fp8: bool) -> Tensors {
     use Split::{Replicated, Tensor};
     let h = shape.hidden as f64;
     let f = shape.ffn as f64;
@@ -198,14 +198,14 @@ fn tensors(layer: Layer, shape: &Shape, s: f64, fp8: bool) -> Vec<Kept> {
         Layer::Llama(Kernels::Lean) => {
             let mut fused = tensors(Layer::Llama(Kernels::Fused), shape, s, fp8);
             // The SwiGLU output (the list's last), recomputed from its inputs in backward.
-            fused.pop();
+            fused.len -= 1;
             fused
         }
         Layer::Llama(Kernels::Fused) => {
             // A GEMM's own input: BF16, or its FP8 copy.
             let input = if fp8 { 1.0 } else { 2.0 };
             let output_copy = if fp8 { q } else { 0.0 };
-            vec![
+            Tensors::of(&[
                 kept(2.0 * h, Replicated),           // attention RMSNorm input
                 kept(input * h, Replicated),         // QKV input
                 kept(2.0 * q, Tensor),               // Q after RoPE
@@ -216,9 +216,9 @@ fn tensors(layer: Layer, shape: &Shape, s: f64, fp8: bool) -> Vec<Kept> {
                 kept(input * h, Replicated),         // gate/up input
                 kept(4.0 * f, Tensor),               // gate and up outputs
                 kept(input * f, Tensor),             // SwiGLU output (last: see Lean)
-            ]
+            ])
         }
-        Layer::Llama(Kernels::Eager) => vec![
+        Layer::Llama(Kernels::Eager) => Tensors::of(&[
             kept(6.0 * h, Replicated), // attention RMSNorm: FP32 upcast, BF16 normalised
             kept(2.0 * h, Replicated), // its output, the QKV input
             kept(2.0 * q, Tensor),     // Q before RoPE (kept by RoPE's slices)
@@ -230,8 +230,8 @@ fn tensors(layer: Layer, shape: &Shape, s: f64, fp8: bool) -> Vec<Kept> {
             kept(6.0 * h, Replicated), // MLP RMSNorm
             kept(2.0 * h, Replicated), // its output, the gate/up input
             kept(8.0 * f, Tensor),     // SiLU input and output, up output, product
-        ],
-        Layer::Gpt => vec![
+        ]),
+        Layer::Gpt => Tensors::of(&[
             kept(2.0 * h, Replicated), // LayerNorm 1 input
             kept(2.0 * h, Replicated), // QKV input
             kept(4.0 * h, Tensor),     // Q and K
@@ -246,7 +246,32 @@ fn tensors(layer: Layer, shape: &Shape, s: f64, fp8: bool) -> Vec<Kept> {
             kept(8.0 * h, Tensor),     // GELU input
             kept(8.0 * h, Tensor),     // GELU output
             kept(h, Replicated),       // MLP dropout mask
-        ],
+        ]),
+    }
+}
+
+/// The tensors a layer keeps: at most [`MAX_TENSORS`], held without a heap allocation.
+#[derive(Debug, Clone, Copy)]
+struct Tensors {
+    items: [Kept; MAX_TENSORS],
+    len: usize,
+}
+
+/// The most tensors a layer of [`tensors`] keeps (GPT's fourteen).
+const MAX_TENSORS: usize = 14;
+
+impl Tensors {
+    fn of(list: &[Kept]) -> Tensors {
+        let mut items = [kept(0.0, Split::Tensor); MAX_TENSORS];
+        items[..list.len()].copy_from_slice(list);
+        Tensors {
+            items,
+            len: list.len(),
+        }
+    }
+
+    fn iter(&self) -> std::slice::Iter<'_, Kept> {
+        self.items[..self.len].iter()
     }
 }
 

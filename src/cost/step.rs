@@ -151,6 +151,8 @@ pub struct StageKinds {
     pp: u64,
     len: usize,
     kinds: [StageKind; MAX_STAGE_KINDS],
+    /// [`StageKinds::deepest_interleaving`], worked out once.
+    deepest: u64,
 }
 
 impl StageKinds {
@@ -171,11 +173,14 @@ impl StageKinds {
             };
             len += 1;
         }
-        (len > 0).then_some(StageKinds {
+        let mut kinds = StageKinds {
             pp: stages.len() as u64,
             len,
             kinds,
-        })
+            deepest: 0,
+        };
+        kinds.deepest = kinds.kinds().iter().map(|k| kinds.room(k)).min()?;
+        Some(kinds)
     }
 
     /// The representatives, in stage order.
@@ -196,7 +201,7 @@ impl StageKinds {
 
     /// [`deepest_interleaving`] of the pipeline.
     pub fn deepest_interleaving(&self) -> u64 {
-        self.kinds().iter().map(|k| self.room(k)).min().unwrap_or(0)
+        self.deepest
     }
 }
 

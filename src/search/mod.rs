@@ -32,7 +32,7 @@ use rayon::prelude::*;
 
 use crate::brief::Brief;
 use crate::cost::activations::Recompute;
-use crate::cost::memory::detailed::{stage_kinds, Detailed, Options, Stages};
+use crate::cost::memory::detailed::{stage_kinds, Detailed, Options, StagePeaks};
 use crate::cost::memory::MemoryModel;
 use crate::cost::precision::Precision;
 use crate::cost::scaling::ComputeOptimal;
@@ -785,13 +785,13 @@ impl Tallies {
 }
 
 /// What the schedules of each step of one layout share, worked out once: the memory of the
-/// stages before their activations ([`Stages`]), the 1F1B schedule's peak (a bound on every
+/// stages before their activations ([`StagePeaks`]), the 1F1B schedule's peak (a bound on every
 /// interleaved schedule's) and the step time before the pipeline's sends and bubble
 /// ([`Unscheduled`]), by the step with its schedule set to 1F1B. `None` where working it out
 /// failed: such a step is graded the whole way, for its error.
 struct Slot {
     key: Step,
-    stages: Option<Stages>,
+    stages: Option<StagePeaks>,
     /// The peak memory of the key itself (1F1B), bytes, when it is in the space and valid.
     one_f_one_b: Option<f64>,
     time: Option<Option<Unscheduled>>,
@@ -823,7 +823,8 @@ impl Shared {
         let i = match found {
             Some(i) => i,
             None => {
-                let stages = kinds.and_then(|k| d.stages_in(shape, layout, k).ok());
+                let stages =
+                    kinds.and_then(|k| d.stages_in(shape, layout, k).ok().map(|s| s.peaks()));
                 self.slots.push(Slot {
                     key,
                     stages,
@@ -876,6 +877,27 @@ fn slot_pace(
     }
 }
 
+/// Whether the step `s` needs at least the memory of the 1F1B step `w` under any one layout,
+/// so that `s` is over the cap wherever `w` is: the two differ at most in `s`'s micro-batch
+/// (no smaller), its global batch (no smaller) and its schedule.
+///
+/// Every stage's stored activations are `c·b·min(p − i, m)` bytes for the `m = B/(b·s·DP)`
+/// micro-batches of a global batch of `B` tokens (`c`, a layer's bytes a token, times the
+/// stage's layers and `s`; [`Step::in_flight`]): non-decreasing in `b` (`c·b·(p − i)` while
+/// `m ≥ p − i`, then `c·B/(s·DP)`) and in `B`; an interleaved schedule holds no fewer. The
+/// weights, gradients and optimizer state do not depend on the step, and the transient (a
+/// layer's backward working set or the loss's peak, with the logits on the last stage) grows in
+/// proportion to `b`. So a larger micro-batch needs more by at least the working set's
+/// `4·f·s·Δb/t` bytes (megabytes; the sums' rounding is a millionth of a byte), and is never
+/// the lightest; one of the same micro-batch (a larger batch or an interleaved schedule) needs
+/// no less, and comes after `w` in the step order, which breaks ties.
+fn no_lighter(s: &Step, w: &Step) -> bool {
+    (s.seq_len, s.recompute, s.sequence_parallel, s.precision)
+        == (w.seq_len, w.recompute, w.sequence_parallel, w.precision)
+        && s.micro_batch >= w.micro_batch
+        && s.global_batch_tokens >= w.global_batch_tokens
+}
+
 /// [`configurations_counted`] as the search needs it: memory first, and the step time only of
 /// the configurations that fit (a configuration over the cap can never be part of a plan; its
 /// pace is wanted only when none fits, for the verdict's fastest, and then every one is timed).
@@ -887,6 +909,8 @@ fn slot_pace(
 /// (the first stage's `p − i + (p − 1)/v ≥ p − i` micro-batches; [`Step::in_flight`]), so where
 /// its 1F1B sibling (in the space, and so weighed) is over the cap it is decided over the cap
 /// unweighed: counted, and never the lightest, since the sibling is no heavier and comes first.
+/// So is every step of a micro-batch no smaller than a 1F1B step over the cap ([`no_lighter`]):
+/// the micro-batch comes first in a step's order, so that step was weighed before it.
 fn weighed_configurations(
     brief: &Brief,
     shape: &Shape,
@@ -913,28 +937,70 @@ fn weighed_configurations(
         .map(|o| o.goodput);
     let mut shared = Shared::default();
     let (mut steps, mut refused, mut extra) = (Vec::new(), Vec::new(), Vec::new());
+    // The 1F1B steps of the layout found over the cap ([`no_lighter`]).
+    let mut over: Vec<Step> = Vec::new();
+    let plate_models = match space {
+        MemorySpace::Plate => space.models(),
+        MemorySpace::Detailed { .. } => Vec::new(),
+    };
+    // The degrees (TP, CP, PP, DP) whose steps and stage kinds the buffers hold.
+    let mut steps_of = None;
+    let mut kinds = None;
     for layout in space.layouts(brief, shape) {
         shared.slots.clear();
-        // The layout's steps, and its stage kinds (`None`: the split refuses the layout, and
-        // each step is graded the whole way for its error).
-        let (models, kinds): (Box<dyn Iterator<Item = MemoryModel>>, _) = match space {
+        over.clear();
+        // The layout's steps and its stage kinds (`None`: the split refuses the layout, and
+        // each step is graded the whole way for its error) depend on its degrees alone, not
+        // on its ZeRO stage or replicas: worked out once for the layouts that share them,
+        // which come one after another.
+        let options = match space {
             MemorySpace::Detailed { options, .. } => {
-                space.steps_into(shape, &layout, &mut steps, &mut refused, &mut extra);
-                let options = *options;
-                (
-                    Box::new(
-                        steps
-                            .iter()
-                            .map(move |&step| MemoryModel::Detailed(Detailed { step, options })),
-                    ),
-                    stage_kinds(shape, &layout, options.stages).ok(),
-                )
+                let degrees = (layout.tp, layout.cp, layout.pp, layout.dp);
+                if steps_of != Some(degrees) {
+                    space.steps_into(shape, &layout, &mut steps, &mut refused, &mut extra);
+                    kinds = stage_kinds(shape, &layout, options.stages).ok();
+                    steps_of = Some(degrees);
+                }
+                Some(*options)
             }
-            MemorySpace::Plate => (Box::new(space.models().into_iter()), None),
+            MemorySpace::Plate => None,
         };
-        for model in models {
+        let count = match options {
+            Some(_) => steps.len(),
+            None => plate_models.len(),
+        };
+        // The step last decided by a bound (with its schedule 1F1B) and its micro-batches.
+        let mut bounded: Option<(Step, u64)> = None;
+        for i in 0..count {
+            let model = match options {
+                Some(options) => MemoryModel::Detailed(Detailed {
+                    step: steps[i],
+                    options,
+                }),
+                None => plate_models[i],
+            };
             let weighed = match &model {
-                MemoryModel::Detailed(d) => {
+                MemoryModel::Detailed(d) => 'weigh: {
+                    if let Some(kinds) = kinds.as_ref() {
+                        if over.iter().any(|w| no_lighter(&d.step, w)) {
+                            // Decided over the cap by a 1F1B step no heavier than it: only
+                            // whether the step is valid is worked out (the rules `peak_bytes`
+                            // checks, in its order), its schedule's siblings sharing the rest.
+                            let key = d.step.unscheduled();
+                            let m = match bounded {
+                                Some((k, m)) if k == key => Ok(m),
+                                _ => d.unscheduled_pipeline_in(&layout, kinds),
+                            };
+                            if let Ok(m) = m {
+                                bounded = Some((key, m));
+                            }
+                            break 'weigh d
+                                .schedule_allowed()
+                                .and(m)
+                                .and_then(|m| d.step.interleaving_allowed_in(&layout, kinds, m))
+                                .map(|()| None);
+                        }
+                    }
                     let slot = shared.slot(d, shape, &layout, kinds.as_ref());
                     let bytes = d.schedule_allowed().and_then(|()| match &slot.stages {
                         Some(stages) => {
@@ -951,6 +1017,9 @@ fn weighed_configurations(
                     });
                     if let (Ok(Some(b)), Schedule::OneFOneB) = (&bytes, d.step.schedule) {
                         slot.one_f_one_b = Some(*b);
+                        if !memory_fits(brief, *b) {
+                            over.push(d.step);
+                        }
                     }
                     bytes
                 }
@@ -961,7 +1030,8 @@ fn weighed_configurations(
             let bytes = match weighed {
                 Ok(Some(bytes)) => bytes,
                 Ok(None) => {
-                    // Decided over the cap by its 1F1B sibling's peak.
+                    // Decided over the cap by a 1F1B step's peak: its sibling's or a smaller
+                    // micro-batch's.
                     all += 1;
                     tallies.count_heavier(&layout, &model);
                     continue;
@@ -2576,6 +2646,22 @@ mod weighed_tests {
             let lightest_of_all =
                 lightest(all.iter().map(|c| (c.bytes, &c.layout, c.model.step())));
             assert_eq!(weighed.lightest, lightest_of_all);
+            // Each CP degree's and precision's count, lightest and fastest too, though the
+            // bounds leave configurations over the cap unweighed.
+            let mut tallies = Tallies::default();
+            for c in &all {
+                let fits = memory_fits(&brief, c.bytes).then_some(c);
+                tallies.count(&c.layout, &c.model, c.bytes, fits);
+            }
+            assert_eq!(
+                weighed.tallies.facets(&brief, &shape),
+                tallies.facets(&brief, &shape),
+                "{name}"
+            );
+            assert!(
+                weighed.graded < weighed.all,
+                "{name}: the bounds decide some"
+            );
         }
     }
 

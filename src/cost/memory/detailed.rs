@@ -405,15 +405,21 @@ impl Detailed {
         Ok(worst.expect("a pipeline has at least one stage"))
     }
 
-    /// `memory_of(stages, layout)?.total()`, bytes, the figure a search weighs.
-    pub fn peak_bytes(&self, stages: &Stages, layout: &Layout) -> Result<f64> {
+    /// `memory_of(stages, layout)?.total()`, bytes, the figure a search weighs, from the
+    /// stages' [`StagePeaks`]: the same sums in the same order ([`Detailed::stage_memory`]
+    /// and [`Memory::total`]), so the same bytes to the last bit.
+    pub fn peak_bytes(&self, peaks: &StagePeaks, layout: &Layout) -> Result<f64> {
         self.step
-            .interleaving_allowed_in(layout, &stages.kinds, stages.m)?;
-        Ok(stages
-            .stages
+            .interleaving_allowed_in(layout, &peaks.kinds, peaks.m)?;
+        let reserve = self.options.reserve_gb * BYTES_PER_GB;
+        Ok(peaks.stages[..peaks.len]
             .iter()
-            .flatten()
-            .map(|stage| self.stage_memory(stage, layout, stages.m).total())
+            .map(|stage| {
+                let in_flight = self.step.in_flight(stage.index, layout.pp, peaks.m);
+                let held = stage.before_activations + stage.stored_per_micro_batch * in_flight;
+                let allocated = held + stage.extra;
+                held + (stage.extra + (reserve + self.options.fragmentation * allocated))
+            })
             .fold(f64::NEG_INFINITY, f64::max))
     }
 
@@ -454,6 +460,54 @@ struct StageBase {
     layers: u64,
     stored_per_micro_batch: f64,
     memory: Memory,
+}
+
+/// [`Stages`] as a search weighs them: each representative's sums before its activations, in
+/// [`Memory::total`]'s order, and no more ([`Detailed::peak_bytes`]).
+#[derive(Debug, Clone, PartialEq, Copy)]
+pub struct StagePeaks {
+    /// The pipeline's kinds of stage.
+    pub kinds: StageKinds,
+    /// Micro-batches a step.
+    pub m: u64,
+    stages: [StagePeak; MAX_STAGE_KINDS],
+    len: usize,
+}
+
+/// One representative stage's memory but its activations and reserve, in two sums.
+#[derive(Debug, Clone, PartialEq, Copy, Default)]
+struct StagePeak {
+    index: u64,
+    stored_per_micro_batch: f64,
+    /// Weights, gradients and optimizer state, summed in that order.
+    before_activations: f64,
+    /// Logits plus transient (the detail's sum before its reserve).
+    extra: f64,
+}
+
+impl Stages {
+    /// What a search needs of these stages to weigh each schedule ([`StagePeaks`]).
+    pub fn peaks(&self) -> StagePeaks {
+        let mut stages = [StagePeak::default(); MAX_STAGE_KINDS];
+        let mut len = 0;
+        for (peak, stage) in stages.iter_mut().zip(self.stages.iter().flatten()) {
+            let m = &stage.memory;
+            let extra = m.detail.map_or(0.0, |d| d.logits + d.transient);
+            *peak = StagePeak {
+                index: stage.index,
+                stored_per_micro_batch: stage.stored_per_micro_batch,
+                before_activations: m.weights + m.gradients + m.optimizer,
+                extra,
+            };
+            len += 1;
+        }
+        StagePeaks {
+            kinds: self.kinds,
+            m: self.m,
+            stages,
+            len,
+        }
+    }
 }
 
 /// The pipeline of a step under a layout and what its stages that can need the most hold,
