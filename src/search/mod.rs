@@ -946,6 +946,8 @@ fn weighed_configurations(
     // The degrees (TP, CP, PP, DP) whose steps and stage kinds the buffers hold.
     let mut steps_of = None;
     let mut kinds = None;
+    // Their steps as memory models, each configuration's own.
+    let mut detailed: Vec<MemoryModel> = Vec::new();
     for layout in space.layouts(brief, shape) {
         shared.slots.clear();
         over.clear();
@@ -953,40 +955,50 @@ fn weighed_configurations(
         // each step is graded the whole way for its error) depend on its degrees alone, not
         // on its ZeRO stage or replicas: worked out once for the layouts that share them,
         // which come one after another.
-        let options = match space {
-            MemorySpace::Detailed { options, .. } => {
-                let degrees = (layout.tp, layout.cp, layout.pp, layout.dp);
-                if steps_of != Some(degrees) {
-                    space.steps_into(shape, &layout, &mut steps, &mut refused, &mut extra);
-                    kinds = stage_kinds(shape, &layout, options.stages).ok();
-                    steps_of = Some(degrees);
-                }
-                Some(*options)
+        if let MemorySpace::Detailed { options, .. } = space {
+            let degrees = (layout.tp, layout.cp, layout.pp, layout.dp);
+            if steps_of != Some(degrees) {
+                space.steps_into(shape, &layout, &mut steps, &mut refused, &mut extra);
+                detailed.clear();
+                detailed.extend(steps.iter().map(|&step| {
+                    MemoryModel::Detailed(Detailed {
+                        step,
+                        options: *options,
+                    })
+                }));
+                kinds = stage_kinds(shape, &layout, options.stages).ok();
+                steps_of = Some(degrees);
             }
-            MemorySpace::Plate => None,
-        };
-        let count = match options {
-            Some(_) => steps.len(),
-            None => plate_models.len(),
+        }
+        let models = match space {
+            MemorySpace::Detailed { .. } => &detailed,
+            MemorySpace::Plate => &plate_models,
         };
         // The step last decided by a bound (with its schedule 1F1B) and its micro-batches.
         let mut bounded: Option<(Step, u64)> = None;
-        for i in 0..count {
-            let model = match options {
-                Some(options) => MemoryModel::Detailed(Detailed {
-                    step: steps[i],
-                    options,
-                }),
-                None => plate_models[i],
-            };
-            let weighed = match &model {
+        // The step (with its schedule 1F1B) last looked up among those over the cap, and
+        // whether it was.
+        let mut checked: Option<(Step, bool)> = None;
+        for model in models {
+            let weighed = match model {
                 MemoryModel::Detailed(d) => 'weigh: {
                     if let Some(kinds) = kinds.as_ref() {
-                        if over.iter().any(|w| no_lighter(&d.step, w)) {
+                        // A step's schedules come one after another: the bound is looked up
+                        // once for them all (the 1F1B sibling found over the cap after the
+                        // lookup decides the rest through its slot).
+                        let key = d.step.unscheduled();
+                        let is_over = match checked {
+                            Some((k, over)) if k == key => over,
+                            _ => {
+                                let is_over = over.iter().any(|w| no_lighter(&key, w));
+                                checked = Some((key, is_over));
+                                is_over
+                            }
+                        };
+                        if is_over {
                             // Decided over the cap by a 1F1B step no heavier than it: only
                             // whether the step is valid is worked out (the rules `peak_bytes`
                             // checks, in its order), its schedule's siblings sharing the rest.
-                            let key = d.step.unscheduled();
                             let m = match bounded {
                                 Some((k, m)) if k == key => Ok(m),
                                 _ => d.unscheduled_pipeline_in(&layout, kinds),
@@ -1033,7 +1045,7 @@ fn weighed_configurations(
                     // Decided over the cap by a 1F1B step's peak: its sibling's or a smaller
                     // micro-batch's.
                     all += 1;
-                    tallies.count_heavier(&layout, &model);
+                    tallies.count_heavier(&layout, model);
                     continue;
                 }
                 Err(e) => {
@@ -1044,7 +1056,7 @@ fn weighed_configurations(
             graded += 1;
             // Only a configuration that fits is timed; one the time model refuses is left out.
             let config = if memory_fits(brief, bytes) {
-                let days_per_token = match &model {
+                let days_per_token = match model {
                     MemoryModel::Detailed(d) => {
                         let slot = shared.slot(d, shape, &layout, kinds.as_ref());
                         slot_pace(
@@ -1060,13 +1072,13 @@ fn weighed_configurations(
                         )
                     }
                     MemoryModel::Plate => time
-                        .run_time_cached(&machine, shape, &layout, &model, 1, Some(&mut cache))
+                        .run_time_cached(&machine, shape, &layout, model, 1, Some(&mut cache))
                         .map(|r| r.map(|r| r.days_per_token)),
                 };
                 match days_per_token {
                     Ok(k) => Some(Config {
                         layout,
-                        model,
+                        model: *model,
                         bytes,
                         pace: Pace::from_days_per_token(k),
                         prefer: 0.0,
@@ -1081,7 +1093,7 @@ fn weighed_configurations(
             };
             all += 1;
             lighten(&mut lightest_one, bytes, &layout, model.step());
-            tallies.count(&layout, &model, bytes, config.as_ref());
+            tallies.count(&layout, model, bytes, config.as_ref());
             if let Some(c) = config {
                 fit += 1;
                 quicken(&mut fastest, &c);
@@ -1141,20 +1153,57 @@ fn pace_order(a: &Config, b: &Config) -> std::cmp::Ordering {
 
 /// Sorts `configs` into [`pace_order`], moving each configuration once: the sort itself moves
 /// small keys (pace, then the runnable key and memory), with the whole order on ties.
-fn sort_by_pace(configs: &mut Vec<Config>) {
-    let mut keys: Vec<(f64, f64, f64, u32)> = configs
+fn sort_by_pace(configs: &mut [Config]) {
+    // Each f64 as a u64 in `f64::total_cmp`'s order, so the keys sort as integers.
+    fn ordered(x: f64) -> u64 {
+        let bits = x.to_bits() as i64;
+        ((bits ^ ((((bits >> 63) as u64) >> 1) as i64)) as u64) ^ (1 << 63)
+    }
+    let mut keys: Vec<(u64, u64, u64, u32)> = configs
         .iter()
         .enumerate()
-        .map(|(i, c)| (c.pace.key(), c.prefer, c.bytes, i as u32))
+        .map(|(i, c)| {
+            let (pace, prefer, bytes) =
+                (ordered(c.pace.key()), ordered(c.prefer), ordered(c.bytes));
+            (pace, prefer, bytes, i as u32)
+        })
         .collect();
-    keys.sort_unstable_by(|a, b| {
-        a.0.total_cmp(&b.0)
-            .then(a.1.total_cmp(&b.1))
-            .then(a.2.total_cmp(&b.2))
-            .then_with(|| pace_order(&configs[a.3 as usize], &configs[b.3 as usize]))
-    });
-    let sorted: Vec<Config> = keys.iter().map(|k| configs[k.3 as usize]).collect();
-    *configs = sorted;
+    keys.sort_unstable();
+    // Keys equal but for the place, in pace_order (rare: the same pace and memory).
+    let mut start = 0;
+    while start < keys.len() {
+        let run = keys[start..]
+            .iter()
+            .take_while(|k| (k.0, k.1, k.2) == (keys[start].0, keys[start].1, keys[start].2))
+            .count();
+        if run > 1 {
+            keys[start..start + run].sort_unstable_by(|a, b| {
+                pace_order(&configs[a.3 as usize], &configs[b.3 as usize])
+            });
+        }
+        start += run;
+    }
+    // Position j takes the configuration at keys[j].3: each cycle of that permutation is
+    // walked once, each configuration moved once, without a second buffer of them.
+    let mut from: Vec<u32> = keys.iter().map(|k| k.3).collect();
+    drop(keys);
+    for start in 0..from.len() {
+        if from[start] as usize == start {
+            continue;
+        }
+        let first = configs[start];
+        let mut j = start;
+        loop {
+            let source = from[j] as usize;
+            from[j] = j as u32;
+            if source == start {
+                configs[j] = first;
+                break;
+            }
+            configs[j] = configs[source];
+            j = source;
+        }
+    }
 }
 
 /// The order under the memory ranking: less memory, then fewer days, then the rest.
@@ -2621,6 +2670,28 @@ mod weighed_tests {
             space,
             TimeModel::Detailed(TimeOptions::for_stack(Stack::MegatronTe)),
         )
+    }
+
+    #[test]
+    fn sorting_by_integer_keys_gives_the_pace_order() {
+        // Every configuration of 70B, then the same with paces and memory made to tie in
+        // threes (the runs the whole order breaks), and with a negative zero and infinities.
+        let brief = Brief::default();
+        let (space, time) = cp_and_fp8(&brief);
+        let shape = crate::model::preset("70b").unwrap();
+        let all = configurations(&brief, &shape, &space, &time);
+        let mut tied = all.clone();
+        for (i, c) in tied.iter_mut().enumerate() {
+            c.pace = Pace::from_days_per_token(Some([1e-9, 0.0, -0.0, f64::INFINITY][i % 12 / 3]));
+            c.bytes = [7e10, 8e10][i % 2];
+        }
+        for mut configs in [all, tied] {
+            let mut expected = configs.clone();
+            expected.sort_by(pace_order);
+            configs.reverse();
+            sort_by_pace(&mut configs);
+            assert_eq!(configs, expected);
+        }
     }
 
     #[test]
