@@ -333,10 +333,44 @@ fn ecosystem(c: &mut Criterion) {
     g.finish();
 }
 
+/// Issue 19's problem: Llama 3 70B on 2,048 H100s (the default brief's cluster with a global
+/// batch of 2,048 sequences), the default detailed space, one thread. Throughput is the
+/// configurations decided (graded in full or decided by a bound); `benches/calculon.rs` prints
+/// the graded count beside it and times the same search in CPU seconds.
+fn calculon_problem(c: &mut Criterion) {
+    let base = Brief::default();
+    let brief = Brief {
+        gpus: 2048,
+        batch_target_tokens: 2048 * base.seq_len,
+        ..base
+    };
+    let stack = Stack::default();
+    let options = SearchOptions {
+        memory: MemorySpace::detailed_defaults(&brief, Options::for_stack(stack)),
+        time: TimeModel::Detailed(TimeOptions::for_stack(stack)),
+        top: Some(1),
+        ..SearchOptions::default()
+    };
+    let shapes = [preset("70b").unwrap()];
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let report = pool.install(|| search(&brief, &shapes, &options, &Silent));
+    let mut g = c.benchmark_group("configuration");
+    g.throughput(Throughput::Elements(report.configurations));
+    g.bench_function(
+        "70B on 2,048 H100s, default detailed space, decided, 1 thread",
+        |b| b.iter(|| pool.install(|| search(black_box(&brief), &shapes, &options, &Silent))),
+    );
+    g.finish();
+}
+
 criterion_group!(
     benches,
     one_plan,
     default_search,
+    calculon_problem,
     detailed_search,
     cp_and_precision_search,
     family_search,
