@@ -823,8 +823,7 @@ impl Shared {
         let i = match found {
             Some(i) => i,
             None => {
-                let stages =
-                    kinds.and_then(|k| d.stages_in(shape, layout, k).ok().map(|s| s.peaks()));
+                let stages = kinds.and_then(|k| d.stage_peaks_in(shape, layout, k).ok());
                 self.slots.push(Slot {
                     key,
                     stages,
@@ -1151,10 +1150,10 @@ fn pace_order(a: &Config, b: &Config) -> std::cmp::Ordering {
         .then_with(|| a.model.step().cmp(&b.model.step()))
 }
 
-/// Sorts `configs` into [`pace_order`], moving each configuration once: the sort itself moves
-/// small keys (pace, then the runnable key and memory), with the whole order on ties.
-fn sort_by_pace(configs: &mut [Config]) {
-    // Each f64 as a u64 in `f64::total_cmp`'s order, so the keys sort as integers.
+/// The places of `configs` in [`pace_order`], found without moving them: the sort moves
+/// small integer keys (each f64 in `f64::total_cmp`'s order: pace, the runnable key, memory),
+/// with the whole order on ties.
+fn pace_order_of(configs: &[Config]) -> Vec<u32> {
     fn ordered(x: f64) -> u64 {
         let bits = x.to_bits() as i64;
         ((bits ^ ((((bits >> 63) as u64) >> 1) as i64)) as u64) ^ (1 << 63)
@@ -1183,27 +1182,7 @@ fn sort_by_pace(configs: &mut [Config]) {
         }
         start += run;
     }
-    // Position j takes the configuration at keys[j].3: each cycle of that permutation is
-    // walked once, each configuration moved once, without a second buffer of them.
-    let mut from: Vec<u32> = keys.iter().map(|k| k.3).collect();
-    drop(keys);
-    for start in 0..from.len() {
-        if from[start] as usize == start {
-            continue;
-        }
-        let first = configs[start];
-        let mut j = start;
-        loop {
-            let source = from[j] as usize;
-            from[j] = j as u32;
-            if source == start {
-                configs[j] = first;
-                break;
-            }
-            configs[j] = configs[source];
-            j = source;
-        }
-    }
+    keys.iter().map(|k| k.3).collect()
 }
 
 /// The order under the memory ranking: less memory, then fewer days, then the rest.
@@ -1224,11 +1203,11 @@ fn shape_verdict(
     brief: &Brief,
     shape: &Shape,
     weighed: &Weighed,
-    fitting: &[Config],
+    fastest: Option<&Config>,
     options: &SearchOptions,
 ) -> ShapeVerdict {
     let excluded = &weighed.excluded;
-    let fastest = fitting.first().or(weighed.unfit.as_ref());
+    let fastest = fastest.or(weighed.unfit.as_ref());
     let pace = fastest.map_or(Pace::Plate, |c| c.pace);
     verdict_because(brief, shape, weighed.lightest, pace, || {
         match excluded.first() {
@@ -1269,11 +1248,21 @@ fn no_configuration(brief: &Brief, shape: &Shape, options: &SearchOptions) -> St
 
 /// A shape's configurations that fit in memory, in both orders, and how many there are in all.
 struct Fitting {
-    by_pace: Vec<Config>,
+    /// The configurations, as weighed.
+    configs: Vec<Config>,
+    /// Their places in [`pace_order`], fastest first ([`Fitting::by_pace`]).
+    order: Vec<u32>,
     by_memory: Vec<Config>,
     all: u64,
     /// Of `all`, how many were weighed in full (the rest decided by a bound).
     graded: u64,
+}
+
+impl Fitting {
+    /// The configurations fastest first ([`pace_order`]).
+    fn by_pace(&self) -> impl ExactSizeIterator<Item = &Config> + '_ {
+        self.order.iter().map(|&i| &self.configs[i as usize])
+    }
 }
 
 /// Everything a search found.
@@ -1465,7 +1454,7 @@ fn shape_windows<'a>(
     };
     let mut out = Vec::new();
     let mut plate_bound = None;
-    for config in &fit.by_pace {
+    for config in fit.by_pace() {
         let window = config_window(brief, shape, index, config, lo, &mut plate_bound);
         if window.tokens.0 > window.tokens.1 {
             break;
@@ -1614,7 +1603,7 @@ fn distinct_firsts_of_shape(
     let n = shape.params() as f64;
     choices.clear();
     let mut plate_bound = None;
-    for config in &fit.by_pace {
+    for config in fit.by_pace() {
         let probe = Candidate {
             shape: index,
             tokens: 0,
@@ -1849,15 +1838,16 @@ fn shape_configuration(
     };
     let mut weighed =
         weighed_configurations(brief, shape, &options.memory, &options.time, &keep, buffer);
-    let mut by_pace = std::mem::take(&mut weighed.fitting);
+    let mut configs = std::mem::take(&mut weighed.fitting);
     let fastest = weighed.fastest;
-    if let (true, Some(f)) = (by_pace.is_empty(), fastest) {
-        by_pace.push(f);
+    if let (true, Some(f)) = (configs.is_empty(), fastest) {
+        configs.push(f);
     }
     // Two configurations are never equal in this order (the layout and step break
     // every tie), so an unstable sort gives the stable one's order.
-    sort_by_pace(&mut by_pace);
-    let mut verdict = shape_verdict(brief, shape, &weighed, &by_pace, options);
+    let mut order = pace_order_of(&configs);
+    let first = order.first().map(|&i| &configs[i as usize]);
+    let mut verdict = shape_verdict(brief, shape, &weighed, first, options);
     verdict.excluded = weighed.excluded;
     verdict.facets = weighed.tallies.facets(brief, shape);
     // Among layouts the plate grades equal, runnable first: each fitting layout of a
@@ -1865,14 +1855,14 @@ fn shape_configuration(
     // The verdict does not depend on it: every plate configuration has the same pace.
     let plate = options.memory == MemorySpace::Plate && options.time == TimeModel::Plate;
     if plate && verdict.token_window.is_some() {
-        for c in &mut by_pace {
+        for c in &mut configs {
             c.prefer = runnable_key(brief, &detailed_grade(brief, shape, &c.layout));
         }
-        by_pace.sort_by(pace_order);
+        order.sort_by(|&a, &b| pace_order(&configs[a as usize], &configs[b as usize]));
     }
     // The memory order is needed only to rank by memory.
     let mut by_memory = match options.rank {
-        Rank::Memory => by_pace.clone(),
+        Rank::Memory => configs.clone(),
         _ => Vec::new(),
     };
     by_memory.sort_by(memory_order);
@@ -1880,7 +1870,8 @@ fn shape_configuration(
     (
         verdict,
         Fitting {
-            by_pace,
+            configs,
+            order,
             by_memory,
             all,
             graded,
@@ -1993,8 +1984,8 @@ fn walk_grid(
         // `by_pace`'s order, so only the first `top` can be among the best, and only the
         // first (fewest days) can stand on the front.
         let passing = fit
-            .by_pace
-            .partition_point(|c| within_time_and_cost(brief, days_of(c)));
+            .order
+            .partition_point(|&i| within_time_and_cost(brief, days_of(&fit.configs[i as usize])));
         if passing == 0 {
             continue;
         }
@@ -2018,7 +2009,7 @@ fn walk_grid(
                     .filter(|c| within_time_and_cost(brief, days_of(c)));
                 Either::Left(fits.take(top).map(candidate))
             } else {
-                Either::Right(fit.by_pace[..passing].iter().take(top).map(candidate))
+                Either::Right(fit.by_pace().take(passing.min(top)).map(candidate))
             };
             let first_best = best.next();
             if let Some(c) = first_best {
@@ -2027,7 +2018,9 @@ fn walk_grid(
             best.for_each(|c| found.top.push(c));
             found.best[local] = better(options.rank, found.best[local], first_best);
         }
-        found.front.insert(candidate(&fit.by_pace[0]));
+        found
+            .front
+            .insert(candidate(&fit.configs[fit.order[0] as usize]));
         found.passing += passing as u64;
     }
 }
@@ -2108,7 +2101,7 @@ fn search_streaming(
                 }
             }
             acc.verdicts.push((s, verdict));
-            acc.buffer = fit.by_pace;
+            acc.buffer = fit.configs;
             progress.advance(1);
             acc
         })
@@ -2689,8 +2682,11 @@ mod weighed_tests {
             let mut expected = configs.clone();
             expected.sort_by(pace_order);
             configs.reverse();
-            sort_by_pace(&mut configs);
-            assert_eq!(configs, expected);
+            let sorted: Vec<Config> = pace_order_of(&configs)
+                .iter()
+                .map(|&i| configs[i as usize])
+                .collect();
+            assert_eq!(sorted, expected);
         }
     }
 

@@ -292,6 +292,45 @@ impl Detailed {
     /// [`Detailed::stages`] in the pipeline `kinds` ([`Detailed::kinds`] of the layout): one
     /// representative of each kind of stage is weighed.
     pub fn stages_in(&self, shape: &Shape, layout: &Layout, kinds: &StageKinds) -> Result<Stages> {
+        let mut stages = [None; MAX_STAGE_KINDS];
+        let m = self.stage_bases_in(shape, layout, kinds, |k, base| stages[k] = Some(base))?;
+        Ok(Stages {
+            kinds: *kinds,
+            m,
+            stages,
+        })
+    }
+
+    /// [`Stages::peaks`] of [`Detailed::stages_in`], without the stages' whole memory.
+    pub fn stage_peaks_in(
+        &self,
+        shape: &Shape,
+        layout: &Layout,
+        kinds: &StageKinds,
+    ) -> Result<StagePeaks> {
+        let mut stages = [StagePeak::default(); MAX_STAGE_KINDS];
+        let mut len = 0;
+        let m = self.stage_bases_in(shape, layout, kinds, |k, base| {
+            stages[k] = base.peak();
+            len = k + 1;
+        })?;
+        Ok(StagePeaks {
+            kinds: *kinds,
+            m,
+            stages,
+            len,
+        })
+    }
+
+    /// Each kind's representative's [`StageBase`] to `each` (with the kind's place), and the
+    /// step's micro-batches; or why the step does not go with the layout.
+    fn stage_bases_in(
+        &self,
+        shape: &Shape,
+        layout: &Layout,
+        kinds: &StageKinds,
+        mut each: impl FnMut(usize, StageBase),
+    ) -> Result<u64> {
         let (step, opts) = (&self.step, &self.options);
         let m = self.unscheduled_pipeline_in(layout, kinds)?;
         // Each CP rank holds `s/CP` of every sequence (the step's rule: 2·CP chunks divide it).
@@ -321,8 +360,7 @@ impl Detailed {
         // no more micro-batches in flight (`in_flight` falls with the stage), so it never
         // needs more: only the representative of each kind is weighed, and the first stage
         // that needs the most is still the one reported.
-        let mut stages = [None; MAX_STAGE_KINDS];
-        for (slot, kind) in stages.iter_mut().zip(kinds.kinds()) {
+        for (k, kind) in kinds.kinds().iter().enumerate() {
             let (i, n_layers) = (kind.index, kind.layers);
             let (first, last) = (i == 0, i == layout.pp - 1);
             let l = n_layers as f64;
@@ -349,44 +387,43 @@ impl Detailed {
             } else {
                 l * fp8_copy
             };
-            *slot = Some(StageBase {
-                index: i,
-                layers: n_layers,
-                stored_per_micro_batch: per_layer * l,
-                memory: Memory {
-                    weights: shard(2.0 * psi, zero.shards_weights(), shards) + copies,
-                    gradients: shard(
-                        opts.gradients.bytes() * psi,
-                        zero.shards_gradients(),
-                        shards,
-                    ),
-                    optimizer: shard(12.0 * psi, zero.shards_optimizer(), shards),
-                    activations: 0.0,
-                    detail: Some(Detail {
-                        logits: if last {
-                            logits_values * opts.loss.kept_bytes() + head_inputs
-                        } else {
-                            0.0
-                        },
-                        transient: working.max(loss_peak) + gathered,
-                        reserve: 0.0,
-                        stage: StageInfo {
-                            index: i,
-                            of: layout.pp,
-                            role: StageRole::of(i, layout.pp),
-                            layers: n_layers,
-                            in_flight: 0.0,
-                            micro_batches: m,
-                        },
-                    }),
+            each(
+                k,
+                StageBase {
+                    index: i,
+                    layers: n_layers,
+                    stored_per_micro_batch: per_layer * l,
+                    memory: Memory {
+                        weights: shard(2.0 * psi, zero.shards_weights(), shards) + copies,
+                        gradients: shard(
+                            opts.gradients.bytes() * psi,
+                            zero.shards_gradients(),
+                            shards,
+                        ),
+                        optimizer: shard(12.0 * psi, zero.shards_optimizer(), shards),
+                        activations: 0.0,
+                        detail: Some(Detail {
+                            logits: if last {
+                                logits_values * opts.loss.kept_bytes() + head_inputs
+                            } else {
+                                0.0
+                            },
+                            transient: working.max(loss_peak) + gathered,
+                            reserve: 0.0,
+                            stage: StageInfo {
+                                index: i,
+                                of: layout.pp,
+                                role: StageRole::of(i, layout.pp),
+                                layers: n_layers,
+                                in_flight: 0.0,
+                                micro_batches: m,
+                            },
+                        }),
+                    },
                 },
-            });
+            );
         }
-        Ok(Stages {
-            kinds: *kinds,
-            m,
-            stages,
-        })
+        Ok(m)
     }
 
     /// Memory of the stage that needs the most under this step's schedule, from its
@@ -485,20 +522,26 @@ struct StagePeak {
     extra: f64,
 }
 
+impl StageBase {
+    /// What a search weighs of this stage ([`StagePeak`]).
+    fn peak(&self) -> StagePeak {
+        let m = &self.memory;
+        StagePeak {
+            index: self.index,
+            stored_per_micro_batch: self.stored_per_micro_batch,
+            before_activations: m.weights + m.gradients + m.optimizer,
+            extra: m.detail.map_or(0.0, |d| d.logits + d.transient),
+        }
+    }
+}
+
 impl Stages {
     /// What a search needs of these stages to weigh each schedule ([`StagePeaks`]).
     pub fn peaks(&self) -> StagePeaks {
         let mut stages = [StagePeak::default(); MAX_STAGE_KINDS];
         let mut len = 0;
         for (peak, stage) in stages.iter_mut().zip(self.stages.iter().flatten()) {
-            let m = &stage.memory;
-            let extra = m.detail.map_or(0.0, |d| d.logits + d.transient);
-            *peak = StagePeak {
-                index: stage.index,
-                stored_per_micro_batch: stage.stored_per_micro_batch,
-                before_activations: m.weights + m.gradients + m.optimizer,
-                extra,
-            };
+            *peak = stage.peak();
             len += 1;
         }
         StagePeaks {
@@ -632,6 +675,47 @@ mod tests {
         // head (128,256 × 4,096 parameters, larger than a layer).
         let head = 128_256.0 * 4096.0;
         assert_eq!(d.transient, 6.0 * 8192.0 * 128_256.0 + 6.0 * head);
+    }
+
+    #[test]
+    fn a_search_s_two_sums_a_stage_give_the_whole_memory_s_total_to_the_bit() {
+        // 405B (126 layers: uneven stages) and 70B, every recompute mode, both schedules,
+        // each ZeRO stage, with the default reserve and fragmentation.
+        let brief = Brief::default();
+        let options = Options::default();
+        let mut compared = 0;
+        for (model, tp, pp) in [("70b", 8, 4), ("70b", 4, 1), ("405b", 8, 16), ("405b", 8, 32)] {
+            let s = preset(model).unwrap();
+            for zero in 0..=3 {
+                let zero = ZeroStage::new(zero).unwrap();
+                let l = Layout::new(&brief, &s, tp, pp, zero).unwrap();
+                let kinds = stage_kinds(&s, &l, options.stages).unwrap();
+                for (recompute, b, schedule) in itertools::iproduct!(
+                    Recompute::ALL,
+                    [1, 2],
+                    [Schedule::OneFOneB, Schedule::Interleaved(2)]
+                ) {
+                    let step = Step {
+                        micro_batch: b,
+                        schedule,
+                        ..step(recompute, true)
+                    };
+                    let d = Detailed { step, options };
+                    let (Ok(stages), Ok(peaks)) = (
+                        d.stages_in(&s, &l, &kinds),
+                        d.stage_peaks_in(&s, &l, &kinds),
+                    ) else {
+                        continue;
+                    };
+                    assert_eq!(stages.peaks(), peaks);
+                    let whole = d.memory_of(&stages, &l).map(|m| m.total().to_bits());
+                    let weighed = d.peak_bytes(&peaks, &l).map(f64::to_bits);
+                    assert_eq!(whole.ok(), weighed.ok(), "{model} {l:?} {step:?}");
+                    compared += 1;
+                }
+            }
+        }
+        assert!(compared >= 300, "{compared}");
     }
 
     #[test]
