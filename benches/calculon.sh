@@ -20,8 +20,9 @@
 #             last-resort handler drops it: -v WARNING cannot reach that logger.
 #   silenced  the same bin/calculon run by `python -c` after logging.disable(logging.DEBUG),
 #             which every logger checks first (forked workers inherit it). INFO still prints.
-# A full 2,048-GPU run takes about 15 minutes a mode on 2 cores as shipped; CALCULON_MODES=
-# silenced skips the slow one. CALCULON_CPUS sets its worker processes (default: nproc).
+# A full 2,048-GPU run takes about 15 minutes on 2 cores as shipped and 2.5 silenced;
+# CALCULON_MODES=silenced skips the slow one. CALCULON_CPUS sets its worker processes
+# (default: nproc).
 set -euo pipefail
 
 gpus=${1:-2048}
