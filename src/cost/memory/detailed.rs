@@ -684,7 +684,12 @@ mod tests {
         let brief = Brief::default();
         let options = Options::default();
         let mut compared = 0;
-        for (model, tp, pp) in [("70b", 8, 4), ("70b", 4, 1), ("405b", 8, 16), ("405b", 8, 32)] {
+        for (model, tp, pp) in [
+            ("70b", 8, 4),
+            ("70b", 4, 1),
+            ("405b", 8, 16),
+            ("405b", 8, 32),
+        ] {
             let s = preset(model).unwrap();
             for zero in 0..=3 {
                 let zero = ZeroStage::new(zero).unwrap();
