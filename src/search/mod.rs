@@ -785,15 +785,12 @@ impl Tallies {
 }
 
 /// What the schedules of each step of one layout share, worked out once: the memory of the
-/// stages before their activations ([`StagePeaks`]), the 1F1B schedule's peak (a bound on every
-/// interleaved schedule's) and the step time before the pipeline's sends and bubble
-/// ([`Unscheduled`]), by the step with its schedule set to 1F1B. `None` where working it out
-/// failed: such a step is graded the whole way, for its error.
+/// stages before their activations ([`StagePeaks`]) and the step time before the pipeline's
+/// sends and bubble ([`Unscheduled`]), by the step with its schedule set to 1F1B. `None` where
+/// working it out failed: such a step is graded the whole way, for its error.
 struct Slot {
     key: Step,
     stages: Option<StagePeaks>,
-    /// The peak memory of the key itself (1F1B), bytes, when it is in the space and valid.
-    one_f_one_b: Option<f64>,
     time: Option<Option<Unscheduled>>,
 }
 
@@ -827,7 +824,6 @@ impl Shared {
                 self.slots.push(Slot {
                     key,
                     stages,
-                    one_f_one_b: None,
                     time: None,
                 });
                 self.slots.len() - 1
@@ -897,6 +893,59 @@ fn no_lighter(s: &Step, w: &Step) -> bool {
         && s.global_batch_tokens >= w.global_batch_tokens
 }
 
+/// The 1F1B steps of one layout found over the cap, and what the last step looked up among
+/// them gave: a step's schedules come one after another, so each step is looked up once.
+#[derive(Default)]
+struct OverCap {
+    steps: Vec<Step>,
+    /// The step looked up last (its schedule 1F1B), whether one over the cap is no heavier
+    /// ([`no_lighter`]), and then its micro-batches, where it has them.
+    last: Option<(Step, bool, Option<u64>)>,
+}
+
+impl OverCap {
+    fn clear(&mut self) {
+        self.steps.clear();
+        self.last = None;
+    }
+
+    /// Records the 1F1B step `step`, weighed over the cap.
+    fn push(&mut self, step: Step) {
+        self.steps.push(step);
+        self.last = None;
+    }
+
+    /// `Some` where a 1F1B step over the cap decides `d`'s step over it unweighed: `Ok(None)`
+    /// where the step is valid, or why it is not (the rules `peak_bytes` checks, in its
+    /// order); `None` where the step must be weighed.
+    fn decide(
+        &mut self,
+        d: &Detailed,
+        layout: &Layout,
+        kinds: &StageKinds,
+    ) -> Option<Result<Option<f64>>> {
+        let key = d.step.unscheduled();
+        let (over, m) = match self.last {
+            Some((k, over, m)) if k == key => (over, m),
+            _ => {
+                let over = self.steps.iter().any(|w| no_lighter(&key, w));
+                let m = over
+                    .then(|| d.unscheduled_pipeline_in(layout, kinds).ok())
+                    .flatten();
+                self.last = Some((key, over, m));
+                (over, m)
+            }
+        };
+        over.then(|| {
+            let m = m.map_or_else(|| d.unscheduled_pipeline_in(layout, kinds), Ok);
+            d.schedule_allowed()
+                .and(m)
+                .and_then(|m| d.step.interleaving_allowed_in(layout, kinds, m))
+                .map(|()| None)
+        })
+    }
+}
+
 /// [`configurations_counted`] as the search needs it: memory first, and the step time only of
 /// the configurations that fit (a configuration over the cap can never be part of a plan; its
 /// pace is wanted only when none fits, for the verdict's fastest, and then every one is timed).
@@ -904,12 +953,12 @@ fn no_lighter(s: &Step, w: &Step) -> bool {
 /// (a GPU without kernel or FP8 figures), so the count of valid configurations is the same.
 ///
 /// Of the configurations that fit, `fitting` keeps those `keep` accepts and `fastest` names
-/// the fastest of all. An interleaved schedule holds at least 1F1B's activations on every stage
-/// (the first stage's `p − i + (p − 1)/v ≥ p − i` micro-batches; [`Step::in_flight`]), so where
-/// its 1F1B sibling (in the space, and so weighed) is over the cap it is decided over the cap
-/// unweighed: counted, and never the lightest, since the sibling is no heavier and comes first.
-/// So is every step of a micro-batch no smaller than a 1F1B step over the cap ([`no_lighter`]):
-/// the micro-batch comes first in a step's order, so that step was weighed before it.
+/// the fastest of all. A step no lighter than a 1F1B step over the cap ([`no_lighter`]: its
+/// interleaved siblings, as an interleaved schedule holds at least 1F1B's activations on every
+/// stage, the first stage's `p − i + (p − 1)/v ≥ p − i` micro-batches ([`Step::in_flight`]);
+/// and every larger micro-batch of it) is decided over the cap unweighed ([`OverCap`]): counted,
+/// and never the lightest, since that 1F1B step is no heavier and comes first in the step order
+/// (the micro-batch, then the schedule, then the batch), so it was weighed before.
 fn weighed_configurations(
     brief: &Brief,
     shape: &Shape,
@@ -936,8 +985,8 @@ fn weighed_configurations(
         .map(|o| o.goodput);
     let mut shared = Shared::default();
     let (mut steps, mut refused, mut extra) = (Vec::new(), Vec::new(), Vec::new());
-    // The 1F1B steps of the layout found over the cap ([`no_lighter`]).
-    let mut over: Vec<Step> = Vec::new();
+    // The 1F1B steps of the layout found over the cap.
+    let mut over = OverCap::default();
     let plate_models = match space {
         MemorySpace::Plate => space.models(),
         MemorySpace::Detailed { .. } => Vec::new(),
@@ -973,66 +1022,25 @@ fn weighed_configurations(
             MemorySpace::Detailed { .. } => &detailed,
             MemorySpace::Plate => &plate_models,
         };
-        // The step last decided by a bound (with its schedule 1F1B) and its micro-batches.
-        let mut bounded: Option<(Step, u64)> = None;
-        // The step (with its schedule 1F1B) last looked up among those over the cap, and
-        // whether it was.
-        let mut checked: Option<(Step, bool)> = None;
         for model in models {
             let weighed = match model {
-                MemoryModel::Detailed(d) => 'weigh: {
-                    if let Some(kinds) = kinds.as_ref() {
-                        // A step's schedules come one after another: the bound is looked up
-                        // once for them all (the 1F1B sibling found over the cap after the
-                        // lookup decides the rest through its slot).
-                        let key = d.step.unscheduled();
-                        let is_over = match checked {
-                            Some((k, over)) if k == key => over,
-                            _ => {
-                                let is_over = over.iter().any(|w| no_lighter(&key, w));
-                                checked = Some((key, is_over));
-                                is_over
+                MemoryModel::Detailed(d) => {
+                    match kinds.as_ref().and_then(|k| over.decide(d, &layout, k)) {
+                        Some(decided) => decided,
+                        None => {
+                            let slot = shared.slot(d, shape, &layout, kinds.as_ref());
+                            let bytes = d.schedule_allowed().and_then(|()| match &slot.stages {
+                                Some(stages) => d.peak_bytes(stages, &layout).map(Some),
+                                None => d.memory(shape, &layout).map(|m| Some(m.total())),
+                            });
+                            if let (Ok(Some(b)), Schedule::OneFOneB) = (&bytes, d.step.schedule) {
+                                if !memory_fits(brief, *b) {
+                                    over.push(d.step);
+                                }
                             }
-                        };
-                        if is_over {
-                            // Decided over the cap by a 1F1B step no heavier than it: only
-                            // whether the step is valid is worked out (the rules `peak_bytes`
-                            // checks, in its order), its schedule's siblings sharing the rest.
-                            let m = match bounded {
-                                Some((k, m)) if k == key => Ok(m),
-                                _ => d.unscheduled_pipeline_in(&layout, kinds),
-                            };
-                            if let Ok(m) = m {
-                                bounded = Some((key, m));
-                            }
-                            break 'weigh d
-                                .schedule_allowed()
-                                .and(m)
-                                .and_then(|m| d.step.interleaving_allowed_in(&layout, kinds, m))
-                                .map(|()| None);
+                            bytes
                         }
                     }
-                    let slot = shared.slot(d, shape, &layout, kinds.as_ref());
-                    let bytes = d.schedule_allowed().and_then(|()| match &slot.stages {
-                        Some(stages) => {
-                            let interleaved = d.step.schedule != Schedule::OneFOneB;
-                            match slot.one_f_one_b {
-                                Some(peak) if interleaved && !memory_fits(brief, peak) => d
-                                    .step
-                                    .interleaving_allowed_in(&layout, &stages.kinds, stages.m)
-                                    .map(|()| None),
-                                _ => d.peak_bytes(stages, &layout).map(Some),
-                            }
-                        }
-                        None => d.memory(shape, &layout).map(|m| Some(m.total())),
-                    });
-                    if let (Ok(Some(b)), Schedule::OneFOneB) = (&bytes, d.step.schedule) {
-                        slot.one_f_one_b = Some(*b);
-                        if !memory_fits(brief, *b) {
-                            over.push(d.step);
-                        }
-                    }
-                    bytes
                 }
                 MemoryModel::Plate => model
                     .memory(brief.seq_len, shape, &layout)
@@ -1041,8 +1049,7 @@ fn weighed_configurations(
             let bytes = match weighed {
                 Ok(Some(bytes)) => bytes,
                 Ok(None) => {
-                    // Decided over the cap by a 1F1B step's peak: its sibling's or a smaller
-                    // micro-batch's.
+                    // Decided over the cap by a 1F1B step's peak ([`OverCap`]).
                     all += 1;
                     tallies.count_heavier(&layout, model);
                     continue;

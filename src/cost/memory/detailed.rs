@@ -301,7 +301,7 @@ impl Detailed {
         })
     }
 
-    /// [`Stages::peaks`] of [`Detailed::stages_in`], without the stages' whole memory.
+    /// What a search weighs of [`Detailed::stages_in`]'s stages, without their whole memory.
     pub fn stage_peaks_in(
         &self,
         shape: &Shape,
@@ -535,9 +535,11 @@ impl StageBase {
     }
 }
 
+#[cfg(test)]
 impl Stages {
-    /// What a search needs of these stages to weigh each schedule ([`StagePeaks`]).
-    pub fn peaks(&self) -> StagePeaks {
+    /// What a search needs of these stages to weigh each schedule ([`StagePeaks`]), as
+    /// [`Detailed::stage_peaks_in`] builds it directly.
+    fn peaks(&self) -> StagePeaks {
         let mut stages = [StagePeak::default(); MAX_STAGE_KINDS];
         let mut len = 0;
         for (peak, stage) in stages.iter_mut().zip(self.stages.iter().flatten()) {
