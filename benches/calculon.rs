@@ -134,6 +134,8 @@ fn main() {
             recompute: Recompute::Selective,
             sequence_parallel: true,
             schedule: Schedule::Interleaved(40),
+            // Calculon's ring overlap of the TP collectives.
+            tp_comm_overlap: true,
             precision: Precision::Bf16,
             global_batch_tokens: brief.batch_target_tokens,
         };
@@ -150,7 +152,7 @@ fn main() {
         };
         match evaluate(&brief, &design) {
             Ok(p) => println!(
-                "calculon's best in trainplan: {}, b1 selective sp interleaved:40 ({:.3} s a step, MFU {:.1} %, {:.1} GB)",
+                "calculon's best in trainplan: {}, b1 selective sp+o interleaved:40 ({:.3} s a step, MFU {:.1} %, {:.1} GB)",
                 p.layout.describe(),
                 p.step_seconds.unwrap_or(f64::NAN),
                 p.mfu.unwrap_or(f64::NAN) * 100.0,

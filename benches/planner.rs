@@ -99,6 +99,8 @@ fn detailed_search(c: &mut Criterion) {
             recompute,
             sequence_parallel,
             schedule,
+            // Megatron-core's default with sequence parallelism.
+            tp_comm_overlap: sequence_parallel,
             precision: trainplan::cost::precision::Precision::Bf16,
             global_batch_tokens: 16 * 1024 * 1024,
         },

@@ -252,7 +252,7 @@ fn grade(request: DesignRequest, sensitivity: bool) -> Result<CheckReport> {
             MemoryModel::Detailed(Detailed {
                 step: Step {
                     precision,
-                    ..Step::default_for(&layout, brief.seq_len, &brief.batch_target())?
+                    ..Step::default_for(&layout, brief.seq_len, &brief.batch_target(), stack)?
                 },
                 options: Options::for_stack(stack),
             }),

@@ -1083,7 +1083,16 @@ fn the_issue_s_4096_gpu_plan_fails_without_dp_overlap_and_another_plan_then_rank
         "{dp}"
     );
     assert!(dp["days"].as_f64().unwrap() >= first["days"].as_f64().unwrap());
-    assert_eq!(s["plan"]["unmoved"][0]["input"], "--pp-overlap");
+    // Its step does not overlap TP communication (at TP 2 the chunked GEMMs cost more than
+    // the overlap hides), and PP 1 sends nothing between stages.
+    let unmoved: Vec<&str> = s["plan"]["unmoved"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["input"].as_str().unwrap())
+        .collect();
+    assert_eq!(unmoved, ["--tp-overlap", "--pp-overlap"]);
+    assert_eq!(first["step"]["tp_comm_overlap"], false);
     // The search again at each end of the six inputs' ranges, less the ends at the base.
     assert_eq!(s["searches"], 9);
     let change = s["changes"]
@@ -1212,4 +1221,38 @@ fn a_search_over_both_precisions_says_what_fp8_buys_over_bf16() {
         line.contains("× the pace, at most ") && line.contains(" tokens in 30.0 days against "),
         "{line}"
     );
+}
+
+#[test]
+fn tp_overlap_is_refused_by_name_where_the_stack_or_the_step_cannot_run_it() {
+    // A stack without the overlap, asked to search it: one line, before the search starts.
+    refuses(
+        &[
+            "search",
+            "--memory",
+            "detailed",
+            "--stack",
+            "llama3",
+            "--tp-comm-overlap",
+            "on",
+        ],
+        "invalid --tp-comm-overlap = on: off: the llama3 stack has no TP-communication overlap",
+    );
+    // One step without sequence parallelism: check names the rule.
+    let check = [
+        "check", "--model", "70b", "--tokens", "1e12", "--tp", "8", "--memory", "detailed",
+    ];
+    refuses(
+        &[
+            &check[..],
+            &["--sequence-parallel", "off", "--tp-comm-overlap", "on"],
+        ]
+        .concat(),
+        "invalid --tp-comm-overlap = on: off without sequence parallelism",
+    );
+    // By default check overlaps where the stack does, with sequence parallelism.
+    let v = json(&[&check[..], &["--json"]].concat());
+    assert_eq!(v["step"]["tp_comm_overlap"], true);
+    let v = json(&[&check[..], &["--stack", "llama3", "--json"]].concat());
+    assert_eq!(v["step"]["tp_comm_overlap"], false);
 }

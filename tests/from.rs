@@ -291,7 +291,7 @@ fn check_from_an_exported_megatron_file_grades_it() {
     let text = String::from_utf8(from.stdout).unwrap();
     assert!(text.contains("TP 8 × PP 8 × DP 32, ZeRO 1"), "{text}");
     assert!(
-        text.contains("recompute full, sequence parallel on, 1f1b"),
+        text.contains("recompute full, sequence parallel on, TP overlap on, 1f1b"),
         "{text}"
     );
     // The loss check fails at 1 T tokens: exit 1, as check's.

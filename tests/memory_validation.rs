@@ -211,6 +211,7 @@ fn step(recompute: Recompute, sequence_parallel: bool) -> Step {
         recompute,
         sequence_parallel,
         schedule: Schedule::OneFOneB,
+        tp_comm_overlap: false,
         precision: Precision::Bf16,
         global_batch_tokens: 16 * 1024 * 1024,
     }
@@ -295,6 +296,7 @@ fn published_runs() -> Vec<Ran> {
             recompute: Recompute::Selective,
             sequence_parallel: true,
             schedule,
+            tp_comm_overlap: false,
             precision: Precision::Bf16,
             global_batch_tokens: 8 * pp * 2048,
         },

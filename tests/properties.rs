@@ -146,14 +146,17 @@ fn space() -> impl Strategy<Value = MemorySpace> {
         any::<bool>(),
         prop::sample::select(vec![Schedule::OneFOneB, Schedule::Interleaved(2)]),
         prop::sample::select(vec![6144u64, 12_288]),
+        any::<bool>(),
     )
         .prop_map(
-            |(micro_batch, seq_len, recompute, sp, schedule, sequences)| Step {
+            |(micro_batch, seq_len, recompute, sp, schedule, sequences, overlap)| Step {
                 micro_batch,
                 seq_len,
                 recompute,
                 sequence_parallel: sp,
                 schedule,
+                // Overlap needs sequence parallelism.
+                tp_comm_overlap: overlap && sp,
                 precision: trainplan::cost::precision::Precision::Bf16,
                 global_batch_tokens: sequences * seq_len,
             },

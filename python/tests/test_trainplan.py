@@ -158,6 +158,7 @@ def test_argv_maps_keyword_arguments_to_flags():
         "--sequence-parallel",
         "on,off",
     ]
+    assert trainplan.argv("check", tp_comm_overlap=False)[-2:] == ["--tp-comm-overlap", "off"]
     # A trailing underscore names a Python keyword.
     assert trainplan.argv("check", from_="train.sh") == [
         "trainplan",

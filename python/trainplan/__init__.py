@@ -63,9 +63,10 @@ def _value(value: Any) -> str:
     return str(value)
 
 
-# Flags whose value is on or off (`--sequence-parallel on|off`; a list on `search`): a Python
-# bool is written as on or off, so False says off rather than leaving the default.
-_ON_OFF = frozenset({"sequence_parallel"})
+# Flags whose value is on or off (`--sequence-parallel on|off`, `--tp-comm-overlap on|off`; a
+# list on `search`): a Python bool is written as on or off, so False says off rather than
+# leaving the default.
+_ON_OFF = frozenset({"sequence_parallel", "tp_comm_overlap"})
 
 
 def _on_off(value: Any) -> Any:

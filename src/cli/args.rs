@@ -30,7 +30,8 @@ use crate::model::{
 use crate::report::export::Format;
 use crate::search::rank::{Distinct, Rank};
 use crate::search::{
-    MemorySpace, ParallelSpace, SearchOptions, TokenGrid, DEFAULT_MICRO_BATCHES, DEFAULT_RECOMPUTE,
+    searchable_overlap, MemorySpace, ParallelSpace, SearchOptions, TokenGrid,
+    DEFAULT_MICRO_BATCHES, DEFAULT_RECOMPUTE,
 };
 use itertools::iproduct;
 
@@ -711,6 +712,7 @@ impl DesignArgs {
             ("--recompute", s.recompute.is_some()),
             ("--sequence-parallel", s.sequence_parallel.is_some()),
             ("--schedule", s.schedule.is_some()),
+            ("--tp-comm-overlap", s.tp_comm_overlap.is_some()),
             ("--global-batch-tokens", s.global_batch_tokens.is_some()),
             ("--memory", self.detailed.memory != MemoryArg::Plate),
             ("--time", self.time.time != TimeArg::Plate),
@@ -736,6 +738,7 @@ impl DesignArgs {
             || s.recompute.is_some()
             || s.sequence_parallel.is_some()
             || s.schedule.is_some()
+            || s.tp_comm_overlap.is_some()
             || s.global_batch_tokens.is_some()
             || s.precision.is_some();
         let Some(options) = self.detailed.options(given)? else {
@@ -760,17 +763,23 @@ impl DesignArgs {
                 }
             }
         };
+        let sequence_parallel = s
+            .sequence_parallel
+            .map_or(self.tp() > 1, |o| o == OnOff::On);
         let step = Step {
             micro_batch,
             seq_len: brief.seq_len,
             recompute: s.recompute.map_or(Recompute::Full, RecomputeArg::mode),
-            sequence_parallel: s
-                .sequence_parallel
-                .map_or(self.tp() > 1, |o| o == OnOff::On),
+            sequence_parallel,
             schedule: s
                 .schedule
                 .as_deref()
                 .map_or(Ok(Schedule::OneFOneB), Schedule::parse)?,
+            tp_comm_overlap: s
+                .tp_comm_overlap
+                .map_or(Step::stack_overlap(options.stack, sequence_parallel), |o| {
+                    o == OnOff::On
+                }),
             precision: s.precision.unwrap_or_default(),
             global_batch_tokens,
         };
@@ -1174,6 +1183,11 @@ pub struct CheckStepArgs {
     /// Pipeline schedule: 1f1b or interleaved:V [default: 1f1b].
     #[arg(long, value_name = "SCHEDULE")]
     pub schedule: Option<String>,
+    /// TP communication overlapped with the GEMMs (Megatron-core's --tp-comm-overlap; needs
+    /// sequence parallelism and a stack that has it) [default: on where the stack has it and
+    /// sequence parallelism is on].
+    #[arg(long, value_enum)]
+    pub tp_comm_overlap: Option<OnOff>,
     /// Tokens per optimizer step across all replicas [default: the whole rounds of b·s·DP
     /// nearest --batch-target, within --batch-tolerance].
     #[arg(long, value_name = "TOKENS", value_parser = parse_whole)]
@@ -1207,6 +1221,11 @@ pub struct SearchStepArgs {
     /// [default: 1f1b,interleaved:all, where the stack interleaves].
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub schedules: Vec<String>,
+    /// TP-communication overlap settings (on needs sequence parallelism and a stack that has
+    /// it; with off listed too, on goes only with sequence parallelism) [default: on,off where
+    /// the stack has it, else off].
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_enum)]
+    pub tp_comm_overlap: Vec<OnOff>,
     /// Global batches, tokens, fixed for every layout (one a layout's micro-batches do not
     /// divide is left out, and counted in its verdict) [default: for each layout, the whole
     /// rounds of b·s·DP nearest --batch-target, within --batch-tolerance].
@@ -1243,6 +1262,7 @@ impl SearchStepArgs {
             && self.recompute.is_empty()
             && self.sequence_parallel.is_empty()
             && self.schedules.is_empty()
+            && self.tp_comm_overlap.is_empty()
             && self.global_batch_tokens.is_empty()
             && self.precisions.is_empty()
             && self.cps.is_empty()
@@ -1269,8 +1289,10 @@ impl SearchStepArgs {
         Ok(ParallelSpace { cps, replicates })
     }
 
-    /// Every combination of the lists, defaults filled in, sorted and without repeats.
-    fn steps(&self, brief: &Brief) -> Result<Vec<Step>> {
+    /// Every combination of the lists, defaults filled in, sorted and without repeats (TP
+    /// overlap on without sequence parallelism left out where off is listed too); `stack`
+    /// decides whether TP communication can overlap.
+    fn steps(&self, brief: &Brief, stack: Stack) -> Result<Vec<Step>> {
         fn or<T: Clone>(given: &[T], default: &[T]) -> Vec<T> {
             if given.is_empty() {
                 default.to_vec()
@@ -1313,26 +1335,47 @@ impl SearchStepArgs {
             }
         }
         let recompute: Vec<Recompute> = self.recompute.iter().map(|r| r.mode()).collect();
+        let overlaps = if self.tp_comm_overlap.is_empty() {
+            if stack.settings().tp_overlap > 0.0 {
+                vec![false, true]
+            } else {
+                vec![false]
+            }
+        } else {
+            if self.tp_comm_overlap.contains(&OnOff::On) {
+                searchable_overlap(stack)?;
+            }
+            self.tp_comm_overlap
+                .iter()
+                .map(|&o| o == OnOff::On)
+                .collect()
+        };
+        let plain = overlaps.contains(&false);
         let mut steps: Vec<Step> = iproduct!(
             or(&self.micro_batches, &DEFAULT_MICRO_BATCHES),
             or(&self.seq_lens, &[brief.seq_len]),
             or(&recompute, &DEFAULT_RECOMPUTE),
             or(&self.sequence_parallel, &[OnOff::On, OnOff::Off]),
             schedules,
+            overlaps,
             or(&self.precisions, &[Precision::Bf16]),
             or(&self.global_batch_tokens, &[brief.batch_target_tokens])
         )
         .map(
-            |(micro_batch, seq_len, rc, sp, schedule, precision, global_batch_tokens)| Step {
-                micro_batch,
-                seq_len,
-                recompute: rc,
-                sequence_parallel: sp == OnOff::On,
-                schedule,
-                precision,
-                global_batch_tokens,
+            |(micro_batch, seq_len, rc, sp, schedule, overlap, precision, global_batch_tokens)| {
+                Step {
+                    micro_batch,
+                    seq_len,
+                    recompute: rc,
+                    sequence_parallel: sp == OnOff::On,
+                    schedule,
+                    tp_comm_overlap: overlap,
+                    precision,
+                    global_batch_tokens,
+                }
             },
         )
+        .filter(|s| !(plain && s.tp_comm_overlap && !s.sequence_parallel))
         .collect();
         steps.sort();
         steps.dedup();
@@ -1619,7 +1662,7 @@ impl SearchArgs {
         let memory = match self.detailed.options(self.step.given())? {
             None => MemorySpace::Plate,
             Some(options) => MemorySpace::Detailed {
-                steps: self.step.steps(brief)?,
+                steps: self.step.steps(brief, options.stack)?,
                 interleave: self.step.interleave_all() && options.stack.settings().interleaving,
                 options,
                 // A listed batch is fixed; without one, each layout aims at the brief's.

@@ -368,6 +368,13 @@ pub fn apply(d: &mut DesignArgs, mut f: FromFile, path: &str) -> Result<Vec<Stri
             .map(|on| if on { OnOff::On } else { OnOff::Off }),
         kebab,
     )?;
+    set_by(
+        "--tp-comm-overlap",
+        &mut s.tp_comm_overlap,
+        f.tp_comm_overlap
+            .map(|on| if on { OnOff::On } else { OnOff::Off }),
+        kebab,
+    )?;
     if let Some(schedule) = f.schedule {
         let text = match schedule {
             Schedule::OneFOneB => "1f1b".to_string(),
@@ -402,9 +409,12 @@ pub fn apply(d: &mut DesignArgs, mut f: FromFile, path: &str) -> Result<Vec<Stri
         }
         wanted.sort();
         let tokens = d.tokens()?;
+        // A stack whose options the file's are, and which overlaps TP communication where
+        // the file does.
         let matches = |stack: Stack| -> bool {
-            megatron_stack_options(&shape, tokens, layout, detailed.step, stack)
-                .is_ok_and(|o| o == wanted)
+            (!detailed.step.tp_comm_overlap || stack.settings().tp_overlap > 0.0)
+                && megatron_stack_options(&shape, tokens, layout, detailed.step, stack)
+                    .is_ok_and(|o| o == wanted)
         };
         let shown = if wanted.is_empty() {
             "none".to_string()

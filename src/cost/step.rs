@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cost::activations::Recompute;
 use crate::cost::precision::Precision;
+use crate::cost::stack::Stack;
 use crate::error::{Error, Result};
 use crate::model::layout::Layout;
 
@@ -280,6 +281,14 @@ pub struct Step {
     pub sequence_parallel: bool,
     /// The pipeline schedule.
     pub schedule: Schedule,
+    /// TP communication overlapped with the GEMMs: Megatron-core's `--tp-comm-overlap`
+    /// (Transformer Engine's userbuffers split each sequence-parallel all-gather and
+    /// reduce-scatter into `t` chunks, pipelined with the GEMM that consumes or produces
+    /// them). It needs sequence parallelism (Megatron-LM's `arguments.py` refuses it without)
+    /// and a stack that has it ([`crate::cost::stack::Settings::tp_overlap`]); plan files
+    /// written before it read as off, and `export --plan` then takes the stack's default.
+    #[serde(default)]
+    pub tp_comm_overlap: bool,
     /// The precision of the matrix products (plan files written before it read as BF16).
     #[serde(default)]
     pub precision: Precision,
@@ -291,23 +300,43 @@ impl Step {
     /// The step a design is graded with when none is given (`check` without step flags, the
     /// workshop, the launchers of plate plans, and the runnable-first tie-break of a plate
     /// search): one sequence of `seq_len` a micro-batch, full recomputation (what the plate
-    /// assumes), sequence parallelism with TP, 1F1B, and the batch `target` gives the layout.
-    pub fn default_for(layout: &Layout, seq_len: u64, target: &BatchTarget) -> Result<Step> {
+    /// assumes), sequence parallelism with TP, 1F1B, TP communication overlapped where `stack`
+    /// does it ([`Step::stack_overlap`]), and the batch `target` gives the layout.
+    pub fn default_for(
+        layout: &Layout,
+        seq_len: u64,
+        target: &BatchTarget,
+        stack: Stack,
+    ) -> Result<Step> {
         let tokens = target.resolve(1, seq_len, layout.dp)?;
-        Ok(Step::default_with_batch(layout, seq_len, tokens))
+        Ok(Step::default_with_batch(layout, seq_len, tokens, stack))
     }
 
     /// [`Step::default_for`] at a global batch of `global_batch_tokens`, as given.
-    pub fn default_with_batch(layout: &Layout, seq_len: u64, global_batch_tokens: u64) -> Step {
+    pub fn default_with_batch(
+        layout: &Layout,
+        seq_len: u64,
+        global_batch_tokens: u64,
+        stack: Stack,
+    ) -> Step {
+        let sequence_parallel = layout.tp > 1;
         Step {
             micro_batch: 1,
             seq_len,
             recompute: Recompute::Full,
-            sequence_parallel: layout.tp > 1,
+            sequence_parallel,
             schedule: Schedule::OneFOneB,
+            tp_comm_overlap: Step::stack_overlap(stack, sequence_parallel),
             precision: Precision::Bf16,
             global_batch_tokens,
         }
+    }
+
+    /// Whether a step overlaps TP communication when none is said: where `stack` has the
+    /// overlap ([`crate::cost::stack::Settings::tp_overlap`] above 0, as Megatron-core's and
+    /// NeMo's recipes turn it on) and the step runs sequence parallelism, which it needs.
+    pub fn stack_overlap(stack: Stack, sequence_parallel: bool) -> bool {
+        sequence_parallel && stack.settings().tp_overlap > 0.0
     }
 
     /// This step under 1F1B: what its every schedule shares (the key of the parts of memory
@@ -358,6 +387,13 @@ impl Step {
                 "--sequence-parallel",
                 "on",
                 "off when tp = 1: sequence parallelism splits over the TP group",
+            ));
+        }
+        if self.tp_comm_overlap && !self.sequence_parallel {
+            return Err(Error::invalid(
+                "--tp-comm-overlap",
+                "on",
+                "off without sequence parallelism: the overlap pipelines sequence parallelism's all-gathers and reduce-scatters with the GEMMs (Megatron-LM refuses --tp-comm-overlap without --sequence-parallel)",
             ));
         }
         let per_micro_batch = self
@@ -492,6 +528,7 @@ mod tests {
             recompute: Recompute::Full,
             sequence_parallel: true,
             schedule,
+            tp_comm_overlap: true,
             precision: Precision::Bf16,
             global_batch_tokens: 16 * 1024 * 1024,
         }

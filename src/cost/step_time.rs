@@ -11,9 +11,11 @@
 //!   The last stage adds the output head, `3 · 2·V·h/t` per token.
 //! - **TP communication** on NVLink: two all-reduces of `2·b·s·h` bytes per layer in forward, two
 //!   in backward, and those a recomputed forward repeats (with sequence parallelism each is a
-//!   reduce-scatter plus an all-gather, the same time). A fraction `tp_overlap` (the stack's:
-//!   Megatron-core's userbuffers overlap all of it) hides behind the layer's GEMMs, never more
-//!   than they last.
+//!   reduce-scatter plus an all-gather, the same time). A step that overlaps them
+//!   ([`Step::tp_comm_overlap`]: Megatron-core's userbuffers, with sequence parallelism) runs
+//!   each projection in `t` chunks of rows ([`crate::cost::compute`]) and hides a fraction
+//!   `tp_overlap` (the stack's: all of it) behind the layer's GEMMs, never more than they last;
+//!   one that does not runs the GEMMs whole and waits for every collective.
 //! - **Pipeline**: the slowest stage sets the pace; with `m` micro-batches and `v` chunks the
 //!   step takes `(m + (p − 1)/v)` of its micro-batch times, the bubble being `(p − 1)/v` of them
 //!   (Narayanan et al. 2021, §2.2). Each micro-batch sends its activations forward and their
@@ -338,6 +340,12 @@ fn cp_exchange(
 /// One stage's compute per micro-batch: (all of it, its forward, its GEMMs), seconds.
 type StageCompute = (f64, f64, f64);
 
+/// Whether `step`'s TP collectives are chunked and overlapped with its GEMMs: the step asks
+/// for it ([`Step::tp_comm_overlap`]) and the options hide some of them.
+fn overlaps(step: &Step, opts: &TimeOptions) -> bool {
+    step.tp_comm_overlap && opts.tp_overlap > 0.0
+}
+
 /// Seconds hidden of `comm` behind `window` seconds of compute, at most `overlap` of it.
 fn hidden(comm: f64, overlap: f64, window: f64) -> f64 {
     (overlap * comm).min(window.max(0.0))
@@ -413,7 +421,7 @@ impl MicroBatch {
                 loss: settings.loss_kernel,
                 tp,
                 sequence_parallel: step.sequence_parallel,
-                tp_chunks: if opts.tp_overlap > 0.0 { tp } else { 1 },
+                tp_chunks: if overlaps(step, opts) { tp } else { 1 },
                 micro_batch: step.micro_batch,
                 seq_len: step.seq_len,
                 cp,
@@ -586,7 +594,12 @@ pub fn unscheduled_in(
     };
     let tp_one = all_reduce(machine.topology.intra(), tp, 2.0 * tokens * h);
     let tp_layer = tp_calls * tp_one;
-    let tp_per_layer = tp_layer - hidden(tp_layer, opts.tp_overlap, layer.2);
+    let overlap = if overlaps(step, opts) {
+        opts.tp_overlap
+    } else {
+        0.0
+    };
+    let tp_per_layer = tp_layer - hidden(tp_layer, overlap, layer.2);
 
     // The slowest stage: (index, compute, forward compute, tp and cp) per micro-batch.
     let (slowest, stage_layers, compute, forward, tp_comm, cp_comm) = kinds
@@ -926,6 +939,7 @@ mod tests {
                 recompute,
                 sequence_parallel: true,
                 schedule,
+                tp_comm_overlap: false,
                 precision: crate::cost::precision::Precision::Bf16,
                 global_batch_tokens: 16 * 1024 * 1024,
             },
@@ -938,6 +952,60 @@ mod tests {
         let s = preset(model).unwrap();
         let l = Layout::new(&b, &s, tp, pp, ZeroStage::new(zero).unwrap()).unwrap();
         step_time(&b.machine(), &s, &l, &d, opts).unwrap()
+    }
+
+    #[test]
+    fn a_step_that_overlaps_tp_communication_hides_it_behind_chunked_gemms_and_one_that_does_not_waits_for_it(
+    ) {
+        // Megatron-core with TE, 70B at TP 8 × DP 256, selective recomputation: 8 micro-batches.
+        let step = |tp_comm_overlap| Detailed {
+            step: Step {
+                tp_comm_overlap,
+                ..detailed(Recompute::Selective, Schedule::OneFOneB).step
+            },
+            options: Options::for_stack(Stack::MegatronTe),
+        };
+        let opts = TimeOptions::for_stack(Stack::MegatronTe);
+        let on = time("70b", 8, 1, 1, step(true), &opts).breakdown;
+        let off = time("70b", 8, 1, 1, step(false), &opts).breakdown;
+        // Off: four collectives a layer, each of one BF16 activation over NVLink, all exposed.
+        let b = Brief::default();
+        let one = all_reduce(b.machine().topology.intra(), 8, 2.0 * 8192.0 * 8192.0);
+        let m = 16.0 * 1024.0 * 1024.0 / (8192.0 * 256.0);
+        assert!((off.tp_comm - m * 80.0 * 4.0 * one).abs() < 1e-9 * off.tp_comm);
+        // On: every collective hidden behind the layer's GEMMs (the stack hides all of it, and
+        // a layer's GEMMs last longer than its collectives at this size) ...
+        assert_eq!(on.tp_comm, 0.0);
+        // ... and the projections run in 8 chunks of rows, at a lower fraction of the peak.
+        assert!(on.compute > off.compute, "{} {}", on.compute, off.compute);
+        // Here the overlap is worth it: what it hides outweighs the chunks' cost.
+        assert!(on.total() < off.total());
+        // A stack without the overlap (or a step without sequence parallelism) refuses it.
+        let no = Detailed {
+            options: Options::for_stack(Stack::Llama3),
+            ..step(true)
+        };
+        let s = preset("70b").unwrap();
+        let l = Layout::new(&b, &s, 8, 1, ZeroStage::new(1).unwrap()).unwrap();
+        let e = step_time(&b.machine(), &s, &l, &no, &opts).unwrap_err();
+        assert!(
+            e.to_string().contains(
+                "--tp-comm-overlap = on: off: the llama3 stack has no TP-communication overlap"
+            ),
+            "{e}"
+        );
+        let without_sp = Detailed {
+            step: Step {
+                sequence_parallel: false,
+                ..step(true).step
+            },
+            ..step(true)
+        };
+        let e = step_time(&b.machine(), &s, &l, &without_sp, &opts).unwrap_err();
+        assert!(
+            e.to_string().contains("off without sequence parallelism"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -91,10 +91,56 @@ impl PlanFile {
             }
             None => value,
         };
-        let fields: PlanFields = from_value(plan, path, "a plan")?;
+        // A step written before TP overlap was one of its fields ran the stack's default.
+        let said = plan
+            .get("step")
+            .and_then(Value::as_object)
+            .is_some_and(|s| s.contains_key("tp_comm_overlap"));
+        let mut fields: PlanFields = from_value(plan, path, "a plan")?;
         if let Some(options) = &fields.memory_model {
             options.validate()?;
         }
+        if let (false, Some(step)) = (said, fields.step.as_mut()) {
+            let stack = fields.memory_model.map(|o| o.stack).unwrap_or_default();
+            step.tp_comm_overlap = Step::stack_overlap(stack, step.sequence_parallel);
+        }
         Ok(PlanFile { fields, brief })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A detailed plan as `check --json` wrote it before the step had its TP overlap.
+    fn plan(stack: &str, sequence_parallel: bool) -> String {
+        format!(
+            r#"{{"model": "llama3-70b", "tokens": 1000000000000,
+                "layout": {{"tp": 8, "cp": 1, "pp": 1, "dp": 256, "zero": 1, "replicate": 1}},
+                "step": {{"micro_batch": 1, "seq_len": 8192, "recompute": "full",
+                          "sequence_parallel": {sequence_parallel}, "schedule": "1f1b",
+                          "precision": "bf16", "global_batch_tokens": 16777216}},
+                "memory_model": {{"stack": "{stack}", "gradients": "fp32", "loss": "fp32",
+                                  "kernels": "fused", "stages": "even", "reserve_gb": 2.0,
+                                  "fragmentation": 0.05}}}}"#
+        )
+    }
+
+    fn overlap(text: &str) -> bool {
+        let file = PlanFile::parse(text, Path::new("plan.json"), 1).unwrap();
+        file.fields.step.unwrap().tp_comm_overlap
+    }
+
+    #[test]
+    fn a_plan_written_before_tp_overlap_was_a_step_field_runs_its_stack_s_default() {
+        assert!(overlap(&plan("megatron-te", true)));
+        assert!(!overlap(&plan("megatron-te", false)));
+        assert!(!overlap(&plan("llama3", true)));
+        // Said in the file: as said.
+        let off = plan("megatron-te", true).replace(
+            r#""schedule": "1f1b","#,
+            r#""schedule": "1f1b", "tp_comm_overlap": false,"#,
+        );
+        assert!(!overlap(&off));
     }
 }

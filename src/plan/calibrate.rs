@@ -272,15 +272,19 @@ impl Run {
                 ))
             }
         }
+        let sequence_parallel = self.tp > 1 && self.sequence_parallel.unwrap_or(true);
         let step = Step {
             micro_batch: self.micro_batch,
             seq_len: self.seq_len,
             recompute: self.recompute_mode(),
-            sequence_parallel: self.tp > 1 && self.sequence_parallel.unwrap_or(true),
+            sequence_parallel,
             schedule: match self.vp {
                 Some(v) if v >= 2 => Schedule::Interleaved(v),
                 _ => Schedule::OneFOneB,
             },
+            // Where the stack overlaps TP communication, the published recipes turn it on
+            // (NeMo's `ub_tp_comm_overlap: True`).
+            tp_comm_overlap: Step::stack_overlap(stack, sequence_parallel),
             precision: self.precision,
             global_batch_tokens: self.global_batch.checked_mul(self.seq_len).ok_or_else(|| {
                 Error::invalid(

@@ -42,7 +42,7 @@ pub struct DetailedGrade {
 /// figures).
 pub fn detailed_grade(brief: &Brief, shape: &Shape, layout: &Layout) -> Result<DetailedGrade> {
     let stack = Stack::default();
-    let step = Step::default_for(layout, brief.seq_len, &brief.batch_target())?;
+    let step = Step::default_for(layout, brief.seq_len, &brief.batch_target(), stack)?;
     let memory = MemoryModel::Detailed(Detailed {
         step,
         options: Options::for_stack(stack),

@@ -28,6 +28,7 @@ use crate::brief::Brief;
 use crate::cost::calibration::SUSTAINED;
 use crate::cost::memory::MemoryModel;
 use crate::cost::stack::Stack;
+use crate::cost::step::Step;
 use crate::cost::step_time::TimeModel;
 use crate::error::Result;
 use crate::format::{fixed, general, money};
@@ -137,15 +138,23 @@ impl Input {
         }
     }
 
-    /// Why this input cannot move a design of `layout` on `stack`, if it cannot: an overlap
-    /// of a communication the layout does not have, or `sustained` on a stack at the eager
-    /// curve.
-    pub fn idle(self, layout: &Layout, stack: Option<Stack>) -> Option<&'static str> {
+    /// Why this input cannot move a design of `layout` and `step` on `stack`, if it cannot: an
+    /// overlap of a communication the layout does not have or the step does not overlap, or
+    /// `sustained` on a stack at the eager curve.
+    pub fn idle(
+        self,
+        layout: &Layout,
+        step: Option<&Step>,
+        stack: Option<Stack>,
+    ) -> Option<&'static str> {
         match self {
             Input::Sustained if stack.is_some_and(|s| !s.settings().per_operation) => {
                 Some("the eager stack's compute follows its efficiency curve, which the calibration does not scale")
             }
             Input::TpOverlap if layout.tp == 1 => Some("TP 1 has no TP collectives"),
+            Input::TpOverlap if step.is_some_and(|s| !s.tp_comm_overlap) => {
+                Some("the step does not overlap TP communication (--tp-comm-overlap off)")
+            }
             Input::PpOverlap if layout.pp == 1 => Some("PP 1 sends nothing between stages"),
             Input::DpOverlap if layout.dp == 1 => Some("DP 1 has no DP collectives"),
             _ => None,
@@ -405,7 +414,7 @@ pub fn sensitivity(brief: &Brief, design: &Design) -> Result<Sensitivity> {
     let mut unmoved = Vec::new();
     // Every input of the time model, so that one this design cannot move is named with why.
     for input in Input::applying(design.time, None) {
-        if let Some(why) = input.idle(&design.layout, stack) {
+        if let Some(why) = input.idle(&design.layout, design.memory.step(), stack) {
             unmoved.push(Unmoved { input, why });
             continue;
         }
@@ -511,7 +520,8 @@ mod tests {
     fn detailed(b: &Brief, model: &str, tokens: u64, tp: u64, pp: u64, zero: u8) -> Sensitivity {
         let shape = preset(model).unwrap();
         let layout = Layout::new(b, &shape, tp, pp, ZeroStage::new(zero).unwrap()).unwrap();
-        let step = Step::default_for(&layout, b.seq_len, &b.batch_target()).unwrap();
+        let step =
+            Step::default_for(&layout, b.seq_len, &b.batch_target(), Stack::default()).unwrap();
         let time = TimeModel::Detailed(TimeOptions::default());
         let design = Design {
             shape: &shape,
@@ -639,7 +649,8 @@ mod tests {
             tokens: 1_000_000_000_000,
             layout,
             memory: MemoryModel::Detailed(Detailed {
-                step: Step::default_for(&layout, b.seq_len, &b.batch_target()).unwrap(),
+                step: Step::default_for(&layout, b.seq_len, &b.batch_target(), Stack::Eager)
+                    .unwrap(),
                 options: Options::for_stack(Stack::Eager),
             }),
             time: &time,

@@ -336,11 +336,14 @@ impl MemorySpace {
             }
         }
         for s in steps.iter().chain(extra.iter()) {
+            // Sequence parallelism and the TP overlap that needs it are nothing at TP 1: such
+            // a step is left out where the space has it without them.
             let without = Step {
                 sequence_parallel: false,
+                tp_comm_overlap: false,
                 ..*s
             };
-            if s.sequence_parallel
+            if (s.sequence_parallel || s.tp_comm_overlap)
                 && layout.tp == 1
                 && (steps.contains(&without) || extra.contains(&without))
             {
@@ -392,9 +395,10 @@ impl MemorySpace {
             all.dedup();
             return;
         }
-        // Every step 1F1B: each run of steps equal but for precision and batch, followed by its
-        // depths in order, is the order sorting them all gives (the schedule comes before the
-        // precision and the batch in a step's order), with nothing to deduplicate. Written
+        // Every step 1F1B: each run of steps equal but for TP overlap, precision and batch,
+        // followed by its depths in order, is the order sorting them all gives (the schedule
+        // comes before the overlap, the precision and the batch in a step's order), with
+        // nothing to deduplicate. Written
         // after the 1F1B steps, which are then dropped.
         let mut start = 0;
         while start < n {
@@ -434,6 +438,19 @@ fn local_batch_divisors(local: u64) -> impl Iterator<Item = u64> {
         .flat_map(move |d| [d, local / d])
         .filter(|&d| d > 1)
         .dedup()
+}
+
+/// Refuses, by name and once, TP-communication overlap under a stack that has none
+/// (`--tp-comm-overlap on`).
+pub fn searchable_overlap(stack: Stack) -> Result<()> {
+    if stack.settings().tp_overlap > 0.0 {
+        return Ok(());
+    }
+    Err(Error::invalid(
+        "--tp-comm-overlap",
+        "on",
+        format!("off: the {stack} stack has no TP-communication overlap"),
+    ))
 }
 
 /// Refuses, by name and once, a precision the GPU or the stack cannot train in, before a
@@ -501,22 +518,32 @@ pub const DEFAULT_RECOMPUTE: [Recompute; 3] =
 
 impl MemorySpace {
     /// The detailed search's default space under `options`: every default micro-batch and
-    /// recomputation, sequence parallelism on and off, 1F1B and (where the stack interleaves)
-    /// every interleaving depth, at the brief's sequence, each layout at the global batch
-    /// nearest the brief's target.
+    /// recomputation, sequence parallelism on and off, TP communication overlapped and not
+    /// (where the stack overlaps it, with sequence parallelism), 1F1B and (where the stack
+    /// interleaves) every interleaving depth, at the brief's sequence, each layout at the
+    /// global batch nearest the brief's target.
     pub fn detailed_defaults(brief: &Brief, options: Options) -> Self {
-        let mut steps: Vec<Step> =
-            iproduct!(DEFAULT_MICRO_BATCHES, DEFAULT_RECOMPUTE, [true, false])
-                .map(|(micro_batch, recompute, sequence_parallel)| Step {
-                    micro_batch,
-                    seq_len: brief.seq_len,
-                    recompute,
-                    sequence_parallel,
-                    schedule: Schedule::OneFOneB,
-                    precision: Precision::Bf16,
-                    global_batch_tokens: brief.batch_target_tokens,
-                })
-                .collect();
+        let overlaps = options.stack.settings().tp_overlap > 0.0;
+        let mut steps: Vec<Step> = iproduct!(
+            DEFAULT_MICRO_BATCHES,
+            DEFAULT_RECOMPUTE,
+            [true, false],
+            [false, true]
+        )
+        .filter(|&(_, _, sp, overlap)| !overlap || (sp && overlaps))
+        .map(
+            |(micro_batch, recompute, sequence_parallel, tp_comm_overlap)| Step {
+                micro_batch,
+                seq_len: brief.seq_len,
+                recompute,
+                sequence_parallel,
+                schedule: Schedule::OneFOneB,
+                tp_comm_overlap,
+                precision: Precision::Bf16,
+                global_batch_tokens: brief.batch_target_tokens,
+            },
+        )
+        .collect();
         steps.sort();
         MemorySpace::Detailed {
             steps,
@@ -2411,6 +2438,7 @@ mod tests {
             recompute: Recompute::Full,
             sequence_parallel: true,
             schedule: Schedule::OneFOneB,
+            tp_comm_overlap: true,
             precision: crate::cost::precision::Precision::Bf16,
             global_batch_tokens: 16 * 1024 * 1024,
         };
@@ -2443,6 +2471,41 @@ mod tests {
         assert_eq!(schedules(8, 1), [1]);
         // PP 16 at DP 16: 128 micro-batches, 5 layers a stage.
         assert_eq!(schedules(8, 16), [1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn the_default_space_overlaps_tp_communication_and_not_where_the_stack_can_with_sequence_parallelism(
+    ) {
+        let brief = Brief::default();
+        let shape = crate::model::preset("70b").unwrap();
+        let layout = |tp| {
+            Layout::new(
+                &brief,
+                &shape,
+                tp,
+                1,
+                crate::model::layout::ZeroStage::new(1).unwrap(),
+            )
+            .unwrap()
+        };
+        // (SP, overlap) of the b1, no-recompute 1F1B steps of a layout under `stack`.
+        let kinds = |stack: Stack, tp| -> Vec<(bool, bool)> {
+            MemorySpace::detailed_defaults(&brief, Options::for_stack(stack))
+                .models_for(&shape, &layout(tp))
+                .iter()
+                .filter_map(|m| m.step().copied())
+                .filter(|s| s.micro_batch == 1 && s.recompute == Recompute::None)
+                .map(|s| (s.sequence_parallel, s.tp_comm_overlap))
+                .collect()
+        };
+        // Megatron-core: overlap on and off with SP, off without it.
+        assert_eq!(
+            kinds(Stack::MegatronTe, 8),
+            [(false, false), (true, false), (true, true)]
+        );
+        // Llama 3's stack has no TP overlap; at TP 1 neither SP nor the overlap is anything.
+        assert_eq!(kinds(Stack::Llama3, 8), [(false, false), (true, false)]);
+        assert_eq!(kinds(Stack::MegatronTe, 1), [(false, false)]);
     }
     use crate::model::presets;
     use crate::search::progress::Silent;

@@ -264,6 +264,13 @@ impl Detailed {
                 format!("1: the {stack} stack has no context parallelism"),
             ));
         }
+        if self.step.tp_comm_overlap && settings.tp_overlap == 0.0 {
+            return Err(Error::invalid(
+                "--tp-comm-overlap",
+                "on",
+                format!("off: the {stack} stack has no TP-communication overlap"),
+            ));
+        }
         let precision = self.step.precision;
         if !settings.trains(precision) {
             return Err(Error::invalid(
@@ -583,6 +590,7 @@ mod tests {
             recompute,
             sequence_parallel: sp,
             schedule: Schedule::OneFOneB,
+            tp_comm_overlap: false,
             precision: crate::cost::precision::Precision::Bf16,
             global_batch_tokens: 16 * 1024 * 1024,
         }

@@ -107,6 +107,8 @@ pub struct FromFile {
     pub sequence_parallel: Option<bool>,
     /// Pipeline schedule.
     pub schedule: Option<Schedule>,
+    /// TP communication overlapped with the GEMMs (Megatron-LM's `--tp-comm-overlap`).
+    pub tp_comm_overlap: Option<bool>,
     /// torchtitan's interleaving as layers a stage (the embedding and head counting one each):
     /// the chunks follow once the model's layers are known ([`FromFile::resolve_interleaving`]).
     pub layers_per_stage: Option<u64>,
@@ -142,6 +144,7 @@ impl FromFile {
             recompute: None,
             sequence_parallel: None,
             schedule: None,
+            tp_comm_overlap: None,
             layers_per_stage: None,
             pipeline_layout: None,
             precision: None,

@@ -24,14 +24,14 @@ use crate::model::Biases;
 use super::design::{times, whole, Dims, FileModel, FromFile, Source};
 
 /// Options that say which kernels and overlaps run: the stack's (`cost::stack::Settings`).
-pub const STACK_OPTIONS: [&str; 9] = [
+/// (`--tp-comm-overlap` is the step's: [`crate::cost::step::Step::tp_comm_overlap`].)
+pub const STACK_OPTIONS: [&str; 8] = [
     "--attention-backend",
     "--cross-entropy-loss-fusion",
     "--no-rope-fusion",
     "--no-bias-swiglu-fusion",
     "--overlap-grad-reduce",
     "--overlap-param-gather",
-    "--tp-comm-overlap",
     "--no-overlap-p2p-communication",
     "--cp-comm-type",
 ];
@@ -443,6 +443,7 @@ pub fn parse(text: &str) -> Result<FromFile> {
                 from.pipeline_layout = Some((layout_entries(&text)?, text));
             }
             "--sequence-parallel" => from.sequence_parallel = Some(true),
+            "--tp-comm-overlap" => from.tp_comm_overlap = Some(true),
             "--use-distributed-optimizer" => distributed = true,
             "--use-megatron-fsdp" => fsdp = true,
             "--data-parallel-sharding-strategy" => strategy = Some(need()?.to_string()),
@@ -565,6 +566,7 @@ pub fn parse(text: &str) -> Result<FromFile> {
         }
     });
     from.sequence_parallel = Some(from.sequence_parallel.unwrap_or(false));
+    from.tp_comm_overlap = Some(from.tp_comm_overlap.unwrap_or(false));
     from.recompute = Some(recompute.mode()?);
     let model = dims.build(from.tp.unwrap_or(1), divisor, &comments)?;
     let layers = model.layers;

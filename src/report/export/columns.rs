@@ -155,6 +155,7 @@ impl Columns {
                 "recompute",
                 "sequence_parallel",
                 "schedule",
+                "tp_comm_overlap",
                 "precision",
                 "global_batch_tokens",
             ]);
@@ -197,10 +198,11 @@ impl Columns {
                     text(s.recompute.name()),
                     text(if s.sequence_parallel { "on" } else { "off" }),
                     text(s.schedule.to_string()),
+                    text(if s.tp_comm_overlap { "on" } else { "off" }),
                     text(s.precision.name()),
                     whole(s.global_batch_tokens),
                 ]),
-                None => row.extend((0..8).map(|_| text(""))),
+                None => row.extend((0..9).map(|_| text(""))),
             }
         }
         row.extend([real(p.memory_gb.total, 2), real(p.days, 3)]);

@@ -8,6 +8,7 @@
 
 use crate::cost::memory::detailed::{stage_layers, Options};
 use crate::cost::precision::Precision;
+use crate::cost::stack::Stack;
 use crate::cost::step::{BatchTarget, Step};
 use crate::error::{Error, Result};
 use crate::format::count;
@@ -100,7 +101,12 @@ impl Launch {
         let (step, exact) = match step {
             Some(step) => (step, true),
             None => (
-                Step::default_with_batch(&layout, seq_len, target.tokens),
+                Step::default_with_batch(
+                    &layout,
+                    seq_len,
+                    target.tokens,
+                    options.map_or_else(Stack::default, |o| o.stack),
+                ),
                 false,
             ),
         };
@@ -395,6 +401,7 @@ mod tests {
             recompute: Recompute::Selective,
             sequence_parallel: true,
             schedule: Schedule::Interleaved(2),
+            tp_comm_overlap: true,
             precision: Precision::Bf16,
             global_batch_tokens: 3 * 8192 * 64,
         };

@@ -362,7 +362,8 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     for &(option, value) in fp8_arguments(step.precision) {
         push(option, Some(value.into()));
     }
-    // The kernels and overlaps the stack's time model assumed (cost::stack::Settings).
+    // The kernels and overlaps the stack's time model assumed (cost::stack::Settings), and the
+    // step's TP overlap.
     let backend = match settings.attention {
         Attention::Flash2 => "flash",
         Attention::Cudnn => "fused",
@@ -384,7 +385,7 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
             push("--overlap-param-gather", None);
         }
     }
-    if settings.tp_overlap > 0.0 && layout.tp > 1 && step.sequence_parallel {
+    if step.tp_comm_overlap {
         push("--tp-comm-overlap", None);
     }
     if settings.pp_overlap == 0.0 && layout.pp > 1 {

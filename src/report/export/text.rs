@@ -398,9 +398,15 @@ fn facet_lines(v: &ShapeVerdict, brief: &Brief) -> String {
     out
 }
 
-/// A step in the plan table's words: `b1 s8192 full sp 1f1b B 16.78 M`.
+/// A step in the plan table's words: `b1 s8192 full sp 1f1b B 16.78 M` (`sp+o` where TP
+/// communication overlaps the GEMMs).
 fn step_text(s: &Step) -> String {
-    let sp = if s.sequence_parallel { " sp" } else { "" };
+    let sp = match (s.sequence_parallel, s.tp_comm_overlap) {
+        (true, true) => " sp+o",
+        (true, false) => " sp",
+        (false, true) => " o",
+        (false, false) => "",
+    };
     let precision = if s.precision.is_fp8() {
         format!(" {}", s.precision)
     } else {
@@ -976,13 +982,14 @@ impl Exporter for Text {
         if let (Some(step), Some(stage)) = (&p.step, &p.worst_stage) {
             let _ = writeln!(
                 out,
-                "step      {} × {} tokens a micro-batch, {} micro-batches a step ({} tokens), recompute {}, sequence parallel {}, {}",
+                "step      {} × {} tokens a micro-batch, {} micro-batches a step ({} tokens), recompute {}, sequence parallel {}, TP overlap {}, {}",
                 step.micro_batch,
                 thousands(step.seq_len),
                 stage.micro_batches,
                 thousands(step.global_batch_tokens),
                 step.recompute.name(),
                 if step.sequence_parallel { "on" } else { "off" },
+                if step.tp_comm_overlap { "on" } else { "off" },
                 step.schedule
             );
             let _ = writeln!(
