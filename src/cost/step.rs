@@ -281,19 +281,21 @@ pub struct Step {
     pub sequence_parallel: bool,
     /// The pipeline schedule.
     pub schedule: Schedule,
+    /// The precision of the matrix products (plan files written before it read as BF16).
+    #[serde(default)]
+    pub precision: Precision,
+    /// Tokens per optimizer step across all replicas.
+    pub global_batch_tokens: u64,
     /// TP communication overlapped with the GEMMs: Megatron-core's `--tp-comm-overlap`
     /// (Transformer Engine's userbuffers split each sequence-parallel all-gather and
     /// reduce-scatter into `t` chunks, pipelined with the GEMM that consumes or produces
     /// them). It needs sequence parallelism (Megatron-LM's `arguments.py` refuses it without)
     /// and a stack that has it ([`crate::cost::stack::Settings::tp_overlap`]); plan files
     /// written before it read as off, and `export --plan` then takes the stack's default.
+    /// Last in the order, so that a step and the same step overlapped sit side by side: they
+    /// need the same memory, which a search weighs once.
     #[serde(default)]
     pub tp_comm_overlap: bool,
-    /// The precision of the matrix products (plan files written before it read as BF16).
-    #[serde(default)]
-    pub precision: Precision,
-    /// Tokens per optimizer step across all replicas.
-    pub global_batch_tokens: u64,
 }
 
 impl Step {

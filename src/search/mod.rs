@@ -811,53 +811,87 @@ impl Tallies {
     }
 }
 
-/// What the schedules of each step of one layout share, worked out once: the memory of the
-/// stages before their activations ([`StagePeaks`]) and the step time before the pipeline's
-/// sends and bubble ([`Unscheduled`]), by the step with its schedule set to 1F1B. `None` where
-/// working it out failed: such a step is graded the whole way, for its error.
+/// What the schedules of each step of one layout share, worked out once, when first needed:
+/// the memory of the stages before their activations ([`StagePeaks`]) and the step time before
+/// the pipeline's sends and bubble ([`Unscheduled`]), by the step with its schedule set to
+/// 1F1B. The inner `None` where working it out failed: such a step is graded the whole way,
+/// for its error.
 struct Slot {
-    key: Step,
-    stages: Option<StagePeaks>,
+    stages: Option<Option<StagePeaks>>,
     time: Option<Option<Unscheduled>>,
 }
 
-/// The slots of one layout, kept between layouts so a search allocates per shape, not per
-/// configuration.
-#[derive(Default)]
-struct Shared {
-    slots: Vec<Slot>,
-    /// The slot found last: a layout's steps come in order, their schedules side by side.
-    last: usize,
-}
-
-impl Shared {
-    /// The slot of `d`'s step, made the first time (`kinds`: the layout's stages; `None`
-    /// where the split refuses the layout, and so every step's stages fail).
-    fn slot(
+impl Slot {
+    /// The stage sums of `d`'s step (worked out the first time; `kinds`: the layout's stages,
+    /// `None` where the split refuses the layout, and so every step's stages fail).
+    fn stages(
         &mut self,
         d: &Detailed,
         shape: &Shape,
         layout: &Layout,
         kinds: Option<&StageKinds>,
-    ) -> &mut Slot {
-        let key = d.step.unscheduled();
-        let found = (self.slots.get(self.last).is_some_and(|s| s.key == key))
-            .then_some(self.last)
-            .or_else(|| self.slots.iter().position(|s| s.key == key));
-        let i = match found {
-            Some(i) => i,
-            None => {
-                let stages = kinds.and_then(|k| d.stage_peaks_in(shape, layout, k).ok());
-                self.slots.push(Slot {
-                    key,
-                    stages,
-                    time: None,
-                });
-                self.slots.len() - 1
+    ) -> Option<&StagePeaks> {
+        self.stages
+            .get_or_insert_with(|| kinds.and_then(|k| d.stage_peaks_in(shape, layout, k).ok()))
+            .as_ref()
+    }
+}
+
+/// The slots of one layout's steps, and which slot each step has: worked out once for the
+/// layouts that share their degrees (their steps are the same), the slots emptied for each
+/// layout; kept between layouts so a search allocates per shape, not per configuration.
+#[derive(Default)]
+struct Shared {
+    slots: Vec<Slot>,
+    /// Each step's slot, by its place in the layout's steps.
+    slot_of: Vec<u32>,
+    /// How many slots the steps have.
+    count: usize,
+    /// The slots of the run of steps being assigned, by their step under 1F1B.
+    run: Vec<(Step, u32)>,
+}
+
+impl Shared {
+    /// Gives each of `steps` the slot of its step under 1F1B. A layout's steps come in runs
+    /// equal in micro-batch, sequence, recomputation and sequence parallelism, each run's
+    /// 1F1B steps first (the schedule follows those in a step's order): a step's 1F1B sibling
+    /// is looked for in its run only (in steps in another order, a step would get a slot of
+    /// its own, the same work twice, never a wrong one).
+    fn assign(&mut self, steps: &[Step]) {
+        self.slot_of.clear();
+        self.run.clear();
+        self.count = 0;
+        let run_of = |s: &Step| (s.micro_batch, s.seq_len, s.recompute, s.sequence_parallel);
+        for (i, s) in steps.iter().enumerate() {
+            if i > 0 && run_of(&steps[i - 1]) != run_of(s) {
+                self.run.clear();
             }
-        };
-        self.last = i;
-        &mut self.slots[i]
+            let key = s.unscheduled();
+            let slot = match self.run.iter().find(|(k, _)| *k == key) {
+                Some(&(_, slot)) => slot,
+                None => {
+                    let slot = self.count as u32;
+                    self.count += 1;
+                    self.run.push((key, slot));
+                    slot
+                }
+            };
+            self.slot_of.push(slot);
+        }
+    }
+
+    /// Empties every slot, for the next layout.
+    fn empty(&mut self) {
+        self.slots.clear();
+        self.slots.resize_with(self.count, || Slot {
+            stages: None,
+            time: None,
+        });
+    }
+
+    /// The slot of the step at `place` in the layout's steps.
+    fn slot(&mut self, place: usize) -> &mut Slot {
+        &mut self.slots[self.slot_of[place] as usize]
     }
 }
 
@@ -1018,13 +1052,17 @@ fn weighed_configurations(
         MemorySpace::Plate => space.models(),
         MemorySpace::Detailed { .. } => Vec::new(),
     };
+    // Whether the stack overlaps TP communication (a step may then ask for it).
+    let overlappable = match space {
+        MemorySpace::Detailed { options, .. } => options.stack.settings().tp_overlap > 0.0,
+        MemorySpace::Plate => false,
+    };
     // The degrees (TP, CP, PP, DP) whose steps and stage kinds the buffers hold.
     let mut steps_of = None;
     let mut kinds = None;
     // Their steps as memory models, each configuration's own.
     let mut detailed: Vec<MemoryModel> = Vec::new();
     for layout in space.layouts(brief, shape) {
-        shared.slots.clear();
         over.clear();
         // The layout's steps and its stage kinds (`None`: the split refuses the layout, and
         // each step is graded the whole way for its error) depend on its degrees alone, not
@@ -1042,21 +1080,45 @@ fn weighed_configurations(
                     })
                 }));
                 kinds = stage_kinds(shape, &layout, options.stages).ok();
+                shared.assign(&steps);
                 steps_of = Some(degrees);
             }
+            shared.empty();
         }
         let models = match space {
             MemorySpace::Detailed { .. } => &detailed,
             MemorySpace::Plate => &plate_models,
         };
-        for model in models {
+        // The place of the step weighed last and what it gave, when that was no error.
+        let mut last: Option<(usize, Option<f64>)> = None;
+        for (place, model) in models.iter().enumerate() {
             let weighed = match model {
                 MemoryModel::Detailed(d) => {
-                    match kinds.as_ref().and_then(|k| over.decide(d, &layout, k)) {
+                    // A step overlapping TP communication needs the memory of the same step
+                    // without the overlap (the memory model does not read it), which comes
+                    // right before it (the overlap is last in a step's order); where the stack
+                    // has the overlap and the step sequence parallelism, the overlap's rules
+                    // hold too, so the two are valid together.
+                    let sibling = last.filter(|&(at, _)| {
+                        overlappable
+                            && d.step.tp_comm_overlap
+                            && d.step.sequence_parallel
+                            && steps[at]
+                                == Step {
+                                    tp_comm_overlap: false,
+                                    ..d.step
+                                }
+                    });
+                    let decided = match sibling {
+                        Some((_, weighed)) => Some(Ok(weighed)),
+                        None => kinds.as_ref().and_then(|k| over.decide(d, &layout, k)),
+                    };
+                    let weighed = match decided {
                         Some(decided) => decided,
                         None => {
-                            let slot = shared.slot(d, shape, &layout, kinds.as_ref());
-                            let bytes = d.schedule_allowed().and_then(|()| match &slot.stages {
+                            let slot = shared.slot(place);
+                            let stages = slot.stages(d, shape, &layout, kinds.as_ref());
+                            let bytes = d.schedule_allowed().and_then(|()| match stages {
                                 Some(stages) => d.peak_bytes(stages, &layout).map(Some),
                                 None => d.memory(shape, &layout).map(|m| Some(m.total())),
                             });
@@ -1067,7 +1129,9 @@ fn weighed_configurations(
                             }
                             bytes
                         }
-                    }
+                    };
+                    last = weighed.as_ref().ok().map(|&w| (place, w));
+                    weighed
                 }
                 MemoryModel::Plate => model
                     .memory(brief.seq_len, shape, &layout)
@@ -1091,7 +1155,7 @@ fn weighed_configurations(
             let config = if memory_fits(brief, bytes) {
                 let days_per_token = match model {
                     MemoryModel::Detailed(d) => {
-                        let slot = shared.slot(d, shape, &layout, kinds.as_ref());
+                        let slot = shared.slot(place);
                         slot_pace(
                             slot,
                             time,
@@ -1638,17 +1702,7 @@ fn distinct_firsts_of_shape(
     choices.clear();
     let mut plate_bound = None;
     for config in fit.by_pace() {
-        let probe = Candidate {
-            shape: index,
-            tokens: 0,
-            layout: config.layout,
-            model: config.model,
-            loss: 0.0,
-            days: 0.0,
-            memory: 0.0,
-            prefer: config.prefer,
-        };
-        let key = distinct.key(&probe);
+        let key = distinct.key_of(index, &config.layout, config.model.step(), 0);
         if let Some((first, _, settled)) = choices.get_mut(&key) {
             let Some(first) = *first else { continue };
             if *settled {

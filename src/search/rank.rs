@@ -131,8 +131,20 @@ impl Distinct {
     /// What makes a candidate one choice: its shape, and for `Layout` its layout and step
     /// (any interleaving depth the same); for `Plan` also its tokens.
     pub fn key(self, c: &Candidate) -> ChoiceKey {
-        let l = c.layout;
-        let step = c.model.step().map(|s| Step {
+        self.key_of(c.shape, &c.layout, c.model.step(), c.tokens)
+    }
+
+    /// [`Distinct::key`] of a candidate of shape `shape` (its place), `layout` and `step`, on
+    /// `tokens` tokens.
+    pub fn key_of(
+        self,
+        shape: usize,
+        layout: &Layout,
+        step: Option<&Step>,
+        tokens: u64,
+    ) -> ChoiceKey {
+        let l = layout;
+        let step = step.map(|s| Step {
             schedule: match s.schedule {
                 Schedule::OneFOneB => Schedule::OneFOneB,
                 Schedule::Interleaved(_) => Schedule::Interleaved(2),
@@ -140,9 +152,9 @@ impl Distinct {
             ..*s
         });
         match self {
-            Distinct::Plan => (c.shape, Some((l.tp, l.pp, l.zero.get())), step, c.tokens),
-            Distinct::Layout => (c.shape, Some((l.tp, l.pp, l.zero.get())), step, 0),
-            Distinct::Shape => (c.shape, None, None, 0),
+            Distinct::Plan => (shape, Some((l.tp, l.pp, l.zero.get())), step, tokens),
+            Distinct::Layout => (shape, Some((l.tp, l.pp, l.zero.get())), step, 0),
+            Distinct::Shape => (shape, None, None, 0),
         }
     }
 
