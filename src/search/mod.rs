@@ -1098,7 +1098,9 @@ fn weighed_configurations(
                     // without the overlap (the memory model does not read it), which comes
                     // right before it (the overlap is last in a step's order); where the stack
                     // has the overlap and the step sequence parallelism, the overlap's rules
-                    // hold too, so the two are valid together.
+                    // hold too, so the two are valid together. Over the cap, it is decided
+                    // unweighed: no lighter than the sibling, which comes first in the step
+                    // order and so stays the lightest on a tie.
                     let sibling = last.filter(|&(at, _)| {
                         overlappable
                             && d.step.tp_comm_overlap
@@ -1110,7 +1112,7 @@ fn weighed_configurations(
                                 }
                     });
                     let decided = match sibling {
-                        Some((_, weighed)) => Some(Ok(weighed)),
+                        Some((_, weighed)) => Some(Ok(weighed.filter(|&b| memory_fits(brief, b)))),
                         None => kinds.as_ref().and_then(|k| over.decide(d, &layout, k)),
                     };
                     let weighed = match decided {
@@ -1670,8 +1672,36 @@ fn exact_top(
 /// choice ([`Distinct::same`]).
 /// Each choice of a shape: its first configuration's best plan (`None`: its line is empty, and
 /// so is every later one's), the best so far, and whether it is settled. Kept from shape to
-/// shape by a worker, so its table is allocated once, not once a shape.
-type Choices = crate::hash::FastMap<ChoiceKey, (Option<Candidate>, Option<Candidate>, bool)>;
+/// shape by a worker, so its tables are allocated once, not once a shape.
+#[derive(Default)]
+struct Choices {
+    /// Each key's place in `found`.
+    ids: crate::hash::FastMap<ChoiceKey, u32>,
+    /// Each configuration's choice, by its place among the shape's configurations.
+    of: Vec<u32>,
+    /// Each choice's first best, best so far and whether it is settled (`None` until one of
+    /// its configurations is walked).
+    found: Vec<Option<Choice>>,
+}
+
+/// A choice's first configuration's best plan, its best so far, and whether it is settled.
+type Choice = (Option<Candidate>, Option<Candidate>, bool);
+
+impl Choices {
+    /// Gives each of `configs` (of the shape at `index`) its choice under `distinct`, in the
+    /// order they are held (so the keys are made reading them in turn, not in pace order).
+    fn assign(&mut self, configs: &[Config], index: usize, distinct: Distinct) {
+        self.ids.clear();
+        self.of.clear();
+        self.found.clear();
+        for c in configs {
+            let key = distinct.key_of(index, &c.layout, c.model.step(), 0);
+            let next = self.ids.len() as u32;
+            self.of.push(*self.ids.entry(key).or_insert(next));
+        }
+        self.found.resize(self.ids.len(), None);
+    }
+}
 
 /// [`distinct_firsts`] of one shape's configurations on the grid, ranked by loss, days or
 /// cost, without walking every configuration's line. Its kept configurations come fastest
@@ -1699,11 +1729,12 @@ fn distinct_firsts_of_shape(
     };
     let cluster_flops = brief.cluster_flops_per_second();
     let n = shape.params() as f64;
-    choices.clear();
+    choices.assign(&fit.configs, index, distinct);
     let mut plate_bound = None;
-    for config in fit.by_pace() {
-        let key = distinct.key_of(index, &config.layout, config.model.step(), 0);
-        if let Some((first, _, settled)) = choices.get_mut(&key) {
+    for &i in &fit.order {
+        let choice = &mut choices.found[choices.of[i as usize] as usize];
+        let config = &fit.configs[i as usize];
+        if let Some((first, _, settled)) = choice {
             let Some(first) = *first else { continue };
             if *settled {
                 continue;
@@ -1719,17 +1750,16 @@ fn distinct_firsts_of_shape(
             .then(|| grid_lines(std::iter::once(window), grid).pop())
             .flatten()
             .and_then(|line| ordered::first(&line, rank));
-        match choices.get_mut(&key) {
+        match choice {
             Some((_, kept, _)) => *kept = better(rank, *kept, best),
-            None => {
-                choices.insert(key, (best, best, best.is_none()));
-            }
+            None => *choice = Some((best, best, best.is_none())),
         }
     }
     // In no order: a top list's order is total.
     choices
-        .drain()
-        .filter_map(|(_, (_, best, _))| best)
+        .found
+        .iter()
+        .filter_map(|c| c.and_then(|(_, best, _)| best))
         .collect()
 }
 
