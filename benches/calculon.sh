@@ -35,10 +35,34 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 results=$tmp/results # lines: tool  configurations  CPU-s  rate  [graded rate]
 
+# trainplan's half, its rows named with SUFFIX: "trainplan decided N configurations, graded M, in
+# S CPU-s: R decided/CPU-s, ..."
+run_trainplan() {
+    local suffix=$1
+    echo "trainplan: cargo bench --bench calculon -- $gpus $batch"
+    (cd "$repo" && cargo bench --bench calculon -- "$gpus" "$batch") | tee "$tmp/trainplan.log"
+    python3 - "$tmp/trainplan.log" "$suffix" >>"$results" <<'EOF'
+import re, sys
+text = open(sys.argv[1]).read().replace(",", "")
+suffix = sys.argv[2]
+m = re.search(r"trainplan decided (\d+) configurations graded (\d+) in ([\d.e+-]+) CPU-s:"
+              r" ([\d.e+-]+) decided/CPU-s ([\d.e+-]+) graded/CPU-s", text)
+if not m:
+    sys.exit("no 'trainplan decided ...' line in the bench output")
+decided, graded, cpu, rate, graded_rate = m.groups()
+print(f"trainplan-decided{suffix} {decided} {cpu} {rate}")
+print(f"trainplan-graded{suffix} {graded} {cpu} {graded_rate}")
+EOF
+}
+
+# With Calculon, trainplan's half runs before it and after it: this machine's speed drifts by
+# up to 1.5x over minutes, so the two bracket Calculon's run.
 if [[ -z ${CALCULON_DIR:-} || ! -d ${CALCULON_DIR:-} ]]; then
     echo "Calculon skipped: it is not on the registries; set CALCULON_DIR to a checkout of" \
         "github.com/calculon-ai/calculon (CALCULON_DIR='${CALCULON_DIR:-}')."
+    run_trainplan ""
 else
+    run_trainplan "-before"
     cat >"$tmp/app.json" <<'EOF'
 {"hidden": 8192, "feedforward": 28672, "seq_size": 8192, "attn_heads": 64, "attn_size": 128, "num_blocks": 80}
 EOF
@@ -89,22 +113,8 @@ print(f"  {mode}: {total} graded, {good} fit memory, {wall:.1f} s wall, {cpu:.1f
 print(f"calculon-{mode} {total} {cpu:.2f} {total / cpu:.1f}")
 EOF
     done
+    run_trainplan "-after"
 fi
-
-# trainplan: "trainplan decided N configurations, graded M, in S CPU-s: R decided/CPU-s, ..."
-echo "trainplan: cargo bench --bench calculon -- $gpus $batch"
-(cd "$repo" && cargo bench --bench calculon -- "$gpus" "$batch") | tee "$tmp/trainplan.log"
-python3 - "$tmp/trainplan.log" >>"$results" <<'EOF'
-import re, sys
-text = open(sys.argv[1]).read().replace(",", "")
-m = re.search(r"trainplan decided (\d+) configurations graded (\d+) in ([\d.e+-]+) CPU-s:"
-              r" ([\d.e+-]+) decided/CPU-s ([\d.e+-]+) graded/CPU-s", text)
-if not m:
-    sys.exit("no 'trainplan decided ...' line in the bench output")
-decided, graded, cpu, rate, graded_rate = m.groups()
-print(f"trainplan-decided {decided} {cpu} {rate}")
-print(f"trainplan-graded {graded} {cpu} {graded_rate}")
-EOF
 
 echo
 python3 - "$results" <<'EOF'
@@ -115,7 +125,6 @@ for name, n, cpu, rate in rows:
     print(f"{name:20} {int(n):>14,} {float(cpu):>10.4g} {float(rate):>12,.1f}")
 rate = {name: float(r) for name, _, _, r in rows}
 for c in (k for k in rate if k.startswith("calculon-")):
-    for t in ("trainplan-decided", "trainplan-graded"):
-        if t in rate:
-            print(f"{t} / {c}: {rate[t] / rate[c]:,.1f}x")
+    for t in (k for k in rate if k.startswith("trainplan-")):
+        print(f"{t} / {c}: {rate[t] / rate[c]:,.1f}x")
 EOF

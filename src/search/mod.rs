@@ -1252,11 +1252,35 @@ fn pace_order(a: &Config, b: &Config) -> std::cmp::Ordering {
 
 /// The places of `configs` in [`pace_order`], found without moving them: the sort moves
 /// small integer keys (each f64 in `f64::total_cmp`'s order: pace, the runnable key, memory),
-/// with the whole order on ties.
+/// with the whole order on ties. Under the detailed time model, paces rarely tie: the keys
+/// are the pace and the place alone, in one integer, with the whole order on a tie of pace.
 fn pace_order_of(configs: &[Config]) -> Vec<u32> {
     fn ordered(x: f64) -> u64 {
         let bits = x.to_bits() as i64;
         ((bits ^ ((((bits >> 63) as u64) >> 1) as i64)) as u64) ^ (1 << 63)
+    }
+    if configs.iter().all(|c| matches!(c.pace, Pace::PerToken(_))) {
+        let mut keys: Vec<u128> = configs
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (u128::from(ordered(c.pace.key())) << 32) | i as u128)
+            .collect();
+        keys.sort_unstable();
+        let place = |k: u128| (k as u32) as usize;
+        let mut start = 0;
+        while start < keys.len() {
+            let pace = keys[start] >> 32;
+            let run = keys[start..]
+                .iter()
+                .take_while(|&&k| k >> 32 == pace)
+                .count();
+            if run > 1 {
+                keys[start..start + run]
+                    .sort_unstable_by(|&a, &b| pace_order(&configs[place(a)], &configs[place(b)]));
+            }
+            start += run;
+        }
+        return keys.iter().map(|&k| k as u32).collect();
     }
     let mut keys: Vec<(u64, u64, u64, u32)> = configs
         .iter()
