@@ -30,8 +30,7 @@ use crate::model::{
 use crate::report::export::Format;
 use crate::search::rank::{Distinct, Rank};
 use crate::search::{
-    searchable_overlap, MemorySpace, ParallelSpace, SearchOptions, TokenGrid,
-    DEFAULT_MICRO_BATCHES, DEFAULT_RECOMPUTE,
+    MemorySpace, ParallelSpace, SearchOptions, TokenGrid, DEFAULT_MICRO_BATCHES, DEFAULT_RECOMPUTE,
 };
 use itertools::iproduct;
 
@@ -1336,14 +1335,14 @@ impl SearchStepArgs {
         }
         let recompute: Vec<Recompute> = self.recompute.iter().map(|r| r.mode()).collect();
         let overlaps = if self.tp_comm_overlap.is_empty() {
-            if stack.settings().tp_overlap > 0.0 {
+            if stack.overlaps_tp() {
                 vec![false, true]
             } else {
                 vec![false]
             }
         } else {
             if self.tp_comm_overlap.contains(&OnOff::On) {
-                searchable_overlap(stack)?;
+                stack.tp_overlap_allowed()?;
             }
             self.tp_comm_overlap
                 .iter()

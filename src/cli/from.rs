@@ -412,7 +412,7 @@ pub fn apply(d: &mut DesignArgs, mut f: FromFile, path: &str) -> Result<Vec<Stri
         // A stack whose options the file's are, and which overlaps TP communication where
         // the file does.
         let matches = |stack: Stack| -> bool {
-            (!detailed.step.tp_comm_overlap || stack.settings().tp_overlap > 0.0)
+            (!detailed.step.tp_comm_overlap || stack.overlaps_tp())
                 && megatron_stack_options(&shape, tokens, layout, detailed.step, stack)
                     .is_ok_and(|o| o == wanted)
         };

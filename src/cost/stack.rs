@@ -245,6 +245,24 @@ impl Stack {
         }
     }
 
+    /// Whether the stack overlaps TP communication with the GEMMs ([`Settings::tp_overlap`]
+    /// above 0), so that a step may ask for it (`--tp-comm-overlap on`).
+    pub fn overlaps_tp(self) -> bool {
+        self.settings().tp_overlap > 0.0
+    }
+
+    /// [`Stack::overlaps_tp`], or the error that refuses a step's TP overlap on this stack.
+    pub fn tp_overlap_allowed(self) -> Result<()> {
+        if self.overlaps_tp() {
+            return Ok(());
+        }
+        Err(Error::invalid(
+            "--tp-comm-overlap",
+            "on",
+            format!("off: the {self} stack has no TP-communication overlap"),
+        ))
+    }
+
     /// What the stack sets.
     pub fn settings(self) -> Settings {
         let base = Settings {

@@ -338,7 +338,7 @@ impl Step {
     /// overlap ([`crate::cost::stack::Settings::tp_overlap`] above 0, as Megatron-core's and
     /// NeMo's recipes turn it on) and the step runs sequence parallelism, which it needs.
     pub fn stack_overlap(stack: Stack, sequence_parallel: bool) -> bool {
-        sequence_parallel && stack.settings().tp_overlap > 0.0
+        sequence_parallel && stack.overlaps_tp()
     }
 
     /// This step under 1F1B: what its every schedule shares (the key of the parts of memory

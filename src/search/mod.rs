@@ -440,19 +440,6 @@ fn local_batch_divisors(local: u64) -> impl Iterator<Item = u64> {
         .dedup()
 }
 
-/// Refuses, by name and once, TP-communication overlap under a stack that has none
-/// (`--tp-comm-overlap on`).
-pub fn searchable_overlap(stack: Stack) -> Result<()> {
-    if stack.settings().tp_overlap > 0.0 {
-        return Ok(());
-    }
-    Err(Error::invalid(
-        "--tp-comm-overlap",
-        "on",
-        format!("off: the {stack} stack has no TP-communication overlap"),
-    ))
-}
-
 /// Refuses, by name and once, a precision the GPU or the stack cannot train in, before a
 /// search over it starts (`--precisions`, a workshop search's `precisions`).
 pub fn searchable_precision(brief: &Brief, stack: Stack, precision: Precision) -> Result<()> {
@@ -523,7 +510,7 @@ impl MemorySpace {
     /// interleaves) every interleaving depth, at the brief's sequence, each layout at the
     /// global batch nearest the brief's target.
     pub fn detailed_defaults(brief: &Brief, options: Options) -> Self {
-        let overlaps = options.stack.settings().tp_overlap > 0.0;
+        let overlaps = options.stack.overlaps_tp();
         let mut steps: Vec<Step> = iproduct!(
             DEFAULT_MICRO_BATCHES,
             DEFAULT_RECOMPUTE,
@@ -845,6 +832,10 @@ struct Shared {
     slots: Vec<Slot>,
     /// Each step's slot, by its place in the layout's steps.
     slot_of: Vec<u32>,
+    /// Whether each step, by its place, overlaps TP communication right after the same step
+    /// without the overlap, on a stack that has it (so the two are valid together and need the
+    /// same memory: the memory model does not read the overlap).
+    overlaps_the_step_before: Vec<bool>,
     /// How many slots the steps have.
     count: usize,
     /// The slots of the run of steps being assigned, by their step under 1F1B.
@@ -856,10 +847,12 @@ impl Shared {
     /// equal in micro-batch, sequence, recomputation and sequence parallelism, each run's
     /// 1F1B steps first (the schedule follows those in a step's order): a step's 1F1B sibling
     /// is looked for in its run only (in steps in another order, a step would get a slot of
-    /// its own, the same work twice, never a wrong one).
-    fn assign(&mut self, steps: &[Step]) {
+    /// its own, the same work twice, never a wrong one). `overlappable`: whether the stack
+    /// overlaps TP communication.
+    fn assign(&mut self, steps: &[Step], overlappable: bool) {
         self.slot_of.clear();
         self.run.clear();
+        self.overlaps_the_step_before.clear();
         self.count = 0;
         let run_of = |s: &Step| (s.micro_batch, s.seq_len, s.recompute, s.sequence_parallel);
         for (i, s) in steps.iter().enumerate() {
@@ -877,6 +870,17 @@ impl Shared {
                 }
             };
             self.slot_of.push(slot);
+            self.overlaps_the_step_before.push(
+                overlappable
+                    && s.tp_comm_overlap
+                    && s.sequence_parallel
+                    && i > 0
+                    && steps[i - 1]
+                        == Step {
+                            tp_comm_overlap: false,
+                            ..*s
+                        },
+            );
         }
     }
 
@@ -959,9 +963,10 @@ fn no_lighter(s: &Step, w: &Step) -> bool {
 #[derive(Default)]
 struct OverCap {
     steps: Vec<Step>,
-    /// The step looked up last (its schedule 1F1B), whether one over the cap is no heavier
-    /// ([`no_lighter`]), and then its micro-batches, where it has them.
-    last: Option<(Step, bool, Option<u64>)>,
+    /// The slot of the step looked up last (its step under 1F1B: [`Shared`]), whether one
+    /// over the cap is no heavier ([`no_lighter`], which does not read the schedule), and then
+    /// its micro-batches, where it has them.
+    last: Option<(u32, bool, Option<u64>)>,
 }
 
 impl OverCap {
@@ -976,24 +981,24 @@ impl OverCap {
         self.last = None;
     }
 
-    /// `Some` where a 1F1B step over the cap decides `d`'s step over it unweighed: `Ok(None)`
-    /// where the step is valid, or why it is not (the rules `peak_bytes` checks, in its
-    /// order); `None` where the step must be weighed.
+    /// `Some` where a 1F1B step over the cap decides `d`'s step (of slot `slot`) over it
+    /// unweighed: `Ok(None)` where the step is valid, or why it is not (the rules `peak_bytes`
+    /// checks, in its order); `None` where the step must be weighed.
     fn decide(
         &mut self,
         d: &Detailed,
+        slot: u32,
         layout: &Layout,
         kinds: &StageKinds,
     ) -> Option<Result<Option<f64>>> {
-        let key = d.step.unscheduled();
         let (over, m) = match self.last {
-            Some((k, over, m)) if k == key => (over, m),
+            Some((s, over, m)) if s == slot => (over, m),
             _ => {
-                let over = self.steps.iter().any(|w| no_lighter(&key, w));
+                let over = self.steps.iter().any(|w| no_lighter(&d.step, w));
                 let m = over
                     .then(|| d.unscheduled_pipeline_in(layout, kinds).ok())
                     .flatten();
-                self.last = Some((key, over, m));
+                self.last = Some((slot, over, m));
                 (over, m)
             }
         };
@@ -1054,7 +1059,7 @@ fn weighed_configurations(
     };
     // Whether the stack overlaps TP communication (a step may then ask for it).
     let overlappable = match space {
-        MemorySpace::Detailed { options, .. } => options.stack.settings().tp_overlap > 0.0,
+        MemorySpace::Detailed { options, .. } => options.stack.overlaps_tp(),
         MemorySpace::Plate => false,
     };
     // The degrees (TP, CP, PP, DP) whose steps and stage kinds the buffers hold.
@@ -1080,7 +1085,7 @@ fn weighed_configurations(
                     })
                 }));
                 kinds = stage_kinds(shape, &layout, options.stages).ok();
-                shared.assign(&steps);
+                shared.assign(&steps, overlappable);
                 steps_of = Some(degrees);
             }
             shared.empty();
@@ -1089,31 +1094,22 @@ fn weighed_configurations(
             MemorySpace::Detailed { .. } => &detailed,
             MemorySpace::Plate => &plate_models,
         };
-        // The place of the step weighed last and what it gave, when that was no error.
-        let mut last: Option<(usize, Option<f64>)> = None;
+        // What the step before gave, when that was no error.
+        let mut last: Option<Option<f64>> = None;
         for (place, model) in models.iter().enumerate() {
             let weighed = match model {
                 MemoryModel::Detailed(d) => {
-                    // A step overlapping TP communication needs the memory of the same step
-                    // without the overlap (the memory model does not read it), which comes
-                    // right before it (the overlap is last in a step's order); where the stack
-                    // has the overlap and the step sequence parallelism, the overlap's rules
-                    // hold too, so the two are valid together. Over the cap, it is decided
-                    // unweighed: no lighter than the sibling, which comes first in the step
-                    // order and so stays the lightest on a tie.
-                    let sibling = last.filter(|&(at, _)| {
-                        overlappable
-                            && d.step.tp_comm_overlap
-                            && d.step.sequence_parallel
-                            && steps[at]
-                                == Step {
-                                    tp_comm_overlap: false,
-                                    ..d.step
-                                }
-                    });
+                    // A step overlapping TP communication right after the same step without the
+                    // overlap (the overlap is last in a step's order) needs its memory
+                    // ([`Shared::assign`]). Over the cap, it is decided unweighed: no lighter
+                    // than the sibling, which comes first in the step order and so stays the
+                    // lightest on a tie.
+                    let sibling = last.filter(|_| shared.overlaps_the_step_before[place]);
                     let decided = match sibling {
-                        Some((_, weighed)) => Some(Ok(weighed.filter(|&b| memory_fits(brief, b)))),
-                        None => kinds.as_ref().and_then(|k| over.decide(d, &layout, k)),
+                        Some(weighed) => Some(Ok(weighed.filter(|&b| memory_fits(brief, b)))),
+                        None => kinds
+                            .as_ref()
+                            .and_then(|k| over.decide(d, shared.slot_of[place], &layout, k)),
                     };
                     let weighed = match decided {
                         Some(decided) => decided,
@@ -1132,7 +1128,7 @@ fn weighed_configurations(
                             bytes
                         }
                     };
-                    last = weighed.as_ref().ok().map(|&w| (place, w));
+                    last = weighed.as_ref().ok().copied();
                     weighed
                 }
                 MemoryModel::Plate => model
@@ -1266,20 +1262,7 @@ fn pace_order_of(configs: &[Config]) -> Vec<u32> {
             .map(|(i, c)| (u128::from(ordered(c.pace.key())) << 32) | i as u128)
             .collect();
         keys.sort_unstable();
-        let place = |k: u128| (k as u32) as usize;
-        let mut start = 0;
-        while start < keys.len() {
-            let pace = keys[start] >> 32;
-            let run = keys[start..]
-                .iter()
-                .take_while(|&&k| k >> 32 == pace)
-                .count();
-            if run > 1 {
-                keys[start..start + run]
-                    .sort_unstable_by(|&a, &b| pace_order(&configs[place(a)], &configs[place(b)]));
-            }
-            start += run;
-        }
+        order_ties(&mut keys, configs, |a, b| a >> 32 == b >> 32, |&k| k as u32);
         return keys.iter().map(|&k| k as u32).collect();
     }
     let mut keys: Vec<(u64, u64, u64, u32)> = configs
@@ -1292,21 +1275,37 @@ fn pace_order_of(configs: &[Config]) -> Vec<u32> {
         })
         .collect();
     keys.sort_unstable();
-    // Keys equal but for the place, in pace_order (rare: the same pace and memory).
+    // Keys equal but for the place (rare: the same pace and memory).
+    order_ties(
+        &mut keys,
+        configs,
+        |a, b| (a.0, a.1, a.2) == (b.0, b.1, b.2),
+        |k| k.3,
+    );
+    keys.iter().map(|k| k.3).collect()
+}
+
+/// Puts each run of sorted `keys` that `same` holds equal into [`pace_order`] (`place`: the
+/// key's configuration's place in `configs`).
+fn order_ties<K>(
+    keys: &mut [K],
+    configs: &[Config],
+    same: impl Fn(&K, &K) -> bool,
+    place: impl Fn(&K) -> u32,
+) {
     let mut start = 0;
     while start < keys.len() {
         let run = keys[start..]
             .iter()
-            .take_while(|k| (k.0, k.1, k.2) == (keys[start].0, keys[start].1, keys[start].2))
+            .take_while(|k| same(k, &keys[start]))
             .count();
         if run > 1 {
             keys[start..start + run].sort_unstable_by(|a, b| {
-                pace_order(&configs[a.3 as usize], &configs[b.3 as usize])
+                pace_order(&configs[place(a) as usize], &configs[place(b) as usize])
             });
         }
         start += run;
     }
-    keys.iter().map(|k| k.3).collect()
 }
 
 /// The order under the memory ranking: less memory, then fewer days, then the rest.

@@ -264,12 +264,8 @@ impl Detailed {
                 format!("1: the {stack} stack has no context parallelism"),
             ));
         }
-        if self.step.tp_comm_overlap && settings.tp_overlap == 0.0 {
-            return Err(Error::invalid(
-                "--tp-comm-overlap",
-                "on",
-                format!("off: the {stack} stack has no TP-communication overlap"),
-            ));
+        if self.step.tp_comm_overlap {
+            stack.tp_overlap_allowed()?;
         }
         let precision = self.step.precision;
         if !settings.trains(precision) {
