@@ -383,7 +383,8 @@ proptest! {
         by_shape in any::<bool>(),
     ) {
         // Brute force: every passing plan ranked, then the first of each choice kept — a
-        // shape, or a shape's layout and step (interleaving depths one step), — then the top K.
+        // shape, or a shape's layout and step (interleaving depths one step), — then the top K;
+        // the search keeps of a step's slower depths only their paces.
         let distinct = if by_shape { Distinct::Shape } else { Distinct::Layout };
         let options = SearchOptions {
             grid,
@@ -397,6 +398,8 @@ proptest! {
         };
         let report = search(&brief, &shapes, &options, &Silent);
         let all = run(&brief, &shapes, grid, rank, None, &space, &time).plans;
+        // Every passing plan is counted, the depths that can be no choice's best included.
+        prop_assert_eq!(report.passing as usize, all.len());
         let key = |p: &Plan| {
             let shape = (p.model.clone(), p.params);
             if by_shape {

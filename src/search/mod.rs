@@ -398,34 +398,40 @@ impl MemorySpace {
         // Every step 1F1B: each run of steps equal but for TP overlap, precision and batch,
         // followed by its depths in order, is the order sorting them all gives (the schedule
         // comes before the overlap, the precision and the batch in a step's order), with
-        // nothing to deduplicate. Written
-        // after the 1F1B steps, which are then dropped.
+        // nothing to deduplicate. The 1F1B steps move to `extra` (no longer needed) and are
+        // written back run by run, each followed by its depths.
+        std::mem::swap(all, extra);
+        all.clear();
         let mut start = 0;
         while start < n {
             let same = |s: &Step, t: &Step| {
                 (s.micro_batch, s.seq_len, s.recompute, s.sequence_parallel)
                     == (t.micro_batch, t.seq_len, t.recompute, t.sequence_parallel)
             };
-            let end = start
-                + all[start..n]
-                    .iter()
-                    .take_while(|s| same(s, &all[start]))
-                    .count();
-            all.extend_from_within(start..end);
-            for v in 2..=deepest {
-                for i in start..end {
-                    let s = all[i];
-                    if interleaves(&s) {
-                        all.push(Step {
+            let run = &extra[start..n];
+            let end = start + run.iter().take_while(|s| same(s, &run[0])).count();
+            let run = &extra[start..end];
+            all.extend_from_slice(run);
+            if deepest >= 2 {
+                // The run's steps that interleave, at depth 2, then each deeper depth in turn.
+                let first = all.len();
+                all.extend(run.iter().filter(|s| interleaves(s)).map(|s| Step {
+                    schedule: Schedule::Interleaved(2),
+                    ..*s
+                }));
+                let width = all.len() - first;
+                for v in 3..=deepest {
+                    for i in first..first + width {
+                        let s = Step {
                             schedule: Schedule::Interleaved(v),
-                            ..s
-                        });
+                            ..all[i]
+                        };
+                        all.push(s);
                     }
                 }
             }
             start = end;
         }
-        all.drain(..n);
     }
 }
 
@@ -664,6 +670,9 @@ fn for_each_configuration(
 struct Weighed {
     /// The configurations that fit in memory and were kept.
     fitting: Vec<Config>,
+    /// The days a token of the kept configurations left out of `fitting` as slower depths
+    /// ([`slower_than`]), when asked for.
+    slower: Vec<f64>,
     /// The fastest configuration that fits ([`pace_order`]'s first).
     fastest: Option<Config>,
     /// How many valid configurations were weighed in full (the rest decided by a bound).
@@ -739,9 +748,10 @@ impl Tallies {
 
     /// Counts a valid configuration that does not fit and is no lighter than one counted
     /// before it with the same CP degree and precision (its lightest stands).
-    fn count_heavier(&mut self, layout: &Layout, model: &MemoryModel) {
+    /// `n` such configurations of the same precision.
+    fn count_heavier(&mut self, layout: &Layout, model: &MemoryModel, n: u64) {
         for tally in self.of(layout, model) {
-            tally.configurations += 1;
+            tally.configurations += n;
         }
     }
 
@@ -806,6 +816,11 @@ impl Tallies {
 struct Slot {
     stages: Option<Option<StagePeaks>>,
     time: Option<Option<Unscheduled>>,
+    /// Whether the slot's interleaved steps were decided over the cap, all at once, when its
+    /// 1F1B step was found over it ([`Shared::depths`]).
+    over: bool,
+    /// The fewest days a token among the slot's interleaved steps kept so far (+∞ for none).
+    fastest_depth: f64,
 }
 
 impl Slot {
@@ -824,6 +839,16 @@ impl Slot {
     }
 }
 
+/// A slot's interleaved steps that come after its 1F1B step in a layout's steps: how many, and
+/// the deepest interleaving among them.
+#[derive(Debug, Clone, Copy, Default)]
+struct Depths {
+    count: u64,
+    deepest: u32,
+    /// Whether the slot's 1F1B step has come (its interleaved steps are counted from then).
+    after_1f1b: bool,
+}
+
 /// The slots of one layout's steps, and which slot each step has: worked out once for the
 /// layouts that share their degrees (their steps are the same), the slots emptied for each
 /// layout; kept between layouts so a search allocates per shape, not per configuration.
@@ -838,6 +863,8 @@ struct Shared {
     overlaps_the_step_before: Vec<bool>,
     /// How many slots the steps have.
     count: usize,
+    /// Each slot's interleaved steps after its 1F1B step ([`Depths`]).
+    depths: Vec<Depths>,
     /// The slots of the run of steps being assigned, by their step under 1F1B.
     run: Vec<(Step, u32)>,
 }
@@ -853,6 +880,7 @@ impl Shared {
         self.slot_of.clear();
         self.run.clear();
         self.overlaps_the_step_before.clear();
+        self.depths.clear();
         self.count = 0;
         let run_of = |s: &Step| (s.micro_batch, s.seq_len, s.recompute, s.sequence_parallel);
         for (i, s) in steps.iter().enumerate() {
@@ -866,10 +894,20 @@ impl Shared {
                     let slot = self.count as u32;
                     self.count += 1;
                     self.run.push((key, slot));
+                    self.depths.push(Depths::default());
                     slot
                 }
             };
             self.slot_of.push(slot);
+            let depths = &mut self.depths[slot as usize];
+            match s.schedule {
+                Schedule::OneFOneB => depths.after_1f1b = true,
+                Schedule::Interleaved(v) if depths.after_1f1b => {
+                    depths.count += 1;
+                    depths.deepest = depths.deepest.max(v);
+                }
+                Schedule::Interleaved(_) => {}
+            }
             self.overlaps_the_step_before.push(
                 overlappable
                     && s.tp_comm_overlap
@@ -890,6 +928,8 @@ impl Shared {
         self.slots.resize_with(self.count, || Slot {
             stages: None,
             time: None,
+            over: false,
+            fastest_depth: f64::INFINITY,
         });
     }
 
@@ -958,6 +998,41 @@ fn no_lighter(s: &Step, w: &Step) -> bool {
         && s.global_batch_tokens >= w.global_batch_tokens
 }
 
+/// Whether a configuration of `days_per_token` is slower, at every token count, than one of
+/// `fastest` of the same layout and step but its interleaving depth, so that it can be no
+/// distinct choice's best, nor the shape's, nor on the front: only the passing count needs it.
+/// Both take `t·k` days for `t` tokens (rounded to the nearest double, relative error at most
+/// `u = 2⁻⁵³`); `k` above `f·(1 + 2⁻⁵⁰)` as computed (at least `f·(1 + 2⁻⁵¹)`) gives
+/// `fl(t·k) ≥ t·k·(1 − u) > t·f·(1 + u) ≥ fl(t·f)`, so the
+/// slower one takes strictly more days (and no less cost) at each count: its window lies in
+/// the faster one's (the same loss, fewer days), and there the faster one ranks first under
+/// loss, days and cost alike, before any tie-break. Under `--distinct layout` and `shape` both
+/// are one choice ([`Distinct::key_of`]: every depth counts as one step).
+fn slower_than(days_per_token: f64, fastest: f64) -> bool {
+    fastest > 0.0 && days_per_token > fastest * (1.0 + 4.0 * f64::EPSILON)
+}
+
+/// Whether every interleaved step of the 1F1B step `d` (found over the cap in `layout`, whose
+/// stages are `kinds`), to `deepest` chunks, is valid and so decided over the cap with it:
+/// each holds no fewer activations ([`no_lighter`]) and comes after it in the step order, so
+/// none is the lightest. The rules an interleaved step adds to its 1F1B step's (the stack has
+/// the schedule; the micro-batches a multiple of the stages; as many chunks as every stage has
+/// room for) refuse a deeper interleaving wherever they refuse a shallower one, so the
+/// deepest standing stands for all; where it does not, each step is weighed on its own.
+fn decide_depths(d: &Detailed, deepest: u32, layout: &Layout, kinds: &StageKinds) -> bool {
+    let deep = Detailed {
+        step: Step {
+            schedule: Schedule::Interleaved(deepest),
+            ..d.step
+        },
+        ..*d
+    };
+    deep.schedule_allowed().is_ok()
+        && d.unscheduled_pipeline_in(layout, kinds)
+            .and_then(|m| deep.step.interleaving_allowed_in(layout, kinds, m))
+            .is_ok()
+}
+
 /// The 1F1B steps of one layout found over the cap, and what the last step looked up among
 /// them gave: a step's schedules come one after another, so each step is looked up once.
 #[derive(Default)]
@@ -1024,13 +1099,20 @@ impl OverCap {
 /// stage, the first stage's `p − i + (p − 1)/v ≥ p − i` micro-batches ([`Step::in_flight`]);
 /// and every larger micro-batch of it) is decided over the cap unweighed ([`OverCap`]): counted,
 /// and never the lightest, since that 1F1B step is no heavier and comes first in the step order
-/// (the micro-batch, then the schedule, then the batch), so it was weighed before.
+/// (the micro-batch, then the schedule, then the batch), so it was weighed before. A 1F1B
+/// step's own interleaved steps are decided with it, all at once ([`decide_depths`]), and
+/// passed over where they come.
+///
+/// With `depths_by_pace` (a search whose choices count every depth of a step as one), a kept
+/// interleaved configuration slower than another depth of its layout and step
+/// ([`slower_than`]) leaves `fitting` for `slower`, its days a token alone.
 fn weighed_configurations(
     brief: &Brief,
     shape: &Shape,
     space: &MemorySpace,
     time: &TimeModel,
     keep: &dyn Fn(&Config) -> bool,
+    depths_by_pace: bool,
     mut fitting: Vec<Config>,
 ) -> Weighed {
     let machine = brief.machine();
@@ -1065,10 +1147,15 @@ fn weighed_configurations(
     // The degrees (TP, CP, PP, DP) whose steps and stage kinds the buffers hold.
     let mut steps_of = None;
     let mut kinds = None;
+    // The days a token of the kept slower depths, and the layout's kept interleaved
+    // configurations (their places in `fitting`, and their slots).
+    let (mut slower, mut depths_kept) = (Vec::new(), Vec::<(u32, u32)>::new());
     // Their steps as memory models, each configuration's own.
     let mut detailed: Vec<MemoryModel> = Vec::new();
     for layout in space.layouts(brief, shape) {
         over.clear();
+        let layout_start = fitting.len();
+        depths_kept.clear();
         // The layout's steps and its stage kinds (`None`: the split refuses the layout, and
         // each step is graded the whole way for its error) depend on its degrees alone, not
         // on its ZeRO stage or replicas: worked out once for the layouts that share them,
@@ -1099,6 +1186,12 @@ fn weighed_configurations(
         for (place, model) in models.iter().enumerate() {
             let weighed = match model {
                 MemoryModel::Detailed(d) => {
+                    // An interleaved step whose 1F1B step was found over the cap was counted
+                    // with it ([`decide_depths`]).
+                    if d.step.schedule != Schedule::OneFOneB && shared.slot(place).over {
+                        last = Some(None);
+                        continue;
+                    }
                     // A step overlapping TP communication right after the same step without the
                     // overlap (the overlap is last in a step's order) needs its memory
                     // ([`Shared::assign`]). Over the cap, it is decided unweighed: no lighter
@@ -1129,6 +1222,17 @@ fn weighed_configurations(
                         }
                     };
                     last = weighed.as_ref().ok().copied();
+                    let over_cap = last.is_some_and(|b| b.is_none_or(|b| !memory_fits(brief, b)));
+                    if over_cap && d.step.schedule == Schedule::OneFOneB {
+                        let depths = shared.depths[shared.slot_of[place] as usize];
+                        if let (true, Some(k)) = (depths.count > 0, kinds.as_ref()) {
+                            if decide_depths(d, depths.deepest, &layout, k) {
+                                shared.slot(place).over = true;
+                                all += depths.count;
+                                tallies.count_heavier(&layout, model, depths.count);
+                            }
+                        }
+                    }
                     weighed
                 }
                 MemoryModel::Plate => model
@@ -1140,7 +1244,7 @@ fn weighed_configurations(
                 Ok(None) => {
                     // Decided over the cap by a 1F1B step's peak ([`OverCap`]).
                     all += 1;
-                    tallies.count_heavier(&layout, model);
+                    tallies.count_heavier(&layout, model, 1);
                     continue;
                 }
                 Err(e) => {
@@ -1193,9 +1297,39 @@ fn weighed_configurations(
                 fit += 1;
                 quicken(&mut fastest, &c);
                 if keep(&c) {
+                    if let (true, Some(Schedule::Interleaved(_))) =
+                        (depths_by_pace, c.model.step().map(|s| s.schedule))
+                    {
+                        let slot = shared.slot_of[place];
+                        let fastest = &mut shared.slots[slot as usize].fastest_depth;
+                        *fastest = fastest.min(c.pace.key());
+                        depths_kept.push((fitting.len() as u32, slot));
+                    }
                     fitting.push(c);
                 }
             }
+        }
+        // Each kept interleaved configuration slower than the fastest depth of its step: its
+        // days a token only, for the passing count.
+        if !depths_kept.is_empty() {
+            let mut kept = layout_start;
+            let mut depths = depths_kept.iter().peekable();
+            for i in layout_start..fitting.len() {
+                let c = fitting[i];
+                let slower_depth =
+                    depths
+                        .next_if(|&&(j, _)| j as usize == i)
+                        .is_some_and(|&(_, slot)| {
+                            slower_than(c.pace.key(), shared.slots[slot as usize].fastest_depth)
+                        });
+                if slower_depth {
+                    slower.push(c.pace.key());
+                } else {
+                    fitting[kept] = c;
+                    kept += 1;
+                }
+            }
+            fitting.truncate(kept);
         }
         // The steps the batch rule turned away, after the others (as `steps_for` lists them),
         // each rule's message written once.
@@ -1213,6 +1347,7 @@ fn weighed_configurations(
         });
         return Weighed {
             fitting,
+            slower,
             fastest: None,
             all,
             graded: all,
@@ -1224,6 +1359,7 @@ fn weighed_configurations(
     }
     Weighed {
         fitting,
+        slower,
         fastest,
         unfit: None,
         all,
@@ -1376,6 +1512,10 @@ struct Fitting {
     /// Their places in [`pace_order`], fastest first ([`Fitting::by_pace`]).
     order: Vec<u32>,
     by_memory: Vec<Config>,
+    /// The days a token of the kept configurations left out of `configs` as slower than
+    /// another depth of their layout and step ([`slower_than`]), fewest first: they count
+    /// among the passing plans and can be nothing else.
+    slower: Vec<f64>,
     all: u64,
     /// Of `all`, how many were weighed in full (the rest decided by a bound).
     graded: u64,
@@ -1957,7 +2097,7 @@ fn shape_configurations(
 ) -> (Vec<ShapeVerdict>, Vec<Fitting>) {
     shapes
         .par_iter()
-        .map(|shape| shape_configuration(brief, shape, options, Vec::new()))
+        .map(|shape| shape_configuration(brief, shape, options, false, Vec::new()))
         .unzip()
 }
 
@@ -1967,6 +2107,7 @@ fn shape_configuration(
     brief: &Brief,
     shape: &Shape,
     options: &SearchOptions,
+    depths_by_pace: bool,
     buffer: Vec<Config>,
 ) -> (ShapeVerdict, Fitting) {
     // A configuration too slow to train the tokens the loss needs within the days
@@ -1977,8 +2118,15 @@ fn shape_configuration(
     let keep = |c: &Config| {
         needed.is_some_and(|lo| within_time_and_cost(brief, c.pace.run_days(brief, params, lo)))
     };
-    let mut weighed =
-        weighed_configurations(brief, shape, &options.memory, &options.time, &keep, buffer);
+    let mut weighed = weighed_configurations(
+        brief,
+        shape,
+        &options.memory,
+        &options.time,
+        &keep,
+        depths_by_pace,
+        buffer,
+    );
     let mut configs = std::mem::take(&mut weighed.fitting);
     let fastest = weighed.fastest;
     if let (true, Some(f)) = (configs.is_empty(), fastest) {
@@ -2008,12 +2156,16 @@ fn shape_configuration(
     };
     by_memory.sort_by(memory_order);
     let (all, graded) = (weighed.all, weighed.graded);
+    // Slower than a positive pace, so positive, where a double's bits order as its value.
+    let mut slower = std::mem::take(&mut weighed.slower);
+    slower.sort_unstable_by_key(|k| k.to_bits());
     (
         verdict,
         Fitting {
             configs,
             order,
             by_memory,
+            slower,
             all,
             graded,
         },
@@ -2162,7 +2314,11 @@ fn walk_grid(
         found
             .front
             .insert(candidate(&fit.configs[fit.order[0] as usize]));
-        found.passing += passing as u64;
+        // The slower depths pass where their days do, `t·k` as `Pace::days` reckons them.
+        let slower = fit
+            .slower
+            .partition_point(|&k| within_time_and_cost(brief, tokens as f64 * k));
+        found.passing += (passing + slower) as u64;
     }
 }
 
@@ -2204,7 +2360,9 @@ fn search_streaming(
                 return acc;
             }
             let buffer = std::mem::take(&mut acc.buffer);
-            let (verdict, fit) = shape_configuration(brief, shape, options, buffer);
+            // Only the plans of the top list are of every depth (`--distinct plan`).
+            let depths_by_pace = options.distinct != Distinct::Plan;
+            let (verdict, fit) = shape_configuration(brief, shape, options, depths_by_pace, buffer);
             acc.evaluated = acc
                 .evaluated
                 .saturating_add(fit.all.saturating_mul(grid.len()));
@@ -2843,6 +3001,32 @@ mod weighed_tests {
     }
 
     #[test]
+    fn a_slower_depth_takes_more_days_at_every_token_count() {
+        // The least pace `slower_than` calls slower, found bit by bit, against token counts
+        // from one to the largest a double holds exactly and beyond.
+        for fastest in [1.0e-12, 3.7e-10, 1.0 / 3.0, 8.9e-9, 1.0] {
+            let mut k = fastest;
+            while !slower_than(k, fastest) {
+                k = f64::from_bits(k.to_bits() + 1);
+            }
+            assert!(k.to_bits() - fastest.to_bits() <= 64, "{fastest}");
+            for t in [
+                1u64,
+                3,
+                1_000_000_007,
+                15_000_000_000_000,
+                (1 << 53) - 1,
+                u64::MAX,
+            ] {
+                let t = t as f64;
+                assert!(t * k > t * fastest, "{fastest} at {t}");
+            }
+        }
+        assert!(!slower_than(1.0, 1.0));
+        assert!(!slower_than(2.0, 0.0), "only slower than a positive pace");
+    }
+
+    #[test]
     fn sorting_by_integer_keys_gives_the_pace_order() {
         // Every configuration of 70B, then the same with paces and memory made to tie in
         // threes (the runs the whole order breaks), and with a negative zero and infinities.
@@ -2877,7 +3061,7 @@ mod weighed_tests {
             let shape = crate::model::preset(name).unwrap();
             let (all, excluded) = configurations_counted(&brief, &shape, &space, &time);
             let weighed =
-                weighed_configurations(&brief, &shape, &space, &time, &|_| true, Vec::new());
+                weighed_configurations(&brief, &shape, &space, &time, &|_| true, false, Vec::new());
             let fits: Vec<Config> = all
                 .iter()
                 .filter(|c| memory_fits(&brief, c.bytes))
@@ -2914,7 +3098,8 @@ mod weighed_tests {
         let brief = Brief::default();
         let (space, time) = cp_and_fp8(&brief);
         let shape = crate::model::preset("70b").unwrap();
-        let weighed = weighed_configurations(&brief, &shape, &space, &time, &|_| true, Vec::new());
+        let weighed =
+            weighed_configurations(&brief, &shape, &space, &time, &|_| true, false, Vec::new());
         let facets = weighed.tallies.facets(&brief, &shape);
         let named: Vec<(&str, &str)> = facets
             .iter()
@@ -2980,9 +3165,10 @@ mod weighed_tests {
         let space = MemorySpace::detailed_defaults(&brief, options);
         let time = TimeModel::Detailed(TimeOptions::for_stack(Stack::MegatronTe));
         let shape = crate::model::preset("405b").unwrap();
-        let facets = weighed_configurations(&brief, &shape, &space, &time, &|_| true, Vec::new())
-            .tallies
-            .facets(&brief, &shape);
+        let facets =
+            weighed_configurations(&brief, &shape, &space, &time, &|_| true, false, Vec::new())
+                .tallies
+                .facets(&brief, &shape);
         let cp = |v: &str| facets.iter().find(|f| f.dimension == "cp" && f.value == v);
         let one = cp("1").unwrap();
         assert!(one.token_window.is_none());
