@@ -1000,7 +1000,8 @@ fn no_lighter(s: &Step, w: &Step) -> bool {
 
 /// Whether a configuration of `days_per_token` is slower, at every token count, than one of
 /// `fastest` of the same layout and step but its interleaving depth, so that it can be no
-/// distinct choice's best, nor the shape's, nor on the front: only the passing count needs it.
+/// distinct choice's best, nor the shape's, nor on the front, nor the first plan of any
+/// ranking but memory's: only the passing count needs it.
 /// Both take `t·k` days for `t` tokens (rounded to the nearest double, relative error at most
 /// `u = 2⁻⁵³`); `k` above `f·(1 + 2⁻⁵⁰)` as computed (at least `f·(1 + 2⁻⁵¹)`) gives
 /// `fl(t·k) ≥ t·k·(1 − u) > t·f·(1 + u) ≥ fl(t·f)`, so the
@@ -1103,7 +1104,8 @@ impl OverCap {
 /// step's own interleaved steps are decided with it, all at once ([`decide_depths`]), and
 /// passed over where they come.
 ///
-/// With `depths_by_pace` (a search whose choices count every depth of a step as one), a kept
+/// With `depths_by_pace` (a search whose choices count every depth of a step as one, or that
+/// lists one plan, ranked by anything but memory), a kept
 /// interleaved configuration slower than another depth of its layout and step
 /// ([`slower_than`]) leaves `fitting` for `slower`, its days a token alone.
 fn weighed_configurations(
@@ -2360,8 +2362,10 @@ fn search_streaming(
                 return acc;
             }
             let buffer = std::mem::take(&mut acc.buffer);
-            // Only the plans of the top list are of every depth (`--distinct plan`).
-            let depths_by_pace = options.distinct != Distinct::Plan;
+            // A slower depth can be in a top list of plans (`--distinct plan`) but for the
+            // first, or the lightest under the memory ranking.
+            let depths_by_pace = options.rank != Rank::Memory
+                && (options.distinct != Distinct::Plan || options.top == Some(1));
             let (verdict, fit) = shape_configuration(brief, shape, options, depths_by_pace, buffer);
             acc.evaluated = acc
                 .evaluated
