@@ -436,6 +436,7 @@ impl Step {
     /// [`Step::interleaving_allowed`] of the pipeline `kinds` (the same rules: a stage short of
     /// room is short as its run's first is, and the first short kind has the first short
     /// stage's layers).
+    #[inline]
     pub fn interleaving_allowed_in(
         &self,
         layout: &Layout,
@@ -454,6 +455,7 @@ impl Step {
     }
 
     /// Why an interleaved step is refused: the first rule it breaks.
+    #[cold]
     fn interleaving_refused(&self, layout: &Layout, m: u64, short: Option<u64>) -> Result<()> {
         if layout.pp < 2 {
             return Err(Error::invalid(

@@ -665,6 +665,14 @@ fn for_each_configuration(
     excluded.into_vec()
 }
 
+/// A worker's room for a shape's kept configurations and slower depths ([`Weighed`]), reused
+/// from shape to shape.
+#[derive(Default)]
+struct Buffers {
+    configs: Vec<Config>,
+    slower: Vec<f64>,
+}
+
 /// What the search keeps of a shape's configurations: those that fit in memory (with their
 /// pace), how many there are in all, the lightest, and the rules that left others out.
 struct Weighed {
@@ -710,7 +718,12 @@ fn lighten(current: &mut Option<Lightest>, bytes: f64, layout: &Layout, step: Op
 
 /// Makes `current` the configuration `c` if that comes first in [`pace_order`], in place.
 fn quicken(current: &mut Option<Config>, c: &Config) {
-    if current.as_ref().is_none_or(|f| pace_order(c, f).is_lt()) {
+    // The pace decides but on a tie (`pace_order`'s first key).
+    let first = |f: &Config| match c.pace.key().total_cmp(&f.pace.key()) {
+        std::cmp::Ordering::Equal => pace_order(c, f).is_lt(),
+        by_pace => by_pace.is_lt(),
+    };
+    if current.as_ref().is_none_or(first) {
         *current = Some(*c);
     }
 }
@@ -1115,8 +1128,12 @@ fn weighed_configurations(
     time: &TimeModel,
     keep: &dyn Fn(&Config) -> bool,
     depths_by_pace: bool,
-    mut fitting: Vec<Config>,
+    buffers: Buffers,
 ) -> Weighed {
+    let Buffers {
+        configs: mut fitting,
+        mut slower,
+    } = buffers;
     let machine = brief.machine();
     let mut excluded = Exclusions::default();
     fitting.clear();
@@ -1151,7 +1168,8 @@ fn weighed_configurations(
     let mut kinds = None;
     // The days a token of the kept slower depths, and the layout's kept interleaved
     // configurations (their places in `fitting`, and their slots).
-    let (mut slower, mut depths_kept) = (Vec::new(), Vec::<(u32, u32)>::new());
+    slower.clear();
+    let mut depths_kept = Vec::<(u32, u32)>::new();
     // Their steps as memory models, each configuration's own.
     let mut detailed: Vec<MemoryModel> = Vec::new();
     for layout in space.layouts(brief, shape) {
@@ -2099,7 +2117,7 @@ fn shape_configurations(
 ) -> (Vec<ShapeVerdict>, Vec<Fitting>) {
     shapes
         .par_iter()
-        .map(|shape| shape_configuration(brief, shape, options, false, Vec::new()))
+        .map(|shape| shape_configuration(brief, shape, options, false, Buffers::default()))
         .unzip()
 }
 
@@ -2110,15 +2128,23 @@ fn shape_configuration(
     shape: &Shape,
     options: &SearchOptions,
     depths_by_pace: bool,
-    buffer: Vec<Config>,
+    buffers: Buffers,
 ) -> (ShapeVerdict, Fitting) {
     // A configuration too slow to train the tokens the loss needs within the days
     // can be no plan at any token count (days grow with tokens): it is left out of
     // what the search walks, but for the fastest, which the verdict names.
     let needed = loss_bound(brief, shape).1;
-    let params = shape.params();
+    // `Pace::run_days` at those tokens, the plate's days worked out once.
+    let plate_days = needed.map(|lo| {
+        let days = time::days(
+            brief.cluster_flops_per_second(),
+            shape.params() as f64,
+            lo as f64,
+        );
+        (lo, days)
+    });
     let keep = |c: &Config| {
-        needed.is_some_and(|lo| within_time_and_cost(brief, c.pace.run_days(brief, params, lo)))
+        plate_days.is_some_and(|(lo, days)| within_time_and_cost(brief, c.pace.days(days, lo)))
     };
     let mut weighed = weighed_configurations(
         brief,
@@ -2127,7 +2153,7 @@ fn shape_configuration(
         &options.time,
         &keep,
         depths_by_pace,
-        buffer,
+        buffers,
     );
     let mut configs = std::mem::take(&mut weighed.fitting);
     let fastest = weighed.fastest;
@@ -2352,7 +2378,7 @@ fn search_streaming(
         configurations: 0,
         graded: 0,
         scratch: Choices::default(),
-        buffer: Vec::new(),
+        buffers: Buffers::default(),
     };
     let mut streamed = shapes
         .par_iter()
@@ -2361,12 +2387,13 @@ fn search_streaming(
             if crate::search::progress::interrupted() {
                 return acc;
             }
-            let buffer = std::mem::take(&mut acc.buffer);
+            let buffers = std::mem::take(&mut acc.buffers);
             // A slower depth can be in a top list of plans (`--distinct plan`) but for the
             // first, or the lightest under the memory ranking.
             let depths_by_pace = options.rank != Rank::Memory
                 && (options.distinct != Distinct::Plan || options.top == Some(1));
-            let (verdict, fit) = shape_configuration(brief, shape, options, depths_by_pace, buffer);
+            let (verdict, fit) =
+                shape_configuration(brief, shape, options, depths_by_pace, buffers);
             acc.evaluated = acc
                 .evaluated
                 .saturating_add(fit.all.saturating_mul(grid.len()));
@@ -2404,7 +2431,10 @@ fn search_streaming(
                 }
             }
             acc.verdicts.push((s, verdict));
-            acc.buffer = fit.configs;
+            acc.buffers = Buffers {
+                configs: fit.configs,
+                slower: fit.slower,
+            };
             progress.advance(1);
             acc
         })
@@ -2435,8 +2465,8 @@ struct Streamed {
     graded: u64,
     /// The worker's table for [`distinct_firsts_of_shape`].
     scratch: Choices,
-    /// The worker's buffer for a shape's configurations.
-    buffer: Vec<Config>,
+    /// The worker's buffers for a shape's configurations.
+    buffers: Buffers,
 }
 
 impl Streamed {
@@ -3064,8 +3094,15 @@ mod weighed_tests {
         for name in ["70b", "405b"] {
             let shape = crate::model::preset(name).unwrap();
             let (all, excluded) = configurations_counted(&brief, &shape, &space, &time);
-            let weighed =
-                weighed_configurations(&brief, &shape, &space, &time, &|_| true, false, Vec::new());
+            let weighed = weighed_configurations(
+                &brief,
+                &shape,
+                &space,
+                &time,
+                &|_| true,
+                false,
+                Buffers::default(),
+            );
             let fits: Vec<Config> = all
                 .iter()
                 .filter(|c| memory_fits(&brief, c.bytes))
@@ -3102,8 +3139,15 @@ mod weighed_tests {
         let brief = Brief::default();
         let (space, time) = cp_and_fp8(&brief);
         let shape = crate::model::preset("70b").unwrap();
-        let weighed =
-            weighed_configurations(&brief, &shape, &space, &time, &|_| true, false, Vec::new());
+        let weighed = weighed_configurations(
+            &brief,
+            &shape,
+            &space,
+            &time,
+            &|_| true,
+            false,
+            Buffers::default(),
+        );
         let facets = weighed.tallies.facets(&brief, &shape);
         let named: Vec<(&str, &str)> = facets
             .iter()
@@ -3169,10 +3213,17 @@ mod weighed_tests {
         let space = MemorySpace::detailed_defaults(&brief, options);
         let time = TimeModel::Detailed(TimeOptions::for_stack(Stack::MegatronTe));
         let shape = crate::model::preset("405b").unwrap();
-        let facets =
-            weighed_configurations(&brief, &shape, &space, &time, &|_| true, false, Vec::new())
-                .tallies
-                .facets(&brief, &shape);
+        let facets = weighed_configurations(
+            &brief,
+            &shape,
+            &space,
+            &time,
+            &|_| true,
+            false,
+            Buffers::default(),
+        )
+        .tallies
+        .facets(&brief, &shape);
         let cp = |v: &str| facets.iter().find(|f| f.dimension == "cp" && f.value == v);
         let one = cp("1").unwrap();
         assert!(one.token_window.is_none());

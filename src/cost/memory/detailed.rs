@@ -448,6 +448,7 @@ impl Detailed {
     /// `memory_of(stages, layout)?.total()`, bytes, the figure a search weighs, from the
     /// stages' [`StagePeaks`]: the same sums in the same order ([`Detailed::stage_memory`]
     /// and [`Memory::total`]), so the same bytes to the last bit.
+    #[inline]
     pub fn peak_bytes(&self, peaks: &StagePeaks, layout: &Layout) -> Result<f64> {
         self.step
             .interleaving_allowed_in(layout, &peaks.kinds, peaks.m)?;
