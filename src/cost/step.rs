@@ -444,14 +444,27 @@ impl Step {
         m: u64,
     ) -> Result<()> {
         if let Schedule::Interleaved(v) = self.schedule {
-            let v = u64::from(v);
-            if layout.pp >= 2 && m % layout.pp == 0 && kinds.deepest_interleaving() >= v {
+            if self.interleaves_in(layout, kinds, m) {
                 return Ok(());
             }
-            let few = kinds.kinds().iter().find(|k| kinds.room(k) < v);
+            let few = kinds.kinds().iter().find(|k| kinds.room(k) < u64::from(v));
             return self.interleaving_refused(layout, m, few.map(|k| k.layers));
         }
         Ok(())
+    }
+
+    /// Whether [`Step::interleaving_allowed_in`] lets the step's schedule be, without the
+    /// reason when it does not: 1F1B always; `v` chunks where the pipeline has two stages or
+    /// more, the `m` micro-batches are a multiple of them and every stage has room for `v`
+    /// chunks ([`StageKinds::deepest_interleaving`]).
+    #[inline]
+    pub fn interleaves_in(&self, layout: &Layout, kinds: &StageKinds, m: u64) -> bool {
+        match self.schedule {
+            Schedule::OneFOneB => true,
+            Schedule::Interleaved(v) => {
+                layout.pp >= 2 && m % layout.pp == 0 && kinds.deepest_interleaving() >= u64::from(v)
+            }
+        }
     }
 
     /// Why an interleaved step is refused: the first rule it breaks.

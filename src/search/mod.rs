@@ -1034,17 +1034,15 @@ fn slower_than(days_per_token: f64, fastest: f64) -> bool {
 /// room for) refuse a deeper interleaving wherever they refuse a shallower one, so the
 /// deepest standing stands for all; where it does not, each step is weighed on its own.
 fn decide_depths(d: &Detailed, deepest: u32, layout: &Layout, kinds: &StageKinds) -> bool {
-    let deep = Detailed {
-        step: Step {
-            schedule: Schedule::Interleaved(deepest),
-            ..d.step
-        },
-        ..*d
+    let deep = Step {
+        schedule: Schedule::Interleaved(deepest),
+        ..d.step
     };
-    deep.schedule_allowed().is_ok()
+    // The rules' plain tests ([`Detailed::schedule_allowed`], [`Step::interleaves_in`]): where
+    // they fail, each step is weighed for its own error, worked out once.
+    d.options.stack.settings().interleaving
         && d.unscheduled_pipeline_in(layout, kinds)
-            .and_then(|m| deep.step.interleaving_allowed_in(layout, kinds, m))
-            .is_ok()
+            .is_ok_and(|m| deep.interleaves_in(layout, kinds, m))
 }
 
 /// The 1F1B steps of one layout found over the cap, and what the last step looked up among
