@@ -3083,6 +3083,24 @@ mod weighed_tests {
         }
     }
 
+    /// [`weighed_configurations`] keeping every configuration that fits, each depth in full.
+    fn weigh_every_one(
+        brief: &Brief,
+        shape: &Shape,
+        space: &MemorySpace,
+        time: &TimeModel,
+    ) -> Weighed {
+        weighed_configurations(
+            brief,
+            shape,
+            space,
+            time,
+            &|_| true,
+            false,
+            Buffers::default(),
+        )
+    }
+
     #[test]
     fn what_the_search_weighs_is_what_grading_every_configuration_gives() {
         // Memory first, the step time only where it fits, each micro-batch's compute and the
@@ -3092,15 +3110,7 @@ mod weighed_tests {
         for name in ["70b", "405b"] {
             let shape = crate::model::preset(name).unwrap();
             let (all, excluded) = configurations_counted(&brief, &shape, &space, &time);
-            let weighed = weighed_configurations(
-                &brief,
-                &shape,
-                &space,
-                &time,
-                &|_| true,
-                false,
-                Buffers::default(),
-            );
+            let weighed = weigh_every_one(&brief, &shape, &space, &time);
             let fits: Vec<Config> = all
                 .iter()
                 .filter(|c| memory_fits(&brief, c.bytes))
@@ -3137,15 +3147,7 @@ mod weighed_tests {
         let brief = Brief::default();
         let (space, time) = cp_and_fp8(&brief);
         let shape = crate::model::preset("70b").unwrap();
-        let weighed = weighed_configurations(
-            &brief,
-            &shape,
-            &space,
-            &time,
-            &|_| true,
-            false,
-            Buffers::default(),
-        );
+        let weighed = weigh_every_one(&brief, &shape, &space, &time);
         let facets = weighed.tallies.facets(&brief, &shape);
         let named: Vec<(&str, &str)> = facets
             .iter()
@@ -3211,17 +3213,9 @@ mod weighed_tests {
         let space = MemorySpace::detailed_defaults(&brief, options);
         let time = TimeModel::Detailed(TimeOptions::for_stack(Stack::MegatronTe));
         let shape = crate::model::preset("405b").unwrap();
-        let facets = weighed_configurations(
-            &brief,
-            &shape,
-            &space,
-            &time,
-            &|_| true,
-            false,
-            Buffers::default(),
-        )
-        .tallies
-        .facets(&brief, &shape);
+        let facets = weigh_every_one(&brief, &shape, &space, &time)
+            .tallies
+            .facets(&brief, &shape);
         let cp = |v: &str| facets.iter().find(|f| f.dimension == "cp" && f.value == v);
         let one = cp("1").unwrap();
         assert!(one.token_window.is_none());
