@@ -31,7 +31,7 @@ use crate::cost::memory::{MemoryGb, MemoryModel, StageInfo};
 use crate::cost::reliability::Outage;
 use crate::cost::spend::Spent;
 use crate::cost::step::Step;
-use crate::cost::step_time::{Breakdown, TimeModel};
+use crate::cost::step_time::{Breakdown, MicroBatchCache, TimeModel};
 use crate::cost::time;
 use crate::error::Result;
 use crate::format::{fixed, money};
@@ -200,6 +200,18 @@ pub fn evaluate_graded(
     design: &Design,
     grade: &dyn Fn() -> std::result::Result<runnable::DetailedGrade, String>,
 ) -> Result<Plan> {
+    evaluate_cached(brief, design, grade, None)
+}
+
+/// [`evaluate_graded`], each micro-batch's compute from `cache` when given (one for the design's
+/// shape, machine and time options: [`TimeModel::run_time_cached`]), for a caller grading many
+/// designs of one shape; the same plan.
+pub fn evaluate_cached(
+    brief: &Brief,
+    design: &Design,
+    grade: &dyn Fn() -> std::result::Result<runnable::DetailedGrade, String>,
+    cache: Option<&mut MicroBatchCache>,
+) -> Result<Plan> {
     let shape = design.shape;
     let n = shape.params();
     let d = design.tokens;
@@ -208,9 +220,14 @@ pub fn evaluate_graded(
     }
     let mem = design.memory.memory(brief.seq_len, shape, &design.layout)?;
     let plate_days = time::days(brief.cluster_flops_per_second(), n as f64, d as f64);
-    let run = design
-        .time
-        .run_time(&brief.machine(), shape, &design.layout, &design.memory, d)?;
+    let run = design.time.run_time_cached(
+        &brief.machine(),
+        shape,
+        &design.layout,
+        &design.memory,
+        d,
+        cache,
+    )?;
     let days = Pace::from_days_per_token(run.map(|r| r.days_per_token)).days(plate_days, d);
     let loss = loss(brief, shape, d);
     let spend = spent(brief, &design.layout, days);

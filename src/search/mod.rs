@@ -52,7 +52,7 @@ use crate::plan::verdict::{
     facet, layout_order, loss_bound, time_bound, verdict_because, Exclusion, Exclusions, Facet,
     Lightest, ShapeVerdict,
 };
-use crate::plan::{evaluate_graded, Design, Plan};
+use crate::plan::{evaluate_cached, Design, Plan};
 use crate::search::ordered::{Line, Merge};
 use crate::search::pareto::{exact_front, last_on_front, Chain, Front};
 use crate::search::progress::Progress;
@@ -2048,6 +2048,7 @@ impl Ranked for AllPlans<'_> {
         type Key = (usize, u64, u64, u8);
         type Grade = std::result::Result<DetailedGrade, String>;
         let kept = std::cell::RefCell::new(std::collections::HashMap::<Key, Grade>::new());
+        let micro_batches = MicroBatches::default();
         let merge = Merge::new(&self.lines, self.rank);
         Box::new(merge.map(move |c| {
             let l = c.layout;
@@ -2060,7 +2061,7 @@ impl Ranked for AllPlans<'_> {
                     })
                     .clone()
             };
-            grade_with(self.brief, shape, self.time, &c, &detailed)
+            grade_with(self.brief, shape, self.time, &c, &micro_batches, &detailed)
         }))
     }
 }
@@ -2243,13 +2244,24 @@ pub(crate) fn thin_front(
     kept
 }
 
-/// The full plan of a passing candidate, graded again by [`evaluate`].
-fn grade(brief: &Brief, shapes: &[Shape], time: &TimeModel, c: &Candidate) -> Plan {
+/// The full plan of a passing candidate, graded again by [`evaluate`] (`micro_batches`: each
+/// shape's micro-batches, worked out once for all the plans graded).
+fn grade(
+    brief: &Brief,
+    shapes: &[Shape],
+    time: &TimeModel,
+    c: &Candidate,
+    micro_batches: &MicroBatches,
+) -> Plan {
     let shape = &shapes[c.shape];
-    grade_with(brief, shape, time, c, &|| {
+    grade_with(brief, shape, time, c, micro_batches, &|| {
         detailed_grade(brief, shape, &c.layout).map_err(|e| e.to_string())
     })
 }
+
+/// Each shape's [`MicroBatchCache`] (by its place) for grading many plans: a front holds many
+/// token counts of few configurations.
+type MicroBatches = std::cell::RefCell<crate::hash::FastMap<usize, MicroBatchCache>>;
 
 /// [`grade`], a plate plan's detailed grade (its `runnable`) from `detailed`.
 fn grade_with(
@@ -2257,6 +2269,7 @@ fn grade_with(
     shape: &Shape,
     time: &TimeModel,
     c: &Candidate,
+    micro_batches: &MicroBatches,
     detailed: &dyn Fn() -> std::result::Result<DetailedGrade, String>,
 ) -> Plan {
     let design = Design {
@@ -2266,8 +2279,10 @@ fn grade_with(
         memory: c.model,
         time,
     };
-    let plan =
-        evaluate_graded(brief, &design, detailed).expect("configurations() kept only valid steps");
+    let mut caches = micro_batches.borrow_mut();
+    let cache = caches.entry(c.shape).or_default();
+    let plan = evaluate_cached(brief, &design, detailed, Some(cache))
+        .expect("configurations() kept only valid steps");
     debug_assert!(plan.pass && plan.loss == c.loss && plan.days == c.days);
     plan
 }
@@ -2646,7 +2661,8 @@ fn search_in_blocks<'a>(
     }
     progress.finish();
 
-    let grade = |c: &Candidate| grade(brief, shapes, &options.time, c);
+    let micro_batches = MicroBatches::default();
+    let grade = |c: &Candidate| grade(brief, shapes, &options.time, c, &micro_batches);
     let budget_flops = brief.budget_flops();
     let plans = if options.distinct != Distinct::Plan {
         distinct.into_sorted()
