@@ -1315,13 +1315,12 @@ fn weighed_configurations(
                 fit += 1;
                 quicken(&mut fastest, &c);
                 if keep(&c) {
-                    if let (true, Some(Schedule::Interleaved(_))) =
-                        (depths_by_pace, c.model.step().map(|s| s.schedule))
-                    {
-                        let slot = shared.slot_of[place];
-                        let fastest = &mut shared.slots[slot as usize].fastest_depth;
-                        *fastest = fastest.min(c.pace.key());
-                        depths_kept.push((fitting.len() as u32, slot));
+                    let interleaved =
+                        matches!(c.model.step(), Some(s) if s.schedule != Schedule::OneFOneB);
+                    if depths_by_pace && interleaved {
+                        let slot = shared.slot(place);
+                        slot.fastest_depth = slot.fastest_depth.min(c.pace.key());
+                        depths_kept.push((fitting.len() as u32, shared.slot_of[place]));
                     }
                     fitting.push(c);
                 }
