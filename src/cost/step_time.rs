@@ -556,6 +556,42 @@ pub fn unscheduled_in(
     micro_batch: &MicroBatch,
     kinds: &StageKinds,
 ) -> Result<Unscheduled> {
+    let part = unsharded_in(machine, shape, layout, d, opts, micro_batch, kinds)?;
+    Ok(unscheduled_of(machine, layout, d, opts, &part))
+}
+
+/// The part of [`Unscheduled`] that does not depend on how the data-parallel group shards the
+/// state (the layout's ZeRO stage and hybrid-sharding replicas): the slowest stage's compute
+/// and its TP, CP and pipeline traffic per micro-batch, its parameters and the FLOPs. A search
+/// works it out once for the layouts of the same degrees and finishes it for each
+/// ([`unscheduled_of`]), as [`unscheduled_in`] does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unsharded {
+    kinds: StageKinds,
+    m: u64,
+    compute: f64,
+    forward: f64,
+    tp_comm: f64,
+    cp_comm: f64,
+    pp_send: f64,
+    /// The slowest stage's layers, and its parameters on this GPU's TP shard.
+    stage_layers: u64,
+    psi: f64,
+    /// The FP8 casts of the slowest stage's matrices, bytes a step (0 in BF16).
+    fp8_casts: f64,
+    flops: (f64, f64, f64),
+}
+
+/// [`Unsharded`] for the step `d` under `layout` in the pipeline `kinds`.
+pub fn unsharded_in(
+    machine: &Machine,
+    shape: &Shape,
+    layout: &Layout,
+    d: &Detailed,
+    opts: &TimeOptions,
+    micro_batch: &MicroBatch,
+    kinds: &StageKinds,
+) -> Result<Unsharded> {
     let step = &d.step;
     let m = d.unscheduled_pipeline_in(layout, kinds)?;
     let (tp, cp, pp, dp) = (layout.tp, layout.cp, layout.pp, layout.dp);
@@ -619,7 +655,6 @@ pub fn unscheduled_in(
                 .then(b.0.cmp(&a.0))
         })
         .expect("a pipeline has at least one stage");
-    let m_f = m as f64;
 
     let pp_send = if pp > 1 {
         let bytes = 2.0 * tokens * h
@@ -638,6 +673,61 @@ pub fn unscheduled_in(
     let first = slowest == 0;
     let last = slowest == pp - 1;
     let psi = stage_params(shape, tp, stage_layers, first, last);
+    // With FP8, the stage's layer matrices cast to FP8 and transposed once a step: read 2,
+    // write 2 bytes a parameter.
+    let fp8_casts = if precision.is_fp8() {
+        (2.0 + precision.weight_copy_bytes())
+            * stage_layers as f64
+            * shape.layer_matrix_params() as f64
+            / tp as f64
+    } else {
+        0.0
+    };
+    let cluster_peak = machine.cluster.gpus as f64 * peak;
+    let (full_layer, _) = layer_flops(shape, 1, step.seq_len, step.recompute);
+    let hardware_per_token = f64::from(shape.layers) * full_layer + 3.0 * 2.0 * v * h;
+    Ok(Unsharded {
+        kinds: *kinds,
+        m,
+        compute,
+        forward,
+        tp_comm,
+        cp_comm,
+        pp_send,
+        stage_layers,
+        psi,
+        fp8_casts,
+        flops: (
+            model_flops_per_token(shape, step.seq_len),
+            hardware_per_token,
+            cluster_peak,
+        ),
+    })
+}
+
+/// [`Unscheduled`] from its [`Unsharded`] part, for `layout`'s ZeRO stage and replicas: the
+/// data-parallel traffic and the optimizer step.
+pub fn unscheduled_of(
+    machine: &Machine,
+    layout: &Layout,
+    d: &Detailed,
+    opts: &TimeOptions,
+    part: &Unsharded,
+) -> Unscheduled {
+    let &Unsharded {
+        kinds,
+        m,
+        compute,
+        forward,
+        tp_comm,
+        cp_comm,
+        pp_send,
+        stage_layers,
+        psi,
+        fp8_casts,
+        flops,
+    } = part;
+    let (tp, m_f) = (layout.tp, m as f64);
     let grad_bytes = d.options.gradients.bytes();
     // ZeRO's shard group: DP/replicate × CP ranks, TP apart (ranks run TP, CP, DP from the
     // fastest-varying, the shard group the fastest part of DP); its replicas all-reduce the
@@ -688,22 +778,9 @@ pub fn unscheduled_in(
 
     let updated = shard(psi, layout.zero.shards_optimizer(), shards);
     let hbm = machine.topology.hbm_gbps * 1e9 * OPTIMIZER_HBM_EFFICIENCY;
-    // With FP8, the stage's layer matrices cast to FP8 and transposed once a step: read 2,
-    // write 2 bytes a parameter.
-    let fp8_casts = if precision.is_fp8() {
-        (2.0 + precision.weight_copy_bytes())
-            * stage_layers as f64
-            * shape.layer_matrix_params() as f64
-            / tp as f64
-    } else {
-        0.0
-    };
     let optimizer = (updated * OPTIMIZER_BYTES_MOVED + fp8_casts) / hbm;
-    let cluster_peak = machine.cluster.gpus as f64 * peak;
-    let (full_layer, _) = layer_flops(shape, 1, step.seq_len, step.recompute);
-    let hardware_per_token = f64::from(shape.layers) * full_layer + 3.0 * 2.0 * v * h;
-    Ok(Unscheduled {
-        kinds: *kinds,
+    Unscheduled {
+        kinds,
         m,
         compute,
         forward,
@@ -712,12 +789,8 @@ pub fn unscheduled_in(
         pp_send,
         dp_comm,
         optimizer,
-        flops: (
-            model_flops_per_token(shape, step.seq_len),
-            hardware_per_token,
-            cluster_peak,
-        ),
-    })
+        flops,
+    }
 }
 
 /// The step time of `d` under its schedule, from the [`Unscheduled`] part of a step that
@@ -841,6 +914,39 @@ impl TimeModel {
         unscheduled_in(machine, shape, layout, d, opts, &micro_batch, kinds).map(Some)
     }
 
+    /// The [`Unsharded`] part of [`TimeModel::unscheduled_in`], the same for every ZeRO stage
+    /// and replica count of the layout's degrees, or `None` under the plate model.
+    pub fn unsharded_in(
+        &self,
+        machine: &Machine,
+        shape: &Shape,
+        layout: &Layout,
+        d: &Detailed,
+        kinds: &StageKinds,
+        cache: &mut MicroBatchCache,
+    ) -> Result<Option<Unsharded>> {
+        let TimeModel::Detailed(opts) = self else {
+            return Ok(None);
+        };
+        let micro_batch = cache.get(machine, shape, layout, d, opts)?;
+        unsharded_in(machine, shape, layout, d, opts, &micro_batch, kinds).map(Some)
+    }
+
+    /// [`TimeModel::unscheduled_in`] from its [`Unsharded`] part ([`unscheduled_of`]), or
+    /// `None` under the plate model.
+    pub fn unscheduled_of(
+        &self,
+        machine: &Machine,
+        layout: &Layout,
+        d: &Detailed,
+        part: &Unsharded,
+    ) -> Option<Unscheduled> {
+        let TimeModel::Detailed(opts) = self else {
+            return None;
+        };
+        Some(unscheduled_of(machine, layout, d, opts, part))
+    }
+
     /// [`RunTime::days_per_token`] of the step `d` from the [`Unscheduled`] part of a step
     /// that differs from it at most in its schedule, for a run whose failures leave `goodput`
     /// ([`Outage::goodput`], the same for every run of a shape on a machine): what
@@ -952,6 +1058,67 @@ mod tests {
         let s = preset(model).unwrap();
         let l = Layout::new(&b, &s, tp, pp, ZeroStage::new(zero).unwrap()).unwrap();
         step_time(&b.machine(), &s, &l, &d, opts).unwrap()
+    }
+
+    #[test]
+    fn the_unsharded_part_of_one_set_of_degrees_gives_every_zero_stage_and_replica_count_its_time_to_the_bit(
+    ) {
+        // The step time before the sharded state's traffic and optimizer, worked out under ZeRO
+        // 0 with one shard group and finished for each ZeRO stage and replica count of the
+        // same TP, CP, PP and DP, is each layout's own: 70B and 405B, each recomputation and
+        // precision the stack trains in, with every overlap in play.
+        use crate::cost::precision::Precision;
+        use crate::model::layout::Degrees;
+        let brief = Brief::default();
+        let machine = brief.machine();
+        let stack = Stack::MegatronTe;
+        let opts = TimeOptions::for_stack(stack);
+        let mut compared = 0;
+        for (model, tp, cp, pp) in [("70b", 8, 1, 4), ("70b", 4, 2, 1), ("405b", 8, 1, 16)] {
+            let s = preset(model).unwrap();
+            let layout = |zero, replicate| {
+                let degrees = Degrees {
+                    tp,
+                    cp,
+                    pp,
+                    replicate,
+                };
+                Layout::with(&brief, &s, degrees, ZeroStage::new(zero).unwrap()).unwrap()
+            };
+            let first = layout(0, 1);
+            for (recompute, precision) in itertools::iproduct!(Recompute::ALL, Precision::ALL) {
+                let d = Detailed {
+                    step: Step {
+                        precision,
+                        tp_comm_overlap: true,
+                        ..detailed(recompute, Schedule::OneFOneB).step
+                    },
+                    options: Options::for_stack(stack),
+                };
+                let Ok(kinds) = d.kinds(&s, &first) else {
+                    continue;
+                };
+                let Ok(micro_batch) = MicroBatch::of(&machine, &s, &first, &d, &opts) else {
+                    continue;
+                };
+                let Ok(part) = unsharded_in(&machine, &s, &first, &d, &opts, &micro_batch, &kinds)
+                else {
+                    continue;
+                };
+                for (zero, replicate) in itertools::iproduct!(0..=3, [1, 2, 4]) {
+                    // Replicas of the sharded state need a ZeRO stage that shards it.
+                    if zero == 0 && replicate > 1 {
+                        continue;
+                    }
+                    let l = layout(zero, replicate);
+                    let own = unscheduled_in(&machine, &s, &l, &d, &opts, &micro_batch, &kinds);
+                    let of = unscheduled_of(&machine, &l, &d, &opts, &part);
+                    assert_eq!(of, own.unwrap(), "{model} {l:?} {d:?}");
+                    compared += 1;
+                }
+            }
+        }
+        assert!(compared >= 300, "{compared}");
     }
 
     #[test]

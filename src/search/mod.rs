@@ -32,13 +32,13 @@ use rayon::prelude::*;
 
 use crate::brief::Brief;
 use crate::cost::activations::Recompute;
-use crate::cost::memory::detailed::{stage_kinds, Detailed, Options, StagePeaks};
+use crate::cost::memory::detailed::{stage_kinds, Detailed, Options, StagePeaks, StageShares};
 use crate::cost::memory::MemoryModel;
 use crate::cost::precision::Precision;
 use crate::cost::scaling::ComputeOptimal;
 use crate::cost::stack::Stack;
 use crate::cost::step::{BatchTarget, Schedule, StageKinds, Step};
-use crate::cost::step_time::{MicroBatchCache, TimeModel, Unscheduled};
+use crate::cost::step_time::{MicroBatchCache, TimeModel, Unscheduled, Unsharded};
 use crate::cost::time;
 use crate::cost::Machine;
 use crate::error::{Error, Result};
@@ -837,19 +837,39 @@ struct Slot {
 }
 
 impl Slot {
-    /// The stage sums of `d`'s step (worked out the first time; `kinds`: the layout's stages,
-    /// `None` where the split refuses the layout, and so every step's stages fail).
+    /// The stage sums of `d`'s step (worked out the first time, from the slot's `share`;
+    /// `kinds`: the layout's stages, `None` where the split refuses the layout, and so every
+    /// step's stages fail).
     fn stages(
         &mut self,
+        share: &mut Share,
         d: &Detailed,
         shape: &Shape,
         layout: &Layout,
         kinds: Option<&StageKinds>,
     ) -> Option<&StagePeaks> {
         self.stages
-            .get_or_insert_with(|| kinds.and_then(|k| d.stage_peaks_in(shape, layout, k).ok()))
+            .get_or_insert_with(|| {
+                share
+                    .stages
+                    .get_or_insert_with(|| {
+                        kinds.and_then(|k| d.stage_shares_in(shape, layout, k).ok())
+                    })
+                    .as_ref()
+                    .map(|shares| d.stage_peaks_of(shares, layout))
+            })
             .as_ref()
     }
+}
+
+/// What a slot's step needs whatever the layout's ZeRO stage and replicas, worked out once for
+/// the layouts of the same degrees (they come one after another): its stages' memory
+/// ([`StageShares`]) and step time ([`Unsharded`]) before the sharded state and its traffic.
+/// The inner `None` where working it out failed, as in [`Slot`].
+#[derive(Default)]
+struct Share {
+    stages: Option<Option<StageShares>>,
+    time: Option<Option<Unsharded>>,
 }
 
 /// A slot's interleaved steps that come after its 1F1B step in a layout's steps: how many, and
@@ -868,6 +888,8 @@ struct Depths {
 #[derive(Default)]
 struct Shared {
     slots: Vec<Slot>,
+    /// Each slot's [`Share`], kept from layout to layout of the same degrees.
+    shares: Vec<Share>,
     /// Each step's slot, by its place in the layout's steps.
     slot_of: Vec<u32>,
     /// Whether each step, by its place, overlaps TP communication right after the same step
@@ -894,6 +916,7 @@ impl Shared {
         self.run.clear();
         self.overlaps_the_step_before.clear();
         self.depths.clear();
+        self.shares.clear();
         self.count = 0;
         let run_of = |s: &Step| (s.micro_batch, s.seq_len, s.recompute, s.sequence_parallel);
         for (i, s) in steps.iter().enumerate() {
@@ -908,6 +931,7 @@ impl Shared {
                     self.count += 1;
                     self.run.push((key, slot));
                     self.depths.push(Depths::default());
+                    self.shares.push(Share::default());
                     slot
                 }
             };
@@ -950,13 +974,20 @@ impl Shared {
     fn slot(&mut self, place: usize) -> &mut Slot {
         &mut self.slots[self.slot_of[place] as usize]
     }
+
+    /// The slot of the step at `place` and its [`Share`].
+    fn slot_and_share(&mut self, place: usize) -> (&mut Slot, &mut Share) {
+        let i = self.slot_of[place] as usize;
+        (&mut self.slots[i], &mut self.shares[i])
+    }
 }
 
 /// The pace of the fitting step `d` from its slot's [`Unscheduled`] part (worked out the first
-/// time), with the run's `goodput` when the machine's reliability gives one for the shape.
+/// time, from the slot's `share`), with the run's `goodput` when the machine's reliability
+/// gives one for the shape.
 #[allow(clippy::too_many_arguments)]
 fn slot_pace(
-    slot: &mut Slot,
+    (slot, share): (&mut Slot, &mut Share),
     time: &TimeModel,
     machine: &Machine,
     shape: &Shape,
@@ -968,9 +999,15 @@ fn slot_pace(
 ) -> Result<Option<f64>> {
     let base = slot.time.get_or_insert_with(|| {
         let kinds = kinds?;
-        time.unscheduled_in(machine, shape, layout, d, kinds, cache)
-            .ok()
-            .flatten()
+        share
+            .time
+            .get_or_insert_with(|| {
+                time.unsharded_in(machine, shape, layout, d, kinds, cache)
+                    .ok()
+                    .flatten()
+            })
+            .as_ref()
+            .and_then(|part| time.unscheduled_of(machine, layout, d, part))
     });
     match (base, goodput) {
         (Some(base), Some(goodput)) => time.days_per_token_on(layout, d, base, goodput),
@@ -1225,8 +1262,8 @@ fn weighed_configurations(
                     let weighed = match decided {
                         Some(decided) => decided,
                         None => {
-                            let slot = shared.slot(place);
-                            let stages = slot.stages(d, shape, &layout, kinds.as_ref());
+                            let (slot, share) = shared.slot_and_share(place);
+                            let stages = slot.stages(share, d, shape, &layout, kinds.as_ref());
                             let bytes = d.schedule_allowed().and_then(|()| match stages {
                                 Some(stages) => d.peak_bytes(stages, &layout).map(Some),
                                 None => d.memory(shape, &layout).map(|m| Some(m.total())),
@@ -1274,20 +1311,17 @@ fn weighed_configurations(
             // Only a configuration that fits is timed; one the time model refuses is left out.
             let config = if memory_fits(brief, bytes) {
                 let days_per_token = match model {
-                    MemoryModel::Detailed(d) => {
-                        let slot = shared.slot(place);
-                        slot_pace(
-                            slot,
-                            time,
-                            &machine,
-                            shape,
-                            &layout,
-                            d,
-                            kinds.as_ref(),
-                            goodput,
-                            &mut cache,
-                        )
-                    }
+                    MemoryModel::Detailed(d) => slot_pace(
+                        shared.slot_and_share(place),
+                        time,
+                        &machine,
+                        shape,
+                        &layout,
+                        d,
+                        kinds.as_ref(),
+                        goodput,
+                        &mut cache,
+                    ),
                     MemoryModel::Plate => time
                         .run_time_cached(&machine, shape, &layout, model, 1, Some(&mut cache))
                         .map(|r| r.map(|r| r.days_per_token)),

@@ -311,18 +311,22 @@ impl Detailed {
         layout: &Layout,
         kinds: &StageKinds,
     ) -> Result<StagePeaks> {
+        Ok(self.stage_peaks_of(&self.stage_shares_in(shape, layout, kinds)?, layout))
+    }
+
+    /// [`Detailed::stage_peaks_in`] from the stages' [`StageShares`] (worked out for a layout
+    /// of the same degrees, whatever its ZeRO stage and replicas).
+    pub fn stage_peaks_of(&self, shares: &StageShares, layout: &Layout) -> StagePeaks {
         let mut stages = [StagePeak::default(); MAX_STAGE_KINDS];
-        let mut len = 0;
-        let m = self.stage_bases_in(shape, layout, kinds, |k, base| {
-            stages[k] = base.peak();
-            len = k + 1;
-        })?;
-        Ok(StagePeaks {
-            kinds: *kinds,
-            m,
+        for (peak, share) in stages.iter_mut().zip(&shares.stages[..shares.len]) {
+            *peak = self.stage_base(shares, share, layout).peak();
+        }
+        StagePeaks {
+            kinds: shares.kinds,
+            m: shares.m,
             stages,
-            len,
-        })
+            len: shares.len,
+        }
     }
 
     /// Each kind's representative's [`StageBase`] to `each` (with the kind's place), and the
@@ -334,6 +338,21 @@ impl Detailed {
         kinds: &StageKinds,
         mut each: impl FnMut(usize, StageBase),
     ) -> Result<u64> {
+        let shares = self.stage_shares_in(shape, layout, kinds)?;
+        for (k, share) in shares.stages[..shares.len].iter().enumerate() {
+            each(k, self.stage_base(&shares, share, layout));
+        }
+        Ok(shares.m)
+    }
+
+    /// What each kind's representative holds whatever the layout's ZeRO stage and
+    /// hybrid-sharding replicas ([`StageShares`]); or why the step does not go with the layout.
+    pub fn stage_shares_in(
+        &self,
+        shape: &Shape,
+        layout: &Layout,
+        kinds: &StageKinds,
+    ) -> Result<StageShares> {
         let (step, opts) = (&self.step, &self.options);
         let m = self.unscheduled_pipeline_in(layout, kinds)?;
         // Each CP rank holds `s/CP` of every sequence (the step's rule: 2·CP chunks divide it).
@@ -354,79 +373,98 @@ impl Detailed {
             + cp_buffers(shape, layout, tokens, opts.stack.settings().cp);
         // The last stage's head keeps its input and the final RMSNorm's input, 2·s·b·h each.
         let head_inputs = 2.0 * setting.layer_input(shape);
-        let shards = layout.shard_group();
         // FP8 copies and transposes of the layers' matrices (Transformer Engine keeps them
         // across micro-batches), on this GPU's TP shard.
         let fp8_copy = precision.weight_copy_bytes() * shape.layer_matrix_params() as f64 / tp;
+        // ZeRO 3's unit: the largest of the stage, a layer or on the last stage the output head.
+        let layer_unit = stage_params(shape, layout.tp, 1, false, false);
 
         // A middle stage with as many layers as the one before it holds the same weights and
         // no more micro-batches in flight (`in_flight` falls with the stage), so it never
         // needs more: only the representative of each kind is weighed, and the first stage
         // that needs the most is still the one reported.
-        for (k, kind) in kinds.kinds().iter().enumerate() {
+        let mut stages = [StageShare::default(); MAX_STAGE_KINDS];
+        let kinds_list = kinds.kinds();
+        for (share, kind) in stages.iter_mut().zip(kinds_list) {
             let (i, n_layers) = (kind.index, kind.layers);
             let (first, last) = (i == 0, i == layout.pp - 1);
-            let l = n_layers as f64;
-            let psi = stage_params(shape, layout.tp, n_layers, first, last);
-            let zero = layout.zero;
             let logits_values = if last { tokens * v / tp } else { 0.0 };
             let loss_peak = logits_values * opts.loss.peak_extra_bytes();
-            // ZeRO 3 gathers a unit's weights a unit ahead (two units of BF16 weights whole)
-            // and reduces one unit's gradients whole: the largest unit of the stage, a layer or
-            // on the last stage the output head (FSDP2's and ZeRO 3's prefetch of one unit).
-            let gathered = if zero.shards_weights() {
-                let unit = stage_params(shape, layout.tp, 1, false, false).max(if last {
+            *share = StageShare {
+                index: i,
+                layers: n_layers,
+                stored_per_micro_batch: per_layer * n_layers as f64,
+                psi: stage_params(shape, layout.tp, n_layers, first, last),
+                logits: if last {
+                    logits_values * opts.loss.kept_bytes() + head_inputs
+                } else {
+                    0.0
+                },
+                working: working.max(loss_peak),
+                unit: layer_unit.max(if last {
                     shape.embedding_params() as f64 / tp
                 } else {
                     0.0
-                });
-                // With FP8, the two gathered layers' FP8 copies too.
-                (4.0 + opts.gradients.bytes()) * unit + 2.0 * fp8_copy
-            } else {
-                0.0
+                }),
             };
-            let copies = if zero.shards_weights() {
-                0.0
-            } else {
-                l * fp8_copy
-            };
-            each(
-                k,
-                StageBase {
-                    index: i,
-                    layers: n_layers,
-                    stored_per_micro_batch: per_layer * l,
-                    memory: Memory {
-                        weights: shard(2.0 * psi, zero.shards_weights(), shards) + copies,
-                        gradients: shard(
-                            opts.gradients.bytes() * psi,
-                            zero.shards_gradients(),
-                            shards,
-                        ),
-                        optimizer: shard(12.0 * psi, zero.shards_optimizer(), shards),
-                        activations: 0.0,
-                        detail: Some(Detail {
-                            logits: if last {
-                                logits_values * opts.loss.kept_bytes() + head_inputs
-                            } else {
-                                0.0
-                            },
-                            transient: working.max(loss_peak) + gathered,
-                            reserve: 0.0,
-                            stage: StageInfo {
-                                index: i,
-                                of: layout.pp,
-                                role: StageRole::of(i, layout.pp),
-                                layers: n_layers,
-                                in_flight: 0.0,
-                                micro_batches: m,
-                            },
-                        }),
-                    },
-                },
-            );
         }
-        Ok(m)
+        Ok(StageShares {
+            kinds: *kinds,
+            m,
+            stages,
+            len: kinds_list.len(),
+            fp8_copy,
+        })
+    }
+
+    /// One kind's representative's [`StageBase`] from its [`StageShare`], for the layout's ZeRO
+    /// stage and shard group.
+    fn stage_base(&self, shares: &StageShares, share: &StageShare, layout: &Layout) -> StageBase {
+        let opts = &self.options;
+        let (i, n_layers, psi, fp8_copy) = (share.index, share.layers, share.psi, shares.fp8_copy);
+        let zero = layout.zero;
+        let shards = layout.shard_group();
+        // ZeRO 3 gathers a unit's weights a unit ahead (two units of BF16 weights whole) and
+        // reduces one unit's gradients whole: the largest unit of the stage (FSDP2's and ZeRO
+        // 3's prefetch of one unit). With FP8, the two gathered layers' FP8 copies too.
+        let gathered = if zero.shards_weights() {
+            (4.0 + opts.gradients.bytes()) * share.unit + 2.0 * fp8_copy
+        } else {
+            0.0
+        };
+        let copies = if zero.shards_weights() {
+            0.0
+        } else {
+            n_layers as f64 * fp8_copy
+        };
+        StageBase {
+            index: i,
+            layers: n_layers,
+            stored_per_micro_batch: share.stored_per_micro_batch,
+            memory: Memory {
+                weights: shard(2.0 * psi, zero.shards_weights(), shards) + copies,
+                gradients: shard(
+                    opts.gradients.bytes() * psi,
+                    zero.shards_gradients(),
+                    shards,
+                ),
+                optimizer: shard(12.0 * psi, zero.shards_optimizer(), shards),
+                activations: 0.0,
+                detail: Some(Detail {
+                    logits: share.logits,
+                    transient: share.working + gathered,
+                    reserve: 0.0,
+                    stage: StageInfo {
+                        index: i,
+                        of: layout.pp,
+                        role: StageRole::of(i, layout.pp),
+                        layers: n_layers,
+                        in_flight: 0.0,
+                        micro_batches: shares.m,
+                    },
+                }),
+            },
+        }
     }
 
     /// Memory of the stage that needs the most under this step's schedule, from its
@@ -524,6 +562,35 @@ struct StagePeak {
     before_activations: f64,
     /// Logits plus transient (the detail's sum before its reserve).
     extra: f64,
+}
+
+/// What each kind's representative stage holds whatever the layout's ZeRO stage and
+/// hybrid-sharding replicas ([`Detailed::stage_shares_in`]): a search works it out once for the
+/// layouts of the same degrees and finishes it for each ([`Detailed::stage_peaks_of`]).
+#[derive(Debug, Clone, PartialEq, Copy)]
+pub struct StageShares {
+    kinds: StageKinds,
+    m: u64,
+    stages: [StageShare; MAX_STAGE_KINDS],
+    len: usize,
+    /// FP8 copies of one layer's matrices on this GPU's TP shard, bytes (0 in BF16).
+    fp8_copy: f64,
+}
+
+/// One representative stage's share of [`StageShares`].
+#[derive(Debug, Clone, PartialEq, Copy, Default)]
+struct StageShare {
+    index: u64,
+    layers: u64,
+    stored_per_micro_batch: f64,
+    /// Parameters on this GPU's TP shard (ψ).
+    psi: f64,
+    /// The logits the loss keeps and the head's inputs (0 but on the last stage).
+    logits: f64,
+    /// The larger of a layer's backward working set and the loss's peak.
+    working: f64,
+    /// The largest unit ZeRO 3 gathers whole, parameters.
+    unit: f64,
 }
 
 impl StageBase {
@@ -728,6 +795,57 @@ mod tests {
             }
         }
         assert!(compared >= 300, "{compared}");
+    }
+
+    #[test]
+    fn the_stages_shares_of_one_set_of_degrees_give_every_zero_stage_and_replica_count_its_peaks_to_the_bit(
+    ) {
+        // What the stages hold whatever the sharding, worked out under ZeRO 0 with one shard
+        // group, finished for each ZeRO stage and replica count of the same TP, CP, PP and DP,
+        // is what each layout's own stage sums are: 70B and 405B (uneven stages), each
+        // precision and recomputation.
+        use crate::cost::precision::Precision;
+        use crate::model::layout::Degrees;
+        let brief = Brief::default();
+        let options = Options::default();
+        let mut compared = 0;
+        for (model, tp, cp, pp) in [("70b", 8, 1, 4), ("70b", 4, 2, 1), ("405b", 8, 1, 16)] {
+            let s = preset(model).unwrap();
+            let layout = |zero, replicate| {
+                let degrees = Degrees {
+                    tp,
+                    cp,
+                    pp,
+                    replicate,
+                };
+                Layout::with(&brief, &s, degrees, ZeroStage::new(zero).unwrap()).unwrap()
+            };
+            let first = layout(0, 1);
+            let kinds = stage_kinds(&s, &first, options.stages).unwrap();
+            for (recompute, precision) in itertools::iproduct!(Recompute::ALL, Precision::ALL) {
+                let d = Detailed {
+                    step: Step {
+                        precision,
+                        ..step(recompute, true)
+                    },
+                    options,
+                };
+                let Ok(shares) = d.stage_shares_in(&s, &first, &kinds) else {
+                    continue;
+                };
+                for (zero, replicate) in itertools::iproduct!(0..=3, [1, 2, 4]) {
+                    // Replicas of the sharded state need a ZeRO stage that shards it.
+                    if zero == 0 && replicate > 1 {
+                        continue;
+                    }
+                    let l = layout(zero, replicate);
+                    let own = d.stage_peaks_in(&s, &l, &kinds).unwrap();
+                    assert_eq!(d.stage_peaks_of(&shares, &l), own, "{model} {l:?} {d:?}");
+                    compared += 1;
+                }
+            }
+        }
+        assert!(compared >= 400, "{compared}");
     }
 
     #[test]
