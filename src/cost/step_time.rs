@@ -466,6 +466,11 @@ pub struct MicroBatchCache {
 }
 
 impl MicroBatchCache {
+    /// Forgets every micro-batch (for another shape), keeping the room.
+    pub fn clear(&mut self) {
+        self.found.clear();
+    }
+
     /// The micro-batch of `layout` and `d`, from the cache or worked out and kept.
     pub fn get(
         &mut self,

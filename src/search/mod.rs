@@ -666,11 +666,58 @@ fn for_each_configuration(
 }
 
 /// A worker's room for a shape's kept configurations and slower depths ([`Weighed`]), reused
-/// from shape to shape.
+/// from shape to shape and, on each thread, from search to search ([`Buffers::take`]).
 #[derive(Default)]
 struct Buffers {
     configs: Vec<Config>,
     slower: Vec<f64>,
+}
+
+/// The most a thread keeps in its [`Buffers`] between shapes, bytes: a search of huge shapes
+/// lets its larger buffers go rather than hold them for the process's life.
+const MAX_KEPT_BYTES: usize = 64 << 20;
+
+thread_local! {
+    /// Each thread's [`Buffers`], between the shapes it searches.
+    static BUFFERS: std::cell::RefCell<Buffers> = std::cell::RefCell::default();
+    /// Each thread's [`Scratch`], between the shapes it weighs.
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::default();
+}
+
+impl Buffers {
+    /// This thread's buffers, as its last shape left them (empty the first time), so a search
+    /// repeated in one process (the Python package, the workshop's server, a bench) neither
+    /// grows them again nor has the system take their pages back and fault them in again.
+    fn take() -> Buffers {
+        BUFFERS.with_borrow_mut(std::mem::take)
+    }
+
+    /// Keeps these buffers for this thread's next shape (not beyond [`MAX_KEPT_BYTES`]).
+    fn keep(self) {
+        let bytes = self.configs.capacity() * std::mem::size_of::<Config>()
+            + self.slower.capacity() * std::mem::size_of::<f64>();
+        if bytes <= MAX_KEPT_BYTES {
+            BUFFERS.with_borrow_mut(|b| *b = self);
+        }
+    }
+}
+
+/// What [`weighed_configurations`] works in while it weighs a shape, kept on each thread from
+/// shape to shape and search to search, as [`Buffers`] are: each holds no more than one set of
+/// degrees' steps and slots (a few thousand at most), so it is kept whole.
+#[derive(Default)]
+struct Scratch {
+    shared: Shared,
+    /// The layout's steps, those the batch rule refused, and room to build them.
+    steps: Vec<Step>,
+    refused: Vec<Step>,
+    extra: Vec<Step>,
+    /// The steps as memory models, each configuration's own.
+    models: Vec<MemoryModel>,
+    /// The layout's kept interleaved configurations: their places in `fitting`, and slots.
+    depths_kept: Vec<(u32, u32)>,
+    over: OverCap,
+    cache: MicroBatchCache,
 }
 
 /// What the search keeps of a shape's configurations: those that fit in memory (with their
@@ -1165,16 +1212,54 @@ fn weighed_configurations(
     depths_by_pace: bool,
     buffers: Buffers,
 ) -> Weighed {
+    SCRATCH.with_borrow_mut(|scratch| {
+        weighed_in(
+            brief,
+            shape,
+            space,
+            time,
+            keep,
+            depths_by_pace,
+            buffers,
+            scratch,
+        )
+    })
+}
+
+/// [`weighed_configurations`] in `scratch` (nothing in it outlives the shape: each part is
+/// emptied or worked out again before it is read).
+#[allow(clippy::too_many_arguments)]
+fn weighed_in(
+    brief: &Brief,
+    shape: &Shape,
+    space: &MemorySpace,
+    time: &TimeModel,
+    keep: &dyn Fn(&Config) -> bool,
+    depths_by_pace: bool,
+    buffers: Buffers,
+    scratch: &mut Scratch,
+) -> Weighed {
     let Buffers {
         configs: mut fitting,
         mut slower,
     } = buffers;
+    let Scratch {
+        shared,
+        steps,
+        refused,
+        extra,
+        models: detailed,
+        depths_kept,
+        over,
+        cache,
+    } = scratch;
+    // Micro-batches are kept by degrees and step, not by shape.
+    cache.clear();
     let machine = brief.machine();
     let mut excluded = Exclusions::default();
     fitting.clear();
     let mut fastest: Option<Config> = None;
     let mut fit = 0u64;
-    let mut cache = MicroBatchCache::default();
     let mut lightest_one: Option<Lightest> = None;
     let mut tallies = Tallies::default();
     let mut all = 0u64;
@@ -1185,10 +1270,6 @@ fn weighed_configurations(
         .outage(shape.params(), machine.cluster.gpus, 1.0)
         .ok()
         .map(|o| o.goodput);
-    let mut shared = Shared::default();
-    let (mut steps, mut refused, mut extra) = (Vec::new(), Vec::new(), Vec::new());
-    // The 1F1B steps of the layout found over the cap.
-    let mut over = OverCap::default();
     let plate_models = match space {
         MemorySpace::Plate => space.models(),
         MemorySpace::Detailed { .. } => Vec::new(),
@@ -1204,9 +1285,6 @@ fn weighed_configurations(
     // The days a token of the kept slower depths, and the layout's kept interleaved
     // configurations (their places in `fitting`, and their slots).
     slower.clear();
-    let mut depths_kept = Vec::<(u32, u32)>::new();
-    // Their steps as memory models, each configuration's own.
-    let mut detailed: Vec<MemoryModel> = Vec::new();
     for layout in space.layouts(brief, shape) {
         over.clear();
         let layout_start = fitting.len();
@@ -1218,7 +1296,7 @@ fn weighed_configurations(
         if let MemorySpace::Detailed { options, .. } = space {
             let degrees = (layout.tp, layout.cp, layout.pp, layout.dp);
             if steps_of != Some(degrees) {
-                space.steps_into(shape, &layout, &mut steps, &mut refused, &mut extra);
+                space.steps_into(shape, &layout, steps, refused, extra);
                 detailed.clear();
                 detailed.extend(steps.iter().map(|&step| {
                     MemoryModel::Detailed(Detailed {
@@ -1227,13 +1305,13 @@ fn weighed_configurations(
                     })
                 }));
                 kinds = stage_kinds(shape, &layout, options.stages).ok();
-                shared.assign(&steps, overlappable);
+                shared.assign(steps, overlappable);
                 steps_of = Some(degrees);
             }
             shared.empty();
         }
         let models = match space {
-            MemorySpace::Detailed { .. } => &detailed,
+            MemorySpace::Detailed { .. } => &*detailed,
             MemorySpace::Plate => &plate_models,
         };
         // What the step before gave, when that was no error.
@@ -1320,10 +1398,10 @@ fn weighed_configurations(
                         d,
                         kinds.as_ref(),
                         goodput,
-                        &mut cache,
+                        cache,
                     ),
                     MemoryModel::Plate => time
-                        .run_time_cached(&machine, shape, &layout, model, 1, Some(&mut cache))
+                        .run_time_cached(&machine, shape, &layout, model, 1, Some(cache))
                         .map(|r| r.map(|r| r.days_per_token)),
                 };
                 match days_per_token {
@@ -1384,7 +1462,7 @@ fn weighed_configurations(
         }
         // The steps the batch rule turned away, after the others (as `steps_for` lists them),
         // each rule's message written once.
-        for s in &refused {
+        for s in refused.iter() {
             excluded.add_lazily(BatchTarget::RULE, || space.refusal(s, &layout));
         }
     }
@@ -2424,7 +2502,6 @@ fn search_streaming(
         configurations: 0,
         graded: 0,
         scratch: Choices::default(),
-        buffers: Buffers::default(),
     };
     let mut streamed = shapes
         .par_iter()
@@ -2433,7 +2510,7 @@ fn search_streaming(
             if crate::search::progress::interrupted() {
                 return acc;
             }
-            let buffers = std::mem::take(&mut acc.buffers);
+            let buffers = Buffers::take();
             // A slower depth can be in a top list of plans (`--distinct plan`) but for the
             // first, or the lightest under the memory ranking.
             let depths_by_pace = options.rank != Rank::Memory
@@ -2477,10 +2554,11 @@ fn search_streaming(
                 }
             }
             acc.verdicts.push((s, verdict));
-            acc.buffers = Buffers {
+            Buffers {
                 configs: fit.configs,
                 slower: fit.slower,
-            };
+            }
+            .keep();
             progress.advance(1);
             acc
         })
@@ -2511,8 +2589,6 @@ struct Streamed {
     graded: u64,
     /// The worker's table for [`distinct_firsts_of_shape`].
     scratch: Choices,
-    /// The worker's buffers for a shape's configurations.
-    buffers: Buffers,
 }
 
 impl Streamed {
@@ -2911,6 +2987,52 @@ mod tests {
         };
         assert_eq!(runs(&both), runs(&alone));
         assert_eq!(runs(&both).len(), 1);
+    }
+
+    #[test]
+    fn a_search_after_others_on_the_same_thread_gives_what_it_gives_on_a_fresh_one() {
+        // Each thread keeps its buffers and scratch from search to search: a search of 70B
+        // after searches of a larger family and of another brief, on the same thread, reports
+        // byte for byte what it reports on a thread that has searched nothing.
+        use crate::model::family::Family;
+        use crate::report::export::Format;
+        let stack = Stack::MegatronTe;
+        let options = |b: &Brief| SearchOptions {
+            memory: MemorySpace::detailed_defaults(b, Options::for_stack(stack)),
+            time: TimeModel::Detailed(crate::cost::step_time::TimeOptions::for_stack(stack)),
+            top: Some(3),
+            ..SearchOptions::default()
+        };
+        let brief = Brief {
+            gpus: 2048,
+            ..Brief::default()
+        };
+        let small = Brief {
+            gpus: 512,
+            ..Brief::default()
+        };
+        let family = Family::llama("40..120:40", "8192..16384:8192", "3..4:1")
+            .unwrap()
+            .shapes()
+            .unwrap();
+        let seventy = [crate::model::preset("70b").unwrap()];
+        let json = |b: &Brief, shapes: &[Shape]| {
+            let r = search(b, shapes, &options(b), &Silent);
+            Format::Json.exporter().search(&r).unwrap()
+        };
+        let one_thread = || {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .unwrap()
+        };
+        let fresh = one_thread().install(|| json(&brief, &seventy));
+        let after = one_thread().install(|| {
+            json(&brief, &family);
+            json(&small, &seventy);
+            json(&brief, &seventy)
+        });
+        assert_eq!(after, fresh);
     }
 
     /// Llama 3 8B on 2^20 GPUs for a year at a 2.0 loss target passes near 10^15 tokens and
