@@ -702,6 +702,16 @@ impl Buffers {
     }
 }
 
+/// A configuration of the layout being weighed that fits and is kept ([`weighed_in`]): its
+/// step's place, whether it interleaves, its memory and its pace (with the layout and the step,
+/// its [`Config`]).
+struct Kept {
+    place: u32,
+    depth: bool,
+    bytes: f64,
+    pace: Pace,
+}
+
 /// What [`weighed_configurations`] works in while it weighs a shape, kept on each thread from
 /// shape to shape and search to search, as [`Buffers`] are: each holds no more than one set of
 /// degrees' steps and slots (a few thousand at most), so it is kept whole.
@@ -714,8 +724,8 @@ struct Scratch {
     extra: Vec<Step>,
     /// The steps as memory models, each configuration's own.
     models: Vec<MemoryModel>,
-    /// The layout's kept interleaved configurations: their places in `fitting`, and slots.
-    depths_kept: Vec<(u32, u32)>,
+    /// The layout's kept configurations, while its slower depths are found.
+    kept: Vec<Kept>,
     over: OverCap,
     cache: MicroBatchCache,
 }
@@ -1249,7 +1259,7 @@ fn weighed_in(
         refused,
         extra,
         models: detailed,
-        depths_kept,
+        kept,
         over,
         cache,
     } = scratch;
@@ -1282,13 +1292,11 @@ fn weighed_in(
     // The degrees (TP, CP, PP, DP) whose steps and stage kinds the buffers hold.
     let mut steps_of = None;
     let mut kinds = None;
-    // The days a token of the kept slower depths, and the layout's kept interleaved
-    // configurations (their places in `fitting`, and their slots).
+    // The days a token of the kept slower depths.
     slower.clear();
     for layout in space.layouts(brief, shape) {
         over.clear();
-        let layout_start = fitting.len();
-        depths_kept.clear();
+        kept.clear();
         // The layout's steps and its stage kinds (`None`: the split refuses the layout, and
         // each step is graded the whole way for its error) depend on its degrees alone, not
         // on its ZeRO stage or replicas: worked out once for the layouts that share them,
@@ -1423,42 +1431,45 @@ fn weighed_in(
             all += 1;
             lighten(&mut lightest_one, bytes, &layout, model.step());
             tallies.count(&layout, model, bytes, config.as_ref());
-            if let Some(c) = config {
+            if let Some(c) = &config {
                 fit += 1;
-                quicken(&mut fastest, &c);
-                if keep(&c) {
-                    let interleaved =
-                        matches!(c.model.step(), Some(s) if s.schedule != Schedule::OneFOneB);
-                    if depths_by_pace && interleaved {
-                        let slot = shared.slot(place);
-                        slot.fastest_depth = slot.fastest_depth.min(c.pace.key());
-                        depths_kept.push((fitting.len() as u32, shared.slot_of[place]));
+                quicken(&mut fastest, c);
+                if keep(c) {
+                    if depths_by_pace {
+                        // Kept aside until the layout's fastest depths are known.
+                        let depth =
+                            matches!(c.model.step(), Some(s) if s.schedule != Schedule::OneFOneB);
+                        if depth {
+                            let slot = shared.slot(place);
+                            slot.fastest_depth = slot.fastest_depth.min(c.pace.key());
+                        }
+                        kept.push(Kept {
+                            place: place as u32,
+                            depth,
+                            bytes,
+                            pace: c.pace,
+                        });
+                    } else {
+                        fitting.push(*c);
                     }
-                    fitting.push(c);
                 }
             }
         }
-        // Each kept interleaved configuration slower than the fastest depth of its step: its
-        // days a token only, for the passing count.
-        if !depths_kept.is_empty() {
-            let mut kept = layout_start;
-            let mut depths = depths_kept.iter().peekable();
-            for i in layout_start..fitting.len() {
-                let c = fitting[i];
-                let slower_depth =
-                    depths
-                        .next_if(|&&(j, _)| j as usize == i)
-                        .is_some_and(|&(_, slot)| {
-                            slower_than(c.pace.key(), shared.slots[slot as usize].fastest_depth)
-                        });
-                if slower_depth {
-                    slower.push(c.pace.key());
-                } else {
-                    fitting[kept] = c;
-                    kept += 1;
-                }
+        // The layout's kept configurations in their order, but each interleaved one slower
+        // than the fastest depth of its step: its days a token only, for the passing count.
+        for k in kept.iter() {
+            let place = k.place as usize;
+            if k.depth && slower_than(k.pace.key(), shared.slot(place).fastest_depth) {
+                slower.push(k.pace.key());
+            } else {
+                fitting.push(Config {
+                    layout,
+                    model: models[place],
+                    bytes: k.bytes,
+                    pace: k.pace,
+                    prefer: 0.0,
+                });
             }
-            fitting.truncate(kept);
         }
         // The steps the batch rule turned away, after the others (as `steps_for` lists them),
         // each rule's message written once.
