@@ -808,6 +808,28 @@ pub fn scheduled(
     opts: &TimeOptions,
     base: &Unscheduled,
 ) -> Result<StepTime> {
+    let breakdown = scheduled_breakdown(layout, d, opts, base)?;
+    let step_seconds = breakdown.total();
+    let tokens_per_second = d.step.global_batch_tokens as f64 / step_seconds;
+    let (model_flops, hardware_flops, cluster_peak) = base.flops;
+    Ok(StepTime {
+        breakdown,
+        step_seconds,
+        tokens_per_second,
+        mfu: model_flops * tokens_per_second / cluster_peak,
+        hfu: hardware_flops * tokens_per_second / cluster_peak,
+    })
+}
+
+/// Where the seconds of [`scheduled`]'s step go (what a search needs of it: its total is the
+/// step time).
+#[inline]
+pub fn scheduled_breakdown(
+    layout: &Layout,
+    d: &Detailed,
+    opts: &TimeOptions,
+    base: &Unscheduled,
+) -> Result<Breakdown> {
     let step = &d.step;
     step.interleaving_allowed_in(layout, &base.kinds, base.m)?;
     let pp = layout.pp;
@@ -823,7 +845,7 @@ pub fn scheduled(
     } else {
         0.0
     };
-    let breakdown = Breakdown {
+    Ok(Breakdown {
         compute: m_f * compute,
         tp_comm: m_f * base.tp_comm,
         cp_comm: m_f * base.cp_comm,
@@ -831,16 +853,6 @@ pub fn scheduled(
         dp_comm: base.dp_comm,
         bubble: (pp - 1) as f64 / chunks * per_micro_batch,
         optimizer: base.optimizer,
-    };
-    let step_seconds = breakdown.total();
-    let tokens_per_second = step.global_batch_tokens as f64 / step_seconds;
-    let (model_flops, hardware_flops, cluster_peak) = base.flops;
-    Ok(StepTime {
-        breakdown,
-        step_seconds,
-        tokens_per_second,
-        mfu: model_flops * tokens_per_second / cluster_peak,
-        hfu: hardware_flops * tokens_per_second / cluster_peak,
     })
 }
 
@@ -966,8 +978,8 @@ impl TimeModel {
         let TimeModel::Detailed(opts) = self else {
             return Ok(None);
         };
-        let step = scheduled(layout, d, opts, base)?;
-        Ok(Some(days_per_token(&step, d, goodput)))
+        let step_seconds = scheduled_breakdown(layout, d, opts, base)?.total();
+        Ok(Some(days_per_token(step_seconds, d, goodput)))
     }
 
     /// [`TimeModel::run_time`] of the step `d` from the [`Unscheduled`] part of a step that
@@ -992,8 +1004,8 @@ impl TimeModel {
 
 /// Days per token at the step time `step` of `d` when failures leave `goodput`:
 /// `step_seconds / (B · goodput · 86,400)`.
-fn days_per_token(step: &StepTime, d: &Detailed, goodput: f64) -> f64 {
-    step.step_seconds / d.step.global_batch_tokens as f64 / goodput / SECONDS_PER_DAY
+fn days_per_token(step_seconds: f64, d: &Detailed, goodput: f64) -> f64 {
+    step_seconds / d.step.global_batch_tokens as f64 / goodput / SECONDS_PER_DAY
 }
 
 /// The run of `tokens` at the step time `step`: its compute days, and its days per token with
@@ -1010,7 +1022,7 @@ fn run_of(
         machine
             .reliability
             .outage(shape.params(), machine.cluster.gpus, compute_seconds)?;
-    let days_per_token = days_per_token(&step, d, outage.goodput);
+    let days_per_token = days_per_token(step.step_seconds, d, outage.goodput);
     Ok(RunTime {
         step,
         compute_days: compute_seconds / SECONDS_PER_DAY,
