@@ -823,7 +823,7 @@ pub fn scheduled(
 
 /// Where the seconds of [`scheduled`]'s step go (what a search needs of it: its total is the
 /// step time).
-#[inline]
+#[inline(always)]
 pub fn scheduled_breakdown(
     layout: &Layout,
     d: &Detailed,
