@@ -523,18 +523,10 @@ pub fn step_time_of(
 /// shares ([`unscheduled`]); [`scheduled`] adds the pipeline's sends and bubble.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Unscheduled {
-    kinds: StageKinds,
-    m: u64,
-    compute: f64,
-    forward: f64,
-    tp_comm: f64,
-    cp_comm: f64,
-    /// One send between stages, seconds (0 without a pipeline).
-    pp_send: f64,
+    /// What the layouts of the same degrees share.
+    part: Unsharded,
     dp_comm: f64,
     optimizer: f64,
-    /// Model and hardware FLOPs per token, and the cluster's peak FLOP/s.
-    flops: (f64, f64, f64),
 }
 
 /// [`Unscheduled`] for the step `d` (whatever its schedule) under `layout`.
@@ -720,17 +712,13 @@ pub fn unscheduled_of(
     part: &Unsharded,
 ) -> Unscheduled {
     let &Unsharded {
-        kinds,
         m,
         compute,
         forward,
-        tp_comm,
-        cp_comm,
-        pp_send,
         stage_layers,
         psi,
         fp8_casts,
-        flops,
+        ..
     } = part;
     let (tp, m_f) = (layout.tp, m as f64);
     let grad_bytes = d.options.gradients.bytes();
@@ -785,16 +773,9 @@ pub fn unscheduled_of(
     let hbm = machine.topology.hbm_gbps * 1e9 * OPTIMIZER_HBM_EFFICIENCY;
     let optimizer = (updated * OPTIMIZER_BYTES_MOVED + fp8_casts) / hbm;
     Unscheduled {
-        kinds,
-        m,
-        compute,
-        forward,
-        tp_comm,
-        cp_comm,
-        pp_send,
+        part: part.clone(),
         dp_comm,
         optimizer,
-        flops,
     }
 }
 
@@ -811,7 +792,7 @@ pub fn scheduled(
     let breakdown = scheduled_breakdown(layout, d, opts, base)?;
     let step_seconds = breakdown.total();
     let tokens_per_second = d.step.global_batch_tokens as f64 / step_seconds;
-    let (model_flops, hardware_flops, cluster_peak) = base.flops;
+    let (model_flops, hardware_flops, cluster_peak) = base.part.flops;
     Ok(StepTime {
         breakdown,
         step_seconds,
@@ -831,14 +812,15 @@ pub fn scheduled_breakdown(
     base: &Unscheduled,
 ) -> Result<Breakdown> {
     let step = &d.step;
-    step.interleaving_allowed_in(layout, &base.kinds, base.m)?;
+    let (part, dp_comm, optimizer) = (&base.part, base.dp_comm, base.optimizer);
+    step.interleaving_allowed_in(layout, &part.kinds, part.m)?;
     let pp = layout.pp;
-    let (compute, forward) = (base.compute, base.forward);
-    let per_micro_batch = compute + base.tp_comm + base.cp_comm;
+    let (compute, forward) = (part.compute, part.forward);
+    let per_micro_batch = compute + part.tp_comm + part.cp_comm;
     let chunks = step.schedule.chunks() as f64;
-    let m_f = base.m as f64;
+    let m_f = part.m as f64;
     let pp_comm = if pp > 1 {
-        let one = base.pp_send;
+        let one = part.pp_send;
         let ahead = one - hidden(one, opts.pp_overlap, forward / chunks);
         let back = one - hidden(one, opts.pp_overlap, (compute - forward) / chunks);
         m_f * chunks * (ahead + back)
@@ -847,12 +829,12 @@ pub fn scheduled_breakdown(
     };
     Ok(Breakdown {
         compute: m_f * compute,
-        tp_comm: m_f * base.tp_comm,
-        cp_comm: m_f * base.cp_comm,
+        tp_comm: m_f * part.tp_comm,
+        cp_comm: m_f * part.cp_comm,
         pp_comm,
-        dp_comm: base.dp_comm,
+        dp_comm,
         bubble: (pp - 1) as f64 / chunks * per_micro_batch,
-        optimizer: base.optimizer,
+        optimizer,
     })
 }
 
@@ -912,27 +894,10 @@ impl TimeModel {
         run_of(machine, shape, d, step, tokens).map(Some)
     }
 
-    /// The [`Unscheduled`] part of the step `d` under `layout` in the pipeline `kinds`
-    /// ([`Detailed::kinds`] of the layout), shared by every schedule of the step, or `None`
-    /// under the plate model; each micro-batch's compute from `cache`.
-    pub fn unscheduled_in(
-        &self,
-        machine: &Machine,
-        shape: &Shape,
-        layout: &Layout,
-        d: &Detailed,
-        kinds: &StageKinds,
-        cache: &mut MicroBatchCache,
-    ) -> Result<Option<Unscheduled>> {
-        let TimeModel::Detailed(opts) = self else {
-            return Ok(None);
-        };
-        let micro_batch = cache.get(machine, shape, layout, d, opts)?;
-        unscheduled_in(machine, shape, layout, d, opts, &micro_batch, kinds).map(Some)
-    }
-
-    /// The [`Unsharded`] part of [`TimeModel::unscheduled_in`], the same for every ZeRO stage
-    /// and replica count of the layout's degrees, or `None` under the plate model.
+    /// The [`Unsharded`] part of the step `d` under `layout` in the pipeline `kinds`
+    /// ([`Detailed::kinds`] of the layout), shared by every schedule of the step and every ZeRO
+    /// stage and replica count of the layout's degrees, or `None` under the plate model; each
+    /// micro-batch's compute from `cache`.
     pub fn unsharded_in(
         &self,
         machine: &Machine,
@@ -949,8 +914,8 @@ impl TimeModel {
         unsharded_in(machine, shape, layout, d, opts, &micro_batch, kinds).map(Some)
     }
 
-    /// [`TimeModel::unscheduled_in`] from its [`Unsharded`] part ([`unscheduled_of`]), or
-    /// `None` under the plate model.
+    /// The [`Unscheduled`] part of the step from its [`Unsharded`] part ([`unscheduled_of`]),
+    /// or `None` under the plate model.
     pub fn unscheduled_of(
         &self,
         machine: &Machine,

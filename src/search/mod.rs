@@ -702,7 +702,7 @@ impl Buffers {
     }
 }
 
-/// A configuration of the layout being weighed that fits and is kept ([`weighed_in`]): its
+/// A configuration of the layout being weighed that fits and is kept ([`weighed_configurations`]): its
 /// step's place, whether it interleaves, its memory and its pace (with the layout and the step,
 /// its [`Config`]).
 struct Kept {
@@ -1213,33 +1213,11 @@ impl OverCap {
 /// lists one plan, ranked by anything but memory), a kept
 /// interleaved configuration slower than another depth of its layout and step
 /// ([`slower_than`]) leaves `fitting` for `slower`, its days a token alone.
-fn weighed_configurations(
-    brief: &Brief,
-    shape: &Shape,
-    space: &MemorySpace,
-    time: &TimeModel,
-    keep: &dyn Fn(&Config) -> bool,
-    depths_by_pace: bool,
-    buffers: Buffers,
-) -> Weighed {
-    SCRATCH.with_borrow_mut(|scratch| {
-        weighed_in(
-            brief,
-            shape,
-            space,
-            time,
-            keep,
-            depths_by_pace,
-            buffers,
-            scratch,
-        )
-    })
-}
-
-/// [`weighed_configurations`] in `scratch` (nothing in it outlives the shape: each part is
-/// emptied or worked out again before it is read).
+///
+/// It works in `scratch` (a thread's [`SCRATCH`]): nothing in it outlives the shape, each part
+/// emptied or worked out again before it is read.
 #[allow(clippy::too_many_arguments)]
-fn weighed_in(
+fn weighed_configurations(
     brief: &Brief,
     shape: &Shape,
     space: &MemorySpace,
@@ -2267,15 +2245,18 @@ fn shape_configuration(
     let keep = |c: &Config| {
         plate_days.is_some_and(|(lo, days)| within_time_and_cost(brief, c.pace.days(days, lo)))
     };
-    let mut weighed = weighed_configurations(
-        brief,
-        shape,
-        &options.memory,
-        &options.time,
-        &keep,
-        depths_by_pace,
-        buffers,
-    );
+    let mut weighed = SCRATCH.with_borrow_mut(|scratch| {
+        weighed_configurations(
+            brief,
+            shape,
+            &options.memory,
+            &options.time,
+            &keep,
+            depths_by_pace,
+            buffers,
+            scratch,
+        )
+    });
     let mut configs = std::mem::take(&mut weighed.fitting);
     let fastest = weighed.fastest;
     if let (true, Some(f)) = (configs.is_empty(), fastest) {
@@ -3280,6 +3261,7 @@ mod weighed_tests {
             &|_| true,
             false,
             Buffers::default(),
+            &mut Scratch::default(),
         )
     }
 
