@@ -539,21 +539,7 @@ pub fn unscheduled(
     micro_batch: &MicroBatch,
 ) -> Result<Unscheduled> {
     let kinds = d.kinds(shape, layout)?;
-    unscheduled_in(machine, shape, layout, d, opts, micro_batch, &kinds)
-}
-
-/// [`unscheduled`] in the pipeline `kinds` ([`Detailed::kinds`] of the layout): the slowest stage
-/// is found among one representative of each kind.
-pub fn unscheduled_in(
-    machine: &Machine,
-    shape: &Shape,
-    layout: &Layout,
-    d: &Detailed,
-    opts: &TimeOptions,
-    micro_batch: &MicroBatch,
-    kinds: &StageKinds,
-) -> Result<Unscheduled> {
-    let part = unsharded_in(machine, shape, layout, d, opts, micro_batch, kinds)?;
+    let part = unsharded_in(machine, shape, layout, d, opts, micro_batch, &kinds)?;
     Ok(unscheduled_of(machine, layout, d, opts, &part))
 }
 
@@ -561,7 +547,7 @@ pub fn unscheduled_in(
 /// state (the layout's ZeRO stage and hybrid-sharding replicas): the slowest stage's compute
 /// and its TP, CP and pipeline traffic per micro-batch, its parameters and the FLOPs. A search
 /// works it out once for the layouts of the same degrees and finishes it for each
-/// ([`unscheduled_of`]), as [`unscheduled_in`] does.
+/// ([`unscheduled_of`]), as [`unscheduled`] does.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Unsharded {
     kinds: StageKinds,
@@ -579,7 +565,8 @@ pub struct Unsharded {
     flops: (f64, f64, f64),
 }
 
-/// [`Unsharded`] for the step `d` under `layout` in the pipeline `kinds`.
+/// [`Unsharded`] for the step `d` under `layout` in the pipeline `kinds` ([`Detailed::kinds`]
+/// of the layout): the slowest stage is found among one representative of each kind.
 pub fn unsharded_in(
     machine: &Machine,
     shape: &Shape,
@@ -1050,24 +1037,15 @@ mod tests {
         // same TP, CP, PP and DP, is each layout's own: 70B and 405B, each recomputation and
         // precision the stack trains in, with every overlap in play.
         use crate::cost::precision::Precision;
-        use crate::model::layout::Degrees;
-        let brief = Brief::default();
-        let machine = brief.machine();
+        use crate::model::layout::every_sharding;
+        let machine = Brief::default().machine();
         let stack = Stack::MegatronTe;
         let opts = TimeOptions::for_stack(stack);
         let mut compared = 0;
         for (model, tp, cp, pp) in [("70b", 8, 1, 4), ("70b", 4, 2, 1), ("405b", 8, 1, 16)] {
             let s = preset(model).unwrap();
-            let layout = |zero, replicate| {
-                let degrees = Degrees {
-                    tp,
-                    cp,
-                    pp,
-                    replicate,
-                };
-                Layout::with(&brief, &s, degrees, ZeroStage::new(zero).unwrap()).unwrap()
-            };
-            let first = layout(0, 1);
+            let layouts = every_sharding(&s, tp, cp, pp);
+            let first = &layouts[0];
             for (recompute, precision) in itertools::iproduct!(Recompute::ALL, Precision::ALL) {
                 let d = Detailed {
                     step: Step {
@@ -1077,24 +1055,19 @@ mod tests {
                     },
                     options: Options::for_stack(stack),
                 };
-                let Ok(kinds) = d.kinds(&s, &first) else {
+                let Ok(kinds) = d.kinds(&s, first) else {
                     continue;
                 };
-                let Ok(micro_batch) = MicroBatch::of(&machine, &s, &first, &d, &opts) else {
+                let Ok(micro_batch) = MicroBatch::of(&machine, &s, first, &d, &opts) else {
                     continue;
                 };
-                let Ok(part) = unsharded_in(&machine, &s, &first, &d, &opts, &micro_batch, &kinds)
+                let Ok(part) = unsharded_in(&machine, &s, first, &d, &opts, &micro_batch, &kinds)
                 else {
                     continue;
                 };
-                for (zero, replicate) in itertools::iproduct!(0..=3, [1, 2, 4]) {
-                    // Replicas of the sharded state need a ZeRO stage that shards it.
-                    if zero == 0 && replicate > 1 {
-                        continue;
-                    }
-                    let l = layout(zero, replicate);
-                    let own = unscheduled_in(&machine, &s, &l, &d, &opts, &micro_batch, &kinds);
-                    let of = unscheduled_of(&machine, &l, &d, &opts, &part);
+                for l in &layouts {
+                    let own = unscheduled(&machine, &s, l, &d, &opts, &micro_batch);
+                    let of = unscheduled_of(&machine, l, &d, &opts, &part);
                     assert_eq!(of, own.unwrap(), "{model} {l:?} {d:?}");
                     compared += 1;
                 }

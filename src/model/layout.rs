@@ -371,6 +371,28 @@ pub(crate) fn layout_70b(tp: u64, pp: u64, zero: u8) -> Layout {
     Layout::new(&brief, &shape, tp, pp, zero).expect("a valid layout")
 }
 
+/// Every ZeRO stage and hybrid-sharding replica count (1, 2, 4) of `shape` at TP `tp`, CP `cp`
+/// and PP `pp` on the default brief's cluster, ZeRO 0 with one shard group first: for tests of
+/// what the layouts of one set of degrees share.
+#[cfg(test)]
+pub(crate) fn every_sharding(shape: &Shape, tp: u64, cp: u64, pp: u64) -> Vec<Layout> {
+    let brief = crate::brief::Brief::default();
+    iproduct!(0..=3, [1, 2, 4])
+        // Replicas of the sharded state need a ZeRO stage that shards it.
+        .filter(|&(zero, replicate)| zero > 0 || replicate == 1)
+        .map(|(zero, replicate)| {
+            let degrees = Degrees {
+                tp,
+                cp,
+                pp,
+                replicate,
+            };
+            let zero = ZeroStage::new(zero).expect("a ZeRO stage");
+            Layout::with(&brief, shape, degrees, zero).expect("a valid layout")
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -702,14 +702,20 @@ impl Buffers {
     }
 }
 
-/// A configuration of the layout being weighed that fits and is kept ([`weighed_configurations`]): its
-/// step's place, whether it interleaves, its memory and its pace (with the layout and the step,
-/// its [`Config`]).
+/// A configuration of the layout being weighed that fits and is kept
+/// ([`weighed_configurations`]): its step's place, its memory and its pace (with the layout and
+/// the step, its [`Config`]).
 struct Kept {
     place: u32,
-    depth: bool,
     bytes: f64,
     pace: Pace,
+}
+
+/// Whether `model`'s step interleaves: one of its step's depths beside the 1F1B step.
+fn is_depth(model: &MemoryModel) -> bool {
+    model
+        .step()
+        .is_some_and(|s| s.schedule != Schedule::OneFOneB)
 }
 
 /// What [`weighed_configurations`] works in while it weighs a shape, kept on each thread from
@@ -907,13 +913,10 @@ impl Slot {
     ) -> Option<&StagePeaks> {
         self.stages
             .get_or_insert_with(|| {
-                share
-                    .stages
-                    .get_or_insert_with(|| {
-                        kinds.and_then(|k| d.stage_shares_in(shape, layout, k).ok())
-                    })
-                    .as_ref()
-                    .map(|shares| d.stage_peaks_of(shares, layout))
+                let shares = share.stages.get_or_insert_with(|| {
+                    kinds.and_then(|k| d.stage_shares_in(shape, layout, k).ok())
+                });
+                Some(d.stage_peaks_of(shares.as_ref()?, layout))
             })
             .as_ref()
     }
@@ -1056,15 +1059,12 @@ fn slot_pace(
 ) -> Result<Option<f64>> {
     let base = slot.time.get_or_insert_with(|| {
         let kinds = kinds?;
-        share
-            .time
-            .get_or_insert_with(|| {
-                time.unsharded_in(machine, shape, layout, d, kinds, cache)
-                    .ok()
-                    .flatten()
-            })
-            .as_ref()
-            .and_then(|part| time.unscheduled_of(machine, layout, d, part))
+        let part = share.time.get_or_insert_with(|| {
+            time.unsharded_in(machine, shape, layout, d, kinds, cache)
+                .ok()
+                .flatten()
+        });
+        time.unscheduled_of(machine, layout, d, part.as_ref()?)
     });
     match (base, goodput) {
         (Some(base), Some(goodput)) => time.days_per_token_on(layout, d, base, goodput),
@@ -1415,15 +1415,12 @@ fn weighed_configurations(
                 if keep(c) {
                     if depths_by_pace {
                         // Kept aside until the layout's fastest depths are known.
-                        let depth =
-                            matches!(c.model.step(), Some(s) if s.schedule != Schedule::OneFOneB);
-                        if depth {
+                        if is_depth(model) {
                             let slot = shared.slot(place);
                             slot.fastest_depth = slot.fastest_depth.min(c.pace.key());
                         }
                         kept.push(Kept {
                             place: place as u32,
-                            depth,
                             bytes,
                             pace: c.pace,
                         });
@@ -1437,7 +1434,8 @@ fn weighed_configurations(
         // than the fastest depth of its step: its days a token only, for the passing count.
         for k in kept.iter() {
             let place = k.place as usize;
-            if k.depth && slower_than(k.pace.key(), shared.slot(place).fastest_depth) {
+            let depth = is_depth(&models[place]);
+            if depth && slower_than(k.pace.key(), shared.slot(place).fastest_depth) {
                 slower.push(k.pace.key());
             } else {
                 fitting.push(Config {

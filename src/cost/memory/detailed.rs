@@ -805,23 +805,14 @@ mod tests {
         // is what each layout's own stage sums are: 70B and 405B (uneven stages), each
         // precision and recomputation.
         use crate::cost::precision::Precision;
-        use crate::model::layout::Degrees;
-        let brief = Brief::default();
+        use crate::model::layout::every_sharding;
         let options = Options::default();
         let mut compared = 0;
         for (model, tp, cp, pp) in [("70b", 8, 1, 4), ("70b", 4, 2, 1), ("405b", 8, 1, 16)] {
             let s = preset(model).unwrap();
-            let layout = |zero, replicate| {
-                let degrees = Degrees {
-                    tp,
-                    cp,
-                    pp,
-                    replicate,
-                };
-                Layout::with(&brief, &s, degrees, ZeroStage::new(zero).unwrap()).unwrap()
-            };
-            let first = layout(0, 1);
-            let kinds = stage_kinds(&s, &first, options.stages).unwrap();
+            let layouts = every_sharding(&s, tp, cp, pp);
+            let first = &layouts[0];
+            let kinds = stage_kinds(&s, first, options.stages).unwrap();
             for (recompute, precision) in itertools::iproduct!(Recompute::ALL, Precision::ALL) {
                 let d = Detailed {
                     step: Step {
@@ -830,17 +821,12 @@ mod tests {
                     },
                     options,
                 };
-                let Ok(shares) = d.stage_shares_in(&s, &first, &kinds) else {
+                let Ok(shares) = d.stage_shares_in(&s, first, &kinds) else {
                     continue;
                 };
-                for (zero, replicate) in itertools::iproduct!(0..=3, [1, 2, 4]) {
-                    // Replicas of the sharded state need a ZeRO stage that shards it.
-                    if zero == 0 && replicate > 1 {
-                        continue;
-                    }
-                    let l = layout(zero, replicate);
-                    let own = d.stage_peaks_in(&s, &l, &kinds).unwrap();
-                    assert_eq!(d.stage_peaks_of(&shares, &l), own, "{model} {l:?} {d:?}");
+                for l in &layouts {
+                    let own = d.stage_peaks_in(&s, l, &kinds).unwrap();
+                    assert_eq!(d.stage_peaks_of(&shares, l), own, "{model} {l:?} {d:?}");
                     compared += 1;
                 }
             }
