@@ -286,6 +286,14 @@ def test_repr_svg_is_the_binarys_plot(tmp_path):
     assert memory.startswith("<svg")
 
 
+SMALL_FAMILY = {
+    "layers": "40..160:40",
+    "hidden": "6144..20480:1024",
+    "ffn_ratio": "3.0..4.0:0.5",
+    "memory": "detailed",
+    "time": "detailed",
+    "top": 1,
+}
 LONG = {
     "layers": "40..160:4",
     "hidden": "6144..20480:512",
@@ -311,23 +319,29 @@ def test_ctrl_c_stops_a_long_search():
 
 
 def test_the_gil_is_released():
-    """Another Python thread runs while a search does."""
+    """Another Python thread runs while a search does: it ticks every 5 ms through a search of
+    a few tenths of a second (a small detailed family), where a held GIL would let it tick once
+    or twice. The 70B model alone is searched in a few milliseconds, too short to tell."""
     ticks = []
     done = threading.Event()
 
     def tick():
         while not done.is_set():
-            ticks.append(1)
+            ticks.append(time.monotonic())
             time.sleep(0.005)
 
     ticker = threading.Thread(target=tick)
     ticker.start()
     try:
-        trainplan.search(models=["70b"], memory="detailed", time="detailed", top=1)
+        started = time.monotonic()
+        trainplan.search(**SMALL_FAMILY)
+        ended = time.monotonic()
     finally:
         done.set()
         ticker.join()
-    assert len(ticks) > 1
+    during = [t for t in ticks if started < t < ended]
+    assert ended - started > 0.1, "the search was too short to tell"
+    assert len(during) >= 5, f"{len(during)} ticks in a {ended - started:.2f} s search"
 
 
 def test_ctrl_c_stops_another_threads_search_loudly():
