@@ -144,7 +144,7 @@ fn models_that_cannot_be_planned_are_refused_by_name() {
             "--tokens",
             "1e12",
         ],
-        "mixture-of-experts model (num_local_experts = 8)",
+        "a mixture of experts (8 routed, 2 a token, on 32 of 32 layers; 46,702,792,704 parameters, 12,879,925,248 active), which trainplan counts but does not yet plan",
     );
     refuses(
         &["search", "--model-config", &fixture("gemma-2b")],

@@ -24,7 +24,7 @@ use crate::input::{self, hf};
 use crate::model::family::{Family, Span};
 use crate::model::layout::{Degrees, ZeroStage};
 use crate::model::{
-    self, Architecture, Biases, Shape, ShapeSpec, LLAMA3_HEAD_DIM, LLAMA3_KV_HEADS,
+    self, Architecture, Attention, Biases, Shape, ShapeSpec, LLAMA3_HEAD_DIM, LLAMA3_KV_HEADS,
     LLAMA3_NORM_EPS, LLAMA3_ROPE_THETA, LLAMA3_VOCAB,
 };
 use crate::report::export::Format;
@@ -612,7 +612,10 @@ impl AttentionArgs {
                 rope_scaling: Architecture::default().rope_scaling,
                 norm_eps: self.norm_eps.unwrap_or(LLAMA3_NORM_EPS),
                 sliding_window: self.sliding_window,
+                window_layers: None,
             },
+            experts: None,
+            attention: Attention::default(),
         }
         .build_named()
         .map_err(|e| e.renamed(|field| format!("--{}", field.replace('_', "-"))))

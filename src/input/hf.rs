@@ -1,23 +1,54 @@
-//! Hugging Face `config.json` files: the shape of a dense Llama-family decoder read from the
-//! fields transformers writes, so any such checkpoint can be planned by pointing at its config.
+//! Hugging Face `config.json` files: the shape of a Llama-family decoder, dense or a mixture of
+//! experts, read from the fields transformers writes, so any such checkpoint can be counted and
+//! (when dense) planned by pointing at its config.
 //!
-//! Accepted architectures, and what each one's modelling code builds (transformers 4.46,
-//! `models/{llama,mistral,qwen2}/modeling_*.py`):
+//! Accepted architectures, and what each one's modelling code builds (transformers 4.57,
+//! `models/<family>/modeling_*.py`):
 //!
 //! - `LlamaForCausalLM`: biases on the q, k, v and o projections when `attention_bias`, on the
 //!   gate, up and down projections when `mlp_bias`; `head_dim` when given, else `h / heads`.
 //! - `MistralForCausalLM`: no biases; `head_dim` when given (Mistral NeMo: 128 with h = 5,120).
 //! - `Qwen2ForCausalLM`: biases on q, k and v always (hard-coded; the config has no key), none on
 //!   o or the MLP.
+//! - `MixtralForCausalLM`: every layer a mixture of `num_local_experts` SwiGLU experts of width
+//!   `intermediate_size`, `num_experts_per_tok` a token, behind a router without bias.
+//! - `Qwen2MoeForCausalLM`: q, k and v biases unless `qkv_bias` is false; experts of `moe_intermediate_size`, a
+//!   shared expert of `shared_expert_intermediate_size` and its gate (`h → 1`); a layer is a
+//!   mixture when `(i + 1) % decoder_sparse_step == 0` and it is not in `mlp_only_layers`,
+//!   else a dense MLP of `intermediate_size`.
+//! - `Qwen3MoeForCausalLM`: the same layer rule, no shared expert, biases on q, k, v and o when
+//!   `attention_bias`, and an RMSNorm of `head_dim` on each head's query and key.
+//! - `DeepseekV3ForCausalLM`: multi-head latent attention (`q_lora_rank`, `kv_lora_rank`,
+//!   `qk_nope_head_dim`, `qk_rope_head_dim`, `v_head_dim`); dense layers of
+//!   `intermediate_size` below `first_k_dense_replace`, then every `moe_layer_freq`-th a mixture
+//!   of `n_routed_experts` of `moe_intermediate_size` with `n_shared_experts` shared ones and the
+//!   router's score correction (`e_score_correction_bias`: a buffer in transformers, a
+//!   parameter in DeepSeek's own `inference/model.py`, stored in the checkpoint and counted in
+//!   its published 671,026,419,200, so counted here).
+//!   The `moe_layer_freq` rule is DeepSeek's own code's (transformers leaves it out; it is 1 in
+//!   every released config). The multi-token-prediction layers (`num_nextn_predict_layers`) are
+//!   not built by transformers and not counted.
+//! - `GptOssForCausalLM`: every layer a mixture of `num_local_experts` of `intermediate_size`
+//!   with biases on the experts and the router; biases on q, k, v and o (`attention_bias`); a
+//!   learned sink per head; the `sliding_window` on the layers `layer_types` marks
+//!   `sliding_attention` (by default every second from the first).
+//! - `Llama4ForConditionalGeneration` (its `text_config`; the vision encoder is not counted) and
+//!   `Llama4ForCausalLM`: mixtures of `num_local_experts` of `intermediate_size` with a shared
+//!   expert of the same width on `moe_layers` (by default every `interleave_moe_layer_step`-th,
+//!   from layer `step − 1`), dense MLPs of `intermediate_size_mlp` elsewhere; no biases (the
+//!   config class forces `attention_bias` false); its query-key norm has no weights. Its chunked local attention (`attention_chunk_size`) and RoPE-free
+//!   layers change no count.
 //!
 //! Beyond the counts, what a launcher must build the same model with: `rope_theta`,
-//! `rope_scaling`, `rms_norm_eps` and Mistral's `sliding_window` (with the config classes'
-//! defaults when absent).
+//! `rope_scaling`, `rms_norm_eps` and the sliding window (with the config classes' defaults
+//! when absent).
 //!
-//! All three: `num_key_value_heads` defaults to `num_attention_heads`, `tie_word_embeddings` to
-//! false (their config classes' defaults). A mixture of experts (`num_local_experts`,
-//! `num_experts`, `n_routed_experts`, `moe_intermediate_size`, `num_experts_per_tok`) or any
-//! other architecture is refused by name rather than approximated.
+//! All of them: `num_key_value_heads` defaults to `num_attention_heads`, `tie_word_embeddings`
+//! to false (their config classes' defaults). The expert fields are required where the
+//! architecture has experts, and refused on a dense architecture; any other architecture is
+//! refused by name rather than approximated. [`read`] gives the shapes trainplan plans (dense,
+//! grouped-query attention) and refuses the others with their counts; [`read_model`] gives
+//! every accepted shape.
 
 use std::path::Path;
 
@@ -26,13 +57,32 @@ use serde_json::{Map, Value};
 use crate::error::{Error, Result};
 use crate::input::strict::Nulls;
 use crate::input::{parse_json_with, read_text, HF_CONFIG};
-use crate::model::{Architecture as ModelArchitecture, Biases, RopeScaling, Shape, ShapeSpec};
+use crate::model::{
+    Architecture as ModelArchitecture, Attention, Biases, Experts, Latent, LayerSet, RopeScaling,
+    Shape, ShapeSpec,
+};
 
-/// The architectures [`read`] accepts, as `architectures` names them.
-pub const SUPPORTED: [&str; 3] = ["LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM"];
+/// The most MoE layers a config may list one by one (a rule, such as every second layer, has no
+/// bound): more than any decoder has, few enough to hold.
+const MAX_LISTED_LAYERS: u32 = 1 << 20;
 
-/// Fields that mark a mixture of experts, in the families that use them (Mixtral and
-/// Llama 4: `num_local_experts`; Qwen MoE and OLMoE: `num_experts`; DeepSeek: `n_routed_experts`).
+/// The architectures [`read_model`] accepts, as `architectures` names them.
+pub const SUPPORTED: [&str; 10] = [
+    "LlamaForCausalLM",
+    "MistralForCausalLM",
+    "Qwen2ForCausalLM",
+    "MixtralForCausalLM",
+    "Qwen2MoeForCausalLM",
+    "Qwen3MoeForCausalLM",
+    "DeepseekV3ForCausalLM",
+    "GptOssForCausalLM",
+    "Llama4ForConditionalGeneration",
+    "Llama4ForCausalLM",
+];
+
+/// Fields that mark a mixture of experts, in the families that use them (Mixtral, gpt-oss and
+/// Llama 4: `num_local_experts`; Qwen MoE and OLMoE: `num_experts`; DeepSeek:
+/// `n_routed_experts`), refused on a dense architecture.
 const EXPERT_FIELDS: [&str; 5] = [
     "num_local_experts",
     "num_experts",
@@ -46,16 +96,67 @@ enum Architecture {
     Llama,
     Mistral,
     Qwen2,
+    Mixtral,
+    Qwen2Moe,
+    Qwen3Moe,
+    DeepseekV3,
+    GptOss,
+    Llama4,
 }
 
-/// Reads the shape a `config.json` describes.
+impl Architecture {
+    /// Whether its layers may be mixtures of experts.
+    fn sparse(self) -> bool {
+        !matches!(
+            self,
+            Architecture::Llama | Architecture::Mistral | Architecture::Qwen2
+        )
+    }
+
+    /// The config class's `rope_theta` and `rms_norm_eps` (transformers 4.57's
+    /// `configuration_*.py`).
+    fn defaults(self) -> (f64, f64) {
+        match self {
+            Architecture::Llama
+            | Architecture::Mistral
+            | Architecture::Qwen2
+            | Architecture::Qwen2Moe
+            | Architecture::Qwen3Moe
+            | Architecture::DeepseekV3 => (10_000.0, 1e-6),
+            Architecture::Mixtral => (1e6, 1e-5),
+            Architecture::GptOss => (150_000.0, 1e-5),
+            Architecture::Llama4 => (500_000.0, 1e-5),
+        }
+    }
+}
+
+/// Reads the shape a `config.json` describes, if trainplan plans it (see [`parse`]).
 pub fn read(path: &Path) -> Result<Shape> {
     parse(&read_text(path, HF_CONFIG)?, path)
 }
 
+/// Reads the shape a `config.json` describes, mixtures of experts and latent attention
+/// included (see [`parse_model`]).
+pub fn read_model(path: &Path) -> Result<Shape> {
+    parse_model(&read_text(path, HF_CONFIG)?, path)
+}
+
+/// The shape the config text describes, if trainplan's layouts and cost model plan it
+/// ([`Shape::unplanned`]): a mixture of experts is refused with its counts.
+pub fn parse(text: &str, path: &Path) -> Result<Shape> {
+    let shape = parse_model(text, path)?;
+    match shape.unplanned() {
+        None => Ok(shape),
+        Some(reason) => Err(Error::Unsupported {
+            path: path.to_path_buf(),
+            reason,
+        }),
+    }
+}
+
 /// The shape the config text describes; `path` names it in errors and gives the shape its
 /// name when the config has no `_name_or_path`.
-pub fn parse(text: &str, path: &Path) -> Result<Shape> {
+pub fn parse_model(text: &str, path: &Path) -> Result<Shape> {
     // transformers writes `null` for a field it leaves unset (`"rope_scaling": null`).
     let value: Value = parse_json_with(text, path, HF_CONFIG.what, Nulls::Absent)?;
     let Value::Object(config) = value else {
@@ -64,56 +165,126 @@ pub fn parse(text: &str, path: &Path) -> Result<Shape> {
             message: "not a Hugging Face config.json: expected a JSON object".into(),
         });
     };
-    let fields = Fields {
+    let top = Fields {
         config: &config,
         path,
+        prefix: "",
     };
-    let architecture = fields.architecture()?;
-    let heads = fields.count32("num_attention_heads")?;
-    let biases = match architecture {
-        Architecture::Llama => {
-            let attention = fields.flag("attention_bias")?;
-            Biases {
-                qkv: attention,
-                output: attention,
-                mlp: fields.flag("mlp_bias")?,
+    let architecture = top.architecture()?;
+    // Llama 4's multimodal config keeps the language model's fields in `text_config`.
+    let text_config;
+    let fields = match (architecture, config.get("text_config")) {
+        (Architecture::Llama4, Some(Value::Object(t))) => {
+            text_config = t;
+            Fields {
+                config: text_config,
+                path,
+                prefix: "text_config.",
             }
         }
-        Architecture::Mistral => Biases::default(),
+        (Architecture::Llama4, Some(v)) => {
+            return Err(top.invalid("text_config", v, "the language model's fields, an object"))
+        }
+        _ => top,
+    };
+    if !architecture.sparse() {
+        fields.refuse_experts(architecture)?;
+    }
+    let heads = fields.count32("num_attention_heads")?;
+    let attention_bias = fields.flag("attention_bias")?;
+    let biases = match architecture {
+        Architecture::Llama => Biases {
+            qkv: attention_bias,
+            output: attention_bias,
+            mlp: fields.flag("mlp_bias")?,
+        },
+        Architecture::Mistral | Architecture::Mixtral => Biases::default(),
         Architecture::Qwen2 => Biases {
             qkv: true,
             ..Biases::default()
         },
+        // Qwen2-MoE's `qkv_bias` defaults to true.
+        Architecture::Qwen2Moe => Biases {
+            qkv: fields.flag_or("qkv_bias", true)?,
+            ..Biases::default()
+        },
+        Architecture::Qwen3Moe | Architecture::GptOss => Biases {
+            qkv: attention_bias,
+            output: attention_bias,
+            mlp: false,
+        },
+        // Llama 4's config class sets `attention_bias` false whatever the file says.
+        Architecture::Llama4 => Biases::default(),
+        Architecture::DeepseekV3 => {
+            if attention_bias {
+                return Err(fields.unsupported(
+                    "attention_bias = true with latent attention: DeepSeek-V3's projections have no biases, and trainplan does not count them".into(),
+                ));
+            }
+            Biases::default()
+        }
+    };
+    let layers = fields.count32("num_hidden_layers")?;
+    let latent = match architecture {
+        Architecture::DeepseekV3 => Some(Latent {
+            q_rank: fields.optional("q_lora_rank")?,
+            kv_rank: fields.count("kv_lora_rank")?,
+            nope_dim: fields.count("qk_nope_head_dim")?,
+            rope_dim: fields.count("qk_rope_head_dim")?,
+            v_dim: fields.count("v_head_dim")?,
+        }),
+        _ => None,
+    };
+    let ffn_key = match architecture {
+        Architecture::Llama4 => "intermediate_size_mlp",
+        _ => "intermediate_size",
     };
     let spec = ShapeSpec {
         name: name(&config, path),
-        layers: fields.count32("num_hidden_layers")?,
+        layers,
         hidden: fields.count("hidden_size")?,
-        ffn: fields.count("intermediate_size")?,
+        ffn: fields.count(ffn_key)?,
         heads,
         kv_heads: match fields.optional("num_key_value_heads")? {
             Some(kv) => fields.narrow("num_key_value_heads", kv)?,
             None => heads,
         },
         vocab: fields.count("vocab_size")?,
-        head_dim: fields.optional("head_dim")?,
+        // Latent attention's query and key heads are `d_nope + d_rope` wide.
+        head_dim: match &latent {
+            Some(l) => Some(l.nope_dim.checked_add(l.rope_dim).ok_or_else(|| {
+                fields.invalid(
+                    "qk_rope_head_dim",
+                    l.rope_dim,
+                    "a width whose sum with qk_nope_head_dim fits 64 bits",
+                )
+            })?),
+            None => fields.optional("head_dim")?,
+        },
         tied_embeddings: fields.flag("tie_word_embeddings")?,
         biases,
-        architecture: fields.model_architecture(architecture)?,
+        architecture: fields.model_architecture(architecture, layers)?,
+        experts: fields.experts(architecture, layers)?,
+        attention: Attention {
+            latent,
+            qk_norm: architecture == Architecture::Qwen3Moe,
+            sinks: architecture == Architecture::GptOss,
+        },
     };
     // The shape's checks name its own fields; say the config's keys instead.
+    let prefix = fields.prefix;
     spec.build().map_err(|e| {
         e.renamed(|field| {
             let key = match field {
                 "layers" => "num_hidden_layers",
                 "hidden" => "hidden_size",
-                "ffn" => "intermediate_size",
+                "ffn" => ffn_key,
                 "heads" => "num_attention_heads",
                 "kv_heads" => "num_key_value_heads",
                 "vocab" => "vocab_size",
                 other => other,
             };
-            format!("{}: {key}", path.display())
+            format!("{}: {prefix}{key}", path.display())
         })
     })
 }
@@ -164,14 +335,21 @@ fn raw_name(config: &Map<String, Value>, path: &Path) -> String {
 }
 
 /// A config's fields, read with errors that name the file, the field and its value.
+#[derive(Clone, Copy)]
 struct Fields<'a> {
     config: &'a Map<String, Value>,
     path: &'a Path,
+    /// Where the fields sit in the file (`text_config.` for Llama 4's language model).
+    prefix: &'static str,
 }
 
 impl Fields<'_> {
     fn invalid(&self, field: &str, value: impl ToString, expected: &str) -> Error {
-        Error::invalid(format!("{}: {field}", self.path.display()), value, expected)
+        Error::invalid(
+            format!("{}: {}{field}", self.path.display(), self.prefix),
+            value,
+            expected,
+        )
     }
 
     fn unsupported(&self, reason: String) -> Error {
@@ -181,10 +359,8 @@ impl Fields<'_> {
         }
     }
 
-    /// The architecture, from `architectures` (its first entry) or else `model_type`, after
-    /// refusing a mixture of experts.
-    fn architecture(&self) -> Result<Architecture> {
-        let supported = SUPPORTED.join(", ");
+    /// Refuses the expert fields on a dense architecture (zero, false or null are absent).
+    fn refuse_experts(&self, architecture: Architecture) -> Result<()> {
         for field in EXPERT_FIELDS {
             match self.config.get(field) {
                 None | Some(Value::Null) => {}
@@ -192,12 +368,19 @@ impl Fields<'_> {
                 Some(Value::Bool(false)) => {}
                 Some(v) => {
                     return Err(self.unsupported(format!(
-                        "a mixture-of-experts model ({field} = {v}); trainplan plans dense \
-                         decoders: {supported}"
+                        "a mixture-of-experts field ({field} = {v}) on {architecture:?}, a dense \
+                         architecture; mixtures of experts are read from {}",
+                        SUPPORTED[3..].join(", ")
                     )))
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The architecture, from `architectures` (its first entry) or else `model_type`.
+    fn architecture(&self) -> Result<Architecture> {
+        let supported = SUPPORTED.join(", ");
         let named = match self.config.get("architectures") {
             None | Some(Value::Null) => None,
             Some(Value::Array(list)) => match list.as_slice() {
@@ -224,10 +407,18 @@ impl Fields<'_> {
             (Some("LlamaForCausalLM"), _) | (None, Some("llama")) => Architecture::Llama,
             (Some("MistralForCausalLM"), _) | (None, Some("mistral")) => Architecture::Mistral,
             (Some("Qwen2ForCausalLM"), _) | (None, Some("qwen2")) => Architecture::Qwen2,
+            (Some("MixtralForCausalLM"), _) | (None, Some("mixtral")) => Architecture::Mixtral,
+            (Some("Qwen2MoeForCausalLM"), _) | (None, Some("qwen2_moe")) => Architecture::Qwen2Moe,
+            (Some("Qwen3MoeForCausalLM"), _) | (None, Some("qwen3_moe")) => Architecture::Qwen3Moe,
+            (Some("DeepseekV3ForCausalLM"), _) | (None, Some("deepseek_v3")) => {
+                Architecture::DeepseekV3
+            }
+            (Some("GptOssForCausalLM"), _) | (None, Some("gpt_oss")) => Architecture::GptOss,
+            (Some("Llama4ForConditionalGeneration" | "Llama4ForCausalLM"), _)
+            | (None, Some("llama4" | "llama4_text")) => Architecture::Llama4,
             (Some(other), _) | (None, Some(other)) => {
                 return Err(self.unsupported(format!(
-                    "architecture {other} is not supported; trainplan plans dense decoders: \
-                     {supported}"
+                    "architecture {other} is not supported; trainplan reads {supported}"
                 )))
             }
             (None, None) => {
@@ -266,6 +457,151 @@ impl Fields<'_> {
         u32::try_from(n).map_err(|_| self.invalid(field, n, "a whole number of at most 4294967295"))
     }
 
+    /// A list of whole numbers (layer indices), empty when absent or null.
+    fn layer_list(&self, field: &str) -> Result<Vec<u32>> {
+        match self.config.get(field) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| {
+                    v.as_u64()
+                        .and_then(|n| u32::try_from(n).ok())
+                        .ok_or_else(|| self.invalid(field, v, "a list of layer numbers"))
+                })
+                .collect(),
+            Some(v) => Err(self.invalid(field, v, "a list of layer numbers")),
+        }
+    }
+
+    /// The mixture of experts an MoE architecture's config describes, `None` for a dense one.
+    /// Each family's rule for which layers are mixtures is written out as the list of layers,
+    /// then as the rule that gives it ([`LayerSet::from_list`]).
+    fn experts(&self, architecture: Architecture, layers: u32) -> Result<Option<Experts>> {
+        let (routed_key, ffn_key) = match architecture {
+            Architecture::Llama | Architecture::Mistral | Architecture::Qwen2 => return Ok(None),
+            Architecture::Mixtral | Architecture::GptOss => {
+                ("num_local_experts", "intermediate_size")
+            }
+            Architecture::Llama4 => ("num_local_experts", "intermediate_size"),
+            Architecture::Qwen2Moe | Architecture::Qwen3Moe => {
+                ("num_experts", "moe_intermediate_size")
+            }
+            Architecture::DeepseekV3 => ("n_routed_experts", "moe_intermediate_size"),
+        };
+        let routed = self.count32(routed_key)?;
+        let per_token = self.count32("num_experts_per_tok")?;
+        if per_token > routed {
+            return Err(self.invalid(
+                "num_experts_per_tok",
+                per_token,
+                &format!("at most the {routed} experts of {routed_key}"),
+            ));
+        }
+        let ffn = self.count(ffn_key)?;
+        // A step of u32::MAX or more leaves at most the first layer; step 0 is refused above.
+        let rule = |first: u64, step: u64| LayerSet::Every {
+            first: u32::try_from(first).unwrap_or(u32::MAX),
+            step: u32::try_from(step).unwrap_or(u32::MAX),
+        };
+        let (moe, rule_keys) = match architecture {
+            Architecture::Qwen2Moe | Architecture::Qwen3Moe => {
+                // transformers: sparse when not in `mlp_only_layers` and `(i + 1) % step == 0`.
+                let step = self.optional("decoder_sparse_step")?.unwrap_or(1);
+                let every = rule(step - 1, step);
+                let dense = self.layer_list("mlp_only_layers")?;
+                let moe = if dense.is_empty() {
+                    every
+                } else {
+                    // The list is as long as the rule's layers: bounded before it is written.
+                    if every.count(layers) > MAX_LISTED_LAYERS {
+                        return Err(self.invalid(
+                            "num_hidden_layers",
+                            layers,
+                            &format!("at most {MAX_LISTED_LAYERS} MoE layers with mlp_only_layers"),
+                        ));
+                    }
+                    let list = every
+                        .indices(layers)
+                        .filter(|i| !dense.contains(i))
+                        .collect();
+                    LayerSet::from_list(list, layers)
+                };
+                (moe, "decoder_sparse_step and mlp_only_layers")
+            }
+            Architecture::DeepseekV3 => {
+                // DeepSeek's code: MoE when `i >= first_k_dense_replace and i % moe_layer_freq
+                // == 0`, the multiples of the frequency from the first one past the dense layers.
+                let first = self.whole("first_k_dense_replace")?.unwrap_or(0);
+                let every = self.optional("moe_layer_freq")?.unwrap_or(1);
+                (
+                    rule(first.div_ceil(every).saturating_mul(every), every),
+                    "first_k_dense_replace and moe_layer_freq",
+                )
+            }
+            Architecture::Llama4 => match self.config.get("moe_layers") {
+                None | Some(Value::Null) => {
+                    // transformers: `range(step - 1, L, step)`.
+                    let step = self.optional("interleave_moe_layer_step")?.unwrap_or(1);
+                    (rule(step - 1, step), "interleave_moe_layer_step")
+                }
+                Some(_) => {
+                    let moe = self.layer_list("moe_layers")?;
+                    if let Some(&bad) = moe.iter().find(|&&i| i >= layers) {
+                        return Err(self.invalid(
+                            "moe_layers",
+                            bad,
+                            &format!("layer numbers below num_hidden_layers = {layers}"),
+                        ));
+                    }
+                    (LayerSet::from_list(moe, layers), "moe_layers")
+                }
+            },
+            _ => (LayerSet::ALL, routed_key),
+        };
+        if moe.count(layers) == 0 {
+            return Err(self.invalid(
+                rule_keys,
+                "no layer with experts",
+                &format!("at least one of the {layers} layers a mixture of experts"),
+            ));
+        }
+        let shared_ffn = match architecture {
+            Architecture::Qwen2Moe => self.count("shared_expert_intermediate_size")?,
+            Architecture::DeepseekV3 => {
+                let shared = self.whole("n_shared_experts")?.unwrap_or(0);
+                shared.checked_mul(ffn).ok_or_else(|| {
+                    self.invalid(
+                        "n_shared_experts",
+                        shared,
+                        "a count whose width fits 64 bits",
+                    )
+                })?
+            }
+            Architecture::Llama4 => ffn,
+            _ => 0,
+        };
+        Ok(Some(Experts {
+            routed,
+            per_token,
+            ffn,
+            shared_ffn,
+            shared_gate: architecture == Architecture::Qwen2Moe,
+            biases: architecture == Architecture::GptOss,
+            router_bias: architecture == Architecture::GptOss,
+            score_bias: architecture == Architecture::DeepseekV3,
+            layers: moe,
+        }))
+    }
+
+    /// A whole number ≥ 0 that may be absent or null.
+    fn whole(&self, field: &str) -> Result<Option<u64>> {
+        match self.config.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) if n.as_u64().is_some() => Ok(n.as_u64()),
+            Some(v) => Err(self.invalid(field, v, "a whole number ≥ 0")),
+        }
+    }
+
     /// A number that may be absent or null.
     fn number(&self, field: &str) -> Result<Option<f64>> {
         match self.config.get(field) {
@@ -276,11 +612,11 @@ impl Fields<'_> {
     }
 
     /// RoPE, ε and the window a launcher must build, with each architecture's config-class
-    /// defaults for absent fields (transformers 4.46: `rope_theta` 10,000 and `rms_norm_eps`
-    /// 1e-6 for all three; Mistral's `sliding_window` 4,096 unless null; Qwen2's window only
-    /// with `use_sliding_window`, and then on the layers from `max_window_layers` on, which one
-    /// window for the whole model cannot say, so it is refused).
-    fn model_architecture(&self, kind: Architecture) -> Result<ModelArchitecture> {
+    /// defaults for absent fields ([`Architecture::defaults`]; Mistral's `sliding_window`
+    /// 4,096 unless null; Qwen2's and Qwen MoE's window only with `use_sliding_window`, and
+    /// then on the layers from `max_window_layers` on, which is refused; gpt-oss's on the
+    /// layers `layer_types` marks).
+    fn model_architecture(&self, kind: Architecture, layers: u32) -> Result<ModelArchitecture> {
         let rope_scaling = match self.config.get("rope_scaling") {
             None | Some(Value::Null) => None,
             Some(Value::Object(r)) => {
@@ -327,14 +663,16 @@ impl Fields<'_> {
             }
             Some(v) => return Err(self.invalid("rope_scaling", v, "an object or null")),
         };
+        let mut window_layers = None;
         let sliding_window = match kind {
-            Architecture::Llama => None,
+            Architecture::Llama | Architecture::DeepseekV3 | Architecture::Llama4 => None,
             Architecture::Mistral => match self.config.get("sliding_window") {
                 Some(Value::Null) => None,
                 None => Some(4096),
                 Some(_) => self.optional("sliding_window")?,
             },
-            Architecture::Qwen2 => {
+            Architecture::Mixtral => self.optional("sliding_window")?,
+            Architecture::Qwen2 | Architecture::Qwen2Moe | Architecture::Qwen3Moe => {
                 if self.flag("use_sliding_window")? {
                     return Err(self.unsupported(
                         "use_sliding_window = true: Qwen2 windows only the layers from max_window_layers on, which trainplan cannot hand a launcher as one window".into(),
@@ -342,19 +680,65 @@ impl Fields<'_> {
                 }
                 None
             }
+            Architecture::GptOss => {
+                // transformers' default: sliding on the even layers, full on the odd.
+                let sliding = match self.config.get("layer_types") {
+                    None | Some(Value::Null) => LayerSet::Every { first: 0, step: 2 },
+                    Some(Value::Array(kinds)) if kinds.len() == layers as usize => {
+                        let mut sliding = Vec::new();
+                        for (i, kind) in (0..layers).zip(kinds) {
+                            match kind.as_str() {
+                                Some("sliding_attention") => sliding.push(i),
+                                Some("full_attention") => {}
+                                _ => {
+                                    return Err(self.invalid(
+                                        "layer_types",
+                                        kind,
+                                        "sliding_attention or full_attention",
+                                    ))
+                                }
+                            }
+                        }
+                        LayerSet::from_list(sliding, layers)
+                    }
+                    Some(v) => {
+                        return Err(self.invalid(
+                            "layer_types",
+                            v,
+                            &format!("a list of {layers} attention kinds"),
+                        ))
+                    }
+                };
+                match sliding.count(layers) {
+                    0 => None,
+                    n => {
+                        if n < layers {
+                            window_layers = Some(sliding);
+                        }
+                        Some(self.optional("sliding_window")?.unwrap_or(128))
+                    }
+                }
+            }
         };
+        let (theta, eps) = kind.defaults();
         Ok(ModelArchitecture {
-            rope_theta: self.number("rope_theta")?.unwrap_or(10_000.0),
+            rope_theta: self.number("rope_theta")?.unwrap_or(theta),
             rope_scaling,
-            norm_eps: self.number("rms_norm_eps")?.unwrap_or(1e-6),
+            norm_eps: self.number("rms_norm_eps")?.unwrap_or(eps),
             sliding_window,
+            window_layers,
         })
     }
 
     /// A boolean that is false when absent or null.
     fn flag(&self, field: &str) -> Result<bool> {
+        self.flag_or(field, false)
+    }
+
+    /// A boolean that is `default` when absent or null.
+    fn flag_or(&self, field: &str, default: bool) -> Result<bool> {
         match self.config.get(field) {
-            None | Some(Value::Null) => Ok(false),
+            None | Some(Value::Null) => Ok(default),
             Some(Value::Bool(b)) => Ok(*b),
             Some(v) => Err(self.invalid(field, v, "true or false")),
         }

@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::format::general;
 use crate::model::{
-    Architecture, Biases, Shape, ShapeSpec, LLAMA3_HEAD_DIM, LLAMA3_KV_HEADS, LLAMA3_VOCAB,
+    Architecture, Attention, Biases, Shape, ShapeSpec, LLAMA3_HEAD_DIM, LLAMA3_KV_HEADS,
+    LLAMA3_VOCAB,
 };
 
 /// An inclusive range `start..end:step` of numbers.
@@ -268,6 +269,8 @@ impl Family {
                         tied_embeddings: false,
                         biases: Biases::default(),
                         architecture: Architecture::default(),
+                        experts: None,
+                        attention: Attention::default(),
                     }
                     .build_named()?;
                     if shapes.last() != Some(&shape) {

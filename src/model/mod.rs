@@ -4,8 +4,10 @@
 //!
 //! Uses only the ground floor (`error`, `format`, `units`); every other part may use it.
 
+mod experts;
 pub mod family;
 pub mod layout;
 mod shape;
 
+pub use experts::*;
 pub use shape::*;

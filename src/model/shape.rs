@@ -1,11 +1,13 @@
-//! Model shapes: dense Llama-family decoders (SwiGLU MLP, grouped-query attention, RMSNorm) and
+//! Model shapes: Llama-family decoders (SwiGLU MLP, grouped-query attention, RMSNorm) and
 //! their parameter count, computed from the shape. Llama 3 unties the embeddings and has no
 //! biases; the architectures read from Hugging Face configs ([`crate::input::hf`]) may tie them, carry
-//! biases or set the head dimension apart from `h / heads`.
+//! biases or set the head dimension apart from `h / heads`, route some layers' tokens to
+//! experts ([`Experts`]) and project attention through latents ([`Attention`]).
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::model::{Attention, Experts};
 
 /// Which linear layers carry a bias vector. Llama 3 and Mistral have none; Qwen2 has them on the
 /// query, key and value projections; a Llama config's `attention_bias` puts them on all four
@@ -71,6 +73,10 @@ pub struct Architecture {
     /// 4,096); `None` for full causal attention.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sliding_window: Option<u64>,
+    /// The layers the window applies to when not all (gpt-oss: every second from the first,
+    /// the others attending in full); `None` for all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_layers: Option<crate::model::LayerSet>,
 }
 
 /// Llama 3's RoPE base.
@@ -95,6 +101,7 @@ impl Default for Architecture {
             }),
             norm_eps: LLAMA3_NORM_EPS,
             sliding_window: None,
+            window_layers: None,
         }
     }
 }
@@ -119,9 +126,10 @@ impl Architecture {
                 None => "no rope scaling".to_string(),
                 Some(r) => format!("{} rope scaling (factor {})", r.rope_type, r.factor),
             },
-            match self.sliding_window {
-                None => "full causal attention".to_string(),
-                Some(w) => format!("a {w}-token sliding window"),
+            match (self.sliding_window, &self.window_layers) {
+                (None, _) => "full causal attention".to_string(),
+                (Some(w), None) => format!("a {w}-token sliding window"),
+                (Some(w), Some(_)) => format!("a {w}-token sliding window on some layers"),
             }
         )
     }
@@ -164,6 +172,13 @@ impl Architecture {
                 ));
             }
         }
+        if self.window_layers.is_some() && self.sliding_window.is_none() {
+            return Err(Error::invalid(
+                format!("{name}.window_layers"),
+                "given",
+                "windowed layers only with a sliding_window",
+            ));
+        }
         if self.sliding_window == Some(0) {
             return Err(Error::invalid(
                 format!("{name}.sliding_window"),
@@ -202,6 +217,12 @@ pub struct Shape {
     pub biases: Biases,
     /// RoPE, the norm's ε and the attention window, for the launchers.
     pub architecture: Architecture,
+    /// The mixture of experts of the MoE layers, `None` for a dense model. A mixture of
+    /// experts is counted exactly ([`Shape::params`], [`Shape::active_params`]); the layouts
+    /// and the cost model plan dense shapes, and [`Shape::dense`] refuses the others.
+    pub experts: Option<Experts>,
+    /// Latent attention and the vectors some families add to attention.
+    pub attention: Attention,
 }
 
 /// A shape as written in a file or built by a reader, before [`ShapeSpec::build`] checks it.
@@ -236,12 +257,28 @@ pub struct ShapeSpec {
     /// RoPE, ε and the attention window, when not Llama 3's.
     #[serde(default, skip_serializing_if = "Architecture::is_default")]
     pub architecture: Architecture,
+    /// The mixture of experts, for a sparse model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experts: Option<Experts>,
+    /// Latent attention, query-key norms and sinks, when the model has them.
+    #[serde(default, skip_serializing_if = "Attention::is_plain")]
+    pub attention: Attention,
 }
 
+/// A shape read from a document (a plan, a shard) is one trainplan plans: dense
+/// ([`Shape::unplanned`]).
 impl TryFrom<ShapeSpec> for Shape {
     type Error = Error;
     fn try_from(spec: ShapeSpec) -> Result<Self> {
-        spec.build()
+        let shape = spec.build()?;
+        match shape.unplanned() {
+            None => Ok(shape),
+            Some(why) => Err(Error::invalid(
+                format!("{}.experts", shape.name),
+                "present",
+                format!("a dense model: {why}"),
+            )),
+        }
     }
 }
 
@@ -261,6 +298,8 @@ impl From<Shape> for ShapeSpec {
             tied_embeddings: s.tied_embeddings,
             biases: s.biases,
             architecture: s.architecture,
+            experts: s.experts,
+            attention: s.attention,
         }
     }
 }
@@ -310,6 +349,13 @@ impl ShapeSpec {
             ));
         }
         self.architecture.validate(name)?;
+        self.attention.validate(name)?;
+        if let Some(w) = &self.architecture.window_layers {
+            w.validate(&format!("{name}.architecture.window_layers"), self.layers)?;
+        }
+        if let Some(experts) = &self.experts {
+            experts.validate(name, self.layers)?;
+        }
         let shape = Shape {
             name: self.name,
             layers: self.layers,
@@ -322,6 +368,8 @@ impl ShapeSpec {
             tied_embeddings: self.tied_embeddings,
             biases: self.biases,
             architecture: self.architecture,
+            experts: self.experts,
+            attention: self.attention,
         };
         if shape.counts().is_none() {
             return Err(Error::invalid(
@@ -334,23 +382,33 @@ impl ShapeSpec {
     }
 }
 
-/// A shape's parameters by kind (SPEC.md §2, extended by [`Biases`] and tied embeddings).
+/// A shape's parameters by kind (SPEC.md §2, extended by [`Biases`], tied embeddings, the
+/// vectors of [`Attention`] and the MoE layers of [`Experts`]). The `layer_*` counts are a
+/// dense layer's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Counts {
     /// One layer's matrices: `h·(a·d) + 2·h·(kv·d) + (a·d)·h + 3·h·f` — query, key and value,
-    /// output, and SwiGLU's gate, up and down.
+    /// output, and SwiGLU's gate, up and down (with latent attention, its projections).
     layer_matrices: u64,
-    /// One layer's biases split over TP with their matrices: query, key, value, gate and up.
+    /// One layer's biases split over TP with their matrices: query, key, value, gate and up;
+    /// and the attention sinks, one a head.
     layer_split_biases: u64,
-    /// One layer's vectors every TP rank holds whole: two RMSNorm weights (`2h`) and the
-    /// output and down-projection biases.
+    /// One layer's vectors every TP rank holds whole: two RMSNorm weights (`2h`), the
+    /// output and down-projection biases, and the query-key and latent norms.
     layer_whole: u64,
     /// One vocabulary-by-hidden matrix, `V·h`.
     embedding: u64,
-    /// One layer: its matrices, biases and vectors.
+    /// One dense layer: its matrices, biases and vectors.
     per_layer: u64,
-    /// The whole model, `N = L·(per layer) + (1 or 2)·V·h + h`.
+    /// One MoE layer: attention, norms, router, every expert, the shared experts.
+    moe_layer: u64,
+    /// What one token goes through in an MoE layer: the same, with `k` of the routed experts.
+    moe_active: u64,
+    /// The whole model, `N = L_dense·(per layer) + L_moe·(MoE layer) + (1 or 2)·V·h + h`.
     total: u64,
+    /// What one token goes through, `N_active`: `N` with `k` routed experts of each MoE layer
+    /// in place of all `E`.
+    active: u64,
 }
 
 impl Shape {
@@ -377,6 +435,8 @@ impl Shape {
             tied_embeddings: false,
             biases: Biases::default(),
             architecture: Architecture::default(),
+            experts: None,
+            attention: Attention::default(),
         }
         .build()
     }
@@ -402,35 +462,77 @@ impl Shape {
         add: impl Fn(u64, u64) -> Option<u64>,
     ) -> Option<Counts> {
         let (h, f) = (self.hidden, self.ffn);
-        let q = mul(u64::from(self.heads), self.head_dim)?;
+        let heads = u64::from(self.heads);
+        let q = mul(heads, self.head_dim)?;
         let kv = mul(u64::from(self.kv_heads), self.head_dim)?;
-        let layer_matrices = add(
-            add(mul(mul(h, q)?, 2)?, mul(mul(h, kv)?, 2)?)?,
-            mul(mul(h, f)?, 3)?,
-        )?;
         let b = self.biases;
+        // Attention: grouped-query projections (`2·h·(a·d) + 2·h·(kv·d)`), or the latent
+        // ones ([`crate::model::Latent`]) and their two norms.
+        let (attention_matrices, latent_norms) = match &self.attention.latent {
+            None => (add(mul(mul(h, q)?, 2)?, mul(mul(h, kv)?, 2)?)?, 0),
+            Some(l) => {
+                let qk = add(l.nope_dim, l.rope_dim)?;
+                let query = match l.q_rank {
+                    Some(r) => add(mul(h, r)?, mul(mul(r, heads)?, qk)?)?,
+                    None => mul(mul(h, heads)?, qk)?,
+                };
+                let key_value = add(
+                    mul(h, add(l.kv_rank, l.rope_dim)?)?,
+                    mul(mul(l.kv_rank, heads)?, add(l.nope_dim, l.v_dim)?)?,
+                )?;
+                let output = mul(mul(heads, l.v_dim)?, h)?;
+                let norms = add(l.q_rank.unwrap_or(0), l.kv_rank)?;
+                (add(add(query, key_value)?, output)?, norms)
+            }
+        };
+        let layer_matrices = add(attention_matrices, mul(mul(h, f)?, 3)?)?;
         let qkv_bias = if b.qkv { add(q, mul(kv, 2)?)? } else { 0 };
+        let sinks = if self.attention.sinks { heads } else { 0 };
+        let attention_split = add(qkv_bias, sinks)?;
         let gate_up_bias = if b.mlp { mul(f, 2)? } else { 0 };
-        let vectors = u64::from(b.output) + u64::from(b.mlp);
-        let layer_whole = add(mul(h, 2)?, mul(h, vectors)?)?;
-        let layer_split_biases = add(qkv_bias, gate_up_bias)?;
+        let qk_norm = if self.attention.qk_norm {
+            mul(self.head_dim, 2)?
+        } else {
+            0
+        };
+        let norms = add(add(mul(h, 2)?, qk_norm)?, latent_norms)?;
+        let attention_whole = add(norms, if b.output { h } else { 0 })?;
+        let layer_whole = add(attention_whole, if b.mlp { h } else { 0 })?;
+        let layer_split_biases = add(attention_split, gate_up_bias)?;
         let embedding = mul(self.vocab, h)?;
         let per_layer = add(add(layer_matrices, layer_split_biases)?, layer_whole)?;
+        // An MoE layer: the same attention and norms, then the router, the experts and the
+        // shared experts in place of the dense MLP.
+        let attention = add(add(attention_matrices, attention_split)?, attention_whole)?;
+        let (moe_layers, moe_layer, moe_active) = match &self.experts {
+            None => (0, 0, 0),
+            Some(e) => {
+                let expert = e.expert_params_with(h, &mul, &add)?;
+                let common = add(attention, e.common_params_with(h, &mul, &add)?)?;
+                (
+                    e.moe_layers(self.layers),
+                    add(common, mul(expert, u64::from(e.routed))?)?,
+                    add(common, mul(expert, u64::from(e.per_token))?)?,
+                )
+            }
+        };
+        let dense_layers = u64::from(self.layers - moe_layers);
+        let moe_layers = u64::from(moe_layers);
         let tables = if self.tied_embeddings { 1 } else { 2 };
-        let total = add(
-            add(
-                mul(u64::from(self.layers), per_layer)?,
-                mul(embedding, tables)?,
-            )?,
-            h,
-        )?;
+        let outside = add(mul(embedding, tables)?, h)?;
+        let dense = mul(dense_layers, per_layer)?;
+        let total = add(add(dense, mul(moe_layers, moe_layer)?)?, outside)?;
+        let active = add(add(dense, mul(moe_layers, moe_active)?)?, outside)?;
         Some(Counts {
             layer_matrices,
             layer_split_biases,
             layer_whole,
             embedding,
             per_layer,
+            moe_layer,
+            moe_active,
             total,
+            active,
         })
     }
 
@@ -447,9 +549,10 @@ impl Shape {
                 s.head_dim,
                 s.tied_embeddings,
                 s.biases,
+                s.attention,
             )
         };
-        dimensions(self) == dimensions(other)
+        dimensions(self) == dimensions(other) && self.experts == other.experts
     }
 
     /// Appends `shape` to `shapes` unless one of them has its dimensions already (the first
@@ -504,8 +607,59 @@ impl Shape {
 
     /// Parameters of the whole model N (SPEC.md §2): `L · per_layer + 2·V·h + h` — the layers,
     /// the untied input embedding and output head (one `V·h` when tied), and the final RMSNorm.
+    /// With experts, every expert of every MoE layer: `L_dense·(dense layer) + L_moe·(MoE
+    /// layer) + 2·V·h + h`.
     pub fn params(&self) -> u64 {
         self.counted().total
+    }
+
+    /// Parameters one token goes through, `N_active`: [`Shape::params`] with `k` routed
+    /// experts of each MoE layer in place of all `E` (the router, the shared experts and both
+    /// embedding tables counted, as Mistral's 12.9B of Mixtral 8x7B and DeepSeek-V3's 37B
+    /// count them). `N` for a dense model.
+    pub fn active_params(&self) -> u64 {
+        self.counted().active
+    }
+
+    /// Parameters of one MoE layer (attention, norms, router, every expert, shared experts),
+    /// 0 for a dense model.
+    pub fn moe_layer_params(&self) -> u64 {
+        self.counted().moe_layer
+    }
+
+    /// Parameters a token goes through in one MoE layer, 0 for a dense model.
+    pub fn moe_layer_active_params(&self) -> u64 {
+        self.counted().moe_active
+    }
+
+    /// Why trainplan's layouts and cost model cannot plan this shape, `None` when they can
+    /// (a dense model with grouped-query attention). A mixture of experts or latent attention
+    /// is counted exactly but not planned until expert parallelism and its costs are modelled;
+    /// the reason gives its counts.
+    pub fn unplanned(&self) -> Option<String> {
+        let what = match (&self.experts, &self.attention.latent) {
+            (None, None) if self.architecture.window_layers.is_some() => {
+                "a sliding window on some layers only".to_string()
+            }
+            (None, None) => return None,
+            (Some(e), _) => format!(
+                "a mixture of experts ({} routed, {} a token, on {} of {} layers; {} parameters, {} active)",
+                e.routed,
+                e.per_token,
+                e.moe_layers(self.layers),
+                self.layers,
+                crate::format::thousands(self.params()),
+                crate::format::thousands(self.active_params()),
+            ),
+            (None, Some(_)) => format!(
+                "multi-head latent attention ({} parameters)",
+                crate::format::thousands(self.params())
+            ),
+        };
+        Some(format!(
+            "{what}, which trainplan counts but does not yet plan: its layouts and step model \
+             cover dense decoders with grouped-query attention"
+        ))
     }
 
     /// Parameters that multiply each token, `N_matrix = L·(matrices of a layer) + V·h`: the
@@ -659,6 +813,8 @@ fn family_shape(name: &str) -> Result<Option<Shape>> {
         tied_embeddings: tied,
         biases: Biases::default(),
         architecture: Architecture::default(),
+        experts: None,
+        attention: Attention::default(),
     }
     .build()
     .map(Some)
@@ -714,6 +870,8 @@ mod tests {
             tied_embeddings: false,
             biases: Biases::default(),
             architecture: Architecture::default(),
+            experts: None,
+            attention: Attention::default(),
         };
         let name = nemo.dimension_name();
         assert_eq!(name, "L40-h5120-f14336-a32-d128-v131072");
@@ -758,6 +916,8 @@ mod tests {
                 mlp: true,
             },
             architecture: Architecture::default(),
+            experts: None,
+            attention: Attention::default(),
         };
         let shape = spec.clone().build().unwrap();
         // By hand, per layer: q and o 2·5120·4096 = 41,943,040; k and v 2·5120·1024 =
@@ -789,5 +949,147 @@ mod tests {
         assert!(e.contains("odd.heads = 3"), "{e}");
         assert!(Shape::new("z", 0, 128, 300, 2, 1, 10).is_err());
         assert!(Shape::new("kv", 2, 128, 300, 4, 3, 10).is_err());
+    }
+
+    /// Mixtral 8x7B's shape, written out (its `config.json`: h 4,096, f 14,336, 32 layers, 32
+    /// heads, 8 KV heads, vocabulary 32,000, 8 experts, 2 a token).
+    fn mixtral() -> ShapeSpec {
+        ShapeSpec {
+            name: "mixtral".into(),
+            layers: 32,
+            hidden: 4_096,
+            ffn: 14_336,
+            heads: 32,
+            kv_heads: 8,
+            vocab: 32_000,
+            head_dim: None,
+            tied_embeddings: false,
+            biases: Biases::default(),
+            architecture: Architecture::default(),
+            experts: Some(Experts {
+                routed: 8,
+                per_token: 2,
+                ffn: 14_336,
+                shared_ffn: 0,
+                shared_gate: false,
+                biases: false,
+                router_bias: false,
+                score_bias: false,
+                layers: crate::model::LayerSet::ALL,
+            }),
+            attention: Attention::default(),
+        }
+    }
+
+    #[test]
+    fn a_mixture_of_experts_counts_every_expert_and_the_ones_a_token_uses() {
+        let shape = mixtral().build().unwrap();
+        // By hand, per layer: attention 2·4096² + 2·4096·1024 = 41,943,040; router 8·4096 =
+        // 32,768; norms 8,192; one expert 3·4096·14336 = 176,160,768.
+        let common = 41_943_040 + 32_768 + 8_192;
+        assert_eq!(shape.moe_layer_params(), common + 8 * 176_160_768);
+        assert_eq!(shape.moe_layer_active_params(), common + 2 * 176_160_768);
+        // Both embedding tables 2·32000·4096 = 262,144,000 and the final norm 4,096.
+        let outside = 262_144_000 + 4_096;
+        assert_eq!(shape.params(), 32 * (common + 8 * 176_160_768) + outside);
+        assert_eq!(shape.params(), 46_702_792_704);
+        assert_eq!(shape.active_params(), 12_879_925_248);
+        assert!(shape
+            .unplanned()
+            .unwrap()
+            .contains("46,702,792,704 parameters"));
+        // A dense model's active parameters are all of them.
+        let dense = preset("70b").unwrap();
+        assert_eq!(dense.active_params(), dense.params());
+        assert_eq!(dense.moe_layer_params(), 0);
+        assert_eq!(dense.unplanned(), None);
+    }
+
+    #[test]
+    fn dense_layers_among_the_experts_take_the_dense_width() {
+        // Every second layer a mixture (Llama 4 Maverick's rule) with a shared expert of the
+        // experts' width and a dense MLP twice as wide on the others.
+        let mut spec = mixtral();
+        spec.ffn = 28_672;
+        let experts = spec.experts.as_mut().unwrap();
+        experts.layers = crate::model::LayerSet::Every { first: 1, step: 2 };
+        experts.shared_ffn = 14_336;
+        let shape = spec.build().unwrap();
+        let attention = 41_943_040 + 8_192;
+        let dense = attention + 3 * 4_096 * 28_672;
+        let moe = attention + 32_768 + 176_160_768 + 8 * 176_160_768;
+        assert_eq!(shape.params_per_layer(), dense);
+        assert_eq!(shape.moe_layer_params(), moe);
+        assert_eq!(shape.params(), 16 * dense + 16 * moe + 262_144_000 + 4_096);
+        assert_eq!(
+            shape.active_params(),
+            16 * dense + 16 * (moe - 6 * 176_160_768) + 262_144_000 + 4_096
+        );
+    }
+
+    #[test]
+    fn latent_attention_is_counted_projection_by_projection() {
+        // DeepSeek-V3's attention (h 7,168, 128 heads; r_q 1,536, r_kv 512, d_nope 128,
+        // d_rope 64, d_v 128), by hand: q_a 7168·1536 = 11,010,048; q_b 1536·128·192 =
+        // 37,748,736; kv_a 7168·576 = 4,128,768; kv_b 512·128·256 = 16,777,216; o 128·128·7168
+        // = 117,440,512 (187,105,280); norms 1,536 + 512 + 2·7,168.
+        let shape = ShapeSpec {
+            name: "mla".into(),
+            layers: 1,
+            hidden: 7_168,
+            ffn: 18_432,
+            heads: 128,
+            kv_heads: 128,
+            vocab: 1,
+            head_dim: Some(192),
+            tied_embeddings: false,
+            biases: Biases::default(),
+            architecture: Architecture::default(),
+            experts: None,
+            attention: Attention {
+                latent: Some(crate::model::Latent {
+                    q_rank: Some(1_536),
+                    kv_rank: 512,
+                    nope_dim: 128,
+                    rope_dim: 64,
+                    v_dim: 128,
+                }),
+                qk_norm: false,
+                sinks: false,
+            },
+        }
+        .build()
+        .unwrap();
+        let mlp = 3 * 7_168 * 18_432;
+        assert_eq!(shape.layer_matrix_params(), 187_105_280 + mlp);
+        assert_eq!(
+            shape.params_per_layer(),
+            187_105_280 + mlp + 1_536 + 512 + 14_336
+        );
+        assert!(shape.unplanned().unwrap().contains("latent attention"));
+    }
+
+    #[test]
+    fn a_mixture_of_experts_is_written_whole_and_read_back_only_where_it_is_counted() {
+        let spec = mixtral();
+        let json = serde_json::to_string(&spec).unwrap();
+        assert!(
+            json.contains(
+                r#""experts":{"routed":8,"per_token":2,"ffn":14336,"layers":{"first":0,"step":1}}"#
+            ),
+            "{json}"
+        );
+        let back: ShapeSpec = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, spec);
+        // A plan or shard names the shapes trainplan plans: a mixture is refused there.
+        let e = serde_json::from_str::<Shape>(&json)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("mixtral.experts"), "{e}");
+        // More experts a token than there are is refused by name.
+        let mut bad = mixtral();
+        bad.experts.as_mut().unwrap().per_token = 9;
+        let e = bad.build().unwrap_err().to_string();
+        assert!(e.contains("mixtral.experts.per_token = 9"), "{e}");
     }
 }
