@@ -1256,3 +1256,75 @@ fn tp_overlap_is_refused_by_name_where_the_stack_or_the_step_cannot_run_it() {
     let v = json(&[&check[..], &["--stack", "llama3", "--json"]].concat());
     assert_eq!(v["step"]["tp_comm_overlap"], false);
 }
+
+#[test]
+fn a_run_that_repeats_its_data_is_graded_by_its_effective_tokens() {
+    // 8B on 100B tokens of 25B unique: four epochs, graded as 93.14B effective tokens
+    // (Muennighoff et al.'s D', worked in Python) and a higher loss than 100B fresh tokens.
+    let design = [
+        "check",
+        "--model",
+        "8b",
+        "--tokens",
+        "100e9",
+        "--tp",
+        "1",
+        "--pp",
+        "1",
+        "--zero",
+        "1",
+        "--loss-law",
+        "muennighoff",
+        "--json",
+    ];
+    let repeated = json(&[&design[..], &["--unique-tokens", "25e9"]].concat());
+    let fresh = json(&design);
+    let data = &repeated["data"];
+    assert_eq!(data["epochs"], 4.0);
+    let effective = data["effective_tokens"].as_f64().unwrap();
+    assert!((effective / 93.141_828e9 - 1.0).abs() < 1e-7, "{effective}");
+    let loss = |v: &Value| v["loss"].as_f64().unwrap();
+    assert!(loss(&repeated) > loss(&fresh));
+    // The plain law has nothing to say of repeats: no data section, and unique tokens refused.
+    let plain = json(&["check", "--model", "8b", "--tokens", "100e9", "--json"]);
+    assert!(plain.get("data").is_none());
+    refuses(
+        &["search", "--models", "8b", "--unique-tokens", "25e9"],
+        "a law that says what repeated tokens are worth",
+    );
+    // A search under the law ranks and windows every shape on the repeated data.
+    let search = json(&[
+        "search",
+        "--models",
+        "8b,70b",
+        "--loss-law",
+        "muennighoff",
+        "--unique-tokens",
+        "2e12",
+        "--loss-target",
+        "2.06",
+        "--json",
+        "--top",
+        "1",
+    ]);
+    let plan = &search["plans"][0];
+    assert_eq!(plan["data"]["epochs"], 4.96e12 / 2e12, "{plan}");
+    // 8B's floor on unlimited data, 2.0567, is below the target; on 2T unique tokens repeats
+    // saturate short of it (2.0620).
+    let eight = &search["shapes"][0];
+    assert!(eight["token_window"].is_null(), "{eight}");
+    assert!((eight["loss_floor"].as_f64().unwrap() - 2.061_996).abs() < 1e-6);
+    let unlimited = json(&[
+        "search",
+        "--models",
+        "8b",
+        "--loss-law",
+        "muennighoff",
+        "--loss-target",
+        "2.06",
+        "--json",
+        "--top",
+        "1",
+    ]);
+    assert!(unlimited["shapes"][0]["token_window"].is_array());
+}

@@ -34,16 +34,25 @@ fn brief() -> impl Strategy<Value = Brief> {
         1.0f64..90.0,
         1.86f64..2.05,
         prop::sample::select(vec![2048u64, 4096, 8192]),
+        // One brief in three repeats its data under Muennighoff et al.'s law.
+        prop_oneof![2 => Just(None), 1 => (1e9f64..1e13).prop_map(Some)],
     )
-        .prop_map(|(gpus, per_node, cap, mfu, days, target, seq)| Brief {
-            gpus,
-            gpus_per_node: per_node,
-            memory_cap_gb: cap,
-            mfu,
-            max_days: days,
-            loss_target: target,
-            seq_len: seq,
-            ..Brief::default()
+        .prop_map(|(gpus, per_node, cap, mfu, days, target, seq, unique)| {
+            let mut brief = Brief {
+                gpus,
+                gpus_per_node: per_node,
+                memory_cap_gb: cap,
+                mfu,
+                max_days: days,
+                loss_target: target,
+                seq_len: seq,
+                ..Brief::default()
+            };
+            if let Some(u) = unique {
+                brief.loss_law = trainplan::cost::scaling::LossLawPreset::Muennighoff.law();
+                brief.unique_tokens = Some(u as u64);
+            }
+            brief
         })
 }
 

@@ -67,7 +67,7 @@ fn the_budget_is_about_2_10e24_flops() {
 #[test]
 fn the_compute_optimal_model_for_the_budget_has_about_140_billion_parameters() {
     let b = Brief::default();
-    let opt = ComputeOptimal::for_budget(&b.loss_law, b.budget_flops());
+    let opt = ComputeOptimal::for_budget(&b.loss_law, b.budget_flops(), None);
     assert!(within(opt.params as f64, 140e9, 0.01), "{}", opt.params);
 }
 

@@ -19,7 +19,7 @@ pub(crate) use patch::whole;
 use serde::{Deserialize, Serialize};
 
 use crate::cost::reliability::Reliability;
-use crate::cost::scaling::LossLaw;
+use crate::cost::scaling::{Effective, LossLaw};
 use crate::cost::spend::Spend;
 use crate::cost::step::{BatchTarget, DEFAULT_BATCH_TOLERANCE, DEFAULT_GLOBAL_BATCH_TOKENS};
 use crate::cost::topology::Topology;
@@ -94,6 +94,12 @@ pub struct Brief {
     /// How far from `batch_target_tokens` a layout's batch may be, a fraction (default 0.25).
     #[serde(default = "default_batch_tolerance")]
     pub batch_tolerance: f64,
+    /// Distinct tokens the data holds, `U`: a run of more tokens repeats them, and is graded by
+    /// its effective tokens under a law that says what repeats are worth (Muennighoff et al.
+    /// 2023; the law needs a [`crate::cost::scaling::Repetition`]). `None`: as many as a run
+    /// reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unique_tokens: Option<u64>,
     /// Constants of the scaling law.
     pub loss_law: LossLaw,
     /// Links and memory bandwidth, for the detailed time model.
@@ -143,6 +149,7 @@ impl Default for Brief {
             seq_len: 8192,
             batch_target_tokens: DEFAULT_GLOBAL_BATCH_TOKENS,
             batch_tolerance: DEFAULT_BATCH_TOLERANCE,
+            unique_tokens: None,
             loss_law: LossLaw::default(),
             topology: Topology::default(),
             reliability: Reliability::default(),
@@ -226,6 +233,22 @@ impl Brief {
             ));
         }
         self.loss_law.validate("brief.loss_law.")?;
+        if let Some(u) = self.unique_tokens {
+            if u == 0 || u as f64 > limits::TOKENS {
+                return Err(Error::invalid(
+                    "brief.unique_tokens",
+                    u,
+                    format!("a whole number from 1 to {:.0e}", limits::TOKENS),
+                ));
+            }
+            if self.loss_law.repetition.is_none() {
+                return Err(Error::invalid(
+                    "brief.unique_tokens",
+                    u,
+                    "a law that says what repeated tokens are worth: --loss-law muennighoff, or loss_law.repetition = { r_d, r_n } in the brief",
+                ));
+            }
+        }
         self.topology.validate()?;
         self.reliability.validate()?;
         self.validate_spend()?;
@@ -321,6 +344,36 @@ impl Brief {
     pub fn cost_limit_days(&self) -> Option<f64> {
         self.max_cost
             .and_then(|c| self.spend.days_within(self.gpus, c))
+    }
+
+    /// The unique tokens as a real number, for the law.
+    fn unique(&self) -> Option<f64> {
+        self.unique_tokens.map(|u| u as f64)
+    }
+
+    /// The predicted loss of `n` parameters on `d` tokens under the brief's law and data
+    /// ([`LossLaw::loss_with`]: the plain law, or its effective tokens and parameters when the
+    /// law values repeats).
+    pub fn loss(&self, n: f64, d: f64) -> f64 {
+        self.loss_law.loss_with(n, d, self.unique())
+    }
+
+    /// The loss `n` parameters approach with unlimited training on the brief's data
+    /// ([`LossLaw::floor_with`]).
+    pub fn loss_floor(&self, n: f64) -> f64 {
+        self.loss_law.floor_with(n, self.unique())
+    }
+
+    /// The fewest tokens (continuous) with which `n` parameters reach `target` on the brief's
+    /// data ([`LossLaw::tokens_for_loss_with`]).
+    pub fn tokens_for_loss(&self, n: f64, target: f64) -> Option<f64> {
+        self.loss_law.tokens_for_loss_with(n, target, self.unique())
+    }
+
+    /// What `n` parameters on `d` tokens are worth and how many epochs the tokens make, when
+    /// the brief's law values repeats ([`LossLaw::effective`]).
+    pub fn effective(&self, n: f64, d: f64) -> Option<Effective> {
+        self.loss_law.effective(n, d, self.unique())
     }
 
     /// Checks what the fields give together: a budget whose compute-optimal model has at

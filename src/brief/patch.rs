@@ -11,7 +11,7 @@ use serde::{Deserialize, Deserializer};
 use crate::brief::gpu::{Gpu, CAP_FRACTION};
 use crate::brief::Brief;
 use crate::cost::reliability::Reliability;
-use crate::cost::scaling::LossLaw;
+use crate::cost::scaling::{LossLaw, Repetition};
 use crate::cost::spend::Spend;
 use crate::cost::topology::Topology;
 use crate::error::{Error, Result};
@@ -66,6 +66,9 @@ pub struct BriefPatch {
     /// See [`Brief::batch_tolerance`].
     #[serde(default, deserialize_with = "number")]
     pub batch_tolerance: Option<f64>,
+    /// See [`Brief::unique_tokens`].
+    #[serde(default, deserialize_with = "whole")]
+    pub unique_tokens: Option<u64>,
     /// See [`Brief::loss_law`].
     #[serde(default)]
     pub loss_law: LossLawPatch,
@@ -102,6 +105,9 @@ pub struct LossLawPatch {
     /// β.
     #[serde(default, deserialize_with = "number")]
     pub beta: Option<f64>,
+    /// What repeated tokens and excess parameters are worth, both constants together.
+    #[serde(default)]
+    pub repetition: Option<Repetition>,
 }
 
 /// A number that is present: `null` is refused rather than read as "not set".
@@ -136,6 +142,7 @@ impl LossLawPatch {
             b: number_or(self.b, law.b),
             alpha: number_or(self.alpha, law.alpha),
             beta: number_or(self.beta, law.beta),
+            repetition: self.repetition.or(law.repetition),
         }
     }
 }
@@ -164,6 +171,7 @@ impl BriefPatch {
                 .batch_target_tokens
                 .unwrap_or(brief.batch_target_tokens),
             batch_tolerance: number_or(self.batch_tolerance, brief.batch_tolerance),
+            unique_tokens: self.unique_tokens.or(brief.unique_tokens),
             loss_law: self.loss_law.apply(brief.loss_law),
             topology: self.topology.apply(brief.topology),
             reliability: self.reliability.apply(brief.reliability),

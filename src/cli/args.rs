@@ -207,6 +207,11 @@ pub struct BriefArgs {
     /// Scaling-law constants to start from [default: besiroglu].
     #[arg(long, value_enum, value_name = "PRESET")]
     pub loss_law: Option<LawArg>,
+    /// Distinct tokens the data holds: a run of more repeats them and is graded by its
+    /// effective tokens (needs a law that values repeats: --loss-law muennighoff)
+    /// [default: unlimited].
+    #[arg(long, value_name = "TOKENS", value_parser = parse_whole)]
+    pub unique_tokens: Option<u64>,
     /// Loss law constant E.
     #[arg(long, value_name = "E")]
     pub loss_e: Option<f64>,
@@ -277,6 +282,9 @@ pub enum LawArg {
     BesirogluUnrounded,
     /// Hoffmann et al. 2022, Approach 3: E 1.69, A 406.4, B 410.7, α 0.34, β 0.28.
     Hoffmann,
+    /// Muennighoff et al. 2023, data-constrained: E 1.869, A 520.8, B 1487.7, α β 0.3527;
+    /// repeated tokens decay with R_D* 15.39, excess parameters with R_N* 5.31.
+    Muennighoff,
 }
 
 impl LawArg {
@@ -285,6 +293,7 @@ impl LawArg {
             LawArg::Besiroglu => LossLawPreset::Besiroglu,
             LawArg::BesirogluUnrounded => LossLawPreset::BesirogluUnrounded,
             LawArg::Hoffmann => LossLawPreset::Hoffmann,
+            LawArg::Muennighoff => LossLawPreset::Muennighoff,
         }
     }
 }
@@ -314,12 +323,14 @@ impl BriefArgs {
             seq_len: self.seq_len,
             batch_target_tokens: self.batch_target,
             batch_tolerance: self.batch_tolerance,
+            unique_tokens: self.unique_tokens,
             loss_law: LossLawPatch {
                 e: self.loss_e,
                 a: self.loss_a,
                 b: self.loss_b,
                 alpha: self.loss_alpha,
                 beta: self.loss_beta,
+                repetition: None,
             },
             topology: TopologyPatch {
                 intra_node_gbps: self.intra_node_gbps,

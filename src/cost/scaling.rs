@@ -6,12 +6,45 @@
 //! 2022, eq. 2). The default constants are the refit of Besiroglu, Erdil, Barnett and You,
 //! "Chinchilla Scaling: A replication attempt", arXiv:2404.10102 (2024), rounded as SPEC.md §3
 //! gives them.
+//!
+//! A law may also say what repeated data and excess parameters are worth ([`Repetition`]):
+//! the data-constrained law of Muennighoff et al., "Scaling Data-Constrained Language Models",
+//! NeurIPS 2023, eq. 5, which grades a run on `U` unique tokens by its effective tokens `D'`
+//! and parameters `N'` ([`LossLaw::effective`]). Without repetition the law is the plain form,
+//! computed as it always was.
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{check_numbers, Result};
 
-/// The five constants of `L(N, D) = E + A / N^α + B / D^β`.
+/// What repeating data and parameters beyond the data's optimum are worth (Muennighoff et al.
+/// 2023, eq. 5): a token seen for the `R`-th time after the first epoch adds
+/// `e^(−R/R_D*)` of a fresh one, so `D' = U_D + U_D·R_D*·(1 − e^(−R_D/R_D*))` with
+/// `U_D = min(D, U)` and `R_D = D/U_D − 1`; parameters past `U_N = min(N, N_opt(U_D))` (the
+/// compute-optimal size for the unique tokens, [`LossLaw::params_for_tokens`]) decay alike,
+/// `N' = U_N + U_N·R_N*·(1 − e^(−R_N/R_N*))` with `R_N = N/U_N − 1`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Repetition {
+    /// `R_D*`: repetitions after which repeated tokens are worth `1/e` of fresh ones
+    /// (Muennighoff et al.: 15.387756).
+    pub r_d: f64,
+    /// `R_N*`: the same for parameters beyond the data's compute-optimal size (5.309743).
+    pub r_n: f64,
+}
+
+/// What a run's tokens and parameters are worth under a law with [`Repetition`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Effective {
+    /// `N'`, the parameters the law grades.
+    pub params: f64,
+    /// `D'`, the tokens the law grades.
+    pub tokens: f64,
+    /// Passes over the unique tokens, `D / U` (1 or less when nothing is repeated).
+    pub epochs: f64,
+}
+
+/// The five constants of `L(N, D) = E + A / N^α + B / D^β`, and what repetition is worth.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LossLaw {
     /// Irreducible loss E (nats per token).
@@ -24,6 +57,10 @@ pub struct LossLaw {
     pub alpha: f64,
     /// Data exponent β.
     pub beta: f64,
+    /// What repeated tokens and excess parameters are worth; `None` for the plain law, which
+    /// values every token and parameter fully.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetition: Option<Repetition>,
 }
 
 /// The published sets of constants a user can start from.
@@ -37,14 +74,20 @@ pub enum LossLawPreset {
     BesirogluUnrounded,
     /// Hoffmann et al. 2022, Approach 3: E = 1.69, A = 406.4, B = 410.7, α = 0.34, β = 0.28.
     Hoffmann,
+    /// Muennighoff et al. 2023's data-constrained fit (their repository's README, "Parametric
+    /// Fit": `[a, b, e, α, β, R_D*, R_N*] = [6.255414, 7.3049974, 0.6254804, 0.3526596,
+    /// 0.3526596, 15.387756, 5.309743]`, with `A = e^a`, `B = e^b`, `E = e^e`): E ≈ 1.869,
+    /// A ≈ 520.8, B ≈ 1487.7, α = β = 0.3527, R_D* = 15.39, R_N* = 5.31.
+    Muennighoff,
 }
 
 impl LossLawPreset {
     /// All presets, in the order the CLI lists them.
-    pub const ALL: [LossLawPreset; 3] = [
+    pub const ALL: [LossLawPreset; 4] = [
         LossLawPreset::Besiroglu,
         LossLawPreset::BesirogluUnrounded,
         LossLawPreset::Hoffmann,
+        LossLawPreset::Muennighoff,
     ];
 
     /// The name a user types.
@@ -53,6 +96,7 @@ impl LossLawPreset {
             LossLawPreset::Besiroglu => "besiroglu",
             LossLawPreset::BesirogluUnrounded => "besiroglu-unrounded",
             LossLawPreset::Hoffmann => "hoffmann",
+            LossLawPreset::Muennighoff => "muennighoff",
         }
     }
 
@@ -70,6 +114,7 @@ impl LossLawPreset {
                 b: 2085.0,
                 alpha: 0.348,
                 beta: 0.366,
+                repetition: None,
             },
             LossLawPreset::BesirogluUnrounded => LossLaw {
                 e: 1.8172,
@@ -77,6 +122,7 @@ impl LossLawPreset {
                 b: 2085.43,
                 alpha: 0.3478,
                 beta: 0.3658,
+                repetition: None,
             },
             LossLawPreset::Hoffmann => LossLaw {
                 e: 1.69,
@@ -84,6 +130,18 @@ impl LossLawPreset {
                 b: 410.7,
                 alpha: 0.34,
                 beta: 0.28,
+                repetition: None,
+            },
+            LossLawPreset::Muennighoff => LossLaw {
+                e: 0.6254804_f64.exp(),
+                a: 6.255414_f64.exp(),
+                b: 7.3049974_f64.exp(),
+                alpha: 0.3526596,
+                beta: 0.3526596,
+                repetition: Some(Repetition {
+                    r_d: 15.387756,
+                    r_n: 5.309743,
+                }),
             },
         }
     }
@@ -105,7 +163,107 @@ impl LossLaw {
             ("alpha", self.alpha, false),
             ("beta", self.beta, false),
         ];
-        check_numbers(prefix, &fields, f64::INFINITY)
+        check_numbers(prefix, &fields, f64::INFINITY)?;
+        if let Some(r) = &self.repetition {
+            check_numbers(
+                &format!("{prefix}repetition."),
+                &[("r_d", r.r_d, false), ("r_n", r.r_n, false)],
+                f64::INFINITY,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The compute-optimal parameters for `d` tokens, `N_opt(D) = G·(G·D)^(β/α)`: the `N` whose
+    /// compute-optimal partner [`Self::compute_optimal_params`] is `D` (Muennighoff et al.'s
+    /// `D_to_N`).
+    pub fn params_for_tokens(&self, d: f64) -> f64 {
+        let g = self.optimal_ratio();
+        (d * g).powf(self.beta / self.alpha) * g
+    }
+
+    /// `G = (αA / (βB))^(1/(α+β))` (Hoffmann et al. 2022, eq. 4).
+    fn optimal_ratio(&self) -> f64 {
+        (self.alpha * self.a / (self.beta * self.b)).powf(1.0 / (self.alpha + self.beta))
+    }
+
+    /// What `n` parameters trained on `d` tokens, `unique` of them distinct (`None`: as many as
+    /// the run reads), are worth under the law's [`Repetition`]; `None` when the law has none.
+    pub fn effective(&self, n: f64, d: f64, unique: Option<f64>) -> Option<Effective> {
+        let r = self.repetition?;
+        let seen = unique.map_or(d, |u| u.min(d));
+        let decayed = |base: f64, repeats: f64, star: f64| {
+            base + base * star * (1.0 - (-repeats / star).exp())
+        };
+        let tokens = decayed(seen, (d / seen - 1.0).max(0.0), r.r_d);
+        let base = n.min(self.params_for_tokens(seen));
+        let params = decayed(base, (n / base - 1.0).max(0.0), r.r_n);
+        Some(Effective {
+            params,
+            tokens,
+            epochs: d / unique.unwrap_or(d),
+        })
+    }
+
+    /// The predicted loss of `n` parameters on `d` tokens of which `unique` are distinct:
+    /// [`Self::loss`] at the effective parameters and tokens when the law has a
+    /// [`Repetition`], else `L(N, D)` itself (`unique` then changes nothing; a brief refuses
+    /// unique tokens without a law that values repeats).
+    pub fn loss_with(&self, n: f64, d: f64, unique: Option<f64>) -> f64 {
+        match self.effective(n, d, unique) {
+            None => self.loss(n, d),
+            Some(e) => self.loss(e.params, e.tokens),
+        }
+    }
+
+    /// The loss `n` parameters approach with unlimited training on `unique` distinct tokens:
+    /// `E + A/N^α` for the plain law or unlimited data; with a [`Repetition`] and `U` unique
+    /// tokens, `E + A/N'^α + B/(U·(1 + R_D*))^β`, its limit as the repeats grow.
+    pub fn floor_with(&self, n: f64, unique: Option<f64>) -> f64 {
+        match (self.repetition, unique) {
+            (Some(r), Some(u)) => {
+                let base = n.min(self.params_for_tokens(u));
+                let params =
+                    base + base * r.r_n * (1.0 - (-(n / base - 1.0).max(0.0) / r.r_n).exp());
+                self.loss_floor(params) + self.data_term(u * (1.0 + r.r_d))
+            }
+            _ => self.loss_floor(n),
+        }
+    }
+
+    /// The fewest tokens (continuous) with which `n` parameters reach `target` on `unique`
+    /// distinct tokens. The plain law in closed form ([`Self::tokens_for_loss`]); with a
+    /// [`Repetition`], by bisection of [`Self::loss_with`], which falls strictly as the tokens
+    /// grow (both `D'` and `U_N` rise with `D`), to the last bit of the float. `None` when the
+    /// floor ([`Self::floor_with`]) is at or above the target.
+    pub fn tokens_for_loss_with(&self, n: f64, target: f64, unique: Option<f64>) -> Option<f64> {
+        if self.repetition.is_none() {
+            return self.tokens_for_loss(n, target);
+        }
+        if self.floor_with(n, unique) >= target {
+            return None;
+        }
+        let meets = |d: f64| self.loss_with(n, d, unique) <= target;
+        let (mut lo, mut hi) = (0.5_f64, 1.0_f64);
+        while !meets(hi) {
+            lo = hi;
+            hi *= 2.0;
+            if !hi.is_finite() {
+                return None;
+            }
+        }
+        // Halve [lo, hi] until it holds no float between its ends.
+        loop {
+            let mid = lo + (hi - lo) / 2.0;
+            if mid <= lo || mid >= hi {
+                return Some(hi);
+            }
+            if meets(mid) {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
     }
 
     /// Predicted loss `L(N, D) = E + A / N^α + B / D^β` for `n` parameters trained on `d` tokens.
@@ -140,7 +298,7 @@ impl LossLaw {
     /// (Hoffmann et al. 2022, eq. 4): minimising `L` subject to `6ND = C` gives
     /// `N_opt = G·(C/6)^(β/(α+β))` with `G = (αA / (βB))^(1/(α+β))`, and `D_opt = (C/6)/N_opt`.
     pub fn compute_optimal_params(&self, c: f64) -> f64 {
-        let g = (self.alpha * self.a / (self.beta * self.b)).powf(1.0 / (self.alpha + self.beta));
+        let g = self.optimal_ratio();
         g * (c / 6.0).powf(self.beta / (self.alpha + self.beta))
     }
 }
@@ -158,15 +316,18 @@ pub struct ComputeOptimal {
 
 impl ComputeOptimal {
     /// The compute-optimal split of `budget_flops` under `law` (see
-    /// [`LossLaw::compute_optimal_params`]).
-    pub fn for_budget(law: &LossLaw, budget_flops: f64) -> Self {
+    /// [`LossLaw::compute_optimal_params`]), its loss graded on `unique` distinct tokens
+    /// ([`LossLaw::loss_with`]). The split is Chinchilla's, for unlimited data: with fewer
+    /// unique tokens than it reads, the data-constrained optimum lies elsewhere (Muennighoff
+    /// et al. find it by a grid search), and this point's loss says what repeating costs it.
+    pub fn for_budget(law: &LossLaw, budget_flops: f64, unique: Option<f64>) -> Self {
         let n = law.compute_optimal_params(budget_flops);
         let d = budget_flops / 6.0 / n;
         let (params, tokens) = (n.round() as u64, d.round() as u64);
         ComputeOptimal {
             params,
             tokens,
-            loss: law.loss(params as f64, tokens as f64),
+            loss: law.loss_with(params as f64, tokens as f64, unique),
         }
     }
 }
@@ -219,7 +380,7 @@ mod tests {
         // G = (0.348·482 / (0.366·2085))^(1/0.714) = 0.119808; (C/6)^(0.366/0.714) with
         // C = 2.1000093696e24 gives 1.171680e12; N_opt = 1.403767e11, D_opt = 2.493302e12,
         // loss 1.944167 (worked in Python).
-        let opt = ComputeOptimal::for_budget(&LossLaw::default(), 2.100_009_369_6e24);
+        let opt = ComputeOptimal::for_budget(&LossLaw::default(), 2.100_009_369_6e24, None);
         assert!(
             close(opt.params as f64, 1.403_767e11, 1e-6),
             "{}",
@@ -253,5 +414,57 @@ mod tests {
         assert!(e.contains("loss_law.alpha") && e.contains("-0.3"), "{e}");
         law.alpha = f64::NAN;
         assert!(law.validate("").is_err());
+    }
+
+    #[test]
+    fn the_data_constrained_law_gives_its_authors_worked_examples() {
+        // Muennighoff et al.'s repository README, "Parametric Fit", Figure 1 (right): 25B
+        // unique tokens, 6.34B parameters on 242B tokens against 8.67B on 178B.
+        let law = LossLawPreset::Muennighoff.law();
+        let l = law.loss_with(6.34e9, 242e9, Some(25e9));
+        assert!((l - 2.2256440889984477).abs() < 1e-12, "{l}");
+        let l = law.loss_with(8.67e9, 178e9, Some(25e9));
+        assert!((l - 2.2269634075087867).abs() < 1e-12, "{l}");
+    }
+
+    #[test]
+    fn repeated_tokens_are_worth_less_and_the_epochs_are_counted() {
+        let law = LossLawPreset::Muennighoff.law();
+        // 4 epochs of 25B: R_D = 3, D' = 25e9·(1 + 15.387756·(1 − e^(−3/15.387756))) =
+        // 25e9·(1 + 15.387756·0.1771326) = 93.14183e9 (worked in Python), not 100e9.
+        let e = law.effective(1e9, 100e9, Some(25e9)).unwrap();
+        assert!((e.tokens / 93.141_83e9 - 1.0).abs() < 1e-6, "{}", e.tokens);
+        assert_eq!(e.epochs, 4.0);
+        // A 1B model is under the 25B tokens' optimum (G² = 0.050987: 1.2747B): all its
+        // parameters count.
+        assert_eq!(e.params, 1e9);
+        // Fewer tokens than the data holds: nothing repeated, one pass or less.
+        let once = law.effective(1e9, 20e9, Some(25e9)).unwrap();
+        assert_eq!((once.tokens, once.epochs), (20e9, 0.8));
+        // The plain law has no effective tokens and grades as before, to the bit.
+        let plain = LossLaw::default();
+        assert_eq!(plain.effective(1e9, 1e12, Some(1e9)), None);
+        assert_eq!(
+            plain.loss_with(70e9, 1e12, None).to_bits(),
+            plain.loss(70e9, 1e12).to_bits()
+        );
+    }
+
+    #[test]
+    fn the_tokens_for_a_target_invert_the_data_constrained_law() {
+        let law = LossLawPreset::Muennighoff.law();
+        let (n, u) = (6.34e9, Some(25e9));
+        let target = 2.23;
+        let d = law.tokens_for_loss_with(n, target, u).unwrap();
+        assert!(law.loss_with(n, d, u) <= target);
+        assert!(law.loss_with(n, d * (1.0 - 1e-12), u) > target);
+        // More than 25B, so repeated; fewer than the unlimited-data answer needs... more.
+        let unlimited = law.tokens_for_loss_with(n, target, None).unwrap();
+        assert!(d > 25e9 && d > unlimited, "{d} {unlimited}");
+        // The floor with 25B unique tokens: repeats saturate at 25e9·(1 + R_D*) tokens.
+        let floor = law.floor_with(n, u);
+        assert!(law.loss_with(n, 1e18, u) - floor < 1e-9);
+        assert_eq!(law.tokens_for_loss_with(n, floor, u), None);
+        assert!(floor > law.floor_with(n, None));
     }
 }

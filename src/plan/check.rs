@@ -188,7 +188,7 @@ fn token_fixes(brief: &Brief, shape: &Shape, plan: &Plan, pace: Pace) -> Vec<Str
         });
     }
     if !plan.checks.loss {
-        let needed = brief.loss_law.tokens_for_loss(n, brief.loss_target);
+        let needed = brief.tokens_for_loss(n, brief.loss_target);
         fixes.push(match (needed, v.min_tokens_for_loss) {
             (None, _) => format!(
                 "loss: no number of tokens reaches {}: the floor of {} is {}; a larger model is needed",

@@ -45,5 +45,5 @@ pub fn loss_meets(brief: &Brief, loss: f64) -> bool {
 
 /// Predicted loss of `shape` trained on `tokens` under the brief's law.
 pub fn loss(brief: &Brief, shape: &Shape, tokens: u64) -> f64 {
-    brief.loss_law.loss(shape.params() as f64, tokens as f64)
+    brief.loss(shape.params() as f64, tokens as f64)
 }

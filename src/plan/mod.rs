@@ -167,8 +167,13 @@ pub struct Plan {
     /// a power).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spend: Option<Spent>,
-    /// Predicted loss L(N, D).
+    /// Predicted loss L(N, D) (at the effective tokens and parameters, `data`, when the law
+    /// values repeats).
     pub loss: f64,
+    /// The epochs the tokens make of the brief's unique tokens and what the law grades them
+    /// as, when the brief's law values repeats (Muennighoff et al. 2023).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<DataUse>,
     /// Which checks pass.
     pub checks: Checks,
     /// Headroom (positive) or shortfall (negative) of each check.
@@ -182,6 +187,18 @@ pub struct Plan {
     /// equal (plate plans only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runnable: Option<Runnable>,
+}
+
+/// What a plan's tokens and parameters are worth under a law that values repeats
+/// ([`crate::cost::scaling::LossLaw::effective`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DataUse {
+    /// Passes over the unique tokens, `D / U` (1 or less: nothing repeated).
+    pub epochs: f64,
+    /// `D'`, the tokens the law grades.
+    pub effective_tokens: f64,
+    /// `N'`, the parameters the law grades.
+    pub effective_params: f64,
 }
 
 /// Grades `design` against `brief`. An error means the design's training step does not go with
@@ -305,6 +322,11 @@ pub fn evaluate_cached(
         failures: run.map(|r| r.outage),
         spend,
         loss,
+        data: brief.effective(n as f64, d as f64).map(|e| DataUse {
+            epochs: e.epochs,
+            effective_tokens: e.tokens,
+            effective_params: e.params,
+        }),
         checks,
         margins,
         pass: checks.all(),

@@ -237,7 +237,7 @@ pub fn token_bounds(brief: &Brief, shape: &Shape, pace: Pace) -> TokenBounds {
     let n = shape.params() as f64;
     let (needed, min_tokens_for_loss) = loss_bound(brief, shape);
     TokenBounds {
-        loss_floor: brief.loss_law.loss_floor(n),
+        loss_floor: brief.loss_floor(n),
         needed,
         min_tokens_for_loss,
         max_tokens_in_time: time_bound(brief, shape, pace),
@@ -248,7 +248,7 @@ pub fn token_bounds(brief: &Brief, shape: &Shape, pace: Pace) -> TokenBounds {
 /// needs for the target and the fewest whole tokens that meet it (`None` when none do).
 pub fn loss_bound(brief: &Brief, shape: &Shape) -> (Option<f64>, Option<u64>) {
     let n = shape.params() as f64;
-    let needed = brief.loss_law.tokens_for_loss(n, brief.loss_target);
+    let needed = brief.tokens_for_loss(n, brief.loss_target);
     let fewest =
         needed.and_then(|d| first_true(guess(d), |t| loss_meets(brief, loss(brief, shape, t))));
     (needed, fewest)
@@ -320,7 +320,13 @@ pub fn verdict_because(
     let mut reasons = Vec::new();
     match (needed, min_tokens_for_loss) {
         (None, _) => reasons.push(format!(
-            "loss: its floor E + A/N^α = {} is not below the {} target, however many tokens",
+            "loss: {} = {} is not below the {} target, however many tokens",
+            match (brief.loss_law.repetition, brief.unique_tokens) {
+                (Some(_), Some(_)) => {
+                    "on the repeated data its floor E + A/N'^α + B/(U·(1 + R_D*))^β"
+                }
+                _ => "its floor E + A/N^α",
+            },
             fixed(loss_floor, 6),
             brief.loss_target
         )),
@@ -572,5 +578,51 @@ mod tests {
             "405b",
         );
         assert!(r.starts_with("memory: even the lightest layout"), "{r}");
+    }
+
+    /// A brief under Muennighoff et al.'s law with `unique` distinct tokens.
+    fn data_limited(unique: u64, target: f64) -> Brief {
+        Brief {
+            loss_law: crate::cost::scaling::LossLawPreset::Muennighoff.law(),
+            unique_tokens: Some(unique),
+            loss_target: target,
+            ..Brief::default()
+        }
+    }
+
+    #[test]
+    fn a_window_under_repeated_data_starts_at_the_first_whole_token_that_reaches_the_target() {
+        // 8B on 200B unique tokens aiming at 2.15: reached only by repeating (about 2.4
+        // epochs); the bisected tokens settled to the whole token by the loss itself.
+        let shape = preset("8b").unwrap();
+        let b = data_limited(200_000_000_000, 2.15);
+        let (needed, fewest) = loss_bound(&b, &shape);
+        let (d, t) = (needed.unwrap(), fewest.unwrap());
+        assert!(d > 200e9, "{d}");
+        let n = shape.params() as f64;
+        assert!(b.loss(n, t as f64) <= 2.15 && b.loss(n, (t - 1) as f64) > 2.15);
+        let e = b.effective(n, t as f64).unwrap();
+        assert!(e.epochs > 2.0 && e.tokens < t as f64, "{e:?}");
+        // Unlimited unique tokens reach it sooner.
+        let unlimited = Brief {
+            unique_tokens: None,
+            ..b.clone()
+        };
+        assert!(loss_bound(&unlimited, &shape).1.unwrap() < t);
+    }
+
+    #[test]
+    fn a_target_below_what_the_unique_data_can_give_is_the_floor_s_reason() {
+        // 70B on 50B unique tokens: repeats saturate at 50e9·(1 + 15.39) effective tokens,
+        // and parameters past the data's optimum U_N = 2.549e9 decay to N' = 15.997e9, so
+        // the floor is 2.093972 (worked in Python), far above the unlimited-data 1.901.
+        let b = data_limited(50_000_000_000, 2.0);
+        let r = reason(b, "70b");
+        assert!(
+            r.starts_with(
+                "loss: on the repeated data its floor E + A/N'^α + B/(U·(1 + R_D*))^β = 2.093972 "
+            ),
+            "{r}"
+        );
     }
 }

@@ -193,7 +193,7 @@ fn general_gb(gb: f64) -> String {
 /// width in log-parameters and from each bin the one that reaches the lowest loss within the
 /// day limit; in the report's order.
 fn drawn(report: &SearchReport) -> Vec<&ShapeVerdict> {
-    let law = &report.brief.loss_law;
+    let law = &report.brief;
     let reach = |v: &ShapeVerdict| law.loss(v.params as f64, v.max_tokens_in_time as f64);
     let cap = report.brief.memory_cap_gb;
     let fitting: Vec<(usize, &ShapeVerdict)> = report
@@ -242,7 +242,7 @@ fn fits(v: &ShapeVerdict, cap: f64) -> bool {
 /// Pareto front (the plate's right panel).
 pub fn loss_days(report: &SearchReport) -> Result<String> {
     let b = &report.brief;
-    let law = &b.loss_law;
+    let law = b;
     let shapes = drawn(report);
     let x_max = b.max_days * 1.5;
     // From the lowest loss any curve reaches (or the target, if lower) to above the highest

@@ -2801,7 +2801,11 @@ fn search_in_blocks<'a>(
         rank: options.rank,
         exact: options.exact,
         budget_flops,
-        compute_optimal: ComputeOptimal::for_budget(&brief.loss_law, budget_flops),
+        compute_optimal: ComputeOptimal::for_budget(
+            &brief.loss_law,
+            budget_flops,
+            brief.unique_tokens.map(|u| u as f64),
+        ),
         shapes: verdicts
             .into_iter()
             .zip(&best)

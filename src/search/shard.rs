@@ -506,7 +506,11 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
     let plan_of = |c: &Candidate| plans[&key(c)].clone();
     let budget_flops = brief.budget_flops();
     Ok(SearchReport {
-        compute_optimal: ComputeOptimal::for_budget(&brief.loss_law, budget_flops),
+        compute_optimal: ComputeOptimal::for_budget(
+            &brief.loss_law,
+            budget_flops,
+            brief.unique_tokens.map(|u| u as f64),
+        ),
         budget_flops,
         grid,
         rank,

@@ -94,6 +94,21 @@ fn verdict_word(pass: bool) -> &'static str {
     }
 }
 
+/// The data line of a brief whose law values repeats (Muennighoff et al. 2023): the unique
+/// tokens and how fast repeated tokens and excess parameters lose their worth.
+fn data_line(b: &Brief) -> Option<String> {
+    let r = b.loss_law.repetition?;
+    let data = match b.unique_tokens {
+        Some(u) => format!("{} unique tokens", thousands(u)),
+        None => "unlimited unique tokens".to_string(),
+    };
+    Some(format!(
+        "          data: {data}, graded by effective tokens and parameters: repeats decay as e^(−R/{}), excess parameters as e^(−R/{})\n",
+        general(r.r_d),
+        general(r.r_n)
+    ))
+}
+
 /// The brief in two lines, and a third for its price, power and cost limit when it has them.
 pub fn brief_lines(b: &Brief) -> String {
     let law = &b.loss_law;
@@ -115,6 +130,9 @@ pub fn brief_lines(b: &Brief) -> String {
         general(law.beta),
         thousands(b.seq_len),
     );
+    if let Some(line) = data_line(b) {
+        out.push_str(&line);
+    }
     if let Some(line) = spend_line(b) {
         out.push_str(&line);
     }
@@ -1071,6 +1089,16 @@ impl Exporter for Text {
         }
         if let Some(spend) = spent_line(p, &r.brief) {
             out.push_str(&spend);
+        }
+        if let Some(data) = &p.data {
+            let _ = writeln!(
+                out,
+                "data      {} epochs of the {} unique tokens: graded as {} effective tokens on {} effective parameters",
+                fixed(data.epochs, 2),
+                r.brief.unique_tokens.map_or("unlimited".into(), |u| count(u as f64)),
+                count(data.effective_tokens),
+                count(data.effective_params)
+            );
         }
         out.push_str("\nchecks\n");
         out.push_str(&table(
