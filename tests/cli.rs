@@ -1309,7 +1309,7 @@ fn a_run_that_repeats_its_data_is_graded_by_its_effective_tokens() {
     ]);
     let plan = &search["plans"][0];
     assert_eq!(plan["data"]["epochs"], 4.96e12 / 2e12, "{plan}");
-    // 8B's floor on unlimited data, 2.0567, is below the target; on 2T unique tokens repeats
+    // 8B's floor on unlimited data, 2.0365 under this law, is below the target; on 2T unique tokens repeats
     // saturate short of it (2.0620).
     let eight = &search["shapes"][0];
     assert!(eight["token_window"].is_null(), "{eight}");

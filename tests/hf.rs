@@ -102,8 +102,9 @@ fn every_mixture_of_experts_counts_its_published_parameters() {
 fn the_parameters_a_token_goes_through_are_the_published_active_counts() {
     // Where a publication says which tables it counts, the same count. gpt-oss's card counts
     // the unembedding but not the embedding (Table 1: 5.13B and 3.61B); DeepSeek-V3's
-    // README_WEIGHTS.md gives 36.6B with its 0.9B head; Mixtral's "12.9B active" and Qwen's
-    // "2.0B non-embedding" of Qwen1.5-MoE-A2.7B count both tables and neither.
+    // 36,625,618,432 is an audit of its checkpoint's activated weights with the head and
+    // without the embedding (the paper's "37B" rounds both ways); Mixtral's "12.9B active"
+    // and Qwen's "2.0B non-embedding" of Qwen1.5-MoE-A2.7B count both tables and neither.
     let active = |name: &str| {
         let shape = hf::read_model(&fixture(name)).unwrap();
         (shape.active_params(), shape.embedding_params())
@@ -351,4 +352,68 @@ fn what_a_launcher_needs_beyond_the_counts_is_read_as_the_config_gives_it() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("use_sliding_window"), "{e}");
+}
+
+#[test]
+fn a_field_left_out_takes_its_config_class_s_default() {
+    let path = PathBuf::from("c/config.json");
+    let without = |name: &str, keys: &[&str]| {
+        let text = std::fs::read_to_string(fixture(name)).unwrap();
+        let mut value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        for key in keys {
+            value.as_object_mut().unwrap().remove(*key).unwrap();
+        }
+        hf::parse_model(&value.to_string(), &path)
+    };
+    // DeepSeek-V3's own values are its config class's defaults (3 dense layers, one shared
+    // expert, a query rank of 1,536); gpt-oss's attention biases and 64-wide heads likewise.
+    for (name, keys) in [
+        (
+            "deepseek-v3",
+            &["first_k_dense_replace", "n_shared_experts", "q_lora_rank"][..],
+        ),
+        ("gpt-oss-20b", &["attention_bias", "head_dim"][..]),
+    ] {
+        let full = hf::read_model(&fixture(name)).unwrap();
+        assert_eq!(
+            without(name, keys).unwrap().params(),
+            full.params(),
+            "{name}"
+        );
+    }
+    // A null query rank is a full query projection (DeepSeek-V2-Lite): per layer h·a·192
+    // = 7168·128·192 in place of 7168·1536 + 1536·128·192 and the 1,536-wide norm.
+    let text = std::fs::read_to_string(fixture("deepseek-v3"))
+        .unwrap()
+        .replace("\"q_lora_rank\": 1536", "\"q_lora_rank\": null");
+    let full_query = hf::parse_model(&text, &path).unwrap();
+    let v3 = hf::read_model(&fixture("deepseek-v3")).unwrap();
+    let per_layer: i64 = 7168 * 128 * 192 - (7168 * 1536 + 1536 * 128 * 192 + 1536);
+    assert_eq!(
+        full_query.params() as i64 - v3.params() as i64,
+        61 * per_layer
+    );
+    // gpt-oss with a null window attends in full on every layer.
+    let text = std::fs::read_to_string(fixture("gpt-oss-20b"))
+        .unwrap()
+        .replace("\"sliding_window\": 128", "\"sliding_window\": null");
+    let full = hf::parse_model(&text, &path).unwrap().architecture;
+    assert_eq!((full.sliding_window, full.window_layers), (None, None));
+}
+
+#[test]
+fn a_dense_width_no_layer_uses_must_still_be_countable() {
+    // Every layer of Llama 4 Scout is a mixture, so its dense width 2^40 is never built, but
+    // the dense-layer counts are still reported: refused, never an overflow.
+    let text = std::fs::read_to_string(fixture("llama-4-scout-17b-16e-instruct"))
+        .unwrap()
+        .replace(
+            "\"intermediate_size_mlp\": 16384",
+            "\"intermediate_size_mlp\": 1099511627776",
+        )
+        .replace("\"num_hidden_layers\": 48", "\"num_hidden_layers\": 100000");
+    let e = hf::parse_model(&text, &PathBuf::from("c.json"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("more than 2^64"), "{e}");
 }

@@ -33,6 +33,12 @@ pub struct Repetition {
     pub r_n: f64,
 }
 
+/// `1 − e^(−R/R*)`, the worth of `R` repeats in units of `R*` fresh ones, by `expm1` so that a
+/// large `R*` keeps its precision (`1 − e^(−x)` rounds to 0 for `x` below 2⁻⁵³).
+fn decay(repeats: f64, star: f64) -> f64 {
+    -(-repeats / star).exp_m1()
+}
+
 /// What a run's tokens and parameters are worth under a law with [`Repetition`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Effective {
@@ -192,17 +198,18 @@ impl LossLaw {
     pub fn effective(&self, n: f64, d: f64, unique: Option<f64>) -> Option<Effective> {
         let r = self.repetition?;
         let seen = unique.map_or(d, |u| u.min(d));
-        let decayed = |base: f64, repeats: f64, star: f64| {
-            base + base * star * (1.0 - (-repeats / star).exp())
-        };
-        let tokens = decayed(seen, (d / seen - 1.0).max(0.0), r.r_d);
-        let base = n.min(self.params_for_tokens(seen));
-        let params = decayed(base, (n / base - 1.0).max(0.0), r.r_n);
         Some(Effective {
-            params,
-            tokens,
+            params: self.effective_params(&r, n, seen),
+            tokens: seen + seen * r.r_d * decay((d / seen - 1.0).max(0.0), r.r_d),
             epochs: d / unique.unwrap_or(d),
         })
+    }
+
+    /// `N' = U_N + U_N·R_N*·(1 − e^(−R_N/R_N*))` for `n` parameters on `seen` unique tokens,
+    /// `U_N = min(N, N_opt(seen))`, `R_N = N/U_N − 1`.
+    fn effective_params(&self, r: &Repetition, n: f64, seen: f64) -> f64 {
+        let base = n.min(self.params_for_tokens(seen));
+        base + base * r.r_n * decay((n / base - 1.0).max(0.0), r.r_n)
     }
 
     /// The predicted loss of `n` parameters on `d` tokens of which `unique` are distinct:
@@ -222,10 +229,7 @@ impl LossLaw {
     pub fn floor_with(&self, n: f64, unique: Option<f64>) -> f64 {
         match (self.repetition, unique) {
             (Some(r), Some(u)) => {
-                let base = n.min(self.params_for_tokens(u));
-                let params =
-                    base + base * r.r_n * (1.0 - (-(n / base - 1.0).max(0.0) / r.r_n).exp());
-                self.loss_floor(params) + self.data_term(u * (1.0 + r.r_d))
+                self.loss_floor(self.effective_params(&r, n, u)) + self.data_term(u * (1.0 + r.r_d))
             }
             _ => self.loss_floor(n),
         }
@@ -234,13 +238,16 @@ impl LossLaw {
     /// The fewest tokens (continuous) with which `n` parameters reach `target` on `unique`
     /// distinct tokens. The plain law in closed form ([`Self::tokens_for_loss`]); with a
     /// [`Repetition`], by bisection of [`Self::loss_with`], which falls strictly as the tokens
-    /// grow (both `D'` and `U_N` rise with `D`), to the last bit of the float. `None` when the
-    /// floor ([`Self::floor_with`]) is at or above the target.
+    /// grow (both `D'` and `U_N` rise with `D`), to the last bit of the float. `None` when no
+    /// float of tokens reaches it (the floor, [`Self::floor_with`], is above the target).
     pub fn tokens_for_loss_with(&self, n: f64, target: f64, unique: Option<f64>) -> Option<f64> {
         if self.repetition.is_none() {
             return self.tokens_for_loss(n, target);
         }
-        if self.floor_with(n, unique) >= target {
+        // The floor decides only where it clears the target by more than rounding: where
+        // they meet, the loss at enough repeats may equal the target in floats (both
+        // saturate), and the doubling below settles it.
+        if self.floor_with(n, unique) > target * (1.0 + 1e-12) {
             return None;
         }
         let meets = |d: f64| self.loss_with(n, d, unique) <= target;
@@ -458,13 +465,17 @@ mod tests {
         let d = law.tokens_for_loss_with(n, target, u).unwrap();
         assert!(law.loss_with(n, d, u) <= target);
         assert!(law.loss_with(n, d * (1.0 - 1e-12), u) > target);
-        // More than 25B, so repeated; fewer than the unlimited-data answer needs... more.
+        // More than 25B, so repeated, and more than unlimited unique data would need.
         let unlimited = law.tokens_for_loss_with(n, target, None).unwrap();
         assert!(d > 25e9 && d > unlimited, "{d} {unlimited}");
         // The floor with 25B unique tokens: repeats saturate at 25e9·(1 + R_D*) tokens.
         let floor = law.floor_with(n, u);
         assert!(law.loss_with(n, 1e18, u) - floor < 1e-9);
-        assert_eq!(law.tokens_for_loss_with(n, floor, u), None);
+        assert_eq!(law.tokens_for_loss_with(n, floor * (1.0 - 1e-9), u), None);
+        // At the floor itself the repeats may reach it in floats: then the tokens found do.
+        if let Some(d) = law.tokens_for_loss_with(n, floor, u) {
+            assert!(law.loss_with(n, d, u) <= floor);
+        }
         assert!(floor > law.floor_with(n, None));
     }
 }

@@ -191,7 +191,8 @@ pub fn parse_model(text: &str, path: &Path) -> Result<Shape> {
         fields.refuse_experts(architecture)?;
     }
     let heads = fields.count32("num_attention_heads")?;
-    let attention_bias = fields.flag("attention_bias")?;
+    // gpt-oss's config class sets `attention_bias` true.
+    let attention_bias = fields.flag_or("attention_bias", architecture == Architecture::GptOss)?;
     let biases = match architecture {
         Architecture::Llama => Biases {
             qkv: attention_bias,
@@ -227,7 +228,12 @@ pub fn parse_model(text: &str, path: &Path) -> Result<Shape> {
     let layers = fields.count32("num_hidden_layers")?;
     let latent = match architecture {
         Architecture::DeepseekV3 => Some(Latent {
-            q_rank: fields.optional("q_lora_rank")?,
+            // The config class's 1,536 when absent; `null` for a full query projection
+            // (DeepSeek-V2-Lite).
+            q_rank: match fields.config.get("q_lora_rank") {
+                None => Some(1_536),
+                Some(_) => fields.optional("q_lora_rank")?,
+            },
             kv_rank: fields.count("kv_lora_rank")?,
             nope_dim: fields.count("qk_nope_head_dim")?,
             rope_dim: fields.count("qk_rope_head_dim")?,
@@ -259,7 +265,13 @@ pub fn parse_model(text: &str, path: &Path) -> Result<Shape> {
                     "a width whose sum with qk_nope_head_dim fits 64 bits",
                 )
             })?),
-            None => fields.optional("head_dim")?,
+            // gpt-oss's and Llama 4's config classes default to 64 and 128, the others to
+            // `h / heads`.
+            None => match (fields.optional("head_dim")?, architecture) {
+                (None, Architecture::GptOss) => Some(64),
+                (None, Architecture::Llama4) => Some(128),
+                (d, _) => d,
+            },
         },
         tied_embeddings: fields.flag("tie_word_embeddings")?,
         biases,
@@ -508,7 +520,8 @@ impl Fields<'_> {
                 // transformers: sparse when not in `mlp_only_layers` and `(i + 1) % step == 0`.
                 let step = self.optional("decoder_sparse_step")?.unwrap_or(1);
                 let every = rule(step - 1, step);
-                let dense = self.layer_list("mlp_only_layers")?;
+                let mut dense = self.layer_list("mlp_only_layers")?;
+                dense.sort_unstable();
                 let moe = if dense.is_empty() {
                     every
                 } else {
@@ -522,7 +535,7 @@ impl Fields<'_> {
                     }
                     let list = every
                         .indices(layers)
-                        .filter(|i| !dense.contains(i))
+                        .filter(|i| dense.binary_search(i).is_err())
                         .collect();
                     LayerSet::from_list(list, layers)
                 };
@@ -531,7 +544,8 @@ impl Fields<'_> {
             Architecture::DeepseekV3 => {
                 // DeepSeek's code: MoE when `i >= first_k_dense_replace and i % moe_layer_freq
                 // == 0`, the multiples of the frequency from the first one past the dense layers.
-                let first = self.whole("first_k_dense_replace")?.unwrap_or(0);
+                // The config class's defaults: 3 dense layers, one shared expert.
+                let first = self.whole("first_k_dense_replace")?.unwrap_or(3);
                 let every = self.optional("moe_layer_freq")?.unwrap_or(1);
                 (
                     rule(first.div_ceil(every).saturating_mul(every), every),
@@ -568,7 +582,7 @@ impl Fields<'_> {
         let shared_ffn = match architecture {
             Architecture::Qwen2Moe => self.count("shared_expert_intermediate_size")?,
             Architecture::DeepseekV3 => {
-                let shared = self.whole("n_shared_experts")?.unwrap_or(0);
+                let shared = self.whole("n_shared_experts")?.unwrap_or(1);
                 shared.checked_mul(ffn).ok_or_else(|| {
                     self.invalid(
                         "n_shared_experts",
@@ -709,15 +723,16 @@ impl Fields<'_> {
                         ))
                     }
                 };
-                match sliding.count(layers) {
-                    0 => None,
-                    n => {
-                        if n < layers {
-                            window_layers = Some(sliding);
-                        }
-                        Some(self.optional("sliding_window")?.unwrap_or(128))
-                    }
+                // The config class's 128 when absent; `null` for no window.
+                let window = match self.config.get("sliding_window") {
+                    None => Some(128),
+                    Some(_) => self.optional("sliding_window")?,
+                };
+                let n = sliding.count(layers);
+                if window.is_some() && n > 0 && n < layers {
+                    window_layers = Some(sliding);
                 }
+                window.filter(|_| n > 0)
             }
         };
         let (theta, eps) = kind.defaults();

@@ -219,7 +219,7 @@ pub struct Shape {
     pub architecture: Architecture,
     /// The mixture of experts of the MoE layers, `None` for a dense model. A mixture of
     /// experts is counted exactly ([`Shape::params`], [`Shape::active_params`]); the layouts
-    /// and the cost model plan dense shapes, and [`Shape::dense`] refuses the others.
+    /// and the cost model plan dense shapes, and [`Shape::unplanned`] says why not the others.
     pub experts: Option<Experts>,
     /// Latent attention and the vectors some families add to attention.
     pub attention: Attention,
@@ -273,11 +273,20 @@ impl TryFrom<ShapeSpec> for Shape {
         let shape = spec.build()?;
         match shape.unplanned() {
             None => Ok(shape),
-            Some(why) => Err(Error::invalid(
-                format!("{}.experts", shape.name),
-                "present",
-                format!("a dense model: {why}"),
-            )),
+            Some(why) => {
+                let field = if shape.experts.is_some() {
+                    "experts"
+                } else if shape.attention.latent.is_some() {
+                    "attention.latent"
+                } else {
+                    "architecture.window_layers"
+                };
+                Err(Error::invalid(
+                    format!("{}.{field}", shape.name),
+                    "present",
+                    format!("a shape trainplan plans: {why}"),
+                ))
+            }
         }
     }
 }
@@ -400,6 +409,9 @@ struct Counts {
     embedding: u64,
     /// One dense layer: its matrices, biases and vectors.
     per_layer: u64,
+    /// The matrices that multiply each token of a dense model, `L·layer_matrices + V·h`
+    /// (checked like the rest, though for a model whose layers are all MoE no layer is dense).
+    matrices: u64,
     /// One MoE layer: attention, norms, router, every expert, the shared experts.
     moe_layer: u64,
     /// What one token goes through in an MoE layer: the same, with `k` of the routed experts.
@@ -523,8 +535,10 @@ impl Shape {
         let dense = mul(dense_layers, per_layer)?;
         let total = add(add(dense, mul(moe_layers, moe_layer)?)?, outside)?;
         let active = add(add(dense, mul(moe_layers, moe_active)?)?, outside)?;
+        let matrices = add(mul(u64::from(self.layers), layer_matrices)?, embedding)?;
         Some(Counts {
             layer_matrices,
+            matrices,
             layer_split_biases,
             layer_whole,
             embedding,
@@ -666,7 +680,7 @@ impl Shape {
     /// layers' matrices and the output head, leaving out the input embedding (a lookup, as
     /// PaLM's MFU counts) and the vectors (norms, biases; elementwise).
     pub fn matrix_params(&self) -> u64 {
-        u64::from(self.layers) * self.layer_matrix_params() + self.embedding_params()
+        self.counted().matrices
     }
 }
 

@@ -189,15 +189,21 @@ fn token_fixes(brief: &Brief, shape: &Shape, plan: &Plan, pace: Pace) -> Vec<Str
     }
     if !plan.checks.loss {
         let needed = brief.tokens_for_loss(n, brief.loss_target);
+        // On repeated data the floor is the unique tokens' as much as the model's: past the
+        // data's optimum, more parameters decay as repeats do.
+        let remedy = match (brief.loss_law.repetition, brief.unique_tokens) {
+            (Some(_), Some(_)) => "more unique tokens or a larger model are needed",
+            _ => "a larger model is needed",
+        };
         fixes.push(match (needed, v.min_tokens_for_loss) {
             (None, _) => format!(
-                "loss: no number of tokens reaches {}: the floor of {} is {}; a larger model is needed",
+                "loss: no number of tokens reaches {}: the floor of {} is {}; {remedy}",
                 brief.loss_target,
                 shape.name,
                 fixed(v.loss_floor, 6)
             ),
             (Some(d), None) => format!(
-                "loss: reaching {} takes about {} tokens, more than can be counted; a larger model is needed",
+                "loss: reaching {} takes about {} tokens, more than can be counted; {remedy}",
                 brief.loss_target,
                 count(d)
             ),

@@ -38,7 +38,8 @@ pub struct ShapeVerdict {
     pub token_window: Option<[u64; 2]>,
     /// Days at both ends of the token window, or `null`.
     pub days_window: Option<[f64; 2]>,
-    /// Loss with unlimited tokens, `E + A/N^α`.
+    /// Loss with unlimited tokens: `E + A/N^α`, or on repeated data the law's limit
+    /// ([`crate::brief::Brief::loss_floor`]).
     pub loss_floor: f64,
     /// Fewest whole tokens that reach the loss target, or `null` if none do.
     pub min_tokens_for_loss: Option<u64>,
@@ -221,7 +222,8 @@ fn guess(x: f64) -> u64 {
 /// How many tokens a shape needs for the loss target and can have within the day limit.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TokenBounds {
-    /// Loss with unlimited tokens, `E + A/N^α`.
+    /// Loss with unlimited tokens: `E + A/N^α`, or on repeated data the law's limit
+    /// ([`crate::brief::Brief::loss_floor`]).
     pub loss_floor: f64,
     /// The continuous solution of `L(N, D) = target`, or `None` when the floor is not below it.
     pub needed: Option<f64>,
@@ -615,7 +617,7 @@ mod tests {
     fn a_target_below_what_the_unique_data_can_give_is_the_floor_s_reason() {
         // 70B on 50B unique tokens: repeats saturate at 50e9·(1 + 15.39) effective tokens,
         // and parameters past the data's optimum U_N = 2.549e9 decay to N' = 15.997e9, so
-        // the floor is 2.093972 (worked in Python), far above the unlimited-data 1.901.
+        // the floor is 2.093972 (worked in Python), far above the 1.947 of unlimited data.
         let b = data_limited(50_000_000_000, 2.0);
         let r = reason(b, "70b");
         assert!(

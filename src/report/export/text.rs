@@ -1091,11 +1091,17 @@ impl Exporter for Text {
             out.push_str(&spend);
         }
         if let Some(data) = &p.data {
+            let epochs = match r.brief.unique_tokens {
+                Some(u) => format!(
+                    "{} epochs of the {} unique tokens",
+                    fixed(data.epochs, 2),
+                    count(u as f64)
+                ),
+                None => "every token fresh".to_string(),
+            };
             let _ = writeln!(
                 out,
-                "data      {} epochs of the {} unique tokens: graded as {} effective tokens on {} effective parameters",
-                fixed(data.epochs, 2),
-                r.brief.unique_tokens.map_or("unlimited".into(), |u| count(u as f64)),
+                "data      {epochs}: graded as {} effective tokens on {} effective parameters",
                 count(data.effective_tokens),
                 count(data.effective_params)
             );
