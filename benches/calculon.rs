@@ -125,6 +125,8 @@ fn main() {
             &brief,
             &shape,
             Degrees {
+                ep: 1,
+                etp: None,
                 tp: 4,
                 cp: 1,
                 pp: 2,

@@ -237,6 +237,8 @@ fn grade(request: DesignRequest, sensitivity: bool) -> Result<CheckReport> {
         precision == Precision::Bf16,
     )?;
     let degrees = Degrees {
+        ep: 1,
+        etp: None,
         tp,
         cp,
         pp,

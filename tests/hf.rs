@@ -402,18 +402,42 @@ fn a_field_left_out_takes_its_config_class_s_default() {
 }
 
 #[test]
-fn a_dense_width_no_layer_uses_must_still_be_countable() {
-    // Every layer of Llama 4 Scout is a mixture, so its dense width 2^40 is never built, but
-    // the dense-layer counts are still reported: refused, never an overflow.
-    let text = std::fs::read_to_string(fixture("llama-4-scout-17b-16e-instruct"))
+fn a_dense_width_no_layer_uses_counts_nothing_and_never_overflows() {
+    // Every layer of Llama 4 Scout is a mixture, so its dense width is never built: a width
+    // of 2^40 over 100,000 layers neither overflows nor changes a count.
+    let base = std::fs::read_to_string(fixture("llama-4-scout-17b-16e-instruct"))
+        .unwrap()
+        .replace("\"num_hidden_layers\": 48", "\"num_hidden_layers\": 100000");
+    let wide = base.replace(
+        "\"intermediate_size_mlp\": 16384",
+        "\"intermediate_size_mlp\": 1099511627776",
+    );
+    let path = PathBuf::from("c.json");
+    let (narrow, wide) = (
+        hf::parse_model(&base, &path).unwrap(),
+        hf::parse_model(&wide, &path).unwrap(),
+    );
+    assert_eq!(wide.ffn, 1_099_511_627_776);
+    assert_eq!(
+        (wide.params(), wide.active_params(), wide.matrix_params()),
+        (
+            narrow.params(),
+            narrow.active_params(),
+            narrow.matrix_params()
+        )
+    );
+    // A dense layer of that width would overflow the count: one layer dense is refused.
+    let one_dense = std::fs::read_to_string(fixture("llama-4-scout-17b-16e-instruct"))
         .unwrap()
         .replace(
             "\"intermediate_size_mlp\": 16384",
             "\"intermediate_size_mlp\": 1099511627776",
         )
-        .replace("\"num_hidden_layers\": 48", "\"num_hidden_layers\": 100000");
-    let e = hf::parse_model(&text, &PathBuf::from("c.json"))
-        .unwrap_err()
-        .to_string();
+        .replace("\"num_hidden_layers\": 48", "\"num_hidden_layers\": 100000")
+        .replace(
+            "\"interleave_moe_layer_step\": 1",
+            "\"interleave_moe_layer_step\": 2",
+        );
+    let e = hf::parse_model(&one_dense, &path).unwrap_err().to_string();
     assert!(e.contains("more than 2^64"), "{e}");
 }

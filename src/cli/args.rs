@@ -510,6 +510,14 @@ pub struct DesignArgs {
     /// and all-reduced across copies (HSDP); divides DP, needs --zero 1 to 3 [default: 1].
     #[arg(long, value_name = "N", value_parser = parse_whole)]
     pub replicate: Option<u64>,
+    /// Expert-parallel degree, a mixture of experts only: ranks its routed experts are spread
+    /// over; divides the routed experts, and ETP × EP divides TP × CP × DP [default: 1].
+    #[arg(long, value_name = "N", value_parser = parse_whole)]
+    pub ep: Option<u64>,
+    /// Expert tensor-parallel degree, a mixture of experts only: ranks each expert's matrices
+    /// are split over, inside a node [default: the TP, as in Megatron-core].
+    #[arg(long, value_name = "N", value_parser = parse_whole)]
+    pub etp: Option<u64>,
     #[command(flatten)]
     pub step: CheckStepArgs,
     #[command(flatten)]
@@ -638,7 +646,7 @@ impl ModelArgs {
     pub fn shape(&self) -> Result<Shape> {
         match (&self.model, &self.model_config, self.layers) {
             (Some(name), None, None) => model::preset(name),
-            (None, Some(path), None) => hf::read(path),
+            (None, Some(path), None) => hf::read_planned(path),
             (None, None, Some(layers)) => {
                 let (Some(hidden), Some(ffn)) = (self.hidden, self.ffn) else {
                     return Err(Error::invalid(
@@ -699,6 +707,8 @@ impl DesignArgs {
     /// The parallel degrees asked for (1 for each not given).
     pub fn degrees(&self) -> Degrees {
         Degrees {
+            ep: self.ep.unwrap_or(1),
+            etp: self.etp,
             tp: self.tp(),
             cp: self.cp(),
             pp: self.pp(),
@@ -720,6 +730,8 @@ impl DesignArgs {
             ("--cp", self.cp.is_some()),
             ("--zero", self.zero.is_some()),
             ("--replicate", self.replicate.is_some()),
+            ("--ep", self.ep.is_some()),
+            ("--etp", self.etp.is_some()),
             ("--precision", s.precision.is_some()),
             ("--micro-batch", s.micro_batch.is_some()),
             ("--recompute", s.recompute.is_some()),
@@ -1077,6 +1089,14 @@ pub struct DetailedArgs {
     /// Fraction lost to allocator fragmentation [detailed; default: 0.05].
     #[arg(long, value_name = "FRACTION")]
     pub fragmentation: Option<f64>,
+    /// A mixture of experts' load imbalance, the busiest rank's routes over the mean [detailed;
+    /// default: 1, balanced routing; a capacity factor bounds it].
+    #[arg(long, value_name = "FACTOR")]
+    pub moe_imbalance: Option<f64>,
+    /// Overlap a mixture of experts' all-to-alls with another micro-batch's compute
+    /// (Megatron-core's --overlap-moe-expert-parallel-comm) [detailed; default: off].
+    #[arg(long, value_enum)]
+    pub ep_overlap: Option<OnOff>,
 }
 
 /// Gradient precision.
@@ -1136,7 +1156,9 @@ impl DetailedArgs {
             || self.kernels.is_some()
             || self.stages.is_some()
             || self.reserve_gb.is_some()
-            || self.fragmentation.is_some();
+            || self.fragmentation.is_some()
+            || self.moe_imbalance.is_some()
+            || self.ep_overlap.is_some();
         if self.memory == MemoryArg::Plate {
             if given {
                 return Err(Error::invalid(
@@ -1174,6 +1196,8 @@ impl DetailedArgs {
             },
             reserve_gb: self.reserve_gb.unwrap_or(d.reserve_gb),
             fragmentation: self.fragmentation.unwrap_or(d.fragmentation),
+            moe_imbalance: self.moe_imbalance.unwrap_or(d.moe_imbalance),
+            ep_overlap: self.ep_overlap.map_or(d.ep_overlap, |o| o == OnOff::On),
         };
         options.validate()?;
         Ok(Some(options))

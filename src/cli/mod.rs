@@ -329,7 +329,7 @@ fn run_export(args: &ExportArgs, quiet: bool, out: &mut dyn Write) -> Result<boo
     let plan = PlanFile::read(path, args.index)?;
     let fields = &plan.fields;
     let shape = match &d.model.model_config {
-        Some(config) => hf::read(config)?,
+        Some(config) => hf::read_planned(config)?,
         None => model::preset(&fields.model).map_err(|_| {
             Error::invalid(
                 "--plan",

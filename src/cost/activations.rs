@@ -77,6 +77,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::cost::moe::Routed;
 use crate::model::Shape;
 
 /// Which activations are recomputed in backward instead of kept.
@@ -392,6 +393,72 @@ impl Setting {
             0.0
         };
         recomputed + lean + self.bytes(&kept(4.0 * shape.ffn as f64, Split::Tensor))
+    }
+}
+
+/// The dense part of an MoE layer of `shape`: its attention and, in place of its MLP, its
+/// shared experts (a SwiGLU of their width together, 0 for none) fed by the same normalised
+/// input the router and the dispatch read.
+pub(crate) fn moe_dense_part(shape: &Shape) -> Shape {
+    let mut dense = shape.clone();
+    dense.ffn = shape.experts.as_ref().map_or(shape.ffn, |e| e.shared_ffn);
+    dense.experts = None;
+    dense
+}
+
+impl Setting {
+    /// Bytes one rank keeps of an MoE layer's routed part for one micro-batch, `r` its
+    /// routing ([`Routed`]): for each of its `R` routes the dispatched input the grouped GEMM
+    /// keeps (`h`, BF16 or its FP8 copy), SwiGLU's inputs and output at the rank's width
+    /// `f_e/ETP` (as a dense SwiGLU keeps them, [`Kernels`]) and the expert's output the
+    /// combine weights by the router's probability (`2h`, kept for the probability's gradient);
+    /// and for each of the rank's `T/TP` tokens the router's FP32 logits and probabilities over
+    /// the `E` experts (`8E`).
+    fn routed_bytes(&self, shape: &Shape, r: &Routed) -> f64 {
+        let h = shape.hidden as f64;
+        let input = if self.fp8 { 1.0 } else { 2.0 };
+        let f = r.width;
+        let swiglu = match self.layer {
+            Layer::Llama(Kernels::Fused) | Layer::Gpt => 4.0 * f + input * f,
+            Layer::Llama(Kernels::Lean) => 4.0 * f,
+            Layer::Llama(Kernels::Eager) => 8.0 * f,
+        };
+        let tokens = (self.seq_len * self.micro_batch) as f64 / self.tp as f64;
+        r.routes * (input * h + swiglu + 2.0 * h) + tokens * 8.0 * r.experts
+    }
+
+    /// Bytes one rank keeps of an MoE layer for one micro-batch under `recompute`: its dense
+    /// part ([`moe_dense_part`]: attention, the shared experts) as a dense layer keeps it, and
+    /// the routed part ([`Setting::routed_bytes`]) unless the layer is recomputed. Full
+    /// recomputation keeps the layer's input alone; selective-layer half the layers each way.
+    /// torchtitan's and MaxText's op-level policies are not modelled with experts (the detailed
+    /// model refuses them).
+    pub fn stored_moe(&self, shape: &Shape, r: &Routed, recompute: Recompute) -> f64 {
+        let dense = moe_dense_part(shape);
+        match recompute {
+            Recompute::Full => self.layer_input(shape),
+            Recompute::SelectiveLayer => {
+                (self.stored_moe(shape, r, Recompute::None) + self.layer_input(shape)) / 2.0
+            }
+            Recompute::Selective => {
+                self.stored(&dense, Recompute::Selective) + self.routed_bytes(shape, r)
+            }
+            _ => self.stored(&dense, Recompute::None) + self.routed_bytes(shape, r),
+        }
+    }
+
+    /// Transient bytes of an MoE layer's backward ([`Setting::working_set`] for its dense
+    /// part), with the routed part's: what it recomputes (all of it under full or
+    /// selective-layer recomputation) and the two `f_e/ETP`-wide gradients of its SwiGLU, for
+    /// every route, alive at the grouped GEMM's backward.
+    pub fn working_set_moe(&self, shape: &Shape, r: &Routed, recompute: Recompute) -> f64 {
+        let dense = moe_dense_part(shape);
+        let recomputed = match recompute {
+            Recompute::Full | Recompute::SelectiveLayer => self.routed_bytes(shape, r),
+            _ => 0.0,
+        };
+        let gradients = r.routes * 4.0 * r.width;
+        self.working_set(&dense, recompute) + recomputed + gradients
     }
 }
 

@@ -42,8 +42,9 @@
 //! step's GEMMs and attention keep (traffic is already at a measured in-step bandwidth) ([`crate::cost::calibration`]): the benchmarks run one kernel at boost clock on an
 //! idle GPU; a step shares the SMs with communication kernels and holds power-limited clocks.
 
-use crate::cost::activations::{Kernels, Recompute};
+use crate::cost::activations::{moe_dense_part, Kernels, Recompute};
 use crate::cost::chip::{Attention, Chip, FP8_BK, HBM_EFFICIENCY};
+use crate::cost::moe::Routed;
 use crate::cost::precision::{Precision, CAST_BYTES, FUSED_CAST_BYTES};
 use crate::model::Shape;
 
@@ -52,6 +53,10 @@ use crate::model::Shape;
 /// published userbuffers configurations for Megatron-core; the all-gathers' ring exchange
 /// runs on copy engines and one SM, not counted.
 pub const OVERLAP_SMS: f64 = 24.0;
+
+/// The rows of one tile of a grouped GEMM, to which each expert's routes are padded: the
+/// smallest M of the tiles the GEMM model knows ([`crate::cost::chip::TILES`]).
+pub const GROUP_ROWS: f64 = 128.0;
 
 /// How the cross-entropy loss is computed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -179,6 +184,10 @@ impl Context<'_> {
 
     /// Seconds of one `m × n × k` BF16 GEMM on `sms` of the SMs.
     fn gemm_on(&self, m: f64, n: f64, k: f64, sms: f64) -> f64 {
+        if m * n * k == 0.0 {
+            // No product at all (an MoE layer without shared experts has no dense MLP).
+            return 0.0;
+        }
         let flops = 2.0 * m * n * k;
         let fraction = self.gemm_ceiling * self.chip.shape_fraction_on(m, n, k, sms);
         let rate = self.peak_flops * fraction * self.sustained;
@@ -191,7 +200,7 @@ impl Context<'_> {
     /// ceiling and the shape's losses, reading 1-byte operands (MXFP8: and a scale per 32) and
     /// writing a BF16 result.
     fn matmul_on(&self, m: f64, n: f64, k: f64, sms: f64) -> f64 {
-        if !self.precision.is_fp8() {
+        if !self.precision.is_fp8() || m * n * k == 0.0 {
             return self.gemm_on(m, n, k, sms);
         }
         let flops = 2.0 * m * n * k;
@@ -364,6 +373,54 @@ impl Context<'_> {
                     + self.matmul(tokens, f / t, h)
                     + elementwise.forward
             }
+        };
+        time
+    }
+
+    /// A grouped GEMM of the rank's `E/EP` experts, each `m_e × n × k` with `m_e` the routes
+    /// it runs ([`Routed::per_expert`]): the experts' tiles fill the waves together, each
+    /// expert's rows padded to a whole tile of [`GROUP_ROWS`] (Transformer Engine's and
+    /// CUTLASS's grouped kernels tile each problem on its own), so it runs as one GEMM of
+    /// `(E/EP)·⌈m_e/128⌉·128` rows. Backward: the input gradient the same way, the weight
+    /// gradients as `E/EP` products of depth `m_e` side by side.
+    fn grouped(&self, r: &Routed, n: f64, k: f64) -> Op {
+        let m = r.per_expert();
+        let rows = r.local_experts * (m / GROUP_ROWS).ceil() * GROUP_ROWS;
+        Op {
+            forward: self.matmul(rows, n, k),
+            backward: self.matmul(rows, k, n) + self.matmul(r.local_experts * k, n, m),
+        }
+    }
+
+    /// One MoE layer's seconds per micro-batch under `recompute` ([`crate::cost::moe`]): its
+    /// dense part as a dense layer ([`Context::layer`] of [`moe_dense_part`]: attention, the
+    /// shared experts), the router (`T/t × E × h`, on the sequence-parallel shard), the routed
+    /// experts' gate/up (`2f_e/ETP`) and down GEMMs grouped ([`Context::grouped`]), and their
+    /// element-wise work: SwiGLU over every route (`6·f_e/ETP` bytes forward), the permutation
+    /// into expert order and back (read and write `2h` each way, `8h` a route), the router's
+    /// softmax and top-k (`12E` bytes a token). Recomputation repeats the routed forward as it
+    /// repeats the dense one (none under selective recomputation, which recomputes attention).
+    pub fn moe_layer(&self, shape: &Shape, recompute: Recompute, r: &Routed) -> LayerTime {
+        let mut time = self.layer(&moe_dense_part(shape), recompute);
+        let t = self.tp as f64;
+        let h = shape.hidden as f64;
+        let tokens = self.tokens() / t;
+        let router = self.linear(tokens, r.experts, h);
+        let experts = self
+            .grouped(r, 2.0 * r.width, h)
+            .add(self.grouped(r, h, r.width));
+        let elementwise =
+            self.traffic(r.routes * (6.0 * r.width + 8.0 * h) + tokens * 12.0 * r.experts);
+        let forward = router.forward + experts.forward + elementwise;
+        time.gemm = time.gemm.add(router).add(experts);
+        time.elementwise = time.elementwise.add(Op {
+            forward: elementwise,
+            backward: 2.0 * elementwise,
+        });
+        time.recompute += match recompute {
+            Recompute::Full => forward,
+            Recompute::SelectiveLayer => forward / 2.0,
+            _ => 0.0,
         };
         time
     }

@@ -9,6 +9,8 @@
 //! - [`step_time`]: the detailed step time (compute by operation, [`compute`], on a [`chip`]'s
 //!   kernel figures, or at the eager [`efficiency`] curve; collectives over a [`topology`]) and
 //!   failures ([`reliability`]), under a software [`stack`] and a [`calibration`].
+//! - [`moe`]: a mixture-of-experts layer on the expert grid: its routes, its MoE layers per
+//!   stage, the all-to-all.
 //! - [`spend`]: GPU-hours, cost, energy and emissions of a run's days.
 //!
 //! The cost part takes the parameter types it needs — a [`scaling::LossLaw`], a
@@ -21,6 +23,7 @@ pub mod chip;
 pub mod compute;
 pub mod efficiency;
 pub mod memory;
+pub mod moe;
 pub mod precision;
 pub mod reliability;
 pub mod scaling;

@@ -46,9 +46,12 @@ use crate::cost::calibration::Calibration;
 use crate::cost::chip::{Chip, CHIPS};
 use crate::cost::compute::Context;
 use crate::cost::efficiency::EfficiencyCurve;
-use crate::cost::memory::detailed::{stage_params, Detailed};
+use crate::cost::memory::detailed::{
+    stage_expert_params, stage_layers, stage_params_with, Detailed,
+};
 use crate::cost::memory::plate::shard;
 use crate::cost::memory::MemoryModel;
+use crate::cost::moe::{all_to_all, Routed};
 use crate::cost::precision::Precision;
 use crate::cost::reliability::Outage;
 use crate::cost::stack::{CpComm, Stack};
@@ -145,6 +148,14 @@ pub struct Breakdown {
     pub bubble: f64,
     /// The optimizer step.
     pub optimizer: f64,
+    /// Exposed expert-parallel traffic: the all-to-alls of a mixture of experts' dispatch and
+    /// combine, and its expert-TP gathers (absent for a dense model).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ep_comm: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl Breakdown {
@@ -157,6 +168,7 @@ impl Breakdown {
             + self.dp_comm
             + self.bubble
             + self.optimizer
+            + self.ep_comm
     }
 }
 
@@ -189,8 +201,14 @@ pub fn model_flops_per_token(shape: &Shape, seq_len: u64) -> f64 {
 /// Forward FLOPs per token of one layer on one TP rank: `(2·P_matrices + 2·s·a·d) / t`
 /// (`a·d = h` for Llama); the first term the matrices, the second causal attention.
 fn layer_forward_flops(shape: &Shape, tp: u64, seq_len: u64) -> (f64, f64) {
+    layer_forward_flops_with(shape, shape.layer_matrix_params(), tp, seq_len)
+}
+
+/// [`layer_forward_flops`] of a layer whose matrices that multiply a token hold `matrices`
+/// parameters (an MoE layer's: [`Shape::moe_layer_matrix_params`]).
+fn layer_forward_flops_with(shape: &Shape, matrices: u64, tp: u64, seq_len: u64) -> (f64, f64) {
     let width = shape.attention_width() as f64;
-    let matrices = 2.0 * shape.layer_matrix_params() as f64 / tp as f64;
+    let matrices = 2.0 * matrices as f64 / tp as f64;
     let attention = 2.0 * seq_len as f64 * width / tp as f64;
     (matrices, attention)
 }
@@ -198,7 +216,18 @@ fn layer_forward_flops(shape: &Shape, tp: u64, seq_len: u64) -> (f64, f64) {
 /// Hardware FLOPs per token of one layer on one TP rank for forward, backward and
 /// recomputation, and the forward's share of them.
 fn layer_flops(shape: &Shape, tp: u64, seq_len: u64, recompute: Recompute) -> (f64, f64) {
-    let (matrices, attention) = layer_forward_flops(shape, tp, seq_len);
+    layer_flops_with(shape, shape.layer_matrix_params(), tp, seq_len, recompute)
+}
+
+/// [`layer_flops`] of a layer whose matrices that multiply a token hold `matrices` parameters.
+fn layer_flops_with(
+    shape: &Shape,
+    matrices: u64,
+    tp: u64,
+    seq_len: u64,
+    recompute: Recompute,
+) -> (f64, f64) {
+    let (matrices, attention) = layer_forward_flops_with(shape, matrices, tp, seq_len);
     let forward = matrices + attention;
     let again = match recompute {
         Recompute::None => 0.0,
@@ -364,11 +393,14 @@ pub struct MicroBatch {
     head: (f64, f64),
     /// One layer's attention core (forward, backward), seconds.
     attention: (f64, f64),
+    /// One MoE layer's (all, forward, GEMMs), seconds, and its routing; `None` for a dense
+    /// shape.
+    moe: Option<(StageCompute, Routed)>,
 }
 
-/// What a [`MicroBatch`] depends on besides the shape, the machine and the options: TP, CP
-/// and the step without its schedule and global batch.
-pub type MicroBatchKey = (u64, u64, Step);
+/// What a [`MicroBatch`] depends on besides the shape, the machine and the options: TP, CP,
+/// EP, ETP and the step without its schedule and global batch.
+pub type MicroBatchKey = (u64, u64, u64, u64, Step);
 
 impl MicroBatch {
     /// The key of `layout` and `step`.
@@ -377,7 +409,7 @@ impl MicroBatch {
             global_batch_tokens: 0,
             ..step.unscheduled()
         };
-        (layout.tp, layout.cp, step)
+        (layout.tp, layout.cp, layout.ep, layout.etp, step)
     }
 
     /// One micro-batch's compute of `shape` under `layout` with the detailed step `d`.
@@ -397,6 +429,7 @@ impl MicroBatch {
         let tokens = (step.micro_batch * step.seq_len) as f64 / cp as f64;
         let peak = machine.peak_tflops * FLOPS_PER_TFLOPS;
         let precision = step.precision;
+        let routed = Routed::of(shape, layout, tokens, d.options.moe_imbalance);
         if settings.per_operation {
             let chip = chip_for(machine, stack)?;
             let fp8_ceiling = if precision.is_fp8() {
@@ -434,11 +467,24 @@ impl MicroBatch {
             // TP collectives overlap the GEMMs, the recomputed forward's among them.
             let gemm = l.gemm.forward + l.gemm.backward + l.recompute;
             let o = ctx.head(shape);
+            let moe = routed.map(|r| {
+                let l = ctx.moe_layer(shape, step.recompute, &r);
+                let gemm = l.gemm.forward + l.gemm.backward + l.recompute;
+                ((l.total(), l.forward(), gemm), r)
+            });
             Ok(MicroBatch {
                 layer: (l.total(), l.forward(), gemm),
                 head: (o.forward + o.backward, o.forward),
                 attention: (l.attention.forward, l.attention.backward),
+                moe,
             })
+        } else if routed.is_some() {
+            Err(Error::invalid(
+                "--stack",
+                stack,
+                "a stack whose step is costed by operation (megatron-te and the others with \
+                 kernel figures): the eager curve has no figures for a mixture of experts",
+            ))
         } else {
             let rate = peak * opts.efficiency.at(h / tp as f64);
             let (per_layer, forward_per_layer) =
@@ -451,6 +497,7 @@ impl MicroBatch {
                 layer: (all, tokens * forward_per_layer / rate, all),
                 head: (tokens * 3.0 * one_head / rate, tokens * one_head / rate),
                 attention: (attention, 2.5 * attention),
+                moe: None,
             })
         }
     }
@@ -557,12 +604,67 @@ pub struct Unsharded {
     tp_comm: f64,
     cp_comm: f64,
     pp_send: f64,
-    /// The slowest stage's layers, and its parameters on this GPU's TP shard.
+    /// The slowest stage's layers, and its parameters on this GPU's TP shard (the routed
+    /// experts' apart, in `experts`).
     stage_layers: u64,
     psi: f64,
+    experts: f64,
+    /// The slowest stage's exposed expert-parallel traffic per micro-batch (all-to-alls and
+    /// the expert-TP gathers), seconds; 0 for a dense model.
+    ep_comm: f64,
     /// The FP8 casts of the slowest stage's matrices, bytes a step (0 in BF16).
     fp8_casts: f64,
     flops: (f64, f64, f64),
+}
+
+/// One MoE layer's compute per micro-batch (`compute`: all, forward, GEMMs) with its exposed
+/// TP collectives and its expert-parallel traffic ([`crate::cost::moe`]): the dense layer's TP
+/// collectives `tp_layer` halved without shared experts (only attention's remain; the routed
+/// experts' split is ETP's), hidden as far as the stack overlaps them (`overlap`); per
+/// direction a dispatch and a combine all-to-all of the routes the rank sends (`2h` bytes
+/// each, BF16) over the EP group (ranks `ETP` apart), and with ETP > 1 an all-gather and a
+/// reduce-scatter of its routes over the ETP group (inside a node). Full recomputation repeats
+/// the forward's two of each, selective-layer half of them. Megatron-core runs them exposed
+/// unless `--overlap-moe-expert-parallel-comm` is set (`ep_overlap`): then each micro-batch's
+/// all-to-alls run beside another's compute, hidden behind the MoE layer's compute as far as it
+/// lasts (the ETP gathers stay exposed).
+fn moe_layer_comm(
+    machine: &Machine,
+    shape: &Shape,
+    layout: &Layout,
+    d: &Detailed,
+    r: &Routed,
+    (tp_layer, overlap): (f64, f64),
+    compute: StageCompute,
+) -> (StageCompute, f64, f64) {
+    let shared = r.shared > 0.0;
+    let tp_moe = if shared { tp_layer } else { tp_layer / 2.0 };
+    let tp_moe = tp_moe - hidden(tp_moe, overlap, compute.2);
+    let h = shape.hidden as f64;
+    let topology = &machine.topology;
+    let node = machine.cluster.gpus_per_node;
+    let a2a = all_to_all(topology, node, layout.etp, layout.ep, 2.0 * h * r.sent);
+    let etp = if layout.etp > 1 {
+        2.0 * reduce_scatter(
+            link_for(machine, 1, layout.etp),
+            layout.etp,
+            2.0 * h * r.routes,
+        )
+    } else {
+        0.0
+    };
+    let pairs = match d.step.recompute {
+        Recompute::Full => 3.0,
+        Recompute::SelectiveLayer => 2.5,
+        _ => 2.0,
+    };
+    let all_to_alls = pairs * 2.0 * a2a;
+    let exposed = if d.options.ep_overlap {
+        all_to_alls - hidden(all_to_alls, 1.0, compute.0)
+    } else {
+        all_to_alls
+    };
+    (compute, tp_moe, exposed + pairs * etp)
 }
 
 /// [`Unsharded`] for the step `d` under `layout` in the pipeline `kinds` ([`Detailed::kinds`]
@@ -589,6 +691,7 @@ pub fn unsharded_in(
         layer,
         head,
         attention,
+        moe,
     } = *micro_batch;
     let cp_per_layer = cp_exchange(
         machine,
@@ -620,22 +723,68 @@ pub fn unsharded_in(
         0.0
     };
     let tp_per_layer = tp_layer - hidden(tp_layer, overlap, layer.2);
+    let moe_layer = moe.map(|(compute, r)| {
+        moe_layer_comm(
+            machine,
+            shape,
+            layout,
+            d,
+            &r,
+            (tp_layer, overlap),
+            compute,
+        )
+    });
+    // Each stage's MoE layers (the most of its run), from the stages' layers; none dense.
+    let stage_list = if moe.is_some() {
+        stage_layers(u64::from(shape.layers), pp, d.options.stages)?
+    } else {
+        Vec::new()
+    };
 
-    // The slowest stage: (index, compute, forward compute, tp and cp) per micro-batch.
-    let (slowest, stage_layers, compute, forward, tp_comm, cp_comm) = kinds
+    // The slowest stage: (index, compute, forward compute, tp and cp, ep, moe) per
+    // micro-batch.
+    let (slowest, stage_layers, compute, forward, tp_comm, cp_comm, ep_comm, stage_moe) = kinds
         .kinds()
         .iter()
         .map(|k| {
             let (i, l) = (k.index, k.layers);
             let last = i == pp - 1;
-            let l = l as f64;
-            let all = l * layer.0 + if last { head.0 } else { 0.0 };
-            let fwd = l * layer.1 + if last { head.1 } else { 0.0 };
-            (i, k.layers, all, fwd, l * tp_per_layer, l * cp_per_layer)
+            let (head_all, head_fwd) = if last { head } else { (0.0, 0.0) };
+            match moe_layer {
+                Some(((all_moe, fwd_moe, _), tp_moe, ep_moe)) => {
+                    let n_moe = crate::cost::moe::moe_layers_of_run(shape, &stage_list, i);
+                    let (dense, m) = ((l - n_moe) as f64, n_moe as f64);
+                    (
+                        i,
+                        k.layers,
+                        dense * layer.0 + m * all_moe + head_all,
+                        dense * layer.1 + m * fwd_moe + head_fwd,
+                        dense * tp_per_layer + m * tp_moe,
+                        l as f64 * cp_per_layer,
+                        m * ep_moe,
+                        n_moe,
+                    )
+                }
+                None => {
+                    let l = l as f64;
+                    let all = l * layer.0 + if last { head.0 } else { 0.0 };
+                    let fwd = l * layer.1 + if last { head.1 } else { 0.0 };
+                    (
+                        i,
+                        k.layers,
+                        all,
+                        fwd,
+                        l * tp_per_layer,
+                        l * cp_per_layer,
+                        0.0,
+                        0,
+                    )
+                }
+            }
         })
         .max_by(|a, b| {
-            (a.2 + a.4 + a.5)
-                .total_cmp(&(b.2 + b.4 + b.5))
+            (a.2 + a.4 + a.5 + a.6)
+                .total_cmp(&(b.2 + b.4 + b.5 + b.6))
                 .then(b.0.cmp(&a.0))
         })
         .expect("a pipeline has at least one stage");
@@ -656,7 +805,8 @@ pub fn unsharded_in(
 
     let first = slowest == 0;
     let last = slowest == pp - 1;
-    let psi = stage_params(shape, tp, stage_layers, first, last);
+    let psi = stage_params_with(shape, tp, stage_layers, stage_moe, first, last);
+    let experts = stage_expert_params(shape, layout, stage_moe);
     // With FP8, the stage's layer matrices cast to FP8 and transposed once a step: read 2,
     // write 2 bytes a parameter.
     let fp8_casts = if precision.is_fp8() {
@@ -669,7 +819,16 @@ pub fn unsharded_in(
     };
     let cluster_peak = machine.cluster.gpus as f64 * peak;
     let (full_layer, _) = layer_flops(shape, 1, step.seq_len, step.recompute);
-    let hardware_per_token = f64::from(shape.layers) * full_layer + 3.0 * 2.0 * v * h;
+    let moe_layers = shape.moe_layers();
+    let hardware_layers = if moe_layers == 0 {
+        f64::from(shape.layers) * full_layer
+    } else {
+        // An MoE layer multiplies the matrices a token goes through (k routed experts).
+        let matrices = shape.moe_layer_matrix_params();
+        let (full_moe, _) = layer_flops_with(shape, matrices, 1, step.seq_len, step.recompute);
+        (u64::from(shape.layers) - moe_layers) as f64 * full_layer + moe_layers as f64 * full_moe
+    };
+    let hardware_per_token = hardware_layers + 3.0 * 2.0 * v * h;
     Ok(Unsharded {
         kinds: *kinds,
         m,
@@ -680,6 +839,8 @@ pub fn unsharded_in(
         pp_send,
         stage_layers,
         psi,
+        experts,
+        ep_comm,
         fp8_casts,
         flops: (
             model_flops_per_token(shape, step.seq_len),
@@ -704,6 +865,7 @@ pub fn unscheduled_of(
         forward,
         stage_layers,
         psi,
+        experts,
         fp8_casts,
         ..
     } = part;
@@ -731,11 +893,31 @@ pub fn unscheduled_of(
     let hide_backward = opts.dp_overlap * (compute - forward);
     let hide_step = opts.dp_overlap * (m_f - 1.0) * compute;
     let exposed = |t: f64, window: f64| (t - window).max(0.0);
-    let reduce = reduce_scatter(dp_link, shards, grad_bytes * psi) + across(grad_bytes * psi);
-    let gather = reduce_scatter(dp_link, shards, 2.0 * psi);
+    let mut reduce = reduce_scatter(dp_link, shards, grad_bytes * psi) + across(grad_bytes * psi);
+    let mut gather = reduce_scatter(dp_link, shards, 2.0 * psi);
+    let mut all_reduced = all_reduce(dp_link, shards, grad_bytes * psi);
+    // The routed experts' state over its own group, the expert data-parallel ranks `ETP·EP`
+    // apart (its replicas `ETP·EP·EDP/replicate` apart), after the rest on the same link.
+    let expert_shards = layout.expert_shard_group();
+    if experts > 0.0 {
+        let grid = layout.etp * layout.ep;
+        let link = link_for(machine, grid, expert_shards);
+        let replica_link = link_for(machine, grid * expert_shards, replicas);
+        let across_experts = |bytes: f64| {
+            if replicas > 1 {
+                all_reduce(replica_link, replicas, bytes / expert_shards as f64)
+            } else {
+                0.0
+            }
+        };
+        let grads = grad_bytes * experts;
+        reduce += reduce_scatter(link, expert_shards, grads) + across_experts(grads);
+        gather += reduce_scatter(link, expert_shards, 2.0 * experts);
+        all_reduced += all_reduce(link, expert_shards, grads);
+    }
     let dp_comm = match layout.zero.get() {
         // Gradients all-reduced once over DP × CP, during the last micro-batch's backward.
-        0 => exposed(all_reduce(dp_link, shards, grad_bytes * psi), hide_backward),
+        0 => exposed(all_reduced, hide_backward),
         // Distributed optimizer: gradients reduce-scattered during the last backward; the
         // updated weights all-gathered during the next step's first forward.
         1 => exposed(reduce, hide_backward) + exposed(gather, hide_forward),
@@ -745,8 +927,12 @@ pub fn unscheduled_of(
         // ahead of the compute that needs it; the first layer's gather in each direction has
         // nothing before it to hide behind.
         _ => {
-            let first_layer =
-                reduce_scatter(dp_link, shards, 2.0 * psi / (stage_layers.max(1) as f64));
+            let per_layer = |bytes: f64| bytes / (stage_layers.max(1) as f64);
+            let mut first_layer = reduce_scatter(dp_link, shards, per_layer(2.0 * psi));
+            if experts > 0.0 {
+                let link = link_for(machine, layout.etp * layout.ep, expert_shards);
+                first_layer += reduce_scatter(link, expert_shards, per_layer(2.0 * experts));
+            }
             let unhidden = m_f * 2.0 * first_layer * opts.dp_overlap;
             unhidden
                 + exposed(
@@ -756,7 +942,8 @@ pub fn unscheduled_of(
         }
     };
 
-    let updated = shard(psi, layout.zero.shards_optimizer(), shards);
+    let updated = shard(psi, layout.zero.shards_optimizer(), shards)
+        + shard(experts, layout.zero.shards_optimizer(), expert_shards);
     let hbm = machine.topology.hbm_gbps * 1e9 * OPTIMIZER_HBM_EFFICIENCY;
     let optimizer = (updated * OPTIMIZER_BYTES_MOVED + fp8_casts) / hbm;
     Unscheduled {
@@ -803,7 +990,7 @@ pub fn scheduled_breakdown(
     step.interleaving_allowed_in(layout, &part.kinds, part.m)?;
     let pp = layout.pp;
     let (compute, forward) = (part.compute, part.forward);
-    let per_micro_batch = compute + part.tp_comm + part.cp_comm;
+    let per_micro_batch = compute + part.tp_comm + part.cp_comm + part.ep_comm;
     let chunks = step.schedule.chunks() as f64;
     let m_f = part.m as f64;
     let pp_comm = if pp > 1 {
@@ -822,6 +1009,7 @@ pub fn scheduled_breakdown(
         dp_comm,
         bubble: (pp - 1) as f64 / chunks * per_micro_batch,
         optimizer,
+        ep_comm: m_f * part.ep_comm,
     })
 }
 
@@ -987,7 +1175,7 @@ fn run_of(
 mod tests {
     use super::*;
     use crate::brief::Brief;
-    use crate::cost::memory::detailed::Options;
+    use crate::cost::memory::detailed::{stage_params, Options};
     use crate::cost::step::{Schedule, Step};
     use crate::model::layout::ZeroStage;
     use crate::model::preset;

@@ -141,11 +141,24 @@ pub fn read_model(path: &Path) -> Result<Shape> {
     parse_model(&read_text(path, HF_CONFIG)?, path)
 }
 
-/// The shape the config text describes, if trainplan's layouts and cost model plan it
-/// ([`Shape::unplanned`]): a mixture of experts is refused with its counts.
+/// Reads the shape a `config.json` describes if trainplan plans it ([`Shape::unplanned`]):
+/// what `check` and the single-design commands take, a mixture of experts among them.
+pub fn read_planned(path: &Path) -> Result<Shape> {
+    let shape = read_model(path)?;
+    match shape.unplanned() {
+        None => Ok(shape),
+        Some(reason) => Err(Error::Unsupported {
+            path: path.to_path_buf(),
+            reason,
+        }),
+    }
+}
+
+/// The shape the config text describes, if trainplan searches it ([`Shape::unsearched`]): a
+/// mixture of experts is refused with its counts.
 pub fn parse(text: &str, path: &Path) -> Result<Shape> {
     let shape = parse_model(text, path)?;
-    match shape.unplanned() {
+    match shape.unsearched() {
         None => Ok(shape),
         Some(reason) => Err(Error::Unsupported {
             path: path.to_path_buf(),

@@ -16,10 +16,19 @@
 //!   torchtitan's `data_parallel_replicate_degree`, Megatron-core's
 //!   `--num-distributed-optimizer-instances`). `replicate` divides DP; above 1 it needs ZeRO ≥ 1.
 //!
+//! - **Expert parallelism** (a mixture of experts only; Megatron-core's `parallel_state`): the
+//!   MoE layers regroup the same `TP × CP × DP` ranks of a stage as `ETP × EP × EDP`: the routed
+//!   experts spread over EP ranks (EP divides the routed experts), each expert's matrices split
+//!   over ETP ranks (ETP, `--expert-tensor-parallel-size`, defaults to TP and, as TP, stays
+//!   inside a node and divides the expert's width), and EDP = TP·CP·DP/(ETP·EP) copies of each,
+//!   over which ZeRO shards the experts' state (the expert data-parallel group). So ETP·EP
+//!   divides TP·CP·DP, and with hybrid sharding `replicate` divides EDP too.
+//!
 //! **Rank order** (which groups stay inside a node): Megatron-core's default `tp-cp-ep-dp-pp`,
 //! fastest-varying first. A TP group is `TP` neighbouring ranks; a CP group `CP` ranks `TP`
 //! apart; the DP (and ZeRO shard) group ranks `TP·CP` apart, the shard group the fastest part of
-//! it; a pipeline's stages `TP·CP·DP` apart.
+//! it; a pipeline's stages `TP·CP·DP` apart. The expert grid runs `etp-ep-edp` the same way
+//! (Megatron-core's `tp-ep-dp-pp` with ETP for TP): an EP group is `EP` ranks `ETP` apart.
 
 use std::fmt;
 
@@ -91,11 +100,16 @@ fn one() -> u64 {
     1
 }
 
+fn is_one(n: &u64) -> bool {
+    *n == 1
+}
+
 /// One way to spread the model over the cluster. Build it with [`Layout::new`],
 /// [`Layout::with`] or [`layouts`], which check the rules for the brief and shape; the fields
 /// are public to read. Plan files written before CP and hybrid sharding read as CP 1 and one
 /// shard group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "LayoutFields", into = "LayoutFields")]
 pub struct Layout {
     /// Tensor-parallel degree.
     pub tp: u64,
@@ -110,8 +124,64 @@ pub struct Layout {
     pub zero: ZeroStage,
     /// Hybrid sharding: copies of the ZeRO-sharded state, each sharded over `DP/replicate × CP`
     /// ranks (1: one shard group, the whole DP × CP).
-    #[serde(default = "one")]
     pub replicate: u64,
+    /// Expert-parallel degree: ranks the routed experts of each MoE layer are spread over (1
+    /// for a dense model).
+    pub ep: u64,
+    /// Expert tensor-parallel degree: ranks each expert's matrices are split over (TP unless
+    /// set, as in Megatron-core).
+    pub etp: u64,
+}
+
+/// A [`Layout`] as a plan file holds it: CP, replicas and EP 1 when left out, ETP the TP;
+/// written without the fields at their defaults, so a dense plan reads as it did before
+/// experts.
+#[derive(Serialize, Deserialize)]
+#[serde(rename = "Layout", expecting = "struct Layout")]
+struct LayoutFields {
+    tp: u64,
+    #[serde(default = "one")]
+    cp: u64,
+    pp: u64,
+    dp: u64,
+    zero: ZeroStage,
+    #[serde(default = "one")]
+    replicate: u64,
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    ep: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    etp: Option<u64>,
+}
+
+impl From<LayoutFields> for Layout {
+    fn from(f: LayoutFields) -> Layout {
+        Layout {
+            tp: f.tp,
+            cp: f.cp,
+            pp: f.pp,
+            dp: f.dp,
+            zero: f.zero,
+            replicate: f.replicate,
+            ep: f.ep,
+            etp: f.etp.unwrap_or(f.tp),
+        }
+    }
+}
+
+impl From<Layout> for LayoutFields {
+    fn from(l: Layout) -> LayoutFields {
+        LayoutFields {
+            tp: l.tp,
+            cp: l.cp,
+            pp: l.pp,
+            dp: l.dp,
+            zero: l.zero,
+            replicate: l.replicate,
+            ep: l.ep,
+            // Written with experts, or where it is not the TP.
+            etp: (l.ep > 1 || l.etp != l.tp).then_some(l.etp),
+        }
+    }
 }
 
 /// The parallel degrees a layout is asked for, beside TP and PP: context parallelism and the
@@ -126,16 +196,22 @@ pub struct Degrees {
     pub pp: u64,
     /// Hybrid-sharding replicas.
     pub replicate: u64,
+    /// Expert-parallel degree (1 for a dense model).
+    pub ep: u64,
+    /// Expert tensor-parallel degree; `None` for the TP (Megatron-core's default).
+    pub etp: Option<u64>,
 }
 
 impl Degrees {
-    /// TP and PP alone (CP 1, one shard group).
+    /// TP and PP alone (CP 1, one shard group, no expert parallelism).
     pub fn tp_pp(tp: u64, pp: u64) -> Self {
         Degrees {
             tp,
             cp: 1,
             pp,
             replicate: 1,
+            ep: 1,
+            etp: None,
         }
     }
 }
@@ -226,7 +302,10 @@ impl Layout {
             cp,
             pp,
             replicate,
+            ep,
+            etp,
         } = degrees;
+        let etp = etp.unwrap_or(tp);
         let message = match broken_rule(&cluster, shape, tp, cp, pp) {
             None => {
                 let dp = cluster.gpus / (tp * cp * pp);
@@ -240,6 +319,7 @@ impl Layout {
                         "replicate = {replicate} needs ZeRO 1 to 3: at ZeRO 0 every data-parallel rank holds the whole state already"
                     )));
                 }
+                experts_fit(&cluster, shape, tp, tp * cp * dp, replicate, ep, etp)?;
                 return Ok(Layout {
                     tp,
                     cp,
@@ -247,6 +327,8 @@ impl Layout {
                     dp,
                     zero,
                     replicate,
+                    ep,
+                    etp,
                 });
             }
             Some(Broken::TpNode) => format!(
@@ -283,7 +365,20 @@ impl Layout {
             cp: self.cp,
             pp: self.pp,
             replicate: self.replicate,
+            ep: self.ep,
+            etp: Some(self.etp),
         }
+    }
+
+    /// Copies of each expert, the expert data-parallel degree `EDP = TP·CP·DP / (ETP·EP)`
+    /// (Megatron-core's `expert_data_parallel_size`); the DP × CP group for a dense model.
+    pub fn expert_dp(&self) -> u64 {
+        self.tp * self.cp * self.dp / (self.etp * self.ep).max(1)
+    }
+
+    /// Ranks the ZeRO-sharded state of the routed experts is divided over: `EDP/replicate`.
+    pub fn expert_shard_group(&self) -> u64 {
+        (self.expert_dp() / self.replicate.max(1)).max(1)
     }
 
     /// The layout in words: `TP 8 × CP 16 × PP 16 × DP 8, ZeRO 2` (CP only above 1), and with
@@ -303,8 +398,13 @@ impl Layout {
         } else {
             String::new()
         };
+        let experts = match (self.ep, self.etp) {
+            (1, etp) if etp == self.tp => String::new(),
+            (ep, etp) if etp == self.tp => format!(" × EP {ep}"),
+            (ep, etp) => format!(" × EP {ep} (ETP {etp})"),
+        };
         format!(
-            "TP {}{cp} × PP {} × DP {}, ZeRO {}{hybrid}",
+            "TP {}{cp} × PP {} × DP {}{experts}, ZeRO {}{hybrid}",
             self.tp,
             self.pp,
             crate::format::thousands(self.dp),
@@ -357,9 +457,69 @@ pub fn layouts_with(
                     dp,
                     zero,
                     replicate,
+                    ep: 1,
+                    etp: tp,
                 })
         })
         .collect()
+}
+
+/// Whether EP and ETP go with `shape` on `cluster` at TP `tp`, with `ranks = TP·CP·DP` ranks in a stage
+/// and `replicate` copies of the sharded state (Megatron-core's rules: EP divides the routed
+/// experts, ETP stays inside a node and divides an expert's width, ETP·EP divides the stage's
+/// ranks; hybrid sharding's copies divide the expert data-parallel group). A dense model takes
+/// EP 1 and ETP = TP.
+fn experts_fit(
+    cluster: &Cluster,
+    shape: &Shape,
+    tp: u64,
+    ranks: u64,
+    replicate: u64,
+    ep: u64,
+    etp: u64,
+) -> Result<()> {
+    let Some(experts) = &shape.experts else {
+        if ep != 1 {
+            return Err(Error::Layout(format!(
+                "ep = {ep} needs a mixture of experts: {} is dense (EP 1)",
+                shape.name
+            )));
+        }
+        if etp != tp {
+            return Err(Error::Layout(format!(
+                "etp = {etp} needs a mixture of experts: {} is dense (its MLPs take the TP, {tp})",
+                shape.name
+            )));
+        }
+        return Ok(());
+    };
+    let node = cluster.gpus_per_node;
+    let message = if ep == 0 || u64::from(experts.routed) % ep != 0 {
+        format!(
+            "ep = {ep} must divide the {} routed experts of {}",
+            experts.routed, shape.name
+        )
+    } else if etp == 0 || etp > node || node % etp != 0 {
+        format!("etp = {etp} must divide the {node} GPUs per node (expert TP stays inside a node)")
+    } else if experts.ffn % etp != 0 {
+        format!(
+            "etp = {etp} must divide the experts' width {} of {}",
+            experts.ffn, shape.name
+        )
+    } else if ranks % (ep * etp) != 0 {
+        format!(
+            "etp × ep = {etp} × {ep} = {} must divide TP × CP × DP = {ranks} (the ranks of a pipeline stage)",
+            etp * ep
+        )
+    } else if (ranks / (ep * etp)) % replicate.max(1) != 0 {
+        format!(
+            "replicate = {replicate} must divide the {} copies of each expert (EDP = TP·CP·DP / (ETP·EP))",
+            ranks / (ep * etp)
+        )
+    } else {
+        return Ok(());
+    };
+    Err(Error::Layout(message))
 }
 
 /// A layout of Llama 3 70B on the default brief's cluster, for tests.
@@ -386,6 +546,8 @@ pub(crate) fn every_sharding(shape: &Shape, tp: u64, cp: u64, pp: u64) -> Vec<La
                 cp,
                 pp,
                 replicate,
+                ep: 1,
+                etp: None,
             };
             let zero = ZeroStage::new(zero).expect("a ZeRO stage");
             Layout::with(&brief, shape, degrees, zero).expect("a valid layout")

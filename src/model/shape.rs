@@ -265,13 +265,13 @@ pub struct ShapeSpec {
     pub attention: Attention,
 }
 
-/// A shape read from a document (a plan, a shard) is one trainplan plans: dense
-/// ([`Shape::unplanned`]).
+/// A shape read from a document (a shard, a request) is one trainplan searches
+/// ([`Shape::unsearched`]).
 impl TryFrom<ShapeSpec> for Shape {
     type Error = Error;
     fn try_from(spec: ShapeSpec) -> Result<Self> {
         let shape = spec.build()?;
-        match shape.unplanned() {
+        match shape.unsearched() {
             None => Ok(shape),
             Some(why) => {
                 let field = if shape.experts.is_some() {
@@ -409,13 +409,27 @@ struct Counts {
     embedding: u64,
     /// One dense layer: its matrices, biases and vectors.
     per_layer: u64,
-    /// The matrices that multiply each token of a dense model, `L·layer_matrices + V·h`
-    /// (checked like the rest, though for a model whose layers are all MoE no layer is dense).
+    /// The matrices that multiply each token, `L_dense·layer_matrices +
+    /// L_moe·moe_active_matrices + V·h` (`layer_matrices` is checked like the rest, though for
+    /// a model whose layers are all MoE no layer is dense).
     matrices: u64,
     /// One MoE layer: attention, norms, router, every expert, the shared experts.
     moe_layer: u64,
     /// What one token goes through in an MoE layer: the same, with `k` of the routed experts.
     moe_active: u64,
+    /// One MoE layer's parameters outside its routed experts that tensor parallelism splits:
+    /// attention's matrices and split biases, and the shared experts' matrices (Megatron-core's
+    /// shared experts are tensor-parallel like a dense MLP).
+    moe_split: u64,
+    /// One MoE layer's parameters outside its routed experts every TP rank holds whole: its
+    /// norms and row-parallel biases, the router (`E·h` and its vectors; Megatron-core's
+    /// `TopKRouter` weight is replicated over TP) and the shared experts' gate.
+    moe_whole: u64,
+    /// One routed expert, `3·h·f_e` (with its biases).
+    expert: u64,
+    /// The matrices one token multiplies in an MoE layer: attention's, the router's `E·h`,
+    /// the shared experts' and their gate, and `k` routed experts'.
+    moe_active_matrices: u64,
     /// The whole model, `N = L_dense·(per layer) + L_moe·(MoE layer) + (1 or 2)·V·h + h`.
     total: u64,
     /// What one token goes through, `N_active`: `N` with `k` routed experts of each MoE layer
@@ -516,18 +530,35 @@ impl Shape {
         // An MoE layer: the same attention and norms, then the router, the experts and the
         // shared experts in place of the dense MLP.
         let attention = add(add(attention_matrices, attention_split)?, attention_whole)?;
-        let (moe_layers, moe_layer, moe_active) = match &self.experts {
-            None => (0, 0, 0),
-            Some(e) => {
-                let expert = e.expert_params_with(h, &mul, &add)?;
-                let common = add(attention, e.common_params_with(h, &mul, &add)?)?;
-                (
-                    e.moe_layers(self.layers),
-                    add(common, mul(expert, u64::from(e.routed))?)?,
-                    add(common, mul(expert, u64::from(e.per_token))?)?,
-                )
-            }
-        };
+        let none = (0, 0, 0, 0, 0, 0, 0);
+        let (moe_layers, moe_layer, moe_active, moe_split, moe_whole, expert, moe_active_matrices) =
+            match &self.experts {
+                None => none,
+                Some(e) => {
+                    let expert = e.expert_params_with(h, &mul, &add)?;
+                    let routing = e.common_params_with(h, &mul, &add)?;
+                    let common = add(attention, routing)?;
+                    let shared = mul(mul(h, e.shared_ffn)?, 3)?;
+                    let split = add(add(attention_matrices, attention_split)?, shared)?;
+                    let gate = if e.shared_gate { h } else { 0 };
+                    let router = mul(u64::from(e.routed), h)?;
+                    let routed_matrices = mul(mul(mul(h, e.ffn)?, 3)?, u64::from(e.per_token))?;
+                    let active_matrices = add(
+                        add(add(attention_matrices, router)?, add(shared, gate)?)?,
+                        routed_matrices,
+                    )?;
+                    (
+                        e.moe_layers(self.layers),
+                        add(common, mul(expert, u64::from(e.routed))?)?,
+                        add(common, mul(expert, u64::from(e.per_token))?)?,
+                        split,
+                        // The rest of the common part: norms, output biases, router, gate.
+                        common - split,
+                        expert,
+                        active_matrices,
+                    )
+                }
+            };
         let dense_layers = u64::from(self.layers - moe_layers);
         let moe_layers = u64::from(moe_layers);
         let tables = if self.tied_embeddings { 1 } else { 2 };
@@ -535,7 +566,13 @@ impl Shape {
         let dense = mul(dense_layers, per_layer)?;
         let total = add(add(dense, mul(moe_layers, moe_layer)?)?, outside)?;
         let active = add(add(dense, mul(moe_layers, moe_active)?)?, outside)?;
-        let matrices = add(mul(u64::from(self.layers), layer_matrices)?, embedding)?;
+        let matrices = add(
+            add(
+                mul(dense_layers, layer_matrices)?,
+                mul(moe_layers, moe_active_matrices)?,
+            )?,
+            embedding,
+        )?;
         Some(Counts {
             layer_matrices,
             matrices,
@@ -545,6 +582,10 @@ impl Shape {
             per_layer,
             moe_layer,
             moe_active,
+            moe_split,
+            moe_whole,
+            expert,
+            moe_active_matrices,
             total,
             active,
         })
@@ -646,39 +687,86 @@ impl Shape {
         self.counted().moe_active
     }
 
-    /// Why trainplan's layouts and cost model cannot plan this shape, `None` when they can
-    /// (a dense model with grouped-query attention). A mixture of experts or latent attention
-    /// is counted exactly but not planned until expert parallelism and its costs are modelled;
-    /// the reason gives its counts.
+    /// Layers whose MLP is a mixture of experts, `L_moe` (0 for a dense model).
+    pub fn moe_layers(&self) -> u64 {
+        self.experts
+            .as_ref()
+            .map_or(0, |e| u64::from(e.moe_layers(self.layers)))
+    }
+
+    /// Parameters of one MoE layer outside its routed experts that tensor parallelism splits:
+    /// attention's matrices and split biases and the shared experts' matrices; 0 for a dense
+    /// model.
+    pub fn moe_layer_split_params(&self) -> u64 {
+        self.counted().moe_split
+    }
+
+    /// Parameters of one MoE layer outside its routed experts every TP rank holds whole: its
+    /// norms and row-parallel biases, the router (replicated over TP, as Megatron-core's
+    /// `TopKRouter` is) and the shared experts' gate; 0 for a dense model.
+    pub fn moe_layer_whole_params(&self) -> u64 {
+        self.counted().moe_whole
+    }
+
+    /// Parameters of one routed expert, `3·h·f_e` (and `2·f_e + h` of biases); 0 for a dense
+    /// model.
+    pub fn expert_params(&self) -> u64 {
+        self.counted().expert
+    }
+
+    /// The matrices one token multiplies in an MoE layer: attention's, the router's `E·h`, the
+    /// shared experts' (and their gate's `h`) and `k` routed experts' `3·h·f_e` each; 0 for a
+    /// dense model.
+    pub fn moe_layer_matrix_params(&self) -> u64 {
+        self.counted().moe_active_matrices
+    }
+
+    /// Why trainplan's layouts and cost model cannot plan this shape, `None` when they can (a
+    /// decoder with grouped-query attention on every layer, dense or a mixture of experts).
+    /// Latent attention and a window on some layers only are counted exactly but not planned.
     pub fn unplanned(&self) -> Option<String> {
-        let what = match (&self.experts, &self.attention.latent) {
-            (None, None) if self.architecture.window_layers.is_some() => {
-                "a sliding window on some layers only".to_string()
-            }
-            (None, None) => return None,
-            (Some(e), _) => format!(
-                "a mixture of experts ({} routed, {} a token, on {} of {} layers; {} parameters, {} active)",
-                e.routed,
-                e.per_token,
-                e.moe_layers(self.layers),
-                self.layers,
-                crate::format::thousands(self.params()),
-                crate::format::thousands(self.active_params()),
-            ),
-            (None, Some(_)) => format!(
+        let what = match &self.attention.latent {
+            Some(_) => format!(
                 "multi-head latent attention ({} parameters)",
                 crate::format::thousands(self.params())
             ),
+            None if self.architecture.window_layers.is_some() => {
+                "a sliding window on some layers only".to_string()
+            }
+            None => return None,
         };
         Some(format!(
-            "{what}, which trainplan counts but does not yet plan: its layouts and step model \
-             cover dense decoders with grouped-query attention"
+            "{what}, which trainplan counts but does not yet plan: its step model covers \
+             decoders with grouped-query attention, dense or mixtures of experts"
+        ))
+    }
+
+    /// Why `search` cannot take this shape, `None` when it can: [`Shape::unplanned`], or a
+    /// mixture of experts, which `check` plans on one layout with expert parallelism (`--ep`)
+    /// but the search does not yet enumerate; the reason gives its counts.
+    pub fn unsearched(&self) -> Option<String> {
+        if let Some(why) = self.unplanned() {
+            return Some(why);
+        }
+        let e = self.experts.as_ref()?;
+        Some(format!(
+            "a mixture of experts ({} routed, {} a token, on {} of {} layers; {} parameters, {} \
+             active), which `check` plans on a layout with --ep but `search` does not yet \
+             enumerate",
+            e.routed,
+            e.per_token,
+            e.moe_layers(self.layers),
+            self.layers,
+            crate::format::thousands(self.params()),
+            crate::format::thousands(self.active_params()),
         ))
     }
 
     /// Parameters that multiply each token, `N_matrix = L·(matrices of a layer) + V·h`: the
     /// layers' matrices and the output head, leaving out the input embedding (a lookup, as
-    /// PaLM's MFU counts) and the vectors (norms, biases; elementwise).
+    /// PaLM's MFU counts) and the vectors (norms, biases; elementwise). An MoE layer counts what
+    /// one token multiplies ([`Shape::moe_layer_matrix_params`]): its `k` routed experts, not
+    /// all `E`, and the router.
     pub fn matrix_params(&self) -> u64 {
         self.counted().matrices
     }
@@ -1009,9 +1097,10 @@ mod tests {
         assert_eq!(shape.params(), 46_702_792_704);
         assert_eq!(shape.active_params(), 12_879_925_248);
         assert!(shape
-            .unplanned()
+            .unsearched()
             .unwrap()
             .contains("46,702,792,704 parameters"));
+        assert_eq!(shape.unplanned(), None);
         // A dense model's active parameters are all of them.
         let dense = preset("70b").unwrap();
         assert_eq!(dense.active_params(), dense.params());

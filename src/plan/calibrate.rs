@@ -24,7 +24,7 @@ use crate::cost::step::{Schedule, Step};
 use crate::cost::step_time::{step_time, TimeOptions};
 use crate::error::{Error, Result};
 use crate::model::layout::{Degrees, Layout, ZeroStage};
-use crate::model::Shape;
+use crate::model::{Architecture, Attention, Biases, Experts, Shape, ShapeSpec};
 use crate::units::BYTES_PER_GB;
 
 /// A model's dimensions as a run gives them.
@@ -42,6 +42,16 @@ pub struct RunShape {
     pub kv_heads: u32,
     /// Vocabulary.
     pub vocab: u64,
+    /// Head dimension, where it is not `hidden / heads` (Qwen3-MoE's 128).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_dim: Option<u64>,
+    /// RMSNorm on each head's query and key (Qwen3).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub qk_norm: bool,
+    /// The mixture of experts, for an MoE run (its `ffn_swiglu_equivalent` is then the dense
+    /// layers' width).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experts: Option<Experts>,
 }
 
 /// What a run measured.
@@ -78,6 +88,16 @@ pub struct Run {
     /// Hybrid-sharding replicas (default 1: one shard group).
     #[serde(default = "one")]
     pub replicate: u64,
+    /// Expert-parallel degree (default 1).
+    #[serde(default = "one")]
+    pub ep: u64,
+    /// Expert tensor-parallel degree (default: the TP, as Megatron-core's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etp: Option<u64>,
+    /// The experts' all-to-alls overlapped with another micro-batch's compute, as the recipe
+    /// sets it (`--overlap-moe-expert-parallel-comm`; default off).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ep_overlap: bool,
     /// The precision of the matrix products (default BF16).
     #[serde(default)]
     pub precision: Precision,
@@ -237,17 +257,29 @@ impl Run {
     /// The run's design: shape, layout and detailed step.
     pub fn design(&self, brief: &Brief) -> Result<(Shape, Layout, Detailed)> {
         let s = &self.shape;
-        let shape = Shape::new(
-            &self.id,
-            s.layers,
-            s.hidden,
-            s.ffn_swiglu_equivalent,
-            s.heads,
-            s.kv_heads,
-            s.vocab,
-        )?;
+        let shape = ShapeSpec {
+            name: self.id.clone(),
+            layers: s.layers,
+            hidden: s.hidden,
+            ffn: s.ffn_swiglu_equivalent,
+            heads: s.heads,
+            kv_heads: s.kv_heads,
+            vocab: s.vocab,
+            head_dim: s.head_dim,
+            tied_embeddings: false,
+            biases: Biases::default(),
+            architecture: Architecture::default(),
+            experts: s.experts.clone(),
+            attention: Attention {
+                qk_norm: s.qk_norm,
+                ..Attention::default()
+            },
+        }
+        .build()?;
         let zero = ZeroStage::new(self.zero)?;
         let degrees = Degrees {
+            ep: self.ep,
+            etp: self.etp,
             tp: self.tp,
             cp: self.cp,
             pp: self.pp,
@@ -259,6 +291,7 @@ impl Run {
         if let Some(g) = self.gradients {
             options.gradients = g;
         }
+        options.ep_overlap = self.ep_overlap;
         match self.stages.as_deref() {
             None => {}
             Some("llama3") => options.stages = StageSplit::Llama3,

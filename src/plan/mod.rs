@@ -37,7 +37,7 @@ use crate::error::Result;
 use crate::format::{fixed, money};
 use crate::model::layout::Layout;
 use crate::model::{Architecture, Shape};
-use crate::plan::limits::{cost_fits, days_fit, loss, loss_meets, memory_fits, spent};
+use crate::plan::limits::{cost_fits, days_fit, law_params, loss, loss_meets, memory_fits, spent};
 use crate::plan::pace::Pace;
 use crate::plan::runnable::Runnable;
 
@@ -114,6 +114,11 @@ pub struct Plan {
     pub model: String,
     /// Parameters N, counted from the shape.
     pub params: u64,
+    /// Parameters one token goes through, `N_active` (a mixture of experts' `k` routed
+    /// experts, not all `E`), which the days, the FLOPs and MFU count; absent for a dense model,
+    /// where it is N.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_params: Option<u64>,
     /// The model's RoPE, norm ε and attention window, for a launcher (left out when they
     /// are Llama 3's).
     #[serde(default, skip_serializing_if = "Architecture::is_default")]
@@ -231,12 +236,14 @@ pub fn evaluate_cached(
 ) -> Result<Plan> {
     let shape = design.shape;
     let n = shape.params();
+    // What a token goes through: the plate's 6·N·D counts it (N for a dense model).
+    let n_active = shape.active_params();
     let d = design.tokens;
     if let Some(step) = design.memory.step() {
         step.precision.supported_on(brief.fp8_tflops, brief.mxfp8)?;
     }
     let mem = design.memory.memory(brief.seq_len, shape, &design.layout)?;
-    let plate_days = time::days(brief.cluster_flops_per_second(), n as f64, d as f64);
+    let plate_days = time::days(brief.cluster_flops_per_second(), n_active as f64, d as f64);
     let run = design.time.run_time_cached(
         &brief.machine(),
         shape,
@@ -300,6 +307,7 @@ pub fn evaluate_cached(
     Ok(Plan {
         model: shape.name.clone(),
         params: n,
+        active_params: (n_active != n).then_some(n_active),
         architecture: shape.architecture.clone(),
         tokens: d,
         layout: design.layout,
@@ -310,7 +318,7 @@ pub fn evaluate_cached(
             MemoryModel::Plate => None,
             MemoryModel::Detailed(d) => Some(d.options),
         },
-        flops: time::training_flops(n as f64, d as f64),
+        flops: time::training_flops(n_active as f64, d as f64),
         days,
         days_plate: run.map(|_| plate_days),
         compute_days: run.map(|r| r.compute_days),
@@ -322,11 +330,13 @@ pub fn evaluate_cached(
         failures: run.map(|r| r.outage),
         spend,
         loss,
-        data: brief.effective(n as f64, d as f64).map(|e| DataUse {
-            epochs: e.epochs,
-            effective_tokens: e.tokens,
-            effective_params: e.params,
-        }),
+        data: brief
+            .effective(law_params(shape), d as f64)
+            .map(|e| DataUse {
+                epochs: e.epochs,
+                effective_tokens: e.tokens,
+                effective_params: e.params,
+            }),
         checks,
         margins,
         pass: checks.all(),

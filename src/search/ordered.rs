@@ -306,6 +306,8 @@ mod tests {
                     dp: 1,
                     zero: ZeroStage::new(0).unwrap(),
                     replicate: 1,
+                    ep: 1,
+                    etp: 1,
                 },
                 model: MemoryModel::Plate,
                 loss: self.loss[i],

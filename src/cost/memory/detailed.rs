@@ -27,7 +27,8 @@ use serde::{Deserialize, Serialize};
 
 use super::breakdown::{Detail, Memory, StageInfo, StageRole};
 use super::plate::shard;
-use crate::cost::activations::{Kernels, Layer, Setting};
+use crate::cost::activations::{Kernels, Layer, Recompute, Setting};
+use crate::cost::moe::{Routed, BALANCED, MAX_IMBALANCE};
 use crate::cost::stack::{CpComm, Stack};
 use crate::cost::step::{StageKinds, Step, MAX_STAGE_KINDS};
 use crate::error::{Error, Result};
@@ -60,6 +61,25 @@ pub struct Options {
     /// the low end of the 5–10 % gap between reserved and allocated memory commonly reported
     /// for PyTorch training.
     pub fragmentation: f64,
+    /// The load imbalance of a mixture of experts' routing, the busiest rank's routes over the
+    /// mean ([`crate::cost::moe`]): 1 (balanced, [`BALANCED`]) to [`MAX_IMBALANCE`]. It sizes
+    /// the busiest rank's routed activations here and its grouped GEMMs and all-to-alls in the
+    /// time model. Plan files written before experts read as balanced.
+    #[serde(default = "balanced", skip_serializing_if = "is_balanced")]
+    pub moe_imbalance: f64,
+    /// A mixture of experts' all-to-alls overlapped with another micro-batch's compute
+    /// (Megatron-core's `--overlap-moe-expert-parallel-comm`, off by default there and here):
+    /// the time model hides them behind the MoE layer's compute, as far as it lasts.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ep_overlap: bool,
+}
+
+fn balanced() -> f64 {
+    BALANCED
+}
+
+fn is_balanced(x: &f64) -> bool {
+    *x == BALANCED
 }
 
 impl Default for Options {
@@ -72,6 +92,8 @@ impl Default for Options {
             stages: StageSplit::Even,
             reserve_gb: 2.0,
             fragmentation: 0.05,
+            moe_imbalance: BALANCED,
+            ep_overlap: false,
         }
     }
 }
@@ -104,6 +126,15 @@ impl Options {
                 "--fragmentation",
                 self.fragmentation,
                 "a fraction in [0, 1)",
+            ));
+        }
+        if !(self.moe_imbalance.is_finite()
+            && (BALANCED..=MAX_IMBALANCE).contains(&self.moe_imbalance))
+        {
+            return Err(Error::invalid(
+                "--moe-imbalance",
+                self.moe_imbalance,
+                format!("the busiest rank's routes over the mean, {BALANCED} to {MAX_IMBALANCE}"),
             ));
         }
         Ok(())
@@ -186,6 +217,40 @@ pub fn stage_params(shape: &Shape, tp: u64, layers: u64, first: bool, last: bool
     split / tp as f64 + whole
 }
 
+/// [`stage_params`] of a stage whose `layers` include `moe` MoE layers, leaving out their
+/// routed experts ([`stage_expert_params`]): an MoE layer's attention and shared experts split
+/// over TP, its norms, router and gate whole ([`Shape::moe_layer_split_params`],
+/// [`Shape::moe_layer_whole_params`]). [`stage_params`] itself when `moe` is 0.
+pub fn stage_params_with(
+    shape: &Shape,
+    tp: u64,
+    layers: u64,
+    moe: u64,
+    first: bool,
+    last: bool,
+) -> f64 {
+    let dense = stage_params(shape, tp, layers - moe, first, last);
+    if moe == 0 {
+        return dense;
+    }
+    let m = moe as f64;
+    dense
+        + m * shape.moe_layer_split_params() as f64 / tp as f64
+        + m * shape.moe_layer_whole_params() as f64
+}
+
+/// Routed-expert parameters one GPU holds for `moe` MoE layers: `L_moe · E · P_expert /
+/// (EP · ETP)` — each rank of the EP group holds `E/EP` experts, each split over ETP
+/// (Megatron-core's `TEGroupedMLP`; an expert's down-projection bias, gpt-oss's, is counted
+/// split with the rest).
+pub fn stage_expert_params(shape: &Shape, layout: &Layout, moe: u64) -> f64 {
+    let Some(e) = &shape.experts else {
+        return 0.0;
+    };
+    moe as f64 * f64::from(e.routed) * shape.expert_params() as f64
+        / (layout.ep * layout.etp) as f64
+}
+
 /// Bytes one rank holds for the context-parallel exchange of one layer, at `tokens` tokens
 /// of its own: a chunk of K and V is `4·g·T/t` bytes (BF16, the KV heads' width `g`). The
 /// ring keeps the chunk being sent and the one arriving, and in backward their gradients too:
@@ -233,6 +298,7 @@ impl Detailed {
     /// step.
     pub fn unscheduled_pipeline(&self, shape: &Shape, layout: &Layout) -> Result<(Vec<u64>, u64)> {
         self.stack_allows(layout)?;
+        self.experts_allowed(shape, layout)?;
         let layers = stage_layers(u64::from(shape.layers), layout.pp, self.options.stages)?;
         let m = self.unscheduled_pipeline_in(layout, &kinds_of(&layers))?;
         Ok((layers, m))
@@ -242,6 +308,7 @@ impl Detailed {
     /// [`Detailed::unscheduled_pipeline`] checks them in).
     pub fn kinds(&self, shape: &Shape, layout: &Layout) -> Result<StageKinds> {
         self.stack_allows(layout)?;
+        self.experts_allowed(shape, layout)?;
         stage_kinds(shape, layout, self.options.stages)
     }
 
@@ -251,6 +318,39 @@ impl Detailed {
     pub fn unscheduled_pipeline_in(&self, layout: &Layout, kinds: &StageKinds) -> Result<u64> {
         self.stack_allows(layout)?;
         self.step.unscheduled().micro_batches_in(layout, kinds)
+    }
+
+    /// Whether the step goes with a mixture of experts as the model costs it: sequence
+    /// parallelism under TP (Megatron-core requires it for MoE), BF16 (FP8 experts are not
+    /// modelled yet), and a recomputation the MoE layer's activations are derived for (none,
+    /// selective, full, selective-layer). Always for a dense shape.
+    fn experts_allowed(&self, shape: &Shape, layout: &Layout) -> Result<()> {
+        if shape.experts.is_none() {
+            return Ok(());
+        }
+        let step = &self.step;
+        if layout.tp > 1 && !step.sequence_parallel {
+            return Err(Error::invalid(
+                "--sequence-parallel",
+                "off",
+                "on for a mixture of experts under TP > 1 (Megatron-core requires it)",
+            ));
+        }
+        if step.precision.is_fp8() {
+            return Err(Error::invalid(
+                "--precision",
+                step.precision,
+                "bf16 for a mixture of experts: FP8 experts are not modelled yet",
+            ));
+        }
+        if matches!(step.recompute, Recompute::SaveQkv | Recompute::SelectiveOp) {
+            return Err(Error::invalid(
+                "--recompute",
+                step.recompute.name(),
+                "none, selective, full or selective-layer for a mixture of experts",
+            ));
+        }
+        Ok(())
     }
 
     /// Whether the stack runs the layout's CP and the step's precision.
@@ -367,9 +467,24 @@ impl Detailed {
             fp8: precision.is_fp8(),
         };
         let per_layer = setting.stored(shape, step.recompute);
+        let routed = Routed::of(
+            shape,
+            layout,
+            (local_seq * step.micro_batch) as f64,
+            opts.moe_imbalance,
+        );
+        let per_moe_layer = routed.map_or(0.0, |r| setting.stored_moe(shape, &r, step.recompute));
+        let moe_working =
+            routed.map_or(0.0, |r| setting.working_set_moe(shape, &r, step.recompute));
+        // Each stage's MoE layers (the most of its run), from the stages' layers; none dense.
+        let stage_list = if routed.is_some() {
+            stage_layers(u64::from(shape.layers), layout.pp, opts.stages)?
+        } else {
+            Vec::new()
+        };
         let (v, tp) = (shape.vocab as f64, layout.tp as f64);
         let tokens = (local_seq * step.micro_batch) as f64;
-        let working = setting.working_set(shape, step.recompute)
+        let working = setting.working_set(shape, step.recompute).max(moe_working)
             + cp_buffers(shape, layout, tokens, opts.stack.settings().cp);
         // The last stage's head keeps its input and the final RMSNorm's input, 2·s·b·h each.
         let head_inputs = 2.0 * setting.layer_input(shape);
@@ -377,7 +492,13 @@ impl Detailed {
         // across micro-batches), on this GPU's TP shard.
         let fp8_copy = precision.weight_copy_bytes() * shape.layer_matrix_params() as f64 / tp;
         // ZeRO 3's unit: the largest of the stage, a layer or on the last stage the output head.
-        let layer_unit = stage_params(shape, layout.tp, 1, false, false);
+        let layer_unit = if routed.is_some() {
+            let moe_unit = stage_params_with(shape, layout.tp, 1, 1, false, false)
+                + stage_expert_params(shape, layout, 1);
+            stage_params(shape, layout.tp, 1, false, false).max(moe_unit)
+        } else {
+            stage_params(shape, layout.tp, 1, false, false)
+        };
 
         // A middle stage with as many layers as the one before it holds the same weights and
         // no more micro-batches in flight (`in_flight` falls with the stage), so it never
@@ -390,11 +511,22 @@ impl Detailed {
             let (first, last) = (i == 0, i == layout.pp - 1);
             let logits_values = if last { tokens * v / tp } else { 0.0 };
             let loss_peak = logits_values * opts.loss.peak_extra_bytes();
+            let moe = if routed.is_some() {
+                crate::cost::moe::moe_layers_of_run(shape, &stage_list, i)
+            } else {
+                0
+            };
+            let stored = if moe == 0 {
+                per_layer * n_layers as f64
+            } else {
+                per_layer * (n_layers - moe) as f64 + per_moe_layer * moe as f64
+            };
             *share = StageShare {
                 index: i,
                 layers: n_layers,
-                stored_per_micro_batch: per_layer * n_layers as f64,
-                psi: stage_params(shape, layout.tp, n_layers, first, last),
+                stored_per_micro_batch: stored,
+                psi: stage_params_with(shape, layout.tp, n_layers, moe, first, last),
+                experts: stage_expert_params(shape, layout, moe),
                 logits: if last {
                     logits_values * opts.loss.kept_bytes() + head_inputs
                 } else {
@@ -424,6 +556,8 @@ impl Detailed {
         let (i, n_layers, psi, fp8_copy) = (share.index, share.layers, share.psi, shares.fp8_copy);
         let zero = layout.zero;
         let shards = layout.shard_group();
+        // The routed experts' state shards over the expert data-parallel group instead.
+        let (experts, expert_shards) = (share.experts, layout.expert_shard_group());
         // ZeRO 3 gathers a unit's weights a unit ahead (two units of BF16 weights whole) and
         // reduces one unit's gradients whole: the largest unit of the stage (FSDP2's and ZeRO
         // 3's prefetch of one unit). With FP8, the two gathered layers' FP8 copies too.
@@ -442,13 +576,20 @@ impl Detailed {
             layers: n_layers,
             stored_per_micro_batch: share.stored_per_micro_batch,
             memory: Memory {
-                weights: shard(2.0 * psi, zero.shards_weights(), shards) + copies,
+                weights: shard(2.0 * psi, zero.shards_weights(), shards)
+                    + copies
+                    + shard(2.0 * experts, zero.shards_weights(), expert_shards),
                 gradients: shard(
                     opts.gradients.bytes() * psi,
                     zero.shards_gradients(),
                     shards,
+                ) + shard(
+                    opts.gradients.bytes() * experts,
+                    zero.shards_gradients(),
+                    expert_shards,
                 ),
-                optimizer: shard(12.0 * psi, zero.shards_optimizer(), shards),
+                optimizer: shard(12.0 * psi, zero.shards_optimizer(), shards)
+                    + shard(12.0 * experts, zero.shards_optimizer(), expert_shards),
                 activations: 0.0,
                 detail: Some(Detail {
                     logits: share.logits,
@@ -583,8 +724,10 @@ struct StageShare {
     index: u64,
     layers: u64,
     stored_per_micro_batch: f64,
-    /// Parameters on this GPU's TP shard (ψ).
+    /// Parameters on this GPU's TP shard (ψ), the routed experts' left out.
     psi: f64,
+    /// Routed-expert parameters on this GPU ([`stage_expert_params`]; 0 for a dense model).
+    experts: f64,
     /// The logits the loss keeps and the head's inputs (0 but on the last stage).
     logits: f64,
     /// The larger of a layer's backward working set and the loss's peak.

@@ -55,27 +55,60 @@ pub fn activation_bytes(shape: &Shape, layout: &Layout, seq_len: u64) -> f64 {
         / (layout.tp * layout.cp) as f64
 }
 
+/// Routed-expert parameters one GPU holds before ZeRO in the plate model, `Ψ_e = L_moe · E ·
+/// P_expert / (EP·ETP·PP)`: the experts spread over EP, split over ETP, their layers over PP
+/// (Megatron-core's expert grid, [`crate::model::layout`]); 0 for a dense model.
+pub fn expert_params_per_gpu(shape: &Shape, layout: &Layout) -> f64 {
+    let Some(e) = &shape.experts else {
+        return 0.0;
+    };
+    let routed = shape.moe_layers() as f64 * f64::from(e.routed) * shape.expert_params() as f64;
+    routed / (layout.ep * layout.etp * layout.pp) as f64
+}
+
 /// Per-GPU memory of the plate model for `shape` under `layout` at sequence length `seq_len`.
+/// With experts, `Ψ` counts the rest of the model over TP·PP and the routed experts add
+/// [`expert_params_per_gpu`], their state sharded by ZeRO over the expert data-parallel group.
 pub fn plate(shape: &Shape, layout: &Layout, seq_len: u64) -> Memory {
-    let psi = params_per_gpu(shape.params(), layout);
+    let mut memory = match &shape.experts {
+        None => states(
+            params_per_gpu(shape.params(), layout),
+            layout,
+            layout.shard_group(),
+        ),
+        Some(e) => {
+            let routed = shape.moe_layers() * u64::from(e.routed) * shape.expert_params();
+            let rest = states(
+                params_per_gpu(shape.params() - routed, layout),
+                layout,
+                layout.shard_group(),
+            );
+            let experts = states(
+                expert_params_per_gpu(shape, layout),
+                layout,
+                layout.expert_shard_group(),
+            );
+            Memory {
+                weights: rest.weights + experts.weights,
+                gradients: rest.gradients + experts.gradients,
+                optimizer: rest.optimizer + experts.optimizer,
+                ..rest
+            }
+        }
+    };
+    memory.activations = activation_bytes(shape, layout, seq_len);
+    memory
+}
+
+/// The weights, gradients and optimizer state of `psi` parameters a GPU holds, sharded by the
+/// layout's ZeRO stage over `shards` ranks.
+fn states(psi: f64, layout: &Layout, shards: u64) -> Memory {
     let zero = layout.zero;
     Memory {
-        weights: shard(
-            WEIGHT_BYTES * psi,
-            zero.shards_weights(),
-            layout.shard_group(),
-        ),
-        gradients: shard(
-            GRADIENT_BYTES * psi,
-            zero.shards_gradients(),
-            layout.shard_group(),
-        ),
-        optimizer: shard(
-            OPTIMIZER_BYTES * psi,
-            zero.shards_optimizer(),
-            layout.shard_group(),
-        ),
-        activations: activation_bytes(shape, layout, seq_len),
+        weights: shard(WEIGHT_BYTES * psi, zero.shards_weights(), shards),
+        gradients: shard(GRADIENT_BYTES * psi, zero.shards_gradients(), shards),
+        optimizer: shard(OPTIMIZER_BYTES * psi, zero.shards_optimizer(), shards),
+        activations: 0.0,
         detail: None,
     }
 }

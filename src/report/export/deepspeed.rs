@@ -35,6 +35,12 @@ pub fn config(l: &Launch) -> Result<Value> {
     let stage = l.zero().get();
     let refuse = |what: String| Error::invalid("--format", "deepspeed", what);
     let layout = &l.layout;
+    if l.shape.experts.is_some() {
+        return Err(refuse(format!(
+            "a dense model: {} is a mixture of experts, whose layers DeepSpeed-MoE builds in the training script (deepspeed.moe.layer.MoE), not from the config; --format megatron writes one",
+            l.shape.name
+        )));
+    }
     if layout.cp > 1 {
         return Err(refuse(format!(
             "a plan without context parallelism: cp = {} splits each sequence with K/V exchanged between its slices, and DeepSpeed's config has no such scheme (its sequence_parallel_size is DeepSpeed-Ulysses, an all-to-all splitting attention by heads, a different one)",
@@ -177,6 +183,8 @@ mod tests {
     #[test]
     fn what_deepspeed_s_config_cannot_say_is_refused_by_name() {
         let cp = Degrees {
+            ep: 1,
+            etp: None,
             tp: 4,
             cp: 2,
             pp: 4,
@@ -197,6 +205,8 @@ mod tests {
             launch(
                 2048,
                 Degrees {
+                    ep: 1,
+                    etp: None,
                     tp: 8,
                     cp: 1,
                     pp: 1,

@@ -352,6 +352,8 @@ mod tests {
             dp,
             zero: ZeroStage::new(zero).unwrap(),
             replicate: 1,
+            ep: 1,
+            etp: tp,
         }
     }
 
@@ -461,6 +463,8 @@ mod tests {
             gpus_per_node: 8,
         };
         let degrees = Degrees {
+            ep: 1,
+            etp: None,
             tp: 4,
             cp: 2,
             pp: 4,
@@ -507,6 +511,8 @@ mod tests {
             },
             &shape,
             Degrees {
+                ep: 1,
+                etp: None,
                 tp: 8,
                 cp: 2,
                 pp: 1,

@@ -37,6 +37,8 @@ use crate::cost::compute::LossKernel;
 use crate::cost::precision::Precision;
 use crate::cost::step::{deepest_interleaving, Schedule};
 use crate::error::{Error, Result};
+use crate::model::layout::Layout;
+use crate::model::{Experts, LayerSet, Shape};
 
 /// Megatron-LM command-line arguments.
 #[derive(Debug, Clone, Copy, Default)]
@@ -321,6 +323,12 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
             ))
         }
     }
+    if s.attention.qk_norm {
+        push("--qk-layernorm", None);
+    }
+    if let Some(e) = &s.experts {
+        experts(s, e, layout, &mut push).map_err(refuse)?;
+    }
     // The step.
     push("--seq-length", Some(step.seq_len.to_string()));
     push("--max-position-embeddings", Some(step.seq_len.to_string()));
@@ -507,6 +515,60 @@ impl Launcher for Megatron {
     }
 }
 
+/// Megatron-LM's flags for a mixture of experts (`megatron/training/arguments.py`,
+/// `_add_moe_args`): the experts, their width and the shared experts', the top-k, which layers
+/// (`--moe-layer-freq`: left out when every layer is MoE, else the layers as a Python list
+/// of 1 for MoE and 0 for dense), the expert grid (EP, and ETP where it is not the TP, which
+/// Megatron-core defaults it to), and the grouped GEMMs and all-to-all dispatcher the time
+/// model costs. What Megatron-LM cannot build is refused by name: expert and router biases
+/// (gpt-oss's).
+fn experts(
+    s: &Shape,
+    e: &Experts,
+    layout: &Layout,
+    push: &mut impl FnMut(&'static str, Option<String>),
+) -> std::result::Result<(), String> {
+    if e.biases || e.router_bias {
+        return Err(format!(
+            "a mixture of experts Megatron-LM builds: {} has biases on its experts or router, which its MoE layers have none of",
+            s.name
+        ));
+    }
+    push("--num-experts", Some(e.routed.to_string()));
+    push("--moe-router-topk", Some(e.per_token.to_string()));
+    push("--moe-ffn-hidden-size", Some(e.ffn.to_string()));
+    if e.shared_ffn > 0 {
+        push(
+            "--moe-shared-expert-intermediate-size",
+            Some(e.shared_ffn.to_string()),
+        );
+        if e.shared_gate {
+            push("--moe-shared-expert-gate", None);
+        }
+    }
+    if e.layers != LayerSet::ALL {
+        let pattern: Vec<&str> = (0..s.layers)
+            .map(|i| if e.layers.contains(i) { "1" } else { "0" })
+            .collect();
+        // Quoted: unquoted brackets are a glob to the shell.
+        push(
+            "--moe-layer-freq",
+            Some(format!("\"[{}]\"", pattern.join(","))),
+        );
+    }
+    push("--expert-model-parallel-size", Some(layout.ep.to_string()));
+    if layout.etp != layout.tp {
+        push(
+            "--expert-tensor-parallel-size",
+            Some(layout.etp.to_string()),
+        );
+    }
+    push("--moe-grouped-gemm", None);
+    push("--moe-token-dispatcher-type", Some("alltoall".into()));
+    push("--moe-router-load-balancing-type", Some("aux_loss".into()));
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -533,6 +595,8 @@ mod tests {
             dp,
             zero: ZeroStage::new(zero).unwrap(),
             replicate: 1,
+            ep: 1,
+            etp: tp,
         };
         let target = BatchTarget::default();
         Launch::new(
@@ -620,6 +684,8 @@ mod tests {
             .contains(&"--window-size 4095,0".to_string()));
         // A ring of K/V has no window in Transformer Engine; an all-gather has.
         let degrees = Degrees {
+            ep: 1,
+            etp: None,
             tp: 1,
             cp: 2,
             pp: 1,
@@ -641,6 +707,8 @@ mod tests {
     fn context_parallelism_splits_sequences_and_leaves_the_batch_to_dp() {
         // Llama 3.1 70B, TP 4 × CP 2 × PP 4 on 64 GPUs: Megatron-LM's DP is 64 / (4·2·4) = 2.
         let degrees = Degrees {
+            ep: 1,
+            etp: None,
             tp: 4,
             cp: 2,
             pp: 4,
@@ -714,6 +782,8 @@ mod tests {
     fn replicas_are_distributed_optimizer_instances() {
         // ZeRO 1, 4 replicas over DP 32: the distributed optimizer in 4 instances of 8 ranks.
         let degrees = Degrees {
+            ep: 1,
+            etp: None,
             tp: 8,
             cp: 1,
             pp: 8,
@@ -731,6 +801,8 @@ mod tests {
             .contains("4 distributed-optimizer instances of 8 ranks each"));
         // ZeRO 3 with CP: Megatron-FSDP's HSDP, each instance over DP/2 × CP = 64 × 2 ranks.
         let degrees = Degrees {
+            ep: 1,
+            etp: None,
             tp: 8,
             cp: 2,
             pp: 1,

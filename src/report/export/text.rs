@@ -597,12 +597,18 @@ fn time_section(p: &Plan, brief: &Brief) -> Option<String> {
         ("cp_comm", "context-parallel K and V, exposed", b.cp_comm),
         ("pp_comm", "pipeline sends", b.pp_comm),
         ("dp_comm", "data-parallel collectives, exposed", b.dp_comm),
+        (
+            "ep_comm",
+            "expert all-to-alls and gathers, exposed",
+            b.ep_comm,
+        ),
         ("bubble", "pipeline fill and drain", b.bubble),
         ("optimizer", optimizer, b.optimizer),
         ("step", "", seconds),
     ]
     .iter()
     .filter(|(name, ..)| *name != "cp_comm" || p.layout.cp > 1)
+    .filter(|(name, ..)| *name != "ep_comm" || p.active_params.is_some())
     .map(|(name, how, s)| vec![name.to_string(), how.to_string(), fixed(*s, 3), share(*s)])
     .collect();
     let mut out = String::from("\ntime per step\n");
@@ -981,11 +987,18 @@ impl Exporter for Text {
         let l = &p.layout;
         let m = &p.memory_gb;
         let mut out = String::new();
+        let params = match p.active_params {
+            Some(active) => format!(
+                "{} parameters, {} active",
+                thousands(p.params),
+                thousands(active)
+            ),
+            None => format!("{} parameters", thousands(p.params)),
+        };
         let _ = writeln!(
             out,
-            "{} ({} parameters) on {} tokens ({}), {}\n",
+            "{} ({params}) on {} tokens ({}), {}\n",
             p.model,
-            thousands(p.params),
             count(p.tokens as f64),
             thousands(p.tokens),
             l.describe()
@@ -1027,15 +1040,25 @@ impl Exporter for Text {
             "llr",
             "  ",
         ));
-        let psi = if p.worst_stage.is_some() {
-            "the stage's parameters per TP rank"
-        } else {
-            "N / (TP·PP)"
+        let psi = match (p.worst_stage.is_some(), p.active_params.is_some()) {
+            (true, _) => "the stage's parameters per TP rank",
+            (false, false) => "N / (TP·PP)",
+            (false, true) => "N_rest / (TP·PP) + N_experts / (EP·ETP·PP)",
         };
         let _ = writeln!(
             out,
             "  Ψ = {psi}, held by each GPU before ZeRO shards over DP"
         );
+        if p.active_params.is_some() {
+            let _ = writeln!(
+                out,
+                "  the routed experts' share of Ψ is split over EP × ETP = {} × {} ranks, and ZeRO \
+                 shards it over their {} copies (EDP)",
+                l.ep,
+                l.etp,
+                thousands(l.expert_dp())
+            );
+        }
         let margin = |x: f64, unit: &str, decimals: usize| {
             if x >= 0.0 {
                 format!("{}{unit} to spare", fixed(x, decimals))

@@ -64,6 +64,18 @@ pub fn render(l: &Launch) -> Result<String> {
     );
     let flavor = flavor(l);
     let a = &s.architecture;
+    // torchtitan's MoE models (deepseek_v3, llama4, qwen3) set their experts in Python model
+    // args, not in the job TOML this writes for its llama3 model.
+    if s.experts.is_some() {
+        return Err(Error::invalid(
+            "--format",
+            "torchtitan",
+            format!(
+                "a dense model: {} is a mixture of experts, and torchtitan's llama3 model has no experts (its MoE models set them in their Python model args, which a job config cannot); --format megatron writes one",
+                s.name
+            ),
+        ));
+    }
     // torchtitan's llama3 model has no attention window; its flavors fix Llama 3.1's RoPE
     // and ε (the TOML cannot set them), so a plan with others is refused, not mistrained.
     if let Some(w) = a.sliding_window {
@@ -318,6 +330,8 @@ mod tests {
     fn the_degrees_make_the_world_torchtitan_checks() {
         // TP 4 × CP 2 × PP 4 on 64 GPUs, ZeRO 1: DP 2, all of it FSDP's shard degree.
         let degrees = Degrees {
+            ep: 1,
+            etp: None,
             tp: 4,
             cp: 2,
             pp: 4,
@@ -369,6 +383,8 @@ mod tests {
         );
         // HSDP: 2 replicas × dp_shard 64, FSDP over 64 × CP 2 ranks.
         let degrees = Degrees {
+            ep: 1,
+            etp: None,
             tp: 8,
             cp: 2,
             pp: 1,
@@ -431,6 +447,8 @@ mod tests {
     #[test]
     fn a_sequence_torchtitan_cannot_split_is_refused_by_name() {
         let degrees = Degrees {
+            ep: 1,
+            etp: None,
             tp: 4,
             cp: 2,
             pp: 4,

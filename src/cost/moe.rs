@@ -1,0 +1,240 @@
+//! A mixture-of-experts layer on the expert grid: where its tokens go, and what that costs.
+//!
+//! Megatron-core's MoE (`megatron/core/transformer/moe/`: `router.py`'s `TopKRouter`,
+//! `token_dispatcher.py`'s `MoEAlltoAllTokenDispatcher`, `experts.py`'s `TEGroupedMLP`) on the
+//! layout's expert grid ([`crate::model::layout`]: the stage's `TP·CP·DP` ranks as
+//! `ETP × EP × EDP`). Per micro-batch, a rank holds `T = b·s/CP` tokens of its sequences, and with
+//! sequence parallelism (which Megatron-core requires for MoE under TP) `T/TP` of them enter the
+//! MoE layer on each rank:
+//!
+//! 1. the **router** (`h → E`, replicated over TP) scores them and picks `k` experts each;
+//! 2. the **dispatch** all-to-all sends each of the `T·k/TP` routes to the EP rank holding its
+//!    expert (EP ranks `ETP` apart); with ETP > 1 an all-gather over the ETP group follows, so
+//!    each rank of it runs every route of the group on its `1/ETP` of each expert;
+//! 3. the rank's `E/EP` experts run as one **grouped GEMM** over `R = T·k·ETP/TP` routes (the
+//!    busiest rank's: times the load imbalance, below) — SwiGLU of width `f_e/ETP`;
+//! 4. the **combine** (a reduce-scatter over ETP, then the all-to-all back) returns each route to
+//!    its token, weighted by its router probability.
+//!
+//! Backward runs both all-to-alls again (the gradients' dispatch and combine), and full
+//! recomputation runs the forward's again.
+//!
+//! **Load imbalance** is a stated factor `ι ≥ 1`, the busiest rank's routes over the mean: the
+//! step waits for the busiest rank, in its grouped GEMM and in the all-to-all it receives. `ι =
+//! 1` is perfectly balanced routing, what NVIDIA's published MoE benchmarks force
+//! (`--moe-router-force-load-balancing`); a run with a capacity factor `c` (token dropping)
+//! never exceeds `ι = c`.
+
+use crate::cost::topology::{Link, Topology};
+use crate::model::layout::Layout;
+use crate::model::Shape;
+
+/// The load imbalance of perfectly balanced routing: every rank gets the mean.
+pub const BALANCED: f64 = 1.0;
+
+/// The largest load imbalance trainplan takes: 16 times the mean.
+pub const MAX_IMBALANCE: f64 = 16.0;
+
+/// How one MoE layer's routed experts fall on one GPU for one micro-batch.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Routed {
+    /// Routes the busiest rank's grouped GEMM runs, `R = ι·T·k·ETP/TP`.
+    pub routes: f64,
+    /// Routes it sends in each all-to-all, `ι·T·k/TP` (before the ETP all-gather).
+    pub sent: f64,
+    /// Experts on the rank, `E/EP`.
+    pub local_experts: f64,
+    /// Each expert's SwiGLU width on the rank, `f_e/ETP`.
+    pub width: f64,
+    /// The shared experts' width together, `f_s` (split over TP like a dense MLP).
+    pub shared: f64,
+    /// Routed experts `E`.
+    pub experts: f64,
+    /// Experts a token goes to, `k`.
+    pub per_token: f64,
+}
+
+impl Routed {
+    /// The routing of `shape`'s MoE layers under `layout` with `tokens = b·s/CP` tokens on the
+    /// rank and load imbalance `imbalance`; `None` for a dense shape.
+    pub fn of(shape: &Shape, layout: &Layout, tokens: f64, imbalance: f64) -> Option<Routed> {
+        let e = shape.experts.as_ref()?;
+        let (tp, etp, ep) = (layout.tp as f64, layout.etp as f64, layout.ep as f64);
+        let k = f64::from(e.per_token);
+        let sent = imbalance * tokens * k / tp;
+        Some(Routed {
+            routes: sent * etp,
+            sent,
+            local_experts: f64::from(e.routed) / ep,
+            width: e.ffn as f64 / etp,
+            shared: e.shared_ffn as f64,
+            experts: f64::from(e.routed),
+            per_token: k,
+        })
+    }
+
+    /// Routes each of the rank's experts runs, `R / (E/EP)`.
+    pub fn per_expert(&self) -> f64 {
+        self.routes / self.local_experts
+    }
+}
+
+/// MoE layers among layers `start .. start + n` of `shape` (0 for a dense shape).
+pub fn moe_layers_in(shape: &Shape, start: u64, n: u64) -> u64 {
+    let Some(e) = &shape.experts else {
+        return 0;
+    };
+    let clamp = |x: u64| u32::try_from(x.min(u64::from(shape.layers))).unwrap_or(shape.layers);
+    let (lo, hi) = (clamp(start), clamp(start.saturating_add(n)));
+    u64::from(e.layers.count(hi) - e.layers.count(lo))
+}
+
+/// MoE layers on the stage of `stages` (layers per stage) at `index`, counted as the most that
+/// any stage of its run holds — the run of equal stages [`crate::cost::step::StageKinds`] lets
+/// the first stand for — so the run's representative never holds or runs less than a stage of
+/// it. Exact where every stage of the run holds the same number (every layer MoE, or MoE from
+/// a layer on); for an interleaved rule (Llama 4's every second layer) at most one layer more
+/// than a stage of the run holds.
+pub fn moe_layers_of_run(shape: &Shape, stages: &[u64], index: u64) -> u64 {
+    if shape.experts.is_none() {
+        return 0;
+    }
+    let i = index as usize;
+    let last = stages.len() - 1;
+    let start: u64 = stages[..i].iter().sum();
+    let layers = stages[i];
+    let mut most = moe_layers_in(shape, start, layers);
+    // A middle stage's run: the following middle stages of the same layers.
+    if i != 0 && i != last {
+        let mut at = start + layers;
+        for &n in stages[i + 1..last].iter().take_while(|&&n| n == layers) {
+            most = most.max(moe_layers_in(shape, at, n));
+            at += n;
+        }
+    }
+    most
+}
+
+/// Seconds of an all-to-all in which each of `n` ranks, `stride` apart, sends `bytes` spread
+/// evenly over the group (`bytes/n` to each, its own share staying): the share for ranks in
+/// its node over NVLink and the rest over its own NIC at the network's per-GPU figure, at once
+/// (NCCL posts every send and receive together), after one latency of the slower link it uses.
+pub fn all_to_all(topology: &Topology, gpus_per_node: u64, stride: u64, n: u64, bytes: f64) -> f64 {
+    if n <= 1 {
+        return 0.0;
+    }
+    // Members of the group in one node: the group's ranks run `stride` apart.
+    let in_node = (gpus_per_node / stride.max(1)).clamp(1, n);
+    let share = bytes / n as f64;
+    let (intra, inter): (Link, Link) = (topology.intra(), topology.inter());
+    let near = (in_node - 1) as f64 * share / intra.bytes_per_second;
+    let far = (n - in_node) as f64 * share / inter.bytes_per_second;
+    let latency = if in_node < n {
+        inter.latency
+    } else {
+        intra.latency
+    };
+    latency + near.max(far)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::brief::Brief;
+    use crate::model::layout::{Degrees, ZeroStage};
+    use crate::model::{Experts, LayerSet};
+
+    fn mixtral() -> Shape {
+        let mut s = Shape::new("mixtral", 32, 4096, 14336, 32, 8, 32000).unwrap();
+        s.experts = Some(Experts {
+            routed: 8,
+            per_token: 2,
+            ffn: 14336,
+            shared_ffn: 0,
+            shared_gate: false,
+            biases: false,
+            router_bias: false,
+            score_bias: false,
+            layers: LayerSet::ALL,
+        });
+        s
+    }
+
+    fn layout(shape: &Shape, tp: u64, ep: u64, etp: Option<u64>) -> Layout {
+        let brief = Brief {
+            gpus: 64,
+            ..Brief::default()
+        };
+        let degrees = Degrees {
+            ep,
+            etp,
+            ..Degrees::tp_pp(tp, 1)
+        };
+        Layout::with(&brief, shape, degrees, ZeroStage::new(1).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn routes_are_the_tokens_times_k_over_the_expert_grid() {
+        let s = mixtral();
+        // TP 2, ETP 2 (the default), EP 8: 4,096 tokens, 2,048 a rank after the sequence
+        // split; each sends its 2,048 × 2 routes and, after the ETP gather, runs 8,192 on
+        // half of each of its one expert.
+        let r = Routed::of(&s, &layout(&s, 2, 8, None), 4096.0, BALANCED).unwrap();
+        assert_eq!((r.sent, r.routes, r.local_experts), (4096.0, 8192.0, 1.0));
+        assert_eq!(r.width, 7168.0);
+        // ETP 1 under TP 2: every rank runs its own routes on whole experts.
+        let r = Routed::of(&s, &layout(&s, 2, 4, Some(1)), 4096.0, 1.25).unwrap();
+        assert_eq!((r.sent, r.routes, r.local_experts), (5120.0, 5120.0, 2.0));
+        assert_eq!(r.per_expert(), 2560.0);
+        // Work is conserved: routes × width summed over the 64 ranks is every token's k
+        // experts at full width, whatever the grid.
+        for (tp, ep, etp) in [(1, 8, None), (2, 8, None), (2, 4, Some(1)), (4, 2, Some(2))] {
+            let l = layout(&s, tp, ep, etp);
+            let r = Routed::of(&s, &l, 4096.0, BALANCED).unwrap();
+            let ranks = (l.tp * l.dp) as f64;
+            let work = r.routes * r.width * ranks;
+            assert_eq!(work, l.dp as f64 * 4096.0 * 2.0 * 14336.0, "{l:?}");
+        }
+    }
+
+    #[test]
+    fn a_stage_counts_the_moe_layers_of_its_run() {
+        let mut s = mixtral();
+        // DeepSeek's rule: dense first three, MoE after. 32 layers on 4 stages of 8.
+        s.experts.as_mut().unwrap().layers = LayerSet::Every { first: 3, step: 1 };
+        let stages = [8, 8, 8, 8];
+        assert_eq!(moe_layers_of_run(&s, &stages, 0), 5);
+        assert_eq!(moe_layers_of_run(&s, &stages, 1), 8);
+        assert_eq!(moe_layers_of_run(&s, &stages, 3), 8);
+        // Llama 4's rule, every second layer from the second, on stages of 3: the first
+        // middle stage (layers 3..6) holds 2 (3 and 5), the next (6..9) 1; its run counts 2.
+        s.experts.as_mut().unwrap().layers = LayerSet::Every { first: 1, step: 2 };
+        let stages = [3, 3, 3, 3, 20];
+        assert_eq!(moe_layers_in(&s, 6, 3), 1);
+        assert_eq!(moe_layers_of_run(&s, &stages, 1), 2);
+        assert_eq!(moe_layers_of_run(&s, &stages, 0), 1);
+        assert_eq!(moe_layers_of_run(&s, &stages, 4), 10);
+        // A dense shape has none.
+        let dense = crate::model::preset("8b").unwrap();
+        assert_eq!(moe_layers_of_run(&dense, &[16, 16], 1), 0);
+    }
+
+    #[test]
+    fn an_all_to_all_inside_a_node_runs_on_nvlink_and_across_on_the_nics() {
+        let t = Topology::default();
+        let gb = 1e9;
+        // 8 ranks in one node: 7/8 of the bytes over NVLink.
+        let inside = all_to_all(&t, 8, 1, 8, 8.0 * gb);
+        let nvlink = t.intra();
+        assert!((inside - (nvlink.latency + 7.0 * gb / nvlink.bytes_per_second)).abs() < 1e-12);
+        // 32 ranks over 4 nodes: 7/32 stay in the node, 24/32 leave over the NIC, which is
+        // slower, so it sets the time.
+        let across = all_to_all(&t, 8, 1, 32, 32.0 * gb);
+        let nic = t.inter();
+        assert!((across - (nic.latency + 24.0 * gb / nic.bytes_per_second)).abs() < 1e-12);
+        // Ranks 2 apart: 4 of the group in a node.
+        let strided = all_to_all(&t, 8, 2, 8, 8.0 * gb);
+        assert!((strided - (nic.latency + 4.0 * gb / nic.bytes_per_second)).abs() < 1e-12);
+        assert_eq!(all_to_all(&t, 8, 1, 1, gb), 0.0);
+    }
+}

@@ -1,0 +1,252 @@
+//! Mixtures of experts planned on the expert grid: `check` grades a layout with expert
+//! parallelism, the experts' state is divided as Megatron-core divides it, the days and MFU count
+//! the parameters a token goes through, and an MoE of one expert costs what the dense model of
+//! that width costs. Every figure below is worked out by hand from the published configs.
+
+mod common;
+
+use common::{json, trainplan};
+use trainplan::cost::activations::Recompute;
+use trainplan::cost::memory::detailed::{Detailed, GradientPrecision, Options};
+use trainplan::cost::precision::Precision;
+use trainplan::cost::step::{Schedule, Step};
+use trainplan::cost::step_time::{model_flops_per_token, step_time, TimeOptions};
+use trainplan::input::hf;
+use trainplan::model::layout::{Degrees, Layout, ZeroStage};
+use trainplan::model::{Experts, LayerSet, Shape};
+use trainplan::Brief;
+
+fn fixture(name: &str) -> String {
+    format!(
+        "{}/tests/fixtures/hf/{name}/config.json",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn mixtral() -> Shape {
+    hf::read_planned(std::path::Path::new(&fixture("mixtral-8x7b-v0.1"))).unwrap()
+}
+
+fn brief(gpus: u64) -> Brief {
+    Brief {
+        gpus,
+        ..Brief::default()
+    }
+}
+
+fn layout(brief: &Brief, shape: &Shape, tp: u64, pp: u64, ep: u64, etp: Option<u64>) -> Layout {
+    let degrees = Degrees {
+        ep,
+        etp,
+        ..Degrees::tp_pp(tp, pp)
+    };
+    Layout::with(brief, shape, degrees, ZeroStage::new(1).unwrap()).unwrap()
+}
+
+fn step(tp: u64, recompute: Recompute) -> Step {
+    Step {
+        micro_batch: 1,
+        seq_len: 4096,
+        recompute,
+        sequence_parallel: tp > 1,
+        schedule: Schedule::OneFOneB,
+        tp_comm_overlap: false,
+        precision: Precision::Bf16,
+        global_batch_tokens: 4096 * 256,
+    }
+}
+
+fn bare(step: Step) -> Detailed {
+    Detailed {
+        step,
+        options: Options {
+            reserve_gb: 0.0,
+            fragmentation: 0.0,
+            gradients: GradientPrecision::Bf16,
+            ..Options::default()
+        },
+    }
+}
+
+#[test]
+fn check_grades_mixtral_with_expert_parallelism_and_says_both_counts() {
+    let plan = json(&[
+        "check",
+        "--model-config",
+        &fixture("mixtral-8x7b-v0.1"),
+        "--tokens",
+        "1e12",
+        "--gpus",
+        "256",
+        "--tp",
+        "2",
+        "--pp",
+        "4",
+        "--ep",
+        "8",
+        "--zero",
+        "1",
+        "--memory",
+        "detailed",
+        "--time",
+        "detailed",
+        "--json",
+    ]);
+    assert_eq!(plan["params"], 46_702_792_704u64);
+    assert_eq!(plan["active_params"], 12_879_925_248u64);
+    assert_eq!(plan["layout"]["ep"], 8);
+    assert_eq!(plan["layout"]["etp"], 2);
+    assert!(plan["breakdown"]["ep_comm"].as_f64().unwrap() > 0.0);
+    // The FLOPs are 6·N_active·D.
+    assert_eq!(
+        plan["flops"].as_f64().unwrap(),
+        6.0 * 12_879_925_248.0 * 1e12
+    );
+    let text = trainplan()
+        .args([
+            "check",
+            "--model-config",
+            &fixture("mixtral-8x7b-v0.1"),
+            "--tokens",
+            "1e12",
+            "--gpus",
+            "256",
+            "--tp",
+            "2",
+            "--ep",
+            "8",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.starts_with(
+            "mixtral-8x7b-v0.1 (46,702,792,704 parameters, 12,879,925,248 active) on 1 T tokens"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("TP 2 × PP 1 × DP 128 × EP 8, ZeRO 0"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_dense_plan_reads_and_writes_no_expert_fields() {
+    let plan = json(&["check", "--model", "8b", "--tokens", "1e12", "--json"]);
+    assert!(plan.get("active_params").is_none());
+    assert!(plan["layout"].get("ep").is_none() && plan["layout"].get("etp").is_none());
+}
+
+#[test]
+fn the_experts_state_divides_over_ep_and_etp_and_shards_over_the_expert_data_parallel_group() {
+    // Mixtral 8x7B on 64 GPUs, TP 2 (ETP 2, the default), EP 8, ZeRO 1: DP 32 and EDP =
+    // 2·32/(2·8) = 4. Attention 2·4096·4096 + 2·4096·1024 = 41,943,040 split over TP; norms
+    // 2·4096 and the router 8·4096 whole: 32 × 21,012,480, and the two tables 131,072,000 over
+    // TP and the final norm 4,096: Ψ = 803,475,456. Experts 32·8·3·4096·14336 / (EP·ETP = 16)
+    // = 2,818,572,288.
+    let s = mixtral();
+    let b = brief(64);
+    let l = layout(&b, &s, 2, 1, 8, None);
+    assert_eq!((l.dp, l.expert_dp(), l.etp), (32, 4, 2));
+    let m = bare(step(2, Recompute::Full)).memory(&s, &l).unwrap();
+    let (psi, experts) = (803_475_456.0, 2_818_572_288.0);
+    assert_eq!(m.weights, 2.0 * (psi + experts));
+    assert_eq!(m.gradients, 2.0 * (psi + experts));
+    assert_eq!(m.optimizer, 12.0 * psi / 32.0 + 12.0 * experts / 4.0);
+    // Twice the EP, half the experts on a GPU and half the copies to shard them over: the
+    // weights' expert part halves, the optimizer's stays.
+    let l16 = layout(&b, &s, 2, 1, 4, Some(1));
+    let m16 = bare(step(2, Recompute::Full)).memory(&s, &l16).unwrap();
+    assert_eq!(m16.weights, 2.0 * (psi + 2_818_572_288.0 * 4.0));
+    assert_eq!(l16.expert_dp(), 16);
+}
+
+#[test]
+fn model_flops_count_the_k_experts_a_token_goes_through() {
+    // 6·N_matrix + 6·L·s·h with N_matrix = 32·(41,943,040 + 8·4096 router + 2·3·4096·14336)
+    // + 32000·4096 = 12,748,587,008 (not the 46.7 B of every expert).
+    let s = mixtral();
+    let per_token = model_flops_per_token(&s, 4096);
+    assert_eq!(per_token, 79_712_747_520.0);
+}
+
+/// Mixtral's dimensions as a dense model of `ffn`, and as a mixture of `experts` experts of
+/// that width, `k` a token.
+fn dense_and_moe(experts: u32, k: u32) -> (Shape, Shape) {
+    let dense = Shape::new("dense", 32, 4096, 14336, 32, 8, 32000).unwrap();
+    let mut moe = dense.clone();
+    moe.name = "moe".into();
+    moe.experts = Some(Experts {
+        routed: experts,
+        per_token: k,
+        ffn: 14336,
+        shared_ffn: 0,
+        shared_gate: false,
+        biases: false,
+        router_bias: false,
+        score_bias: false,
+        layers: LayerSet::ALL,
+    });
+    (dense, moe)
+}
+
+#[test]
+fn one_expert_a_token_costs_about_what_the_dense_model_of_its_width_costs() {
+    // One expert, routed to by every token, on EP 1: the same matrices as the dense layer,
+    // plus a router of h, the dispatch's permutation and the router's probabilities. Its step
+    // and memory are the dense model's within a few per cent, and never less. Memory differs
+    // most under TP: the expert TP (ETP = TP) gathers every route, and the grouped GEMM keeps
+    // its gathered input and the expert's output whole, where a dense layer's sequence
+    // parallelism keeps its input split (4h a token at TP 2, 8 % here); and every rank of
+    // the expert TP permutes every route into expert order and back (7 % of the step at TP
+    // 4, where the dense layer's element-wise work is split four ways).
+    let (dense, moe) = dense_and_moe(1, 1);
+    let b = brief(64);
+    for (tp, recompute) in [
+        (1, Recompute::None),
+        (2, Recompute::Selective),
+        (4, Recompute::Full),
+    ] {
+        let d = bare(step(tp, recompute));
+        let (ld, lm) = (
+            layout(&b, &dense, tp, 1, 1, None),
+            layout(&b, &moe, tp, 1, 1, None),
+        );
+        let (md, mm) = (d.memory(&dense, &ld).unwrap(), d.memory(&moe, &lm).unwrap());
+        let ratio = mm.total() / md.total();
+        assert!((1.0..1.1).contains(&ratio), "memory tp {tp}: {ratio}");
+        let machine = b.machine();
+        let opts = TimeOptions::default();
+        let td = step_time(&machine, &dense, &ld, &d, &opts).unwrap();
+        let tm = step_time(&machine, &moe, &lm, &d, &opts).unwrap();
+        let ratio = tm.step_seconds / td.step_seconds;
+        assert!((1.0..1.1).contains(&ratio), "time tp {tp}: {ratio}");
+        // No all-to-all on EP 1; under TP the expert TP's gathers take the place of the MLP's
+        // TP collectives.
+        if tp == 1 {
+            assert_eq!(tm.breakdown.ep_comm, 0.0);
+        }
+    }
+}
+
+#[test]
+fn expert_parallelism_across_nodes_costs_all_to_alls_on_the_network() {
+    // Mixtral on 64 GPUs, TP 1: EP 8 fits a node (NVLink); EP 8 with ETP... spread 8 apart
+    // is not expressible, so compare EP 8 in a node with the same experts over 4 nodes by
+    // taking 4 of 8 experts... simplest: 32 experts of a quarter the width, EP 8 and EP 32.
+    let (_, mut moe) = dense_and_moe(32, 2);
+    moe.experts.as_mut().unwrap().ffn = 3584;
+    let b = brief(64);
+    let d = bare(step(1, Recompute::Full));
+    let machine = b.machine();
+    let opts = TimeOptions::default();
+    let inside = step_time(&machine, &moe, &layout(&b, &moe, 1, 1, 8, None), &d, &opts).unwrap();
+    let across = step_time(&machine, &moe, &layout(&b, &moe, 1, 1, 32, None), &d, &opts).unwrap();
+    // Each rank sends its 4096·2 routes of 2·4096 bytes each way: 7/8 of them over NVLink in a
+    // node, 24/32 over its NIC across four; the network is slower.
+    assert!(across.breakdown.ep_comm > 4.0 * inside.breakdown.ep_comm);
+    // The experts' compute is the same work spread over more ranks with fewer experts each.
+    let ratio = across.breakdown.compute / inside.breakdown.compute;
+    assert!((0.9..1.1).contains(&ratio), "{ratio}");
+}
