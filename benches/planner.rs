@@ -185,6 +185,7 @@ fn cp_and_precision_search(c: &mut Criterion) {
             ParallelSpace {
                 cps: vec![1, 2, 4, 8, 16],
                 replicates: vec![],
+                experts: Default::default(),
             },
         ),
         time: TimeModel::Detailed(TimeOptions::for_stack(stack)),

@@ -387,7 +387,14 @@ pub fn api_search(body: &[u8]) -> Result<String> {
         replicates.sort_unstable();
         replicates.dedup();
         options.memory = MemorySpace::detailed_defaults(&brief, Options::for_stack(stack))
-            .with_parallel(&request.precisions, ParallelSpace { cps, replicates });
+            .with_parallel(
+                &request.precisions,
+                ParallelSpace {
+                    cps,
+                    replicates,
+                    experts: Default::default(),
+                },
+            );
         options.time = TimeModel::Detailed(TimeOptions::for_stack(stack));
     }
     let report = search(&brief, &shapes, &options, &Silent);

@@ -137,8 +137,8 @@ fn an_ad_hoc_shape_is_named_so_check_reads_the_name_back() {
 #[test]
 fn models_that_cannot_be_planned_are_refused_by_name() {
     refuses(
-        &["search", "--model-config", &fixture("mixtral-8x7b-v0.1")],
-        "a mixture of experts (8 routed, 2 a token, on 32 of 32 layers; 46,702,792,704 parameters, 12,879,925,248 active), which `check` plans on a layout with --ep but `search` does not yet enumerate",
+        &["search", "--model-config", &fixture("deepseek-v3")],
+        "multi-head latent attention (671,026,419,200 parameters), which trainplan counts but does not yet plan",
     );
     refuses(
         &[

@@ -250,3 +250,129 @@ fn expert_parallelism_across_nodes_costs_all_to_alls_on_the_network() {
     let ratio = across.breakdown.compute / inside.breakdown.compute;
     assert!((0.9..1.1).contains(&ratio), "{ratio}");
 }
+
+#[test]
+fn the_expansion_is_total_over_active_expert_width() {
+    // Mixtral: 8 experts at top-2, every layer: 8·f / 2·f = 4.
+    assert_eq!(mixtral().expansion(), 4.0);
+    // Qwen3-30B-A3B: 128 experts at top-8, no shared expert: 16.
+    let qwen = hf::read_planned(std::path::Path::new(&fixture("qwen3-30b-a3b"))).unwrap();
+    assert_eq!(qwen.expansion(), 16.0);
+    // Llama 4 Maverick: MoE on every second of 48 layers, 128 experts of 8,192 at top-1 beside
+    // a shared expert of 8,192; the dense layers' MLPs 16,384 wide:
+    // (16,384 + 128·8,192 + 8,192) / (16,384 + 8,192 + 8,192) = 1,073,152 / 32,768 = 32.75.
+    let maverick = hf::read_model(std::path::Path::new(&fixture(
+        "llama-4-maverick-17b-128e-instruct",
+    )))
+    .unwrap();
+    assert_eq!(maverick.expansion(), 32.75);
+    // A dense model: 1.
+    assert_eq!(trainplan::model::preset("70b").unwrap().expansion(), 1.0);
+}
+
+#[test]
+fn search_ranks_dense_and_moe_shapes_together_under_the_joint_law() {
+    let args = [
+        "search",
+        "--model-config",
+        &fixture("mixtral-8x7b-v0.1"),
+        "--models",
+        "8b,70b",
+        "--gpus",
+        "256",
+        "--max-days",
+        "30",
+        "--loss-law",
+        "ludziejewski",
+        "--loss-target",
+        "2.0",
+        "--distinct",
+        "shape",
+    ];
+    let with_json: Vec<&str> = args.iter().copied().chain(["--json"]).collect();
+    let r = json(&with_json);
+    let shapes = r["shapes"].as_array().unwrap();
+    let mixtral = shapes
+        .iter()
+        .find(|v| v["model"] == "mixtral-8x7b-v0.1")
+        .unwrap();
+    assert_eq!(mixtral["params"], 46_702_792_704u64);
+    assert_eq!(mixtral["active_params"], 12_879_925_248u64);
+    assert_eq!(mixtral["expansion"], 4.0);
+    // A dense shape has neither.
+    let dense = shapes.iter().find(|v| v["model"] == "llama3-70b").unwrap();
+    assert!(dense.get("active_params").is_none() && dense.get("expansion").is_none());
+    // The brief names its law's expert terms.
+    assert_eq!(r["brief"]["loss_law"]["experts"]["e_max"], 290.4521);
+    // Both kinds pass and are ranked in one list, each by its own loss under the one law.
+    let brief = Brief {
+        loss_law: trainplan::cost::scaling::LossLawPreset::Ludziejewski.law(),
+        ..Brief::default()
+    };
+    let plans = r["plans"].as_array().unwrap();
+    for model in ["mixtral-8x7b-v0.1", "llama3-70b"] {
+        let p = plans.iter().find(|p| p["model"] == model).unwrap();
+        let tokens = p["tokens"].as_u64().unwrap() as f64;
+        let size = trainplan::cost::scaling::LawSize {
+            params: p
+                .get("active_params")
+                .map_or(p["params"].as_f64().unwrap(), |a| a.as_f64().unwrap()),
+            expansion: if model == "llama3-70b" { 1.0 } else { 4.0 },
+        };
+        let loss = p["loss"].as_f64().unwrap();
+        assert!((brief.loss(size, tokens) - loss).abs() < 1e-12, "{model}");
+    }
+    // The text says the two are graded by one law; under the dense default it says how the
+    // MoE is graded instead.
+    let stdout =
+        |args: &[&str]| String::from_utf8(trainplan().args(args).output().unwrap().stdout).unwrap();
+    let text = stdout(&args);
+    assert!(
+        text.contains(
+            "dense and MoE shapes graded together by one law in active parameters and experts"
+        ),
+        "{text}"
+    );
+    let dense_law: Vec<&str> = args
+        .iter()
+        .copied()
+        .filter(|a| *a != "ludziejewski" && *a != "--loss-law")
+        .collect();
+    let text = stdout(&dense_law);
+    assert!(
+        text.contains(
+            "each MoE as a dense model of its active parameters, an upper bound on its loss"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn search_tries_every_expert_degree_that_fits_and_reports_it() {
+    // 64 GPUs, detailed: the plans name their EP; with --ep 8 --etp 1 every Mixtral plan
+    // runs EP 8 with whole experts.
+    let r = json(&[
+        "search",
+        "--model-config",
+        &fixture("mixtral-8x7b-v0.1"),
+        "--gpus",
+        "64",
+        "--memory",
+        "detailed",
+        "--time",
+        "detailed",
+        "--ep",
+        "8",
+        "--etp",
+        "1",
+        "--loss-target",
+        "2.3",
+        "--json",
+    ]);
+    let plans = r["plans"].as_array().unwrap();
+    assert!(!plans.is_empty());
+    for p in plans {
+        assert_eq!(p["layout"]["ep"], 8);
+        assert_eq!(p["layout"]["etp"], 1);
+    }
+}

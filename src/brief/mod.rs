@@ -19,7 +19,7 @@ pub(crate) use patch::whole;
 use serde::{Deserialize, Serialize};
 
 use crate::cost::reliability::Reliability;
-use crate::cost::scaling::{Effective, LossLaw};
+use crate::cost::scaling::{Effective, LawSize, LossLaw};
 use crate::cost::spend::Spend;
 use crate::cost::step::{BatchTarget, DEFAULT_BATCH_TOLERANCE, DEFAULT_GLOBAL_BATCH_TOKENS};
 use crate::cost::topology::Topology;
@@ -354,33 +354,46 @@ impl Brief {
     /// The predicted loss of `n` parameters on `d` tokens under the brief's law and data
     /// ([`LossLaw::loss_with`]: the plain law, or its effective tokens and parameters when the
     /// law values repeats).
-    pub fn loss(&self, n: f64, d: f64) -> f64 {
-        self.loss_law.loss_with(n, d, self.unique())
+    pub fn loss(&self, n: impl Into<LawSize>, d: f64) -> f64 {
+        let n = n.into();
+        self.loss_law
+            .at(n.expansion)
+            .loss_with(n.params, d, self.unique())
     }
 
     /// The loss `n` parameters approach with unlimited training on the brief's data
     /// ([`LossLaw::floor_with`]).
-    pub fn loss_floor(&self, n: f64) -> f64 {
-        self.loss_law.floor_with(n, self.unique())
+    pub fn loss_floor(&self, n: impl Into<LawSize>) -> f64 {
+        let n = n.into();
+        self.loss_law
+            .at(n.expansion)
+            .floor_with(n.params, self.unique())
     }
 
     /// The fewest tokens (continuous) with which `n` parameters reach `target` on the brief's
     /// data ([`LossLaw::tokens_for_loss_with`]).
-    pub fn tokens_for_loss(&self, n: f64, target: f64) -> Option<f64> {
-        self.loss_law.tokens_for_loss_with(n, target, self.unique())
+    pub fn tokens_for_loss(&self, n: impl Into<LawSize>, target: f64) -> Option<f64> {
+        let n = n.into();
+        self.loss_law
+            .at(n.expansion)
+            .tokens_for_loss_with(n.params, target, self.unique())
     }
 
     /// What `n` parameters on `d` tokens are worth and how many epochs the tokens make, when
     /// the brief's law values repeats ([`LossLaw::effective`]).
-    pub fn effective(&self, n: f64, d: f64) -> Option<Effective> {
-        self.loss_law.effective(n, d, self.unique())
+    pub fn effective(&self, n: impl Into<LawSize>, d: f64) -> Option<Effective> {
+        let n = n.into();
+        self.loss_law
+            .at(n.expansion)
+            .effective(n.params, d, self.unique())
     }
 
     /// Checks what the fields give together: a budget whose compute-optimal model has at
     /// least one parameter and one token, and no more than a token count can hold.
     fn validate_budget(&self) -> Result<()> {
         let c = self.budget_flops();
-        let n = self.loss_law.compute_optimal_params(c);
+        // The dense model's split (one expert, under a law with expert terms).
+        let n = self.loss_law.at(1.0).compute_optimal_params(c);
         let d = c / 6.0 / n;
         let countable = |x: f64| x.is_finite() && (1.0..=limits::TOKENS).contains(&x);
         if c.is_finite() && countable(n) && countable(d) {

@@ -11,7 +11,7 @@ use serde::{Deserialize, Deserializer};
 use crate::brief::gpu::{Gpu, CAP_FRACTION};
 use crate::brief::Brief;
 use crate::cost::reliability::Reliability;
-use crate::cost::scaling::{LossLaw, Repetition};
+use crate::cost::scaling::{ExpertScaling, LossLaw, Repetition};
 use crate::cost::spend::Spend;
 use crate::cost::topology::Topology;
 use crate::error::{Error, Result};
@@ -108,6 +108,9 @@ pub struct LossLawPatch {
     /// What repeated tokens and excess parameters are worth, both constants together.
     #[serde(default)]
     pub repetition: Option<Repetition>,
+    /// What experts are worth, all six constants together.
+    #[serde(default)]
+    pub experts: Option<ExpertScaling>,
 }
 
 /// A number that is present: `null` is refused rather than read as "not set".
@@ -143,6 +146,7 @@ impl LossLawPatch {
             alpha: number_or(self.alpha, law.alpha),
             beta: number_or(self.beta, law.beta),
             repetition: self.repetition.or(law.repetition),
+            experts: self.experts.or(law.experts),
         }
     }
 }

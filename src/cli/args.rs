@@ -22,7 +22,7 @@ use crate::cost::step_time::{stack_chip, TimeModel, TimeOptions};
 use crate::error::{Error, Result};
 use crate::input::{self, hf};
 use crate::model::family::{Family, Span};
-use crate::model::layout::{Degrees, ZeroStage};
+use crate::model::layout::{Degrees, ExpertSpace, ZeroStage};
 use crate::model::{
     self, Architecture, Attention, Biases, Shape, ShapeSpec, LLAMA3_HEAD_DIM, LLAMA3_KV_HEADS,
     LLAMA3_NORM_EPS, LLAMA3_ROPE_THETA, LLAMA3_VOCAB,
@@ -285,6 +285,10 @@ pub enum LawArg {
     /// Muennighoff et al. 2023, data-constrained: E 1.869, A 520.8, B 1487.7, α β 0.3527;
     /// repeated tokens decay with R_D* 15.39, excess parameters with R_N* 5.31.
     Muennighoff,
+    /// Ludziejewski et al. 2025, the joint law for mixtures of experts (dense models at one
+    /// expert): E 1.3637, A 35.91, B 35.98, α 0.1889, β 0.1775, δ −0.2285, γ 0.0098, ω 0.5529,
+    /// ζ −0.0259, E_start 2.0732, E_max 290.45 (losses in FineWeb-Edu nats, GPT-2 tokenizer).
+    Ludziejewski,
 }
 
 impl LawArg {
@@ -294,6 +298,7 @@ impl LawArg {
             LawArg::BesirogluUnrounded => LossLawPreset::BesirogluUnrounded,
             LawArg::Hoffmann => LossLawPreset::Hoffmann,
             LawArg::Muennighoff => LossLawPreset::Muennighoff,
+            LawArg::Ludziejewski => LossLawPreset::Ludziejewski,
         }
     }
 }
@@ -331,6 +336,7 @@ impl BriefArgs {
                 alpha: self.loss_alpha,
                 beta: self.loss_beta,
                 repetition: None,
+                experts: None,
             },
             topology: TopologyPatch {
                 intra_node_gbps: self.intra_node_gbps,
@@ -1279,6 +1285,14 @@ pub struct SearchStepArgs {
     /// Hybrid-sharding replica counts (each divides DP; above 1 with ZeRO 1 to 3) [default: 1].
     #[arg(long = "replicate", value_name = "LIST", value_delimiter = ',', value_parser = parse_whole)]
     pub replicates: Vec<u64>,
+    /// Expert-parallel degrees for the mixtures of experts (each divides the routed experts;
+    /// dense models take 1) [default: every divisor of the routed experts].
+    #[arg(long = "ep", value_name = "LIST", value_delimiter = ',', value_parser = parse_whole)]
+    pub eps: Vec<u64>,
+    /// Expert tensor-parallel degrees for the mixtures of experts (each divides a node and the
+    /// experts' width; dense models take their TP) [default: 1 and the layout's TP].
+    #[arg(long = "etp", value_name = "LIST", value_delimiter = ',', value_parser = parse_whole)]
+    pub etps: Vec<u64>,
 }
 
 /// Whether a `--schedules` entry asks for every interleaving depth.
@@ -1303,12 +1317,19 @@ impl SearchStepArgs {
             && self.global_batch_tokens.is_empty()
             && self.precisions.is_empty()
             && self.cps.is_empty()
-            && self.replicates.is_empty())
+            && self.replicates.is_empty()
+            && self.eps.is_empty()
+            && self.etps.is_empty())
     }
 
     /// The CP degrees and replica counts listed, each checked to be a whole number ≥ 1.
     fn parallel(&self) -> Result<ParallelSpace> {
-        for (flag, list) in [("--cp", &self.cps), ("--replicate", &self.replicates)] {
+        for (flag, list) in [
+            ("--cp", &self.cps),
+            ("--replicate", &self.replicates),
+            ("--ep", &self.eps),
+            ("--etp", &self.etps),
+        ] {
             if let Some(&bad) = list.iter().find(|&&x| x == 0 || x > brief::limits::GPUS) {
                 return Err(Error::invalid(
                     flag,
@@ -1317,13 +1338,20 @@ impl SearchStepArgs {
                 ));
             }
         }
-        let mut cps = self.cps.clone();
-        cps.sort_unstable();
-        cps.dedup();
-        let mut replicates = self.replicates.clone();
-        replicates.sort_unstable();
-        replicates.dedup();
-        Ok(ParallelSpace { cps, replicates })
+        let sorted = |list: &Vec<u64>| {
+            let mut list = list.clone();
+            list.sort_unstable();
+            list.dedup();
+            list
+        };
+        Ok(ParallelSpace {
+            cps: sorted(&self.cps),
+            replicates: sorted(&self.replicates),
+            experts: ExpertSpace {
+                eps: sorted(&self.eps),
+                etps: sorted(&self.etps),
+            },
+        })
     }
 
     /// Every combination of the lists, defaults filled in, sorted and without repeats (TP

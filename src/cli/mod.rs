@@ -538,6 +538,9 @@ fn run_search(args: &SearchArgs, quiet: bool, out: &mut dyn Write) -> Result<boo
     let brief = args.brief.resolve()?;
     let shapes = args.shapes(&brief)?;
     let options = args.options(&brief)?;
+    if let crate::search::MemorySpace::Detailed { parallel, .. } = &options.memory {
+        parallel.experts.check(&shapes)?;
+    }
     let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
     check_output(&args.output, &args.inputs())?;
     args.check_sensitivity()?;

@@ -12,10 +12,19 @@
 //! NeurIPS 2023, eq. 5, which grades a run on `U` unique tokens by its effective tokens `D'`
 //! and parameters `N'` ([`LossLaw::effective`]). Without repetition the law is the plain form,
 //! computed as it always was.
+//!
+//! A law may also say what experts are worth ([`ExpertScaling`]): the joint law for mixtures of
+//! experts of Ludziejewski et al., "Joint MoE Scaling Laws: Mixture of Experts Can Be Memory
+//! Efficient", ICML 2025 (arXiv:2502.05172), eq. 6, in active parameters, tokens and the
+//! number of experts. For one model its expansion is fixed, and the law is the Chinchilla form
+//! again with constants of that expansion ([`LossLaw::at`]): a dense model is the law at one
+//! expert, so dense and MoE models are graded by one law, and every closed form (the floor,
+//! the tokens for a target, the compute-optimal split) holds model by model.
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{check_numbers, Result};
+use crate::error::{check_numbers, Error, Result};
+use crate::format::{exact, general};
 
 /// What repeating data and parameters beyond the data's optimum are worth (Muennighoff et al.
 /// 2023, eq. 5): a token seen for the `R`-th time after the first epoch adds
@@ -50,7 +59,60 @@ pub struct Effective {
     pub epochs: f64,
 }
 
-/// The five constants of `L(N, D) = E + A / N^α + B / D^β`, and what repetition is worth.
+/// What experts are worth under the joint MoE law of Ludziejewski et al. 2025 (eq. 6):
+/// `L = E + A·Ê^δ / N_act^(α − γ·ln Ê) + B·Ê^ω / D^(β − ζ·ln Ê)`, written with this crate's
+/// positive α and β (the paper writes the exponents as added powers, `α_paper = −α`, and its
+/// γ and ζ with the signs kept here), where `Ê` saturates the number of experts `E` (eq. 4,
+/// from Clark et al. 2022): `1/Ê = 1/(E − 1 + (1/E_start − 1/E_max)^−1) + 1/E_max`, so that
+/// one expert (a dense model) gives `Ê = E_start` and many tend to `E_max`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpertScaling {
+    /// δ, how the parameter coefficient scales with `Ê` (−0.2285).
+    pub delta: f64,
+    /// γ, how the parameter exponent changes with `ln Ê` (0.0098).
+    pub gamma: f64,
+    /// ω, how the data coefficient scales with `Ê` (0.5529).
+    pub omega: f64,
+    /// ζ, how the data exponent changes with `ln Ê` (−0.0259).
+    pub zeta: f64,
+    /// `E_start`, the `Ê` of one expert (2.0732).
+    pub e_start: f64,
+    /// `E_max`, where more experts stop helping (290.4521).
+    pub e_max: f64,
+}
+
+impl ExpertScaling {
+    /// `Ê` of `experts` (eq. 4): `1/Ê = 1/(E − 1 + (1/E_start − 1/E_max)^−1) + 1/E_max`.
+    pub fn saturated(&self, experts: f64) -> f64 {
+        let offset = 1.0 / (1.0 / self.e_start - 1.0 / self.e_max);
+        1.0 / (1.0 / (experts - 1.0 + offset) + 1.0 / self.e_max)
+    }
+}
+
+/// What a law grades a model by: its parameters `N` (active ones, for a mixture of experts) and
+/// its expansion ([`crate::model::Shape::expansion`], 1 for a dense model), which only a law
+/// with [`ExpertScaling`] reads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LawSize {
+    /// `N`, or `N_act` for a mixture of experts.
+    pub params: f64,
+    /// Total expert capacity over active, 1 for a dense model.
+    pub expansion: f64,
+}
+
+impl From<f64> for LawSize {
+    /// A dense model of `params` parameters.
+    fn from(params: f64) -> Self {
+        LawSize {
+            params,
+            expansion: 1.0,
+        }
+    }
+}
+
+/// The five constants of `L(N, D) = E + A / N^α + B / D^β`, and what repetition and experts
+/// are worth.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LossLaw {
     /// Irreducible loss E (nats per token).
@@ -67,6 +129,12 @@ pub struct LossLaw {
     /// values every token and parameter fully.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repetition: Option<Repetition>,
+    /// What experts are worth; `None` for a law fitted on dense models, which grades a
+    /// mixture of experts by its active parameters alone (see
+    /// [`crate::plan::limits::law_size`]). With it, the constants above are the law's before
+    /// the expansion is applied ([`LossLaw::at`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experts: Option<ExpertScaling>,
 }
 
 /// The published sets of constants a user can start from.
@@ -85,15 +153,23 @@ pub enum LossLawPreset {
     /// 0.3526596, 15.387756, 5.309743]`, with `A = e^a`, `B = e^b`, `E = e^e`): E ≈ 1.869,
     /// A ≈ 520.8, B ≈ 1487.7, α = β = 0.3527, R_D* = 15.39, R_N* = 5.31.
     Muennighoff,
+    /// Ludziejewski et al. 2025, the joint law for mixtures of experts (arXiv:2502.05172,
+    /// Appendix B, Table 3; eq. 6): E = 1.3637, A = 35.91, B = 35.98, α = 0.1889,
+    /// β = 0.1775, δ = −0.2285, γ = 0.0098, ω = 0.5529, ζ = −0.0259, E_start = 2.0732,
+    /// E_max = 290.4521. Fitted on about 280 runs of 79M–2.7B active parameters, up to 32
+    /// experts and 0.5B–80B tokens of FineWeb-Edu (GPT-2 tokenizer), so its losses are in
+    /// that data's nats, not the other presets'.
+    Ludziejewski,
 }
 
 impl LossLawPreset {
     /// All presets, in the order the CLI lists them.
-    pub const ALL: [LossLawPreset; 4] = [
+    pub const ALL: [LossLawPreset; 5] = [
         LossLawPreset::Besiroglu,
         LossLawPreset::BesirogluUnrounded,
         LossLawPreset::Hoffmann,
         LossLawPreset::Muennighoff,
+        LossLawPreset::Ludziejewski,
     ];
 
     /// The name a user types.
@@ -103,6 +179,7 @@ impl LossLawPreset {
             LossLawPreset::BesirogluUnrounded => "besiroglu-unrounded",
             LossLawPreset::Hoffmann => "hoffmann",
             LossLawPreset::Muennighoff => "muennighoff",
+            LossLawPreset::Ludziejewski => "ludziejewski",
         }
     }
 
@@ -121,6 +198,7 @@ impl LossLawPreset {
                 alpha: 0.348,
                 beta: 0.366,
                 repetition: None,
+                experts: None,
             },
             LossLawPreset::BesirogluUnrounded => LossLaw {
                 e: 1.8172,
@@ -129,6 +207,7 @@ impl LossLawPreset {
                 alpha: 0.3478,
                 beta: 0.3658,
                 repetition: None,
+                experts: None,
             },
             LossLawPreset::Hoffmann => LossLaw {
                 e: 1.69,
@@ -137,6 +216,7 @@ impl LossLawPreset {
                 alpha: 0.34,
                 beta: 0.28,
                 repetition: None,
+                experts: None,
             },
             LossLawPreset::Muennighoff => LossLaw {
                 e: 0.6254804_f64.exp(),
@@ -147,6 +227,23 @@ impl LossLawPreset {
                 repetition: Some(Repetition {
                     r_d: 15.387756,
                     r_n: 5.309743,
+                }),
+                experts: None,
+            },
+            LossLawPreset::Ludziejewski => LossLaw {
+                e: 1.3637,
+                a: 35.91,
+                b: 35.98,
+                alpha: 0.1889,
+                beta: 0.1775,
+                repetition: None,
+                experts: Some(ExpertScaling {
+                    delta: -0.2285,
+                    gamma: 0.0098,
+                    omega: 0.5529,
+                    zeta: -0.0259,
+                    e_start: 2.0732,
+                    e_max: 290.4521,
                 }),
             },
         }
@@ -177,7 +274,80 @@ impl LossLaw {
                 f64::INFINITY,
             )?;
         }
+        if let Some(x) = &self.experts {
+            let prefix = format!("{prefix}experts.");
+            // Signed constants: any finite number.
+            for (f, v) in [
+                ("delta", x.delta),
+                ("gamma", x.gamma),
+                ("omega", x.omega),
+                ("zeta", x.zeta),
+            ] {
+                if !v.is_finite() {
+                    return Err(Error::invalid(
+                        format!("{prefix}{f}"),
+                        exact(v),
+                        "a finite number",
+                    ));
+                }
+            }
+            if !(x.e_start.is_finite() && x.e_start > 1.0) {
+                return Err(Error::invalid(
+                    format!("{prefix}e_start"),
+                    exact(x.e_start),
+                    "a finite number above 1 (the Ê of one expert)",
+                ));
+            }
+            if !(x.e_max.is_finite() && x.e_max > x.e_start) {
+                return Err(Error::invalid(
+                    format!("{prefix}e_max"),
+                    exact(x.e_max),
+                    format!("a finite number above e_start = {}", general(x.e_start)),
+                ));
+            }
+            // Both exponents stay positive over every Ê the transform gives, [E_start, E_max).
+            for e_hat in [x.e_start, x.e_max] {
+                let (alpha, beta) = (
+                    self.alpha - x.gamma * e_hat.ln(),
+                    self.beta - x.zeta * e_hat.ln(),
+                );
+                if alpha <= 0.0 || beta <= 0.0 {
+                    return Err(Error::invalid(
+                        format!("{prefix}gamma and zeta"),
+                        format!("{} and {}", general(x.gamma), general(x.zeta)),
+                        format!(
+                            "exponents that stay positive up to E_max: at Ê = {} they give α = {} and β = {}",
+                            general(e_hat),
+                            general(alpha),
+                            general(beta)
+                        ),
+                    ));
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// The law for a model of `expansion` experts' worth of parameters per active one
+    /// ([`crate::model::Shape::expansion`]; 1 for a dense model): without [`ExpertScaling`]
+    /// the law itself; with it, the Chinchilla form with the constants of that expansion,
+    /// `A·Ê^δ`, `α − γ·ln Ê`, `B·Ê^ω`, `β − ζ·ln Ê` (Ludziejewski et al. 2025, eq. 6 at a
+    /// fixed `E`; their Table 4 lists it for E = 1 … 32). Repetition carries over.
+    pub fn at(&self, expansion: f64) -> LossLaw {
+        let Some(x) = self.experts else {
+            return *self;
+        };
+        let e_hat = x.saturated(expansion.max(1.0));
+        let ln = e_hat.ln();
+        LossLaw {
+            e: self.e,
+            a: self.a * e_hat.powf(x.delta),
+            b: self.b * e_hat.powf(x.omega),
+            alpha: self.alpha - x.gamma * ln,
+            beta: self.beta - x.zeta * ln,
+            repetition: self.repetition,
+            experts: None,
+        }
     }
 
     /// The compute-optimal parameters for `d` tokens, `N_opt(D) = G·(G·D)^(β/α)`: the `N` whose
@@ -327,7 +497,10 @@ impl ComputeOptimal {
     /// ([`LossLaw::loss_with`]). The split is Chinchilla's, for unlimited data: with fewer
     /// unique tokens than it reads, the data-constrained optimum lies elsewhere (Muennighoff
     /// et al. find it by a grid search), and this point's loss says what repeating costs it.
+    /// Under a law with [`ExpertScaling`] it is the dense model's (one expert).
     pub fn for_budget(law: &LossLaw, budget_flops: f64, unique: Option<f64>) -> Self {
+        // A dense model's split: the law at one expert (the law itself without expert terms).
+        let law = law.at(1.0);
         let n = law.compute_optimal_params(budget_flops);
         let d = budget_flops / 6.0 / n;
         let (params, tokens) = (n.round() as u64, d.round() as u64);
@@ -401,6 +574,48 @@ mod tests {
         assert!((opt.loss - 1.944_167).abs() < 1e-6, "{}", opt.loss);
         let c = 6.0 * opt.params as f64 * opt.tokens as f64;
         assert!(close(c, 2.100_009_369_6e24, 1e-9));
+    }
+
+    #[test]
+    fn the_joint_moe_law_gives_its_authors_per_expert_fits() {
+        // Ludziejewski et al. 2025, Appendix B, Table 4: the law at fixed E as
+        // m·N^μ + n·D^ν + c. Their Table 3's constants are rounded to four figures, so the
+        // fits are met to 0.3 % (the exponents to 0.001).
+        let law = LossLawPreset::Ludziejewski.law();
+        for (experts, m, mu, n, nu) in [
+            (1.0, 30.3640, -0.1817, 53.9838, -0.1965),
+            (8.0, 21.8330, -0.1676, 119.9126, -0.2338),
+            (32.0, 16.5424, -0.1557, 234.6726, -0.2652),
+        ] {
+            let at = law.at(experts);
+            assert!(close(at.a, m, 3e-3), "E {experts}: A {}", at.a);
+            assert!((at.alpha + mu).abs() < 1e-3, "E {experts}: α {}", at.alpha);
+            assert!(close(at.b, n, 3e-3), "E {experts}: B {}", at.b);
+            assert!((at.beta + nu).abs() < 1e-3, "E {experts}: β {}", at.beta);
+            assert_eq!((at.e, at.experts), (1.3637, None));
+        }
+        // One expert is E_start: Ê(1) = 2.0732 exactly as eq. 4 is built.
+        let x = law.experts.unwrap();
+        assert!((x.saturated(1.0) - 2.0732).abs() < 1e-12);
+        // Table 1: the compute-optimal dense model at 1e20 FLOPs has 1.7B active parameters
+        // on 9.7B tokens.
+        let n = law.at(1.0).compute_optimal_params(1e20);
+        assert!(close(n, 1.73e9, 0.01), "{n}");
+        // A law without expert terms is itself at any expansion.
+        assert_eq!(LossLaw::default().at(8.0), LossLaw::default());
+    }
+
+    #[test]
+    fn more_experts_lower_the_loss_at_the_same_active_parameters_and_tokens() {
+        let law = LossLawPreset::Ludziejewski.law();
+        let at = |e: f64| law.at(e).loss(1e9, 20e9);
+        assert!(
+            at(1.0) > at(4.0) && at(4.0) > at(32.0),
+            "{} {} {}",
+            at(1.0),
+            at(4.0),
+            at(32.0)
+        );
     }
 
     #[test]

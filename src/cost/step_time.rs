@@ -724,15 +724,7 @@ pub fn unsharded_in(
     };
     let tp_per_layer = tp_layer - hidden(tp_layer, overlap, layer.2);
     let moe_layer = moe.map(|(compute, r)| {
-        moe_layer_comm(
-            machine,
-            shape,
-            layout,
-            d,
-            &r,
-            (tp_layer, overlap),
-            compute,
-        )
+        moe_layer_comm(machine, shape, layout, d, &r, (tp_layer, overlap), compute)
     });
     // Each stage's MoE layers (the most of its run), from the stages' layers; none dense.
     let stage_list = if moe.is_some() {

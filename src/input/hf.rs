@@ -154,11 +154,11 @@ pub fn read_planned(path: &Path) -> Result<Shape> {
     }
 }
 
-/// The shape the config text describes, if trainplan searches it ([`Shape::unsearched`]): a
-/// mixture of experts is refused with its counts.
+/// The shape the config text describes, if trainplan plans it ([`Shape::unplanned`]): latent
+/// attention and windows on some layers are refused with their counts.
 pub fn parse(text: &str, path: &Path) -> Result<Shape> {
     let shape = parse_model(text, path)?;
-    match shape.unsearched() {
+    match shape.unplanned() {
         None => Ok(shape),
         Some(reason) => Err(Error::Unsupported {
             path: path.to_path_buf(),

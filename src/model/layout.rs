@@ -425,19 +425,98 @@ impl Layout {
 }
 
 /// Every valid layout for `shape` on `cluster` (a brief, or its [`Cluster`]), ordered by TP,
-/// then PP, then ZeRO.
+/// then PP, then ZeRO (then EP and ETP for a mixture of experts, by [`expert_degrees`]'s
+/// default rule).
 pub fn layouts(cluster: impl Into<Cluster>, shape: &Shape) -> Vec<Layout> {
-    layouts_with(cluster, shape, &[1], &[1])
+    layouts_with(cluster, shape, &[1], &[1], &ExpertSpace::default())
 }
 
-/// Every valid layout for `shape` on `cluster` with each CP degree of `cps` and each replica
-/// count of `replicates` (those that break a rule left out), ordered by TP, then PP, then CP,
-/// then ZeRO, then replicas. With `cps = replicates = [1]` these are [`layouts`].
+/// The expert-parallel degrees a search tries with each layout of a mixture of experts; empty
+/// lists mean the default rule ([`expert_degrees`]). A dense shape takes EP 1 and its TP.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExpertSpace {
+    /// EP degrees (empty: every divisor of the routed experts).
+    pub eps: Vec<u64>,
+    /// ETP degrees (empty: 1 and the layout's TP).
+    pub etps: Vec<u64>,
+}
+
+impl ExpertSpace {
+    /// Checks the lists against the shapes searched: each needs a mixture of experts among
+    /// them, and each EP must divide every one's routed experts and each ETP every one's
+    /// expert width (Megatron-core's rules), so that no listed degree is silently dropped.
+    pub fn check(&self, shapes: &[Shape]) -> Result<()> {
+        let moe: Vec<(&Shape, &crate::model::Experts)> = shapes
+            .iter()
+            .filter_map(|s| s.experts.as_ref().map(|e| (s, e)))
+            .collect();
+        for (flag, list) in [("--ep", &self.eps), ("--etp", &self.etps)] {
+            if let (Some(&first), true) = (list.first(), moe.is_empty()) {
+                return Err(Error::invalid(
+                    flag,
+                    first,
+                    "a mixture of experts among the models (dense models take EP 1 and their TP)",
+                ));
+            }
+        }
+        for &ep in &self.eps {
+            if let Some((s, e)) = moe.iter().find(|(_, e)| u64::from(e.routed) % ep != 0) {
+                return Err(Error::invalid(
+                    "--ep",
+                    ep,
+                    format!("a divisor of the {} routed experts of {}", e.routed, s.name),
+                ));
+            }
+        }
+        for &etp in &self.etps {
+            if let Some((s, e)) = moe.iter().find(|(_, e)| e.ffn % etp != 0) {
+                return Err(Error::invalid(
+                    "--etp",
+                    etp,
+                    format!("a divisor of the experts' width {} of {}", e.ffn, s.name),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The (EP, ETP) pairs of `space` for a layout of TP `tp` of `shape`, in increasing order: a
+/// dense shape's is `(1, TP)` alone; a mixture of experts's, each EP of the list or, by
+/// default, every divisor of its routed experts (Megatron-core requires `E mod EP = 0`), with
+/// each ETP of the list or, by default, 1 (NVIDIA's MoE recipes' choice: experts whole on a
+/// rank) and the TP (Megatron-core's default). Pairs that break a rule of
+/// [`Layout::validate`] are left to the caller.
+pub fn expert_degrees(space: &ExpertSpace, shape: &Shape, tp: u64) -> Vec<(u64, u64)> {
+    let Some(experts) = &shape.experts else {
+        return vec![(1, tp)];
+    };
+    let routed = u64::from(experts.routed);
+    let eps: Vec<u64> = if space.eps.is_empty() {
+        (1..=routed).filter(|d| routed % d == 0).collect()
+    } else {
+        space.eps.clone()
+    };
+    let mut etps = if space.etps.is_empty() {
+        vec![1, tp]
+    } else {
+        space.etps.clone()
+    };
+    etps.sort_unstable();
+    etps.dedup();
+    iproduct!(eps, etps).collect()
+}
+
+/// Every valid layout for `shape` on `cluster` with each CP degree of `cps`, each replica
+/// count of `replicates` and, for a mixture of experts, each (EP, ETP) of `experts` (those
+/// that break a rule left out), ordered by TP, then PP, then CP, then ZeRO, then replicas,
+/// then EP and ETP. With `cps = replicates = [1]` these are [`layouts`].
 pub fn layouts_with(
     cluster: impl Into<Cluster>,
     shape: &Shape,
     cps: &[u64],
     replicates: &[u64],
+    experts: &ExpertSpace,
 ) -> Vec<Layout> {
     let cluster = cluster.into();
     // TP divides the KV heads (which divide the heads) and PP divides the GPUs, which bounds
@@ -448,27 +527,32 @@ pub fn layouts_with(
         .filter(|&(tp, pp, cp)| broken_rule(&cluster, shape, tp, cp, pp).is_none())
         .flat_map(|(tp, pp, cp)| {
             let dp = cluster.gpus / (tp * cp * pp);
+            let degrees = expert_degrees(experts, shape, tp);
             iproduct!(ZeroStage::ALL, replicates.iter().copied())
                 .filter(move |&(zero, r)| replicas_fit(dp, r, zero))
-                .map(move |(zero, replicate)| Layout {
-                    tp,
-                    cp,
-                    pp,
-                    dp,
-                    zero,
-                    replicate,
-                    ep: 1,
-                    etp: tp,
+                .flat_map(move |(zero, replicate)| {
+                    degrees
+                        .clone()
+                        .into_iter()
+                        .filter(move |&(ep, etp)| {
+                            experts_fit(&cluster, shape, tp, tp * cp * dp, replicate, ep, etp)
+                                .is_ok()
+                        })
+                        .map(move |(ep, etp)| Layout {
+                            tp,
+                            cp,
+                            pp,
+                            dp,
+                            zero,
+                            replicate,
+                            ep,
+                            etp,
+                        })
                 })
         })
         .collect()
 }
 
-/// Whether EP and ETP go with `shape` on `cluster` at TP `tp`, with `ranks = TP·CP·DP` ranks in a stage
-/// and `replicate` copies of the sharded state (Megatron-core's rules: EP divides the routed
-/// experts, ETP stays inside a node and divides an expert's width, ETP·EP divides the stage's
-/// ranks; hybrid sharding's copies divide the expert data-parallel group). A dense model takes
-/// EP 1 and ETP = TP.
 fn experts_fit(
     cluster: &Cluster,
     shape: &Shape,

@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::format::{count, fixed, money};
 use crate::model::layout::{layouts, Layout};
 use crate::model::Shape;
-use crate::plan::limits::{loss, memory_fits};
+use crate::plan::limits::{law_size, loss, memory_fits};
 use crate::plan::pace::Pace;
 use crate::plan::sensitivity::Sensitivity;
 use crate::plan::verdict::token_bounds;
@@ -147,8 +147,8 @@ fn smallest_split<'a>(
 /// The token counts that meet the day limit and the loss target for this shape.
 fn token_fixes(brief: &Brief, shape: &Shape, plan: &Plan, pace: Pace) -> Vec<String> {
     let v = token_bounds(brief, shape, pace);
-    let n = shape.params() as f64;
-    let days_of = |t: u64| pace.run_days(brief, shape.params(), t);
+    let n = law_size(shape);
+    let days_of = |t: u64| pace.run_days(brief, shape.active_params(), t);
     let mut fixes = Vec::new();
     let over_cost = plan.checks.cost == Some(false);
     if !plan.checks.days || over_cost {

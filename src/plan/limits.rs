@@ -2,6 +2,7 @@
 //! fourth, cost, when the brief sets a limit.
 
 use crate::brief::Brief;
+use crate::cost::scaling::LawSize;
 use crate::cost::spend::Spent;
 use crate::model::layout::Layout;
 use crate::model::Shape;
@@ -45,7 +46,21 @@ pub fn loss_meets(brief: &Brief, loss: f64) -> bool {
 
 /// Predicted loss of `shape` trained on `tokens` under the brief's law.
 pub fn loss(brief: &Brief, shape: &Shape, tokens: u64) -> f64 {
-    brief.loss(law_params(shape), tokens as f64)
+    brief.loss(law_size(shape), tokens as f64)
+}
+
+/// What the brief's law grades `shape` by: N for a dense model; for a mixture of experts its
+/// active parameters `N_act` and its expansion ([`Shape::expansion`]). A law with expert terms
+/// (Ludziejewski et al. 2025, written in `N_act` and the number of experts) reads both; a law
+/// fitted on dense models reads `N_act` alone: an MoE with N total and N_act active
+/// parameters does at least as well as a dense model of N_act (its experts add capacity at the
+/// same compute; Clark et al. 2022, Fig. 1; Ludziejewski et al. 2025, Table 4), so its loss
+/// graded on N_act is an upper bound — a target it meets is met.
+pub fn law_size(shape: &Shape) -> LawSize {
+    LawSize {
+        params: shape.active_params() as f64,
+        expansion: shape.expansion(),
+    }
 }
 
 /// The parameters the brief's law grades `shape` by: N for a dense model; for a mixture of

@@ -37,7 +37,7 @@ use crate::error::Result;
 use crate::format::{fixed, money};
 use crate::model::layout::Layout;
 use crate::model::{Architecture, Shape};
-use crate::plan::limits::{cost_fits, days_fit, law_params, loss, loss_meets, memory_fits, spent};
+use crate::plan::limits::{cost_fits, days_fit, law_size, loss, loss_meets, memory_fits, spent};
 use crate::plan::pace::Pace;
 use crate::plan::runnable::Runnable;
 
@@ -330,13 +330,11 @@ pub fn evaluate_cached(
         failures: run.map(|r| r.outage),
         spend,
         loss,
-        data: brief
-            .effective(law_params(shape), d as f64)
-            .map(|e| DataUse {
-                epochs: e.epochs,
-                effective_tokens: e.tokens,
-                effective_params: e.params,
-            }),
+        data: brief.effective(law_size(shape), d as f64).map(|e| DataUse {
+            epochs: e.epochs,
+            effective_tokens: e.tokens,
+            effective_params: e.params,
+        }),
         checks,
         margins,
         pass: checks.all(),

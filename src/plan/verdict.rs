@@ -17,12 +17,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::brief::Brief;
 use crate::cost::memory;
+use crate::cost::scaling::LawSize;
 use crate::cost::step::Step;
 use crate::cost::time;
 use crate::format::{count, fixed, money};
 use crate::model::layout::{layouts, Layout};
 use crate::model::Shape;
-use crate::plan::limits::{loss, loss_meets, memory_fits, within_time_and_cost};
+use crate::plan::limits::{law_size, loss, loss_meets, memory_fits, within_time_and_cost};
 use crate::plan::pace::Pace;
 use crate::plan::Plan;
 use crate::units::gb;
@@ -34,6 +35,14 @@ pub struct ShapeVerdict {
     pub model: String,
     /// Parameters N.
     pub params: u64,
+    /// A mixture of experts's active parameters `N_act`, which its loss and days count
+    /// (absent for a dense model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_params: Option<u64>,
+    /// A mixture of experts's expansion ([`Shape::expansion`]), which a law with expert terms
+    /// grades (absent for a dense model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expansion: Option<f64>,
     /// `[fewest, most]` whole tokens with which the shape passes every check, or `null`.
     pub token_window: Option<[u64; 2]>,
     /// Days at both ends of the token window, or `null`.
@@ -233,10 +242,20 @@ pub struct TokenBounds {
     pub max_tokens_in_time: u64,
 }
 
+impl ShapeVerdict {
+    /// What the brief's law grades the shape by ([`law_size`]).
+    pub fn law_size(&self) -> LawSize {
+        LawSize {
+            params: self.active_params.unwrap_or(self.params) as f64,
+            expansion: self.expansion.unwrap_or(1.0),
+        }
+    }
+}
+
 /// The token bounds of `shape` under `brief` at `pace`: closed form, then settled to the whole
 /// token by the check functions themselves.
 pub fn token_bounds(brief: &Brief, shape: &Shape, pace: Pace) -> TokenBounds {
-    let n = shape.params() as f64;
+    let n = law_size(shape);
     let (needed, min_tokens_for_loss) = loss_bound(brief, shape);
     TokenBounds {
         loss_floor: brief.loss_floor(n),
@@ -249,8 +268,7 @@ pub fn token_bounds(brief: &Brief, shape: &Shape, pace: Pace) -> TokenBounds {
 /// The loss side of [`token_bounds`], the same at every pace: the real-valued tokens the law
 /// needs for the target and the fewest whole tokens that meet it (`None` when none do).
 pub fn loss_bound(brief: &Brief, shape: &Shape) -> (Option<f64>, Option<u64>) {
-    let n = shape.params() as f64;
-    let needed = brief.tokens_for_loss(n, brief.loss_target);
+    let needed = brief.tokens_for_loss(law_size(shape), brief.loss_target);
     let fewest =
         needed.and_then(|d| first_true(guess(d), |t| loss_meets(brief, loss(brief, shape, t))));
     (needed, fewest)
@@ -260,8 +278,9 @@ pub fn loss_bound(brief: &Brief, shape: &Shape) -> (Option<f64>, Option<u64>) {
 /// cost limit, when the brief sets one: cost is linear in days) at `pace` (0 if not even one
 /// does). It falls as the pace slows.
 pub fn time_bound(brief: &Brief, shape: &Shape, pace: Pace) -> u64 {
-    let n = shape.params() as f64;
-    let days_of = |t: u64| pace.run_days(brief, shape.params(), t);
+    // The plate's 6·N·D counts the parameters a token goes through.
+    let n = shape.active_params() as f64;
+    let days_of = |t: u64| pace.run_days(brief, shape.active_params(), t);
     let most = match pace {
         Pace::Plate => time::max_tokens(brief.budget_flops(), n),
         Pace::PerToken(k) => brief.days_limit() / k,
@@ -309,7 +328,7 @@ pub fn verdict_because(
     pace: Pace,
     no_layout: impl FnOnce() -> String,
 ) -> ShapeVerdict {
-    let n = shape.params() as f64;
+    let n = shape.active_params() as f64;
     let days_of = |t: f64| pace.days(time::days(brief.cluster_flops_per_second(), n, t), t as u64);
     let bounds = token_bounds(brief, shape, pace);
     let TokenBounds {
@@ -369,9 +388,11 @@ pub fn verdict_because(
     ShapeVerdict {
         model: shape.name.clone(),
         params: shape.params(),
+        active_params: shape.experts.as_ref().map(|_| shape.active_params()),
+        expansion: shape.experts.as_ref().map(|_| shape.expansion()),
         token_window,
         days_window: token_window
-            .map(|[lo, hi]| [lo, hi].map(|t| pace.run_days(brief, shape.params(), t))),
+            .map(|[lo, hi]| [lo, hi].map(|t| pace.run_days(brief, shape.active_params(), t))),
         loss_floor,
         min_tokens_for_loss,
         max_tokens_in_time,

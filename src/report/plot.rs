@@ -194,7 +194,7 @@ fn general_gb(gb: f64) -> String {
 /// day limit; in the report's order.
 fn drawn(report: &SearchReport) -> Vec<&ShapeVerdict> {
     let law = &report.brief;
-    let reach = |v: &ShapeVerdict| law.loss(v.params as f64, v.max_tokens_in_time as f64);
+    let reach = |v: &ShapeVerdict| law.loss(v.law_size(), v.max_tokens_in_time as f64);
     let cap = report.brief.memory_cap_gb;
     let fitting: Vec<(usize, &ShapeVerdict)> = report
         .shapes
@@ -250,12 +250,12 @@ pub fn loss_days(report: &SearchReport) -> Result<String> {
     // crosses the plot and the target is on it.
     let lowest = shapes
         .iter()
-        .map(|v| law.loss(v.params as f64, v.max_tokens_in_time as f64 * 1.5))
+        .map(|v| law.loss(v.law_size(), v.max_tokens_in_time as f64 * 1.5))
         .chain(report.front.iter().map(|p| p.loss))
         .fold(b.loss_target, f64::min);
     let highest = shapes
         .iter()
-        .map(|v| law.loss(v.params as f64, v.max_tokens_in_time as f64))
+        .map(|v| law.loss(v.law_size(), v.max_tokens_in_time as f64))
         .fold(b.loss_target, f64::max);
     let span = (highest - lowest).max(0.01);
     let y_min = lowest - 0.1 * span;
@@ -301,7 +301,7 @@ pub fn loss_days(report: &SearchReport) -> Result<String> {
             .map_err(failed)?;
         for (i, v) in shapes.iter().enumerate() {
             let colour = COLOURS[i % COLOURS.len()];
-            let n = v.params as f64;
+            let n = v.law_size();
             let days_per_token = b.days_limit() / v.max_tokens_in_time as f64;
             // From where the curve enters the plot (its loss at the day limit is below y_max,
             // so it does) to its right edge.
@@ -316,7 +316,15 @@ pub fn loss_days(report: &SearchReport) -> Result<String> {
             chart
                 .draw_series(LineSeries::new(points, colour.stroke_width(3)))
                 .map_err(failed)?
-                .label(format!("{} ({} parameters)", v.model, count(n)))
+                .label(match v.active_params {
+                    Some(active) => format!(
+                        "{} ({} parameters, {} active)",
+                        v.model,
+                        count(v.params as f64),
+                        count(active as f64)
+                    ),
+                    None => format!("{} ({} parameters)", v.model, count(v.params as f64)),
+                })
                 .legend(move |(x, y)| {
                     PathElement::new([(x, y), (x + 18, y)], colour.stroke_width(3))
                 });

@@ -42,7 +42,7 @@ use crate::cost::step_time::{MicroBatchCache, TimeModel, Unscheduled, Unsharded}
 use crate::cost::time;
 use crate::cost::Machine;
 use crate::error::{Error, Result};
-use crate::model::layout::{layouts, layouts_with, Layout};
+use crate::model::layout::{layouts, layouts_with, ExpertSpace, Layout};
 use crate::model::Shape;
 use crate::plan::limits::{loss, loss_meets, memory_fits, within_time_and_cost};
 use crate::plan::pace::Pace;
@@ -182,6 +182,8 @@ pub struct ParallelSpace {
     pub cps: Vec<u64>,
     /// Hybrid-sharding replica counts (empty: 1).
     pub replicates: Vec<u64>,
+    /// The EP and ETP degrees tried with each layout of a mixture of experts.
+    pub experts: ExpertSpace,
 }
 
 impl ParallelSpace {
@@ -224,6 +226,7 @@ impl MemorySpace {
                     shape,
                     &parallel.cps_for(longest),
                     &parallel.replicates(),
+                    &parallel.experts,
                 )
             }
         }
@@ -1775,11 +1778,16 @@ impl Chain for Window<'_> {
         loss(self.brief, self.shape, tokens)
     }
     fn days(&self, tokens: u64) -> f64 {
-        self.pace.run_days(self.brief, self.shape.params(), tokens)
+        self.pace
+            .run_days(self.brief, self.shape.active_params(), tokens)
     }
-    /// Loss and days depend on the shape only through its parameter count, and on the
-    /// configuration only through its pace.
+    /// Loss and days depend on a dense shape only through its parameter count, and on the
+    /// configuration only through its pace; a mixture of experts's also on its expansion, so
+    /// it shares its curve with none.
     fn curve(&self) -> Option<(u64, u64)> {
+        if self.shape.experts.is_some() {
+            return None;
+        }
         Some((self.shape.params(), self.pace.key().to_bits()))
     }
 }
@@ -2007,7 +2015,7 @@ fn distinct_firsts_of_shape(
         return Vec::new();
     };
     let cluster_flops = brief.cluster_flops_per_second();
-    let n = shape.params() as f64;
+    let n = shape.active_params() as f64;
     choices.assign(&fit.configs, index, distinct);
     let mut plate_bound = None;
     for &i in &fit.order {
@@ -2235,7 +2243,7 @@ fn shape_configuration(
     let plate_days = needed.map(|lo| {
         let days = time::days(
             brief.cluster_flops_per_second(),
-            shape.params() as f64,
+            shape.active_params() as f64,
             lo as f64,
         );
         (lo, days)
@@ -2405,7 +2413,7 @@ fn walk_grid(
     let grid = options.grid;
     let top = options.top.unwrap_or(usize::MAX);
     let cluster_flops = brief.cluster_flops_per_second();
-    let n = shape.params() as f64;
+    let n = shape.active_params() as f64;
     for i in range {
         let tokens = grid.at(i);
         let loss = loss(brief, shape, tokens);
@@ -3189,6 +3197,7 @@ mod weighed_tests {
             ParallelSpace {
                 cps: vec![1, 2],
                 replicates: vec![1, 2],
+                experts: ExpertSpace::default(),
             },
         );
         (

@@ -109,12 +109,73 @@ fn data_line(b: &Brief) -> Option<String> {
     ))
 }
 
+/// How the brief's law grades the mixtures of experts of a search, when there are any: by its
+/// expert terms, or, under a law fitted on dense models, as dense models of their active
+/// parameters (an upper bound on their loss; [`crate::plan::limits::law_size`]).
+fn law_note(r: &SearchReport) -> Option<String> {
+    let moe = r
+        .shapes
+        .iter()
+        .filter(|v| v.active_params.is_some())
+        .count();
+    if moe == 0 {
+        return None;
+    }
+    let dense = r.shapes.len() - moe;
+    let with = if dense > 0 {
+        "dense and MoE shapes graded together"
+    } else {
+        "MoE shapes graded"
+    };
+    Some(match r.brief.loss_law.experts {
+        Some(_) => format!(
+            "  {with} by one law in active parameters and experts (Ê of total over active expert width; a dense model is its one-expert case)\n"
+        ),
+        None => format!(
+            "  {with} by a law fitted on dense models: each MoE as a dense model of its active parameters, an upper bound on its loss; --loss-law ludziejewski grades its experts\n"
+        ),
+    })
+}
+
+/// `x` after a minus sign: `− x`, or `+ |x|` when it is negative.
+fn minus(x: f64) -> String {
+    if x < 0.0 {
+        format!("+ {}", general(-x))
+    } else {
+        format!("− {}", general(x))
+    }
+}
+
 /// The brief in two lines, and a third for its price, power and cost limit when it has them.
 pub fn brief_lines(b: &Brief) -> String {
     let law = &b.loss_law;
+    let formula = match &law.experts {
+        None => format!(
+            "L = {} + {}/N^{} + {}/D^{}",
+            general(law.e),
+            general(law.a),
+            general(law.alpha),
+            general(law.b),
+            general(law.beta)
+        ),
+        Some(x) => format!(
+            "L = {} + {}·Ê^{}/N_act^({} {}·ln Ê) + {}·Ê^{}/D^({} {}·ln Ê), Ê of the experts from {} to {} (Ludziejewski et al. 2025's form; dense at one expert)",
+            general(law.e),
+            general(law.a),
+            general(x.delta),
+            general(law.alpha),
+            minus(x.gamma),
+            general(law.b),
+            general(x.omega),
+            general(law.beta),
+            minus(x.zeta),
+            general(x.e_start),
+            general(x.e_max)
+        ),
+    };
     let mut out = format!(
         "brief     {} GPUs × {} TFLOP/s at {}% MFU ({} per node), at most {} days, {} GB cap of {} GB per GPU\n          \
-         loss ≤ {} with L = {} + {}/N^{} + {}/D^{}, sequence {} tokens\n",
+         loss ≤ {} with {formula}, sequence {} tokens\n",
         thousands(b.gpus),
         general(b.peak_tflops),
         general(b.mfu * 100.0),
@@ -123,11 +184,6 @@ pub fn brief_lines(b: &Brief) -> String {
         general(b.memory_cap_gb),
         general(b.gpu_memory_gb),
         general(b.loss_target),
-        general(law.e),
-        general(law.a),
-        general(law.alpha),
-        general(law.b),
-        general(law.beta),
         thousands(b.seq_len),
     );
     if let Some(line) = data_line(b) {
@@ -285,7 +341,7 @@ fn plan_row(number: Option<u64>, p: &Plan) -> Vec<String> {
         count(p.tokens as f64),
         l.tp.to_string(),
         l.pp.to_string(),
-        thousands(l.dp),
+        dp_text(l),
         zero_text(l),
         fixed(p.memory_gb.total, 2),
         fixed(p.days, 3),
@@ -306,6 +362,16 @@ fn plan_row(number: Option<u64>, p: &Plan) -> Vec<String> {
         row.push(step_text(s));
     }
     row
+}
+
+/// The DP column: the degree, and for a mixture of experts with expert parallelism its EP (and
+/// its ETP where it is not the TP).
+fn dp_text(l: &Layout) -> String {
+    match (l.ep, l.etp) {
+        (1, etp) if etp == l.tp => thousands(l.dp),
+        (ep, etp) if etp == l.tp => format!("{} EP {ep}", thousands(l.dp)),
+        (ep, etp) => format!("{} EP {ep}/ETP {etp}", thousands(l.dp)),
+    }
 }
 
 /// The ZeRO column: the stage, and with hybrid sharding `×R`, the replicas of each shard.
@@ -934,8 +1000,15 @@ fn best_shapes(r: &SearchReport) -> String {
                 count(p.params as f64),
                 count(p.tokens as f64),
                 format!(
-                    "TP {} × PP {}, ZeRO {}",
-                    p.layout.tp, p.layout.pp, p.layout.zero
+                    "TP {} × PP {}{}, ZeRO {}",
+                    p.layout.tp,
+                    p.layout.pp,
+                    match (p.layout.ep, p.layout.etp) {
+                        (1, etp) if etp == p.layout.tp => String::new(),
+                        (ep, etp) if etp == p.layout.tp => format!(" × EP {ep}"),
+                        (ep, etp) => format!(" × EP {ep} (ETP {etp})"),
+                    },
+                    p.layout.zero
                 ),
                 fixed(p.days, 2),
                 fixed(p.loss, 5),
@@ -1206,7 +1279,15 @@ impl Exporter for Text {
                     (_, _, Some(reason)) => format!("never passes: {reason}"),
                     _ => "never passes".into(),
                 };
-                vec![v.model.clone(), count(v.params as f64), what]
+                let params = match v.active_params {
+                    Some(active) => format!(
+                        "{} ({} active)",
+                        count(v.params as f64),
+                        count(active as f64)
+                    ),
+                    None => count(v.params as f64),
+                };
+                vec![v.model.clone(), params, what]
             })
             .collect();
         out.push_str(&table(
@@ -1215,6 +1296,9 @@ impl Exporter for Text {
             "lrl",
             "  ",
         ));
+        if let Some(line) = law_note(r) {
+            out.push_str(&line);
+        }
         for v in &listed {
             for e in &v.excluded {
                 let _ = writeln!(
