@@ -195,19 +195,17 @@ fn a_layer_rule_in_the_config_moves_the_experts() {
 }
 
 #[test]
-fn a_mixture_of_experts_is_counted_but_not_yet_planned() {
-    // `read` gives what the layouts and the step model plan; a mixture of experts is refused
-    // there in one line that gives its counts.
-    let e = hf::read(&fixture("mixtral-8x7b-v0.1"))
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("mixtral-8x7b-v0.1/config.json"), "{e}");
+fn a_mixture_of_experts_is_read_and_latent_attention_refused_with_its_counts() {
+    // `read` gives what the layouts and the step model plan: a mixture of experts with
+    // grouped-query attention among them; latent attention is refused in one line with its
+    // counts.
+    let mixtral = hf::read(&fixture("mixtral-8x7b-v0.1")).unwrap();
+    assert_eq!(mixtral.params(), 46_702_792_704);
+    assert_eq!(mixtral.active_params(), 12_879_925_248);
+    let e = hf::read(&fixture("deepseek-v3")).unwrap_err().to_string();
+    assert!(e.contains("deepseek-v3/config.json"), "{e}");
     assert!(
-        e.contains("a mixture of experts (8 routed, 2 a token"),
-        "{e}"
-    );
-    assert!(
-        e.contains("46,702,792,704 parameters, 12,879,925,248 active"),
+        e.contains("multi-head latent attention (671,026,419,200 parameters)"),
         "{e}"
     );
     assert!(!e.contains('\n'), "{e}");

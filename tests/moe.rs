@@ -376,3 +376,59 @@ fn search_tries_every_expert_degree_that_fits_and_reports_it() {
         assert_eq!(p["layout"]["etp"], 1);
     }
 }
+
+#[test]
+fn megatron_s_recompute_modules_keep_less_and_cost_what_they_recompute() {
+    let mixtral = fixture("mixtral-8x7b-v0.1");
+    let plan = |extra: &[&str]| {
+        let mut args = vec![
+            "check",
+            "--model-config",
+            &mixtral,
+            "--tokens",
+            "1e12",
+            "--gpus",
+            "64",
+            "--tp",
+            "2",
+            "--pp",
+            "4",
+            "--ep",
+            "8",
+            "--etp",
+            "1",
+            "--memory",
+            "detailed",
+            "--time",
+            "detailed",
+            "--recompute",
+            "none",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        json(&args)
+    };
+    let at = |p: &serde_json::Value| {
+        (
+            p["memory_gb"]["activations"].as_f64().unwrap(),
+            p["step_seconds"].as_f64().unwrap(),
+        )
+    };
+    let (none, t_none) = at(&plan(&[]));
+    let (act, t_act) = at(&plan(&["--moe-recompute", "act"]));
+    let (layer, t_layer) = at(&plan(&["--moe-recompute", "layer"]));
+    let (norms, t_norms) = at(&plan(&["--norm-recompute", "on"]));
+    // moe_act drops SwiGLU's output of each route, 2·f_e bytes (BF16). The rank runs
+    // R = T·k·ETP/TP = 8,192·2·1/2 = 8,192 routes a micro-batch (balanced), and the first
+    // stage holds 8 layers × 4 micro-batches: 8,192 · 2 · 14,336 · 32 / 1e9 = 7.516 GB.
+    assert!((none - act - 7.516).abs() < 0.01, "{none} {act}");
+    // The whole layer recomputed keeps less still, and costs a forward of the routed part.
+    assert!(
+        layer < act && t_layer > t_act && t_act > t_none,
+        "{layer} {t_layer} {t_act}"
+    );
+    // The norms' outputs: 2 · 2h bytes a token over TP 2 (sequence parallel), 8,192 tokens,
+    // 32 layer-micro-batches: 2·2·4,096·8,192/2·32 / 1e9 = 2.147 GB; their time left out.
+    assert!((none - norms - 2.147).abs() < 0.01, "{none} {norms}");
+    assert_eq!(t_norms, t_none);
+}

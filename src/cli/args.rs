@@ -14,6 +14,7 @@ use crate::cost::memory::detailed::{
     Detailed, GradientPrecision, LossPrecision, Options, StageSplit,
 };
 use crate::cost::memory::MemoryModel;
+use crate::cost::moe::{Dispatcher, MoeRecompute};
 use crate::cost::precision::Precision;
 use crate::cost::scaling::LossLawPreset;
 use crate::cost::stack::Stack;
@@ -1103,6 +1104,53 @@ pub struct DetailedArgs {
     /// (Megatron-core's --overlap-moe-expert-parallel-comm) [detailed; default: off].
     #[arg(long, value_enum)]
     pub ep_overlap: Option<OnOff>,
+    /// What a mixture of experts's MoE layers recompute beyond --recompute: act, SwiGLU's
+    /// output (Megatron-core's --recompute-modules moe_act), or layer, the whole MoE layer
+    /// (moe) [detailed; default: none].
+    #[arg(long, value_enum)]
+    pub moe_recompute: Option<MoeRecomputeArg>,
+    /// Recompute the RMSNorms' outputs instead of keeping them (Megatron-core's
+    /// --recompute-modules layernorm) [detailed; default: off].
+    #[arg(long, value_enum)]
+    pub norm_recompute: Option<OnOff>,
+    /// How a mixture of experts's tokens cross nodes: alltoall, one message a route
+    /// (Megatron-core's default), or deepep, one a token and node, forwarded over NVLink
+    /// (--moe-token-dispatcher-type flex --moe-enable-deepep) [detailed; default: alltoall].
+    #[arg(long, value_enum)]
+    pub ep_dispatcher: Option<DispatcherArg>,
+}
+
+impl DetailedArgs {
+    /// The first flag given that sets how a mixture of experts runs, with its value (`None`
+    /// when none is): a dense model has nothing for it to set.
+    pub fn expert_flag(&self) -> Option<(&'static str, String)> {
+        let name = |v: &dyn std::fmt::Debug| format!("{v:?}").to_ascii_lowercase();
+        self.moe_imbalance
+            .map(|x| ("--moe-imbalance", format!("{x}")))
+            .or(self.ep_overlap.map(|v| ("--ep-overlap", name(&v))))
+            .or(self.moe_recompute.map(|v| ("--moe-recompute", name(&v))))
+            .or(self.ep_dispatcher.map(|v| ("--ep-dispatcher", name(&v))))
+    }
+}
+
+/// What MoE layers recompute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MoeRecomputeArg {
+    /// Nothing beyond --recompute.
+    None,
+    /// SwiGLU's output (moe_act).
+    Act,
+    /// The whole MoE layer (moe).
+    Layer,
+}
+
+/// The experts' dispatcher.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DispatcherArg {
+    /// One message a route.
+    Alltoall,
+    /// One message a token and node (DeepEP).
+    Deepep,
 }
 
 /// Gradient precision.
@@ -1164,7 +1212,10 @@ impl DetailedArgs {
             || self.reserve_gb.is_some()
             || self.fragmentation.is_some()
             || self.moe_imbalance.is_some()
-            || self.ep_overlap.is_some();
+            || self.ep_overlap.is_some()
+            || self.moe_recompute.is_some()
+            || self.norm_recompute.is_some()
+            || self.ep_dispatcher.is_some();
         if self.memory == MemoryArg::Plate {
             if given {
                 return Err(Error::invalid(
@@ -1204,6 +1255,20 @@ impl DetailedArgs {
             fragmentation: self.fragmentation.unwrap_or(d.fragmentation),
             moe_imbalance: self.moe_imbalance.unwrap_or(d.moe_imbalance),
             ep_overlap: self.ep_overlap.map_or(d.ep_overlap, |o| o == OnOff::On),
+            moe_recompute: match self.moe_recompute {
+                Some(MoeRecomputeArg::None) => MoeRecompute::None,
+                Some(MoeRecomputeArg::Act) => MoeRecompute::Act,
+                Some(MoeRecomputeArg::Layer) => MoeRecompute::Layer,
+                None => d.moe_recompute,
+            },
+            norm_recompute: self
+                .norm_recompute
+                .map_or(d.norm_recompute, |o| o == OnOff::On),
+            ep_dispatcher: match self.ep_dispatcher {
+                Some(DispatcherArg::Alltoall) => Dispatcher::AllToAll,
+                Some(DispatcherArg::Deepep) => Dispatcher::DeepEp,
+                None => d.ep_dispatcher,
+            },
         };
         options.validate()?;
         Ok(Some(options))

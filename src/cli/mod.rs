@@ -227,6 +227,16 @@ fn run_brief(args: &BriefCommandArgs, out: &mut dyn Write) -> Result<bool> {
 fn grade(args: &DesignArgs, sensitivity: bool) -> Result<CheckReport> {
     let brief = args.brief.resolve()?;
     let shape = args.shape()?;
+    if let (None, Some((flag, value))) = (&shape.experts, args.detailed.expert_flag()) {
+        return Err(Error::invalid(
+            flag,
+            value,
+            format!(
+                "a mixture of experts: {} is dense (the flag sets how its experts run)",
+                shape.name
+            ),
+        ));
+    }
     let layout = Layout::with(&brief, &shape, args.degrees(), args.zero())?;
     let tokens = args.tokens()?;
     let time = args.time.model(args.detailed.stack())?;

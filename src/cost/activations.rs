@@ -77,7 +77,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::cost::moe::Routed;
+use crate::cost::moe::{MoeRecompute, Routed};
 use crate::model::Shape;
 
 /// Which activations are recomputed in backward instead of kept.
@@ -359,6 +359,18 @@ impl Setting {
         .sum()
     }
 
+    /// The two RMSNorms' outputs a layer keeps as the QKV and MLP (or router and dispatch)
+    /// inputs, `2·input·s·b·h` bytes (`input` 2 in BF16, 1 for an FP8 copy; the eager kernels'
+    /// BF16 outputs, 2 each), split by t under sequence parallelism: what Megatron-core's
+    /// `--recompute-modules layernorm` recomputes from the norms' inputs instead of keeping.
+    pub fn norm_outputs(&self, shape: &Shape) -> f64 {
+        let input = match self.layer {
+            Layer::Llama(Kernels::Eager) | Layer::Gpt => 2.0,
+            Layer::Llama(_) => self.input_bytes(),
+        };
+        2.0 * self.bytes(&kept(input * shape.hidden as f64, Split::Replicated))
+    }
+
     /// The layer's BF16 input, `2·s·b·h` bytes, split by t under sequence parallelism: all a
     /// layer keeps under full recomputation.
     pub fn layer_input(&self, shape: &Shape) -> f64 {
@@ -432,18 +444,40 @@ impl Setting {
     /// the routed part ([`Setting::routed_bytes`]) unless the layer is recomputed. Full
     /// recomputation keeps the layer's input alone; selective-layer half the layers each way.
     /// torchtitan's and MaxText's op-level policies are not modelled with experts (the detailed
-    /// model refuses them).
-    pub fn stored_moe(&self, shape: &Shape, r: &Routed, recompute: Recompute) -> f64 {
+    /// model refuses them). Beyond the step's recomputation ([`MoeRecompute`]), `moe` keeps none
+    /// of the routed part (the dense part's input is the layer's) and `act` drops SwiGLU's
+    /// output of every route, the down projection's input (`f_e/ETP` elements).
+    pub fn stored_moe(
+        &self,
+        shape: &Shape,
+        r: &Routed,
+        recompute: Recompute,
+        moe: MoeRecompute,
+    ) -> f64 {
         let dense = moe_dense_part(shape);
+        let routed = match moe {
+            MoeRecompute::None => self.routed_bytes(shape, r),
+            MoeRecompute::Act => {
+                self.routed_bytes(shape, r) - r.routes * self.input_bytes() * r.width
+            }
+            MoeRecompute::Layer => 0.0,
+        };
         match recompute {
             Recompute::Full => self.layer_input(shape),
             Recompute::SelectiveLayer => {
-                (self.stored_moe(shape, r, Recompute::None) + self.layer_input(shape)) / 2.0
+                (self.stored_moe(shape, r, Recompute::None, moe) + self.layer_input(shape)) / 2.0
             }
-            Recompute::Selective => {
-                self.stored(&dense, Recompute::Selective) + self.routed_bytes(shape, r)
-            }
-            _ => self.stored(&dense, Recompute::None) + self.routed_bytes(shape, r),
+            Recompute::Selective => self.stored(&dense, Recompute::Selective) + routed,
+            _ => self.stored(&dense, Recompute::None) + routed,
+        }
+    }
+
+    /// Bytes of one element of a GEMM's saved input: 1 in FP8, else 2.
+    fn input_bytes(&self) -> f64 {
+        if self.fp8 {
+            1.0
+        } else {
+            2.0
         }
     }
 
@@ -451,10 +485,19 @@ impl Setting {
     /// part), with the routed part's: what it recomputes (all of it under full or
     /// selective-layer recomputation) and the two `f_e/ETP`-wide gradients of its SwiGLU, for
     /// every route, alive at the grouped GEMM's backward.
-    pub fn working_set_moe(&self, shape: &Shape, r: &Routed, recompute: Recompute) -> f64 {
+    pub fn working_set_moe(
+        &self,
+        shape: &Shape,
+        r: &Routed,
+        recompute: Recompute,
+        moe: MoeRecompute,
+    ) -> f64 {
         let dense = moe_dense_part(shape);
-        let recomputed = match recompute {
-            Recompute::Full | Recompute::SelectiveLayer => self.routed_bytes(shape, r),
+        let recomputed = match (recompute, moe) {
+            (Recompute::Full | Recompute::SelectiveLayer, _) | (_, MoeRecompute::Layer) => {
+                self.routed_bytes(shape, r)
+            }
+            (_, MoeRecompute::Act) => r.routes * self.input_bytes() * r.width,
             _ => 0.0,
         };
         let gradients = r.routes * 4.0 * r.width;

@@ -44,7 +44,7 @@
 
 use crate::cost::activations::{moe_dense_part, Kernels, Recompute};
 use crate::cost::chip::{Attention, Chip, FP8_BK, HBM_EFFICIENCY};
-use crate::cost::moe::Routed;
+use crate::cost::moe::{MoeRecompute, Routed};
 use crate::cost::precision::{Precision, CAST_BYTES, FUSED_CAST_BYTES};
 use crate::model::Shape;
 
@@ -399,8 +399,15 @@ impl Context<'_> {
     /// element-wise work: SwiGLU over every route (`6·f_e/ETP` bytes forward), the permutation
     /// into expert order and back (read and write `2h` each way, `8h` a route), the router's
     /// softmax and top-k (`12E` bytes a token). Recomputation repeats the routed forward as it
-    /// repeats the dense one (none under selective recomputation, which recomputes attention).
-    pub fn moe_layer(&self, shape: &Shape, recompute: Recompute, r: &Routed) -> LayerTime {
+    /// repeats the dense one (none under selective recomputation, which recomputes attention);
+    /// `moe` recomputes it whole, and `act` SwiGLU alone ([`MoeRecompute`]).
+    pub fn moe_layer(
+        &self,
+        shape: &Shape,
+        recompute: Recompute,
+        moe: MoeRecompute,
+        r: &Routed,
+    ) -> LayerTime {
         let mut time = self.layer(&moe_dense_part(shape), recompute);
         let t = self.tp as f64;
         let h = shape.hidden as f64;
@@ -417,9 +424,10 @@ impl Context<'_> {
             forward: elementwise,
             backward: 2.0 * elementwise,
         });
-        time.recompute += match recompute {
-            Recompute::Full => forward,
-            Recompute::SelectiveLayer => forward / 2.0,
+        time.recompute += match (recompute, moe) {
+            (Recompute::Full, _) | (_, MoeRecompute::Layer) => forward,
+            (Recompute::SelectiveLayer, _) => forward / 2.0,
+            (_, MoeRecompute::Act) => self.traffic(r.routes * 6.0 * r.width),
             _ => 0.0,
         };
         time

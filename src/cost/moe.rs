@@ -25,9 +25,92 @@
 //! (`--moe-router-force-load-balancing`); a run with a capacity factor `c` (token dropping)
 //! never exceeds `ι = c`.
 
+use serde::{Deserialize, Serialize};
+
 use crate::cost::topology::{Link, Topology};
 use crate::model::layout::Layout;
 use crate::model::Shape;
+
+/// What an MoE layer recomputes beyond the step's recomputation, as Megatron-core's
+/// `--recompute-modules` names it (`transformer_config.py`, `recompute_modules`): its routed
+/// part's activation function (`moe_act`: SwiGLU's output, the down projection's input, is
+/// recomputed from the up projection's output), or the whole MoE layer (`moe`: only the layer's
+/// input is kept; the router, the dispatch, the experts and the combine run again in the
+/// backward).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MoeRecompute {
+    /// Nothing beyond the step's recomputation.
+    #[default]
+    None,
+    /// SwiGLU's output of every route (`moe_act`).
+    Act,
+    /// The whole MoE layer (`moe`).
+    Layer,
+}
+
+impl MoeRecompute {
+    /// The name a user types.
+    pub fn name(self) -> &'static str {
+        match self {
+            MoeRecompute::None => "none",
+            MoeRecompute::Act => "act",
+            MoeRecompute::Layer => "layer",
+        }
+    }
+
+    /// Whether this is [`MoeRecompute::None`] (for serde's `skip_serializing_if`).
+    pub fn is_none(&self) -> bool {
+        *self == MoeRecompute::None
+    }
+}
+
+/// How the dispatch and combine cross nodes. Megatron-core's `alltoall` dispatcher sends every
+/// route to its expert's rank directly, so a token with `k` experts on other nodes crosses the
+/// network `k` times; DeepEP's internode kernels (`--moe-token-dispatcher-type flex
+/// --moe-enable-deepep`; DeepSeek-AI 2025, `deepseek-ai/DeepEP`, "normal kernels") send a token
+/// once to each node that holds any of its experts, over RDMA to the rank of the same local
+/// index, which forwards it over NVLink to the experts' ranks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dispatcher {
+    /// One message per route (Megatron-core's default).
+    #[default]
+    AllToAll,
+    /// One message per token and destination node (DeepEP).
+    DeepEp,
+}
+
+impl Dispatcher {
+    /// The name a user types.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dispatcher::AllToAll => "alltoall",
+            Dispatcher::DeepEp => "deepep",
+        }
+    }
+
+    /// Whether this is the default, [`Dispatcher::AllToAll`].
+    pub fn is_default(&self) -> bool {
+        *self == Dispatcher::AllToAll
+    }
+}
+
+/// The expected number of nodes among `nodes` (each holding `E/nodes` of the `E` experts) that a
+/// token's `k` distinct experts, drawn uniformly, fall on: `nodes · (1 − C(E − E/nodes, k) /
+/// C(E, k))`, the chance that a given node holds none of them being the hypergeometric
+/// `Π_{i<k} (E − E/nodes − i)/(E − i)`. Balanced routing is what the published runs force.
+pub fn nodes_reached(experts: f64, per_token: f64, nodes: f64) -> f64 {
+    if nodes <= 1.0 {
+        return 1.0;
+    }
+    let elsewhere = experts - experts / nodes;
+    let k = per_token.round() as u64;
+    let none = (0..k)
+        .map(|i| ((elsewhere - i as f64) / (experts - i as f64)).max(0.0))
+        .product::<f64>();
+    nodes * (1.0 - none)
+}
 
 /// The load imbalance of perfectly balanced routing: every rank gets the mean.
 pub const BALANCED: f64 = 1.0;
@@ -123,18 +206,55 @@ pub fn all_to_all(topology: &Topology, gpus_per_node: u64, stride: u64, n: u64, 
     if n <= 1 {
         return 0.0;
     }
-    // Members of the group in one node: the group's ranks run `stride` apart.
-    let in_node = (gpus_per_node / stride.max(1)).clamp(1, n);
+    let in_node = in_node(gpus_per_node, stride, n);
     let share = bytes / n as f64;
+    let near = (in_node - 1) as f64 * share;
+    let far = (n - in_node) as f64 * share;
+    exchange(topology, in_node < n, near, far)
+}
+
+/// Members of a group of `n` ranks `stride` apart in one node.
+fn in_node(gpus_per_node: u64, stride: u64, n: u64) -> u64 {
+    (gpus_per_node / stride.max(1)).clamp(1, n)
+}
+
+/// Seconds to move `near` bytes over NVLink and `far` over the NIC at once, after one latency
+/// of the slower link used (`across`: the group spans nodes).
+fn exchange(topology: &Topology, across: bool, near: f64, far: f64) -> f64 {
     let (intra, inter): (Link, Link) = (topology.intra(), topology.inter());
-    let near = (in_node - 1) as f64 * share / intra.bytes_per_second;
-    let far = (n - in_node) as f64 * share / inter.bytes_per_second;
-    let latency = if in_node < n {
-        inter.latency
-    } else {
-        intra.latency
-    };
-    latency + near.max(far)
+    let latency = if across { inter.latency } else { intra.latency };
+    latency + (near / intra.bytes_per_second).max(far / inter.bytes_per_second)
+}
+
+/// Seconds of one dispatch (or combine) of `r`'s routes over the EP group of `layout`, each
+/// route `bytes_per_route` (its token's `2h` BF16 bytes), by `dispatcher`: the `alltoall`
+/// dispatcher is [`all_to_all`] of the routes; DeepEP sends each of the rank's tokens once to
+/// each other node its experts are on ([`nodes_reached`]) and forwards within the node over
+/// NVLink, so the network carries tokens times remote nodes instead of routes off the node.
+pub fn dispatch(
+    topology: &Topology,
+    gpus_per_node: u64,
+    layout: &Layout,
+    r: &Routed,
+    bytes_per_route: f64,
+    dispatcher: Dispatcher,
+) -> f64 {
+    let (n, stride) = (layout.ep, layout.etp);
+    let bytes = bytes_per_route * r.sent;
+    let members = in_node(gpus_per_node, stride, n);
+    if dispatcher == Dispatcher::AllToAll || members >= n {
+        return all_to_all(topology, gpus_per_node, stride, n, bytes);
+    }
+    let nodes = (n / members) as f64;
+    let tokens = r.sent / r.per_token;
+    // Each node holds a token's experts with the same chance, `reached/nodes`; the other
+    // nodes' share is remote.
+    let reached = nodes_reached(r.experts, r.per_token, nodes);
+    let remote = reached * (nodes - 1.0) / nodes;
+    let far = tokens * remote * bytes_per_route;
+    // Every route off the rank crosses NVLink once, sent within the node or forwarded there.
+    let near = bytes * (n - 1) as f64 / n as f64;
+    exchange(topology, true, near, far)
 }
 
 #[cfg(test)]
@@ -236,5 +356,65 @@ mod tests {
         let strided = all_to_all(&t, 8, 2, 8, 8.0 * gb);
         assert!((strided - (nic.latency + 4.0 * gb / nic.bytes_per_second)).abs() < 1e-12);
         assert_eq!(all_to_all(&t, 8, 1, 1, gb), 0.0);
+    }
+
+    #[test]
+    fn a_token_s_experts_reach_nodes_as_the_hypergeometric_gives() {
+        // 8 of 128 experts over 4 nodes of 32: a node holds none with probability
+        // Π_{i<8} (96 − i)/(128 − i) = 0.0927473 (worked in Python), so 4·(1 − 0.0927473) =
+        // 3.6290109.
+        let n = nodes_reached(128.0, 8.0, 4.0);
+        assert!((n - 3.629_010_9).abs() < 1e-6, "{n}");
+        // One node, or top-1: one node.
+        assert_eq!(nodes_reached(128.0, 8.0, 1.0), 1.0);
+        assert!((nodes_reached(8.0, 1.0, 4.0) - 1.0).abs() < 1e-12);
+        // Every expert taken reaches every node.
+        assert!((nodes_reached(8.0, 8.0, 2.0) - 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn deepep_sends_a_token_once_to_each_remote_node() {
+        // Qwen3-235B's routing (128 experts, top-8) over EP 32 on 4 nodes of 8, TP 1, 4,096
+        // tokens: alltoall sends 24/32 of the 32,768 routes across; DeepEP 4,096 tokens times
+        // 3.629·3/4 remote nodes, 2.2× fewer bytes on the NIC.
+        let mut s = mixtral();
+        if let Some(e) = s.experts.as_mut() {
+            e.routed = 128;
+            e.per_token = 8;
+            e.ffn = 1536;
+        }
+        let brief = Brief {
+            gpus: 256,
+            ..Brief::default()
+        };
+        let degrees = Degrees {
+            ep: 32,
+            etp: Some(1),
+            ..Degrees::tp_pp(1, 1)
+        };
+        let l = Layout::with(&brief, &s, degrees, ZeroStage::new(1).unwrap()).unwrap();
+        let r = Routed::of(&s, &l, 4096.0, BALANCED).unwrap();
+        let t = Topology::default();
+        let nic = t.inter();
+        let route = 2.0 * 4096.0;
+        let a2a = dispatch(&t, 8, &l, &r, route, Dispatcher::AllToAll);
+        let want = nic.latency + 24.0 / 32.0 * 32_768.0 * route / nic.bytes_per_second;
+        assert!((a2a - want).abs() < 1e-12, "{a2a} {want}");
+        let deepep = dispatch(&t, 8, &l, &r, route, Dispatcher::DeepEp);
+        let remote = nodes_reached(128.0, 8.0, 4.0) * 3.0 / 4.0;
+        let want = nic.latency + 4096.0 * remote * route / nic.bytes_per_second;
+        assert!((deepep - want).abs() < 1e-12, "{deepep} {want}");
+        // Inside one node the two are the same.
+        let degrees = Degrees {
+            ep: 8,
+            etp: Some(1),
+            ..Degrees::tp_pp(1, 1)
+        };
+        let l = Layout::with(&brief, &s, degrees, ZeroStage::new(1).unwrap()).unwrap();
+        let r = Routed::of(&s, &l, 4096.0, BALANCED).unwrap();
+        assert_eq!(
+            dispatch(&t, 8, &l, &r, route, Dispatcher::DeepEp),
+            dispatch(&t, 8, &l, &r, route, Dispatcher::AllToAll)
+        );
     }
 }

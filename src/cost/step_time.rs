@@ -51,7 +51,7 @@ use crate::cost::memory::detailed::{
 };
 use crate::cost::memory::plate::shard;
 use crate::cost::memory::MemoryModel;
-use crate::cost::moe::{all_to_all, Routed};
+use crate::cost::moe::{dispatch, MoeRecompute, Routed};
 use crate::cost::precision::Precision;
 use crate::cost::reliability::Outage;
 use crate::cost::stack::{CpComm, Stack};
@@ -468,7 +468,7 @@ impl MicroBatch {
             let gemm = l.gemm.forward + l.gemm.backward + l.recompute;
             let o = ctx.head(shape);
             let moe = routed.map(|r| {
-                let l = ctx.moe_layer(shape, step.recompute, &r);
+                let l = ctx.moe_layer(shape, step.recompute, d.options.moe_recompute, &r);
                 let gemm = l.gemm.forward + l.gemm.backward + l.recompute;
                 ((l.total(), l.forward(), gemm), r)
             });
@@ -617,6 +617,10 @@ pub struct Unsharded {
     flops: (f64, f64, f64),
 }
 
+/// SMs the experts' dispatch and combine kernels hold while they run beside compute: 20, the
+/// budget Megatron-core gives DeepEP (`moe_deepep_num_sms`, `transformer_config.py`).
+pub const COMM_SMS: f64 = 20.0;
+
 /// One MoE layer's compute per micro-batch (`compute`: all, forward, GEMMs) with its exposed
 /// TP collectives and its expert-parallel traffic ([`crate::cost::moe`]): the dense layer's TP
 /// collectives `tp_layer` halved without shared experts (only attention's remain; the routed
@@ -627,7 +631,8 @@ pub struct Unsharded {
 /// the forward's two of each, selective-layer half of them. Megatron-core runs them exposed
 /// unless `--overlap-moe-expert-parallel-comm` is set (`ep_overlap`): then each micro-batch's
 /// all-to-alls run beside another's compute, hidden behind the MoE layer's compute as far as it
-/// lasts (the ETP gathers stay exposed).
+/// lasts (the ETP gathers stay exposed), and that compute, short of the SMs the
+/// communication holds ([`COMM_SMS`] of the chip's), takes `1/(1 − COMM_SMS/SMs)` as long.
 fn moe_layer_comm(
     machine: &Machine,
     shape: &Shape,
@@ -643,7 +648,7 @@ fn moe_layer_comm(
     let h = shape.hidden as f64;
     let topology = &machine.topology;
     let node = machine.cluster.gpus_per_node;
-    let a2a = all_to_all(topology, node, layout.etp, layout.ep, 2.0 * h * r.sent);
+    let a2a = dispatch(topology, node, layout, r, 2.0 * h, d.options.ep_dispatcher);
     let etp = if layout.etp > 1 {
         2.0 * reduce_scatter(
             link_for(machine, 1, layout.etp),
@@ -653,14 +658,22 @@ fn moe_layer_comm(
     } else {
         0.0
     };
-    let pairs = match d.step.recompute {
-        Recompute::Full => 3.0,
-        Recompute::SelectiveLayer => 2.5,
+    // A recomputed MoE layer (`moe`) runs its forward's dispatch and combine again.
+    let pairs = match (d.step.recompute, d.options.moe_recompute) {
+        (Recompute::Full, _) | (_, MoeRecompute::Layer) => 3.0,
+        (Recompute::SelectiveLayer, _) => 2.5,
         _ => 2.0,
     };
     let all_to_alls = pairs * 2.0 * a2a;
     let exposed = if d.options.ep_overlap {
-        all_to_alls - hidden(all_to_alls, 1.0, compute.0)
+        // While they run beside compute, the dispatch and combine kernels hold
+        // `COMM_SMS` of the chip's SMs, and the compute beside them runs on the rest.
+        let share = stack_chip(machine, d.options.stack)
+            .ok()
+            .flatten()
+            .map_or(0.0, |c| COMM_SMS / f64::from(c.sms));
+        let beside = hidden(all_to_alls, 1.0, compute.0);
+        all_to_alls - beside + beside * share / (1.0 - share)
     } else {
         all_to_alls
     };

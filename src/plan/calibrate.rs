@@ -18,6 +18,7 @@ use crate::brief::{Brief, BriefPatch};
 use crate::cost::activations::Recompute;
 use crate::cost::calibration::{golden_section, Calibration, SUSTAINED};
 use crate::cost::memory::detailed::{Detailed, GradientPrecision, Options, StageSplit};
+use crate::cost::moe::{Dispatcher, MoeRecompute};
 use crate::cost::precision::Precision;
 use crate::cost::stack::Stack;
 use crate::cost::step::{Schedule, Step};
@@ -98,6 +99,10 @@ pub struct Run {
     /// sets it (`--overlap-moe-expert-parallel-comm`; default off).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ep_overlap: bool,
+    /// The experts' token dispatcher as the recipe names it (`alltoall`, `flex/deepep`); DeepEP
+    /// when it names it, else Megatron-core's `alltoall`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub dispatcher: String,
     /// The precision of the matrix products (default BF16).
     #[serde(default)]
     pub precision: Precision,
@@ -212,8 +217,60 @@ impl Run {
         Ok(stack)
     }
 
-    /// Recomputation from the source's words.
+    /// Megatron-core's `--recompute-modules` when the source lists them,
+    /// `selective (layernorm, moe_act)`: the names in parentheses, if every one is a module
+    /// Megatron-core recomputes (`transformer_config.py`).
+    pub fn recompute_modules(&self) -> Option<Vec<String>> {
+        const MODULES: [&str; 7] = [
+            "core_attn",
+            "layernorm",
+            "moe_act",
+            "moe",
+            "mlp",
+            "shared_experts",
+            "mla_up_proj",
+        ];
+        let text = self.recompute.to_ascii_lowercase();
+        let inner = text.strip_prefix("selective")?.trim();
+        let inner = inner.strip_prefix('(')?.strip_suffix(')')?;
+        let modules: Vec<String> = inner.split(',').map(|m| m.trim().to_string()).collect();
+        modules
+            .iter()
+            .all(|m| MODULES.contains(&m.as_str()))
+            .then_some(modules)
+    }
+
+    /// What the MoE layers recompute beyond the step's recomputation, from Megatron-core's
+    /// modules: the whole layer (`moe`), SwiGLU's output (`moe_act`), or nothing (`layernorm`
+    /// is [`Options::norm_recompute`]).
+    pub fn moe_recompute(&self) -> MoeRecompute {
+        match self.recompute_modules() {
+            Some(m) if m.iter().any(|m| m == "moe") => MoeRecompute::Layer,
+            Some(m) if m.iter().any(|m| m == "moe_act") => MoeRecompute::Act,
+            _ => MoeRecompute::None,
+        }
+    }
+
+    /// The experts' dispatcher: DeepEP where the recipe names it.
+    pub fn ep_dispatcher(&self) -> Dispatcher {
+        if self.dispatcher.to_ascii_lowercase().contains("deepep") {
+            Dispatcher::DeepEp
+        } else {
+            Dispatcher::AllToAll
+        }
+    }
+
+    /// Recomputation from the source's words. Megatron-core's module list recomputes core
+    /// attention only where it names `core_attn` (selective recomputation as trainplan
+    /// models it); otherwise its modules are the MoE layers' ([`Run::moe_recompute`]).
     pub fn recompute_mode(&self) -> Recompute {
+        if let Some(modules) = self.recompute_modules() {
+            return if modules.iter().any(|m| m == "core_attn") {
+                Recompute::Selective
+            } else {
+                Recompute::None
+            };
+        }
         let text = self.recompute.to_ascii_lowercase();
         match text.split_whitespace().next().unwrap_or("") {
             "none" => Recompute::None,
@@ -292,6 +349,11 @@ impl Run {
             options.gradients = g;
         }
         options.ep_overlap = self.ep_overlap;
+        options.moe_recompute = self.moe_recompute();
+        options.norm_recompute = self
+            .recompute_modules()
+            .is_some_and(|m| m.iter().any(|m| m == "layernorm"));
+        options.ep_dispatcher = self.ep_dispatcher();
         match self.stages.as_deref() {
             None => {}
             Some("llama3") => options.stages = StageSplit::Llama3,

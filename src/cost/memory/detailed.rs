@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use super::breakdown::{Detail, Memory, StageInfo, StageRole};
 use super::plate::shard;
 use crate::cost::activations::{Kernels, Layer, Recompute, Setting};
-use crate::cost::moe::{Routed, BALANCED, MAX_IMBALANCE};
+use crate::cost::moe::{Dispatcher, MoeRecompute, Routed, BALANCED, MAX_IMBALANCE};
 use crate::cost::stack::{CpComm, Stack};
 use crate::cost::step::{StageKinds, Step, MAX_STAGE_KINDS};
 use crate::error::{Error, Result};
@@ -72,6 +72,19 @@ pub struct Options {
     /// the time model hides them behind the MoE layer's compute, as far as it lasts.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ep_overlap: bool,
+    /// What a mixture of experts's MoE layers recompute beyond the step's recomputation
+    /// (Megatron-core's `--recompute-modules moe_act` or `moe`; default nothing).
+    #[serde(default, skip_serializing_if = "MoeRecompute::is_none")]
+    pub moe_recompute: MoeRecompute,
+    /// The RMSNorms' outputs recomputed from their inputs in the backward instead of kept
+    /// (Megatron-core's `--recompute-modules layernorm`; default off). Its time, one norm's
+    /// read and write of `4h` bytes a token, is left out: under 1 % of a layer's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub norm_recompute: bool,
+    /// How the experts' dispatch and combine cross nodes: Megatron-core's `alltoall` (the
+    /// default) or DeepEP's, which sends a token once to each node its experts are on.
+    #[serde(default, skip_serializing_if = "Dispatcher::is_default")]
+    pub ep_dispatcher: Dispatcher,
 }
 
 fn balanced() -> f64 {
@@ -94,6 +107,9 @@ impl Default for Options {
             fragmentation: 0.05,
             moe_imbalance: BALANCED,
             ep_overlap: false,
+            moe_recompute: MoeRecompute::None,
+            norm_recompute: false,
+            ep_dispatcher: Dispatcher::AllToAll,
         }
     }
 }
@@ -466,16 +482,31 @@ impl Detailed {
             sequence_parallel: step.sequence_parallel,
             fp8: precision.is_fp8(),
         };
-        let per_layer = setting.stored(shape, step.recompute);
+        // Megatron-core's `layernorm` module recomputes the norms' outputs wherever the step
+        // keeps them (all of its layers but those it recomputes whole).
+        let norms = if opts.norm_recompute {
+            let share = match step.recompute {
+                Recompute::None | Recompute::Selective => 1.0,
+                Recompute::SelectiveLayer => 0.5,
+                _ => 0.0,
+            };
+            share * setting.norm_outputs(shape)
+        } else {
+            0.0
+        };
+        let per_layer = setting.stored(shape, step.recompute) - norms;
         let routed = Routed::of(
             shape,
             layout,
             (local_seq * step.micro_batch) as f64,
             opts.moe_imbalance,
         );
-        let per_moe_layer = routed.map_or(0.0, |r| setting.stored_moe(shape, &r, step.recompute));
-        let moe_working =
-            routed.map_or(0.0, |r| setting.working_set_moe(shape, &r, step.recompute));
+        let per_moe_layer = routed.map_or(0.0, |r| {
+            setting.stored_moe(shape, &r, step.recompute, opts.moe_recompute) - norms
+        });
+        let moe_working = routed.map_or(0.0, |r| {
+            setting.working_set_moe(shape, &r, step.recompute, opts.moe_recompute)
+        });
         // Each stage's MoE layers (the most of its run), from the stages' layers; none dense.
         let stage_list = if routed.is_some() {
             stage_layers(u64::from(shape.layers), layout.pp, opts.stages)?

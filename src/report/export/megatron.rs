@@ -34,6 +34,8 @@ use super::launch::{CpExchange, Launch};
 use crate::cost::activations::{Kernels, Recompute};
 use crate::cost::chip::Attention;
 use crate::cost::compute::LossKernel;
+use crate::cost::memory::detailed::Options;
+use crate::cost::moe::{Dispatcher, MoeRecompute};
 use crate::cost::precision::Precision;
 use crate::cost::step::{deepest_interleaving, Schedule};
 use crate::error::{Error, Result};
@@ -327,7 +329,7 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
         push("--qk-layernorm", None);
     }
     if let Some(e) = &s.experts {
-        experts(s, e, layout, &mut push).map_err(refuse)?;
+        experts(s, e, layout, &l.options, &mut push).map_err(refuse)?;
     }
     // The step.
     push("--seq-length", Some(step.seq_len.to_string()));
@@ -335,9 +337,32 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     push("--micro-batch-size", Some(step.micro_batch.to_string()));
     push("--global-batch-size", Some(l.global_batch.to_string()));
     push("--train-iters", Some(l.iterations().to_string()));
+    // Megatron-core's recompute modules: core attention under selective recomputation (its
+    // default list), the norms and the MoE layers' parts where the options ask for them.
+    let mut modules: Vec<&str> = Vec::new();
+    if step.recompute == Recompute::Selective {
+        modules.push("core_attn");
+    }
+    if matches!(step.recompute, Recompute::None | Recompute::Selective) {
+        if l.options.norm_recompute {
+            modules.push("layernorm");
+        }
+        if s.experts.is_some() {
+            match l.options.moe_recompute {
+                MoeRecompute::None => {}
+                MoeRecompute::Act => modules.push("moe_act"),
+                MoeRecompute::Layer => modules.push("moe"),
+            }
+        }
+    }
     match step.recompute {
-        Recompute::None => {}
-        Recompute::Selective => push("--recompute-granularity", Some("selective".into())),
+        Recompute::None | Recompute::Selective if modules.is_empty() => {}
+        Recompute::None | Recompute::Selective => {
+            push("--recompute-granularity", Some("selective".into()));
+            if modules != ["core_attn"] {
+                push("--recompute-modules", Some(modules.join(" ")));
+            }
+        }
         Recompute::Full => {
             push("--recompute-granularity", Some("full".into()));
             push("--recompute-method", Some("uniform".into()));
@@ -519,13 +544,16 @@ impl Launcher for Megatron {
 /// `_add_moe_args`): the experts, their width and the shared experts', the top-k, which layers
 /// (`--moe-layer-freq`: left out when every layer is MoE, else the layers as a Python list
 /// of 1 for MoE and 0 for dense), the expert grid (EP, and ETP where it is not the TP, which
-/// Megatron-core defaults it to), and the grouped GEMMs and all-to-all dispatcher the time
-/// model costs. What Megatron-LM cannot build is refused by name: expert and router biases
-/// (gpt-oss's).
+/// Megatron-core defaults it to), and the grouped GEMMs and dispatcher the time model costs
+/// (`alltoall`, or DeepEP's: `flex` with `--moe-enable-deepep`), the all-to-all overlap, and the
+/// MoE layers' recomputation (`--recompute-modules`: `moe_act` or `moe`, and `layernorm`,
+/// beside `core_attn` under selective recomputation). What Megatron-LM cannot build is refused
+/// by name: expert and router biases (gpt-oss's).
 fn experts(
     s: &Shape,
     e: &Experts,
     layout: &Layout,
+    options: &Options,
     push: &mut impl FnMut(&'static str, Option<String>),
 ) -> std::result::Result<(), String> {
     if e.biases || e.router_bias {
@@ -564,8 +592,17 @@ fn experts(
         );
     }
     push("--moe-grouped-gemm", None);
-    push("--moe-token-dispatcher-type", Some("alltoall".into()));
+    match options.ep_dispatcher {
+        Dispatcher::AllToAll => push("--moe-token-dispatcher-type", Some("alltoall".into())),
+        Dispatcher::DeepEp => {
+            push("--moe-token-dispatcher-type", Some("flex".into()));
+            push("--moe-enable-deepep", None);
+        }
+    }
     push("--moe-router-load-balancing-type", Some("aux_loss".into()));
+    if options.ep_overlap {
+        push("--overlap-moe-expert-parallel-comm", None);
+    }
     Ok(())
 }
 
