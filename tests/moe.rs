@@ -427,8 +427,69 @@ fn megatron_s_recompute_modules_keep_less_and_cost_what_they_recompute() {
         layer < act && t_layer > t_act && t_act > t_none,
         "{layer} {t_layer} {t_act}"
     );
-    // The norms' outputs: 2 · 2h bytes a token over TP 2 (sequence parallel), 8,192 tokens,
-    // 32 layer-micro-batches: 2·2·4,096·8,192/2·32 / 1e9 = 2.147 GB; their time left out.
-    assert!((none - norms - 2.147).abs() < 0.01, "{none} {norms}");
+    // The MoE layers' pre-MLP norm output (Transformer Engine fuses the others into their
+    // GEMMs): 2h bytes a token over TP 2 (sequence parallel), 8,192 tokens, 32
+    // layer-micro-batches: 2·4,096·8,192/2·32 / 1e9 = 1.074 GB; its time left out.
+    assert!((none - norms - 1.074).abs() < 0.01, "{none} {norms}");
     assert_eq!(t_norms, t_none);
+}
+
+#[test]
+fn a_family_ranges_over_experts_top_k_and_granularity_and_names_them_back() {
+    // 32 layers of Llama 3 8B's width as E = 1 (dense) and 8, k = 1 and 2, G = 1 and 4: the
+    // dense shape once, and for E = 8 each (k, G): E·G experts of 14,336/G, k·G a token.
+    let r = json(&[
+        "search",
+        "--models",
+        "70b",
+        "--layers",
+        "32",
+        "--hidden",
+        "4096",
+        "--ffn-ratio",
+        "3.5",
+        "--experts",
+        "1..8:7",
+        "--top-k",
+        "1..2",
+        "--granularity",
+        "1..4:3",
+        "--gpus",
+        "64",
+        "--json",
+    ]);
+    let names: Vec<&str> = r["shapes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["model"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "llama3-70b",
+            "L32-h4096-f14336",
+            "L32-h4096-f14336-e8k1w14336",
+            "L32-h4096-f14336-e32k4w3584",
+            "L32-h4096-f14336-e8k2w14336",
+            "L32-h4096-f14336-e32k8w3584",
+        ]
+    );
+    // A name reads back as its shape: Mixtral's experts on Llama 3's vocabulary, Mixtral's
+    // 46,702,792,704 parameters and 12,879,925,248 active plus both embeddings' 96,256 more
+    // rows: 2·96,256·4,096 = 788,529,152.
+    let plan = json(&[
+        "check",
+        "--model",
+        "L32-h4096-f14336-e8k2w14336",
+        "--tokens",
+        "1e12",
+        "--gpus",
+        "64",
+        "--ep",
+        "8",
+        "--json",
+    ]);
+    assert_eq!(plan["params"], 46_702_792_704u64 + 788_529_152);
+    assert_eq!(plan["active_params"], 12_879_925_248u64 + 788_529_152);
 }

@@ -22,7 +22,7 @@ use crate::cost::step::{Schedule, Step};
 use crate::cost::step_time::{stack_chip, TimeModel, TimeOptions};
 use crate::error::{Error, Result};
 use crate::input::{self, hf};
-use crate::model::family::{Family, Span};
+use crate::model::family::{ExpertRanges, Family, Span};
 use crate::model::layout::{Degrees, ExpertSpace, ZeroStage};
 use crate::model::{
     self, Architecture, Attention, Biases, Shape, ShapeSpec, LLAMA3_HEAD_DIM, LLAMA3_KV_HEADS,
@@ -947,6 +947,18 @@ pub struct FamilyArgs {
     /// The ad-hoc shape's output head shares the input embedding.
     #[arg(long, requires = "ffn")]
     pub tied_embeddings: bool,
+    /// Each family shape also as mixtures of experts of these expansions E, the experts'
+    /// capacity over one dense MLP's (1 is the dense shape), for example 1..16 (Krajewski et
+    /// al. 2024's terms) [default: dense only].
+    #[arg(long, value_name = "RANGE", requires = "ffn_ratio")]
+    pub experts: Option<String>,
+    /// Dense-width experts a token goes to, k ≤ E [default: 1].
+    #[arg(long, value_name = "RANGE", requires = "experts")]
+    pub top_k: Option<String>,
+    /// Granularities G: each expert cut into G of width f/G, E·G routed and k·G a token
+    /// [default: 1].
+    #[arg(long, value_name = "RANGE", requires = "experts")]
+    pub granularity: Option<String>,
 }
 
 impl FamilyArgs {
@@ -997,6 +1009,12 @@ impl FamilyArgs {
                     .map_err(|_| Error::invalid("--kv-heads", kv_heads, "at most 4294967295"))?,
                 vocab: self.vocab,
                 ffn_multiple: self.ffn_multiple,
+                experts: ExpertRanges::parse(
+                    "--",
+                    self.experts.as_deref(),
+                    self.top_k.as_deref(),
+                    self.granularity.as_deref(),
+                )?,
             })),
             _ => Err(Error::invalid(
                 "shape family",
@@ -1109,8 +1127,9 @@ pub struct DetailedArgs {
     /// (moe) [detailed; default: none].
     #[arg(long, value_enum)]
     pub moe_recompute: Option<MoeRecomputeArg>,
-    /// Recompute the RMSNorms' outputs instead of keeping them (Megatron-core's
-    /// --recompute-modules layernorm) [detailed; default: off].
+    /// Recompute an MoE layer's pre-MLP norm output instead of keeping it (Megatron-core's
+    /// --recompute-modules layernorm; Transformer Engine fuses the other norms into their
+    /// GEMMs) [detailed; default: off].
     #[arg(long, value_enum)]
     pub norm_recompute: Option<OnOff>,
     /// How a mixture of experts's tokens cross nodes: alltoall, one message a route
@@ -1130,6 +1149,7 @@ impl DetailedArgs {
             .or(self.ep_overlap.map(|v| ("--ep-overlap", name(&v))))
             .or(self.moe_recompute.map(|v| ("--moe-recompute", name(&v))))
             .or(self.ep_dispatcher.map(|v| ("--ep-dispatcher", name(&v))))
+            .or(self.norm_recompute.map(|v| ("--norm-recompute", name(&v))))
     }
 }
 

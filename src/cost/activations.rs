@@ -359,16 +359,32 @@ impl Setting {
         .sum()
     }
 
-    /// The two RMSNorms' outputs a layer keeps as the QKV and MLP (or router and dispatch)
-    /// inputs, `2·input·s·b·h` bytes (`input` 2 in BF16, 1 for an FP8 copy; the eager kernels'
-    /// BF16 outputs, 2 each), split by t under sequence parallelism: what Megatron-core's
-    /// `--recompute-modules layernorm` recomputes from the norms' inputs instead of keeping.
-    pub fn norm_outputs(&self, shape: &Shape) -> f64 {
+    /// The output an MoE layer's pre-MLP RMSNorm keeps as the router's and the dispatch's
+    /// input, `input·s·b·h` bytes (`input` 2 in BF16, 1 for an FP8 copy; the eager kernels'
+    /// BF16 output, 2), split by t under sequence parallelism: what Megatron-core's
+    /// `--recompute-modules layernorm` recomputes from the norm's input instead of keeping. It
+    /// recomputes only norms that are modules of their own: Transformer Engine's layer spec
+    /// fuses the attention's norm, and a dense layer's MLP norm, into the next GEMM
+    /// (`LayerNormLinear`, the `IdentityOp` norms of `gpt_layer_specs.py`), which keeps its
+    /// output, so only an MoE layer's pre-MLP norm is recomputed.
+    pub fn norm_output(&self, shape: &Shape) -> f64 {
         let input = match self.layer {
             Layer::Llama(Kernels::Eager) | Layer::Gpt => 2.0,
             Layer::Llama(_) => self.input_bytes(),
         };
-        2.0 * self.bytes(&kept(input * shape.hidden as f64, Split::Replicated))
+        self.bytes(&kept(input * shape.hidden as f64, Split::Replicated))
+    }
+
+    /// Bytes of SwiGLU's output a route keeps at width `f_e/ETP` under the layer's kernels, what
+    /// `moe_act` recomputes: the fused kernels keep it as the down projection's input (BF16 or
+    /// its FP8 copy), the eager ones in BF16, the lean ones never.
+    fn act_output(&self, r: &Routed) -> f64 {
+        let per = match self.layer {
+            Layer::Llama(Kernels::Fused) | Layer::Gpt => self.input_bytes(),
+            Layer::Llama(Kernels::Eager) => 2.0,
+            Layer::Llama(Kernels::Lean) => 0.0,
+        };
+        r.routes * per * r.width
     }
 
     /// The layer's BF16 input, `2·s·b·h` bytes, split by t under sequence parallelism: all a
@@ -457,9 +473,7 @@ impl Setting {
         let dense = moe_dense_part(shape);
         let routed = match moe {
             MoeRecompute::None => self.routed_bytes(shape, r),
-            MoeRecompute::Act => {
-                self.routed_bytes(shape, r) - r.routes * self.input_bytes() * r.width
-            }
+            MoeRecompute::Act => self.routed_bytes(shape, r) - self.act_output(r),
             MoeRecompute::Layer => 0.0,
         };
         match recompute {
@@ -497,7 +511,7 @@ impl Setting {
             (Recompute::Full | Recompute::SelectiveLayer, _) | (_, MoeRecompute::Layer) => {
                 self.routed_bytes(shape, r)
             }
-            (_, MoeRecompute::Act) => r.routes * self.input_bytes() * r.width,
+            (_, MoeRecompute::Act) => self.act_output(r),
             _ => 0.0,
         };
         let gradients = r.routes * 4.0 * r.width;

@@ -245,7 +245,8 @@ pub fn dispatch(
     if dispatcher == Dispatcher::AllToAll || members >= n {
         return all_to_all(topology, gpus_per_node, stride, n, bytes);
     }
-    let nodes = (n / members) as f64;
+    // A group that does not fill its last node counts it in part.
+    let nodes = n as f64 / members as f64;
     let tokens = r.sent / r.per_token;
     // Each node holds a token's experts with the same chance, `reached/nodes`; the other
     // nodes' share is remote.

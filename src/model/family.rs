@@ -7,14 +7,21 @@
 //! the heads; the FFN width is `ratio × h` rounded to the nearest multiple of `ffn_multiple`, as
 //! Llama's `multiple_of` rule rounds it (Llama 3: 14,336 = 3.5 × 4,096; 53,248 = 3.25 × 16,384).
 //! Combinations that round to the same shape are kept once.
+//!
+//! A family may also range over mixtures of experts ([`ExpertRanges`]), in the terms of
+//! Krajewski et al., "Scaling Laws for Fine-Grained Mixture of Experts" (2024): an expansion
+//! `E` (the experts' capacity over one dense MLP's), `k` of those activated, and a granularity
+//! `G` that cuts each into `G` narrower experts: `E·G` routed experts of width `f/G` on every
+//! layer, `k·G` of them a token. `E = 1` is the dense shape itself (and `k` and `G` are then
+//! left out), so one family can hold dense and MoE shapes alike.
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::format::general;
 use crate::model::{
-    Architecture, Attention, Biases, Shape, ShapeSpec, LLAMA3_HEAD_DIM, LLAMA3_KV_HEADS,
-    LLAMA3_VOCAB,
+    Architecture, Attention, Biases, Experts, LayerSet, Shape, ShapeSpec, LLAMA3_HEAD_DIM,
+    LLAMA3_KV_HEADS, LLAMA3_VOCAB,
 };
 
 /// An inclusive range `start..end:step` of numbers.
@@ -96,7 +103,23 @@ pub struct Family {
     pub vocab: u64,
     /// The FFN width is rounded to a multiple of this.
     pub ffn_multiple: u64,
+    /// The mixtures of experts each shape is also tried as, if any.
+    pub experts: Option<ExpertRanges>,
 }
+
+/// The ranges of a family's mixtures of experts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ExpertRanges {
+    /// The expansion `E`, whole numbers (1: the dense shape).
+    pub expansion: Span,
+    /// Experts of the dense MLP's width a token goes to, `k ≤ E`, whole.
+    pub top_k: Span,
+    /// The granularity `G`, whole: each expert cut into `G` of width `f/G` (rounded).
+    pub granularity: Span,
+}
+
+/// The most routed experts a family's mixture may have, `E·G`.
+pub const MAX_EXPERTS: f64 = 4096.0;
 
 /// A family as a brief file gives it: the three ranges as text, the rest as numbers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -120,6 +143,15 @@ pub struct FamilySpec {
     /// FFN rounding multiple (default 256).
     #[serde(default = "default_ffn_multiple")]
     pub ffn_multiple: u64,
+    /// Expansions `E` of a mixture of experts, `start..end:step` (none: dense shapes only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experts: Option<String>,
+    /// Experts a token goes to, `k` (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<String>,
+    /// Granularities `G` (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub granularity: Option<String>,
 }
 
 fn default_head_dim() -> u64 {
@@ -146,7 +178,112 @@ impl FamilySpec {
             kv_heads: self.kv_heads,
             vocab: self.vocab,
             ffn_multiple: self.ffn_multiple,
+            experts: ExpertRanges::parse(
+                "brief.family.",
+                self.experts.as_deref(),
+                self.top_k.as_deref(),
+                self.granularity.as_deref(),
+            )?,
         })
+    }
+}
+
+impl ExpertRanges {
+    /// The ranges from their texts (`prefix` names the fields in errors: `--` for flags,
+    /// `brief.family.` for a brief): `None` without expansions; `k` and `G` default to 1 and
+    /// need expansions.
+    pub fn parse(
+        prefix: &str,
+        expansion: Option<&str>,
+        top_k: Option<&str>,
+        granularity: Option<&str>,
+    ) -> Result<Option<ExpertRanges>> {
+        let dash = prefix == "--";
+        let name = |f: &str| {
+            if dash {
+                format!("--{}", f.replace('_', "-"))
+            } else {
+                format!("{prefix}{f}")
+            }
+        };
+        let Some(expansion) = expansion else {
+            if let Some((f, v)) = [("top_k", top_k), ("granularity", granularity)]
+                .into_iter()
+                .find_map(|(f, v)| v.map(|v| (f, v)))
+            {
+                return Err(Error::invalid(
+                    name(f),
+                    v,
+                    format!(
+                        "a range with {} (the expansions it applies to)",
+                        name("experts")
+                    ),
+                ));
+            }
+            return Ok(None);
+        };
+        let span = |f: &str, text: Option<&str>| Span::parse(&name(f), text.unwrap_or("1"));
+        let ranges = ExpertRanges {
+            expansion: span("experts", Some(expansion))?,
+            top_k: span("top_k", top_k)?,
+            granularity: span("granularity", granularity)?,
+        };
+        for (f, s) in [
+            ("experts", ranges.expansion),
+            ("top_k", ranges.top_k),
+            ("granularity", ranges.granularity),
+        ] {
+            if [s.start, s.end, s.step].iter().any(|x| x.fract() != 0.0) || s.end > MAX_EXPERTS {
+                return Err(Error::invalid(
+                    name(f),
+                    s.text(),
+                    format!("whole numbers up to {MAX_EXPERTS} in the range and its step"),
+                ));
+            }
+        }
+        Ok(Some(ranges))
+    }
+
+    /// Combinations the ranges hold, before any is left out.
+    fn count(&self) -> u64 {
+        self.expansion
+            .count()
+            .saturating_mul(self.top_k.count())
+            .saturating_mul(self.granularity.count())
+    }
+
+    /// The mixtures of a dense MLP of width `ffn` the ranges make, in order of `E`, `k`, `G`:
+    /// `None` for the dense shape (`E = 1`, once), else `E·G` experts of width `round(f/G)`,
+    /// `k·G` a token, on every layer; `k > E`, a width below 1 or more than [`MAX_EXPERTS`]
+    /// experts left out.
+    fn mixtures(&self, ffn: u64) -> Vec<Option<Experts>> {
+        let mut out = Vec::new();
+        for e in self.expansion.values() {
+            if e == 1.0 {
+                out.push(None);
+                continue;
+            }
+            for k in self.top_k.values() {
+                for g in self.granularity.values() {
+                    let width = (ffn as f64 / g).round();
+                    if k > e || width < 1.0 || e * g > MAX_EXPERTS {
+                        continue;
+                    }
+                    out.push(Some(Experts {
+                        routed: (e * g) as u32,
+                        per_token: (k * g) as u32,
+                        ffn: width as u64,
+                        shared_ffn: 0,
+                        shared_gate: false,
+                        biases: false,
+                        router_bias: false,
+                        score_bias: false,
+                        layers: LayerSet::ALL,
+                    }));
+                }
+            }
+        }
+        out
     }
 }
 
@@ -171,6 +308,7 @@ impl Family {
             kv_heads: default_kv_heads(),
             vocab: default_vocab(),
             ffn_multiple: default_ffn_multiple(),
+            experts: None,
         })
     }
 
@@ -193,7 +331,8 @@ impl Family {
         }
         let count = spans
             .iter()
-            .fold(1u64, |n, (_, s)| n.saturating_mul(s.count()));
+            .fold(1u64, |n, (_, s)| n.saturating_mul(s.count()))
+            .saturating_mul(self.experts.map_or(1, |x| x.count()));
         if count > MAX_SHAPES as u64 {
             return Err(Error::invalid(
                 "shape family",
@@ -254,27 +393,36 @@ impl Family {
                 if heads % u64::from(self.kv_heads) != 0 {
                     continue;
                 }
+                let group = shapes.len();
                 for &r in &ratios {
                     let multiples = (r * h as f64 / self.ffn_multiple as f64).round().max(1.0);
                     let ffn = multiples as u64 * self.ffn_multiple;
-                    let shape = ShapeSpec {
-                        name: String::new(),
-                        layers: l as u32,
-                        hidden: h,
-                        ffn,
-                        heads: heads as u32,
-                        kv_heads: self.kv_heads,
-                        vocab: self.vocab,
-                        head_dim: None,
-                        tied_embeddings: false,
-                        biases: Biases::default(),
-                        architecture: Architecture::default(),
-                        experts: None,
-                        attention: Attention::default(),
-                    }
-                    .build_named()?;
-                    if shapes.last() != Some(&shape) {
-                        shapes.push(shape);
+                    let mixtures = match &self.experts {
+                        None => vec![None],
+                        Some(x) => x.mixtures(ffn),
+                    };
+                    for experts in mixtures {
+                        let shape = ShapeSpec {
+                            name: String::new(),
+                            layers: l as u32,
+                            hidden: h,
+                            ffn,
+                            heads: heads as u32,
+                            kv_heads: self.kv_heads,
+                            vocab: self.vocab,
+                            head_dim: None,
+                            tied_embeddings: false,
+                            biases: Biases::default(),
+                            architecture: Architecture::default(),
+                            experts,
+                            attention: Attention::default(),
+                        }
+                        .build_named()?;
+                        // Ratios that round to one width make the same shapes again, for this
+                        // (layers, hidden) only.
+                        if !shapes[group..].contains(&shape) {
+                            shapes.push(shape);
+                        }
                     }
                 }
             }

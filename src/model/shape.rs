@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::model::{Attention, Experts};
+use crate::model::{Attention, Experts, LayerSet};
 
 /// Which linear layers carry a bias vector. Llama 3 and Mistral have none; Qwen2 has them on the
 /// query, key and value projections; a Llama config's `attention_bias` puts them on all four
@@ -832,7 +832,9 @@ impl ShapeSpec {
     /// A Llama-like shape named by its dimensions, `L<layers>-h<hidden>-f<ffn>`, with a suffix
     /// for each dimension that is not Llama 3's: `-a<heads>` when the heads are not `h / 128`,
     /// `-d<head_dim>` when that is not `h / heads`, `-kv<kv_heads>` when not 8, `-v<vocab>` when
-    /// not 128,256, `-tied` for tied embeddings. [`preset`] reads every such name back.
+    /// not 128,256, `-tied` for tied embeddings, and for a family's mixture of experts (every
+    /// layer, no shared expert) `-e<routed>k<per token>w<expert width>`. [`preset`] reads every
+    /// such name back.
     pub fn dimension_name(&self) -> String {
         let mut name = format!("L{}-h{}-f{}", self.layers, self.hidden, self.ffn);
         if u64::from(self.heads) * LLAMA3_HEAD_DIM != self.hidden {
@@ -852,8 +854,29 @@ impl ShapeSpec {
         if self.tied_embeddings {
             name += "-tied";
         }
+        if let Some(e) = &self.experts {
+            name += &format!("-e{}k{}w{}", e.routed, e.per_token, e.ffn);
+        }
         name
     }
+}
+
+/// A family's mixture of experts as its name gives it, `e<routed>k<per token>w<width>`.
+fn named_experts(part: &str) -> Option<Experts> {
+    let rest = part.strip_prefix('e')?;
+    let (routed, rest) = rest.split_once('k')?;
+    let (per_token, width) = rest.split_once('w')?;
+    Some(Experts {
+        routed: routed.parse().ok()?,
+        per_token: per_token.parse().ok()?,
+        ffn: width.parse().ok()?,
+        shared_ffn: 0,
+        shared_gate: false,
+        biases: false,
+        router_bias: false,
+        score_bias: false,
+        layers: LayerSet::ALL,
+    })
 }
 
 /// A shape named by its dimensions as [`ShapeSpec::dimension_name`] names it (a family's
@@ -867,6 +890,7 @@ fn family_shape(name: &str) -> Result<Option<Shape>> {
     };
     let (mut heads, mut head_dim, mut kv_heads, mut vocab, mut tied) =
         (None, None, u64::from(LLAMA3_KV_HEADS), LLAMA3_VOCAB, false);
+    let mut experts = None;
     for part in parts {
         let value = |prefix: &str| {
             part.strip_prefix(prefix)
@@ -874,6 +898,8 @@ fn family_shape(name: &str) -> Result<Option<Shape>> {
         };
         if part == "tied" {
             tied = true;
+        } else if let Some(e) = named_experts(part) {
+            experts = Some(e);
         } else if let Some(kv) = value("kv") {
             kv_heads = kv;
         } else if let Some(a) = value("a") {
@@ -911,7 +937,7 @@ fn family_shape(name: &str) -> Result<Option<Shape>> {
         tied_embeddings: tied,
         biases: Biases::default(),
         architecture: Architecture::default(),
-        experts: None,
+        experts,
         attention: Attention::default(),
     }
     .build()

@@ -76,9 +76,10 @@ pub struct Options {
     /// (Megatron-core's `--recompute-modules moe_act` or `moe`; default nothing).
     #[serde(default, skip_serializing_if = "MoeRecompute::is_none")]
     pub moe_recompute: MoeRecompute,
-    /// The RMSNorms' outputs recomputed from their inputs in the backward instead of kept
-    /// (Megatron-core's `--recompute-modules layernorm`; default off). Its time, one norm's
-    /// read and write of `4h` bytes a token, is left out: under 1 % of a layer's.
+    /// An MoE layer's pre-MLP norm output recomputed from its input in the backward instead of
+    /// kept (Megatron-core's `--recompute-modules layernorm`, which Transformer Engine's fused
+    /// norms leave nothing else to do; default off). Its time, one norm's read and write of
+    /// `4h` bytes a token, is left out: under 1 % of a layer's.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub norm_recompute: bool,
     /// How the experts' dispatch and combine cross nodes: Megatron-core's `alltoall` (the
@@ -366,6 +367,41 @@ impl Detailed {
                 "none, selective, full or selective-layer for a mixture of experts",
             ));
         }
+        let opts = &self.options;
+        let modules = opts.moe_recompute != MoeRecompute::None || opts.norm_recompute;
+        if modules && !matches!(step.recompute, Recompute::None | Recompute::Selective) {
+            return Err(Error::invalid(
+                "--recompute",
+                step.recompute.name(),
+                "none or selective with --moe-recompute or --norm-recompute (Megatron-core's \
+                 recompute modules go with selective granularity)",
+            ));
+        }
+        // Megatron-core's rules for --overlap-moe-expert-parallel-comm (`TransformerConfig`):
+        // expert parallelism, no full recomputation, and an interleaved schedule under PP.
+        if opts.ep_overlap {
+            if layout.ep < 2 {
+                return Err(Error::invalid(
+                    "--ep-overlap",
+                    "on",
+                    "off with EP 1: the overlap hides expert-parallel all-to-alls",
+                ));
+            }
+            if matches!(step.recompute, Recompute::Full | Recompute::SelectiveLayer) {
+                return Err(Error::invalid(
+                    "--ep-overlap",
+                    "on",
+                    "off under full or selective-layer recomputation (Megatron-core refuses them together)",
+                ));
+            }
+            if layout.pp > 1 && step.schedule.chunks() < 2 {
+                return Err(Error::invalid(
+                    "--ep-overlap",
+                    "on",
+                    "off under PP > 1 without interleaving (Megatron-core overlaps across model chunks)",
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -482,19 +518,15 @@ impl Detailed {
             sequence_parallel: step.sequence_parallel,
             fp8: precision.is_fp8(),
         };
-        // Megatron-core's `layernorm` module recomputes the norms' outputs wherever the step
-        // keeps them (all of its layers but those it recomputes whole).
+        // Megatron-core's `layernorm` module recomputes an MoE layer's pre-MLP norm
+        // ([`Setting::norm_output`]; the modules go with none or selective recomputation
+        // alone, `experts_allowed`).
         let norms = if opts.norm_recompute {
-            let share = match step.recompute {
-                Recompute::None | Recompute::Selective => 1.0,
-                Recompute::SelectiveLayer => 0.5,
-                _ => 0.0,
-            };
-            share * setting.norm_outputs(shape)
+            setting.norm_output(shape)
         } else {
             0.0
         };
-        let per_layer = setting.stored(shape, step.recompute) - norms;
+        let per_layer = setting.stored(shape, step.recompute);
         let routed = Routed::of(
             shape,
             layout,
