@@ -493,3 +493,37 @@ fn a_family_ranges_over_experts_top_k_and_granularity_and_names_them_back() {
     assert_eq!(plan["params"], 46_702_792_704u64 + 788_529_152);
     assert_eq!(plan["active_params"], 12_879_925_248u64 + 788_529_152);
 }
+
+#[test]
+fn shards_of_a_search_with_experts_merge_into_the_whole_search() {
+    let dir = tempfile::tempdir().unwrap();
+    let mixtral = fixture("mixtral-8x7b-v0.1");
+    let args = [
+        "search",
+        "--model-config",
+        &mixtral,
+        "--models",
+        "8b,70b",
+        "--gpus",
+        "256",
+        "--max-days",
+        "30",
+        "--loss-law",
+        "ludziejewski",
+        "--loss-target",
+        "2.0",
+    ];
+    let stdout = |extra: &[&str]| {
+        let out = trainplan().args(args).args(extra).output().unwrap();
+        assert!(out.status.success());
+        out.stdout
+    };
+    let mut files = Vec::new();
+    for shard in ["1/2", "2/2"] {
+        let path = dir.path().join(shard.replace('/', "-"));
+        std::fs::write(&path, stdout(&["--shard", shard])).unwrap();
+        files.push(path);
+    }
+    let merged = trainplan().arg("merge").args(&files).output().unwrap();
+    assert_eq!(merged.stdout, stdout(&[]));
+}

@@ -62,13 +62,3 @@ pub fn law_size(shape: &Shape) -> LawSize {
         expansion: shape.expansion(),
     }
 }
-
-/// The parameters the brief's law grades `shape` by: N for a dense model; for a mixture of
-/// experts its active parameters, `N_active`. The brief's laws are fitted on dense models,
-/// where every parameter is active; an MoE with N total and N_active active parameters does
-/// at least as well as a dense model of N_active (its experts add capacity at the same
-/// compute; Clark et al. 2022, Fig. 1; Abnar et al. 2025), so its loss graded on N_active
-/// is an upper bound — a target it meets is met.
-pub fn law_params(shape: &Shape) -> f64 {
-    shape.active_params() as f64
-}
