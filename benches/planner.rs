@@ -369,8 +369,42 @@ fn calculon_problem(c: &mut Criterion) {
     g.finish();
 }
 
+/// Mixtral 8x7B beside the presets on 256 H100s under the joint MoE law, in the default
+/// detailed space with every EP and ETP the default rule gives Mixtral: issue 20's search.
+fn moe_search(c: &mut Criterion) {
+    let mixtral = hf::read_planned(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/hf/mixtral-8x7b-v0.1/config.json"
+    )))
+    .unwrap();
+    let mut shapes = presets();
+    shapes.push(mixtral);
+    let brief = Brief {
+        gpus: 256,
+        loss_target: 2.0,
+        loss_law: trainplan::cost::scaling::LossLawPreset::Ludziejewski.law(),
+        ..Brief::default()
+    };
+    let stack = Stack::MegatronTe;
+    let options = SearchOptions {
+        memory: MemorySpace::detailed_defaults(&brief, Options::for_stack(stack)),
+        time: TimeModel::Detailed(TimeOptions::for_stack(stack)),
+        ..SearchOptions::default()
+    };
+    let mut g = c.benchmark_group("search");
+    g.sample_size(10);
+    let configurations = search(&brief, &shapes, &options, &Silent).evaluated / 5000;
+    g.throughput(Throughput::Elements(configurations));
+    g.bench_function(
+        "Mixtral 8x7B and the presets, 256 GPUs, default detailed space with EP and ETP",
+        |b| b.iter(|| search(black_box(&brief), &shapes, &options, &Silent)),
+    );
+    g.finish();
+}
+
 criterion_group!(
     benches,
+    moe_search,
     one_plan,
     default_search,
     calculon_problem,
