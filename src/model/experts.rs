@@ -165,6 +165,22 @@ fn is_zero(n: &u64) -> bool {
 }
 
 impl Experts {
+    /// `routed` experts of width `ffn`, `per_token` a token, on every layer, with no shared
+    /// expert, gate or bias: Mixtral's kind, and a family's ([`crate::model::family`]).
+    pub fn plain(routed: u32, per_token: u32, ffn: u64) -> Experts {
+        Experts {
+            routed,
+            per_token,
+            ffn,
+            shared_ffn: 0,
+            shared_gate: false,
+            biases: false,
+            router_bias: false,
+            score_bias: false,
+            layers: LayerSet::ALL,
+        }
+    }
+
     /// Checks every field; errors name `<model>.experts.<field>`.
     pub fn validate(&self, name: &str, layers: u32) -> Result<()> {
         let field = |f: &str| format!("{name}.experts.{f}");

@@ -20,8 +20,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::format::general;
 use crate::model::{
-    Architecture, Attention, Biases, Experts, LayerSet, Shape, ShapeSpec, LLAMA3_HEAD_DIM,
-    LLAMA3_KV_HEADS, LLAMA3_VOCAB,
+    Architecture, Attention, Biases, Experts, Shape, ShapeSpec, LLAMA3_HEAD_DIM, LLAMA3_KV_HEADS,
+    LLAMA3_VOCAB,
 };
 
 /// An inclusive range `start..end:step` of numbers.
@@ -269,17 +269,11 @@ impl ExpertRanges {
                     if k > e || width < 1.0 || e * g > MAX_EXPERTS {
                         continue;
                     }
-                    out.push(Some(Experts {
-                        routed: (e * g) as u32,
-                        per_token: (k * g) as u32,
-                        ffn: width as u64,
-                        shared_ffn: 0,
-                        shared_gate: false,
-                        biases: false,
-                        router_bias: false,
-                        score_bias: false,
-                        layers: LayerSet::ALL,
-                    }));
+                    out.push(Some(Experts::plain(
+                        (e * g) as u32,
+                        (k * g) as u32,
+                        width as u64,
+                    )));
                 }
             }
         }

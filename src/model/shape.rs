@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::model::{Attention, Experts, LayerSet};
+use crate::model::{Attention, Experts};
 
 /// Which linear layers carry a bias vector. Llama 3 and Mistral have none; Qwen2 has them on the
 /// query, key and value projections; a Llama config's `attention_bias` puts them on all four
@@ -866,17 +866,11 @@ fn named_experts(part: &str) -> Option<Experts> {
     let rest = part.strip_prefix('e')?;
     let (routed, rest) = rest.split_once('k')?;
     let (per_token, width) = rest.split_once('w')?;
-    Some(Experts {
-        routed: routed.parse().ok()?,
-        per_token: per_token.parse().ok()?,
-        ffn: width.parse().ok()?,
-        shared_ffn: 0,
-        shared_gate: false,
-        biases: false,
-        router_bias: false,
-        score_bias: false,
-        layers: LayerSet::ALL,
-    })
+    Some(Experts::plain(
+        routed.parse().ok()?,
+        per_token.parse().ok()?,
+        width.parse().ok()?,
+    ))
 }
 
 /// A shape named by its dimensions as [`ShapeSpec::dimension_name`] names it (a family's
