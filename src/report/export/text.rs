@@ -1249,9 +1249,15 @@ impl Exporter for Text {
             sci(r.budget_flops)
         );
         let opt = &r.compute_optimal;
+        // Under a law with expert terms the split is a dense model's, its one-expert case.
+        let which = if b.loss_law.experts.is_some() {
+            "compute-optimal dense model for the budget"
+        } else {
+            "compute-optimal for the budget"
+        };
         let _ = writeln!(
             out,
-            "optimum   {} parameters on {} tokens, loss {} (compute-optimal for the budget)\n",
+            "optimum   {} parameters on {} tokens, loss {} ({which})\n",
             count(opt.params as f64),
             count(opt.tokens as f64),
             fixed(opt.loss, 4)
