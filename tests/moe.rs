@@ -527,3 +527,62 @@ fn shards_of_a_search_with_experts_merge_into_the_whole_search() {
     let merged = trainplan().arg("merge").args(&files).output().unwrap();
     assert_eq!(merged.stdout, stdout(&[]));
 }
+
+#[test]
+fn the_megatron_launcher_writes_the_expert_grid_dispatcher_overlap_and_recompute_modules() {
+    let mixtral = fixture("mixtral-8x7b-v0.1");
+    let out = trainplan()
+        .args([
+            "export",
+            "--format",
+            "megatron",
+            "--model-config",
+            &mixtral,
+            "--tokens",
+            "1e12",
+            "--gpus",
+            "64",
+            "--tp",
+            "2",
+            "--pp",
+            "4",
+            "--ep",
+            "8",
+            "--etp",
+            "1",
+            "--memory",
+            "detailed",
+            "--time",
+            "detailed",
+            "--recompute",
+            "none",
+            "--schedule",
+            "interleaved:2",
+            "--moe-recompute",
+            "act",
+            "--norm-recompute",
+            "on",
+            "--ep-dispatcher",
+            "deepep",
+            "--ep-overlap",
+            "on",
+        ])
+        .output()
+        .unwrap();
+    let script = String::from_utf8(out.stdout).unwrap();
+    for flag in [
+        "--num-experts 8",
+        "--moe-router-topk 2",
+        "--moe-ffn-hidden-size 14336",
+        "--expert-model-parallel-size 8",
+        "--expert-tensor-parallel-size 1",
+        "--moe-grouped-gemm",
+        "--moe-token-dispatcher-type flex",
+        "--moe-enable-deepep",
+        "--overlap-moe-expert-parallel-comm",
+        "--recompute-granularity selective",
+        "--recompute-modules layernorm moe_act",
+    ] {
+        assert!(script.contains(flag), "{flag} missing:\n{script}");
+    }
+}
