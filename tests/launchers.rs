@@ -65,6 +65,15 @@ const DESIGNS: &[&[&str]] = &[
     &["--model", "8b", "--tokens", "1e12", "--tp", "2", "--pp", "1", "--cp", "2", "--zero", "1",
       "--replicate", "2", "--gpus", "64", "--gpu", "b200", "--memory", "detailed",
       "--precision", "mxfp8"],
+    // A mixture of experts on the expert grid, DeepEP, the all-to-all overlap and Megatron-core's
+    // recompute modules; and Qwen1.5-MoE, whose gated shared experts Megatron-LM refuses.
+    &["--model-config", "tests/fixtures/hf/mixtral-8x7b-v0.1/config.json", "--tokens", "1e12",
+      "--tp", "2", "--pp", "4", "--ep", "8", "--etp", "1", "--zero", "1", "--gpus", "64",
+      "--memory", "detailed", "--recompute", "none", "--schedule", "interleaved:2",
+      "--moe-recompute", "act", "--norm-recompute", "on", "--ep-dispatcher", "deepep",
+      "--ep-overlap", "on"],
+    &["--model-config", "tests/fixtures/hf/qwen1.5-moe-a2.7b/config.json", "--tokens", "1e12",
+      "--tp", "1", "--pp", "1", "--ep", "4", "--zero", "1", "--gpus", "16"],
 ];
 
 /// Indices into [`DESIGNS`] of the designs with CP, FP8 and replicas.

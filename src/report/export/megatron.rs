@@ -548,7 +548,9 @@ impl Launcher for Megatron {
 /// (`alltoall`, or DeepEP's: `flex` with `--moe-enable-deepep`), the all-to-all overlap, and the
 /// MoE layers' recomputation (`--recompute-modules`: `moe_act` or `moe`, and `layernorm`,
 /// beside `core_attn` under selective recomputation). What Megatron-LM cannot build is refused
-/// by name: expert and router biases (gpt-oss's).
+/// by name: expert and router biases (gpt-oss's), and a gate on the shared experts
+/// (Qwen2-MoE's), a `TransformerConfig` field without an argument in the Megatron-LM that
+/// `tests/fixtures/launchers/megatron-arguments.txt` lists.
 fn experts(
     s: &Shape,
     e: &Experts,
@@ -571,7 +573,10 @@ fn experts(
             Some(e.shared_ffn.to_string()),
         );
         if e.shared_gate {
-            push("--moe-shared-expert-gate", None);
+            return Err(format!(
+                "a mixture of experts Megatron-LM's arguments build: {} gates its shared experts (Qwen2-MoE's shared_expert_gate), which no Megatron-LM option of the pinned version sets",
+                s.name
+            ));
         }
     }
     if e.layers != LayerSet::ALL {
