@@ -13,7 +13,7 @@ use trainplan::cost::step::{Schedule, Step};
 use trainplan::cost::step_time::{model_flops_per_token, step_time, TimeOptions};
 use trainplan::input::hf;
 use trainplan::model::layout::{Degrees, Layout, ZeroStage};
-use trainplan::model::{Experts, LayerSet, Shape};
+use trainplan::model::{Experts, Shape};
 use trainplan::Brief;
 
 fn fixture(name: &str) -> String {
@@ -177,17 +177,7 @@ fn dense_and_moe(experts: u32, k: u32) -> (Shape, Shape) {
     let dense = Shape::new("dense", 32, 4096, 14336, 32, 8, 32000).unwrap();
     let mut moe = dense.clone();
     moe.name = "moe".into();
-    moe.experts = Some(Experts {
-        routed: experts,
-        per_token: k,
-        ffn: 14336,
-        shared_ffn: 0,
-        shared_gate: false,
-        biases: false,
-        router_bias: false,
-        score_bias: false,
-        layers: LayerSet::ALL,
-    });
+    moe.experts = Some(Experts::plain(experts, k, 14336));
     (dense, moe)
 }
 

@@ -444,7 +444,7 @@ impl Setting {
     /// the `E` experts (`8E`).
     fn routed_bytes(&self, shape: &Shape, r: &Routed) -> f64 {
         let h = shape.hidden as f64;
-        let input = if self.fp8 { 1.0 } else { 2.0 };
+        let input = self.input_bytes();
         let f = r.width;
         let swiglu = match self.layer {
             Layer::Llama(Kernels::Fused) | Layer::Gpt => 4.0 * f + input * f,

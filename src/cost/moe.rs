@@ -50,15 +50,6 @@ pub enum MoeRecompute {
 }
 
 impl MoeRecompute {
-    /// The name a user types.
-    pub fn name(self) -> &'static str {
-        match self {
-            MoeRecompute::None => "none",
-            MoeRecompute::Act => "act",
-            MoeRecompute::Layer => "layer",
-        }
-    }
-
     /// Whether this is [`MoeRecompute::None`] (for serde's `skip_serializing_if`).
     pub fn is_none(&self) -> bool {
         *self == MoeRecompute::None
@@ -82,14 +73,6 @@ pub enum Dispatcher {
 }
 
 impl Dispatcher {
-    /// The name a user types.
-    pub fn name(self) -> &'static str {
-        match self {
-            Dispatcher::AllToAll => "alltoall",
-            Dispatcher::DeepEp => "deepep",
-        }
-    }
-
     /// Whether this is the default, [`Dispatcher::AllToAll`].
     pub fn is_default(&self) -> bool {
         *self == Dispatcher::AllToAll
@@ -267,17 +250,7 @@ mod tests {
 
     fn mixtral() -> Shape {
         let mut s = Shape::new("mixtral", 32, 4096, 14336, 32, 8, 32000).unwrap();
-        s.experts = Some(Experts {
-            routed: 8,
-            per_token: 2,
-            ffn: 14336,
-            shared_ffn: 0,
-            shared_gate: false,
-            biases: false,
-            router_bias: false,
-            score_bias: false,
-            layers: LayerSet::ALL,
-        });
+        s.experts = Some(Experts::plain(8, 2, 14336));
         s
     }
 

@@ -617,6 +617,16 @@ pub struct Unsharded {
     flops: (f64, f64, f64),
 }
 
+/// Seconds for `replicas` hybrid-sharding replicas to all-reduce a shard (`bytes` over `shards`
+/// ranks) over `link`; none with one replica.
+fn across_replicas(link: Link, replicas: u64, shards: u64, bytes: f64) -> f64 {
+    if replicas > 1 {
+        all_reduce(link, replicas, bytes / shards as f64)
+    } else {
+        0.0
+    }
+}
+
 /// SMs the experts' dispatch and combine kernels hold while they run beside compute: 20, the
 /// budget Megatron-core gives DeepEP (`moe_deepep_num_sms`, `transformer_config.py`).
 pub const COMM_SMS: f64 = 20.0;
@@ -883,13 +893,7 @@ pub fn unscheduled_of(
     let replicas = layout.replicate.max(1);
     let dp_link = link_for(machine, tp, shards);
     let replica_link = link_for(machine, tp * shards, replicas);
-    let across = |bytes: f64| {
-        if replicas > 1 {
-            all_reduce(replica_link, replicas, bytes / shards as f64)
-        } else {
-            0.0
-        }
-    };
+    let across = |bytes: f64| across_replicas(replica_link, replicas, shards, bytes);
     // Each transfer hides behind the compute it can overlap, on the one network link: the
     // forward's gathers behind a forward, the last gradient reduction behind the last
     // backward; reductions and gathers issued in every micro-batch (ZeRO 2 and 3) behind all
@@ -908,13 +912,8 @@ pub fn unscheduled_of(
         let grid = layout.etp * layout.ep;
         let link = link_for(machine, grid, expert_shards);
         let replica_link = link_for(machine, grid * expert_shards, replicas);
-        let across_experts = |bytes: f64| {
-            if replicas > 1 {
-                all_reduce(replica_link, replicas, bytes / expert_shards as f64)
-            } else {
-                0.0
-            }
-        };
+        let across_experts =
+            |bytes: f64| across_replicas(replica_link, replicas, expert_shards, bytes);
         let grads = grad_bytes * experts;
         reduce += reduce_scatter(link, expert_shards, grads) + across_experts(grads);
         gather += reduce_scatter(link, expert_shards, 2.0 * experts);
