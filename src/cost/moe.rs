@@ -87,12 +87,18 @@ pub fn nodes_reached(experts: f64, per_token: f64, nodes: f64) -> f64 {
     if nodes <= 1.0 {
         return 1.0;
     }
-    let elsewhere = experts - experts / nodes;
+    nodes * reach(experts, per_token, experts / nodes)
+}
+
+/// The chance that a token's `k` distinct experts of `E`, drawn uniformly, include one of the
+/// `held` a node holds: `1 − Π_{i<k} (E − held − i)/(E − i)` (hypergeometric).
+pub fn reach(experts: f64, per_token: f64, held: f64) -> f64 {
+    let elsewhere = experts - held;
     let k = per_token.round() as u64;
     let none = (0..k)
         .map(|i| ((elsewhere - i as f64) / (experts - i as f64)).max(0.0))
         .product::<f64>();
-    nodes * (1.0 - none)
+    1.0 - none
 }
 
 /// The load imbalance of perfectly balanced routing: every rank gets the mean.
@@ -181,24 +187,103 @@ pub fn moe_layers_of_run(shape: &Shape, stages: &[u64], index: u64) -> u64 {
     most
 }
 
-/// Seconds of an all-to-all in which each of `n` ranks, `stride` apart, sends `bytes` spread
-/// evenly over the group (`bytes/n` to each, its own share staying): the share for ranks in
-/// its node over NVLink and the rest over its own NIC at the network's per-GPU figure, at once
+/// How the EP groups of a world fall on its nodes. Megatron-core numbers expert ranks ETP
+/// fastest, then EP, expert DP and PP (`parallel_state.py`, the expert `RankGenerator`'s order
+/// `tp-ep-dp-pp`), so with ETP = `stride` dividing the node's GPUs the world is `groups` runs of
+/// `n` EP ranks, each a block of `stride` GPUs, and a node holds `p = gpus_per_node/stride` blocks.
+/// Group `j` starts `(j·n) mod p` blocks into a node; the offsets repeat every `p/gcd(n, p)`
+/// groups, so at most `p` groups are looked at. A group whose size neither divides nor is a
+/// multiple of `p` straddles nodes unevenly: EP 12 on nodes of 8 is 8 + 4 and 4 + 8; EP 6 is 6,
+/// then 2 + 4 and 4 + 2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    /// Ranks of a group, `n`.
+    pub n: u64,
+    /// EP ranks a node holds, `p`.
+    pub per_node: u64,
+    /// The most members of one group in one node, over every group.
+    pub most: u64,
+    /// The fewest members of one group in one node (counting only nodes the group is on).
+    pub fewest: u64,
+    /// Where the group holding `fewest` starts in its first node, in ranks.
+    offset: u64,
+}
+
+impl Placement {
+    /// The placement of `groups` groups of `n` ranks `stride` apart on nodes of `gpus_per_node`.
+    pub fn of(gpus_per_node: u64, stride: u64, n: u64, groups: u64) -> Placement {
+        let p = (gpus_per_node / stride.max(1)).max(1);
+        let n = n.max(1);
+        let period = p / gcd(n, p);
+        let mut placement = Placement {
+            n,
+            per_node: p,
+            most: 0,
+            fewest: u64::MAX,
+            offset: 0,
+        };
+        for j in 0..groups.clamp(1, period) {
+            let offset = (j * n) % p;
+            for part in parts(n, p, offset) {
+                placement.most = placement.most.max(part);
+                if part < placement.fewest {
+                    placement.fewest = part;
+                    placement.offset = offset;
+                }
+            }
+        }
+        placement
+    }
+
+    /// Whether every group lies inside one node.
+    pub fn in_one_node(&self) -> bool {
+        self.fewest >= self.n
+    }
+
+    /// Whether every group's nodes each hold the same number of its members.
+    pub fn even(&self) -> bool {
+        self.fewest == self.most
+    }
+
+    /// The members per node of the group holding the fewest, node by node.
+    pub fn worst_group(&self) -> impl Iterator<Item = u64> {
+        parts(self.n, self.per_node, self.offset)
+    }
+}
+
+/// Members per node of a group of `n` starting `offset` into a node of `p`: the first node's
+/// `min(p − offset, n)`, then whole nodes, then what is left.
+fn parts(n: u64, p: u64, offset: u64) -> impl Iterator<Item = u64> {
+    let first = (p - offset).min(n);
+    let rest = n - first;
+    std::iter::once(first)
+        .chain(std::iter::repeat_n(p, (rest / p) as usize))
+        .chain((rest % p > 0).then_some(rest % p))
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// Seconds of an all-to-all in which each rank of a group placed as `placement` sends `bytes`
+/// spread evenly over the group (`bytes/n` to each, its own share staying): the share for ranks
+/// in its node over NVLink and the rest over its own NIC at the network's per-GPU figure, at once
 /// (NCCL posts every send and receive together), after one latency of the slower link it uses.
-pub fn all_to_all(topology: &Topology, gpus_per_node: u64, stride: u64, n: u64, bytes: f64) -> f64 {
+/// The step waits for the slowest rank: NVLink's busiest is in a node with the `most` of its
+/// group, the NIC's busiest in one with the `fewest`.
+pub fn all_to_all(topology: &Topology, placement: &Placement, bytes: f64) -> f64 {
+    let n = placement.n;
     if n <= 1 {
         return 0.0;
     }
-    let in_node = in_node(gpus_per_node, stride, n);
     let share = bytes / n as f64;
-    let near = (in_node - 1) as f64 * share;
-    let far = (n - in_node) as f64 * share;
-    exchange(topology, in_node < n, near, far)
-}
-
-/// Members of a group of `n` ranks `stride` apart in one node.
-fn in_node(gpus_per_node: u64, stride: u64, n: u64) -> u64 {
-    (gpus_per_node / stride.max(1)).clamp(1, n)
+    let near = (placement.most - 1) as f64 * share;
+    let far = (n - placement.fewest) as f64 * share;
+    exchange(topology, !placement.in_one_node(), near, far)
 }
 
 /// Seconds to move `near` bytes over NVLink and `far` over the NIC at once, after one latency
@@ -214,6 +299,9 @@ fn exchange(topology: &Topology, across: bool, near: f64, far: f64) -> f64 {
 /// dispatcher is [`all_to_all`] of the routes; DeepEP sends each of the rank's tokens once to
 /// each other node its experts are on ([`nodes_reached`]) and forwards within the node over
 /// NVLink, so the network carries tokens times remote nodes instead of routes off the node.
+/// Where the group's nodes hold it unevenly ([`Placement`]), the slowest rank is in the node
+/// with the fewest: each other node of its group holds `m` of the `n` ranks' experts and is
+/// reached with the chance [`reach`] gives for `m·E/n` experts.
 pub fn dispatch(
     topology: &Topology,
     gpus_per_node: u64,
@@ -223,18 +311,28 @@ pub fn dispatch(
     dispatcher: Dispatcher,
 ) -> f64 {
     let (n, stride) = (layout.ep, layout.etp);
+    let groups = layout.gpus() / (n * stride).max(1);
+    let placement = Placement::of(gpus_per_node, stride, n, groups);
     let bytes = bytes_per_route * r.sent;
-    let members = in_node(gpus_per_node, stride, n);
-    if dispatcher == Dispatcher::AllToAll || members >= n {
-        return all_to_all(topology, gpus_per_node, stride, n, bytes);
+    if dispatcher == Dispatcher::AllToAll || placement.in_one_node() {
+        return all_to_all(topology, &placement, bytes);
     }
-    // A group that does not fill its last node counts it in part.
-    let nodes = n as f64 / members as f64;
     let tokens = r.sent / r.per_token;
-    // Each node holds a token's experts with the same chance, `reached/nodes`; the other
-    // nodes' share is remote.
-    let reached = nodes_reached(r.experts, r.per_token, nodes);
-    let remote = reached * (nodes - 1.0) / nodes;
+    let remote = if placement.even() {
+        // Each node holds a token's experts with the same chance, `reached/nodes`; the other
+        // nodes' share is remote.
+        let nodes = n as f64 / placement.most as f64;
+        let reached = nodes_reached(r.experts, r.per_token, nodes);
+        reached * (nodes - 1.0) / nodes
+    } else {
+        // Every node of the group but the rank's own, the one with the fewest.
+        let held = |m: u64| r.experts * m as f64 / n as f64;
+        let all: f64 = placement
+            .worst_group()
+            .map(|m| reach(r.experts, r.per_token, held(m)))
+            .sum();
+        all - reach(r.experts, r.per_token, held(placement.fewest))
+    };
     let far = tokens * remote * bytes_per_route;
     // Every route off the rank crosses NVLink once, sent within the node or forwarded there.
     let near = bytes * (n - 1) as f64 / n as f64;
@@ -318,18 +416,51 @@ mod tests {
         let t = Topology::default();
         let gb = 1e9;
         // 8 ranks in one node: 7/8 of the bytes over NVLink.
-        let inside = all_to_all(&t, 8, 1, 8, 8.0 * gb);
+        let inside = all_to_all(&t, &Placement::of(8, 1, 8, 4), 8.0 * gb);
         let nvlink = t.intra();
         assert!((inside - (nvlink.latency + 7.0 * gb / nvlink.bytes_per_second)).abs() < 1e-12);
         // 32 ranks over 4 nodes: 7/32 stay in the node, 24/32 leave over the NIC, which is
         // slower, so it sets the time.
-        let across = all_to_all(&t, 8, 1, 32, 32.0 * gb);
+        let across = all_to_all(&t, &Placement::of(8, 1, 32, 1), 32.0 * gb);
         let nic = t.inter();
         assert!((across - (nic.latency + 24.0 * gb / nic.bytes_per_second)).abs() < 1e-12);
         // Ranks 2 apart: 4 of the group in a node.
-        let strided = all_to_all(&t, 8, 2, 8, 8.0 * gb);
+        let strided = all_to_all(&t, &Placement::of(8, 2, 8, 2), 8.0 * gb);
         assert!((strided - (nic.latency + 4.0 * gb / nic.bytes_per_second)).abs() < 1e-12);
-        assert_eq!(all_to_all(&t, 8, 1, 1, gb), 0.0);
+        assert_eq!(all_to_all(&t, &Placement::of(8, 1, 1, 8), gb), 0.0);
+    }
+
+    #[test]
+    fn a_group_that_straddles_nodes_unevenly_waits_for_its_rank_with_fewest_node_mates() {
+        // EP 12 on nodes of 8, ranks numbered EP fastest: the first group is ranks 0–11 (8 in
+        // node 0, 4 in node 1), the second 12–23 (4 in node 1, 8 in node 2).
+        let p = Placement::of(8, 1, 12, 2);
+        assert_eq!((p.most, p.fewest), (8, 4));
+        assert_eq!(p.worst_group().collect::<Vec<_>>(), vec![8, 4]);
+        assert!(!p.in_one_node() && !p.even());
+        // A rank of the 4 sends 8 of its 12 shares over the NIC, not the 4 a full node's rank
+        // sends; NVLink's busiest rank (of the 8) sends 7.
+        let (t, gb) = (Topology::default(), 1e9);
+        let (nic, nvlink) = (t.inter(), t.intra());
+        let got = all_to_all(&t, &p, 12.0 * gb);
+        let want =
+            nic.latency + (8.0 * gb / nic.bytes_per_second).max(7.0 * gb / nvlink.bytes_per_second);
+        assert!((got - want).abs() < 1e-12, "{got} {want}");
+        // EP 6: one group fits in node 0; with two or more the second is ranks 6–11, 2 + 4,
+        // and the third 12–17, 4 + 2; the offsets repeat every 8/gcd(6, 8) = 4 groups.
+        assert!(Placement::of(8, 1, 6, 1).in_one_node());
+        let six = Placement::of(8, 1, 6, 1_000);
+        assert_eq!((six.most, six.fewest), (6, 2));
+        assert_eq!(six.worst_group().collect::<Vec<_>>(), vec![2, 4]);
+        // ETP 2 leaves 4 EP ranks a node: EP 6 is 4 + 2, then 2 + 4.
+        let strided = Placement::of(8, 2, 6, 2);
+        assert_eq!((strided.per_node, strided.most, strided.fewest), (4, 4, 2));
+        // Groups that divide, or are multiples of, the node are even.
+        for (n, groups) in [(2, 64), (4, 32), (8, 16), (16, 8), (64, 2)] {
+            let even = Placement::of(8, 1, n, groups);
+            assert!(even.even(), "{n}");
+            assert_eq!(even.most, n.min(8));
+        }
     }
 
     #[test]
@@ -378,6 +509,33 @@ mod tests {
         let remote = nodes_reached(128.0, 8.0, 4.0) * 3.0 / 4.0;
         let want = nic.latency + 4096.0 * remote * route / nic.bytes_per_second;
         assert!((deepep - want).abs() < 1e-12, "{deepep} {want}");
+        // EP 12 over 24 GPUs, nodes of 8 (groups 8 + 4 and 4 + 8), 96 experts, top-8: a rank
+        // among the 4 reaches the other node, holding 64 of the experts, unless all 8 of a
+        // token's experts are among its node's 32: 1 − Π_{i<8} (32 − i)/(96 − i) =
+        // 0.99992068 (worked in Python).
+        let mut wide = s.clone();
+        if let Some(e) = wide.experts.as_mut() {
+            e.routed = 96;
+        }
+        let twelve = Degrees {
+            ep: 12,
+            etp: Some(1),
+            ..Degrees::tp_pp(1, 1)
+        };
+        let small = Brief {
+            gpus: 24,
+            ..brief.clone()
+        };
+        let l = Layout::with(&small, &wide, twelve, ZeroStage::new(1).unwrap()).unwrap();
+        let r = Routed::of(&wide, &l, 4096.0, BALANCED).unwrap();
+        let got = dispatch(&t, 8, &l, &r, route, Dispatcher::DeepEp);
+        let nvlink = t.intra();
+        let far = 4096.0 * 0.999_920_68 * route / nic.bytes_per_second;
+        let near = 32_768.0 * route * 11.0 / 12.0 / nvlink.bytes_per_second;
+        // The NIC sets the time (the equal-parts reckoning, 1.5 nodes, would charge half of it).
+        assert!(far > near);
+        let want = nic.latency + far;
+        assert!((got / want - 1.0).abs() < 1e-7, "{got} {want}");
         // Inside one node the two are the same.
         let degrees = Degrees {
             ep: 8,
