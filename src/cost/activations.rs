@@ -434,6 +434,18 @@ pub(crate) fn moe_dense_part(shape: &Shape) -> Shape {
     dense
 }
 
+/// The dense part of an MoE layer less its shared experts (attention, and the pre-MLP norm's
+/// input and output that the MoE layer reads): what it keeps under `moe` recomputation, which
+/// checkpoints the shared experts with the routed ones (Megatron-core's `MoELayer.forward`: its
+/// checkpointed `custom_forward` adds `shared_experts(hidden_states)`), keeping only the MoE
+/// layer's input.
+pub(crate) fn without_shared(dense: &Shape) -> Shape {
+    Shape {
+        ffn: 0,
+        ..dense.clone()
+    }
+}
+
 impl Setting {
     /// Bytes one rank keeps of an MoE layer's routed part for one micro-batch, `r` its
     /// routing ([`Routed`]): for each of its `R` routes the dispatched input the grouped GEMM
@@ -461,8 +473,9 @@ impl Setting {
     /// recomputation keeps the layer's input alone; selective-layer half the layers each way.
     /// torchtitan's and MaxText's op-level policies are not modelled with experts (the detailed
     /// model refuses them). Beyond the step's recomputation ([`MoeRecompute`]), `moe` keeps none
-    /// of the routed part (the dense part's input is the layer's) and `act` drops SwiGLU's
-    /// output of every route, the down projection's input (`f_e/ETP` elements).
+    /// of the routed part nor of the shared experts ([`without_shared`]; the dense part's input
+    /// is the layer's) and `act` drops SwiGLU's output of every route, the down projection's
+    /// input (`f_e/ETP` elements).
     pub fn stored_moe(
         &self,
         shape: &Shape,
@@ -475,6 +488,11 @@ impl Setting {
             MoeRecompute::None => self.routed_bytes(shape, r),
             MoeRecompute::Act => self.routed_bytes(shape, r) - self.act_output(r),
             MoeRecompute::Layer => 0.0,
+        };
+        let dense = if moe == MoeRecompute::Layer && r.shared > 0.0 {
+            without_shared(&dense)
+        } else {
+            dense
         };
         match recompute {
             Recompute::Full => self.layer_input(shape),
@@ -497,7 +515,7 @@ impl Setting {
 
     /// Transient bytes of an MoE layer's backward ([`Setting::working_set`] for its dense
     /// part), with the routed part's: what it recomputes (all of it under full or
-    /// selective-layer recomputation) and the two `f_e/ETP`-wide gradients of its SwiGLU, for
+    /// selective-layer recomputation, and under `moe` the shared experts' activations too) and the two `f_e/ETP`-wide gradients of its SwiGLU, for
     /// every route, alive at the grouped GEMM's backward.
     pub fn working_set_moe(
         &self,
@@ -508,9 +526,14 @@ impl Setting {
     ) -> f64 {
         let dense = moe_dense_part(shape);
         let recomputed = match (recompute, moe) {
-            (Recompute::Full | Recompute::SelectiveLayer, _) | (_, MoeRecompute::Layer) => {
-                self.routed_bytes(shape, r)
+            (Recompute::Full | Recompute::SelectiveLayer, _) => self.routed_bytes(shape, r),
+            // The shared experts' activations come back with the routed ones.
+            (_, MoeRecompute::Layer) if r.shared > 0.0 => {
+                let none = Recompute::None;
+                let shared = self.stored(&dense, none) - self.stored(&without_shared(&dense), none);
+                self.routed_bytes(shape, r) + shared
             }
+            (_, MoeRecompute::Layer) => self.routed_bytes(shape, r),
             (_, MoeRecompute::Act) => self.act_output(r),
             _ => 0.0,
         };
@@ -533,6 +556,57 @@ mod tests {
             sequence_parallel: sp,
             fp8: false,
         }
+    }
+
+    /// Llama 3 8B's attention with 8 routed experts of width 14,336 (two a token) and, when
+    /// `shared` is not 0, shared experts of that width; and one rank's routing of 8,192 tokens.
+    fn moe_shape(shared: u64) -> (Shape, Routed) {
+        let mut shape = preset("8b").unwrap();
+        let mut experts = crate::model::Experts::plain(8, 2, 14_336);
+        experts.shared_ffn = shared;
+        shape.experts = Some(experts);
+        let sent = 8192.0 * 2.0;
+        let r = Routed {
+            routes: sent,
+            sent,
+            local_experts: 8.0,
+            width: 14_336.0,
+            shared: shared as f64,
+            experts: 8.0,
+            per_token: 2.0,
+        };
+        (shape, r)
+    }
+
+    #[test]
+    fn moe_recomputation_keeps_nothing_of_the_shared_experts() {
+        // Megatron-core's `moe` module checkpoints the whole MoE layer, shared experts with
+        // the routed ones: what the layer keeps is the same with or without them, and its
+        // backward's working set holds their activations again.
+        let st = setting(Layer::Llama(Kernels::Fused), 1, false);
+        let (plain, rp) = moe_shape(0);
+        let (shared, rs) = moe_shape(5632);
+        for recompute in [
+            Recompute::None,
+            Recompute::Selective,
+            Recompute::SelectiveLayer,
+        ] {
+            let kept_plain = st.stored_moe(&plain, &rp, recompute, MoeRecompute::Layer);
+            let kept_shared = st.stored_moe(&shared, &rs, recompute, MoeRecompute::Layer);
+            assert_eq!(kept_plain, kept_shared, "{recompute:?}");
+            // Without `moe`, the shared experts' gate, up and SwiGLU outputs are kept:
+            // 6·5,632 bytes a token (BF16 gate and up outputs, SwiGLU's output).
+            let none = Recompute::None;
+            let more = st.stored_moe(&shared, &rs, none, MoeRecompute::None)
+                - st.stored_moe(&plain, &rp, none, MoeRecompute::None);
+            assert_eq!(more, 8192.0 * 6.0 * 5632.0);
+        }
+        // The working set of `moe` without other recomputation: the same 6·f_s bytes a token
+        // come back, beside the shared experts' two f_s-wide gradients (4·f_s).
+        let none = Recompute::None;
+        let grown = st.working_set_moe(&shared, &rs, none, MoeRecompute::Layer)
+            - st.working_set_moe(&plain, &rp, none, MoeRecompute::Layer);
+        assert_eq!(grown, 8192.0 * (6.0 + 4.0) * 5632.0);
     }
 
     /// Bytes per `s·b·h` for a GPT layer of hidden size h and a heads at sequence length s.

@@ -42,7 +42,7 @@
 //! step's GEMMs and attention keep (traffic is already at a measured in-step bandwidth) ([`crate::cost::calibration`]): the benchmarks run one kernel at boost clock on an
 //! idle GPU; a step shares the SMs with communication kernels and holds power-limited clocks.
 
-use crate::cost::activations::{moe_dense_part, Kernels, Recompute};
+use crate::cost::activations::{moe_dense_part, without_shared, Kernels, Recompute};
 use crate::cost::chip::{Attention, Chip, FP8_BK, HBM_EFFICIENCY};
 use crate::cost::moe::{MoeRecompute, Routed};
 use crate::cost::precision::{Precision, CAST_BYTES, FUSED_CAST_BYTES};
@@ -400,7 +400,8 @@ impl Context<'_> {
     /// into expert order and back (read and write `2h` each way, `8h` a route), the router's
     /// softmax and top-k (`12E` bytes a token). Recomputation repeats the routed forward as it
     /// repeats the dense one (none under selective recomputation, which recomputes attention);
-    /// `moe` recomputes it whole, and `act` SwiGLU alone ([`MoeRecompute`]).
+    /// `moe` recomputes it whole, the shared experts with it, and `act` SwiGLU alone
+    /// ([`MoeRecompute`]).
     pub fn moe_layer(
         &self,
         shape: &Shape,
@@ -408,7 +409,8 @@ impl Context<'_> {
         moe: MoeRecompute,
         r: &Routed,
     ) -> LayerTime {
-        let mut time = self.layer(&moe_dense_part(shape), recompute);
+        let dense = moe_dense_part(shape);
+        let mut time = self.layer(&dense, recompute);
         let t = self.tp as f64;
         let h = shape.hidden as f64;
         let tokens = self.tokens() / t;
@@ -424,8 +426,19 @@ impl Context<'_> {
             forward: elementwise,
             backward: 2.0 * elementwise,
         });
+        // `moe` checkpoints the shared experts with the routed ones: their forward (the dense
+        // part's less attention's) runs again where the step's recomputation left it.
+        let shared = || {
+            let none = Recompute::None;
+            self.layer(&dense, none).forward() - self.layer(&without_shared(&dense), none).forward()
+        };
         time.recompute += match (recompute, moe) {
-            (Recompute::Full, _) | (_, MoeRecompute::Layer) => forward,
+            (Recompute::Full, _) => forward,
+            (Recompute::SelectiveLayer, MoeRecompute::Layer) if r.shared > 0.0 => {
+                forward + shared() / 2.0
+            }
+            (_, MoeRecompute::Layer) if r.shared > 0.0 => forward + shared(),
+            (_, MoeRecompute::Layer) => forward,
             (Recompute::SelectiveLayer, _) => forward / 2.0,
             (_, MoeRecompute::Act) => self.traffic(r.routes * 6.0 * r.width),
             _ => 0.0,
@@ -474,6 +487,42 @@ mod tests {
             precision: Precision::Bf16,
             fp8_peak_flops: 1979e12,
             fp8_ceiling: chip.fp8_ceiling().unwrap(),
+        }
+    }
+
+    #[test]
+    fn moe_recomputation_runs_all_but_the_attention_block_again() {
+        // Megatron-core's `moe` module checkpoints the MoE layer from its normalised input:
+        // full recomputation runs the layer's forward again, `moe` all of it but the attention
+        // block (and the pre-MLP norm), the shared experts included; so the two differ by the
+        // attention block alone, whether or not the layer has shared experts.
+        let c = context(1, Attention::Cudnn, Kernels::Fused);
+        let attention_block = |shared: u64| {
+            let mut shape = preset("8b").unwrap();
+            let mut experts = crate::model::Experts::plain(8, 2, 14_336);
+            experts.shared_ffn = shared;
+            shape.experts = Some(experts);
+            let r = Routed {
+                routes: 16_384.0,
+                sent: 16_384.0,
+                local_experts: 8.0,
+                width: 14_336.0,
+                shared: shared as f64,
+                experts: 8.0,
+                per_token: 2.0,
+            };
+            let full = c.moe_layer(&shape, Recompute::Full, MoeRecompute::None, &r);
+            let moe = c.moe_layer(&shape, Recompute::None, MoeRecompute::Layer, &r);
+            // Nothing else differs between the two.
+            assert_eq!(full.forward(), moe.forward());
+            full.recompute - moe.recompute
+        };
+        let mut attention = preset("8b").unwrap();
+        attention.ffn = 0;
+        let want = c.layer(&attention, Recompute::None).forward();
+        for shared in [0, 5632] {
+            let got = attention_block(shared);
+            assert!((got - want).abs() < 1e-15, "{shared}: {got} {want}");
         }
     }
 
