@@ -105,22 +105,12 @@ pub struct LossLawPatch {
     /// β.
     #[serde(default, deserialize_with = "number")]
     pub beta: Option<f64>,
-    /// What repeated tokens and excess parameters are worth, both constants together; `null`
-    /// (`Some(None)`) takes them out of the law beneath.
-    #[serde(default, deserialize_with = "present")]
-    pub repetition: Option<Option<Repetition>>,
-    /// What experts are worth, all six constants together; `null` (`Some(None)`) takes them
-    /// out of the law beneath, leaving it dense.
-    #[serde(default, deserialize_with = "present")]
-    pub experts: Option<Option<ExpertScaling>>,
-}
-
-/// A field that is present, as a value or as `null`: left out it is `None` (serde's default),
-/// given it is `Some`, and `null` is `Some(None)`, which a patch reads as "remove".
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
-    d: D,
-) -> std::result::Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(d).map(Some)
+    /// What repeated tokens and excess parameters are worth, both constants together.
+    #[serde(default)]
+    pub repetition: Option<Repetition>,
+    /// What experts are worth, all six constants together.
+    #[serde(default)]
+    pub experts: Option<ExpertScaling>,
 }
 
 /// A number that is present: `null` is refused rather than read as "not set".
@@ -147,8 +137,7 @@ pub(crate) fn whole<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Opti
 }
 
 impl LossLawPatch {
-    /// `law` with every constant this patch sets replaced, and its repetition or expert terms
-    /// removed where the patch gives them as `null`.
+    /// `law` with every constant this patch sets replaced.
     pub fn apply(self, law: LossLaw) -> LossLaw {
         LossLaw {
             e: number_or(self.e, law.e),
@@ -156,8 +145,8 @@ impl LossLawPatch {
             b: number_or(self.b, law.b),
             alpha: number_or(self.alpha, law.alpha),
             beta: number_or(self.beta, law.beta),
-            repetition: self.repetition.unwrap_or(law.repetition),
-            experts: self.experts.unwrap_or(law.experts),
+            repetition: self.repetition.or(law.repetition),
+            experts: self.experts.or(law.experts),
         }
     }
 }
@@ -335,39 +324,4 @@ impl TryFrom<String> for GpuName {
 /// that `e = -0.0` is the brief's `e = 0` and never prints as "-0".
 fn number_or(new: Option<f64>, old: f64) -> f64 {
     new.map_or(old, |x| x + 0.0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cost::scaling::LossLawPreset;
-
-    fn patch(json: &str) -> LossLawPatch {
-        serde_json::from_str(json).unwrap()
-    }
-
-    #[test]
-    fn a_law_patch_keeps_what_it_leaves_out_and_removes_what_it_gives_as_null() {
-        let moe = LossLawPreset::Ludziejewski.law();
-        assert!(moe.experts.is_some());
-        // Left out: the law beneath's expert terms stay.
-        assert_eq!(patch("{}").apply(moe), moe);
-        assert_eq!(patch(r#"{"e": 1.5}"#).apply(moe).experts, moe.experts);
-        // null: taken out, the constants kept; the law is dense.
-        let dense = patch(r#"{"experts": null}"#).apply(moe);
-        assert_eq!(dense.experts, None);
-        assert_eq!((dense.e, dense.a, dense.alpha), (moe.e, moe.a, moe.alpha));
-        // The same for repetition.
-        let data = LossLawPreset::Muennighoff.law();
-        assert!(data.repetition.is_some());
-        assert_eq!(patch("{}").apply(data).repetition, data.repetition);
-        assert_eq!(
-            patch(r#"{"repetition": null}"#).apply(data).repetition,
-            None
-        );
-        // A value sets them.
-        let set = patch(r#"{"repetition": {"r_d": 2.0, "r_n": 3.0}}"#).apply(moe);
-        assert_eq!(set.repetition, Some(Repetition { r_d: 2.0, r_n: 3.0 }));
-        assert_eq!(set.experts, moe.experts);
-    }
 }
