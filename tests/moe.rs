@@ -8,6 +8,7 @@ mod common;
 use common::{json, trainplan};
 use trainplan::cost::activations::Recompute;
 use trainplan::cost::memory::detailed::{Detailed, GradientPrecision, Options};
+use trainplan::cost::moe::MoeRecompute;
 use trainplan::cost::precision::Precision;
 use trainplan::cost::step::{Schedule, Step};
 use trainplan::cost::step_time::{model_flops_per_token, step_time, TimeOptions};
@@ -575,4 +576,33 @@ fn the_megatron_launcher_writes_the_expert_grid_dispatcher_overlap_and_recompute
     ] {
         assert!(script.contains(flag), "{flag} missing:\n{script}");
     }
+}
+
+#[test]
+fn moe_recomputation_repeats_the_shared_experts_tp_collectives() {
+    // Megatron-core's `moe` module checkpoints the shared experts with the routed ones, so
+    // under sequence parallelism their all-gather and reduce-scatter run again: each MoE layer
+    // of Mixtral given shared experts has five all-reduces' worth of TP collectives instead of
+    // four (attention's and the shared experts', forward and backward); without shared experts
+    // only attention's two remain either way.
+    let b = brief(16);
+    let machine = b.machine();
+    let opts = TimeOptions::default();
+    let tp_comm = |shared: u64, moe: MoeRecompute| {
+        let mut shape = mixtral();
+        shape.experts.as_mut().unwrap().shared_ffn = shared;
+        let mut d = bare(step(2, Recompute::None));
+        d.options.moe_recompute = moe;
+        let l = layout(&b, &shape, 2, 1, 8, Some(1));
+        step_time(&machine, &shape, &l, &d, &opts)
+            .unwrap()
+            .breakdown
+            .tp_comm
+    };
+    let ratio = tp_comm(14_336, MoeRecompute::Layer) / tp_comm(14_336, MoeRecompute::None);
+    assert!((ratio - 1.25).abs() < 1e-12, "{ratio}");
+    assert_eq!(
+        tp_comm(0, MoeRecompute::Layer),
+        tp_comm(0, MoeRecompute::None)
+    );
 }

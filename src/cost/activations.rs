@@ -515,8 +515,9 @@ impl Setting {
 
     /// Transient bytes of an MoE layer's backward ([`Setting::working_set`] for its dense
     /// part), with the routed part's: what it recomputes (all of it under full or
-    /// selective-layer recomputation, and under `moe` the shared experts' activations too) and the two `f_e/ETP`-wide gradients of its SwiGLU, for
-    /// every route, alive at the grouped GEMM's backward.
+    /// selective-layer recomputation, and under `moe` the shared experts' activations too) and
+    /// the two `f_e/ETP`-wide gradients of its SwiGLU, for every route, alive at the grouped
+    /// GEMM's backward.
     pub fn working_set_moe(
         &self,
         shape: &Shape,
@@ -594,13 +595,13 @@ mod tests {
             let kept_plain = st.stored_moe(&plain, &rp, recompute, MoeRecompute::Layer);
             let kept_shared = st.stored_moe(&shared, &rs, recompute, MoeRecompute::Layer);
             assert_eq!(kept_plain, kept_shared, "{recompute:?}");
-            // Without `moe`, the shared experts' gate, up and SwiGLU outputs are kept:
-            // 6·5,632 bytes a token (BF16 gate and up outputs, SwiGLU's output).
-            let none = Recompute::None;
-            let more = st.stored_moe(&shared, &rs, none, MoeRecompute::None)
-                - st.stored_moe(&plain, &rp, none, MoeRecompute::None);
-            assert_eq!(more, 8192.0 * 6.0 * 5632.0);
         }
+        // Without `moe`, the shared experts' gate, up and SwiGLU outputs are kept: 6·5,632
+        // bytes a token (BF16 gate and up outputs, SwiGLU's output).
+        let none = Recompute::None;
+        let more = st.stored_moe(&shared, &rs, none, MoeRecompute::None)
+            - st.stored_moe(&plain, &rp, none, MoeRecompute::None);
+        assert_eq!(more, 8192.0 * 6.0 * 5632.0);
         // The working set of `moe` without other recomputation: the same 6·f_s bytes a token
         // come back, beside the shared experts' two f_s-wide gradients (4·f_s).
         let none = Recompute::None;

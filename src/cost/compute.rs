@@ -411,6 +411,7 @@ impl Context<'_> {
     ) -> LayerTime {
         let dense = moe_dense_part(shape);
         let mut time = self.layer(&dense, recompute);
+        let dense_forward = time.forward();
         let t = self.tp as f64;
         let h = shape.hidden as f64;
         let tokens = self.tokens() / t;
@@ -426,18 +427,15 @@ impl Context<'_> {
             forward: elementwise,
             backward: 2.0 * elementwise,
         });
-        // `moe` checkpoints the shared experts with the routed ones: their forward (the dense
-        // part's less attention's) runs again where the step's recomputation left it.
-        let shared = || {
-            let none = Recompute::None;
-            self.layer(&dense, none).forward() - self.layer(&without_shared(&dense), none).forward()
-        };
         time.recompute += match (recompute, moe) {
             (Recompute::Full, _) => forward,
-            (Recompute::SelectiveLayer, MoeRecompute::Layer) if r.shared > 0.0 => {
-                forward + shared() / 2.0
+            // `moe` (which goes with none or selective recomputation, neither of which runs
+            // the MLP again) checkpoints the shared experts with the routed ones: their
+            // forward, the dense part's less attention's, runs again too.
+            (_, MoeRecompute::Layer) if r.shared > 0.0 => {
+                let attention = self.layer(&without_shared(&dense), Recompute::None);
+                forward + dense_forward - attention.forward()
             }
-            (_, MoeRecompute::Layer) if r.shared > 0.0 => forward + shared(),
             (_, MoeRecompute::Layer) => forward,
             (Recompute::SelectiveLayer, _) => forward / 2.0,
             (_, MoeRecompute::Act) => self.traffic(r.routes * 6.0 * r.width),

@@ -634,7 +634,9 @@ pub const COMM_SMS: f64 = 20.0;
 /// One MoE layer's compute per micro-batch (`compute`: all, forward, GEMMs) with its exposed
 /// TP collectives and its expert-parallel traffic ([`crate::cost::moe`]): the dense layer's TP
 /// collectives `tp_layer` halved without shared experts (only attention's remain; the routed
-/// experts' split is ETP's), hidden as far as the stack overlaps them (`overlap`); per
+/// experts' split is ETP's), with one more all-reduce's worth (`tp_one`) where `moe`
+/// recomputation runs the shared experts' forward again, hidden as far as the stack overlaps
+/// them (`overlap`); per
 /// direction a dispatch and a combine all-to-all of the routes the rank sends (`2h` bytes
 /// each, BF16) over the EP group (ranks `ETP` apart), and with ETP > 1 an all-gather and a
 /// reduce-scatter of its routes over the ETP group (inside a node). Full recomputation repeats
@@ -649,11 +651,18 @@ fn moe_layer_comm(
     layout: &Layout,
     d: &Detailed,
     r: &Routed,
-    (tp_layer, overlap): (f64, f64),
+    (tp_layer, tp_one, overlap): (f64, f64, f64),
     compute: StageCompute,
 ) -> (StageCompute, f64, f64) {
     let shared = r.shared > 0.0;
     let tp_moe = if shared { tp_layer } else { tp_layer / 2.0 };
+    // `moe` recomputes the shared experts (with none or selective recomputation, the only
+    // steps the recompute modules go with), and with them their all-gather and reduce-scatter.
+    let tp_moe = if shared && d.options.moe_recompute == MoeRecompute::Layer {
+        tp_moe + tp_one
+    } else {
+        tp_moe
+    };
     let tp_moe = tp_moe - hidden(tp_moe, overlap, compute.2);
     let h = shape.hidden as f64;
     let topology = &machine.topology;
@@ -747,7 +756,15 @@ pub fn unsharded_in(
     };
     let tp_per_layer = tp_layer - hidden(tp_layer, overlap, layer.2);
     let moe_layer = moe.map(|(compute, r)| {
-        moe_layer_comm(machine, shape, layout, d, &r, (tp_layer, overlap), compute)
+        moe_layer_comm(
+            machine,
+            shape,
+            layout,
+            d,
+            &r,
+            (tp_layer, tp_one, overlap),
+            compute,
+        )
     });
     // Each stage's MoE layers (the most of its run), from the stages' layers; none dense.
     let stage_list = if moe.is_some() {
