@@ -28,6 +28,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cost::topology::{Link, Topology};
+use crate::error::{Error, Result};
 use crate::model::layout::Layout;
 use crate::model::Shape;
 
@@ -92,7 +93,7 @@ pub fn nodes_reached(experts: f64, per_token: f64, nodes: f64) -> f64 {
 
 /// The chance that a token's `k` distinct experts of `E`, drawn uniformly, include one of the
 /// `held` a node holds: `1 − Π_{i<k} (E − held − i)/(E − i)` (hypergeometric).
-pub fn reach(experts: f64, per_token: f64, held: f64) -> f64 {
+fn reach(experts: f64, per_token: f64, held: f64) -> f64 {
     let elsewhere = experts - held;
     let k = per_token.round() as u64;
     let none = (0..k)
@@ -205,8 +206,6 @@ pub struct Placement {
     pub most: u64,
     /// The fewest members of one group in one node (counting only nodes the group is on).
     pub fewest: u64,
-    /// Where the group holding `fewest` starts in its first node, in ranks.
-    offset: u64,
 }
 
 impl Placement {
@@ -220,16 +219,11 @@ impl Placement {
             per_node: p,
             most: 0,
             fewest: u64::MAX,
-            offset: 0,
         };
         for j in 0..groups.clamp(1, period) {
-            let offset = (j * n) % p;
-            for part in parts(n, p, offset) {
+            for part in parts(n, p, (j * n) % p) {
                 placement.most = placement.most.max(part);
-                if part < placement.fewest {
-                    placement.fewest = part;
-                    placement.offset = offset;
-                }
+                placement.fewest = placement.fewest.min(part);
             }
         }
         placement
@@ -243,11 +237,6 @@ impl Placement {
     /// Whether every group's nodes each hold the same number of its members.
     pub fn even(&self) -> bool {
         self.fewest == self.most
-    }
-
-    /// The members per node of the group holding the fewest, node by node.
-    pub fn worst_group(&self) -> impl Iterator<Item = u64> {
-        parts(self.n, self.per_node, self.offset)
     }
 }
 
@@ -294,14 +283,45 @@ fn exchange(topology: &Topology, across: bool, near: f64, far: f64) -> f64 {
     latency + (near / intra.bytes_per_second).max(far / inter.bytes_per_second)
 }
 
+/// The placement of `layout`'s EP groups on nodes of `gpus_per_node` ([`Placement`]).
+pub fn placement(gpus_per_node: u64, layout: &Layout) -> Placement {
+    let (n, stride) = (layout.ep, layout.etp);
+    let groups = layout.gpus() / (n * stride).max(1);
+    Placement::of(gpus_per_node, stride, n, groups)
+}
+
+/// Whether `dispatcher` runs `layout`'s EP groups where they lie: DeepEP sends between nodes
+/// a whole node's ranks at a time (its `Buffer` takes `rdma_rank = rank / 8` and asserts
+/// fewer than 8 ranks or a multiple of 8, `deepep/csrc/deep_ep.cpp`), so each EP group must lie
+/// inside one node or on whole nodes; EP 12 on nodes of 8 (8 + 4) is refused. The `alltoall`
+/// dispatcher runs any placement.
+pub fn dispatcher_allowed(
+    gpus_per_node: u64,
+    layout: &Layout,
+    dispatcher: Dispatcher,
+) -> Result<()> {
+    let p = placement(gpus_per_node, layout);
+    if dispatcher == Dispatcher::DeepEp && !p.in_one_node() && !p.even() {
+        return Err(Error::invalid(
+            "--ep-dispatcher",
+            "deepep",
+            format!(
+                "alltoall where EP {} splits its groups unevenly over nodes of {gpus_per_node} \
+                 GPUs ({} and {} ranks of a group in a node; DeepEP needs each group inside one \
+                 node or on whole nodes)",
+                layout.ep, p.most, p.fewest
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Seconds of one dispatch (or combine) of `r`'s routes over the EP group of `layout`, each
 /// route `bytes_per_route` (its token's `2h` BF16 bytes), by `dispatcher`: the `alltoall`
 /// dispatcher is [`all_to_all`] of the routes; DeepEP sends each of the rank's tokens once to
 /// each other node its experts are on ([`nodes_reached`]) and forwards within the node over
-/// NVLink, so the network carries tokens times remote nodes instead of routes off the node.
-/// Where the group's nodes hold it unevenly ([`Placement`]), the slowest rank is in the node
-/// with the fewest: each other node of its group holds `m` of the `n` ranks' experts and is
-/// reached with the chance [`reach`] gives for `m·E/n` experts.
+/// NVLink, so the network carries tokens times remote nodes instead of routes off the node;
+/// DeepEP runs only groups inside a node or on whole nodes ([`dispatcher_allowed`]).
 pub fn dispatch(
     topology: &Topology,
     gpus_per_node: u64,
@@ -310,29 +330,18 @@ pub fn dispatch(
     bytes_per_route: f64,
     dispatcher: Dispatcher,
 ) -> f64 {
-    let (n, stride) = (layout.ep, layout.etp);
-    let groups = layout.gpus() / (n * stride).max(1);
-    let placement = Placement::of(gpus_per_node, stride, n, groups);
+    let n = layout.ep;
+    let placement = placement(gpus_per_node, layout);
     let bytes = bytes_per_route * r.sent;
     if dispatcher == Dispatcher::AllToAll || placement.in_one_node() {
         return all_to_all(topology, &placement, bytes);
     }
     let tokens = r.sent / r.per_token;
-    let remote = if placement.even() {
-        // Each node holds a token's experts with the same chance, `reached/nodes`; the other
-        // nodes' share is remote.
-        let nodes = n as f64 / placement.most as f64;
-        let reached = nodes_reached(r.experts, r.per_token, nodes);
-        reached * (nodes - 1.0) / nodes
-    } else {
-        // Every node of the group but the rank's own, the one with the fewest.
-        let held = |m: u64| r.experts * m as f64 / n as f64;
-        let all: f64 = placement
-            .worst_group()
-            .map(|m| reach(r.experts, r.per_token, held(m)))
-            .sum();
-        all - reach(r.experts, r.per_token, held(placement.fewest))
-    };
+    // Each node holds a token's experts with the same chance, `reached/nodes`; the other nodes'
+    // share is remote.
+    let nodes = n as f64 / placement.most as f64;
+    let reached = nodes_reached(r.experts, r.per_token, nodes);
+    let remote = reached * (nodes - 1.0) / nodes;
     let far = tokens * remote * bytes_per_route;
     // Every route off the rank crosses NVLink once, sent within the node or forwarded there.
     let near = bytes * (n - 1) as f64 / n as f64;
@@ -436,7 +445,6 @@ mod tests {
         // node 0, 4 in node 1), the second 12–23 (4 in node 1, 8 in node 2).
         let p = Placement::of(8, 1, 12, 2);
         assert_eq!((p.most, p.fewest), (8, 4));
-        assert_eq!(p.worst_group().collect::<Vec<_>>(), vec![8, 4]);
         assert!(!p.in_one_node() && !p.even());
         // A rank of the 4 sends 8 of its 12 shares over the NIC, not the 4 a full node's rank
         // sends; NVLink's busiest rank (of the 8) sends 7.
@@ -451,7 +459,6 @@ mod tests {
         assert!(Placement::of(8, 1, 6, 1).in_one_node());
         let six = Placement::of(8, 1, 6, 1_000);
         assert_eq!((six.most, six.fewest), (6, 2));
-        assert_eq!(six.worst_group().collect::<Vec<_>>(), vec![2, 4]);
         // ETP 2 leaves 4 EP ranks a node: EP 6 is 4 + 2, then 2 + 4.
         let strided = Placement::of(8, 2, 6, 2);
         assert_eq!((strided.per_node, strided.most, strided.fewest), (4, 4, 2));
@@ -509,10 +516,8 @@ mod tests {
         let remote = nodes_reached(128.0, 8.0, 4.0) * 3.0 / 4.0;
         let want = nic.latency + 4096.0 * remote * route / nic.bytes_per_second;
         assert!((deepep - want).abs() < 1e-12, "{deepep} {want}");
-        // EP 12 over 24 GPUs, nodes of 8 (groups 8 + 4 and 4 + 8), 96 experts, top-8: a rank
-        // among the 4 reaches the other node, holding 64 of the experts, unless all 8 of a
-        // token's experts are among its node's 32: 1 − Π_{i<8} (32 − i)/(96 − i) =
-        // 0.99992068 (worked in Python).
+        // EP 12 over 24 GPUs, nodes of 8 (groups 8 + 4 and 4 + 8): DeepEP moves a node's 8
+        // ranks together and refuses it; alltoall runs it.
         let mut wide = s.clone();
         if let Some(e) = wide.experts.as_mut() {
             e.routed = 96;
@@ -527,15 +532,12 @@ mod tests {
             ..brief.clone()
         };
         let l = Layout::with(&small, &wide, twelve, ZeroStage::new(1).unwrap()).unwrap();
-        let r = Routed::of(&wide, &l, 4096.0, BALANCED).unwrap();
-        let got = dispatch(&t, 8, &l, &r, route, Dispatcher::DeepEp);
-        let nvlink = t.intra();
-        let far = 4096.0 * 0.999_920_68 * route / nic.bytes_per_second;
-        let near = 32_768.0 * route * 11.0 / 12.0 / nvlink.bytes_per_second;
-        // The NIC sets the time (the equal-parts reckoning, 1.5 nodes, would charge half of it).
-        assert!(far > near);
-        let want = nic.latency + far;
-        assert!((got / want - 1.0).abs() < 1e-7, "{got} {want}");
+        let refused = dispatcher_allowed(8, &l, Dispatcher::DeepEp).unwrap_err();
+        assert!(refused.to_string().contains("8 and 4 ranks"), "{refused}");
+        assert!(dispatcher_allowed(8, &l, Dispatcher::AllToAll).is_ok());
+        // Whole nodes (EP 32 on 4 nodes) and one node (EP 8) are DeepEP's.
+        let whole = Layout::with(&brief, &s, degrees, ZeroStage::new(1).unwrap()).unwrap();
+        assert!(dispatcher_allowed(8, &whole, Dispatcher::DeepEp).is_ok());
         // Inside one node the two are the same.
         let degrees = Degrees {
             ep: 8,

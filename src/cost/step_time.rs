@@ -51,7 +51,7 @@ use crate::cost::memory::detailed::{
 };
 use crate::cost::memory::plate::shard;
 use crate::cost::memory::MemoryModel;
-use crate::cost::moe::{dispatch, MoeRecompute, Routed};
+use crate::cost::moe::{dispatch, dispatcher_allowed, MoeRecompute, Routed};
 use crate::cost::precision::Precision;
 use crate::cost::reliability::Outage;
 use crate::cost::stack::{CpComm, Stack};
@@ -725,6 +725,13 @@ pub fn unsharded_in(
         attention,
         moe,
     } = *micro_batch;
+    if moe.is_some() {
+        dispatcher_allowed(
+            machine.cluster.gpus_per_node,
+            layout,
+            d.options.ep_dispatcher,
+        )?;
+    }
     let cp_per_layer = cp_exchange(
         machine,
         shape,
