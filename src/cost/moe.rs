@@ -191,11 +191,13 @@ pub fn moe_layers_of_run(shape: &Shape, stages: &[u64], index: u64) -> u64 {
 /// How the EP groups of a world fall on its nodes. Megatron-core numbers expert ranks ETP
 /// fastest, then EP, expert DP and PP (`parallel_state.py`, the expert `RankGenerator`'s order
 /// `tp-ep-dp-pp`), so with ETP = `stride` dividing the node's GPUs the world is `groups` runs of
-/// `n` EP ranks, each a block of `stride` GPUs, and a node holds `p = gpus_per_node/stride` blocks.
-/// Group `j` starts `(j·n) mod p` blocks into a node; the offsets repeat every `p/gcd(n, p)`
-/// groups, so at most `p` groups are looked at. A group whose size neither divides nor is a
-/// multiple of `p` straddles nodes unevenly: EP 12 on nodes of 8 is 8 + 4 and 4 + 8; EP 6 is 6,
-/// then 2 + 4 and 4 + 2.
+/// `n` blocks of `stride` GPUs, and a node holds `p = gpus_per_node/stride` blocks; each run
+/// holds `stride` EP groups, interleaved (a group's ranks `stride` apart, one in each block),
+/// which fall on nodes alike. Run `j` starts `(j·n) mod p` blocks into a node; the offsets
+/// repeat every `p/gcd(n, p)` runs, so at most `p` runs are looked at. A group whose size
+/// neither divides nor is a multiple of `p` straddles nodes unevenly: EP 12 on nodes of 8 is
+/// 8 + 4 and 4 + 8; EP 6 is 6, then 2 + 4 and 4 + 2. The step is charged for the worst group
+/// of the world, PP stages included (an overestimate where a stage's groups all lie better).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Placement {
     /// Ranks of a group, `n`.
@@ -209,7 +211,7 @@ pub struct Placement {
 }
 
 impl Placement {
-    /// The placement of `groups` groups of `n` ranks `stride` apart on nodes of `gpus_per_node`.
+    /// The placement of `groups` runs of `n` blocks of `stride` GPUs on nodes of `gpus_per_node`.
     pub fn of(gpus_per_node: u64, stride: u64, n: u64, groups: u64) -> Placement {
         let p = (gpus_per_node / stride.max(1)).max(1);
         let n = n.max(1);
