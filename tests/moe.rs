@@ -606,3 +606,26 @@ fn moe_recomputation_repeats_the_shared_experts_tp_collectives() {
         tp_comm(0, MoeRecompute::None)
     );
 }
+
+#[test]
+fn moe_recomputation_counts_the_mlp_forward_again_in_hardware_flops() {
+    // Mixtral's MoE layer multiplies each token by its router (4,096 × 8) and two experts
+    // (3 × 4,096 × 14,336 each): 352,354,304 parameters, which `moe` recomputation runs again
+    // in all 32 layers, 2 FLOPs each: 22,550,675,456 more hardware FLOPs a token. HFU/MFU is
+    // hardware over model FLOPs a token, so the two runs' ratios differ by that over the
+    // model's FLOPs a token.
+    let shape = mixtral();
+    let b = brief(16);
+    let machine = b.machine();
+    let opts = TimeOptions::default();
+    let ratio = |moe: MoeRecompute| {
+        let mut d = bare(step(2, Recompute::None));
+        d.options.moe_recompute = moe;
+        let l = layout(&b, &shape, 2, 1, 8, Some(1));
+        let t = step_time(&machine, &shape, &l, &d, &opts).unwrap();
+        t.hfu / t.mfu
+    };
+    let model = model_flops_per_token(&shape, 4096);
+    let more = (ratio(MoeRecompute::Layer) - ratio(MoeRecompute::None)) * model;
+    assert!((more / 22_550_675_456.0 - 1.0).abs() < 1e-9, "{more}");
+}

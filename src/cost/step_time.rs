@@ -41,7 +41,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::cost::activations::Recompute;
+use crate::cost::activations::{moe_dense_part, without_shared, Recompute};
 use crate::cost::calibration::Calibration;
 use crate::cost::chip::{Chip, CHIPS};
 use crate::cost::compute::Context;
@@ -864,7 +864,13 @@ pub fn unsharded_in(
     } else {
         // An MoE layer multiplies the matrices a token goes through (k routed experts).
         let matrices = shape.moe_layer_matrix_params();
-        let (full_moe, _) = layer_flops_with(shape, matrices, 1, step.seq_len, step.recompute);
+        let (mut full_moe, _) = layer_flops_with(shape, matrices, 1, step.seq_len, step.recompute);
+        if d.options.moe_recompute == MoeRecompute::Layer {
+            // `moe` runs the layer's MLP part again (router, k routed experts, shared experts;
+            // none or selective recomputation left it): 2 FLOPs a parameter a token.
+            let attention = without_shared(&moe_dense_part(shape)).layer_matrix_params();
+            full_moe += 2.0 * matrices.saturating_sub(attention) as f64;
+        }
         (u64::from(shape.layers) - moe_layers) as f64 * full_layer + moe_layers as f64 * full_moe
     };
     let hardware_per_token = hardware_layers + 3.0 * 2.0 * v * h;
