@@ -144,6 +144,15 @@ impl Launcher for DeepSpeed {
             "note: DeepSpeed's JSON has no parallel degrees: set TP {} and PP {} in the training script (Megatron-DeepSpeed flags or a PipelineModule)",
             launch.layout.tp, launch.layout.pp
         ));
+        // The plan's TP overlap (Megatron-core's --tp-comm-overlap on Transformer Engine's
+        // userbuffers) is the training script's too, if it has it at all: said, so that a
+        // plan timed with it is not taken for DeepSpeed's pace.
+        if launch.step.tp_comm_overlap && launch.layout.tp > 1 {
+            lines.push(format!(
+                "note: the plan was timed with TP communication hidden behind the GEMMs (the {} stack's --tp-comm-overlap), which only a training script built on Transformer Engine's overlapped layers does; --stack megatron-deepspeed grades it without",
+                launch.options.stack
+            ));
+        }
         // Nor has it the model: the training script builds it, and must build this one.
         let (s, a) = (&launch.shape, &launch.shape.architecture);
         lines.push(format!(
@@ -168,6 +177,22 @@ mod tests {
 
     fn launch(gpus: u64, degrees: Degrees, zero: u8) -> Launch {
         crate::report::export::launch::launch_with("70b", gpus, degrees, zero)
+    }
+
+    #[test]
+    fn a_plan_timed_with_tp_overlap_says_so_beside_the_json() {
+        // The default stack overlaps TP (with SP): a note says the pace assumed it.
+        let mut l = launch(512, Degrees::tp_pp(8, 4), 1);
+        assert!(l.step.tp_comm_overlap);
+        let said = |l: &Launch| {
+            DeepSpeed.side_notes(l).iter().any(|n| {
+                n.starts_with("note: the plan was timed with TP communication hidden")
+                    && n.contains("megatron-te stack's --tp-comm-overlap")
+            })
+        };
+        assert!(said(&l));
+        l.step.tp_comm_overlap = false;
+        assert!(!said(&l));
     }
 
     /// The one-line refusal of `l`.

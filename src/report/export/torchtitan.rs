@@ -176,6 +176,20 @@ pub fn render(l: &Launch) -> Result<String> {
             }
         );
     }
+    // The plan was timed with TP's all-gathers and reduce-scatters hidden behind the GEMMs
+    // (Megatron-core's --tp-comm-overlap, Transformer Engine's userbuffers), which no
+    // torchtitan stack here has. torchtitan's async TP (`enable_async_tensor_parallel`,
+    // torchtitan/distributed/tensor_parallel.py: torch.compile's micro-pipelined collective
+    // matmuls, refused without `compile.enable` and "model" in `compile.components`) is the
+    // nearest; it is named, not set, since compiling changes the kernels the plan was timed
+    // with.
+    if step.tp_comm_overlap && layout.tp > 1 {
+        let _ = writeln!(
+            out,
+            "# TP overlap: the plan's {} stack hides TP communication behind the GEMMs (Megatron-core's --tp-comm-overlap); torchtitan's nearest is async TP (parallelism.enable_async_tensor_parallel = true, with compile.enable = true and \"model\" in compile.components), not set here. Without it TP's collectives are exposed: --stack torchtitan or torchtitan-compile grades the plan as torchtitan runs it.",
+            l.options.stack
+        );
+    }
     let converter = match l.precision() {
         Precision::Bf16 => None,
         Precision::Fp8 => {
@@ -442,6 +456,30 @@ mod tests {
             config["quantize"]["linear"]["mx"]["recipe_name"].as_str(),
             Some("mxfp8_cublas")
         );
+    }
+
+    #[test]
+    fn a_plan_timed_with_tp_overlap_names_async_tp_and_sets_nothing() {
+        // The default stack (megatron-te) overlaps TP with SP on: the TOML says so in a comment
+        // and leaves async TP and compilation as torchtitan's defaults (off).
+        let mut l = launch("70b", 512, Degrees::tp_pp(8, 4), 1);
+        assert!(l.step.tp_comm_overlap, "{:?}", l.step);
+        let text = render(&l).unwrap();
+        assert!(
+            text.contains("# TP overlap: the plan's megatron-te stack hides TP communication")
+                && text.contains("parallelism.enable_async_tensor_parallel = true"),
+            "{text}"
+        );
+        let config: toml::Value = text.parse().unwrap();
+        assert!(config["parallelism"]
+            .get("enable_async_tensor_parallel")
+            .is_none());
+        assert!(config.get("compile").is_none());
+        // Without the overlap, or without TP, nothing is said.
+        l.step.tp_comm_overlap = false;
+        assert!(!render(&l).unwrap().contains("TP overlap"));
+        let l = launch("8b", 64, Degrees::tp_pp(1, 1), 0);
+        assert!(!render(&l).unwrap().contains("TP overlap"));
     }
 
     #[test]
