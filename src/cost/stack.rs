@@ -192,6 +192,10 @@ pub struct Settings {
     pub stages: StageSplit,
     /// TP collectives hidden behind the layer's GEMMs, as far as they last.
     pub tp_overlap: f64,
+    /// Whether the TP overlap runs on Transformer Engine's userbuffers, which hold memory of
+    /// their own ([`crate::cost::memory::detailed::userbuffers`]); XLA's collective matmuls
+    /// (MaxText) work in the activations' own buffers.
+    pub userbuffers: bool,
     /// Pipeline sends hidden behind the next chunk's compute, as far as it lasts.
     pub pp_overlap: f64,
     /// DP collectives hidden behind backward (and ZeRO 3's gathers behind forward).
@@ -274,6 +278,7 @@ impl Stack {
             gradients: GradientPrecision::Fp32,
             stages: StageSplit::Even,
             tp_overlap: 1.0,
+            userbuffers: true,
             pp_overlap: 1.0,
             dp_overlap: 1.0,
             interleaving: true,
@@ -285,6 +290,7 @@ impl Stack {
         match self {
             Stack::MegatronTe => base,
             Stack::Maxtext => Settings {
+                userbuffers: false,
                 cp: Some(CpComm::AllGather),
                 mxfp8: false,
                 ..base

@@ -32,7 +32,9 @@ use rayon::prelude::*;
 
 use crate::brief::Brief;
 use crate::cost::activations::Recompute;
-use crate::cost::memory::detailed::{stage_kinds, Detailed, Options, StagePeaks, StageShares};
+use crate::cost::memory::detailed::{
+    stage_kinds, userbuffers, Detailed, Options, StagePeaks, StageShares,
+};
 use crate::cost::memory::MemoryModel;
 use crate::cost::precision::Precision;
 use crate::cost::scaling::ComputeOptimal;
@@ -956,8 +958,8 @@ struct Shared {
     /// Each step's slot, by its place in the layout's steps.
     slot_of: Vec<u32>,
     /// Whether each step, by its place, overlaps TP communication right after the same step
-    /// without the overlap, on a stack that has it (so the two are valid together and need the
-    /// same memory: the memory model does not read the overlap).
+    /// without the overlap, on a stack that has it (so the two are valid together and the
+    /// overlap needs the same memory but TE's userbuffers, [`userbuffers`]).
     overlaps_the_step_before: Vec<bool>,
     /// How many slots the steps have.
     count: usize,
@@ -1100,10 +1102,12 @@ fn slot_pace(
 /// proportion to `b`. So a larger micro-batch needs more by at least the working set's
 /// `4·f·s·Δb/t` bytes (megabytes; the sums' rounding is a millionth of a byte), and is never
 /// the lightest; one of the same micro-batch (a larger batch or an interleaved schedule) needs
-/// no less, and comes after `w` in the step order, which breaks ties.
+/// no less, and comes after `w` in the step order, which breaks ties. TP overlap's userbuffers
+/// ([`userbuffers`], `∝ b`) are no fewer where `s` overlaps whenever `w` does.
 fn no_lighter(s: &Step, w: &Step) -> bool {
     (s.seq_len, s.recompute, s.sequence_parallel, s.precision)
         == (w.seq_len, w.recompute, w.sequence_parallel, w.precision)
+        && s.tp_comm_overlap >= w.tp_comm_overlap
         && s.micro_batch >= w.micro_batch
         && s.global_batch_tokens >= w.global_batch_tokens
 }
@@ -1315,13 +1319,17 @@ fn weighed_configurations(
                         continue;
                     }
                     // A step overlapping TP communication right after the same step without the
-                    // overlap (the overlap is last in a step's order) needs its memory
-                    // ([`Shared::assign`]). Over the cap, it is decided unweighed: no lighter
-                    // than the sibling, which comes first in the step order and so stays the
-                    // lightest on a tie.
+                    // overlap (the overlap is last in a step's order) needs its memory and TE's
+                    // userbuffers, added last as `Memory::total` adds them ([`Shared::assign`]).
+                    // Over the cap, it is decided unweighed: no lighter than the sibling, which
+                    // comes first in the step order and so stays the lightest on a tie.
                     let sibling = last.filter(|_| shared.overlaps_the_step_before[place]);
                     let decided = match sibling {
-                        Some(weighed) => Some(Ok(weighed.filter(|&b| memory_fits(brief, b)))),
+                        Some(weighed) => Some(Ok(weighed
+                            .map(|b| {
+                                b + userbuffers(d.options.stack, &d.step, shape.hidden, &layout)
+                            })
+                            .filter(|&b| memory_fits(brief, b)))),
                         None => kinds
                             .as_ref()
                             .and_then(|k| over.decide(d, shared.slot_of[place], &layout, k)),

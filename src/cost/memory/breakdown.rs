@@ -28,6 +28,10 @@ pub struct Detail {
     pub transient: f64,
     /// CUDA context, communication buffers and allocator fragmentation.
     pub reserve: f64,
+    /// Transformer Engine's userbuffers for a step that overlaps TP communication
+    /// ([`crate::cost::memory::detailed::userbuffers`]; 0 without the overlap), added last to
+    /// the total and shown within the reserve.
+    pub userbuffers: f64,
     /// The stage these figures are for: the one that needs the most.
     pub stage: StageInfo,
 }
@@ -89,10 +93,12 @@ pub struct StageInfo {
 impl Memory {
     /// The sum of every component, bytes.
     pub fn total(&self) -> f64 {
-        let extra = self
-            .detail
-            .map_or(0.0, |d| d.logits + d.transient + d.reserve);
-        self.weights + self.gradients + self.optimizer + self.activations + extra
+        let (extra, buffers) = self.detail.map_or((0.0, 0.0), |d| {
+            (d.logits + d.transient + d.reserve, d.userbuffers)
+        });
+        // The userbuffers last: a step with the overlap needs its twin's bytes without it, plus
+        // them, to the bit (the search adds them to the twin's).
+        self.weights + self.gradients + self.optimizer + self.activations + extra + buffers
     }
 
     /// The same, in GB, as the plan JSON reports it.
@@ -104,7 +110,7 @@ impl Memory {
             activations: gb(self.activations),
             logits: self.detail.map(|d| gb(d.logits)),
             transient: self.detail.map(|d| gb(d.transient)),
-            reserve: self.detail.map(|d| gb(d.reserve)),
+            reserve: self.detail.map(|d| gb(d.reserve + d.userbuffers)),
             total: gb(self.total()),
         }
     }
@@ -127,7 +133,8 @@ pub struct MemoryGb {
     /// Transient peak: recomputation working set or the loss's forward peak, GB (detailed only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transient: Option<f64>,
-    /// CUDA context, communication buffers, fragmentation, GB (detailed only).
+    /// CUDA context, communication buffers (with TP overlap, Transformer Engine's userbuffers),
+    /// fragmentation, GB (detailed only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reserve: Option<f64>,
     /// Sum of the above, GB.

@@ -12,6 +12,7 @@
 //! | transient | the larger of one layer's backward working set (recomputed activations and activation gradients, [`crate::cost::activations`]) and, on the last stage, the loss's forward peak above what it keeps: `6·s·b·V/TP` (BF16 logits, their FP32 copy, FP32 softmax: 10 bytes a value at the peak) or `2·s·b·V/TP` with a BF16 loss | calibration: 4.47 GB kept, 10.91 GB at the forward peak for V = 128,256, s = 8,192 |
 //! | ZeRO 3 buffers | with sharded weights, two units (the next one prefetched) of BF16 weights and one unit's gradients whole, the unit a layer or the output head | FSDP2 and DeepSpeed ZeRO 3 prefetch one unit |
 //! | reserve | a fixed reserve plus a fraction of everything else | see [`Options::reserve_gb`] |
+//! | userbuffers | with TP-communication overlap, `(s·b/CP)·h` elements in each of Transformer Engine's 12 communication buffers: 24 bytes an element in BF16, 16 in FP8 | [`userbuffers`] |
 //!
 //! `Ψᵢ` counts exactly what the stage holds: its layers' matrices split over TP and their two
 //! RMSNorm vectors whole; the input embedding on the first stage and the output head on the
@@ -453,6 +454,7 @@ impl Detailed {
             kinds: *kinds,
             m,
             stages,
+            hidden: shape.hidden,
         })
     }
 
@@ -478,6 +480,7 @@ impl Detailed {
             m: shares.m,
             stages,
             len: shares.len,
+            hidden: shares.hidden,
         }
     }
 
@@ -609,6 +612,7 @@ impl Detailed {
             stages,
             len: kinds_list.len(),
             fp8_copy,
+            hidden: shape.hidden,
         })
     }
 
@@ -658,6 +662,7 @@ impl Detailed {
                     logits: share.logits,
                     transient: share.working + gathered,
                     reserve: 0.0,
+                    userbuffers: 0.0,
                     stage: StageInfo {
                         index: i,
                         of: layout.pp,
@@ -678,8 +683,12 @@ impl Detailed {
         self.step
             .interleaving_allowed_in(layout, &stages.kinds, stages.m)?;
         let mut worst: Option<Memory> = None;
+        let buffers = userbuffers(self.options.stack, &self.step, stages.hidden, layout);
         for stage in stages.stages.iter().flatten() {
-            let mem = self.stage_memory(stage, layout, stages.m);
+            let mut mem = self.stage_memory(stage, layout, stages.m);
+            if let Some(d) = mem.detail.as_mut() {
+                d.userbuffers = buffers;
+            }
             if worst.is_none_or(|w| mem.total() > w.total()) {
                 worst = Some(mem);
             }
@@ -703,7 +712,8 @@ impl Detailed {
                 let allocated = held + stage.extra;
                 held + (stage.extra + (reserve + self.options.fragmentation * allocated))
             })
-            .fold(f64::NEG_INFINITY, f64::max))
+            .fold(f64::NEG_INFINITY, f64::max)
+            + userbuffers(self.options.stack, &self.step, peaks.hidden, layout))
     }
 
     /// What `stage` holds under this step's schedule: its activations for the micro-batches
@@ -722,6 +732,38 @@ impl Detailed {
         }
         mem
     }
+}
+
+/// Transformer Engine's userbuffers, bytes a GPU, for a step that overlaps TP communication
+/// with the GEMMs on a stack that runs the overlap on them (`--tp-comm-overlap` with TP > 1 on
+/// megatron-te; 0 otherwise, MaxText's XLA collective matmuls among them).
+///
+/// Megatron-LM's `_initialize_tp_communicators` (`megatron/training/initialize.py`) hands TE's
+/// `initialize_ub` (`transformer_engine/pytorch/module/base.py`) the shape `[s·b/CP, h]`, and
+/// TE builds one communication buffer of that shape for each GEMM it overlaps, once a process,
+/// shared by every layer: twelve in TE 2 (ring exchange `qkv_fprop`, `fc1_fprop`, `proj_dgrad`,
+/// `fc2_dgrad`; pipeline `proj_fprop`, `fc2_fprop`; bulk `qkv_dgrad`, `qkv_wgrad`,
+/// `fc1_dgrad`, `fc1_wgrad`; external `proj_wgrad`, `fc2_wgrad`; TE 1 had the first ten). A
+/// buffer holds the activation type, BF16, except that under an FP8 recipe the eight
+/// all-gather buffers hold one byte an element:
+///
+/// `(s·b/CP)·h·24` bytes in BF16, `(s·b/CP)·h·(8·1 + 4·2)` in FP8 or MXFP8.
+///
+/// Llama 3 70B at s = 8,192, b = 1, CP 1: 8,192 · 8,192 · 24 = 1.61 GB. The buffers are
+/// allocated once at start-up, before the step's churn, so the fragmentation share is not
+/// charged on them (a modelling choice); the ring exchange's extra receive chunks (only where
+/// a configuration asks for a ring reduce-scatter) are not counted.
+pub fn userbuffers(stack: Stack, step: &Step, hidden: u64, layout: &Layout) -> f64 {
+    if !step.tp_comm_overlap || layout.tp <= 1 || !stack.settings().userbuffers {
+        return 0.0;
+    }
+    let elements = (step.seq_len * step.micro_batch / layout.cp.max(1)) as f64 * hidden as f64;
+    let bytes_an_element = if step.precision.is_fp8() {
+        8.0 * 1.0 + 4.0 * 2.0
+    } else {
+        12.0 * 2.0
+    };
+    elements * bytes_an_element
 }
 
 /// The kinds of stage of `layout`'s pipeline of `shape` under `split` ([`StageKinds`]).
@@ -755,6 +797,8 @@ pub struct StagePeaks {
     pub m: u64,
     stages: [StagePeak; MAX_STAGE_KINDS],
     len: usize,
+    /// The model's hidden size ([`userbuffers`]).
+    hidden: u64,
 }
 
 /// One representative stage's memory but its activations and reserve, in two sums.
@@ -779,6 +823,8 @@ pub struct StageShares {
     len: usize,
     /// FP8 copies of one layer's matrices on this GPU's TP shard, bytes (0 in BF16).
     fp8_copy: f64,
+    /// The model's hidden size, which sizes TP overlap's [`userbuffers`].
+    hidden: u64,
 }
 
 /// One representative stage's share of [`StageShares`].
@@ -828,6 +874,7 @@ impl Stages {
             m: self.m,
             stages,
             len,
+            hidden: self.hidden,
         }
     }
 }
@@ -842,6 +889,8 @@ pub struct Stages {
     pub m: u64,
     /// What each kind's representative holds before its activations.
     stages: [Option<StageBase>; MAX_STAGE_KINDS],
+    /// The model's hidden size ([`userbuffers`]).
+    hidden: u64,
 }
 
 #[cfg(test)]
@@ -934,6 +983,63 @@ mod tests {
     }
 
     #[test]
+    fn te_s_userbuffers_are_twelve_buffers_of_s_b_h_over_cp() {
+        // Llama 3 70B (h 8,192), s 8,192, b 1, TP 8: 12 BF16 buffers of 8,192 × 8,192 elements,
+        // 1,610,612,736 bytes; under FP8 eight of them hold a byte: 8,192² × 16.
+        let s = preset("70b").unwrap();
+        let l = Layout::new(&Brief::default(), &s, 8, 4, ZeroStage::new(1).unwrap()).unwrap();
+        let on = Step {
+            tp_comm_overlap: true,
+            ..step(Recompute::Full, true)
+        };
+        let te = Stack::MegatronTe;
+        assert_eq!(userbuffers(te, &on, s.hidden, &l), 1_610_612_736.0);
+        let fp8 = Step {
+            precision: crate::cost::precision::Precision::Fp8,
+            ..on
+        };
+        assert_eq!(userbuffers(te, &fp8, s.hidden, &l), 1_073_741_824.0);
+        // Megatron-LM's shape is [s·b/CP, h]: two sequences a micro-batch over CP 2 hold one
+        // sequence's worth.
+        let cp2 = Layout { cp: 2, ..l };
+        let b2 = Step {
+            micro_batch: 2,
+            ..on
+        };
+        assert_eq!(userbuffers(te, &b2, s.hidden, &cp2), 1_610_612_736.0);
+        // None without the overlap, without TP, or on MaxText's XLA collective matmuls.
+        let off = step(Recompute::Full, true);
+        assert_eq!(userbuffers(te, &off, s.hidden, &l), 0.0);
+        assert_eq!(userbuffers(te, &on, s.hidden, &Layout { tp: 1, ..l }), 0.0);
+        assert_eq!(userbuffers(Stack::Maxtext, &on, s.hidden, &l), 0.0);
+    }
+
+    #[test]
+    fn a_step_with_tp_overlap_holds_its_twin_s_memory_and_the_userbuffers() {
+        // The step's total is the twin's plus the buffers, to the bit, and the reserve's GB
+        // figure carries them.
+        let off = Step {
+            micro_batch: 2,
+            ..step(Recompute::Selective, true)
+        };
+        let on = Step {
+            tp_comm_overlap: true,
+            ..off
+        };
+        let without = memory("70b", 8, 4, 1, off, Options::default());
+        let with = memory("70b", 8, 4, 1, on, Options::default());
+        let buffers = 2.0 * 8192.0 * 8192.0 * 24.0;
+        assert_eq!(
+            with.total().to_bits(),
+            (without.total() + buffers).to_bits()
+        );
+        assert_eq!(with.detail.unwrap().userbuffers, buffers);
+        assert_eq!(without.detail.unwrap().userbuffers, 0.0);
+        let gb = |m: &Memory| m.in_gb().reserve.unwrap();
+        assert!((gb(&with) - gb(&without) - buffers / 1e9).abs() < 1e-9);
+    }
+
+    #[test]
     fn the_first_stage_holds_pp_micro_batches_of_its_layers() {
         // 70B, TP 8 + SP, PP 8 (10 layers a stage), full recompute: the first stage keeps
         // 8 micro-batches × 10 layers × 2·s·h/8 bytes.
@@ -975,14 +1081,16 @@ mod tests {
                 let zero = ZeroStage::new(zero).unwrap();
                 let l = Layout::new(&brief, &s, tp, pp, zero).unwrap();
                 let kinds = stage_kinds(&s, &l, options.stages).unwrap();
-                for (recompute, b, schedule) in itertools::iproduct!(
+                for (recompute, b, schedule, overlap) in itertools::iproduct!(
                     Recompute::ALL,
                     [1, 2],
-                    [Schedule::OneFOneB, Schedule::Interleaved(2)]
+                    [Schedule::OneFOneB, Schedule::Interleaved(2)],
+                    [false, true]
                 ) {
                     let step = Step {
                         micro_batch: b,
                         schedule,
+                        tp_comm_overlap: overlap,
                         ..step(recompute, true)
                     };
                     let d = Detailed { step, options };

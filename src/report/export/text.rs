@@ -778,12 +778,16 @@ fn memory_rows(p: &Plan) -> Vec<Vec<String>> {
                 "backward working set or loss peak".into(),
                 m.transient.unwrap_or(0.0),
             ));
+            // With TP overlap on Transformer Engine, its userbuffers are in the reserve's figure.
+            let buffers =
+                crate::cost::memory::detailed::userbuffers(options.stack, step, 1, &p.layout) > 0.0;
             rows.push(row(
                 "reserve",
                 format!(
-                    "{} GB + {} % fragmentation",
+                    "{} GB + {} % fragmentation{}",
                     general(options.reserve_gb),
-                    general(options.fragmentation * 100.0)
+                    general(options.fragmentation * 100.0),
+                    if buffers { " + TE userbuffers" } else { "" }
                 ),
                 m.reserve.unwrap_or(0.0),
             ));
