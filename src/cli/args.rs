@@ -1145,7 +1145,7 @@ impl DetailedArgs {
     pub fn expert_flag(&self) -> Option<(&'static str, String)> {
         let name = |v: &dyn std::fmt::Debug| format!("{v:?}").to_ascii_lowercase();
         self.moe_imbalance
-            .map(|x| ("--moe-imbalance", format!("{x}")))
+            .map(|x| ("--moe-imbalance", crate::format::exact(x)))
             .or(self.ep_overlap.map(|v| ("--ep-overlap", name(&v))))
             .or(self.moe_recompute.map(|v| ("--moe-recompute", name(&v))))
             .or(self.ep_dispatcher.map(|v| ("--ep-dispatcher", name(&v))))

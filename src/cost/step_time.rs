@@ -113,7 +113,11 @@ impl TimeOptions {
             ("--dp-overlap", self.dp_overlap),
         ] {
             if !(v.is_finite() && (0.0..=1.0).contains(&v)) {
-                return Err(Error::invalid(flag, v, "a fraction in [0, 1]"));
+                return Err(Error::invalid(
+                    flag,
+                    crate::format::exact(v),
+                    "a fraction in [0, 1]",
+                ));
             }
         }
         self.calibration.validate()

@@ -135,14 +135,14 @@ impl Options {
         if !(self.reserve_gb.is_finite() && (0.0..=1e3).contains(&self.reserve_gb)) {
             return Err(Error::invalid(
                 "--reserve-gb",
-                self.reserve_gb,
+                crate::format::exact(self.reserve_gb),
                 "0 to 1000 GB",
             ));
         }
         if !(self.fragmentation.is_finite() && (0.0..1.0).contains(&self.fragmentation)) {
             return Err(Error::invalid(
                 "--fragmentation",
-                self.fragmentation,
+                crate::format::exact(self.fragmentation),
                 "a fraction in [0, 1)",
             ));
         }
@@ -151,7 +151,7 @@ impl Options {
         {
             return Err(Error::invalid(
                 "--moe-imbalance",
-                self.moe_imbalance,
+                crate::format::exact(self.moe_imbalance),
                 format!("the busiest rank's routes over the mean, {BALANCED} to {MAX_IMBALANCE}"),
             ));
         }
