@@ -95,6 +95,8 @@ fn check_report_of_llama_3_405b_under_the_detailed_model() {
             "llama3",
             "--recompute",
             "none",
+            "--tp-comm-overlap",
+            "off",
         ],
         "check-405b-detailed.txt",
     );

@@ -292,8 +292,8 @@ pub struct Step {
     /// them). It needs sequence parallelism (Megatron-LM's `arguments.py` refuses it without)
     /// and a stack that has it ([`crate::cost::stack::Settings::tp_overlap`]); plan files
     /// written before it read as off, and `export --plan` then takes the stack's default.
-    /// Last in the order, so that a step and the same step overlapped sit side by side: they
-    /// need the same memory, which a search weighs once.
+    /// Last in the order, so that a step and the same step overlapped sit side by side: the
+    /// overlapped one needs the other's memory plus TE's userbuffers, so a search weighs once.
     #[serde(default)]
     pub tp_comm_overlap: bool,
 }

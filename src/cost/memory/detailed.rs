@@ -741,9 +741,10 @@ impl Detailed {
 /// Megatron-LM's `_initialize_tp_communicators` (`megatron/training/initialize.py`) hands TE's
 /// `initialize_ub` (`transformer_engine/pytorch/module/base.py`) the shape `[s·b/CP, h]`, and
 /// TE builds one communication buffer of that shape for each GEMM it overlaps, once a process,
-/// shared by every layer: twelve in TE 2 (ring exchange `qkv_fprop`, `fc1_fprop`, `proj_dgrad`,
+/// shared by every layer: twelve since TE 2.7 (ring exchange `qkv_fprop`, `fc1_fprop`, `proj_dgrad`,
 /// `fc2_dgrad`; pipeline `proj_fprop`, `fc2_fprop`; bulk `qkv_dgrad`, `qkv_wgrad`,
-/// `fc1_dgrad`, `fc1_wgrad`; external `proj_wgrad`, `fc2_wgrad`; TE 1 had the first ten). A
+/// `fc1_dgrad`, `fc1_wgrad`; external `proj_wgrad`, `fc2_wgrad`; before 2.7 the first ten, 20 and 14 bytes an element:
+/// an upper bound there). A
 /// buffer holds the activation type, BF16, except that under an FP8 recipe the eight
 /// all-gather buffers hold one byte an element:
 ///
