@@ -755,7 +755,7 @@ impl Detailed {
 /// charged on them (a modelling choice); the ring exchange's extra receive chunks (only where
 /// a configuration asks for a ring reduce-scatter) are not counted.
 pub fn userbuffers(stack: Stack, step: &Step, hidden: u64, layout: &Layout) -> f64 {
-    if !step.tp_comm_overlap || layout.tp <= 1 || !stack.settings().userbuffers {
+    if !holds_userbuffers(stack, step, layout) {
         return 0.0;
     }
     let elements = (step.seq_len * step.micro_batch / layout.cp.max(1)) as f64 * hidden as f64;
@@ -765,6 +765,12 @@ pub fn userbuffers(stack: Stack, step: &Step, hidden: u64, layout: &Layout) -> f
         12.0 * 2.0
     };
     elements * bytes_an_element
+}
+
+/// Whether `step` holds TE's [`userbuffers`]: TP overlap with TP > 1 on a stack that runs it
+/// on them.
+pub fn holds_userbuffers(stack: Stack, step: &Step, layout: &Layout) -> bool {
+    step.tp_comm_overlap && layout.tp > 1 && stack.settings().userbuffers
 }
 
 /// The kinds of stage of `layout`'s pipeline of `shape` under `split` ([`StageKinds`]).

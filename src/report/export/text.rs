@@ -780,7 +780,7 @@ fn memory_rows(p: &Plan) -> Vec<Vec<String>> {
             ));
             // With TP overlap on Transformer Engine, its userbuffers are in the reserve's figure.
             let buffers =
-                crate::cost::memory::detailed::userbuffers(options.stack, step, 1, &p.layout) > 0.0;
+                crate::cost::memory::detailed::holds_userbuffers(options.stack, step, &p.layout);
             rows.push(row(
                 "reserve",
                 format!(
