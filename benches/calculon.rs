@@ -12,13 +12,14 @@
 
 use std::time::Instant;
 
-use trainplan::cost::activations::Recompute;
-use trainplan::cost::memory::detailed::{Detailed, Options};
 use trainplan::cost::memory::MemoryModel;
-use trainplan::cost::precision::Precision;
-use trainplan::cost::stack::Stack;
+use trainplan::cost::run::TimeModel;
+use trainplan::cost::step::detailed::{Detailed, Options};
+use trainplan::cost::step::precision::Precision;
+use trainplan::cost::step::stack::Stack;
+use trainplan::cost::step::Recompute;
 use trainplan::cost::step::{Schedule, Step};
-use trainplan::cost::step_time::{TimeModel, TimeOptions};
+use trainplan::cost::step_time::options::TimeOptions;
 use trainplan::model::layout::{Degrees, Layout, ZeroStage};
 use trainplan::model::preset;
 use trainplan::plan::{evaluate, Design};

@@ -6,11 +6,12 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 use itertools::iproduct;
-use trainplan::cost::activations::Recompute;
-use trainplan::cost::memory::detailed::Options;
-use trainplan::cost::stack::Stack;
+use trainplan::cost::run::TimeModel;
+use trainplan::cost::step::detailed::Options;
+use trainplan::cost::step::stack::Stack;
+use trainplan::cost::step::Recompute;
 use trainplan::cost::step::{Schedule, Step};
-use trainplan::cost::step_time::{TimeModel, TimeOptions};
+use trainplan::cost::step_time::options::TimeOptions;
 use trainplan::input::hf;
 use trainplan::model::family::Family;
 use trainplan::model::layout::layouts;
@@ -101,7 +102,7 @@ fn detailed_search(c: &mut Criterion) {
             schedule,
             // Megatron-core's default with sequence parallelism.
             tp_comm_overlap: sequence_parallel,
-            precision: trainplan::cost::precision::Precision::Bf16,
+            precision: trainplan::cost::step::precision::Precision::Bf16,
             global_batch_tokens: 16 * 1024 * 1024,
         },
     )
@@ -174,7 +175,7 @@ fn detailed_search(c: &mut Criterion) {
 /// The presets' default detailed space (every interleaving depth, the batch nearest the
 /// target) with CP 1, 2, 4, 8, 16 and both precisions: issue 17's space.
 fn cp_and_precision_search(c: &mut Criterion) {
-    use trainplan::cost::precision::Precision;
+    use trainplan::cost::step::precision::Precision;
     use trainplan::search::ParallelSpace;
     let brief = Brief::default();
     let shapes = presets();
@@ -382,7 +383,7 @@ fn moe_search(c: &mut Criterion) {
     let brief = Brief {
         gpus: 256,
         loss_target: 2.0,
-        loss_law: trainplan::cost::scaling::LossLawPreset::Ludziejewski.law(),
+        loss_law: trainplan::laws::LossLawPreset::Ludziejewski.law(),
         ..Brief::default()
     };
     let stack = Stack::MegatronTe;

@@ -7,14 +7,14 @@
 //! and find their Pareto front on loss and days.
 //!
 //! The model is the plate model of SPEC.md: memory by ZeRO stage with full recomputation
-//! ([`cost::memory`]), days by 6ND at an assumed MFU ([`cost::time`]), and the Chinchilla loss
-//! law ([`cost::scaling`]). Each formula lives in one small function with its source in the doc
-//! comment.
+//! ([`cost::memory`]), days by 6ND at an assumed MFU ([`cost::run::plate`]), and the
+//! Chinchilla loss law ([`laws`]). Each formula lives in one small function with its source in
+//! the doc comment.
 //!
 //! The parts, from the ground up (each uses only the parts before it; ARCHITECTURE.md):
-//! `error`, `format`, `units` → [`model`] → [`cost`] → [`brief`] → [`plan`] → [`search`] →
-//! [`report`] → [`input`] → [`serve`] → [`cli`] (clap's flags and the commands, which the
-//! binary and the Python package both run).
+//! `error`, `format`, `hash`, `units` → [`model`] → [`laws`] → [`cost`] → [`brief`] →
+//! [`plan`] → [`search`] → [`report`] → [`input`] → [`serve`] → [`cli`] (clap's flags and the
+//! commands, which the binary and the Python package both run).
 //!
 //! ```
 //! use trainplan::{evaluate, model, Brief, Design, Layout, ZeroStage};
@@ -40,6 +40,7 @@ pub mod units;
 pub mod brief;
 pub mod cost;
 pub mod input;
+pub mod laws;
 pub mod model;
 pub mod plan;
 pub mod report;

@@ -52,12 +52,13 @@ use tokio::sync::Semaphore;
 
 use crate::brief::gpu::PRESETS;
 use crate::brief::{Brief, BriefPatch};
-use crate::cost::memory::detailed::{Detailed, Options};
 use crate::cost::memory::MemoryModel;
-use crate::cost::precision::Precision;
-use crate::cost::stack::Stack;
+use crate::cost::run::TimeModel;
+use crate::cost::step::detailed::{Detailed, Options};
+use crate::cost::step::precision::Precision;
+use crate::cost::step::stack::Stack;
 use crate::cost::step::Step;
-use crate::cost::step_time::{TimeModel, TimeOptions};
+use crate::cost::step_time::options::TimeOptions;
 use crate::error::{Error, Result};
 use crate::input::parse_json;
 use crate::model::layout::{Degrees, Layout, ZeroStage};
@@ -377,7 +378,7 @@ pub fn api_search(body: &[u8]) -> Result<String> {
         request.precisions.is_empty(),
     )?;
     if let Some(stack) = request.stack {
-        crate::cost::step_time::stack_chip(&brief.machine(), stack)?;
+        crate::cost::chip::stack_chip(&brief.machine(), stack)?;
         for &p in &request.precisions {
             searchable_precision(&brief, stack, p)?;
         }

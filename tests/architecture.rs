@@ -13,9 +13,10 @@ use std::path::{Path, PathBuf};
 
 /// The parts from the ground up, as ARCHITECTURE.md lists them: each may use the parts before
 /// it and itself, never one after it.
-const PARTS: [&[&str]; 10] = [
+const PARTS: [&[&str]; 11] = [
     &["error", "format", "hash", "units"],
     &["model"],
+    &["laws"],
     &["cost"],
     &["brief"],
     &["plan"],
@@ -25,6 +26,29 @@ const PARTS: [&[&str]; 10] = [
     &["serve"],
     &["cli"],
 ];
+
+/// The parts of `cost` from the ground up, as ARCHITECTURE.md lists them: the step a plan runs
+/// (its settings, stack, pipeline and routes), what it costs on a chip, what it sends over
+/// links, what it holds, how its schedule composes its time, and what a whole run costs. Each
+/// may use the ones before it and itself, never one after it. `cost` itself (its `mod.rs`)
+/// holds `Machine`, whose figures come from two leaves, `links::topology` and
+/// `run::reliability`, which use nothing of `cost`.
+const COST_PARTS: [&str; 6] = ["step", "chip", "links", "memory", "step_time", "run"];
+
+/// The rank among [`COST_PARTS`] of a module of `cost` (`cost::memory::plate` is `memory`'s).
+fn cost_rank(module: &str) -> Option<usize> {
+    let mut path = module.split("::");
+    if path.next() != Some("cost") {
+        return None;
+    }
+    let part = path.next()?;
+    Some(
+        COST_PARTS
+            .iter()
+            .position(|p| *p == part)
+            .unwrap_or_else(|| panic!("{module} is in no part of cost")),
+    )
+}
 
 /// The rank of the part a module (`cost::memory::plate`) belongs to.
 fn rank(module: &str) -> Option<usize> {
@@ -467,6 +491,52 @@ fn no_part_uses_a_part_above_it() {
         "imports that run up:\n{}",
         upward.join("\n")
     );
+}
+
+#[test]
+fn no_part_of_cost_uses_one_above_it() {
+    let mut upward = Vec::new();
+    for (module, used) in graph() {
+        if module == "cost" {
+            // The face: `Machine`'s figures, from the two leaves.
+            for other in &used {
+                let leaf = other == "cost::links::topology" || other == "cost::run::reliability";
+                if other.starts_with("cost::") && !leaf {
+                    upward.push(format!("cost (Machine) uses {other}"));
+                }
+            }
+            continue;
+        }
+        let Some(mine) = cost_rank(&module) else {
+            continue;
+        };
+        for other in used {
+            if let Some(theirs) = cost_rank(&other) {
+                if theirs > mine {
+                    upward.push(format!("{module} uses {other}"));
+                }
+            }
+        }
+    }
+    assert!(
+        upward.is_empty(),
+        "imports inside cost that run up:\n{}",
+        upward.join("\n")
+    );
+}
+
+#[test]
+fn cost_holds_its_parts_and_nothing_else() {
+    let cost = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cost");
+    let mut names: Vec<String> = std::fs::read_dir(&cost)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let mut want: Vec<String> = COST_PARTS.iter().map(|p| p.to_string()).collect();
+    want.push("mod.rs".into());
+    want.sort();
+    assert_eq!(names, want);
 }
 
 #[test]

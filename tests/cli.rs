@@ -733,7 +733,7 @@ fn calibrate_round_trips_through_calibration() {
     let written: Value = serde_json::from_str(&std::fs::read_to_string(&fit).unwrap()).unwrap();
     let sustained = written["sustained"].as_f64().unwrap();
     // The shipped default is this fit, so a check reads the same with and without the file.
-    assert!((sustained - trainplan::cost::calibration::PUBLISHED_SUSTAINED).abs() < 1e-3);
+    assert!((sustained - trainplan::cost::chip::calibration::PUBLISHED_SUSTAINED).abs() < 1e-3);
     let base = [
         "check", "--model", "70b", "--tokens", "4e12", "--tp", "8", "--pp", "4", "--memory",
         "detailed", "--time", "detailed", "--json",

@@ -7,9 +7,14 @@ mod common;
 
 use serde_json::Value;
 
-use trainplan::cost::activations::{Kernels, Layer, Recompute, Setting};
-use trainplan::cost::memory::detailed::{Detailed, GradientPrecision, Options, StageSplit};
-use trainplan::cost::precision::Precision;
+use trainplan::cost::memory::activations::{Layer, Setting};
+
+use trainplan::cost::step::Recompute;
+
+use trainplan::cost::step::detailed::{Detailed, Options};
+use trainplan::cost::step::precision::Precision;
+use trainplan::cost::step::stack::Kernels;
+use trainplan::cost::step::stack::{GradientPrecision, StageSplit};
 use trainplan::cost::step::{Schedule, Step};
 use trainplan::model::layout::{Layout, ZeroStage};
 use trainplan::model::{preset, Shape};
@@ -97,7 +102,7 @@ fn rows() -> Vec<Row> {
                 predicted: eager(tp, 1).stored(&shape(model), Recompute::None),
                 measured: r["per_layer_B"].as_f64().unwrap(),
                 tolerance: 0.03,
-                note: "tensor by tensor, src/cost/activations.rs",
+                note: "tensor by tensor, src/cost/memory/activations.rs",
             });
         }
     }

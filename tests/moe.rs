@@ -6,12 +6,15 @@
 mod common;
 
 use common::{json, trainplan};
-use trainplan::cost::activations::Recompute;
-use trainplan::cost::memory::detailed::{Detailed, GradientPrecision, Options};
-use trainplan::cost::moe::MoeRecompute;
-use trainplan::cost::precision::Precision;
+use trainplan::cost::chip::flops::model_flops_per_token;
+use trainplan::cost::step::detailed::{Detailed, Options};
+use trainplan::cost::step::precision::Precision;
+use trainplan::cost::step::stack::GradientPrecision;
+use trainplan::cost::step::MoeRecompute;
+use trainplan::cost::step::Recompute;
 use trainplan::cost::step::{Schedule, Step};
-use trainplan::cost::step_time::{model_flops_per_token, step_time, TimeOptions};
+use trainplan::cost::step_time::options::TimeOptions;
+use trainplan::cost::step_time::step_time;
 use trainplan::input::hf;
 use trainplan::model::layout::{Degrees, Layout, ZeroStage};
 use trainplan::model::{Experts, Shape};
@@ -297,14 +300,14 @@ fn search_ranks_dense_and_moe_shapes_together_under_the_joint_law() {
     assert_eq!(r["brief"]["loss_law"]["experts"]["e_max"], 290.4521);
     // Both kinds pass and are ranked in one list, each by its own loss under the one law.
     let brief = Brief {
-        loss_law: trainplan::cost::scaling::LossLawPreset::Ludziejewski.law(),
+        loss_law: trainplan::laws::LossLawPreset::Ludziejewski.law(),
         ..Brief::default()
     };
     let plans = r["plans"].as_array().unwrap();
     for model in ["mixtral-8x7b-v0.1", "llama3-70b"] {
         let p = plans.iter().find(|p| p["model"] == model).unwrap();
         let tokens = p["tokens"].as_u64().unwrap() as f64;
-        let size = trainplan::cost::scaling::LawSize {
+        let size = trainplan::laws::LawSize {
             params: p
                 .get("active_params")
                 .map_or(p["params"].as_f64().unwrap(), |a| a.as_f64().unwrap()),

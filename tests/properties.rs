@@ -4,11 +4,15 @@
 
 use proptest::prelude::*;
 
-use trainplan::cost::activations::{Kernels, Recompute};
+use trainplan::cost::step::Recompute;
+
 use trainplan::cost::memory;
-use trainplan::cost::memory::detailed::{GradientPrecision, Options, StageSplit};
+use trainplan::cost::run::TimeModel;
+use trainplan::cost::step::detailed::Options;
+use trainplan::cost::step::stack::Kernels;
+use trainplan::cost::step::stack::{GradientPrecision, StageSplit};
 use trainplan::cost::step::{BatchTarget, Schedule, Step};
-use trainplan::cost::step_time::{TimeModel, TimeOptions};
+use trainplan::cost::step_time::options::TimeOptions;
 use trainplan::model::layout::{layouts, Layout};
 use trainplan::model::{presets, Shape};
 use trainplan::plan::limits::memory_fits;
@@ -50,7 +54,7 @@ fn brief() -> impl Strategy<Value = Brief> {
                 ..Brief::default()
             };
             if let Some(u) = unique {
-                brief.loss_law = trainplan::cost::scaling::LossLawPreset::Muennighoff.law();
+                brief.loss_law = trainplan::laws::LossLawPreset::Muennighoff.law();
                 brief.unique_tokens = Some(u as u64);
             }
             brief
@@ -108,7 +112,7 @@ fn problem() -> impl Strategy<Value = (Brief, Vec<Shape>, TokenGrid, MemorySpace
                 let n = shapes[which.index(shapes.len())].params() as f64;
                 let point = |u: f64| grid.at(((grid.len() - 1) as f64 * u) as u64) as f64;
                 brief.loss_target = brief.loss(n, point(at_loss));
-                brief.max_days = trainplan::cost::time::days(
+                brief.max_days = trainplan::cost::run::plate::days(
                     brief.cluster_flops_per_second(),
                     n,
                     point(at_days),
@@ -167,7 +171,7 @@ fn space() -> impl Strategy<Value = MemorySpace> {
                 schedule,
                 // Overlap needs sequence parallelism.
                 tp_comm_overlap: overlap && sp,
-                precision: trainplan::cost::precision::Precision::Bf16,
+                precision: trainplan::cost::step::precision::Precision::Bf16,
                 global_batch_tokens: sequences * seq_len,
             },
         );
@@ -587,7 +591,7 @@ proptest! {
         // A window of a few thousand tokens, so a grid of every whole token count covers it.
         let n = shape.params() as f64;
         brief.loss_target = brief.loss(n, at_loss as f64);
-        brief.max_days = trainplan::cost::time::days(brief.cluster_flops_per_second(), n, at_days as f64);
+        brief.max_days = trainplan::cost::run::plate::days(brief.cluster_flops_per_second(), n, at_days as f64);
         if let TimeModel::Detailed(_) = time {
             brief.max_days *= 3.0;
         }
@@ -627,7 +631,7 @@ proptest! {
         // and its front is the front of every plan.
         let n = first.params() as f64;
         brief.loss_target = brief.loss(n, at_loss as f64);
-        brief.max_days = trainplan::cost::time::days(brief.cluster_flops_per_second(), n, at_days as f64);
+        brief.max_days = trainplan::cost::run::plate::days(brief.cluster_flops_per_second(), n, at_days as f64);
         if let TimeModel::Detailed(_) = time {
             brief.max_days *= 3.0;
         }
@@ -742,7 +746,7 @@ fn an_exact_front_cut_short_is_the_beginning_of_the_front() {
         memory_cap_gb: 76.76638810179851,
         mfu: 0.2,
         seq_len: 2048,
-        loss_law: trainplan::cost::scaling::LossLawPreset::Muennighoff.law(),
+        loss_law: trainplan::laws::LossLawPreset::Muennighoff.law(),
         unique_tokens: Some(1_000_000_000),
         ..Brief::default()
     };
@@ -751,7 +755,8 @@ fn an_exact_front_cut_short_is_the_beginning_of_the_front() {
     let second = Shape::new("deeper", 41, 8192, 24576, 64, 8, 128_256).unwrap();
     let n = first.params() as f64;
     brief.loss_target = brief.loss(n, 1298.0);
-    brief.max_days = trainplan::cost::time::days(brief.cluster_flops_per_second(), n, 3723.0) * 3.0;
+    brief.max_days =
+        trainplan::cost::run::plate::days(brief.cluster_flops_per_second(), n, 3723.0) * 3.0;
     let options = SearchOptions {
         grid: TokenGrid::new(1, 200_000, 1).unwrap(),
         rank: Rank::Loss,
@@ -764,7 +769,7 @@ fn an_exact_front_cut_short_is_the_beginning_of_the_front() {
                 sequence_parallel: false,
                 schedule: Schedule::OneFOneB,
                 tp_comm_overlap: false,
-                precision: trainplan::cost::precision::Precision::Bf16,
+                precision: trainplan::cost::step::precision::Precision::Bf16,
                 global_batch_tokens: 12_582_912,
             }],
             options: Options {

@@ -178,6 +178,203 @@ fn every_relative_link_of_the_readme_and_the_docs_names_a_file_that_exists() {
     );
 }
 
+/// The repository's own files and folders a path in prose may start from.
+const OWN: [&str; 14] = [
+    "src",
+    "tests",
+    "benches",
+    "data",
+    "docs",
+    "results",
+    "python",
+    "fuzz",
+    "assets",
+    ".ci",
+    "README.md",
+    "ARCHITECTURE.md",
+    "SPEC.md",
+    "Cargo.toml",
+];
+
+/// Every file under `dir` (recursively), relative to `root`, as `/`-separated strings.
+fn files_under(root: &std::path::Path, dir: &std::path::Path, out: &mut Vec<String>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files_under(root, &path, out);
+        } else {
+            out.push(
+                path.strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .replace('\\', "/"),
+            );
+        }
+    }
+}
+
+/// The text in backticks of `line`.
+fn quoted(line: &str) -> Vec<&str> {
+    line.split('`').skip(1).step_by(2).collect()
+}
+
+/// Whether `name` is defined in `code` as an item or a method (`fn name`, `struct name`, …).
+fn defines(code: &str, name: &str) -> bool {
+    [
+        "fn", "struct", "enum", "const", "type", "trait", "mod", "static",
+    ]
+    .iter()
+    .any(|kind| {
+        code.match_indices(&format!("{kind} {name}")).any(|(i, _)| {
+            let after = code[i + kind.len() + 1 + name.len()..].chars().next();
+            !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+        })
+    }) || code.contains(&format!("pub {name}:"))
+        || code.contains(&format!("    {name},"))
+        || code.contains(&format!("    {name}("))
+        || code.contains(&format!("    {name} {{"))
+}
+
+#[test]
+fn every_path_the_architecture_the_docs_and_the_module_docs_name_exists() {
+    // A path in backticks that starts from one of the repository's own entries
+    // (`src/cost/memory/plate.rs`, `data/published/runs.json`) or from a part of the library
+    // (`cost/step/mod.rs`), a bare file name of Rust source (`rank.rs`), and a module path of
+    // the crate (`cost::run::plate::days`, `crate::laws::LossLaw`) must name what exists.
+    // Paths into other projects (`megatron/training/arguments.py`) are not checked.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = root.join("src");
+    let mut files = Vec::new();
+    for dir in [
+        "src", "tests", "benches", "fuzz", "data", "docs", "results", "python", "assets",
+    ] {
+        files_under(root, &root.join(dir), &mut files);
+    }
+    let parts: Vec<String> = std::fs::read_dir(&src)
+        .unwrap()
+        .map(|e| {
+            e.unwrap()
+                .file_name()
+                .to_string_lossy()
+                .trim_end_matches(".rs")
+                .to_string()
+        })
+        .filter(|n| n != "lib" && n != "main")
+        .collect();
+    let mut sources = vec![root.join("ARCHITECTURE.md"), root.join("README.md")];
+    for file in &files {
+        let starts = |d: &str| file.starts_with(d);
+        if (starts("docs/") && file.ends_with(".md")) || (starts("src/") && file.ends_with(".rs")) {
+            sources.push(root.join(file));
+        }
+    }
+    let all_code: String = files
+        .iter()
+        .filter(|f| f.starts_with("src/") && f.ends_with(".rs"))
+        .map(|f| std::fs::read_to_string(root.join(f)).unwrap())
+        .collect();
+    let exists = |path: &str| root.join(path).exists() || src.join(path).exists();
+    let mut missing = Vec::new();
+    for doc in &sources {
+        let text = std::fs::read_to_string(doc).unwrap();
+        let rust = doc.extension().is_some_and(|e| e == "rs");
+        for (n, line) in text.lines().enumerate() {
+            let trimmed = line.trim_start();
+            if rust && !(trimmed.starts_with("//!") || trimmed.starts_with("///")) {
+                continue;
+            }
+            let here = || format!("{}:{}", doc.strip_prefix(root).unwrap().display(), n + 1);
+            for token in quoted(line) {
+                let token = token.trim_end_matches(['.', ',', ':', ';']);
+                if token.is_empty() || token.contains(char::is_whitespace) {
+                    continue;
+                }
+                let pathlike = token
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || "_./-".contains(c));
+                let first = token.split('/').next().unwrap();
+                if pathlike && token.contains('/') {
+                    let own = OWN.contains(&first) || parts.iter().any(|p| p == first);
+                    if own && !token.contains('*') && !exists(token) {
+                        missing.push(format!("{}: {token}", here()));
+                    }
+                    continue;
+                }
+                if pathlike && token.ends_with(".rs") {
+                    let name = format!("/{token}");
+                    if !files.iter().any(|f| f.ends_with(&name) || *f == token) {
+                        missing.push(format!("{}: {token}", here()));
+                    }
+                    continue;
+                }
+                // A module path of the crate: its longest module prefix is a file, and the
+                // item after it is defined there (a method after the item, anywhere).
+                let path = token
+                    .trim_start_matches("crate::")
+                    .trim_start_matches("trainplan::");
+                let segments: Vec<&str> = path.split("::").collect();
+                if segments.len() < 2
+                    || !parts.iter().any(|p| p == segments[0])
+                    || !segments.iter().all(|s| {
+                        !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_')
+                    })
+                {
+                    continue;
+                }
+                let mut module = src.join(segments[0]);
+                let mut k = 1;
+                while k < segments.len() && module.join(segments[k]).is_dir() {
+                    module = module.join(segments[k]);
+                    k += 1;
+                }
+                let file =
+                    if k < segments.len() && module.join(format!("{}.rs", segments[k])).exists() {
+                        k += 1;
+                        module.join(format!("{}.rs", segments[k - 1]))
+                    } else if module.is_dir() {
+                        module.join("mod.rs")
+                    } else {
+                        module.with_extension("rs")
+                    };
+                if !file.exists() {
+                    missing.push(format!("{}: {token}", here()));
+                    continue;
+                }
+                let code = std::fs::read_to_string(&file).unwrap();
+                if let Some(item) = segments.get(k) {
+                    // An item of the module, or one it re-exports (`pub use …::item`, or a
+                    // child's items by `pub use child::*`).
+                    let globbed = code
+                        .lines()
+                        .filter_map(|l| l.strip_prefix("pub use ")?.strip_suffix("::*;"));
+                    let dir = file.parent().unwrap();
+                    let in_child = globbed.into_iter().any(|child| {
+                        let child = dir.join(format!("{child}.rs"));
+                        std::fs::read_to_string(child).is_ok_and(|c| defines(&c, item))
+                    });
+                    let reexported = in_child || (code.contains("pub use") && code.contains(item));
+                    if !defines(&code, item) && !reexported {
+                        missing.push(format!(
+                            "{}: {token} ({item} not in {})",
+                            here(),
+                            file.strip_prefix(root).unwrap().display()
+                        ));
+                    } else if let Some(member) = segments.get(k + 1) {
+                        if !defines(&all_code, member) {
+                            missing.push(format!("{}: {token} (no {member})", here()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "paths named that do not exist:\n{}",
+        missing.join("\n")
+    );
+}
+
 #[test]
 fn the_readme_s_filtered_export_is_the_real_export_filtered() {
     // The README shows `trainplan export … | grep -E '…'`: its lines are exactly the lines of

@@ -2,7 +2,7 @@
 //! verdict for each shape under the default brief. Expected values were worked out
 //! independently (by hand or in Python from the formulas in SPEC.md), not read off the tool.
 
-use trainplan::cost::scaling::ComputeOptimal;
+use trainplan::laws::ComputeOptimal;
 use trainplan::model::layout::{Layout, ZeroStage};
 use trainplan::model::{preset, presets};
 use trainplan::plan::check::check;

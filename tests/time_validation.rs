@@ -7,9 +7,9 @@ mod common;
 
 use std::path::Path;
 
-use trainplan::cost::calibration::{Calibration, PUBLISHED_STACKS, PUBLISHED_SUSTAINED};
-use trainplan::cost::efficiency::{calibration_rows, EfficiencyCurve};
-use trainplan::cost::stack::Stack;
+use trainplan::cost::chip::calibration::{Calibration, PUBLISHED_STACKS, PUBLISHED_SUSTAINED};
+use trainplan::cost::chip::efficiency::{calibration_rows, EfficiencyCurve};
+use trainplan::cost::step::stack::Stack;
 use trainplan::input;
 use trainplan::plan::calibrate::{fit, leave_one_family_out, Prediction, Run};
 use trainplan::report::validation::{mae, validation_markdown, Row};

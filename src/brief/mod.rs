@@ -18,14 +18,14 @@ pub(crate) use patch::whole;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cost::reliability::Reliability;
-use crate::cost::scaling::{Effective, LawSize, LossLaw};
-use crate::cost::spend::Spend;
+use crate::cost::links::topology::Topology;
+use crate::cost::run::reliability::Reliability;
+use crate::cost::run::spend::Spend;
 use crate::cost::step::{BatchTarget, DEFAULT_BATCH_TOLERANCE, DEFAULT_GLOBAL_BATCH_TOKENS};
-use crate::cost::topology::Topology;
 use crate::cost::Machine;
 use crate::error::{Error, Result};
 use crate::format::{exact, general, thousands};
+use crate::laws::{Effective, LawSize, LossLaw};
 use crate::model::family::FamilySpec;
 use crate::model::layout::Cluster;
 use crate::units::{FLOPS_PER_TFLOPS, SECONDS_PER_DAY};
@@ -96,7 +96,7 @@ pub struct Brief {
     pub batch_tolerance: f64,
     /// Distinct tokens the data holds, `U`: a run of more tokens repeats them, and is graded by
     /// its effective tokens under a law that says what repeats are worth (Muennighoff et al.
-    /// 2023; the law needs a [`crate::cost::scaling::Repetition`]). `None`: as many as a run
+    /// 2023; the law needs a [`crate::laws::Repetition`]). `None`: as many as a run
     /// reads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unique_tokens: Option<u64>,

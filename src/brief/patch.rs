@@ -10,11 +10,11 @@ use serde::{Deserialize, Deserializer};
 
 use crate::brief::gpu::{Gpu, CAP_FRACTION};
 use crate::brief::Brief;
-use crate::cost::reliability::Reliability;
-use crate::cost::scaling::{ExpertScaling, LossLaw, Repetition};
-use crate::cost::spend::Spend;
-use crate::cost::topology::Topology;
+use crate::cost::links::topology::Topology;
+use crate::cost::run::reliability::Reliability;
+use crate::cost::run::spend::Spend;
 use crate::error::{Error, Result};
+use crate::laws::{ExpertScaling, LossLaw, Repetition};
 use crate::model::family::FamilySpec;
 
 /// Some fields of a brief, to lay over another: what a brief file or the flags set.

@@ -1,5 +1,9 @@
 //! The command line: clap's definitions, and their translation into the library's inputs.
 //! Nothing outside this module sees clap.
+//!
+//! Each flag's doc comment is its `--help` text, where `[default: …]` is clap's convention, not
+//! a link.
+#![allow(rustdoc::broken_intra_doc_links)]
 
 use std::path::{Path, PathBuf};
 
@@ -9,19 +13,22 @@ use crate::brief::gpu::Gpu;
 use crate::brief::{
     self, Brief, BriefPatch, GpuName, LossLawPatch, ReliabilityPatch, SpendPatch, TopologyPatch,
 };
-use crate::cost::activations::{Kernels, Recompute};
-use crate::cost::memory::detailed::{
-    Detailed, GradientPrecision, LossPrecision, Options, StageSplit,
-};
+use crate::cost::chip::stack_chip;
 use crate::cost::memory::MemoryModel;
-use crate::cost::moe::{Dispatcher, MoeRecompute};
-use crate::cost::precision::Precision;
-use crate::cost::scaling::LossLawPreset;
-use crate::cost::stack::Stack;
+use crate::cost::run::TimeModel;
+use crate::cost::step::detailed::{Detailed, Options};
+use crate::cost::step::experts::Dispatcher;
+use crate::cost::step::precision::Precision;
+use crate::cost::step::stack::Kernels;
+use crate::cost::step::stack::Stack;
+use crate::cost::step::stack::{GradientPrecision, LossPrecision, StageSplit};
+use crate::cost::step::MoeRecompute;
+use crate::cost::step::Recompute;
 use crate::cost::step::{Schedule, Step};
-use crate::cost::step_time::{stack_chip, TimeModel, TimeOptions};
+use crate::cost::step_time::options::TimeOptions;
 use crate::error::{Error, Result};
 use crate::input::{self, hf};
+use crate::laws::LossLawPreset;
 use crate::model::family::{ExpertRanges, Family, Span};
 use crate::model::layout::{Degrees, ExpertSpace, ZeroStage};
 use crate::model::{

@@ -12,9 +12,9 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::args::{DesignArgs, MemoryArg, OnOff, RecomputeArg, SearchArgs};
-use crate::cost::activations::Recompute;
-use crate::cost::memory::detailed::Options;
-use crate::cost::stack::Stack;
+use crate::cost::step::detailed::Options;
+use crate::cost::step::stack::Stack;
+use crate::cost::step::Recompute;
 use crate::cost::step::{Schedule, Step};
 use crate::error::{Error, Result};
 use crate::input::from::megatron::STACK_OPTIONS;

@@ -16,10 +16,11 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::cost::calibration::Calibration;
-use crate::cost::memory::detailed::Detailed;
+use crate::cost::chip::calibration::Calibration;
 use crate::cost::memory::MemoryModel;
-use crate::cost::step_time::{TimeModel, TimeOptions};
+use crate::cost::run::TimeModel;
+use crate::cost::step::detailed::Detailed;
+use crate::cost::step_time::options::TimeOptions;
 use crate::error::{Error, Result};
 use crate::input::plan_file::PlanFile;
 use crate::input::{self, hf, CalibrationFile, FitRecord};

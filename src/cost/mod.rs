@@ -1,42 +1,39 @@
-//! The physics: pure functions from a shape, a layout and the hardware's figures to memory,
-//! time and loss. Each formula is one small function with its source in its doc comment.
+//! The physics: pure functions from a shape, a layout, a step and the hardware's figures to
+//! what a training step holds, how long it takes and what a whole run costs. Each formula is
+//! one small function with its source in its doc comment.
 //!
-//! - [`scaling`]: the loss law and the compute-optimal model.
-//! - [`time`]: the plate's days by 6ND at an assumed MFU.
-//! - [`memory`]: bytes per GPU, [`memory::plate`] (SPEC.md §2) and [`memory::detailed`]
-//!   (per pipeline stage), with [`activations`] by recomputation mode and [`step`] (the
-//!   training step: micro-batches, schedule, pipeline split).
-//! - [`step_time`]: the detailed step time (compute by operation, [`compute`], on a [`chip`]'s
-//!   kernel figures, or at the eager [`efficiency`] curve; collectives over a [`topology`]) and
-//!   failures ([`reliability`]), under a software [`stack`] and a [`calibration`].
-//! - [`moe`]: a mixture-of-experts layer on the expert grid: its routes, its MoE layers per
-//!   stage, the all-to-all.
-//! - [`spend`]: GPU-hours, cost, energy and emissions of a run's days.
+//! Six parts, each a folder that uses only the ones before it (`tests/architecture.rs`):
 //!
-//! The cost part takes the parameter types it needs — a [`scaling::LossLaw`], a
-//! [`topology::Topology`], a [`reliability::Reliability`], a [`Machine`] — never the whole
-//! brief, and it never reads a file or sees a flag. Uses `model` and the ground floor.
+//! - [`step`]: the step a plan runs — micro-batch, schedule, recomputation, precision, the
+//!   software [`step::stack`] — its pipeline of stages ([`step::pipeline`]), a mixture of
+//!   experts' routes ([`step::experts`]) and the rules they keep together
+//!   ([`step::detailed`]). It computes no cost: every part above reads it.
+//! - [`chip`]: what a step costs on a chip — a GPU's kernel figures, each operation's time
+//!   ([`chip::operations`]), the eager curve, the calibration, the FLOPs per token.
+//! - [`links`]: what a step sends — the topology and ring collectives, each parallelism's
+//!   exchanges ([`links::exchanges`]), the experts' dispatch ([`links::experts`]).
+//! - [`memory`]: what a GPU holds — the plate's formula, activations by recomputation mode,
+//!   the detailed model stage by stage.
+//! - [`step_time`]: how the schedule composes the step — one micro-batch's compute, the
+//!   slowest stage with its traffic, the data-parallel traffic and the optimizer, the bubble.
+//! - [`run`]: what a whole run costs — the plate's days by 6ND, the detailed days with
+//!   failures ([`run::reliability`]), GPU-hours, money and energy ([`run::spend`]).
+//!
+//! The part takes the parameter types it needs — a [`links::topology::Topology`], a
+//! [`run::reliability::Reliability`], a [`Machine`] — never the whole brief, and it never
+//! reads a file or sees a flag. What a model reaches (the loss laws) is not a cost: it is
+//! [`crate::laws`], which nothing here reads. Uses `model` and the ground floor.
 
-pub mod activations;
-pub mod calibration;
 pub mod chip;
-pub mod compute;
-pub mod efficiency;
+pub mod links;
 pub mod memory;
-pub mod moe;
-pub mod precision;
-pub mod reliability;
-pub mod scaling;
-pub mod spend;
-pub mod stack;
+pub mod run;
 pub mod step;
 pub mod step_time;
-pub mod time;
-pub mod topology;
 
 use crate::model::layout::Cluster;
-use reliability::Reliability;
-use topology::Topology;
+use links::topology::Topology;
+use run::reliability::Reliability;
 
 /// The hardware a training step runs on, as the detailed time model sees it: the cluster's
 /// GPUs and nodes, one GPU's peak, the links, and how often things fail.

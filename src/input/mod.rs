@@ -19,8 +19,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::brief::{Brief, BriefPatch};
-use crate::cost::calibration::{Calibration, PerStack};
-use crate::cost::efficiency::{EfficiencyCurve, Point};
+use crate::cost::chip::calibration::{Calibration, PerStack};
+use crate::cost::chip::efficiency::{EfficiencyCurve, Point};
 use crate::error::{Error, Result};
 use crate::format::thousands;
 use crate::plan::calibrate::Runs;

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::brief::Brief;
-use crate::cost::memory::detailed::Options;
+use crate::cost::step::detailed::Options;
 use crate::cost::step::Step;
 use crate::error::{Error, Result};
 use crate::input::{from_value, parse_json, read_text, PLAN};

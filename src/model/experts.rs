@@ -16,6 +16,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::model::Shape;
 
 /// A set of layers by index (0 is the first): every `step`-th from `first` on, or a list.
 /// DeepSeek-V3's MoE layers are `{first: 3, step: 1}`; Llama 4 Maverick's (every second,
@@ -322,6 +323,28 @@ impl Attention {
             }
         }
         Ok(())
+    }
+}
+
+/// The dense part of an MoE layer of `shape`: its attention and, in place of its MLP, its
+/// shared experts (a SwiGLU of their width together, 0 for none) fed by the same normalised
+/// input the router and the dispatch read.
+pub fn moe_dense_part(shape: &Shape) -> Shape {
+    let mut dense = shape.clone();
+    dense.ffn = shape.experts.as_ref().map_or(shape.ffn, |e| e.shared_ffn);
+    dense.experts = None;
+    dense
+}
+
+/// The dense part of an MoE layer less its shared experts (attention, and the pre-MLP norm's
+/// input and output that the MoE layer reads): what it keeps under `moe` recomputation, which
+/// checkpoints the shared experts with the routed ones (Megatron-core's `MoELayer.forward`: its
+/// checkpointed `custom_forward` adds `shared_experts(hidden_states)`), keeping only the MoE
+/// layer's input.
+pub fn without_shared(dense: &Shape) -> Shape {
+    Shape {
+        ffn: 0,
+        ..dense.clone()
     }
 }
 

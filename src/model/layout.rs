@@ -486,7 +486,7 @@ impl ExpertSpace {
 /// default, every divisor of its routed experts (Megatron-core requires `E mod EP = 0`), with
 /// each ETP of the list or, by default, 1 (NVIDIA's MoE recipes' choice: experts whole on a
 /// rank) and the TP (Megatron-core's default). Pairs that break a rule of
-/// [`Layout::validate`] are left to the caller.
+/// [`Layout::with`] are left to the caller.
 pub fn expert_degrees(space: &ExpertSpace, shape: &Shape, tp: u64) -> Vec<(u64, u64)> {
     let Some(experts) = &shape.experts else {
         return vec![(1, tp)];

@@ -686,7 +686,7 @@ impl Shape {
     }
 
     /// The MLPs' parameters over those a token goes through, the expansion an MoE law grades
-    /// ([`crate::cost::scaling::LossLaw::at`]): `(L_dense·f + L_moe·(E·f_e + f_s)) /
+    /// ([`crate::laws::LossLaw::at`]): `(L_dense·f + L_moe·(E·f_e + f_s)) /
     /// (L_dense·f + L_moe·(k·f_e + f_s))`, the `3h` of every SwiGLU matrix cancelling. 1 for a
     /// dense model; `E` for Ludziejewski et al.'s models (top-1 routing to `E` experts of the
     /// dense MLP's width, every layer, no shared expert), so their law reads it as its number

@@ -1,5 +1,5 @@
 //! Measured runs against the detailed model: a run's prediction, the error in one FLOP count,
-//! and the fit of the calibrated parameters ([`crate::cost::calibration`]) to a set of runs.
+//! and the fit of the calibrated parameters ([`crate::cost::chip::calibration`]) to a set of runs.
 //!
 //! A run is one row of the published-runs format (`data/published/runs.json`): the model's
 //! dimensions, the layout, the step, the GPU and the measured throughput. Errors are in MFU
@@ -15,14 +15,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::brief::gpu::Gpu;
 use crate::brief::{Brief, BriefPatch};
-use crate::cost::activations::Recompute;
-use crate::cost::calibration::{golden_section, Calibration, SUSTAINED};
-use crate::cost::memory::detailed::{Detailed, GradientPrecision, Options, StageSplit};
-use crate::cost::moe::{Dispatcher, MoeRecompute};
-use crate::cost::precision::Precision;
-use crate::cost::stack::Stack;
+use crate::cost::chip::calibration::{golden_section, Calibration, SUSTAINED};
+use crate::cost::step::detailed::{Detailed, Options};
+use crate::cost::step::experts::Dispatcher;
+use crate::cost::step::precision::Precision;
+use crate::cost::step::stack::Stack;
+use crate::cost::step::stack::{GradientPrecision, StageSplit};
+use crate::cost::step::MoeRecompute;
+use crate::cost::step::Recompute;
 use crate::cost::step::{Schedule, Step};
-use crate::cost::step_time::{step_time, TimeOptions};
+use crate::cost::step_time::options::TimeOptions;
+use crate::cost::step_time::step_time;
 use crate::error::{Error, Result};
 use crate::model::layout::{Degrees, Layout, ZeroStage};
 use crate::model::{Architecture, Attention, Biases, Experts, Shape, ShapeSpec};

@@ -2,8 +2,8 @@
 //! fourth, cost, when the brief sets a limit.
 
 use crate::brief::Brief;
-use crate::cost::scaling::LawSize;
-use crate::cost::spend::Spent;
+use crate::cost::run::spend::Spent;
+use crate::laws::LawSize;
 use crate::model::layout::Layout;
 use crate::model::Shape;
 use crate::units::BYTES_PER_GB;

@@ -26,13 +26,15 @@ pub mod verdict;
 use serde::{Deserialize, Serialize};
 
 use crate::brief::Brief;
-use crate::cost::memory::detailed::Options;
 use crate::cost::memory::{MemoryGb, MemoryModel, StageInfo};
-use crate::cost::reliability::Outage;
-use crate::cost::spend::Spent;
+use crate::cost::run::plate as time;
+use crate::cost::run::reliability::Outage;
+use crate::cost::run::spend::Spent;
+use crate::cost::run::TimeModel;
+use crate::cost::step::detailed::Options;
 use crate::cost::step::Step;
-use crate::cost::step_time::{Breakdown, MicroBatchCache, TimeModel};
-use crate::cost::time;
+use crate::cost::step_time::micro_batch::MicroBatchCache;
+use crate::cost::step_time::Breakdown;
 use crate::error::Result;
 use crate::format::{fixed, money};
 use crate::model::layout::Layout;
@@ -195,7 +197,7 @@ pub struct Plan {
 }
 
 /// What a plan's tokens and parameters are worth under a law that values repeats
-/// ([`crate::cost::scaling::LossLaw::effective`]).
+/// ([`crate::laws::LossLaw::effective`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct DataUse {
     /// Passes over the unique tokens, `D / U` (1 or less: nothing repeated).

@@ -1,7 +1,7 @@
 //! How a run's days grow with its tokens: the plate's 6ND or the detailed model's days per token.
 
 use crate::brief::Brief;
-use crate::cost::time;
+use crate::cost::run::plate as time;
 
 /// How a run's days grow with its tokens.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -13,11 +13,12 @@
 use serde::{Deserialize, Serialize};
 
 use crate::brief::Brief;
-use crate::cost::memory::detailed::{Detailed, Options};
 use crate::cost::memory::MemoryModel;
-use crate::cost::stack::Stack;
+use crate::cost::run::TimeModel;
+use crate::cost::step::detailed::{Detailed, Options};
+use crate::cost::step::stack::Stack;
 use crate::cost::step::Step;
-use crate::cost::step_time::{TimeModel, TimeOptions};
+use crate::cost::step_time::options::TimeOptions;
 use crate::error::Result;
 use crate::model::layout::Layout;
 use crate::model::Shape;

@@ -25,11 +25,11 @@ use std::cmp::Ordering;
 use serde::{Serialize, Serializer};
 
 use crate::brief::Brief;
-use crate::cost::calibration::SUSTAINED;
+use crate::cost::chip::calibration::SUSTAINED;
 use crate::cost::memory::MemoryModel;
-use crate::cost::stack::Stack;
+use crate::cost::run::TimeModel;
+use crate::cost::step::stack::Stack;
 use crate::cost::step::Step;
-use crate::cost::step_time::TimeModel;
 use crate::error::Result;
 use crate::format::{fixed, general, money};
 use crate::model::layout::Layout;
@@ -503,10 +503,10 @@ fn flips(brief: &Brief, base: &Point, rows: &[Row]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cost::calibration::Calibration;
-    use crate::cost::memory::detailed::{Detailed, Options};
+    use crate::cost::chip::calibration::Calibration;
+    use crate::cost::step::detailed::{Detailed, Options};
     use crate::cost::step::Step;
-    use crate::cost::step_time::TimeOptions;
+    use crate::cost::step_time::options::TimeOptions;
     use crate::model::layout::ZeroStage;
     use crate::model::preset;
 

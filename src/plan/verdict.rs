@@ -5,8 +5,8 @@
 //! exactly the whole numbers of tokens in `[D_lo, D_hi]`, where
 //!
 //! - `D_lo` is the fewest tokens that reach the loss target: `(B / (target − E − A/N^α))^(1/β)`
-//!   (see [`crate::cost::scaling::LossLaw::tokens_for_loss`]), rounded up;
-//! - `D_hi` is the most tokens the day limit allows: `C / (6·N)` (see [`crate::cost::time::max_tokens`]),
+//!   (see [`crate::laws::LossLaw::tokens_for_loss`]), rounded up;
+//! - `D_hi` is the most tokens the day limit allows: `C / (6·N)` (see [`crate::cost::run::plate::max_tokens`]),
 //!   rounded down;
 //!
 //! provided some layout fits in memory. Both ends are solved in closed form and then settled to
@@ -17,10 +17,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::brief::Brief;
 use crate::cost::memory;
-use crate::cost::scaling::LawSize;
+use crate::cost::run::plate as time;
 use crate::cost::step::Step;
-use crate::cost::time;
 use crate::format::{count, fixed, money};
+use crate::laws::LawSize;
 use crate::model::layout::{layouts, Layout};
 use crate::model::Shape;
 use crate::plan::limits::{law_size, loss, loss_meets, memory_fits, within_time_and_cost};
@@ -606,7 +606,7 @@ mod tests {
     /// A brief under Muennighoff et al.'s law with `unique` distinct tokens.
     fn data_limited(unique: u64, target: f64) -> Brief {
         Brief {
-            loss_law: crate::cost::scaling::LossLawPreset::Muennighoff.law(),
+            loss_law: crate::laws::LossLawPreset::Muennighoff.law(),
             unique_tokens: Some(unique),
             loss_target: target,
             ..Brief::default()

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::cost::calibration::Calibration;
+use crate::cost::chip::calibration::Calibration;
 pub use crate::plan::calibrate::mae;
 use crate::plan::calibrate::Prediction;
 

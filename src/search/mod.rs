@@ -18,7 +18,7 @@
 //!
 //! Every passing plan (`--all`) is not collected: [`search_all`] returns [`AllPlans`], which
 //! makes them one at a time in ranking order from each configuration's interval of passing
-//! grid counts (`src/ordered.rs`), so memory does not grow with them.
+//! grid counts (`src/search/ordered.rs`), so memory does not grow with them.
 
 mod ordered;
 pub mod pareto;
@@ -31,19 +31,24 @@ use itertools::{iproduct, Either, Itertools};
 use rayon::prelude::*;
 
 use crate::brief::Brief;
-use crate::cost::activations::Recompute;
-use crate::cost::memory::detailed::{
-    stage_kinds, userbuffers, Detailed, Options, StagePeaks, StageShares,
-};
+use crate::cost::memory::buffers::userbuffers;
+use crate::cost::memory::detailed::{StagePeaks, StageShares};
 use crate::cost::memory::MemoryModel;
-use crate::cost::precision::Precision;
-use crate::cost::scaling::ComputeOptimal;
-use crate::cost::stack::Stack;
-use crate::cost::step::{BatchTarget, Schedule, StageKinds, Step};
-use crate::cost::step_time::{MicroBatchCache, TimeModel, Unscheduled, Unsharded};
-use crate::cost::time;
+use crate::cost::run::plate as time;
+use crate::cost::run::TimeModel;
+use crate::cost::step::detailed::{Detailed, Options};
+use crate::cost::step::pipeline::stage_kinds;
+use crate::cost::step::pipeline::StageKinds;
+use crate::cost::step::precision::Precision;
+use crate::cost::step::stack::Stack;
+use crate::cost::step::Recompute;
+use crate::cost::step::{BatchTarget, Schedule, Step};
+use crate::cost::step_time::micro_batch::MicroBatchCache;
+use crate::cost::step_time::stage::Unsharded;
+use crate::cost::step_time::Unscheduled;
 use crate::cost::Machine;
 use crate::error::{Error, Result};
+use crate::laws::ComputeOptimal;
 use crate::model::layout::{layouts, layouts_with, ExpertSpace, Layout};
 use crate::model::Shape;
 use crate::plan::limits::{loss, loss_meets, memory_fits, within_time_and_cost};
@@ -2116,7 +2121,7 @@ impl Line for GridLine<'_> {
 
 /// Every passing plan on a search's grid in ranking order, made one at a time as it is walked
 /// (`search --all`), so memory holds one line for each fitting configuration of each shape
-/// that passes, however many plans pass: a k-way merge (`src/ordered.rs`) of each configuration's
+/// that passes, however many plans pass: a k-way merge (`src/search/ordered.rs`) of each configuration's
 /// passing grid counts, which form an interval (the loss falls and the days rise with the
 /// tokens). The plans are exactly those, and in the order, that [`search`] with `top: None`
 /// collects and sorts (the property tests compare the two).
@@ -2871,7 +2876,7 @@ mod tests {
             sequence_parallel: true,
             schedule: Schedule::OneFOneB,
             tp_comm_overlap: true,
-            precision: crate::cost::precision::Precision::Bf16,
+            precision: crate::cost::step::precision::Precision::Bf16,
             global_batch_tokens: 16 * 1024 * 1024,
         };
         let space = MemorySpace::Detailed {
@@ -3009,7 +3014,9 @@ mod tests {
         let stack = Stack::MegatronTe;
         let options = |b: &Brief| SearchOptions {
             memory: MemorySpace::detailed_defaults(b, Options::for_stack(stack)),
-            time: TimeModel::Detailed(crate::cost::step_time::TimeOptions::for_stack(stack)),
+            time: TimeModel::Detailed(crate::cost::step_time::options::TimeOptions::for_stack(
+                stack,
+            )),
             top: Some(3),
             ..SearchOptions::default()
         };
@@ -3063,7 +3070,7 @@ mod tests {
             let options = Options::for_stack(Stack::MegatronTe);
             (
                 MemorySpace::detailed_defaults(b, options),
-                TimeModel::Detailed(crate::cost::step_time::TimeOptions::for_stack(
+                TimeModel::Detailed(crate::cost::step_time::options::TimeOptions::for_stack(
                     Stack::MegatronTe,
                 )),
             )
@@ -3193,8 +3200,8 @@ mod tests {
 #[cfg(test)]
 mod weighed_tests {
     use super::*;
-    use crate::cost::stack::Stack;
-    use crate::cost::step_time::TimeOptions;
+    use crate::cost::step::stack::Stack;
+    use crate::cost::step_time::options::TimeOptions;
     use crate::plan::verdict::lightest;
 
     /// The detailed space of the default brief with CP 1 and 2 and both precisions.

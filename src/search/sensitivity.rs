@@ -9,8 +9,8 @@
 //! the search as given and is not run.
 
 use crate::brief::Brief;
-use crate::cost::memory::detailed::Detailed;
 use crate::cost::memory::MemoryModel;
+use crate::cost::step::detailed::Detailed;
 use crate::error::Result;
 use crate::model::Shape;
 use crate::plan::sensitivity::{

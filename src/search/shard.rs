@@ -14,11 +14,11 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::brief::Brief;
-use crate::cost::memory::detailed::Detailed;
 use crate::cost::memory::MemoryModel;
-use crate::cost::scaling::ComputeOptimal;
-use crate::cost::step_time::TimeModel;
+use crate::cost::run::TimeModel;
+use crate::cost::step::detailed::Detailed;
 use crate::error::{Error, Result};
+use crate::laws::ComputeOptimal;
 use crate::model::Shape;
 use crate::plan::pace::Pace;
 use crate::plan::verdict::ShapeVerdict;

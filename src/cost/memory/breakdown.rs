@@ -29,7 +29,7 @@ pub struct Detail {
     /// CUDA context, communication buffers and allocator fragmentation.
     pub reserve: f64,
     /// Transformer Engine's userbuffers for a step that overlaps TP communication
-    /// ([`crate::cost::memory::detailed::userbuffers`]; 0 without the overlap), added last to
+    /// ([`crate::cost::memory::buffers::userbuffers`]; 0 without the overlap), added last to
     /// the total and shown within the reserve.
     pub userbuffers: f64,
     /// The stage these figures are for: the one that needs the most.

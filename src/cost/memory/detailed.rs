@@ -7,11 +7,11 @@
 //! | weights | `2·Ψᵢ`, ÷DP from ZeRO 3 | BF16 |
 //! | gradients | `2·Ψᵢ` (BF16) or `4·Ψᵢ` (FP32 buffers), ÷DP from ZeRO 2 | Megatron-LM and DeepSpeed keep FP32 buffers: 18 bytes per parameter in all |
 //! | optimizer | `12·Ψᵢ`, ÷DP from ZeRO 1 | FP32 master weights, Adam m and v (Rajbhandari et al. 2020) |
-//! | activations | per layer ([`crate::cost::activations`]) × layers of the stage × micro-batches in flight ([`Step::in_flight`]) | Korthikanti et al. 2022; Narayanan et al. 2021 |
+//! | activations | per layer ([`crate::cost::memory::activations`]) × layers of the stage × micro-batches in flight ([`crate::cost::step::Step::in_flight`]) | Korthikanti et al. 2022; Narayanan et al. 2021 |
 //! | logits (last stage) | `c·s·b·V / TP + 4·s·b·h`, `c` = 4 bytes (FP32 loss) or 2 (BF16); the `4·s·b·h` (÷TP with sequence parallelism) are the final norm's and the head's inputs | vocabulary-parallel cross-entropy keeps the log-probabilities for backward |
-//! | transient | the larger of one layer's backward working set (recomputed activations and activation gradients, [`crate::cost::activations`]) and, on the last stage, the loss's forward peak above what it keeps: `6·s·b·V/TP` (BF16 logits, their FP32 copy, FP32 softmax: 10 bytes a value at the peak) or `2·s·b·V/TP` with a BF16 loss | calibration: 4.47 GB kept, 10.91 GB at the forward peak for V = 128,256, s = 8,192 |
+//! | transient | the larger of one layer's backward working set (recomputed activations and activation gradients, [`crate::cost::memory::activations`]) and, on the last stage, the loss's forward peak above what it keeps: `6·s·b·V/TP` (BF16 logits, their FP32 copy, FP32 softmax: 10 bytes a value at the peak) or `2·s·b·V/TP` with a BF16 loss | calibration: 4.47 GB kept, 10.91 GB at the forward peak for V = 128,256, s = 8,192 |
 //! | ZeRO 3 buffers | with sharded weights, two units (the next one prefetched) of BF16 weights and one unit's gradients whole, the unit a layer or the output head | FSDP2 and DeepSpeed ZeRO 3 prefetch one unit |
-//! | reserve | a fixed reserve plus a fraction of everything else | see [`Options::reserve_gb`] |
+//! | reserve | a fixed reserve plus a fraction of everything else | see [`crate::cost::step::detailed::Options::reserve_gb`] |
 //! | userbuffers | with TP-communication overlap, `(s·b/CP)·h` elements in each of Transformer Engine's 12 communication buffers: 24 bytes an element in BF16, 16 in FP8 | [`userbuffers`] |
 //!
 //! `Ψᵢ` counts exactly what the stage holds: its layers' matrices split over TP and their two
@@ -24,413 +24,26 @@
 //! micro-batches), or as Llama 3 did (Llama Team 2024, §3.3.2): one layer fewer on the first
 //! and the last stage, which carry the embedding and the output head.
 
-use serde::{Deserialize, Serialize};
-
 use super::breakdown::{Detail, Memory, StageInfo, StageRole};
 use super::plate::shard;
-use crate::cost::activations::{Kernels, Layer, Recompute, Setting};
-use crate::cost::moe::{Dispatcher, MoeRecompute, Routed, BALANCED, MAX_IMBALANCE};
-use crate::cost::stack::{CpComm, Stack};
-use crate::cost::step::{StageKinds, Step, MAX_STAGE_KINDS};
-use crate::error::{Error, Result};
+use crate::cost::memory::activations::{Layer, Setting};
+use crate::cost::step::experts::Routed;
+use crate::cost::step::pipeline::{StageKinds, MAX_STAGE_KINDS};
+use crate::error::Result;
 use crate::model::layout::Layout;
 use crate::model::Shape;
 use crate::units::BYTES_PER_GB;
 
-pub use crate::cost::stack::{GradientPrecision, LossPrecision, StageSplit};
-
-/// The settings of the detailed model that are not part of the step.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Options {
-    /// The software stack: the defaults of the settings below and of the time model's, and
-    /// the kernels the time model costs (plan files written before stacks read as the default).
-    #[serde(default)]
-    pub stack: Stack,
-    /// Gradient buffer precision.
-    pub gradients: GradientPrecision,
-    /// Loss precision.
-    pub loss: LossPrecision,
-    /// Kernels, which decide the activations kept.
-    pub kernels: Kernels,
-    /// How layers are spread over stages.
-    pub stages: StageSplit,
-    /// Fixed reserve per GPU, GB, for the CUDA context and cuBLAS/cuDNN workspaces (about
-    /// 0.5–1 GB on an H100) and NCCL's buffers for the TP, PP and DP communicators (about
-    /// 0.5–1 GB). Default 2 GB.
-    pub reserve_gb: f64,
-    /// Fraction of everything else lost to the caching allocator's fragmentation. Default 0.05,
-    /// the low end of the 5–10 % gap between reserved and allocated memory commonly reported
-    /// for PyTorch training.
-    pub fragmentation: f64,
-    /// The load imbalance of a mixture of experts' routing, the busiest rank's routes over the
-    /// mean ([`crate::cost::moe`]): 1 (balanced, [`BALANCED`]) to [`MAX_IMBALANCE`]. It sizes
-    /// the busiest rank's routed activations here and its grouped GEMMs and all-to-alls in the
-    /// time model. Plan files written before experts read as balanced.
-    #[serde(default = "balanced", skip_serializing_if = "is_balanced")]
-    pub moe_imbalance: f64,
-    /// A mixture of experts' all-to-alls overlapped with another micro-batch's compute
-    /// (Megatron-core's `--overlap-moe-expert-parallel-comm`, off by default there and here):
-    /// the time model hides them behind the MoE layer's compute, as far as it lasts.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub ep_overlap: bool,
-    /// What a mixture of experts's MoE layers recompute beyond the step's recomputation
-    /// (Megatron-core's `--recompute-modules moe_act` or `moe`; default nothing).
-    #[serde(default, skip_serializing_if = "MoeRecompute::is_none")]
-    pub moe_recompute: MoeRecompute,
-    /// An MoE layer's pre-MLP norm output recomputed from its input in the backward instead of
-    /// kept (Megatron-core's `--recompute-modules layernorm`, which Transformer Engine's fused
-    /// norms leave nothing else to do; default off). Its time, one norm's read and write of
-    /// `4h` bytes a token, is left out: under 1 % of a layer's.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub norm_recompute: bool,
-    /// How the experts' dispatch and combine cross nodes: Megatron-core's `alltoall` (the
-    /// default) or DeepEP's, which sends a token once to each node its experts are on.
-    #[serde(default, skip_serializing_if = "Dispatcher::is_default")]
-    pub ep_dispatcher: Dispatcher,
-}
-
-fn balanced() -> f64 {
-    BALANCED
-}
-
-fn is_balanced(x: &f64) -> bool {
-    *x == BALANCED
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            stack: Stack::MegatronTe,
-            gradients: GradientPrecision::Fp32,
-            loss: LossPrecision::Fp32,
-            kernels: Kernels::Fused,
-            stages: StageSplit::Even,
-            reserve_gb: 2.0,
-            fragmentation: 0.05,
-            moe_imbalance: BALANCED,
-            ep_overlap: false,
-            moe_recompute: MoeRecompute::None,
-            norm_recompute: false,
-            ep_dispatcher: Dispatcher::AllToAll,
-        }
-    }
-}
-
-impl Options {
-    /// The settings `stack` implies, at the default reserve and fragmentation.
-    pub fn for_stack(stack: Stack) -> Self {
-        let s = stack.settings();
-        Options {
-            stack,
-            gradients: s.gradients,
-            loss: s.loss,
-            kernels: s.kernels,
-            stages: s.stages,
-            ..Options::default()
-        }
-    }
-
-    /// Checks the reserve (0 to 1,000 GB) and the fragmentation (0 to 1).
-    pub fn validate(&self) -> Result<()> {
-        if !(self.reserve_gb.is_finite() && (0.0..=1e3).contains(&self.reserve_gb)) {
-            return Err(Error::invalid(
-                "--reserve-gb",
-                crate::format::exact(self.reserve_gb),
-                "0 to 1000 GB",
-            ));
-        }
-        if !(self.fragmentation.is_finite() && (0.0..1.0).contains(&self.fragmentation)) {
-            return Err(Error::invalid(
-                "--fragmentation",
-                crate::format::exact(self.fragmentation),
-                "a fraction in [0, 1)",
-            ));
-        }
-        if !(self.moe_imbalance.is_finite()
-            && (BALANCED..=MAX_IMBALANCE).contains(&self.moe_imbalance))
-        {
-            return Err(Error::invalid(
-                "--moe-imbalance",
-                crate::format::exact(self.moe_imbalance),
-                format!("the busiest rank's routes over the mean, {BALANCED} to {MAX_IMBALANCE}"),
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// The detailed model's inputs: the step and the settings.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Detailed {
-    /// The training step.
-    pub step: Step,
-    /// The settings.
-    pub options: Options,
-}
-
-/// Layers on each of `pp` stages of a model with `layers` layers.
-pub fn stage_layers(layers: u64, pp: u64, split: StageSplit) -> Result<Vec<u64>> {
-    if pp == 0 || pp > layers {
-        return Err(Error::invalid(
-            "pp",
-            pp,
-            format!("1 to the {layers} layers"),
-        ));
-    }
-    match split {
-        StageSplit::Even => {
-            let (base, extra) = (layers / pp, layers % pp);
-            Ok((0..pp).map(|i| base + u64::from(i >= pp - extra)).collect())
-        }
-        StageSplit::Llama3 if pp == 1 => Ok(vec![layers]),
-        StageSplit::Llama3 => {
-            let middle = (layers + 2) / pp;
-            if (layers + 2) % pp != 0 || middle < 2 {
-                return Err(Error::invalid(
-                    "--stages",
-                    "llama3",
-                    format!(
-                        "pp dividing layers + 2 = {} (so first and last hold one fewer)",
-                        layers + 2
-                    ),
-                ));
-            }
-            Ok((0..pp)
-                .map(|i| {
-                    if i == 0 || i == pp - 1 {
-                        middle - 1
-                    } else {
-                        middle
-                    }
-                })
-                .collect())
-        }
-        // Where L + 2 units do not divide evenly, or leave an end stage without a layer, the
-        // layers alone spread evenly.
-        StageSplit::Balanced if pp == 1 || (layers + 2) % pp != 0 || (layers + 2) / pp < 2 => {
-            stage_layers(layers, pp, StageSplit::Even)
-        }
-        StageSplit::Balanced => {
-            let units = (layers + 2) / pp;
-            Ok((0..pp)
-                .map(|i| units - u64::from(i == 0 || i == pp - 1))
-                .collect())
-        }
-    }
-}
-
-/// Parameters one GPU of a stage holds, `Ψᵢ`: the stage's layers' matrices (and their
-/// column-parallel biases) split over TP and their RMSNorm vectors (and row-parallel biases)
-/// whole, the input embedding (first stage) and the output head (last stage) split over TP by
-/// vocabulary, the final norm (last stage) whole. Tied embeddings on one stage are one matrix;
-/// over several stages the last keeps its own copy of the head, as Megatron-LM does.
-pub fn stage_params(shape: &Shape, tp: u64, layers: u64, first: bool, last: bool) -> f64 {
-    let (h, e) = (shape.hidden as f64, shape.embedding_params() as f64);
-    let l = layers as f64;
-    let head = last && !(first && shape.tied_embeddings);
-    let split = l * shape.layer_split_params() as f64
-        + if first { e } else { 0.0 }
-        + if head { e } else { 0.0 };
-    let whole = l * shape.layer_whole_params() as f64 + if last { h } else { 0.0 };
-    split / tp as f64 + whole
-}
-
-/// [`stage_params`] of a stage whose `layers` include `moe` MoE layers, leaving out their
-/// routed experts ([`stage_expert_params`]): an MoE layer's attention and shared experts split
-/// over TP, its norms, router and gate whole ([`Shape::moe_layer_split_params`],
-/// [`Shape::moe_layer_whole_params`]). [`stage_params`] itself when `moe` is 0.
-pub fn stage_params_with(
-    shape: &Shape,
-    tp: u64,
-    layers: u64,
-    moe: u64,
-    first: bool,
-    last: bool,
-) -> f64 {
-    let dense = stage_params(shape, tp, layers - moe, first, last);
-    if moe == 0 {
-        return dense;
-    }
-    let m = moe as f64;
-    dense
-        + m * shape.moe_layer_split_params() as f64 / tp as f64
-        + m * shape.moe_layer_whole_params() as f64
-}
-
-/// Routed-expert parameters one GPU holds for `moe` MoE layers: `L_moe · E · P_expert /
-/// (EP · ETP)` — each rank of the EP group holds `E/EP` experts, each split over ETP
-/// (Megatron-core's `TEGroupedMLP`; an expert's down-projection bias, gpt-oss's, is counted
-/// split with the rest).
-pub fn stage_expert_params(shape: &Shape, layout: &Layout, moe: u64) -> f64 {
-    let Some(e) = &shape.experts else {
-        return 0.0;
-    };
-    moe as f64 * f64::from(e.routed) * shape.expert_params() as f64
-        / (layout.ep * layout.etp) as f64
-}
-
-/// Bytes one rank holds for the context-parallel exchange of one layer, at `tokens` tokens
-/// of its own: a chunk of K and V is `4·g·T/t` bytes (BF16, the KV heads' width `g`). The
-/// ring keeps the chunk being sent and the one arriving, and in backward their gradients too:
-/// four chunks. The all-gather holds every rank's chunk, and in backward their gradients:
-/// `2·CP` chunks. Nothing without CP.
-pub fn cp_buffers(shape: &Shape, layout: &Layout, tokens: f64, comm: Option<CpComm>) -> f64 {
-    if layout.cp <= 1 {
-        return 0.0;
-    }
-    let g = f64::from(shape.kv_heads) * shape.head_dim() as f64;
-    let chunk = 4.0 * g * tokens / layout.tp as f64;
-    match comm {
-        Some(CpComm::Ring) => 4.0 * chunk,
-        Some(CpComm::AllGather) => 2.0 * layout.cp as f64 * chunk,
-        None => 0.0,
-    }
-}
+use crate::cost::memory::buffers::cp_buffers;
+use crate::cost::memory::buffers::userbuffers;
+use crate::cost::step::detailed::Detailed;
+use crate::cost::step::pipeline::stage_expert_params;
+use crate::cost::step::pipeline::stage_layers;
+use crate::cost::step::pipeline::stage_params;
+use crate::cost::step::pipeline::stage_params_with;
+pub use crate::cost::step::stack::{GradientPrecision, LossPrecision, StageSplit};
 
 impl Detailed {
-    /// The pipeline of this step under `layout`: the layers of each stage and the
-    /// micro-batches a step takes, or why the step does not go with the layout. The memory and
-    /// time models both start from it.
-    pub fn pipeline(&self, shape: &Shape, layout: &Layout) -> Result<(Vec<u64>, u64)> {
-        self.schedule_allowed()?;
-        let (layers, m) = self.unscheduled_pipeline(shape, layout)?;
-        self.step.interleaving_allowed(layout, &layers, m)?;
-        Ok((layers, m))
-    }
-
-    /// Whether the stack runs this step's schedule: the first rule [`Detailed::pipeline`]
-    /// checks.
-    pub fn schedule_allowed(&self) -> Result<()> {
-        let stack = self.options.stack;
-        if !stack.settings().interleaving && self.step.schedule.chunks() > 1 {
-            return Err(Error::invalid(
-                "--schedule",
-                self.step.schedule,
-                format!("1f1b: the {stack} stack has no interleaved schedule"),
-            ));
-        }
-        Ok(())
-    }
-
-    /// [`Detailed::pipeline`] without the schedule's rules: the same for every schedule of a
-    /// step.
-    pub fn unscheduled_pipeline(&self, shape: &Shape, layout: &Layout) -> Result<(Vec<u64>, u64)> {
-        self.stack_allows(layout)?;
-        self.experts_allowed(shape, layout)?;
-        let layers = stage_layers(u64::from(shape.layers), layout.pp, self.options.stages)?;
-        let m = self.unscheduled_pipeline_in(layout, &kinds_of(&layers))?;
-        Ok((layers, m))
-    }
-
-    /// The layout's stage kinds, after the stack's rules (the order
-    /// [`Detailed::unscheduled_pipeline`] checks them in).
-    pub fn kinds(&self, shape: &Shape, layout: &Layout) -> Result<StageKinds> {
-        self.stack_allows(layout)?;
-        self.experts_allowed(shape, layout)?;
-        stage_kinds(shape, layout, self.options.stages)
-    }
-
-    /// The micro-batches a step takes in the pipeline `kinds` (the layout's stages, as
-    /// [`Detailed::kinds`] gives them), or why the step does not go with the layout, whatever its
-    /// schedule: [`Detailed::unscheduled_pipeline`] with the stages worked out once.
-    pub fn unscheduled_pipeline_in(&self, layout: &Layout, kinds: &StageKinds) -> Result<u64> {
-        self.stack_allows(layout)?;
-        self.step.unscheduled().micro_batches_in(layout, kinds)
-    }
-
-    /// Whether the step goes with a mixture of experts as the model costs it: sequence
-    /// parallelism under TP (Megatron-core requires it for MoE), BF16 (FP8 experts are not
-    /// modelled yet), and a recomputation the MoE layer's activations are derived for (none,
-    /// selective, full, selective-layer). Always for a dense shape.
-    fn experts_allowed(&self, shape: &Shape, layout: &Layout) -> Result<()> {
-        if shape.experts.is_none() {
-            return Ok(());
-        }
-        let step = &self.step;
-        if layout.tp > 1 && !step.sequence_parallel {
-            return Err(Error::invalid(
-                "--sequence-parallel",
-                "off",
-                "on for a mixture of experts under TP > 1 (Megatron-core requires it)",
-            ));
-        }
-        if step.precision.is_fp8() {
-            return Err(Error::invalid(
-                "--precision",
-                step.precision,
-                "bf16 for a mixture of experts: FP8 experts are not modelled yet",
-            ));
-        }
-        if matches!(step.recompute, Recompute::SaveQkv | Recompute::SelectiveOp) {
-            return Err(Error::invalid(
-                "--recompute",
-                step.recompute.name(),
-                "none, selective, full or selective-layer for a mixture of experts",
-            ));
-        }
-        let opts = &self.options;
-        let modules = opts.moe_recompute != MoeRecompute::None || opts.norm_recompute;
-        if modules && !matches!(step.recompute, Recompute::None | Recompute::Selective) {
-            return Err(Error::invalid(
-                "--recompute",
-                step.recompute.name(),
-                "none or selective with --moe-recompute or --norm-recompute (Megatron-core's \
-                 recompute modules go with selective granularity)",
-            ));
-        }
-        // Megatron-core's rules for --overlap-moe-expert-parallel-comm (`TransformerConfig`):
-        // expert parallelism, no full recomputation, and an interleaved schedule under PP.
-        if opts.ep_overlap {
-            if layout.ep < 2 {
-                return Err(Error::invalid(
-                    "--ep-overlap",
-                    "on",
-                    "off with EP 1: the overlap hides expert-parallel all-to-alls",
-                ));
-            }
-            if matches!(step.recompute, Recompute::Full | Recompute::SelectiveLayer) {
-                return Err(Error::invalid(
-                    "--ep-overlap",
-                    "on",
-                    "off under full or selective-layer recomputation (Megatron-core refuses them together)",
-                ));
-            }
-            if layout.pp > 1 && step.schedule.chunks() < 2 {
-                return Err(Error::invalid(
-                    "--ep-overlap",
-                    "on",
-                    "off under PP > 1 without interleaving (Megatron-core overlaps across model chunks)",
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// Whether the stack runs the layout's CP and the step's precision.
-    fn stack_allows(&self, layout: &Layout) -> Result<()> {
-        let stack = self.options.stack;
-        let settings = stack.settings();
-        if layout.cp > 1 && settings.cp.is_none() {
-            return Err(Error::invalid(
-                "--cp",
-                layout.cp,
-                format!("1: the {stack} stack has no context parallelism"),
-            ));
-        }
-        if self.step.tp_comm_overlap {
-            stack.tp_overlap_allowed()?;
-        }
-        let precision = self.step.precision;
-        if !settings.trains(precision) {
-            return Err(Error::invalid(
-                "--precision",
-                precision,
-                format!("one the {stack} stack trains in (it has no {precision} recipe)"),
-            ));
-        }
-        Ok(())
-    }
-
     /// Memory of the stage that needs the most, or why the step does not go with the layout.
     pub fn memory(&self, shape: &Shape, layout: &Layout) -> Result<Memory> {
         self.schedule_allowed()?;
@@ -578,7 +191,7 @@ impl Detailed {
             let logits_values = if last { tokens * v / tp } else { 0.0 };
             let loss_peak = logits_values * opts.loss.peak_extra_bytes();
             let moe = if routed.is_some() {
-                crate::cost::moe::moe_layers_of_run(shape, &stage_list, i)
+                crate::cost::step::pipeline::moe_layers_of_run(shape, &stage_list, i)
             } else {
                 0
             };
@@ -734,56 +347,6 @@ impl Detailed {
     }
 }
 
-/// Transformer Engine's userbuffers, bytes a GPU, for a step that overlaps TP communication
-/// with the GEMMs on a stack that runs the overlap on them (`--tp-comm-overlap` with TP > 1 on
-/// megatron-te; 0 otherwise, MaxText's XLA collective matmuls among them).
-///
-/// Megatron-LM's `_initialize_tp_communicators` (`megatron/training/initialize.py`) hands TE's
-/// `initialize_ub` (`transformer_engine/pytorch/module/base.py`) the shape `[s·b/CP, h]`, and
-/// TE builds one communication buffer of that shape for each GEMM it overlaps, once a process,
-/// shared by every layer: twelve since TE 2.7 (ring exchange `qkv_fprop`, `fc1_fprop`, `proj_dgrad`,
-/// `fc2_dgrad`; pipeline `proj_fprop`, `fc2_fprop`; bulk `qkv_dgrad`, `qkv_wgrad`,
-/// `fc1_dgrad`, `fc1_wgrad`; external `proj_wgrad`, `fc2_wgrad`; before 2.7 the first ten, 20 and 14 bytes an element:
-/// an upper bound there). A
-/// buffer holds the activation type, BF16, except that under an FP8 recipe the eight
-/// all-gather buffers hold one byte an element:
-///
-/// `(s·b/CP)·h·24` bytes in BF16, `(s·b/CP)·h·(8·1 + 4·2)` in FP8 or MXFP8.
-///
-/// Llama 3 70B at s = 8,192, b = 1, CP 1: 8,192 · 8,192 · 24 = 1.61 GB. The buffers are
-/// allocated once at start-up, before the step's churn, so the fragmentation share is not
-/// charged on them (a modelling choice); the ring exchange's extra receive chunks (only where
-/// a configuration asks for a ring reduce-scatter) are not counted.
-pub fn userbuffers(stack: Stack, step: &Step, hidden: u64, layout: &Layout) -> f64 {
-    if !holds_userbuffers(stack, step, layout) {
-        return 0.0;
-    }
-    let elements = (step.seq_len * step.micro_batch / layout.cp.max(1)) as f64 * hidden as f64;
-    let bytes_an_element = if step.precision.is_fp8() {
-        8.0 * 1.0 + 4.0 * 2.0
-    } else {
-        12.0 * 2.0
-    };
-    elements * bytes_an_element
-}
-
-/// Whether `step` holds TE's [`userbuffers`]: TP overlap with TP > 1 on a stack that runs it
-/// on them.
-pub fn holds_userbuffers(stack: Stack, step: &Step, layout: &Layout) -> bool {
-    step.tp_comm_overlap && layout.tp > 1 && stack.settings().userbuffers
-}
-
-/// The kinds of stage of `layout`'s pipeline of `shape` under `split` ([`StageKinds`]).
-pub fn stage_kinds(shape: &Shape, layout: &Layout, split: StageSplit) -> Result<StageKinds> {
-    let layers = stage_layers(u64::from(shape.layers), layout.pp, split)?;
-    Ok(kinds_of(&layers))
-}
-
-/// The kinds of the stages [`stage_layers`] gives, which make at most [`MAX_STAGE_KINDS`].
-fn kinds_of(layers: &[u64]) -> StageKinds {
-    StageKinds::of(layers).expect("stage_layers gives one to four kinds of stage")
-}
-
 /// One stage's memory before its schedule: all but its stored activations, which are
 /// `stored_per_micro_batch` times the micro-batches it holds in flight.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -904,8 +467,12 @@ pub struct Stages {
 mod tests {
     use super::*;
     use crate::brief::Brief;
-    use crate::cost::activations::Recompute;
+    use crate::cost::step::detailed::Options;
+    use crate::cost::step::pipeline::stage_kinds;
+    use crate::cost::step::stack::Stack;
+    use crate::cost::step::Recompute;
     use crate::cost::step::Schedule;
+    use crate::cost::step::Step;
     use crate::model::layout::ZeroStage;
     use crate::model::preset;
 
@@ -917,7 +484,7 @@ mod tests {
             sequence_parallel: sp,
             schedule: Schedule::OneFOneB,
             tp_comm_overlap: false,
-            precision: crate::cost::precision::Precision::Bf16,
+            precision: crate::cost::step::precision::Precision::Bf16,
             global_batch_tokens: 16 * 1024 * 1024,
         }
     }
@@ -1002,7 +569,7 @@ mod tests {
         let te = Stack::MegatronTe;
         assert_eq!(userbuffers(te, &on, s.hidden, &l), 1_610_612_736.0);
         let fp8 = Step {
-            precision: crate::cost::precision::Precision::Fp8,
+            precision: crate::cost::step::precision::Precision::Fp8,
             ..on
         };
         assert_eq!(userbuffers(te, &fp8, s.hidden, &l), 1_073_741_824.0);
@@ -1125,7 +692,7 @@ mod tests {
         // group, finished for each ZeRO stage and replica count of the same TP, CP, PP and DP,
         // is what each layout's own stage sums are: 70B and 405B (uneven stages), each
         // precision and recomputation.
-        use crate::cost::precision::Precision;
+        use crate::cost::step::precision::Precision;
         use crate::model::layout::every_sharding;
         let options = Options::default();
         let mut compared = 0;

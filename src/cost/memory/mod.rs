@@ -1,7 +1,11 @@
-//! Per-GPU memory: the plate model of SPEC.md §3 ([`plate`]), and a detailed model of a real
-//! training step ([`detailed`]) selected by [`MemoryModel`].
+//! What a GPU holds: the plate model of SPEC.md §3 ([`mod@plate`]), and a detailed model of a real
+//! training step stage by stage ([`detailed`]), with the activations a layer keeps by
+//! recomputation mode ([`activations`]) and the communication buffers ([`buffers`]), selected
+//! by [`MemoryModel`]. Uses [`crate::cost::step`].
 
+pub mod activations;
 mod breakdown;
+pub mod buffers;
 pub mod detailed;
 pub mod plate;
 
@@ -22,7 +26,7 @@ pub enum MemoryModel {
     /// SPEC.md's plate model at the brief's sequence length.
     Plate,
     /// The detailed model of one training step.
-    Detailed(detailed::Detailed),
+    Detailed(crate::cost::step::detailed::Detailed),
 }
 
 impl MemoryModel {

@@ -11,8 +11,8 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use crate::cost::activations::Recompute;
-use crate::cost::precision::Precision;
+use crate::cost::step::precision::Precision;
+use crate::cost::step::Recompute;
 use crate::error::{Error, Result};
 use crate::model::layout::ZeroStage;
 

@@ -14,8 +14,8 @@
 //! when present: the GPUs (`# Launch on N GPUs`) and the vocabulary (`vocabulary N)`); a file
 //! without them needs `--gpus` (or torchrun's counts) and `--vocab-size` or `--model-config`.
 
-use crate::cost::activations::Recompute;
-use crate::cost::precision::Precision;
+use crate::cost::step::precision::Precision;
+use crate::cost::step::Recompute;
 use crate::cost::step::Schedule;
 use crate::error::{Error, Result};
 use crate::model::layout::ZeroStage;
@@ -23,7 +23,7 @@ use crate::model::Biases;
 
 use super::design::{times, whole, Dims, FileModel, FromFile, Source};
 
-/// Options that say which kernels and overlaps run: the stack's (`cost::stack::Settings`).
+/// Options that say which kernels and overlaps run: the stack's (`cost::step::stack::Settings`).
 /// (`--tp-comm-overlap` is the step's: [`crate::cost::step::Step::tp_comm_overlap`].)
 pub const STACK_OPTIONS: [&str; 8] = [
     "--attention-backend",

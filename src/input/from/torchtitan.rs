@@ -15,9 +15,9 @@ use std::path::Path;
 
 use toml::{Table, Value};
 
-use crate::cost::activations::Recompute;
-use crate::cost::precision::Precision;
-use crate::cost::stack::Stack;
+use crate::cost::step::precision::Precision;
+use crate::cost::step::stack::Stack;
+use crate::cost::step::Recompute;
 use crate::cost::step::Schedule;
 use crate::error::{Error, Result};
 use crate::model::layout::ZeroStage;

@@ -1,7 +1,7 @@
 //! DeepSpeed: the `ds_config.json` of a plan.
 //!
 //! Keys as DeepSpeed's configuration reference (deepspeed.ai/docs/config-json, source
-//! `docs/_pages/config-json.md`) names them, checked against the DeepSpeed 0.19.8 code
+//! `deepspeedai/DeepSpeed/docs/_pages/config-json.md`) names them, checked against the DeepSpeed 0.19.8 code
 //! (`runtime/constants.py`, `runtime/zero/config.py`,
 //! `runtime/activation_checkpointing/config.py`). Every key is written out, because the
 //! documentation's and the code's defaults differ (gradient clipping, overlap_comm, the ZeRO-3
@@ -22,8 +22,8 @@ use serde_json::{json, Value};
 
 use super::exporter::Launcher;
 use super::launch::Launch;
-use crate::cost::activations::Recompute;
-use crate::cost::precision::Precision;
+use crate::cost::step::precision::Precision;
+use crate::cost::step::Recompute;
 use crate::error::{Error, Result};
 
 /// A DeepSpeed configuration file.

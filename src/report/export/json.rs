@@ -8,8 +8,8 @@ use serde::Serialize;
 
 use super::exporter::Exporter;
 use crate::brief::Brief;
-use crate::cost::scaling::ComputeOptimal;
 use crate::error::{Error, Result};
+use crate::laws::ComputeOptimal;
 use crate::plan::check::CheckReport;
 use crate::plan::sensitivity::SearchSensitivity;
 use crate::plan::verdict::ShapeVerdict;

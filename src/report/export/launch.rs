@@ -6,9 +6,11 @@
 //! `G = b · DP · m` for `m` micro-batches a replica, whatever CP is, and hybrid sharding only
 //! regroups the DP ranks (`replicate × DP/replicate`), leaving `G` as it is.
 
-use crate::cost::memory::detailed::{stage_layers, Options};
-use crate::cost::precision::Precision;
-use crate::cost::stack::Stack;
+use crate::cost::step::detailed::Options;
+
+use crate::cost::step::pipeline::stage_layers;
+use crate::cost::step::precision::Precision;
+use crate::cost::step::stack::Stack;
 use crate::cost::step::{BatchTarget, Step};
 use crate::error::{Error, Result};
 use crate::format::count;
@@ -231,8 +233,8 @@ impl Launch {
     /// other stack here, passes them around a ring, Megatron-core's default.
     pub fn cp_exchange(&self) -> CpExchange {
         match self.options.stack.settings().cp {
-            Some(crate::cost::stack::CpComm::AllGather) => CpExchange::AllGather,
-            Some(crate::cost::stack::CpComm::Ring) | None => CpExchange::Ring,
+            Some(crate::cost::step::stack::CpComm::AllGather) => CpExchange::AllGather,
+            Some(crate::cost::step::stack::CpComm::Ring) | None => CpExchange::Ring,
         }
     }
 
@@ -339,7 +341,7 @@ pub(crate) fn launch_with(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cost::activations::Recompute;
+    use crate::cost::step::Recompute;
     use crate::cost::step::Schedule;
     use crate::model::layout::{Cluster, Degrees};
     use crate::model::preset;

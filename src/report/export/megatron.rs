@@ -31,13 +31,16 @@ use std::fmt::Write;
 
 use super::exporter::Launcher;
 use super::launch::{CpExchange, Launch};
-use crate::cost::activations::{Kernels, Recompute};
-use crate::cost::chip::Attention;
-use crate::cost::compute::LossKernel;
-use crate::cost::memory::detailed::Options;
-use crate::cost::moe::{Dispatcher, MoeRecompute};
-use crate::cost::precision::Precision;
-use crate::cost::step::{deepest_interleaving, Schedule};
+use crate::cost::step::detailed::Options;
+use crate::cost::step::experts::Dispatcher;
+use crate::cost::step::pipeline::deepest_interleaving;
+use crate::cost::step::precision::Precision;
+use crate::cost::step::stack::Attention;
+use crate::cost::step::stack::Kernels;
+use crate::cost::step::stack::LossKernel;
+use crate::cost::step::MoeRecompute;
+use crate::cost::step::Recompute;
+use crate::cost::step::Schedule;
 use crate::error::{Error, Result};
 use crate::model::layout::Layout;
 use crate::model::{Experts, LayerSet, Shape};
@@ -395,7 +398,7 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     for &(option, value) in fp8_arguments(step.precision) {
         push(option, Some(value.into()));
     }
-    // The kernels and overlaps the stack's time model assumed (cost::stack::Settings), and the
+    // The kernels and overlaps the stack's time model assumed (cost::step::stack::Settings), and the
     // step's TP overlap.
     let backend = match settings.attention {
         Attention::Flash2 => "flash",
@@ -614,7 +617,7 @@ fn experts(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cost::stack::Stack;
+    use crate::cost::step::stack::Stack;
     use crate::cost::step::BatchTarget;
     use crate::model::layout::{Degrees, Layout, ZeroStage};
     use crate::model::preset;

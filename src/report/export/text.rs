@@ -5,7 +5,7 @@ use std::io;
 
 use super::exporter::Exporter;
 use crate::brief::Brief;
-use crate::cost::memory::detailed::{GradientPrecision, LossPrecision};
+use crate::cost::step::stack::{GradientPrecision, LossPrecision};
 use crate::cost::step::Step;
 use crate::error::Result;
 use crate::format::{count, fixed, general, money, plural, sci, thousands};
@@ -780,7 +780,7 @@ fn memory_rows(p: &Plan) -> Vec<Vec<String>> {
             ));
             // With TP overlap on Transformer Engine, its userbuffers are in the reserve's figure.
             let buffers =
-                crate::cost::memory::detailed::holds_userbuffers(options.stack, step, &p.layout);
+                crate::cost::memory::buffers::holds_userbuffers(options.stack, step, &p.layout);
             rows.push(row(
                 "reserve",
                 format!(

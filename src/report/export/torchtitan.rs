@@ -24,8 +24,8 @@ use std::fmt::Write;
 
 use super::exporter::Launcher;
 use super::launch::{CpExchange, Launch};
-use crate::cost::activations::Recompute;
-use crate::cost::precision::Precision;
+use crate::cost::step::precision::Precision;
+use crate::cost::step::Recompute;
 use crate::cost::step::Schedule;
 use crate::error::{Error, Result};
 

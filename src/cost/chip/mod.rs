@@ -1,5 +1,10 @@
-//! What one GPU's kernels reach: the figures the per-operation compute model
-//! ([`crate::cost::compute`]) needs beyond the brief's peak and HBM bandwidth.
+//! What a step costs on a chip: a GPU's kernel figures (this file), the time of each operation
+//! on them ([`operations`]), the eager stack's efficiency curve ([`efficiency`]), the one
+//! calibrated parameter ([`calibration`]) and the FLOPs a token costs ([`flops`]). Uses
+//! [`crate::cost::step`].
+//!
+//! The figures here are what one GPU's kernels reach: what the per-operation compute model
+//! ([`operations`]) needs beyond the brief's peak and HBM bandwidth.
 //!
 //! A chip is found from the brief's own figures ([`Chip::of`]): the preset whose dense BF16
 //! peak and HBM bandwidth are within 25 % of the brief's. Its kernel figures are fractions of
@@ -31,18 +36,16 @@
 //!   1,979 TFLOP/s (70.9 %), H200 1,453.4 of 1,979 (73.4 %) (stas00/ml-engineering @744d01e,
 //!   `compute/accelerator/README.md`); the A100 has no FP8 tensor cores.
 
-/// The attention kernel a stack runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Attention {
-    /// FlashAttention-2 (PyTorch's SDPA flash backend).
-    Flash2,
-    /// cuDNN's fused flash attention (Transformer Engine, XLA on Hopper).
-    Cudnn,
-    /// The `s × s` scores materialised: two batched GEMMs and a fused softmax (Megatron-LM
-    /// before FlashAttention).
-    Unfused,
-}
+pub mod calibration;
+pub mod efficiency;
+pub mod flops;
+pub mod operations;
+use crate::cost::step::precision::Precision;
+use crate::cost::step::stack::Attention;
+use crate::cost::step::stack::Stack;
+use crate::cost::Machine;
+use crate::error::Error;
+use crate::error::Result;
 
 /// Sequence lengths of the attention tables.
 pub const ATTENTION_SEQ: [f64; 6] = [512.0, 1024.0, 2048.0, 4096.0, 8192.0, 16_384.0];
@@ -274,6 +277,51 @@ impl Chip {
     pub fn gemm_fraction(&self, m: f64, n: f64, k: f64) -> f64 {
         self.gemm_ceiling() * self.shape_fraction(m, n, k)
     }
+}
+
+/// The chip the per-operation model runs `stack` on, or why there is none (`Ok(None)` for a
+/// stack at the eager curve, which needs none). A search calls it once before it starts, so a
+/// GPU without kernel figures is refused by name rather than leaving no configuration.
+pub fn stack_chip(machine: &Machine, stack: Stack) -> Result<Option<&'static Chip>> {
+    if !stack.settings().per_operation {
+        return Ok(None);
+    }
+    chip_for(machine, stack).map(Some)
+}
+
+/// The chip the per-operation model runs `stack` on, or why there is none.
+pub fn chip_for(machine: &Machine, stack: Stack) -> Result<&'static Chip> {
+    Chip::of(machine.peak_tflops, machine.topology.hbm_gbps).ok_or_else(|| {
+        let names: Vec<&str> = CHIPS.iter().map(|c| c.name).collect();
+        Error::invalid(
+            "--stack",
+            stack,
+            format!(
+                "a GPU with published kernel figures ({}); a GPU of {} TFLOP/s and {} GB/s has none, \
+                 so use --stack eager or one of those GPUs",
+                names.join(", "),
+                machine.peak_tflops,
+                machine.topology.hbm_gbps
+            ),
+        )
+    })
+}
+
+/// The FP8 ceiling the step's projections run at on `chip`, or why there is none: the GPU
+/// must have FP8 tensor cores (`fp8_tflops` > 0; MXFP8 needs `mxfp8`) and published FP8 GEMM
+/// figures.
+pub fn fp8_for(machine: &Machine, chip: &Chip, precision: Precision) -> Result<f64> {
+    precision.supported_on(machine.fp8_tflops, machine.mxfp8)?;
+    chip.fp8_ceiling().ok_or_else(|| {
+        Error::invalid(
+            "--precision",
+            precision,
+            format!(
+                "bf16 on the {}: it has no published FP8 GEMM figures",
+                chip.name
+            ),
+        )
+    })
 }
 
 #[cfg(test)]

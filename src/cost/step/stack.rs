@@ -45,7 +45,7 @@
 //!   FP32 (`mixed_precision_reduce = "float32"`); async TP is off by default. Its memory is
 //!   counted with the fused list: the eager list (the calibration's own script, 54h a token for
 //!   70B) would put torchtitan's Llama 2 13B without recomputation at 99 GB, and it ran on 80 GB
-//!   A100s (`docs/performance.md`) — so the published runs bound torchtitan's saved tensors from
+//!   A100s (`pytorch/torchtitan/docs/performance.md`) — so the published runs bound torchtitan's saved tensors from
 //!   above, and this model takes the fused list as their estimate.
 //! - **torchtitan-compile**: the same with `torch.compile` per layer, which fuses the
 //!   element-wise work and the loss.
@@ -66,9 +66,6 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cost::activations::Kernels;
-use crate::cost::chip::Attention;
-use crate::cost::compute::LossKernel;
 use crate::error::{Error, Result};
 
 /// Precision of the gradient buffers.
@@ -193,7 +190,7 @@ pub struct Settings {
     /// TP collectives hidden behind the layer's GEMMs, as far as they last.
     pub tp_overlap: f64,
     /// Whether the TP overlap runs on Transformer Engine's userbuffers, which hold memory of
-    /// their own ([`crate::cost::memory::detailed::userbuffers`]); XLA's collective matmuls
+    /// their own ([`crate::cost::memory::buffers::userbuffers`]); XLA's collective matmuls
     /// (MaxText) work in the activations' own buffers.
     pub userbuffers: bool,
     /// Pipeline sends hidden behind the next chunk's compute, as far as it lasts.
@@ -214,8 +211,8 @@ pub struct Settings {
 
 impl Settings {
     /// Whether the stack has a recipe for `precision` (BF16 always).
-    pub fn trains(&self, precision: crate::cost::precision::Precision) -> bool {
-        use crate::cost::precision::Precision;
+    pub fn trains(&self, precision: crate::cost::step::precision::Precision) -> bool {
+        use crate::cost::step::precision::Precision;
         match precision {
             Precision::Bf16 => true,
             Precision::Fp8 => self.fp8,
@@ -375,6 +372,56 @@ impl FromStr for Stack {
                 let names: Vec<&str> = Stack::ALL.iter().map(|s| s.name()).collect();
                 Error::invalid("--stack", text, format!("one of {}", names.join(", ")))
             })
+    }
+}
+
+/// How the layer is implemented, which decides what it keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kernels {
+    /// FlashAttention, fused RMSNorm, RoPE and SwiGLU (Megatron-Core with Transformer Engine).
+    Fused,
+    /// Eager PyTorch, as in `data/calibration/measure_layers.py`.
+    Eager,
+    /// Fused kernels that keep SwiGLU's two inputs only and recompute its product in backward
+    /// (one element-wise pass), 4f of the MLP's 6f: the `llama3` stack, which trained 405B at
+    /// 8,192 tokens without activation checkpointing on 80 GB cards (Llama Team 2024, §3.3.2).
+    Lean,
+}
+
+/// The attention kernel a stack runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Attention {
+    /// FlashAttention-2 (PyTorch's SDPA flash backend).
+    Flash2,
+    /// cuDNN's fused flash attention (Transformer Engine, XLA on Hopper).
+    Cudnn,
+    /// The `s × s` scores materialised: two batched GEMMs and a fused softmax (Megatron-LM
+    /// before FlashAttention).
+    Unfused,
+}
+
+/// How the cross-entropy loss is computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LossKernel {
+    /// Vocabulary-parallel FP32 cross-entropy in one fused pass (Megatron-LM).
+    Fused,
+    /// `cross_entropy(logits.float(), …)` in eager PyTorch.
+    Eager,
+    /// Chunked: the FP32 logits are never written whole (Liger, XLA's fusion).
+    Chunked,
+}
+
+impl LossKernel {
+    /// Bytes moved per logit, forward and backward.
+    pub fn bytes_per_logit(self) -> f64 {
+        match self {
+            LossKernel::Fused => 24.0,
+            LossKernel::Eager => 40.0,
+            LossKernel::Chunked => 8.0,
+        }
     }
 }
 

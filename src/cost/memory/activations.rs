@@ -75,68 +75,14 @@
 //! layer's backward peak grows by 4.73 GB a sequence with eager kernels: 3.64 GB of recomputed
 //! activations and about 0.94 GB (4·s·f) of gradients; see `results/memory-validation.md`.
 
-use serde::{Deserialize, Serialize};
+use crate::cost::step::MoeRecompute;
 
-use crate::cost::moe::{MoeRecompute, Routed};
+use crate::cost::step::experts::Routed;
+use crate::cost::step::stack::Kernels;
+use crate::cost::step::Recompute;
+use crate::model::moe_dense_part;
+use crate::model::without_shared;
 use crate::model::Shape;
-
-/// Which activations are recomputed in backward instead of kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Recompute {
-    /// Keep every activation.
-    None,
-    /// Recompute the attention core (Korthikanti et al. §5).
-    Selective,
-    /// Keep each layer's input only and recompute the layer.
-    Full,
-    /// torchtitan's op-level policy: keep the outputs of attention and of every other matrix
-    /// product (the Q, V, gate and down projections), recompute the rest.
-    SelectiveOp,
-    /// torchtitan's layer-level policy: every other layer fully recomputed, the rest kept.
-    SelectiveLayer,
-    /// MaxText's `save_qkv_proj` policy: keep the layer's input and the Q, K and V
-    /// projections' outputs, recompute the rest.
-    SaveQkv,
-}
-
-impl Recompute {
-    /// All modes, in order.
-    pub const ALL: [Recompute; 6] = [
-        Recompute::None,
-        Recompute::Selective,
-        Recompute::Full,
-        Recompute::SelectiveOp,
-        Recompute::SelectiveLayer,
-        Recompute::SaveQkv,
-    ];
-
-    /// The name a user types.
-    pub fn name(self) -> &'static str {
-        match self {
-            Recompute::None => "none",
-            Recompute::Selective => "selective",
-            Recompute::Full => "full",
-            Recompute::SelectiveOp => "selective-op",
-            Recompute::SelectiveLayer => "selective-layer",
-            Recompute::SaveQkv => "save-qkv",
-        }
-    }
-}
-
-/// How the layer is implemented, which decides what it keeps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Kernels {
-    /// FlashAttention, fused RMSNorm, RoPE and SwiGLU (Megatron-Core with Transformer Engine).
-    Fused,
-    /// Eager PyTorch, as in `data/calibration/measure_layers.py`.
-    Eager,
-    /// Fused kernels that keep SwiGLU's two inputs only and recompute its product in backward
-    /// (one element-wise pass), 4f of the MLP's 6f: the `llama3` stack, which trained 405B at
-    /// 8,192 tokens without activation checkpointing on 80 GB cards (Llama Team 2024, §3.3.2).
-    Lean,
-}
 
 /// The layer whose activations are counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -424,28 +370,6 @@ impl Setting {
     }
 }
 
-/// The dense part of an MoE layer of `shape`: its attention and, in place of its MLP, its
-/// shared experts (a SwiGLU of their width together, 0 for none) fed by the same normalised
-/// input the router and the dispatch read.
-pub(crate) fn moe_dense_part(shape: &Shape) -> Shape {
-    let mut dense = shape.clone();
-    dense.ffn = shape.experts.as_ref().map_or(shape.ffn, |e| e.shared_ffn);
-    dense.experts = None;
-    dense
-}
-
-/// The dense part of an MoE layer less its shared experts (attention, and the pre-MLP norm's
-/// input and output that the MoE layer reads): what it keeps under `moe` recomputation, which
-/// checkpoints the shared experts with the routed ones (Megatron-core's `MoELayer.forward`: its
-/// checkpointed `custom_forward` adds `shared_experts(hidden_states)`), keeping only the MoE
-/// layer's input.
-pub(crate) fn without_shared(dense: &Shape) -> Shape {
-    Shape {
-        ffn: 0,
-        ..dense.clone()
-    }
-}
-
 impl Setting {
     /// Bytes one rank keeps of an MoE layer's routed part for one micro-batch, `r` its
     /// routing ([`Routed`]): for each of its `R` routes the dispatched input the grouped GEMM
@@ -468,12 +392,12 @@ impl Setting {
     }
 
     /// Bytes one rank keeps of an MoE layer for one micro-batch under `recompute`: its dense
-    /// part ([`moe_dense_part`]: attention, the shared experts) as a dense layer keeps it, and
+    /// part ([`crate::model::moe_dense_part`]: attention, the shared experts) as a dense layer keeps it, and
     /// the routed part ([`Setting::routed_bytes`]) unless the layer is recomputed. Full
     /// recomputation keeps the layer's input alone; selective-layer half the layers each way.
     /// torchtitan's and MaxText's op-level policies are not modelled with experts (the detailed
     /// model refuses them). Beyond the step's recomputation ([`MoeRecompute`]), `moe` keeps none
-    /// of the routed part nor of the shared experts ([`without_shared`]; the dense part's input
+    /// of the routed part nor of the shared experts ([`crate::model::without_shared`]; the dense part's input
     /// is the layer's) and `act` drops SwiGLU's output of every route, the down projection's
     /// input (`f_e/ETP` elements).
     pub fn stored_moe(

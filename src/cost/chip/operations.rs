@@ -39,14 +39,21 @@
 //! backward), 8 in a chunked one that never writes the FP32 logits.
 //!
 //! `sustained` is the calibrated fraction of these kernel benchmarks' FLOP rates that a training
-//! step's GEMMs and attention keep (traffic is already at a measured in-step bandwidth) ([`crate::cost::calibration`]): the benchmarks run one kernel at boost clock on an
+//! step's GEMMs and attention keep (traffic is already at a measured in-step bandwidth) ([`crate::cost::chip::calibration`]): the benchmarks run one kernel at boost clock on an
 //! idle GPU; a step shares the SMs with communication kernels and holds power-limited clocks.
 
-use crate::cost::activations::{moe_dense_part, without_shared, Kernels, Recompute};
-use crate::cost::chip::{Attention, Chip, FP8_BK, HBM_EFFICIENCY};
-use crate::cost::moe::{MoeRecompute, Routed};
-use crate::cost::precision::{Precision, CAST_BYTES, FUSED_CAST_BYTES};
+use crate::cost::step::Recompute;
+
+use crate::cost::step::stack::Kernels;
+
+use crate::cost::chip::{Chip, FP8_BK, HBM_EFFICIENCY};
+use crate::cost::step::experts::Routed;
+use crate::cost::step::precision::{Precision, CAST_BYTES, FUSED_CAST_BYTES};
+use crate::cost::step::stack::Attention;
+use crate::cost::step::stack::LossKernel;
+use crate::cost::step::MoeRecompute;
 use crate::model::Shape;
+use crate::model::{moe_dense_part, without_shared};
 
 /// SMs a Transformer Engine userbuffers reduce-scatter takes while it overlaps its GEMM's
 /// chunks: `num_sm: 24` for `proj_fprop` and `fc2_fprop` (the `pipeline` method) in NVIDIA's
@@ -57,29 +64,6 @@ pub const OVERLAP_SMS: f64 = 24.0;
 /// The rows of one tile of a grouped GEMM, to which each expert's routes are padded: the
 /// smallest M of the tiles the GEMM model knows ([`crate::cost::chip::TILES`]).
 pub const GROUP_ROWS: f64 = 128.0;
-
-/// How the cross-entropy loss is computed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LossKernel {
-    /// Vocabulary-parallel FP32 cross-entropy in one fused pass (Megatron-LM).
-    Fused,
-    /// `cross_entropy(logits.float(), …)` in eager PyTorch.
-    Eager,
-    /// Chunked: the FP32 logits are never written whole (Liger, XLA's fusion).
-    Chunked,
-}
-
-impl LossKernel {
-    /// Bytes moved per logit, forward and backward.
-    pub fn bytes_per_logit(self) -> f64 {
-        match self {
-            LossKernel::Fused => 24.0,
-            LossKernel::Eager => 40.0,
-            LossKernel::Chunked => 8.0,
-        }
-    }
-}
 
 /// Where the operations run and how: the chip, the brief's peak and bandwidth, the kernels,
 /// and the shard of the micro-batch.
@@ -392,8 +376,8 @@ impl Context<'_> {
         }
     }
 
-    /// One MoE layer's seconds per micro-batch under `recompute` ([`crate::cost::moe`]): its
-    /// dense part as a dense layer ([`Context::layer`] of [`moe_dense_part`]: attention, the
+    /// One MoE layer's seconds per micro-batch under `recompute` ([`crate::cost::step::experts`]): its
+    /// dense part as a dense layer ([`Context::layer`] of [`crate::model::moe_dense_part`]: attention, the
     /// shared experts), the router (`T/t × E × h`, on the sequence-parallel shard), the routed
     /// experts' gate/up (`2f_e/ETP`) and down GEMMs grouped ([`Context::grouped`]), and their
     /// element-wise work: SwiGLU over every route (`6·f_e/ETP` bytes forward), the permutation
@@ -458,6 +442,9 @@ impl Context<'_> {
         }
     }
 }
+
+/// One stage's compute per micro-batch: (all of it, its forward, its GEMMs), seconds.
+pub type StageCompute = (f64, f64, f64);
 
 #[cfg(test)]
 mod tests {

@@ -1,3 +1,16 @@
+//! The step a plan runs, as every model above reads it — no cost is computed here:
+//!
+//! - this file: the [`Step`] (micro-batch, sequence, [`Recompute`], sequence parallelism, the
+//!   [`Schedule`], the precision, the global batch) and the rules between it and a layout;
+//! - [`precision`]: what BF16, FP8 and MXFP8 move and keep;
+//! - [`stack`]: the software presets and the kernels they run;
+//! - [`experts`]: a mixture of experts on the expert grid — its routes, its dispatcher;
+//! - [`pipeline`]: the stages — their layers, their kinds, the parameters each holds;
+//! - [`detailed`]: a step with the settings that are not part of it ([`detailed::Detailed`])
+//!   and every rule a step keeps under a layout, checked once for memory and time alike.
+//!
+//! Uses `model` and the ground floor.
+//!
 //! The training step: micro-batch, sequence length, recomputation, sequence parallelism, the
 //! pipeline schedule and the global batch, and the rules between them and the layout.
 //!
@@ -17,13 +30,20 @@
 //!   the output head (chunks of a stage may differ by a layer, as Megatron-Core's pipeline
 //!   layouts allow, and Llama 3's schedule did: Llama Team 2024, §3.3.2).
 
+pub mod detailed;
+pub mod experts;
+pub mod pipeline;
+pub mod precision;
+pub mod stack;
+
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cost::activations::Recompute;
-use crate::cost::precision::Precision;
-use crate::cost::stack::Stack;
+use crate::cost::step::pipeline::chunk_room;
+use crate::cost::step::pipeline::StageKinds;
+use crate::cost::step::precision::Precision;
+use crate::cost::step::stack::Stack;
 use crate::error::{Error, Result};
 use crate::model::layout::Layout;
 
@@ -107,102 +127,6 @@ impl BatchTarget {
                 ),
             )),
         }
-    }
-}
-
-/// Model chunks stage `i` of `stages.len()` can hold: one a layer, and on the first and the
-/// last stage one more, holding only the embedding or the head (Megatron-Core's pipeline
-/// layouts; Llama Team 2024, §3.3.2).
-fn chunk_room(stages: &[u64], i: usize) -> u64 {
-    let ends = i == 0 || i + 1 == stages.len();
-    stages[i].saturating_add(u64::from(ends))
-}
-
-/// The deepest interleaving every stage of `stages` (layers each) allows, the fewest chunks
-/// any stage can hold ([`chunk_room`]); 0 for no stage.
-pub fn deepest_interleaving(stages: &[u64]) -> u64 {
-    (0..stages.len())
-        .map(|i| chunk_room(stages, i))
-        .min()
-        .unwrap_or(0)
-}
-
-/// The most kinds of stage a pipeline has ([`StageKinds`]): the first, the last, and one for
-/// each run of equal stages between (the splits of [`crate::cost::memory::detailed`] make at
-/// most two such runs: the even split's `⌊L/p⌋` and `⌊L/p⌋ + 1`).
-pub const MAX_STAGE_KINDS: usize = 4;
-
-/// One stage standing for a kind: its place in the pipeline and its layers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct StageKind {
-    /// 0-based index of the stage.
-    pub index: u64,
-    /// Transformer layers on it.
-    pub layers: u64,
-}
-
-/// A pipeline's stages by kind: the first stage, the last, and the first of each run of equal
-/// stages between them. Every rule and cost of a stage depends on its layers, whether it is
-/// the first or the last, and (through the micro-batches in flight, which fall with the
-/// index) its place, so a stage of a run holds no more and runs no slower than the run's
-/// first: the representatives decide the pipeline's peak memory, its slowest stage and the
-/// deepest interleaving exactly, at a fixed size with no allocation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StageKinds {
-    pp: u64,
-    len: usize,
-    kinds: [StageKind; MAX_STAGE_KINDS],
-    /// [`StageKinds::deepest_interleaving`], worked out once.
-    deepest: u64,
-}
-
-impl StageKinds {
-    /// The kinds of the pipeline whose stages hold `stages` layers each; `None` for no stage
-    /// or more kinds than [`MAX_STAGE_KINDS`] (never for the model's splits).
-    pub fn of(stages: &[u64]) -> Option<StageKinds> {
-        let mut kinds = [StageKind::default(); MAX_STAGE_KINDS];
-        let mut len = 0;
-        for (i, &layers) in stages.iter().enumerate() {
-            // The second stage starts the middle run; a later middle stage equal to the one
-            // before it belongs to that stage's run.
-            if i > 1 && i + 1 < stages.len() && stages[i - 1] == layers {
-                continue;
-            }
-            *kinds.get_mut(len)? = StageKind {
-                index: i as u64,
-                layers,
-            };
-            len += 1;
-        }
-        let mut kinds = StageKinds {
-            pp: stages.len() as u64,
-            len,
-            kinds,
-            deepest: 0,
-        };
-        kinds.deepest = kinds.kinds().iter().map(|k| kinds.room(k)).min()?;
-        Some(kinds)
-    }
-
-    /// The representatives, in stage order.
-    pub fn kinds(&self) -> &[StageKind] {
-        &self.kinds[..self.len]
-    }
-
-    /// Stages in the pipeline.
-    pub fn pp(&self) -> u64 {
-        self.pp
-    }
-
-    /// Model chunks `kind` can hold ([`chunk_room`]).
-    fn room(&self, kind: &StageKind) -> u64 {
-        let ends = kind.index == 0 || kind.index + 1 == self.pp;
-        kind.layers.saturating_add(u64::from(ends))
-    }
-
-    /// [`deepest_interleaving`] of the pipeline.
-    pub fn deepest_interleaving(&self) -> u64 {
-        self.deepest
     }
 }
 
@@ -290,7 +214,7 @@ pub struct Step {
     /// (Transformer Engine's userbuffers split each sequence-parallel all-gather and
     /// reduce-scatter into `t` chunks, pipelined with the GEMM that consumes or produces
     /// them). It needs sequence parallelism (Megatron-LM's `arguments.py` refuses it without)
-    /// and a stack that has it ([`crate::cost::stack::Settings::tp_overlap`]); plan files
+    /// and a stack that has it ([`crate::cost::step::stack::Settings::tp_overlap`]); plan files
     /// written before it read as off, and `export --plan` then takes the stack's default.
     /// Last in the order, so that a step and the same step overlapped sit side by side: the
     /// overlapped one needs the other's memory plus TE's userbuffers, so a search weighs once.
@@ -335,7 +259,7 @@ impl Step {
     }
 
     /// Whether a step overlaps TP communication when none is said: where `stack` has the
-    /// overlap ([`crate::cost::stack::Settings::tp_overlap`] above 0, as Megatron-core's and
+    /// overlap ([`crate::cost::step::stack::Settings::tp_overlap`] above 0, as Megatron-core's and
     /// NeMo's recipes turn it on) and the step runs sequence parallelism, which it needs.
     pub fn stack_overlap(stack: Stack, sequence_parallel: bool) -> bool {
         sequence_parallel && stack.overlaps_tp()
@@ -531,10 +455,81 @@ impl Step {
     }
 }
 
+/// What an MoE layer recomputes beyond the step's recomputation, as Megatron-core's
+/// `--recompute-modules` names it (`transformer_config.py`, `recompute_modules`): its routed
+/// part's activation function (`moe_act`: SwiGLU's output, the down projection's input, is
+/// recomputed from the up projection's output), or the whole MoE layer (`moe`: only the layer's
+/// input is kept; the router, the dispatch, the experts and the combine run again in the
+/// backward).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MoeRecompute {
+    /// Nothing beyond the step's recomputation.
+    #[default]
+    None,
+    /// SwiGLU's output of every route (`moe_act`).
+    Act,
+    /// The whole MoE layer (`moe`).
+    Layer,
+}
+
+impl MoeRecompute {
+    /// Whether this is [`MoeRecompute::None`] (for serde's `skip_serializing_if`).
+    pub fn is_none(&self) -> bool {
+        *self == MoeRecompute::None
+    }
+}
+
+/// Which activations are recomputed in backward instead of kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Recompute {
+    /// Keep every activation.
+    None,
+    /// Recompute the attention core (Korthikanti et al. §5).
+    Selective,
+    /// Keep each layer's input only and recompute the layer.
+    Full,
+    /// torchtitan's op-level policy: keep the outputs of attention and of every other matrix
+    /// product (the Q, V, gate and down projections), recompute the rest.
+    SelectiveOp,
+    /// torchtitan's layer-level policy: every other layer fully recomputed, the rest kept.
+    SelectiveLayer,
+    /// MaxText's `save_qkv_proj` policy: keep the layer's input and the Q, K and V
+    /// projections' outputs, recompute the rest.
+    SaveQkv,
+}
+
+impl Recompute {
+    /// All modes, in order.
+    pub const ALL: [Recompute; 6] = [
+        Recompute::None,
+        Recompute::Selective,
+        Recompute::Full,
+        Recompute::SelectiveOp,
+        Recompute::SelectiveLayer,
+        Recompute::SaveQkv,
+    ];
+
+    /// The name a user types.
+    pub fn name(self) -> &'static str {
+        match self {
+            Recompute::None => "none",
+            Recompute::Selective => "selective",
+            Recompute::Full => "full",
+            Recompute::SelectiveOp => "selective-op",
+            Recompute::SelectiveLayer => "selective-layer",
+            Recompute::SaveQkv => "save-qkv",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::brief::Brief;
+    use crate::cost::step::pipeline::deepest_interleaving;
+    use crate::cost::step::pipeline::MAX_STAGE_KINDS;
     use crate::model::layout::ZeroStage;
     use crate::model::preset;
 
@@ -557,7 +552,8 @@ mod tests {
 
     #[test]
     fn a_pipeline_s_stage_kinds_decide_what_its_every_stage_would() {
-        use crate::cost::memory::detailed::{stage_layers, StageSplit};
+        use crate::cost::step::pipeline::stage_layers;
+        use crate::cost::step::stack::StageSplit;
         // Every split of up to 130 layers over every PP: at most four kinds, the same deepest
         // interleaving, and the same verdict on every depth (the first short stage's layers in
         // the error) as the stage-by-stage rule.

@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::cost::stack::Stack;
+use crate::cost::step::stack::Stack;
 use crate::error::{Error, Result};
 
 /// A stack's own `sustained`, by stack, in [`Stack::ALL`]'s order.

@@ -66,7 +66,7 @@ pub struct CalibrationRow {
     pub efficiency: f64,
 }
 
-const TP_SHARDS: &str = include_str!("../../data/calibration/h200-llama3-tp-shards.json");
+const TP_SHARDS: &str = include_str!("../../../data/calibration/h200-llama3-tp-shards.json");
 
 /// The calibration's TP-shard rows as efficiency points: hardware FLOPs of two layers under
 /// full recomputation — 4 × (2 · shard parameters · s) for the matrices and 4 × (2·s·h/t) per

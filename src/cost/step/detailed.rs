@@ -1,0 +1,301 @@
+//! The detailed model's inputs — a [`Step`] and the settings that are not part of it
+//! ([`Options`]: the stack, gradient and loss precision, kernels, stage split, reserve, the
+//! experts' settings) — and every rule a step keeps under a layout: the stack's CP, TP overlap,
+//! precision and schedule, a mixture of experts' requirements, the pipeline's micro-batches and
+//! interleaving. The memory and time models both start from [`Detailed::pipeline`] (or, in a
+//! search, [`Detailed::kinds`]), so a step either model refuses, the other refuses by the same
+//! words.
+
+use crate::cost::step::experts::Dispatcher;
+use crate::cost::step::experts::BALANCED;
+use crate::cost::step::experts::MAX_IMBALANCE;
+use crate::cost::step::pipeline::kinds_of;
+use crate::cost::step::pipeline::stage_kinds;
+use crate::cost::step::pipeline::stage_layers;
+use crate::cost::step::pipeline::StageKinds;
+use crate::cost::step::stack::GradientPrecision;
+use crate::cost::step::stack::Kernels;
+use crate::cost::step::stack::LossPrecision;
+use crate::cost::step::stack::Stack;
+use crate::cost::step::stack::StageSplit;
+use crate::cost::step::MoeRecompute;
+use crate::cost::step::Recompute;
+use crate::cost::step::Step;
+use crate::error::Error;
+use crate::error::Result;
+use crate::model::layout::Layout;
+use crate::model::Shape;
+use serde::{Deserialize, Serialize};
+/// The settings of the detailed model that are not part of the step.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Options {
+    /// The software stack: the defaults of the settings below and of the time model's, and
+    /// the kernels the time model costs (plan files written before stacks read as the default).
+    #[serde(default)]
+    pub stack: Stack,
+    /// Gradient buffer precision.
+    pub gradients: GradientPrecision,
+    /// Loss precision.
+    pub loss: LossPrecision,
+    /// Kernels, which decide the activations kept.
+    pub kernels: Kernels,
+    /// How layers are spread over stages.
+    pub stages: StageSplit,
+    /// Fixed reserve per GPU, GB, for the CUDA context and cuBLAS/cuDNN workspaces (about
+    /// 0.5–1 GB on an H100) and NCCL's buffers for the TP, PP and DP communicators (about
+    /// 0.5–1 GB). Default 2 GB.
+    pub reserve_gb: f64,
+    /// Fraction of everything else lost to the caching allocator's fragmentation. Default 0.05,
+    /// the low end of the 5–10 % gap between reserved and allocated memory commonly reported
+    /// for PyTorch training.
+    pub fragmentation: f64,
+    /// The load imbalance of a mixture of experts' routing, the busiest rank's routes over the
+    /// mean ([`crate::cost::step::experts`]): 1 (balanced, [`BALANCED`]) to [`MAX_IMBALANCE`]. It sizes
+    /// the busiest rank's routed activations here and its grouped GEMMs and all-to-alls in the
+    /// time model. Plan files written before experts read as balanced.
+    #[serde(default = "balanced", skip_serializing_if = "is_balanced")]
+    pub moe_imbalance: f64,
+    /// A mixture of experts' all-to-alls overlapped with another micro-batch's compute
+    /// (Megatron-core's `--overlap-moe-expert-parallel-comm`, off by default there and here):
+    /// the time model hides them behind the MoE layer's compute, as far as it lasts.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ep_overlap: bool,
+    /// What a mixture of experts's MoE layers recompute beyond the step's recomputation
+    /// (Megatron-core's `--recompute-modules moe_act` or `moe`; default nothing).
+    #[serde(default, skip_serializing_if = "MoeRecompute::is_none")]
+    pub moe_recompute: MoeRecompute,
+    /// An MoE layer's pre-MLP norm output recomputed from its input in the backward instead of
+    /// kept (Megatron-core's `--recompute-modules layernorm`, which Transformer Engine's fused
+    /// norms leave nothing else to do; default off). Its time, one norm's read and write of
+    /// `4h` bytes a token, is left out: under 1 % of a layer's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub norm_recompute: bool,
+    /// How the experts' dispatch and combine cross nodes: Megatron-core's `alltoall` (the
+    /// default) or DeepEP's, which sends a token once to each node its experts are on.
+    #[serde(default, skip_serializing_if = "Dispatcher::is_default")]
+    pub ep_dispatcher: Dispatcher,
+}
+
+fn balanced() -> f64 {
+    BALANCED
+}
+
+fn is_balanced(x: &f64) -> bool {
+    *x == BALANCED
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            stack: Stack::MegatronTe,
+            gradients: GradientPrecision::Fp32,
+            loss: LossPrecision::Fp32,
+            kernels: Kernels::Fused,
+            stages: StageSplit::Even,
+            reserve_gb: 2.0,
+            fragmentation: 0.05,
+            moe_imbalance: BALANCED,
+            ep_overlap: false,
+            moe_recompute: MoeRecompute::None,
+            norm_recompute: false,
+            ep_dispatcher: Dispatcher::AllToAll,
+        }
+    }
+}
+
+impl Options {
+    /// The settings `stack` implies, at the default reserve and fragmentation.
+    pub fn for_stack(stack: Stack) -> Self {
+        let s = stack.settings();
+        Options {
+            stack,
+            gradients: s.gradients,
+            loss: s.loss,
+            kernels: s.kernels,
+            stages: s.stages,
+            ..Options::default()
+        }
+    }
+
+    /// Checks the reserve (0 to 1,000 GB) and the fragmentation (0 to 1).
+    pub fn validate(&self) -> Result<()> {
+        if !(self.reserve_gb.is_finite() && (0.0..=1e3).contains(&self.reserve_gb)) {
+            return Err(Error::invalid(
+                "--reserve-gb",
+                crate::format::exact(self.reserve_gb),
+                "0 to 1000 GB",
+            ));
+        }
+        if !(self.fragmentation.is_finite() && (0.0..1.0).contains(&self.fragmentation)) {
+            return Err(Error::invalid(
+                "--fragmentation",
+                crate::format::exact(self.fragmentation),
+                "a fraction in [0, 1)",
+            ));
+        }
+        if !(self.moe_imbalance.is_finite()
+            && (BALANCED..=MAX_IMBALANCE).contains(&self.moe_imbalance))
+        {
+            return Err(Error::invalid(
+                "--moe-imbalance",
+                crate::format::exact(self.moe_imbalance),
+                format!("the busiest rank's routes over the mean, {BALANCED} to {MAX_IMBALANCE}"),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The detailed model's inputs: the step and the settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Detailed {
+    /// The training step.
+    pub step: Step,
+    /// The settings.
+    pub options: Options,
+}
+
+impl Detailed {
+    /// The pipeline of this step under `layout`: the layers of each stage and the
+    /// micro-batches a step takes, or why the step does not go with the layout. The memory and
+    /// time models both start from it.
+    pub fn pipeline(&self, shape: &Shape, layout: &Layout) -> Result<(Vec<u64>, u64)> {
+        self.schedule_allowed()?;
+        let (layers, m) = self.unscheduled_pipeline(shape, layout)?;
+        self.step.interleaving_allowed(layout, &layers, m)?;
+        Ok((layers, m))
+    }
+
+    /// Whether the stack runs this step's schedule: the first rule [`Detailed::pipeline`]
+    /// checks.
+    pub fn schedule_allowed(&self) -> Result<()> {
+        let stack = self.options.stack;
+        if !stack.settings().interleaving && self.step.schedule.chunks() > 1 {
+            return Err(Error::invalid(
+                "--schedule",
+                self.step.schedule,
+                format!("1f1b: the {stack} stack has no interleaved schedule"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// [`Detailed::pipeline`] without the schedule's rules: the same for every schedule of a
+    /// step.
+    pub fn unscheduled_pipeline(&self, shape: &Shape, layout: &Layout) -> Result<(Vec<u64>, u64)> {
+        self.stack_allows(layout)?;
+        self.experts_allowed(shape, layout)?;
+        let layers = stage_layers(u64::from(shape.layers), layout.pp, self.options.stages)?;
+        let m = self.unscheduled_pipeline_in(layout, &kinds_of(&layers))?;
+        Ok((layers, m))
+    }
+
+    /// The layout's stage kinds, after the stack's rules (the order
+    /// [`Detailed::unscheduled_pipeline`] checks them in).
+    pub fn kinds(&self, shape: &Shape, layout: &Layout) -> Result<StageKinds> {
+        self.stack_allows(layout)?;
+        self.experts_allowed(shape, layout)?;
+        stage_kinds(shape, layout, self.options.stages)
+    }
+
+    /// The micro-batches a step takes in the pipeline `kinds` (the layout's stages, as
+    /// [`Detailed::kinds`] gives them), or why the step does not go with the layout, whatever its
+    /// schedule: [`Detailed::unscheduled_pipeline`] with the stages worked out once.
+    pub fn unscheduled_pipeline_in(&self, layout: &Layout, kinds: &StageKinds) -> Result<u64> {
+        self.stack_allows(layout)?;
+        self.step.unscheduled().micro_batches_in(layout, kinds)
+    }
+
+    /// Whether the step goes with a mixture of experts as the model costs it: sequence
+    /// parallelism under TP (Megatron-core requires it for MoE), BF16 (FP8 experts are not
+    /// modelled yet), and a recomputation the MoE layer's activations are derived for (none,
+    /// selective, full, selective-layer). Always for a dense shape.
+    fn experts_allowed(&self, shape: &Shape, layout: &Layout) -> Result<()> {
+        if shape.experts.is_none() {
+            return Ok(());
+        }
+        let step = &self.step;
+        if layout.tp > 1 && !step.sequence_parallel {
+            return Err(Error::invalid(
+                "--sequence-parallel",
+                "off",
+                "on for a mixture of experts under TP > 1 (Megatron-core requires it)",
+            ));
+        }
+        if step.precision.is_fp8() {
+            return Err(Error::invalid(
+                "--precision",
+                step.precision,
+                "bf16 for a mixture of experts: FP8 experts are not modelled yet",
+            ));
+        }
+        if matches!(step.recompute, Recompute::SaveQkv | Recompute::SelectiveOp) {
+            return Err(Error::invalid(
+                "--recompute",
+                step.recompute.name(),
+                "none, selective, full or selective-layer for a mixture of experts",
+            ));
+        }
+        let opts = &self.options;
+        let modules = opts.moe_recompute != MoeRecompute::None || opts.norm_recompute;
+        if modules && !matches!(step.recompute, Recompute::None | Recompute::Selective) {
+            return Err(Error::invalid(
+                "--recompute",
+                step.recompute.name(),
+                "none or selective with --moe-recompute or --norm-recompute (Megatron-core's \
+                 recompute modules go with selective granularity)",
+            ));
+        }
+        // Megatron-core's rules for --overlap-moe-expert-parallel-comm (`TransformerConfig`):
+        // expert parallelism, no full recomputation, and an interleaved schedule under PP.
+        if opts.ep_overlap {
+            if layout.ep < 2 {
+                return Err(Error::invalid(
+                    "--ep-overlap",
+                    "on",
+                    "off with EP 1: the overlap hides expert-parallel all-to-alls",
+                ));
+            }
+            if matches!(step.recompute, Recompute::Full | Recompute::SelectiveLayer) {
+                return Err(Error::invalid(
+                    "--ep-overlap",
+                    "on",
+                    "off under full or selective-layer recomputation (Megatron-core refuses them together)",
+                ));
+            }
+            if layout.pp > 1 && step.schedule.chunks() < 2 {
+                return Err(Error::invalid(
+                    "--ep-overlap",
+                    "on",
+                    "off under PP > 1 without interleaving (Megatron-core overlaps across model chunks)",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the stack runs the layout's CP and the step's precision.
+    fn stack_allows(&self, layout: &Layout) -> Result<()> {
+        let stack = self.options.stack;
+        let settings = stack.settings();
+        if layout.cp > 1 && settings.cp.is_none() {
+            return Err(Error::invalid(
+                "--cp",
+                layout.cp,
+                format!("1: the {stack} stack has no context parallelism"),
+            ));
+        }
+        if self.step.tp_comm_overlap {
+            stack.tp_overlap_allowed()?;
+        }
+        let precision = self.step.precision;
+        if !settings.trains(precision) {
+            return Err(Error::invalid(
+                "--precision",
+                precision,
+                format!("one the {stack} stack trains in (it has no {precision} recipe)"),
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,178 @@
+//! One micro-batch's compute on one TP × CP rank, per layer and for the head: what the rest of
+//! a step's time is built on, on the chip's kernel figures ([`crate::cost::chip::operations`])
+//! or the eager curve.
+
+use crate::cost::chip::chip_for;
+use crate::cost::chip::flops::layer_flops;
+use crate::cost::chip::flops::layer_forward_flops;
+use crate::cost::chip::fp8_for;
+use crate::cost::chip::operations::Context;
+use crate::cost::chip::operations::StageCompute;
+use crate::cost::step::detailed::Detailed;
+use crate::cost::step::experts::Routed;
+use crate::cost::step::stack::CpComm;
+use crate::cost::step::Step;
+use crate::cost::step_time::options::overlaps;
+use crate::cost::step_time::options::TimeOptions;
+use crate::cost::Machine;
+use crate::error::Error;
+use crate::error::Result;
+use crate::model::layout::Layout;
+use crate::model::Shape;
+use crate::units::FLOPS_PER_TFLOPS;
+/// One micro-batch's compute on one TP × CP rank, per layer and for the head: what the rest of
+/// a step is built on. It depends on the layout only through TP and CP and on the step only
+/// through [`MicroBatch::key`] (not its schedule or global batch), so a search works it out
+/// once for each such key and reuses it across pipelines, ZeRO stages, replicas, interleaving
+/// depths and batches ([`MicroBatchCache`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MicroBatch {
+    /// One layer's (all, forward, GEMMs, recomputed ones included), seconds.
+    pub(super) layer: StageCompute,
+    /// The head's (all, forward), seconds.
+    pub(super) head: (f64, f64),
+    /// One layer's attention core (forward, backward), seconds.
+    pub(super) attention: (f64, f64),
+    /// One MoE layer's (all, forward, GEMMs), seconds, and its routing; `None` for a dense
+    /// shape.
+    pub(super) moe: Option<(StageCompute, Routed)>,
+}
+
+/// What a [`MicroBatch`] depends on besides the shape, the machine and the options: TP, CP,
+/// EP, ETP and the step without its schedule and global batch.
+pub type MicroBatchKey = (u64, u64, u64, u64, Step);
+
+impl MicroBatch {
+    /// The key of `layout` and `step`.
+    pub fn key(layout: &Layout, step: &Step) -> MicroBatchKey {
+        let step = Step {
+            global_batch_tokens: 0,
+            ..step.unscheduled()
+        };
+        (layout.tp, layout.cp, layout.ep, layout.etp, step)
+    }
+
+    /// One micro-batch's compute of `shape` under `layout` with the detailed step `d`.
+    pub fn of(
+        machine: &Machine,
+        shape: &Shape,
+        layout: &Layout,
+        d: &Detailed,
+        opts: &TimeOptions,
+    ) -> Result<MicroBatch> {
+        let step = &d.step;
+        let stack = d.options.stack;
+        let settings = stack.settings();
+        let (tp, cp) = (layout.tp, layout.cp);
+        let (h, v) = (shape.hidden as f64, shape.vocab as f64);
+        // This rank's tokens of a micro-batch: `b·s/CP`.
+        let tokens = (step.micro_batch * step.seq_len) as f64 / cp as f64;
+        let peak = machine.peak_tflops * FLOPS_PER_TFLOPS;
+        let precision = step.precision;
+        let routed = Routed::of(shape, layout, tokens, d.options.moe_imbalance);
+        if settings.per_operation {
+            let chip = chip_for(machine, stack)?;
+            let fp8_ceiling = if precision.is_fp8() {
+                fp8_for(machine, chip, precision)?
+            } else {
+                0.0
+            };
+            let ctx = Context {
+                chip,
+                gemm_ceiling: chip.gemm_ceiling(),
+                peak_flops: peak,
+                hbm_bytes_per_second: machine.topology.hbm_gbps * 1e9,
+                sustained: opts.calibration.sustained_for(stack),
+                // The stack's element-wise kernels, unless --kernels chose others than the
+                // stack's.
+                elementwise: if d.options.kernels == settings.kernels {
+                    settings.elementwise
+                } else {
+                    d.options.kernels
+                },
+                attention: settings.attention,
+                loss: settings.loss_kernel,
+                tp,
+                sequence_parallel: step.sequence_parallel,
+                tp_chunks: if overlaps(step, opts) { tp } else { 1 },
+                micro_batch: step.micro_batch,
+                seq_len: step.seq_len,
+                cp,
+                cp_gathered: settings.cp == Some(CpComm::AllGather),
+                precision,
+                fp8_peak_flops: machine.fp8_tflops * FLOPS_PER_TFLOPS,
+                fp8_ceiling,
+            };
+            let l = ctx.layer(shape, step.recompute);
+            // TP collectives overlap the GEMMs, the recomputed forward's among them.
+            let gemm = l.gemm.forward + l.gemm.backward + l.recompute;
+            let o = ctx.head(shape);
+            let moe = routed.map(|r| {
+                let l = ctx.moe_layer(shape, step.recompute, d.options.moe_recompute, &r);
+                let gemm = l.gemm.forward + l.gemm.backward + l.recompute;
+                ((l.total(), l.forward(), gemm), r)
+            });
+            Ok(MicroBatch {
+                layer: (l.total(), l.forward(), gemm),
+                head: (o.forward + o.backward, o.forward),
+                attention: (l.attention.forward, l.attention.backward),
+                moe,
+            })
+        } else if routed.is_some() {
+            Err(Error::invalid(
+                "--stack",
+                stack,
+                "a stack whose step is costed by operation (megatron-te and the others with \
+                 kernel figures): the eager curve has no figures for a mixture of experts",
+            ))
+        } else {
+            let rate = peak * opts.efficiency.at(h / tp as f64);
+            let (per_layer, forward_per_layer) =
+                layer_flops(shape, tp, step.seq_len, step.recompute);
+            let one_head = 2.0 * v * h / tp as f64;
+            let all = tokens * per_layer / rate;
+            let (_, attention_per_token) = layer_forward_flops(shape, tp, step.seq_len);
+            let attention = tokens * attention_per_token / rate;
+            Ok(MicroBatch {
+                layer: (all, tokens * forward_per_layer / rate, all),
+                head: (tokens * 3.0 * one_head / rate, tokens * one_head / rate),
+                attention: (attention, 2.5 * attention),
+                moe: None,
+            })
+        }
+    }
+}
+
+/// The [`MicroBatch`]es of one shape on one machine under one set of options, each worked out
+/// once: a search grades many configurations that share one (most differ in the pipeline,
+/// ZeRO stage, replicas, interleaving depth or batch). Its answers are those of
+/// [`MicroBatch::of`] exactly.
+#[derive(Debug, Default)]
+pub struct MicroBatchCache {
+    found: crate::hash::FastMap<MicroBatchKey, MicroBatch>,
+}
+
+impl MicroBatchCache {
+    /// Forgets every micro-batch (for another shape), keeping the room.
+    pub fn clear(&mut self) {
+        self.found.clear();
+    }
+
+    /// The micro-batch of `layout` and `d`, from the cache or worked out and kept.
+    pub fn get(
+        &mut self,
+        machine: &Machine,
+        shape: &Shape,
+        layout: &Layout,
+        d: &Detailed,
+        opts: &TimeOptions,
+    ) -> Result<MicroBatch> {
+        let key = MicroBatch::key(layout, &d.step);
+        if let Some(m) = self.found.get(&key) {
+            return Ok(*m);
+        }
+        let m = MicroBatch::of(machine, shape, layout, d, opts)?;
+        self.found.insert(key, m);
+        Ok(m)
+    }
+}

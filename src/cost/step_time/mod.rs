@@ -1,0 +1,721 @@
+//! How the schedule composes a step's time, in the three parts a search shares across
+//! configurations: one micro-batch's compute on a rank ([`micro_batch`]), the slowest stage's
+//! compute and traffic per micro-batch ([`stage`]: [`stage::Unsharded`]), and in this file the
+//! data-parallel traffic and the optimizer ([`Unscheduled`]) and the pipeline's sends and
+//! bubble ([`scheduled`]); [`options`] holds the time model's settings. Uses `step`, `chip`,
+//! `links` and `memory` of [`crate::cost`].
+//!
+//! How long a training step takes and where each second goes.
+//!
+//! Per micro-batch on pipeline stage `i` with `lᵢ` layers, TP degree `t`, `b·s` tokens:
+//!
+//! - **Compute**, under the plan's software stack ([`crate::cost::step::stack`]): summed over
+//!   operations ([`crate::cost::chip::operations`]: each GEMM at its shape on the GPU's kernel figures,
+//!   attention, element-wise traffic, and what each recomputation mode repeats); for the
+//!   `eager` stack, hardware FLOPs over `peak × efficiency(h/t)` ([`crate::cost::chip::efficiency`]):
+//!   per token and layer the forward runs `2·(P_layer − 2h)/t` matrix FLOPs and `2·s·h/t` of
+//!   causal attention; backward twice the forward; recomputation adds what its mode repeats.
+//!   The last stage adds the output head, `3 · 2·V·h/t` per token.
+//! - **TP communication** on NVLink: two all-reduces of `2·b·s·h` bytes per layer in forward, two
+//!   in backward, and those a recomputed forward repeats (with sequence parallelism each is a
+//!   reduce-scatter plus an all-gather, the same time). A step that overlaps them
+//!   ([`crate::cost::step::Step::tp_comm_overlap`]: Megatron-core's userbuffers, with sequence parallelism) runs
+//!   each projection in `t` chunks of rows ([`crate::cost::chip::operations`]) and hides a fraction
+//!   `tp_overlap` (the stack's: all of it) behind the layer's GEMMs, never more than they last;
+//!   one that does not runs the GEMMs whole and waits for every collective.
+//! - **Pipeline**: the slowest stage sets the pace; with `m` micro-batches and `v` chunks the
+//!   step takes `(m + (p − 1)/v)` of its micro-batch times, the bubble being `(p − 1)/v` of them
+//!   (Narayanan et al. 2021, §2.2). Each micro-batch sends its activations forward and their
+//!   gradient back across each boundary, `2·b·s·h` bytes (÷t with sequence parallelism), once
+//!   per chunk; a fraction `pp_overlap` hides, a forward send behind the next chunk's forward
+//!   and a backward send behind its backward, as far as they last.
+//! - **Data parallel** on the network (NVLink if the DP group fits in a node): ZeRO 0 all-reduces
+//!   the gradients; ZeRO 1 and 2 reduce-scatter them and all-gather the BF16 weights; ZeRO 3
+//!   also all-gathers the weights in every micro-batch's forward and backward, 1.5× the bytes
+//!   of plain data parallelism (Rajbhandari et al. 2020). A once-a-step reduction overlaps the
+//!   last micro-batch's backward (`dp_overlap` of it; Megatron-LM's `--overlap-grad-reduce`);
+//!   ZeRO 2's per-micro-batch reductions and ZeRO 3's gathers overlap the step's compute after
+//!   them, as far as it lasts, and ZeRO 3's first layer's gathers in each direction stay
+//!   exposed.
+//! - **Optimizer**: AdamW over the parameters this GPU updates is bound by memory bandwidth: 28
+//!   bytes moved per parameter at 60 % of the HBM's bandwidth (calibration: 2·10⁹ parameters in
+//!   19.3 ms on an H200, 2.9 of its 4.8 TB/s).
+//!
+//! A step's seconds are the sum of those parts; tokens per second follow from the global batch,
+//! MFU from model FLOPs `6·N_matrix + 6·L·s·h` per token (causal attention, no recomputation,
+//! the input embedding's lookup and the norms left out) over the cluster's peak. Days are the compute time over goodput ([`crate::cost::run::reliability`]):
+//! `days = D · step_seconds / (B · goodput · 86,400)`, linear in the tokens D.
+
+pub mod micro_batch;
+pub mod options;
+pub mod stage;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cost::links::exchanges::across_replicas;
+use crate::cost::links::hidden;
+use crate::cost::links::link_for;
+use crate::cost::links::topology::{all_reduce, reduce_scatter};
+use crate::cost::memory::plate::shard;
+use crate::cost::step::detailed::Detailed;
+use crate::cost::step_time::micro_batch::MicroBatch;
+use crate::cost::step_time::options::TimeOptions;
+use crate::cost::step_time::stage::unsharded_in;
+use crate::cost::step_time::stage::Unsharded;
+use crate::cost::Machine;
+use crate::error::Result;
+use crate::model::layout::Layout;
+use crate::model::Shape;
+
+/// Bytes AdamW moves per parameter in its step (calibration: about 28).
+pub const OPTIMIZER_BYTES_MOVED: f64 = 28.0;
+/// Fraction of the HBM bandwidth the optimizer step reaches (calibration: 2.9 of 4.8 TB/s).
+pub const OPTIMIZER_HBM_EFFICIENCY: f64 = 0.6;
+
+/// Seconds per step by where they go.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Breakdown {
+    /// Compute of the slowest stage's micro-batches.
+    pub compute: f64,
+    /// Exposed tensor-parallel collectives.
+    pub tp_comm: f64,
+    /// Exposed context-parallel exchanges of keys and values.
+    #[serde(default)]
+    pub cp_comm: f64,
+    /// Exposed pipeline sends.
+    pub pp_comm: f64,
+    /// Exposed data-parallel collectives.
+    pub dp_comm: f64,
+    /// Pipeline fill and drain.
+    pub bubble: f64,
+    /// The optimizer step.
+    pub optimizer: f64,
+    /// Exposed expert-parallel traffic: the all-to-alls of a mixture of experts' dispatch and
+    /// combine, and its expert-TP gathers (absent for a dense model).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub ep_comm: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
+impl Breakdown {
+    /// The step's seconds: the sum of its parts.
+    pub fn total(&self) -> f64 {
+        self.compute
+            + self.tp_comm
+            + self.cp_comm
+            + self.pp_comm
+            + self.dp_comm
+            + self.bubble
+            + self.optimizer
+            + self.ep_comm
+    }
+}
+
+/// A step's time and what follows from it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepTime {
+    /// Where the seconds go.
+    pub breakdown: Breakdown,
+    /// Seconds per step.
+    pub step_seconds: f64,
+    /// Tokens per second over the cluster.
+    pub tokens_per_second: f64,
+    /// Model FLOPs utilisation, `(6·N_matrix + 6·L·s·h) × tokens/s / (GPUs × peak)`.
+    pub mfu: f64,
+    /// Hardware FLOPs utilisation: the FLOPs really executed, recomputation included.
+    pub hfu: f64,
+}
+
+/// The time of one training step of `shape` under `layout` with the detailed step `d`, on
+/// `machine`.
+pub fn step_time(
+    machine: &Machine,
+    shape: &Shape,
+    layout: &Layout,
+    d: &Detailed,
+    opts: &TimeOptions,
+) -> Result<StepTime> {
+    let micro_batch = MicroBatch::of(machine, shape, layout, d, opts)?;
+    step_time_of(machine, shape, layout, d, opts, &micro_batch)
+}
+
+/// [`step_time`] on a micro-batch's compute worked out before (`micro_batch` must be
+/// [`MicroBatch::of`] the same arguments).
+pub fn step_time_of(
+    machine: &Machine,
+    shape: &Shape,
+    layout: &Layout,
+    d: &Detailed,
+    opts: &TimeOptions,
+    micro_batch: &MicroBatch,
+) -> Result<StepTime> {
+    d.schedule_allowed()?;
+    let base = unscheduled(machine, shape, layout, d, opts, micro_batch)?;
+    scheduled(layout, d, opts, &base)
+}
+
+/// A step's time before its schedule: the slowest stage's compute and communication per
+/// micro-batch, the data-parallel traffic and the optimizer, which every schedule of a step
+/// shares ([`unscheduled`]); [`scheduled`] adds the pipeline's sends and bubble.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unscheduled {
+    /// What the layouts of the same degrees share.
+    part: Unsharded,
+    dp_comm: f64,
+    optimizer: f64,
+}
+
+/// [`Unscheduled`] for the step `d` (whatever its schedule) under `layout`.
+pub fn unscheduled(
+    machine: &Machine,
+    shape: &Shape,
+    layout: &Layout,
+    d: &Detailed,
+    opts: &TimeOptions,
+    micro_batch: &MicroBatch,
+) -> Result<Unscheduled> {
+    let kinds = d.kinds(shape, layout)?;
+    let part = unsharded_in(machine, shape, layout, d, opts, micro_batch, &kinds)?;
+    Ok(unscheduled_of(machine, layout, d, opts, &part))
+}
+
+/// [`Unscheduled`] from its [`Unsharded`] part, for `layout`'s ZeRO stage and replicas: the
+/// data-parallel traffic and the optimizer step.
+pub fn unscheduled_of(
+    machine: &Machine,
+    layout: &Layout,
+    d: &Detailed,
+    opts: &TimeOptions,
+    part: &Unsharded,
+) -> Unscheduled {
+    let &Unsharded {
+        m,
+        compute,
+        forward,
+        stage_layers,
+        psi,
+        experts,
+        fp8_casts,
+        ..
+    } = part;
+    let (tp, m_f) = (layout.tp, m as f64);
+    let grad_bytes = d.options.gradients.bytes();
+    // ZeRO's shard group: DP/replicate × CP ranks, TP apart (ranks run TP, CP, DP from the
+    // fastest-varying, the shard group the fastest part of DP); its replicas all-reduce the
+    // shards of the gradients across groups `TP·shards` apart.
+    let shards = layout.shard_group();
+    let replicas = layout.replicate.max(1);
+    let dp_link = link_for(machine, tp, shards);
+    let replica_link = link_for(machine, tp * shards, replicas);
+    let across = |bytes: f64| across_replicas(replica_link, replicas, shards, bytes);
+    // Each transfer hides behind the compute it can overlap, on the one network link: the
+    // forward's gathers behind a forward, the last gradient reduction behind the last
+    // backward; reductions and gathers issued in every micro-batch (ZeRO 2 and 3) behind all
+    // the step's compute after they are issued — as far as it lasts, never more.
+    let hide_forward = opts.dp_overlap * forward;
+    let hide_backward = opts.dp_overlap * (compute - forward);
+    let hide_step = opts.dp_overlap * (m_f - 1.0) * compute;
+    let exposed = |t: f64, window: f64| (t - window).max(0.0);
+    let mut reduce = reduce_scatter(dp_link, shards, grad_bytes * psi) + across(grad_bytes * psi);
+    let mut gather = reduce_scatter(dp_link, shards, 2.0 * psi);
+    let mut all_reduced = all_reduce(dp_link, shards, grad_bytes * psi);
+    // The routed experts' state over its own group, the expert data-parallel ranks `ETP·EP`
+    // apart (its replicas `ETP·EP·EDP/replicate` apart), after the rest on the same link.
+    let expert_shards = layout.expert_shard_group();
+    if experts > 0.0 {
+        let grid = layout.etp * layout.ep;
+        let link = link_for(machine, grid, expert_shards);
+        let replica_link = link_for(machine, grid * expert_shards, replicas);
+        let across_experts =
+            |bytes: f64| across_replicas(replica_link, replicas, expert_shards, bytes);
+        let grads = grad_bytes * experts;
+        reduce += reduce_scatter(link, expert_shards, grads) + across_experts(grads);
+        gather += reduce_scatter(link, expert_shards, 2.0 * experts);
+        all_reduced += all_reduce(link, expert_shards, grads);
+    }
+    let dp_comm = match layout.zero.get() {
+        // Gradients all-reduced once over DP × CP, during the last micro-batch's backward.
+        0 => exposed(all_reduced, hide_backward),
+        // Distributed optimizer: gradients reduce-scattered during the last backward; the
+        // updated weights all-gathered during the next step's first forward.
+        1 => exposed(reduce, hide_backward) + exposed(gather, hide_forward),
+        // Sharded gradients: reduce-scattered in every micro-batch's backward.
+        2 => exposed(m_f * reduce, hide_step + hide_backward) + exposed(gather, hide_forward),
+        // Sharded weights: gathered for each micro-batch's forward and backward too, a layer
+        // ahead of the compute that needs it; the first layer's gather in each direction has
+        // nothing before it to hide behind.
+        _ => {
+            let per_layer = |bytes: f64| bytes / (stage_layers.max(1) as f64);
+            let mut first_layer = reduce_scatter(dp_link, shards, per_layer(2.0 * psi));
+            if experts > 0.0 {
+                let link = link_for(machine, layout.etp * layout.ep, expert_shards);
+                first_layer += reduce_scatter(link, expert_shards, per_layer(2.0 * experts));
+            }
+            let unhidden = m_f * 2.0 * first_layer * opts.dp_overlap;
+            unhidden
+                + exposed(
+                    m_f * (2.0 * gather + reduce) - unhidden,
+                    opts.dp_overlap * m_f * compute,
+                )
+        }
+    };
+
+    let updated = shard(psi, layout.zero.shards_optimizer(), shards)
+        + shard(experts, layout.zero.shards_optimizer(), expert_shards);
+    let hbm = machine.topology.hbm_gbps * 1e9 * OPTIMIZER_HBM_EFFICIENCY;
+    let optimizer = (updated * OPTIMIZER_BYTES_MOVED + fp8_casts) / hbm;
+    Unscheduled {
+        part: part.clone(),
+        dp_comm,
+        optimizer,
+    }
+}
+
+/// The step time of `d` under its schedule, from the [`Unscheduled`] part of a step that
+/// differs from it at most in its schedule, or why the schedule does not go with the layout:
+/// each send between stages hides behind the next chunk's forward or backward, as far as it
+/// lasts, and the bubble is `(p − 1)/v` micro-batches of the slowest stage.
+pub fn scheduled(
+    layout: &Layout,
+    d: &Detailed,
+    opts: &TimeOptions,
+    base: &Unscheduled,
+) -> Result<StepTime> {
+    let breakdown = scheduled_breakdown(layout, d, opts, base)?;
+    let step_seconds = breakdown.total();
+    let tokens_per_second = d.step.global_batch_tokens as f64 / step_seconds;
+    let (model_flops, hardware_flops, cluster_peak) = base.part.flops;
+    Ok(StepTime {
+        breakdown,
+        step_seconds,
+        tokens_per_second,
+        mfu: model_flops * tokens_per_second / cluster_peak,
+        hfu: hardware_flops * tokens_per_second / cluster_peak,
+    })
+}
+
+/// Where the seconds of [`scheduled`]'s step go (what a search needs of it: its total is the
+/// step time).
+#[inline(always)]
+pub fn scheduled_breakdown(
+    layout: &Layout,
+    d: &Detailed,
+    opts: &TimeOptions,
+    base: &Unscheduled,
+) -> Result<Breakdown> {
+    let step = &d.step;
+    let (part, dp_comm, optimizer) = (&base.part, base.dp_comm, base.optimizer);
+    step.interleaving_allowed_in(layout, &part.kinds, part.m)?;
+    let pp = layout.pp;
+    let (compute, forward) = (part.compute, part.forward);
+    let per_micro_batch = compute + part.tp_comm + part.cp_comm + part.ep_comm;
+    let chunks = step.schedule.chunks() as f64;
+    let m_f = part.m as f64;
+    let pp_comm = if pp > 1 {
+        let one = part.pp_send;
+        let ahead = one - hidden(one, opts.pp_overlap, forward / chunks);
+        let back = one - hidden(one, opts.pp_overlap, (compute - forward) / chunks);
+        m_f * chunks * (ahead + back)
+    } else {
+        0.0
+    };
+    Ok(Breakdown {
+        compute: m_f * compute,
+        tp_comm: m_f * part.tp_comm,
+        cp_comm: m_f * part.cp_comm,
+        pp_comm,
+        dp_comm,
+        bubble: (pp - 1) as f64 / chunks * per_micro_batch,
+        optimizer,
+        ep_comm: m_f * part.ep_comm,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::brief::Brief;
+    use crate::cost::chip::calibration::Calibration;
+    use crate::cost::chip::efficiency::EfficiencyCurve;
+    use crate::cost::chip::flops::model_flops_per_token;
+    use crate::cost::links::link_for;
+    use crate::cost::links::topology::Link;
+    use crate::cost::step::detailed::Options;
+    use crate::cost::step::pipeline::stage_params;
+    use crate::cost::step::stack::Stack;
+    use crate::cost::step::Recompute;
+    use crate::cost::step::{Schedule, Step};
+    use crate::cost::step_time::micro_batch::MicroBatch;
+    use crate::cost::step_time::options::TimeOptions;
+    use crate::cost::step_time::stage::unsharded_in;
+    use crate::model::layout::ZeroStage;
+    use crate::model::preset;
+
+    fn flat(eff: f64) -> TimeOptions {
+        let point = crate::cost::chip::efficiency::Point {
+            width: 1.0,
+            efficiency: eff,
+        };
+        TimeOptions {
+            efficiency: EfficiencyCurve::new(vec![point]).unwrap(),
+            calibration: Calibration::default(),
+            tp_overlap: 0.0,
+            pp_overlap: 0.0,
+            dp_overlap: 0.0,
+        }
+    }
+
+    fn detailed(recompute: Recompute, schedule: Schedule) -> Detailed {
+        Detailed {
+            step: Step {
+                micro_batch: 1,
+                seq_len: 8192,
+                recompute,
+                sequence_parallel: true,
+                schedule,
+                tp_comm_overlap: false,
+                precision: crate::cost::step::precision::Precision::Bf16,
+                global_batch_tokens: 16 * 1024 * 1024,
+            },
+            options: Options::for_stack(Stack::Eager),
+        }
+    }
+
+    fn time(model: &str, tp: u64, pp: u64, zero: u8, d: Detailed, opts: &TimeOptions) -> StepTime {
+        let b = Brief::default();
+        let s = preset(model).unwrap();
+        let l = Layout::new(&b, &s, tp, pp, ZeroStage::new(zero).unwrap()).unwrap();
+        step_time(&b.machine(), &s, &l, &d, opts).unwrap()
+    }
+
+    #[test]
+    fn the_unsharded_part_of_one_set_of_degrees_gives_every_zero_stage_and_replica_count_its_time_to_the_bit(
+    ) {
+        // The step time before the sharded state's traffic and optimizer, worked out under ZeRO
+        // 0 with one shard group and finished for each ZeRO stage and replica count of the
+        // same TP, CP, PP and DP, is each layout's own: 70B and 405B, each recomputation and
+        // precision the stack trains in, with every overlap in play.
+        use crate::cost::step::precision::Precision;
+        use crate::model::layout::every_sharding;
+        let machine = Brief::default().machine();
+        let stack = Stack::MegatronTe;
+        let opts = TimeOptions::for_stack(stack);
+        let mut compared = 0;
+        for (model, tp, cp, pp) in [("70b", 8, 1, 4), ("70b", 4, 2, 1), ("405b", 8, 1, 16)] {
+            let s = preset(model).unwrap();
+            let layouts = every_sharding(&s, tp, cp, pp);
+            let first = &layouts[0];
+            for (recompute, precision) in itertools::iproduct!(Recompute::ALL, Precision::ALL) {
+                let d = Detailed {
+                    step: Step {
+                        precision,
+                        tp_comm_overlap: true,
+                        ..detailed(recompute, Schedule::OneFOneB).step
+                    },
+                    options: Options::for_stack(stack),
+                };
+                let Ok(kinds) = d.kinds(&s, first) else {
+                    continue;
+                };
+                let Ok(micro_batch) = MicroBatch::of(&machine, &s, first, &d, &opts) else {
+                    continue;
+                };
+                let Ok(part) = unsharded_in(&machine, &s, first, &d, &opts, &micro_batch, &kinds)
+                else {
+                    continue;
+                };
+                for l in &layouts {
+                    let own = unscheduled(&machine, &s, l, &d, &opts, &micro_batch);
+                    let of = unscheduled_of(&machine, l, &d, &opts, &part);
+                    assert_eq!(of, own.unwrap(), "{model} {l:?} {d:?}");
+                    compared += 1;
+                }
+            }
+        }
+        assert!(compared >= 300, "{compared}");
+    }
+
+    #[test]
+    fn a_step_that_overlaps_tp_communication_hides_it_behind_chunked_gemms_and_one_that_does_not_waits_for_it(
+    ) {
+        // Megatron-core with TE, 70B at TP 8 × DP 256, selective recomputation: 8 micro-batches.
+        let step = |tp_comm_overlap| Detailed {
+            step: Step {
+                tp_comm_overlap,
+                ..detailed(Recompute::Selective, Schedule::OneFOneB).step
+            },
+            options: Options::for_stack(Stack::MegatronTe),
+        };
+        let opts = TimeOptions::for_stack(Stack::MegatronTe);
+        let on = time("70b", 8, 1, 1, step(true), &opts).breakdown;
+        let off = time("70b", 8, 1, 1, step(false), &opts).breakdown;
+        // Off: four collectives a layer, each of one BF16 activation over NVLink, all exposed.
+        let b = Brief::default();
+        let one = all_reduce(b.machine().topology.intra(), 8, 2.0 * 8192.0 * 8192.0);
+        let m = 16.0 * 1024.0 * 1024.0 / (8192.0 * 256.0);
+        assert!((off.tp_comm - m * 80.0 * 4.0 * one).abs() < 1e-9 * off.tp_comm);
+        // On: every collective hidden behind the layer's GEMMs (the stack hides all of it, and
+        // a layer's GEMMs last longer than its collectives at this size) ...
+        assert_eq!(on.tp_comm, 0.0);
+        // ... and the projections run in 8 chunks of rows, at a lower fraction of the peak.
+        assert!(on.compute > off.compute, "{} {}", on.compute, off.compute);
+        // Here the overlap is worth it: what it hides outweighs the chunks' cost.
+        assert!(on.total() < off.total());
+        // A stack without the overlap (or a step without sequence parallelism) refuses it.
+        let no = Detailed {
+            options: Options::for_stack(Stack::Llama3),
+            ..step(true)
+        };
+        let s = preset("70b").unwrap();
+        let l = Layout::new(&b, &s, 8, 1, ZeroStage::new(1).unwrap()).unwrap();
+        let e = step_time(&b.machine(), &s, &l, &no, &opts).unwrap_err();
+        assert!(
+            e.to_string().contains(
+                "--tp-comm-overlap = on: off: the llama3 stack has no TP-communication overlap"
+            ),
+            "{e}"
+        );
+        let without_sp = Detailed {
+            step: Step {
+                sequence_parallel: false,
+                ..step(true).step
+            },
+            ..step(true)
+        };
+        let e = step_time(&b.machine(), &s, &l, &without_sp, &opts).unwrap_err();
+        assert!(
+            e.to_string().contains("off without sequence parallelism"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn model_flops_are_6n_plus_6_l_s_h_over_the_matrices() {
+        let s = preset("70b").unwrap();
+        let not_multiplied = 128_256.0 * 8192.0 + 161.0 * 8192.0; // embedding, 2L + 1 norms
+        let want = 6.0 * (70_553_706_496.0 - not_multiplied) + 6.0 * 80.0 * 8192.0 * 8192.0;
+        assert_eq!(model_flops_per_token(&s, 8192), want);
+    }
+
+    #[test]
+    fn compute_of_the_70b_at_tp_8_without_parallel_overheads_worked_by_hand() {
+        // TP 8, PP 1, DP 256: m = 2048 sequences / 256 = 8 micro-batches of 8,192 tokens.
+        // Per token and layer forward: 2·(855,654,400 − 16,384)/8 + 2·8192·8192/8 = 230,686,720.
+        // No recompute: ×3 per layer ×80 layers, plus the head 3·2·128,256·8192/8 = 788,004,864.
+        // Per micro-batch: 8192 × (80 × 692,060,160 + 788,004,864) = 4.6000e14 FLOPs,
+        // at 989e12 × 0.5: 0.93023 s; ×8 = 7.4418 s.
+        let t = time(
+            "70b",
+            8,
+            1,
+            1,
+            detailed(Recompute::None, Schedule::OneFOneB),
+            &flat(0.5),
+        );
+        let per_mb = 8192.0 * (80.0 * 692_060_160.0 + 788_004_864.0) / (989e12 * 0.5);
+        assert!((t.breakdown.compute - 8.0 * per_mb).abs() < 1e-9);
+        assert_eq!(t.breakdown.bubble, 0.0);
+        assert_eq!(t.breakdown.pp_comm, 0.0);
+    }
+
+    #[test]
+    fn tp_communication_is_four_all_reduces_a_layer_six_with_full_recompute() {
+        // One all-reduce of 2·8192·8192 B over 8 GPUs at 370 GB/s: 634.81 µs; 80 layers, m = 8.
+        let one = 2.0 * 7.0 / 8.0 * 2.0 * 8192.0 * 8192.0 / 370e9 + 2.0 * 7.0 * 3e-6;
+        let none = time(
+            "70b",
+            8,
+            1,
+            1,
+            detailed(Recompute::None, Schedule::OneFOneB),
+            &flat(0.5),
+        );
+        assert!((none.breakdown.tp_comm - 8.0 * 80.0 * 4.0 * one).abs() < 1e-9);
+        let full = time(
+            "70b",
+            8,
+            1,
+            1,
+            detailed(Recompute::Full, Schedule::OneFOneB),
+            &flat(0.5),
+        );
+        assert!((full.breakdown.tp_comm - 8.0 * 80.0 * 6.0 * one).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_bubble_is_p_minus_1_over_v_micro_batches_of_the_slowest_stage() {
+        let one = time(
+            "70b",
+            8,
+            4,
+            1,
+            detailed(Recompute::Full, Schedule::OneFOneB),
+            &flat(0.5),
+        );
+        let m = 32.0; // DP = 64: 2048 / 64
+        let per_mb = (one.breakdown.compute + one.breakdown.tp_comm) / m;
+        assert!((one.breakdown.bubble - 3.0 * per_mb).abs() < 1e-9);
+        let two = time(
+            "70b",
+            8,
+            4,
+            1,
+            detailed(Recompute::Full, Schedule::Interleaved(2)),
+            &flat(0.5),
+        );
+        assert!((two.breakdown.bubble - 1.5 * per_mb).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_optimizer_step_is_bound_by_memory_bandwidth() {
+        // ZeRO 1 at TP 8, PP 1, DP 256: Ψ = (80·(P_layer − 2h) + 2·V·h)/8 + 80·2h + h per GPU,
+        // of which 1/256 is updated here; 28 B each at 0.6 × 3,350 GB/s.
+        let s = preset("70b").unwrap();
+        let t = time(
+            "70b",
+            8,
+            1,
+            1,
+            detailed(Recompute::Full, Schedule::OneFOneB),
+            &flat(0.5),
+        );
+        let psi = stage_params(&s, 8, 80, true, true);
+        assert!((t.breakdown.optimizer - psi / 256.0 * 28.0 / (3350e9 * 0.6)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn zero_3_moves_one_and_a_half_times_the_bytes_of_plain_data_parallelism() {
+        let mut opts = flat(0.5);
+        opts.dp_overlap = 0.0;
+        let d = Detailed {
+            step: Step {
+                global_batch_tokens: 256 * 8192,
+                ..detailed(Recompute::Full, Schedule::OneFOneB).step
+            },
+            options: Options {
+                gradients: crate::cost::step::stack::GradientPrecision::Bf16,
+                ..Options::for_stack(Stack::Eager)
+            },
+        };
+        // m = 1, BF16 gradients: ZeRO 0 all-reduces 2Ψ (2 × (n−1)/n × 2Ψ on the wire), ZeRO 3
+        // all-gathers 2Ψ twice and reduce-scatters 2Ψ once (3 × (n−1)/n × 2Ψ).
+        let z0 = time("70b", 8, 1, 0, d, &opts).breakdown.dp_comm;
+        let z3 = time("70b", 8, 1, 3, d, &opts).breakdown.dp_comm;
+        assert!((z3 / z0 - 1.5).abs() < 1e-3, "{}", z3 / z0);
+    }
+
+    #[test]
+    fn pipeline_sends_worked_by_hand() {
+        // 70B, TP 8 + SP, PP 4, DP 64: the pipeline spans 8·64·4 GPUs, so its sends cross the
+        // network; the 8 TP ranks of a node carry one stage, one member of the boundary a node
+        // (bus bandwidth 46 GB/s). A send is 2·8192·8192/8 = 16,777,216 B: 10 µs + 364.7 µs.
+        // 32 micro-batches × 1 chunk × 2 directions.
+        let d = detailed(Recompute::Full, Schedule::OneFOneB);
+        let t = time("70b", 8, 4, 1, d, &flat(0.5));
+        let send = 10e-6 + 16_777_216.0 / 46e9;
+        assert!((t.breakdown.pp_comm - 32.0 * 2.0 * send).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_data_parallel_group_uses_the_nics_of_all_its_members_in_a_node() {
+        // TP 1, PP 1: the 2,048-way DP ring has 8 members a node, 8 NICs: 8 × 46 = 368 GB/s,
+        // under NVLink's 370. ZeRO 0 all-reduces 4·Ψ bytes of FP32 gradients, unhidden.
+        let b = Brief::default();
+        let s = preset("8b").unwrap();
+        let l = Layout::new(&b, &s, 1, 1, ZeroStage::new(0).unwrap()).unwrap();
+        let mut opts = flat(0.5);
+        opts.dp_overlap = 0.0;
+        let mut d = detailed(Recompute::Full, Schedule::OneFOneB);
+        d.step.sequence_parallel = false;
+        let t = step_time(&b.machine(), &s, &l, &d, &opts).unwrap();
+        let psi = stage_params(&s, 1, 32, true, true);
+        let link = Link {
+            bytes_per_second: 368e9,
+            latency: 10e-6,
+        };
+        let want = all_reduce(link, 2048, 4.0 * psi);
+        assert!((t.breakdown.dp_comm - want).abs() < 1e-9 * want);
+    }
+
+    #[test]
+    fn zero_2_reduces_gradients_in_every_micro_batch_zero_1_once() {
+        let mut opts = flat(0.5);
+        opts.dp_overlap = 0.0;
+        let d = detailed(Recompute::Full, Schedule::OneFOneB);
+        let z1 = time("70b", 8, 4, 1, d, &opts).breakdown.dp_comm;
+        let z2 = time("70b", 8, 4, 2, d, &opts).breakdown.dp_comm;
+        // m = 32: ZeRO 2 pays 31 more gradient reduce-scatters than ZeRO 1.
+        assert!(z2 > 10.0 * z1, "{z1} {z2}");
+    }
+
+    #[test]
+    fn mfu_follows_from_tokens_per_second() {
+        let t = time(
+            "70b",
+            8,
+            4,
+            1,
+            detailed(Recompute::Full, Schedule::OneFOneB),
+            &TimeOptions::default(),
+        );
+        let s = preset("70b").unwrap();
+        let mfu = model_flops_per_token(&s, 8192) * t.tokens_per_second / (2048.0 * 989e12);
+        assert!((t.mfu - mfu).abs() < 1e-12);
+        assert!(
+            t.hfu > t.mfu && t.mfu > 0.1 && t.mfu < 0.6,
+            "{} {}",
+            t.mfu,
+            t.hfu
+        );
+        // Without recomputation the hardware runs the model's FLOPs (and the head's once more
+        // than a lookup would): HFU is still at least MFU.
+        let d = detailed(Recompute::None, Schedule::OneFOneB);
+        let none = time("70b", 8, 4, 1, d, &TimeOptions::default());
+        assert!(none.hfu >= none.mfu, "{} {}", none.hfu, none.mfu);
+    }
+
+    #[test]
+    fn zero_3_exposes_its_first_layer_gathers_and_the_rest_only_past_the_compute() {
+        // 8B at TP 1, PP 1 on 2,048 GPUs, ZeRO 3, m = 1, dp_overlap 1: the step's gathers and
+        // reduction hide behind its compute as far as it lasts; the first layer's gather in each
+        // direction (2Ψ/32 bytes) does not.
+        let b = Brief::default();
+        let s = preset("8b").unwrap();
+        let l = Layout::new(&b, &s, 1, 1, ZeroStage::new(3).unwrap()).unwrap();
+        let mut opts = flat(0.5);
+        opts.dp_overlap = 1.0;
+        let mut d = detailed(Recompute::Full, Schedule::OneFOneB);
+        d.step.sequence_parallel = false;
+        d.step.global_batch_tokens = 2048 * 8192;
+        let t = step_time(&b.machine(), &s, &l, &d, &opts).unwrap();
+        let psi = stage_params(&s, 1, 32, true, true);
+        let link = link_for(&b.machine(), 1, 2048);
+        let first = reduce_scatter(link, 2048, 2.0 * psi / 32.0);
+        let all =
+            2.0 * reduce_scatter(link, 2048, 2.0 * psi) + reduce_scatter(link, 2048, 4.0 * psi);
+        let want = 2.0 * first + (all - 2.0 * first - t.breakdown.compute).max(0.0);
+        assert!(
+            (t.breakdown.dp_comm - want).abs() < 1e-12,
+            "{} vs {want}",
+            t.breakdown.dp_comm
+        );
+        assert!(t.breakdown.dp_comm >= 2.0 * first);
+    }
+
+    #[test]
+    fn a_send_hides_behind_the_chunk_of_its_own_direction() {
+        // With full overlap and sends far shorter than any chunk, nothing is exposed; without
+        // overlap every send is.
+        let mut opts = flat(0.5);
+        opts.pp_overlap = 1.0;
+        let d = detailed(Recompute::Full, Schedule::OneFOneB);
+        assert_eq!(time("70b", 8, 4, 1, d, &opts).breakdown.pp_comm, 0.0);
+        opts.pp_overlap = 0.0;
+        let send = 10e-6 + 16_777_216.0 / 46e9;
+        let exposed = time("70b", 8, 4, 1, d, &opts).breakdown.pp_comm;
+        assert!((exposed - 32.0 * 2.0 * send).abs() < 1e-12);
+    }
+}

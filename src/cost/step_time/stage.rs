@@ -1,0 +1,255 @@
+//! The slowest stage of a step, per micro-batch: its compute, its exposed TP, CP and
+//! expert-parallel traffic and its pipeline send, with its parameters and the step's FLOPs —
+//! the part of a step's time that does not depend on how the data-parallel group shards the
+//! state ([`Unsharded`]).
+
+use crate::cost::chip::flops::layer_flops;
+use crate::cost::chip::flops::layer_flops_with;
+use crate::cost::chip::flops::model_flops_per_token;
+use crate::cost::links::exchanges::cp_exchange;
+use crate::cost::links::exchanges::moe_layer_comm;
+use crate::cost::links::hidden;
+use crate::cost::links::link_for;
+use crate::cost::links::topology::all_reduce;
+use crate::cost::links::topology::send;
+use crate::cost::step::detailed::Detailed;
+use crate::cost::step::experts::dispatcher_allowed;
+use crate::cost::step::pipeline::stage_expert_params;
+use crate::cost::step::pipeline::stage_layers;
+use crate::cost::step::pipeline::stage_params_with;
+use crate::cost::step::pipeline::StageKinds;
+use crate::cost::step::MoeRecompute;
+use crate::cost::step::Recompute;
+use crate::cost::step_time::micro_batch::MicroBatch;
+use crate::cost::step_time::options::overlaps;
+use crate::cost::step_time::options::TimeOptions;
+use crate::cost::Machine;
+use crate::error::Result;
+use crate::model::layout::Layout;
+use crate::model::moe_dense_part;
+use crate::model::without_shared;
+use crate::model::Shape;
+use crate::units::FLOPS_PER_TFLOPS;
+/// The part of [`crate::cost::step_time::Unscheduled`] that does not depend on how the data-parallel group shards the
+/// state (the layout's ZeRO stage and hybrid-sharding replicas): the slowest stage's compute
+/// and its TP, CP and pipeline traffic per micro-batch, its parameters and the FLOPs. A search
+/// works it out once for the layouts of the same degrees and finishes it for each
+/// ([`crate::cost::step_time::unscheduled_of`]), as [`crate::cost::step_time::unscheduled`] does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unsharded {
+    pub(super) kinds: StageKinds,
+    pub(super) m: u64,
+    pub(super) compute: f64,
+    pub(super) forward: f64,
+    pub(super) tp_comm: f64,
+    pub(super) cp_comm: f64,
+    pub(super) pp_send: f64,
+    /// The slowest stage's layers, and its parameters on this GPU's TP shard (the routed
+    /// experts' apart, in `experts`).
+    pub(super) stage_layers: u64,
+    pub(super) psi: f64,
+    pub(super) experts: f64,
+    /// The slowest stage's exposed expert-parallel traffic per micro-batch (all-to-alls and
+    /// the expert-TP gathers), seconds; 0 for a dense model.
+    pub(super) ep_comm: f64,
+    /// The FP8 casts of the slowest stage's matrices, bytes a step (0 in BF16).
+    pub(super) fp8_casts: f64,
+    pub(super) flops: (f64, f64, f64),
+}
+
+/// [`Unsharded`] for the step `d` under `layout` in the pipeline `kinds` ([`Detailed::kinds`]
+/// of the layout): the slowest stage is found among one representative of each kind.
+pub fn unsharded_in(
+    machine: &Machine,
+    shape: &Shape,
+    layout: &Layout,
+    d: &Detailed,
+    opts: &TimeOptions,
+    micro_batch: &MicroBatch,
+    kinds: &StageKinds,
+) -> Result<Unsharded> {
+    let step = &d.step;
+    let m = d.unscheduled_pipeline_in(layout, kinds)?;
+    let (tp, cp, pp, dp) = (layout.tp, layout.cp, layout.pp, layout.dp);
+    let (h, v) = (shape.hidden as f64, shape.vocab as f64);
+    // This rank's tokens of a micro-batch: `b·s/CP`.
+    let tokens = (step.micro_batch * step.seq_len) as f64 / layout.cp as f64;
+    let peak = machine.peak_tflops * FLOPS_PER_TFLOPS;
+    let precision = step.precision;
+    let settings = d.options.stack.settings();
+    let MicroBatch {
+        layer,
+        head,
+        attention,
+        moe,
+    } = *micro_batch;
+    if moe.is_some() {
+        dispatcher_allowed(
+            machine.cluster.gpus_per_node,
+            layout,
+            d.options.ep_dispatcher,
+        )?;
+    }
+    let cp_per_layer = cp_exchange(
+        machine,
+        shape,
+        layout,
+        tokens,
+        step.recompute,
+        attention,
+        settings.cp,
+    );
+
+    // TP collectives per layer per micro-batch, each of one BF16 activation; a recomputed
+    // forward repeats its two (torchtitan's op-level policy keeps the reduce-scatters' outputs).
+    // A recomputed forward repeats its collectives: all of them under full recomputation (and
+    // MaxText's save-qkv, which recomputes both projections' outputs), half under
+    // selective-layer, and under torchtitan's op-level policy the all-gathers before the
+    // recomputed K and up projections (its reduce-scatters' outputs are kept): one all-reduce's
+    // worth.
+    let tp_calls = match step.recompute {
+        Recompute::Full | Recompute::SaveQkv => 6.0,
+        Recompute::SelectiveLayer | Recompute::SelectiveOp => 5.0,
+        Recompute::None | Recompute::Selective => 4.0,
+    };
+    let tp_one = all_reduce(machine.topology.intra(), tp, 2.0 * tokens * h);
+    let tp_layer = tp_calls * tp_one;
+    let overlap = if overlaps(step, opts) {
+        opts.tp_overlap
+    } else {
+        0.0
+    };
+    let tp_per_layer = tp_layer - hidden(tp_layer, overlap, layer.2);
+    let moe_layer = moe.map(|(compute, r)| {
+        moe_layer_comm(
+            machine,
+            shape,
+            layout,
+            d,
+            &r,
+            (tp_layer, tp_one, overlap),
+            compute,
+        )
+    });
+    // Each stage's MoE layers (the most of its run), from the stages' layers; none dense.
+    let stage_list = if moe.is_some() {
+        stage_layers(u64::from(shape.layers), pp, d.options.stages)?
+    } else {
+        Vec::new()
+    };
+
+    // The slowest stage: (index, compute, forward compute, tp and cp, ep, moe) per
+    // micro-batch.
+    let (slowest, stage_layers, compute, forward, tp_comm, cp_comm, ep_comm, stage_moe) = kinds
+        .kinds()
+        .iter()
+        .map(|k| {
+            let (i, l) = (k.index, k.layers);
+            let last = i == pp - 1;
+            let (head_all, head_fwd) = if last { head } else { (0.0, 0.0) };
+            match moe_layer {
+                Some(((all_moe, fwd_moe, _), tp_moe, ep_moe)) => {
+                    let n_moe =
+                        crate::cost::step::pipeline::moe_layers_of_run(shape, &stage_list, i);
+                    let (dense, m) = ((l - n_moe) as f64, n_moe as f64);
+                    (
+                        i,
+                        k.layers,
+                        dense * layer.0 + m * all_moe + head_all,
+                        dense * layer.1 + m * fwd_moe + head_fwd,
+                        dense * tp_per_layer + m * tp_moe,
+                        l as f64 * cp_per_layer,
+                        m * ep_moe,
+                        n_moe,
+                    )
+                }
+                None => {
+                    let l = l as f64;
+                    let all = l * layer.0 + if last { head.0 } else { 0.0 };
+                    let fwd = l * layer.1 + if last { head.1 } else { 0.0 };
+                    (
+                        i,
+                        k.layers,
+                        all,
+                        fwd,
+                        l * tp_per_layer,
+                        l * cp_per_layer,
+                        0.0,
+                        0,
+                    )
+                }
+            }
+        })
+        .max_by(|a, b| {
+            (a.2 + a.4 + a.5 + a.6)
+                .total_cmp(&(b.2 + b.4 + b.5 + b.6))
+                .then(b.0.cmp(&a.0))
+        })
+        .expect("a pipeline has at least one stage");
+
+    let pp_send = if pp > 1 {
+        let bytes = 2.0 * tokens * h
+            / if step.sequence_parallel {
+                tp as f64
+            } else {
+                1.0
+            };
+        // The pipeline's slowest boundary: across nodes once the pipeline spans more than one.
+        let link = link_for(machine, tp * cp * dp, pp);
+        send(link, bytes)
+    } else {
+        0.0
+    };
+
+    let first = slowest == 0;
+    let last = slowest == pp - 1;
+    let psi = stage_params_with(shape, tp, stage_layers, stage_moe, first, last);
+    let experts = stage_expert_params(shape, layout, stage_moe);
+    // With FP8, the stage's layer matrices cast to FP8 and transposed once a step: read 2,
+    // write 2 bytes a parameter.
+    let fp8_casts = if precision.is_fp8() {
+        (2.0 + precision.weight_copy_bytes())
+            * stage_layers as f64
+            * shape.layer_matrix_params() as f64
+            / tp as f64
+    } else {
+        0.0
+    };
+    let cluster_peak = machine.cluster.gpus as f64 * peak;
+    let (full_layer, _) = layer_flops(shape, 1, step.seq_len, step.recompute);
+    let moe_layers = shape.moe_layers();
+    let hardware_layers = if moe_layers == 0 {
+        f64::from(shape.layers) * full_layer
+    } else {
+        // An MoE layer multiplies the matrices a token goes through (k routed experts).
+        let matrices = shape.moe_layer_matrix_params();
+        let (mut full_moe, _) = layer_flops_with(shape, matrices, 1, step.seq_len, step.recompute);
+        if d.options.moe_recompute == MoeRecompute::Layer {
+            // `moe` runs the layer's MLP part again (router, k routed experts, shared experts;
+            // none or selective recomputation left it): 2 FLOPs a parameter a token.
+            let attention = without_shared(&moe_dense_part(shape)).layer_matrix_params();
+            full_moe += 2.0 * matrices.saturating_sub(attention) as f64;
+        }
+        (u64::from(shape.layers) - moe_layers) as f64 * full_layer + moe_layers as f64 * full_moe
+    };
+    let hardware_per_token = hardware_layers + 3.0 * 2.0 * v * h;
+    Ok(Unsharded {
+        kinds: *kinds,
+        m,
+        compute,
+        forward,
+        tp_comm,
+        cp_comm,
+        pp_send,
+        stage_layers,
+        psi,
+        experts,
+        ep_comm,
+        fp8_casts,
+        flops: (
+            model_flops_per_token(shape, step.seq_len),
+            hardware_per_token,
+            cluster_peak,
+        ),
+    })
+}
