@@ -23,11 +23,12 @@ use crate::model::Shape;
 use crate::plan::pace::Pace;
 use crate::plan::verdict::ShapeVerdict;
 use crate::plan::{evaluate, Design, Plan};
+use crate::search::grid::thin_front;
+use crate::search::options::TokenGrid;
 use crate::search::pareto::{exact_front, last_before, last_on_front, Chain, Front, Segment};
 use crate::search::rank::{tie_break, Candidate, Distinct, Rank, TopK};
-use crate::search::{
-    thin_front, FrontRun, FrontRuns, SearchReport, TokenGrid, Window, MAX_FRONT_RUNS,
-};
+use crate::search::report::{FrontRun, FrontRuns, SearchReport, MAX_FRONT_RUNS};
+use crate::search::windows::Window;
 
 /// What a partial file says it is.
 pub const PARTIAL_KIND: &str = "trainplan-partial";
