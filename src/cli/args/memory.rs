@@ -1,0 +1,234 @@
+//! The memory model's flags (`--memory` and the detailed model's stack, precisions, kernels,
+//! reserves and experts' settings), shared by `check` and `search`.
+#![allow(rustdoc::broken_intra_doc_links)]
+
+use clap::{Args, ValueEnum};
+
+use super::parse::{stack_parser, OnOff};
+use crate::cost::step::detailed::Options;
+use crate::cost::step::experts::Dispatcher;
+use crate::cost::step::stack::{GradientPrecision, Kernels, LossPrecision, Stack, StageSplit};
+use crate::cost::step::MoeRecompute;
+use crate::error::{Error, Result};
+
+/// `--memory`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MemoryArg {
+    /// SPEC.md's plate model (16 bytes per parameter, full recomputation, one sequence).
+    Plate,
+    /// A real training step, stage by stage, with the knobs below.
+    Detailed,
+}
+
+/// The settings of the detailed memory model (SPEC.md §4), shared by `check` and `search`.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Memory model")]
+pub struct DetailedArgs {
+    /// Memory model: the plate (default, reproduces SPEC.md) or a detailed training step.
+    #[arg(long, value_enum, default_value = "plate")]
+    pub memory: MemoryArg,
+    /// Software stack: its kernels, overlaps, gradient and loss precision and stage split are
+    /// the defaults of the flags below and of the time model's [detailed; default:
+    /// megatron-te].
+    #[arg(long, value_name = "NAME", value_parser = stack_parser())]
+    pub stack: Option<Stack>,
+    /// Gradient buffers [detailed; default: the stack's, fp32 for every stack].
+    #[arg(long, value_enum)]
+    pub gradients: Option<GradientArg>,
+    /// Precision of the cross-entropy loss [detailed; default: fp32].
+    #[arg(long, value_enum)]
+    pub loss_precision: Option<LossArg>,
+    /// Kernels, which decide what activations are kept (and, when not the stack's, the time
+    /// model's element-wise work) [detailed; default: the stack's].
+    #[arg(long, value_enum)]
+    pub kernels: Option<KernelsArg>,
+    /// Layers per pipeline stage [detailed; default: the stack's; llama3 puts one fewer on the
+    /// first and last stage, balanced does where L + 2 divides by PP].
+    #[arg(long, value_enum)]
+    pub stages: Option<StagesArg>,
+    /// Fixed reserve per GPU for CUDA context and NCCL buffers, GB [detailed; default: 2].
+    #[arg(long, value_name = "GB")]
+    pub reserve_gb: Option<f64>,
+    /// Fraction lost to allocator fragmentation [detailed; default: 0.05].
+    #[arg(long, value_name = "FRACTION")]
+    pub fragmentation: Option<f64>,
+    /// A mixture of experts' load imbalance, the busiest rank's routes over the mean [detailed;
+    /// default: 1, balanced routing; a capacity factor bounds it].
+    #[arg(long, value_name = "FACTOR")]
+    pub moe_imbalance: Option<f64>,
+    /// Overlap a mixture of experts' all-to-alls with another micro-batch's compute
+    /// (Megatron-core's --overlap-moe-expert-parallel-comm) [detailed; default: off].
+    #[arg(long, value_enum)]
+    pub ep_overlap: Option<OnOff>,
+    /// What a mixture of experts's MoE layers recompute beyond --recompute: act, SwiGLU's
+    /// output (Megatron-core's --recompute-modules moe_act), or layer, the whole MoE layer
+    /// (moe) [detailed; default: none].
+    #[arg(long, value_enum)]
+    pub moe_recompute: Option<MoeRecomputeArg>,
+    /// Recompute an MoE layer's pre-MLP norm output instead of keeping it (Megatron-core's
+    /// --recompute-modules layernorm; Transformer Engine fuses the other norms into their
+    /// GEMMs) [detailed; default: off].
+    #[arg(long, value_enum)]
+    pub norm_recompute: Option<OnOff>,
+    /// How a mixture of experts's tokens cross nodes: alltoall, one message a route
+    /// (Megatron-core's default), or deepep, one a token and node, forwarded over NVLink
+    /// (--moe-token-dispatcher-type flex --moe-enable-deepep) [detailed; default: alltoall].
+    #[arg(long, value_enum)]
+    pub ep_dispatcher: Option<DispatcherArg>,
+}
+
+impl DetailedArgs {
+    /// The first flag given that sets how a mixture of experts runs, with its value (`None`
+    /// when none is): a dense model has nothing for it to set.
+    pub fn expert_flag(&self) -> Option<(&'static str, String)> {
+        let name = |v: &dyn std::fmt::Debug| format!("{v:?}").to_ascii_lowercase();
+        self.moe_imbalance
+            .map(|x| ("--moe-imbalance", crate::format::exact(x)))
+            .or(self.ep_overlap.map(|v| ("--ep-overlap", name(&v))))
+            .or(self.moe_recompute.map(|v| ("--moe-recompute", name(&v))))
+            .or(self.ep_dispatcher.map(|v| ("--ep-dispatcher", name(&v))))
+            .or(self.norm_recompute.map(|v| ("--norm-recompute", name(&v))))
+    }
+}
+
+/// What MoE layers recompute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MoeRecomputeArg {
+    /// Nothing beyond --recompute.
+    None,
+    /// SwiGLU's output (moe_act).
+    Act,
+    /// The whole MoE layer (moe).
+    Layer,
+}
+
+/// The experts' dispatcher.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DispatcherArg {
+    /// One message a route.
+    Alltoall,
+    /// One message a token and node (DeepEP).
+    Deepep,
+}
+
+/// Gradient precision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GradientArg {
+    /// 2 bytes per parameter.
+    Bf16,
+    /// 4 bytes per parameter.
+    Fp32,
+}
+
+/// Loss precision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LossArg {
+    /// FP32 logits and softmax.
+    Fp32,
+    /// BF16 throughout.
+    Bf16,
+}
+
+/// Kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KernelsArg {
+    /// FlashAttention and fused RMSNorm, RoPE, SwiGLU.
+    Fused,
+    /// Eager PyTorch, as measured in data/calibration.
+    Eager,
+    /// Fused, SwiGLU's product recomputed in backward (the llama3 stack).
+    Lean,
+}
+
+/// Stage split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StagesArg {
+    /// Even, the remainder on the last stages.
+    Even,
+    /// One layer fewer on the first and the last stage.
+    Llama3,
+    /// The embedding and the head counted as a layer each (DeepSpeed's
+    /// type:transformer|embedding).
+    Balanced,
+}
+
+impl DetailedArgs {
+    /// The stack asked for, or the default.
+    pub fn stack(&self) -> Stack {
+        self.stack.unwrap_or_default()
+    }
+
+    /// The detailed model's settings, or `None` for the plate. `step_given` says whether a
+    /// flag of the training step was used, which only the detailed model reads.
+    pub fn options(&self, step_given: bool) -> Result<Option<Options>> {
+        let given = step_given
+            || self.stack.is_some()
+            || self.gradients.is_some()
+            || self.loss_precision.is_some()
+            || self.kernels.is_some()
+            || self.stages.is_some()
+            || self.reserve_gb.is_some()
+            || self.fragmentation.is_some()
+            || self.moe_imbalance.is_some()
+            || self.ep_overlap.is_some()
+            || self.moe_recompute.is_some()
+            || self.norm_recompute.is_some()
+            || self.ep_dispatcher.is_some();
+        if self.memory == MemoryArg::Plate {
+            if given {
+                return Err(Error::invalid(
+                    "--memory",
+                    "plate",
+                    "--memory detailed, which the training-step and memory-model flags need",
+                ));
+            }
+            return Ok(None);
+        }
+        let d = Options::for_stack(self.stack());
+        let options = Options {
+            stack: d.stack,
+            gradients: match self.gradients {
+                Some(GradientArg::Bf16) => GradientPrecision::Bf16,
+                Some(GradientArg::Fp32) => GradientPrecision::Fp32,
+                None => d.gradients,
+            },
+            loss: match self.loss_precision {
+                Some(LossArg::Bf16) => LossPrecision::Bf16,
+                Some(LossArg::Fp32) => LossPrecision::Fp32,
+                None => d.loss,
+            },
+            kernels: match self.kernels {
+                Some(KernelsArg::Eager) => Kernels::Eager,
+                Some(KernelsArg::Fused) => Kernels::Fused,
+                Some(KernelsArg::Lean) => Kernels::Lean,
+                None => d.kernels,
+            },
+            stages: match self.stages {
+                Some(StagesArg::Llama3) => StageSplit::Llama3,
+                Some(StagesArg::Even) => StageSplit::Even,
+                Some(StagesArg::Balanced) => StageSplit::Balanced,
+                None => d.stages,
+            },
+            reserve_gb: self.reserve_gb.unwrap_or(d.reserve_gb),
+            fragmentation: self.fragmentation.unwrap_or(d.fragmentation),
+            moe_imbalance: self.moe_imbalance.unwrap_or(d.moe_imbalance),
+            ep_overlap: self.ep_overlap.map_or(d.ep_overlap, |o| o == OnOff::On),
+            moe_recompute: match self.moe_recompute {
+                Some(MoeRecomputeArg::None) => MoeRecompute::None,
+                Some(MoeRecomputeArg::Act) => MoeRecompute::Act,
+                Some(MoeRecomputeArg::Layer) => MoeRecompute::Layer,
+                None => d.moe_recompute,
+            },
+            norm_recompute: self
+                .norm_recompute
+                .map_or(d.norm_recompute, |o| o == OnOff::On),
+            ep_dispatcher: match self.ep_dispatcher {
+                Some(DispatcherArg::Alltoall) => Dispatcher::AllToAll,
+                Some(DispatcherArg::Deepep) => Dispatcher::DeepEp,
+                None => d.ep_dispatcher,
+            },
+        };
+        options.validate()?;
+        Ok(Some(options))
+    }
+}
