@@ -1,0 +1,111 @@
+//! What a text report says of the brief: its GPUs, limits and loss law, its data and its
+//! spend.
+
+use crate::brief::Brief;
+use crate::format::{fixed, general, money, thousands};
+
+/// The brief in two lines, and a third for its price, power and cost limit when it has them.
+pub fn brief_lines(b: &Brief) -> String {
+    let law = &b.loss_law;
+    let formula = match &law.experts {
+        None => format!(
+            "L = {} + {}/N^{} + {}/D^{}",
+            general(law.e),
+            general(law.a),
+            general(law.alpha),
+            general(law.b),
+            general(law.beta)
+        ),
+        Some(x) => format!(
+            "L = {} + {}·Ê^{}/N_act^({} {}·ln Ê) + {}·Ê^{}/D^({} {}·ln Ê), Ê of the experts from {} to {} (Ludziejewski et al. 2025's form; dense at one expert)",
+            general(law.e),
+            general(law.a),
+            general(x.delta),
+            general(law.alpha),
+            minus(x.gamma),
+            general(law.b),
+            general(x.omega),
+            general(law.beta),
+            minus(x.zeta),
+            general(x.e_start),
+            general(x.e_max)
+        ),
+    };
+    let mut out = format!(
+        "brief     {} GPUs × {} TFLOP/s at {}% MFU ({} per node), at most {} days, {} GB cap of {} GB per GPU\n          \
+         loss ≤ {} with {formula}, sequence {} tokens\n",
+        thousands(b.gpus),
+        general(b.peak_tflops),
+        general(b.mfu * 100.0),
+        b.gpus_per_node,
+        general(b.max_days),
+        general(b.memory_cap_gb),
+        general(b.gpu_memory_gb),
+        general(b.loss_target),
+        thousands(b.seq_len),
+    );
+    if let Some(line) = data_line(b) {
+        out.push_str(&line);
+    }
+    if let Some(line) = spend_line(b) {
+        out.push_str(&line);
+    }
+    out
+}
+
+/// The data line of a brief whose law values repeats (Muennighoff et al. 2023): the unique
+/// tokens and how fast repeated tokens and excess parameters lose their worth.
+fn data_line(b: &Brief) -> Option<String> {
+    let r = b.loss_law.repetition?;
+    let data = match b.unique_tokens {
+        Some(u) => format!("{} unique tokens", thousands(u)),
+        None => "unlimited unique tokens".to_string(),
+    };
+    Some(format!(
+        "          data: {data}, graded by effective tokens and parameters: repeats decay as e^(−R/{}), excess parameters as e^(−R/{})\n",
+        general(r.r_d),
+        general(r.r_n)
+    ))
+}
+
+/// The brief's price, power, PUE, carbon intensity and cost limit, on one line (`None` when
+/// it has none of them).
+fn spend_line(b: &Brief) -> Option<String> {
+    let s = &b.spend;
+    let mut parts = Vec::new();
+    if let Some(p) = s.price_per_gpu_hour {
+        parts.push(format!("{} a GPU-hour", money(p)));
+    }
+    if let Some(w) = s.gpu_power_w {
+        parts.push(format!(
+            "{} W a GPU × PUE {}",
+            general(w),
+            general(s.pue.unwrap_or(1.0))
+        ));
+    }
+    if let Some(c) = s.carbon_g_per_kwh {
+        parts.push(format!("{} g CO2e/kWh", general(c)));
+    }
+    if let Some(limit) = b.max_cost {
+        let days = b.cost_limit_days().map_or(String::new(), |d| {
+            format!(" ({} days on {} GPUs)", fixed(d, 1), thousands(b.gpus))
+        });
+        parts.push(format!("cost ≤ {}{days}", money(limit)));
+    }
+    (!parts.is_empty()).then(|| {
+        format!(
+            "spend     {}
+",
+            parts.join(", ")
+        )
+    })
+}
+
+/// `x` after a minus sign: `− x`, or `+ |x|` when it is negative.
+fn minus(x: f64) -> String {
+    if x < 0.0 {
+        format!("+ {}", general(-x))
+    } else {
+        format!("− {}", general(x))
+    }
+}

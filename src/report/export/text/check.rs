@@ -1,0 +1,396 @@
+//! The check report: one graded design's header, its memory per GPU, time per step and
+//! spend, its checks with their margins, the fixes for those that fail, and its sensitivity.
+
+use std::fmt::Write;
+
+use super::sensitivity::sensitivity_section;
+use super::table::{table, verdict_word};
+use crate::brief::Brief;
+use crate::cost::step::stack::{GradientPrecision, LossPrecision};
+use crate::format::{count, fixed, general, money, thousands};
+use crate::plan::check::CheckReport;
+use crate::plan::Plan;
+
+/// One graded design as text: what it is, what each GPU holds, where a step's time goes, what
+/// the run spends, each check with its margin, the fixes, and the sensitivity when asked for.
+pub(super) fn report(r: &CheckReport) -> String {
+    let p = &r.plan;
+    let mut out = header(p);
+    out.push_str(&memory_section(p));
+    if let Some(time) = time_section(p, &r.brief) {
+        out.push_str(&time);
+    }
+    if let Some(spend) = spent_line(p, &r.brief) {
+        out.push_str(&spend);
+    }
+    if let Some(data) = &p.data {
+        let epochs = match r.brief.unique_tokens {
+            Some(u) => format!(
+                "{} epochs of the {} unique tokens",
+                fixed(data.epochs, 2),
+                count(u as f64)
+            ),
+            None => "every token fresh".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "data      {epochs}: graded as {} effective tokens on {} effective parameters",
+            count(data.effective_tokens),
+            count(data.effective_params)
+        );
+    }
+    out.push_str("\nchecks\n");
+    out.push_str(&table(
+        &["check", "value", "limit", "", "margin"],
+        &check_rows(r),
+        "lrrll",
+        "  ",
+    ));
+    let _ = writeln!(
+        out,
+        "\n{}: {}",
+        verdict_word(p.pass),
+        if p.pass {
+            "every check passes"
+        } else {
+            "see the fixes below"
+        }
+    );
+    if !r.fixes.is_empty() {
+        out.push_str("\nto fix\n");
+        for f in &r.fixes {
+            let _ = writeln!(out, "  - {f}");
+        }
+    }
+    if let Some(sensitivity) = &r.sensitivity {
+        out.push('\n');
+        out.push_str(&sensitivity_section(sensitivity));
+    }
+    out
+}
+
+/// The report's first lines: the plan's model, parameters, tokens and layout, and for a
+/// detailed plan its stack, its step and the stage that needs the most memory.
+fn header(p: &Plan) -> String {
+    let l = &p.layout;
+    let mut out = String::new();
+    let params = match p.active_params {
+        Some(active) => format!(
+            "{} parameters, {} active",
+            thousands(p.params),
+            thousands(active)
+        ),
+        None => format!("{} parameters", thousands(p.params)),
+    };
+    let _ = writeln!(
+        out,
+        "{} ({params}) on {} tokens ({}), {}\n",
+        p.model,
+        count(p.tokens as f64),
+        thousands(p.tokens),
+        l.describe()
+    );
+    if let Some(options) = &p.memory_model {
+        let _ = writeln!(
+            out,
+            "stack     {} (its kernels, overlaps and defaults; --stack to choose)",
+            options.stack
+        );
+    }
+    if let (Some(step), Some(stage)) = (&p.step, &p.worst_stage) {
+        let _ = writeln!(
+            out,
+            "step      {} × {} tokens a micro-batch, {} micro-batches a step ({} tokens), recompute {}, sequence parallel {}, TP overlap {}, {}",
+            step.micro_batch,
+            thousands(step.seq_len),
+            stage.micro_batches,
+            thousands(step.global_batch_tokens),
+            step.recompute.name(),
+            if step.sequence_parallel { "on" } else { "off" },
+            if step.tp_comm_overlap { "on" } else { "off" },
+            step.schedule
+        );
+        let _ = writeln!(
+            out,
+            "stage     the {} stage ({} of {}) needs the most: {} layers, {} micro-batches in flight\n",
+            stage.role,
+            stage.index + 1,
+            stage.of,
+            stage.layers,
+            general(stage.in_flight)
+        );
+    }
+    out
+}
+
+/// The memory table, and how Ψ, the parameters each GPU holds before ZeRO, is counted.
+fn memory_section(p: &Plan) -> String {
+    let l = &p.layout;
+    let mut out = String::from("memory per GPU\n");
+    out.push_str(&table(
+        &["component", "", "GB"],
+        &memory_rows(p),
+        "llr",
+        "  ",
+    ));
+    let psi = match (p.worst_stage.is_some(), p.active_params.is_some()) {
+        (true, _) => "the stage's parameters per TP rank",
+        (false, false) => "N / (TP·PP)",
+        (false, true) => "N_rest / (TP·PP) + N_experts / (EP·ETP·PP)",
+    };
+    let _ = writeln!(
+        out,
+        "  Ψ = {psi}, held by each GPU before ZeRO shards over DP"
+    );
+    if p.active_params.is_some() {
+        let _ = writeln!(
+            out,
+            "  the routed experts' share of Ψ is split over EP × ETP = {} × {} ranks, and ZeRO \
+             shards it over their {} copies (EDP)",
+            l.ep,
+            l.etp,
+            thousands(l.expert_dp())
+        );
+    }
+    out
+}
+
+/// The memory table of a plan: each component with how it is counted.
+fn memory_rows(p: &Plan) -> Vec<Vec<String>> {
+    let m = &p.memory_gb;
+    let row = |name: &str, how: String, gb: f64| vec![name.to_string(), how, fixed(gb, 2)];
+    // Ψ: the parameters this GPU holds before ZeRO; "/DP" where the stage shards the piece.
+    let zero = p.layout.zero;
+    let per = |bytes: u32, sharded: bool| {
+        if sharded {
+            format!("{bytes}Ψ/DP")
+        } else {
+            format!("{bytes}Ψ")
+        }
+    };
+    let mut rows = vec![row(
+        "weights",
+        format!("BF16, {}", per(2, zero.shards_weights())),
+        m.weights,
+    )];
+    let optimizer = format!(
+        "FP32 master + Adam m, v, {}",
+        per(12, zero.shards_optimizer())
+    );
+    match (&p.memory_model, &p.step, &p.worst_stage) {
+        (Some(options), Some(step), Some(stage)) => {
+            let (grad, bytes) = match options.gradients {
+                GradientPrecision::Bf16 => ("BF16", 2),
+                GradientPrecision::Fp32 => ("FP32", 4),
+            };
+            let gradients = format!("{grad}, {}", per(bytes, zero.shards_gradients()));
+            rows.push(row("gradients", gradients, m.gradients));
+            rows.push(row("optimizer", optimizer, m.optimizer));
+            let mb = if stage.in_flight == 1.0 {
+                "micro-batch"
+            } else {
+                "micro-batches"
+            };
+            rows.push(row(
+                "activations",
+                format!(
+                    "recompute {}, {} layers × {} {mb}",
+                    step.recompute.name(),
+                    stage.layers,
+                    general(stage.in_flight)
+                ),
+                m.activations,
+            ));
+            let loss = match options.loss {
+                LossPrecision::Fp32 => "FP32 log-probabilities, 4·s·b·V/TP",
+                LossPrecision::Bf16 => "BF16 log-probabilities, 2·s·b·V/TP",
+            };
+            rows.push(row("logits", loss.into(), m.logits.unwrap_or(0.0)));
+            rows.push(row(
+                "transient",
+                "backward working set or loss peak".into(),
+                m.transient.unwrap_or(0.0),
+            ));
+            // With TP overlap on Transformer Engine, its userbuffers are in the reserve's figure.
+            let buffers =
+                crate::cost::memory::buffers::holds_userbuffers(options.stack, step, &p.layout);
+            rows.push(row(
+                "reserve",
+                format!(
+                    "{} GB + {} % fragmentation{}",
+                    general(options.reserve_gb),
+                    general(options.fragmentation * 100.0),
+                    if buffers { " + TE userbuffers" } else { "" }
+                ),
+                m.reserve.unwrap_or(0.0),
+            ));
+        }
+        _ => {
+            let gradients = format!("BF16, {}", per(2, zero.shards_gradients()));
+            rows.push(row("gradients", gradients, m.gradients));
+            rows.push(row("optimizer", optimizer, m.optimizer));
+            rows.push(row("activations", "2·s·h·⌈L/PP⌉/TP".into(), m.activations));
+        }
+    }
+    rows.push(row("total", String::new(), m.total));
+    rows
+}
+
+/// The checks' rows: memory, days and loss, and cost where the brief limits it, each with its
+/// value, its limit, its verdict and its margin.
+fn check_rows(r: &CheckReport) -> Vec<Vec<String>> {
+    let p = &r.plan;
+    let m = &p.memory_gb;
+    let margin = |x: f64, unit: &str, decimals: usize| {
+        if x >= 0.0 {
+            format!("{}{unit} to spare", fixed(x, decimals))
+        } else {
+            format!("{}{unit} over", fixed(-x, decimals))
+        }
+    };
+    let mut check_rows = vec![
+        vec![
+            "memory".into(),
+            format!("{} GB", fixed(m.total, 2)),
+            format!("≤ {} GB", r.brief.memory_cap_gb),
+            verdict_word(p.checks.memory).into(),
+            margin(p.margins.memory_gb, " GB", 2),
+        ],
+        vec![
+            "days".into(),
+            fixed(p.days, 3),
+            format!("≤ {}", r.brief.max_days),
+            verdict_word(p.checks.days).into(),
+            margin(p.margins.days, " days", 3),
+        ],
+        vec![
+            "loss".into(),
+            fixed(p.loss, 4),
+            format!("≤ {}", r.brief.loss_target),
+            verdict_word(p.checks.loss).into(),
+            margin(p.margins.loss, "", 4),
+        ],
+    ];
+    if let (Some(pass), Some(limit), Some(c), Some(short)) = (
+        p.checks.cost,
+        r.brief.max_cost,
+        p.spend.and_then(|s| s.cost),
+        p.margins.cost,
+    ) {
+        check_rows.push(vec![
+            "cost".into(),
+            money(c),
+            format!("≤ {}", money(limit)),
+            verdict_word(pass).into(),
+            if short >= 0.0 {
+                format!("{} to spare", money(short))
+            } else {
+                format!("{} over", money(-short))
+            },
+        ]);
+    }
+    check_rows
+}
+
+/// Where a step's seconds go and what the run needs, under the detailed time model.
+fn time_section(p: &Plan, brief: &Brief) -> Option<String> {
+    let (b, seconds) = (p.breakdown?, p.step_seconds?);
+    let (failures, mfu) = (p.failures?, p.mfu?);
+    let share = |x: f64| format!("{} %", fixed(100.0 * x / seconds, 1));
+    let fp8 = p.step.is_some_and(|s| s.precision.is_fp8());
+    let optimizer = if fp8 {
+        "AdamW step and FP8 weight casts, HBM-bound"
+    } else {
+        "AdamW step, HBM-bound"
+    };
+    let rows: Vec<Vec<String>> = [
+        ("compute", "forward, backward, recomputation", b.compute),
+        ("tp_comm", "tensor-parallel collectives, NVLink", b.tp_comm),
+        ("cp_comm", "context-parallel K and V, exposed", b.cp_comm),
+        ("pp_comm", "pipeline sends", b.pp_comm),
+        ("dp_comm", "data-parallel collectives, exposed", b.dp_comm),
+        (
+            "ep_comm",
+            "expert all-to-alls and gathers, exposed",
+            b.ep_comm,
+        ),
+        ("bubble", "pipeline fill and drain", b.bubble),
+        ("optimizer", optimizer, b.optimizer),
+        ("step", "", seconds),
+    ]
+    .iter()
+    .filter(|(name, ..)| *name != "cp_comm" || p.layout.cp > 1)
+    .filter(|(name, ..)| *name != "ep_comm" || p.active_params.is_some())
+    .map(|(name, how, s)| vec![name.to_string(), how.to_string(), fixed(*s, 3), share(*s)])
+    .collect();
+    let mut out = String::from("\ntime per step\n");
+    out.push_str(&table(
+        &["part", "", "seconds", "share"],
+        &rows,
+        "llrr",
+        "  ",
+    ));
+    let fp8_peak = if fp8 && brief.fp8_tflops > 0.0 {
+        format!(
+            " against the BF16 peak ({} % of the {} TFLOP/s FP8 peak)",
+            fixed(100.0 * mfu * brief.peak_tflops / brief.fp8_tflops, 1),
+            general(brief.fp8_tflops)
+        )
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        out,
+        "  {} tokens/s; MFU {} % derived{fp8_peak} (the brief assumes {} %), HFU {} %",
+        thousands(p.tokens_per_second.unwrap_or(0.0).round() as u64),
+        fixed(100.0 * mfu, 1),
+        general(100.0 * brief.mfu),
+        fixed(100.0 * p.hfu.unwrap_or(0.0), 1)
+    );
+    let failing = match (failures.checkpoint_interval_minutes, failures.mtbf_hours) {
+        (Some(interval), Some(mtbf)) => format!(
+            "a checkpoint every {} min ({} s to write), MTBF {} h, {} failures expected",
+            fixed(interval, 1),
+            fixed(failures.checkpoint_seconds, 1),
+            fixed(mtbf, 1),
+            fixed(failures.expected_failures, 0)
+        ),
+        _ => "no failures expected".to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "  {} days of compute; {failing}, goodput {} %: {} days (6ND at the assumed MFU: {})",
+        fixed(p.compute_days.unwrap_or(0.0), 2),
+        fixed(100.0 * failures.goodput, 1),
+        fixed(p.days, 2),
+        fixed(p.days_plate.unwrap_or(0.0), 2)
+    );
+    Some(out)
+}
+
+/// A plan's spend in one line: GPU-hours, cost, energy, emissions, as far as the brief allows.
+fn spent_line(p: &Plan, b: &Brief) -> Option<String> {
+    let s = p.spend.as_ref()?;
+    let mut parts = vec![format!(
+        "{} GPU-hours ({} GPUs × {} days)",
+        fixed(s.gpu_hours, 0),
+        thousands(p.layout.gpus()),
+        fixed(p.days, 2)
+    )];
+    if let (Some(c), Some(price)) = (s.cost, b.spend.price_per_gpu_hour) {
+        parts.push(format!("cost {} at {} a GPU-hour", money(c), money(price)));
+    }
+    if let Some(e) = s.energy_mwh {
+        parts.push(format!("{} MWh", fixed(e, 1)));
+    }
+    if let Some(t) = s.emissions_t {
+        parts.push(format!("{} t CO2e", fixed(t, 1)));
+    }
+    Some(format!(
+        "
+spend
+  {}
+",
+        parts.join("; ")
+    ))
+}

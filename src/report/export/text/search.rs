@@ -1,0 +1,475 @@
+//! The search report: the brief and its budget, each shape's verdict (with its facets and its
+//! best plan under the detailed model), the best shapes, the ranked plans, the front and the
+//! sensitivity.
+
+use std::fmt::Write;
+use std::io;
+
+use super::brief::brief_lines;
+use super::front;
+use super::plan_table::{step_text, write_plan_table};
+use super::sensitivity::search_sensitivity_section;
+use super::table::table;
+use crate::brief::Brief;
+use crate::error::Result;
+use crate::format::{count, fixed, general, plural, sci, thousands};
+use crate::plan::verdict::ShapeVerdict;
+use crate::plan::Plan;
+use crate::report::output::written;
+use crate::search::rank::Distinct;
+use crate::search::{Ranked, SearchReport};
+
+/// A whole search written to `sink`: the brief, the budget, the verdict per shape, the ranked
+/// `plans` as a table written row by row, the front and the sensitivity.
+pub(super) fn write(r: &SearchReport, plans: &dyn Ranked, sink: &mut dyn io::Write) -> Result<()> {
+    let mut out = brief_lines(&r.brief);
+    out.push_str(&budget_lines(r));
+    out.push_str(&shapes_section(r));
+    out.push_str(&ranked_heading(r, plans));
+    written(sink.write_all(out.as_bytes()))?;
+    if plans.count() > 0 {
+        written(write_plan_table(plans, sink))?;
+    }
+    let mut out = front::summary(r);
+    if let Some(sensitivity) = &r.sensitivity {
+        out.push_str(&search_sensitivity_section(sensitivity, r.plans.first()));
+    }
+    written(sink.write_all(out.as_bytes()))
+}
+
+/// The search's budget in FLOPs, and the compute-optimal split of it.
+fn budget_lines(r: &SearchReport) -> String {
+    let mut out = String::new();
+    let b = &r.brief;
+    let days = b.binding_cost_limit().map_or("days".into(), |(_, days)| {
+        format!("{} days (the cost limit's)", fixed(days, 1))
+    });
+    let _ = writeln!(
+        out,
+        "budget    {} FLOPs (GPUs × peak × MFU × {days} × 86,400)",
+        sci(r.budget_flops)
+    );
+    let opt = &r.compute_optimal;
+    // Under a law with expert terms the split is a dense model's, its one-expert case.
+    let which = if b.loss_law.experts.is_some() {
+        "compute-optimal dense model for the budget"
+    } else {
+        "compute-optimal for the budget"
+    };
+    let _ = writeln!(
+        out,
+        "optimum   {} parameters on {} tokens, loss {} ({which})\n",
+        count(opt.params as f64),
+        count(opt.tokens as f64),
+        fixed(opt.loss, 4)
+    );
+    out
+}
+
+/// Each shape's verdict: a table of the shapes (the presets alone, and a count of the rest,
+/// when a family has many), how the law grades mixtures of experts, the configurations rules
+/// left out, the facets, each shape's best plan under the detailed model and the best shapes.
+fn shapes_section(r: &SearchReport) -> String {
+    let mut out = String::from("shapes\n");
+    // A family can hold thousands of shapes: list the presets, count the rest, and show
+    // the best shapes found.
+    let many = r.shapes.len() > MAX_SHAPE_ROWS;
+    let listed: Vec<&ShapeVerdict> = r
+        .shapes
+        .iter()
+        .filter(|v| !many || is_preset(&v.model))
+        .collect();
+    let shape_rows: Vec<Vec<String>> = listed
+        .iter()
+        .map(|v| {
+            let what = match (v.token_window, v.days_window, &v.reason) {
+                (Some([lo, hi]), Some([dlo, dhi]), _) => format!(
+                    "passes on {} – {} tokens ({} – {} days)",
+                    count(lo as f64),
+                    count(hi as f64),
+                    fixed(dlo, 1),
+                    fixed(dhi, 1)
+                ),
+                (_, _, Some(reason)) => format!("never passes: {reason}"),
+                _ => "never passes".into(),
+            };
+            let params = match v.active_params {
+                Some(active) => format!(
+                    "{} ({} active)",
+                    count(v.params as f64),
+                    count(active as f64)
+                ),
+                None => count(v.params as f64),
+            };
+            vec![v.model.clone(), params, what]
+        })
+        .collect();
+    out.push_str(&table(
+        &["model", "params", "verdict"],
+        &shape_rows,
+        "lrl",
+        "  ",
+    ));
+    if let Some(line) = law_note(r) {
+        out.push_str(&line);
+    }
+    for v in &listed {
+        for e in &v.excluded {
+            let _ = writeln!(
+                out,
+                "  {}: {} left out by {}, for example: {}",
+                v.model,
+                plural(e.count, "configuration"),
+                e.rule,
+                e.example
+            );
+        }
+    }
+    for v in &listed {
+        out.push_str(&facet_lines(v, &r.brief));
+    }
+    if many {
+        let rest = r.shapes.len() - listed.len();
+        let passing = r
+            .shapes
+            .iter()
+            .filter(|v| !is_preset(&v.model) && v.token_window.is_some())
+            .count();
+        let _ = writeln!(
+            out,
+            "  and {} family shapes, of which {} can pass",
+            thousands(rest as u64),
+            thousands(passing as u64)
+        );
+    }
+    out.push_str(&runnable_lines(&r.brief, &listed));
+    if r.shapes.iter().any(|v| !is_preset(&v.model)) {
+        out.push_str(&best_shapes(r));
+    }
+    out
+}
+
+/// The line above the plan table: how many plans it shows, of how many, ranked by what.
+fn ranked_heading(r: &SearchReport, plans: &dyn Ranked) -> String {
+    let mut out = String::from("\n");
+    if r.exact {
+        let _ = writeln!(
+            out,
+            "top {} by {} over every whole token count in the windows (on the grid: {} passing of {} graded on {})",
+            plural(plans.count(), "plan"),
+            r.rank.name(),
+            thousands(r.passing),
+            plural(r.evaluated, "candidate"),
+            plural(r.grid.len(), "token count")
+        );
+    } else {
+        let shown = if plans.count() == r.choices {
+            format!("all {}", thousands(r.choices))
+        } else {
+            format!("top {} of {}", plans.count(), thousands(r.choices))
+        };
+        let what = match r.distinct {
+            Distinct::Plan => {
+                format!("passing {}", if r.passing == 1 { "plan" } else { "plans" })
+            }
+            Distinct::Layout => format!(
+                "passing layouts and steps, each at its best token count, of {} passing plans,",
+                thousands(r.passing)
+            ),
+            Distinct::Shape => format!(
+                "passing shapes, each at its best plan, of {} passing plans,",
+                thousands(r.passing)
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "{shown} {what} by {} ({} graded on {})",
+            r.rank.name(),
+            plural(r.evaluated, "candidate"),
+            plural(r.grid.len(), "token count")
+        );
+    }
+    out
+}
+
+/// How the brief's law grades the mixtures of experts of a search, when there are any: by its
+/// expert terms, or, under a law fitted on dense models, as dense models of their active
+/// parameters (an upper bound on their loss; [`crate::plan::limits::law_size`]).
+fn law_note(r: &SearchReport) -> Option<String> {
+    let moe = r
+        .shapes
+        .iter()
+        .filter(|v| v.active_params.is_some())
+        .count();
+    if moe == 0 {
+        return None;
+    }
+    let dense = r.shapes.len() - moe;
+    let with = if dense > 0 {
+        "dense and MoE shapes graded together"
+    } else {
+        "MoE shapes graded"
+    };
+    Some(match r.brief.loss_law.experts {
+        Some(_) => format!(
+            "  {with} by one law in active parameters and experts (Ê of total over active expert width; a dense model is its one-expert case)\n"
+        ),
+        None => format!(
+            "  {with} by a law fitted on dense models: each MoE as a dense model of its active parameters, an upper bound on its loss; --loss-law ludziejewski grades its experts\n"
+        ),
+    })
+}
+
+/// A shape's verdict at each context-parallel degree and precision searched (when more than
+/// one was): why a degree never passes, and what one precision buys over another, from the
+/// fastest configuration that fits at each.
+fn facet_lines(v: &ShapeVerdict, brief: &Brief) -> String {
+    let mut out = String::new();
+    if v.min_tokens_for_loss.is_none() {
+        // No configuration reaches the loss: the facets add nothing to the verdict.
+        return out;
+    }
+    // A CP degree's lines are shown when the degrees disagree (some pass, some never do): they
+    // say why the others fail. A precision's always: they say what it buys.
+    let shown = |dimension: &str| {
+        let of = || v.facets.iter().filter(move |f| f.dimension == dimension);
+        dimension == "precision"
+            || (of().any(|f| f.token_window.is_some()) && of().any(|f| f.token_window.is_none()))
+    };
+    let mut last_dimension = "";
+    for f in v.facets.iter().filter(|f| shown(&f.dimension)) {
+        if f.dimension != last_dimension {
+            last_dimension = &f.dimension;
+            let what = if f.dimension == "cp" {
+                "context-parallel degree"
+            } else {
+                "precision"
+            };
+            let _ = writeln!(
+                out,
+                "  {} by {what}, each at its fastest configuration that fits:",
+                v.model
+            );
+        }
+        let label = if f.dimension == "cp" {
+            format!("CP {}", f.value)
+        } else {
+            f.value.clone()
+        };
+        let verdict = match (f.token_window, &f.reason) {
+            (Some([lo, hi]), _) => {
+                format!(
+                    "passes on {} – {} tokens",
+                    count(lo as f64),
+                    count(hi as f64)
+                )
+            }
+            (_, Some(reason)) => format!("never passes: {reason}"),
+            _ => "never passes".into(),
+        };
+        let fastest = match (f.fastest_layout, f.fastest_step) {
+            (Some(l), Some(s)) => {
+                let per_step = s
+                    .micro_batch
+                    .saturating_mul(s.seq_len)
+                    .saturating_mul(l.dp)
+                    .max(1);
+                let m = s.global_batch_tokens / per_step;
+                format!(
+                    "; fastest {}, {}, {} micro-batch{} a step",
+                    l.describe(),
+                    step_text(&s),
+                    thousands(m),
+                    if m == 1 { "" } else { "es" }
+                )
+            }
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "    {label}: {verdict}{fastest} ({} of {} fit)",
+            count(f.fitting as f64),
+            plural(f.configurations, "configuration")
+        );
+    }
+    // What each precision buys over BF16: the tokens its fastest fitting configuration trains
+    // in the day limit, the ratio of the paces.
+    let bf16 = v
+        .facets
+        .iter()
+        .find(|f| f.dimension == "precision" && f.value == "bf16");
+    let bf16 = bf16.and_then(|f| Some((f.days_per_token?, f.max_tokens_in_time)));
+    for f in v
+        .facets
+        .iter()
+        .filter(|f| f.dimension == "precision" && f.value != "bf16")
+    {
+        if let (Some((base, base_tokens)), Some(k)) = (bf16, f.days_per_token) {
+            let _ = writeln!(
+                out,
+                "    {} over bf16: {}× the pace, at most {} tokens in {} days against {}",
+                f.value,
+                fixed(base / k, 2),
+                count(f.max_tokens_in_time as f64),
+                fixed(brief.max_days, 1),
+                count(base_tokens as f64)
+            );
+        }
+    }
+    out
+}
+
+/// Each listed shape's best plate plan under the detailed model (the default stack, check's
+/// default step): what the plate's assumed MFU hides, as `check --memory detailed --time
+/// detailed` would grade it. Empty when no listed shape has a plate plan.
+fn runnable_lines(brief: &Brief, shapes: &[&ShapeVerdict]) -> String {
+    let rows: Vec<Vec<String>> = shapes
+        .iter()
+        .filter_map(|v| {
+            let p = v.best_plan.as_ref()?;
+            let r = p.runnable.as_ref()?;
+            let l = &p.layout;
+            let layout = l.describe();
+            let (Some(days), Some(mfu), Some(memory)) = (r.days, r.mfu, r.memory_gb) else {
+                let why = r.refused.clone().unwrap_or_default();
+                return Some(vec![
+                    p.model.clone(),
+                    layout,
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    format!("not graded: {why}"),
+                ]);
+            };
+            let verdict = match (r.fits, days <= brief.max_days, days <= brief.days_limit()) {
+                (true, true, true) => "fits, in time".to_string(),
+                (true, true, false) => "fits, over the cost limit".to_string(),
+                (true, false, _) => format!("fits, {} days over", fixed(days - brief.max_days, 1)),
+                (false, _, _) => format!("over the {} GB cap", general(brief.memory_cap_gb)),
+            };
+            Some(vec![
+                p.model.clone(),
+                layout,
+                fixed(days, 2),
+                format!("{} %", fixed(100.0 * mfu, 1)),
+                fixed(memory, 2),
+                verdict,
+            ])
+        })
+        .collect();
+    let Some(stack) = shapes
+        .iter()
+        .find_map(|v| Some(v.best_plan.as_ref()?.runnable.as_ref()?.stack))
+    else {
+        return String::new();
+    };
+    let mut out = format!(
+        "\nbest plans under the detailed model ({} stack, b1 full recompute, the batch nearest {} tokens; the plate assumes {} % MFU)\n",
+        stack.name(),
+        count(brief.batch_target_tokens as f64),
+        general(brief.mfu * 100.0)
+    );
+    out.push_str(&table(
+        &[
+            "model",
+            "layout",
+            "days",
+            "MFU",
+            "GB/GPU",
+            "detailed verdict",
+        ],
+        &rows,
+        "llrrrl",
+        "  ",
+    ));
+    out
+}
+
+/// Shapes listed one by one in a search report; beyond this only the presets are.
+const MAX_SHAPE_ROWS: usize = 12;
+
+/// Whether `model` names one of the published presets.
+fn is_preset(model: &str) -> bool {
+    crate::model::presets().iter().any(|p| p.name == model)
+}
+
+/// The shapes whose best plans rank highest, the best preset's, and the compute-optimal size
+/// to compare them with.
+fn best_shapes(r: &SearchReport) -> String {
+    let rank = r.rank;
+    let mut best: Vec<&Plan> = r
+        .shapes
+        .iter()
+        .filter_map(|v| v.best_plan.as_ref())
+        .collect();
+    let key = |p: &Plan| match rank {
+        crate::search::rank::Rank::Loss => (p.loss, p.days),
+        crate::search::rank::Rank::Days | crate::search::rank::Rank::Cost => (p.days, p.loss),
+        crate::search::rank::Rank::Memory => (p.memory_gb.total, p.loss),
+    };
+    best.sort_by(|a, b| {
+        key(a)
+            .0
+            .total_cmp(&key(b).0)
+            .then(key(a).1.total_cmp(&key(b).1))
+    });
+    let mut out = format!("\nbest shapes by {} (each at its best plan)\n", rank.name());
+    let rows: Vec<Vec<String>> = best
+        .iter()
+        .take(10)
+        .map(|p| {
+            let preset = if is_preset(&p.model) { "preset" } else { "" };
+            vec![
+                p.model.clone(),
+                count(p.params as f64),
+                count(p.tokens as f64),
+                format!(
+                    "TP {} × PP {}{}, ZeRO {}",
+                    p.layout.tp,
+                    p.layout.pp,
+                    match (p.layout.ep, p.layout.etp) {
+                        (1, etp) if etp == p.layout.tp => String::new(),
+                        (ep, etp) if etp == p.layout.tp => format!(" × EP {ep}"),
+                        (ep, etp) => format!(" × EP {ep} (ETP {etp})"),
+                    },
+                    p.layout.zero
+                ),
+                fixed(p.days, 2),
+                fixed(p.loss, 5),
+                preset.to_string(),
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        &["model", "params", "tokens", "layout", "days", "loss", ""],
+        &rows,
+        "lrrlrrl",
+        "  ",
+    ));
+    let preset = best.iter().find(|p| is_preset(&p.model));
+    if let Some(p) = preset {
+        let place = best.iter().position(|q| std::ptr::eq(*q, *p)).unwrap_or(0) + 1;
+        let _ = writeln!(
+            out,
+            "  the best preset, {}, comes {}: loss {}, {} days; the compute-optimal size is {}",
+            p.model,
+            ordinal(place),
+            fixed(p.loss, 5),
+            fixed(p.days, 2),
+            count(r.compute_optimal.params as f64)
+        );
+    }
+    out
+}
+
+/// 1st, 2nd, 3rd, 4th, …
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (1, 11) | (2, 12) | (3, 13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{}{suffix}", thousands(n as u64))
+}
