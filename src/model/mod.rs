@@ -4,10 +4,14 @@
 //!
 //! Uses only the ground floor (`error`, `format`, `units`); every other part may use it.
 
+mod architecture;
 mod experts;
 pub mod family;
 pub mod layout;
+mod presets;
 mod shape;
 
+pub use architecture::*;
 pub use experts::*;
+pub use presets::*;
 pub use shape::*;

@@ -1,54 +1,13 @@
-//! `trainplan serve`: the plate in a browser. One self-contained page (embedded in the binary:
-//! no CDN, no build step) and a small JSON API over the library, whose plan objects are the
-//! command line's JSON contract:
-//!
-//! - `GET /` — the workshop page.
-//! - `GET /api/presets` — the models, the GPU presets and the default brief.
-//! - `POST /api/check` — grade one design: `{"model", "tokens", "tp", "pp", "zero", "brief"}`
-//!   gives exactly what `trainplan check --json` prints for the same design; with
-//!   `"sensitivity": true`, what `check --json --sensitivity` prints; with a `"stack"`, under
-//!   the detailed models, where `"cp"`, `"replicate"` and `"precision"` may be given too.
-//! - `POST /api/search` — the best passing plans and the Pareto front:
-//!   `{"models", "top", "rank", "brief"}` gives `{"search": …, "front": …}`, the documents of
-//!   `search --json` and `search --pareto`; with a `"stack"`, the detailed search, over the
-//!   lists `"cp"`, `"replicate"` and `"precisions"` when given.
-//! - `POST /api/export` — a design and a `format` (`megatron`, `deepspeed`, `torchtitan`)
-//!   gives the launcher configuration `trainplan export` writes.
-//!
-//! Safe by default: bound to loopback unless told otherwise, and then answering only requests
-//! addressed to this machine's own names for it (no DNS rebinding); bodies JSON
-//! (`application/json`, so other sites' pages cannot post without a preflight that is never
-//! granted) of at most [`MAX_BODY`] bytes; every field checked by the same rules as the command line, unknown fields refused,
-//! errors one line as `{"error": …}` with status 400; searches bounded in size (at most
-//! [`MAX_MODELS`] models and [`MAX_TOP`] plans, the default token grid, the plate models) and
-//! in time ([`SEARCH_TIMEOUT`]), at most [`MAX_SEARCHES`] at once.
-//!
-//! Slow requests are not waited on for ever. A request head (the request line and the
-//! headers) must arrive within [`HEADER_TIMEOUT`] of the connection opening, or of the last
-//! answer on a kept-alive connection: past it, a head begun is answered with status 408 and
-//! the one-line error, and the connection is closed (an idle connection is closed without a
-//! word). A body must arrive within [`BODY_TIMEOUT`] of the handler starting to read it, or
-//! it is answered with status 408 and the one-line error, and the connection is closed. Both
-//! are [`Limits`], far past anything a person at the page waits for.
+//! The JSON API: what each route takes, grades and answers (`/api/check`, `/api/export`,
+//! `/api/search`, `/api/presets`), the search bounded in size and in time.
 
-use std::future::Future;
-use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
-use std::time::Duration;
 
-use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
 use serde::Deserialize;
 use serde_json::json;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::sync::Semaphore;
 
 use crate::brief::gpu::PRESETS;
 use crate::brief::{Brief, BriefPatch};
@@ -60,7 +19,6 @@ use crate::cost::step::stack::Stack;
 use crate::cost::step::Step;
 use crate::cost::step_time::options::TimeOptions;
 use crate::error::{Error, Result};
-use crate::input::parse_json;
 use crate::model::layout::{Degrees, Layout, ZeroStage};
 use crate::model::{self, Shape};
 use crate::plan::check::{check, CheckReport};
@@ -70,60 +28,8 @@ use crate::search::progress::Silent;
 use crate::search::rank::{Distinct, Rank};
 use crate::search::{search, searchable_precision, MemorySpace, ParallelSpace, SearchOptions};
 
-/// The page, with its styles and script inline.
-const PAGE: &str = include_str!("../assets/workshop.html");
-/// Largest request body, bytes.
-pub const MAX_BODY: usize = 64 * 1024;
-/// Most models one search may name.
-pub const MAX_MODELS: usize = 16;
-/// Most plans one search may list.
-pub const MAX_TOP: usize = 100;
-/// Longest a search may run before the request is answered with an error.
-pub const SEARCH_TIMEOUT: Duration = Duration::from_secs(10);
-/// Most searches running at once; more are refused with status 429.
-pub const MAX_SEARCHES: usize = 2;
-/// Longest a request head may take to arrive (from the connection opening, or from the last
-/// answer on a kept-alive connection); past it the connection is closed.
-pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
-/// Longest a request body may take to arrive once its handler reads it; past it the request
-/// is answered with status 408.
-pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// How much a server takes on: searches at once and how long each may run, and how long it
-/// waits for a request to arrive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// Searches running at once; more are refused with status 429.
-    pub searches: usize,
-    /// Longest a search may run before the request is answered with status 503.
-    pub timeout: Duration,
-    /// Longest a request head may take to arrive before the connection is closed (a head
-    /// begun is first answered with status 408). Only [`serve_on`] times heads: a bare
-    /// [`router_with`] never sees a request before its head has arrived.
-    pub header_timeout: Duration,
-    /// Longest a request body may take to arrive before the request is answered with status
-    /// 408.
-    pub body_timeout: Duration,
-}
-
-impl Default for Limits {
-    /// [`MAX_SEARCHES`] at once, each within [`SEARCH_TIMEOUT`]; heads within
-    /// [`HEADER_TIMEOUT`], bodies within [`BODY_TIMEOUT`].
-    fn default() -> Self {
-        Limits {
-            searches: MAX_SEARCHES,
-            timeout: SEARCH_TIMEOUT,
-            header_timeout: HEADER_TIMEOUT,
-            body_timeout: BODY_TIMEOUT,
-        }
-    }
-}
-
-/// The searches running, against the server's limits (which the other handlers read too).
-struct Searches {
-    permits: Arc<Semaphore>,
-    limits: Limits,
-}
+use super::body::{answer, failure, parse, seconds, JsonBody};
+use super::limits::{Searches, MAX_MODELS, MAX_TOP};
 
 /// A design as the page sends it.
 #[derive(Debug, Deserialize)]
@@ -430,169 +336,13 @@ pub fn api_presets() -> Result<String> {
         .map_err(|e| Error::invalid("presets", "JSON", e.to_string()))
 }
 
-/// A request body as `T`: UTF-8 JSON, errors naming the field's path.
-fn parse<T: serde::de::DeserializeOwned>(body: &[u8], kind: &str) -> Result<T> {
-    let text = std::str::from_utf8(body)
-        .map_err(|_| Error::invalid("body", "bytes that are not UTF-8", "UTF-8 JSON"))?;
-    parse_json(text, std::path::Path::new("request"), kind)
-}
-
-/// A JSON answer, or the error as `{"error": …}` with status 400.
-fn answer(result: Result<String>) -> Response {
-    match result {
-        Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
-        Err(e) => failure(StatusCode::BAD_REQUEST, &e.to_string()),
-    }
-}
-
-/// An error as one line of JSON, `{"error": …}`, with `status`.
-fn failure(status: StatusCode, message: &str) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        error_line(message),
-    )
-        .into_response()
-}
-
-/// The body of an error answer: `{"error": …}` and a line break.
-fn error_line(message: &str) -> String {
-    format!("{}\n", json!({ "error": message }))
-}
-
-/// A duration in seconds, as errors give it.
-fn seconds(duration: Duration) -> String {
-    crate::format::general(duration.as_secs_f64())
-}
-
-/// A request body, read only if it is JSON, within [`MAX_BODY`] and arrived within the
-/// limits' body time; else the error to answer (415, 413, 408 or 400).
-struct JsonBody(Bytes);
-
-impl FromRequest<Arc<Searches>> for JsonBody {
-    type Rejection = Response;
-
-    async fn from_request(
-        request: Request,
-        state: &Arc<Searches>,
-    ) -> std::result::Result<Self, Response> {
-        let json = request
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| {
-                v.split(';')
-                    .next()
-                    .is_some_and(|t| t.trim().eq_ignore_ascii_case("application/json"))
-            });
-        if !json {
-            // Also what keeps other sites' pages from posting here: a cross-site request with
-            // this type needs a preflight, which this server never grants.
-            return Err(failure(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "a request body of type application/json",
-            ));
-        }
-        let limit = state.limits.body_timeout;
-        match tokio::time::timeout(limit, Bytes::from_request(request, state)).await {
-            Ok(Ok(bytes)) => Ok(JsonBody(bytes)),
-            Ok(Err(rejection)) => Err(failure(rejection.status(), &rejection.body_text())),
-            Err(_) => {
-                let mut response = failure(
-                    StatusCode::REQUEST_TIMEOUT,
-                    &format!(
-                        "the request body did not arrive within {} s",
-                        seconds(limit)
-                    ),
-                );
-                // The rest of the body may still come: the connection cannot carry another
-                // request.
-                response
-                    .headers_mut()
-                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
-                Err(response)
-            }
-        }
-    }
-}
-
-/// The router: the page and the API, over the shared search limiter; requests whose `Host`
-/// is not one of `hosts` are refused (none: any), which stops another site's page from
-/// reaching a loopback server by rebinding its DNS name to 127.0.0.1.
-pub fn router(hosts: Option<Vec<String>>) -> Router {
-    router_with(hosts, Limits::default())
-}
-
-/// [`router`] with other limits on searching.
-pub fn router_with(hosts: Option<Vec<String>>, limits: Limits) -> Router {
-    let searches = Arc::new(Searches {
-        permits: Arc::new(Semaphore::new(limits.searches)),
-        limits,
-    });
-    let hosts = Arc::new(hosts);
-    Router::new()
-        .route(
-            "/",
-            get(|| async { ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], PAGE) }),
-        )
-        .route("/api/presets", get(|| async { answer(api_presets()) }))
-        .route(
-            "/api/check",
-            post(|JsonBody(b): JsonBody| async move { answer(api_check(&b)) }),
-        )
-        .route(
-            "/api/export",
-            post(|JsonBody(b): JsonBody| async move {
-                match api_export(&b) {
-                    Ok((text, media)) => ([(header::CONTENT_TYPE, media)], text).into_response(),
-                    Err(e) => failure(StatusCode::BAD_REQUEST, &e.to_string()),
-                }
-            }),
-        )
-        .route("/api/search", post(run_search))
-        .method_not_allowed_fallback(|| async {
-            failure(
-                StatusCode::METHOD_NOT_ALLOWED,
-                "GET / and /api/presets; POST the other /api/ routes",
-            )
-        })
-        .fallback(|| async {
-            failure(StatusCode::NOT_FOUND, "no such page: try / or /api/presets")
-        })
-        .layer(DefaultBodyLimit::max(MAX_BODY))
-        .layer(axum::middleware::from_fn(
-            move |request: Request, next: Next| {
-                let hosts = Arc::clone(&hosts);
-                async move {
-                    let host = request
-                        .headers()
-                        .get(header::HOST)
-                        .and_then(|h| h.to_str().ok())
-                        .unwrap_or("");
-                    // Host names are case-insensitive; the port, digits, is compared exactly
-                    // all the same.
-                    match hosts.as_ref() {
-                        Some(allowed) if !allowed.iter().any(|a| a.eq_ignore_ascii_case(host)) => {
-                            failure(
-                                StatusCode::FORBIDDEN,
-                                &format!(
-                                    "this server answers requests for {} only",
-                                    allowed.join(", ")
-                                ),
-                            )
-                        }
-                        _ => next.run(request).await,
-                    }
-                }
-            },
-        ))
-        .with_state(searches)
-}
-
 /// A search on a blocking thread, at most so many at once, answered within the limits' time
 /// (status 429 past the first, 503 past the second; a search past its time still runs to its
 /// end on its thread, holding its place among those at once).
-async fn run_search(State(searches): State<Arc<Searches>>, JsonBody(body): JsonBody) -> Response {
+pub(super) async fn run_search(
+    State(searches): State<Arc<Searches>>,
+    JsonBody(body): JsonBody,
+) -> Response {
     let limits = searches.limits;
     let Ok(permit) = Arc::clone(&searches.permits).try_acquire_owned() else {
         return failure(
@@ -620,256 +370,15 @@ async fn run_search(State(searches): State<Arc<Searches>>, JsonBody(body): JsonB
     }
 }
 
-/// Serves on `address` until Ctrl-C; `ready` is told the address bound (port 0 picks one).
-pub fn serve(address: SocketAddr, ready: impl FnOnce(SocketAddr)) -> Result<()> {
-    let io = |source: std::io::Error| Error::Io {
-        action: "serve on",
-        path: address.to_string().into(),
-        source,
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(io)?;
-    runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(address).await.map_err(io)?;
-        ready(listener.local_addr().map_err(io)?);
-        serve_on(listener, Limits::default(), async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await
-        .map_err(io)
-    })
-}
-
-/// Serves [`router_with`] `limits` on `listener` until `shutdown` completes, request heads
-/// timed by the limits. On loopback it answers only requests for this machine's own names for
-/// it (`127.0.0.1`, `localhost`, `[::1]`, with the port bound); elsewhere the user chose to
-/// expose the server, under whatever name reaches it.
-pub async fn serve_on(
-    listener: tokio::net::TcpListener,
-    limits: Limits,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    let bound = listener.local_addr()?;
-    let hosts = bound.ip().is_loopback().then(|| {
-        let port = bound.port();
-        vec![
-            format!("127.0.0.1:{port}"),
-            format!("localhost:{port}"),
-            format!("[::1]:{port}"),
-        ]
-    });
-    let listener = TimedListener {
-        listener,
-        timeout: limits.header_timeout,
-    };
-    axum::serve(listener, router_with(hosts, limits))
-        .with_graceful_shutdown(shutdown)
-        .await
-}
-
-/// A TCP listener whose connections time the arrival of request heads.
-///
-/// `axum::serve` offers no header timeout (hyper's needs a timer, which it does not set), so
-/// the connection does it: it watches the bytes read for the blank line that ends a head,
-/// and while a head is awaited, a read past the deadline fails, which ends the connection.
-struct TimedListener {
-    listener: tokio::net::TcpListener,
-    timeout: Duration,
-}
-
-impl axum::serve::Listener for TimedListener {
-    type Io = TimedStream;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (TimedStream, SocketAddr) {
-        // The TCP listener's own accept, which retries past failed connections.
-        let (stream, address) = axum::serve::Listener::accept(&mut self.listener).await;
-        let stream = TimedStream {
-            stream,
-            timeout: self.timeout,
-            deadline: Box::pin(tokio::time::sleep(self.timeout)),
-            phase: Phase::head(),
-        };
-        (stream, address)
-    }
-
-    fn local_addr(&self) -> std::io::Result<SocketAddr> {
-        self.listener.local_addr()
-    }
-}
-
-/// Where a connection stands, for the header timeout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// Awaiting a request head (the first, or the next on a kept-alive connection), by the
-    /// deadline: `begun` once a byte of it other than a line break has come (line breaks
-    /// before a request line are skipped, as by the parser), `blank` at the start of a line.
-    Head { begun: bool, blank: bool },
-    /// A head has come: its body and its answer are the handler's to time.
-    Message,
-    /// The deadline passed: the connection is done.
-    Expired,
-}
-
-impl Phase {
-    fn head() -> Phase {
-        Phase::Head {
-            begun: false,
-            blank: false,
-        }
-    }
-
-    /// The phase after `bytes` are read: a head ends at a blank line (`\r\n\r\n`, or bare
-    /// line feeds, which the parser also takes).
-    fn read(self, bytes: &[u8]) -> Phase {
-        let Phase::Head {
-            mut begun,
-            mut blank,
-        } = self
-        else {
-            return self;
-        };
-        for &b in bytes {
-            match b {
-                b'\n' if begun && blank => return Phase::Message,
-                b'\n' if begun => blank = true,
-                b'\n' | b'\r' => {}
-                _ => (begun, blank) = (true, false),
-            }
-        }
-        Phase::Head { begun, blank }
-    }
-
-    /// Whether `bytes` written re-arm the deadline: an answer (not an interim `1xx` one, such
-    /// as `100 Continue`, which comes before the body) ends the message, so the next head is
-    /// awaited; writes while no byte of it has come (a long answer to a slow reader) count
-    /// from the last of them.
-    fn rearms(self, bytes: &[u8]) -> bool {
-        let interim = bytes.starts_with(b"HTTP/1.") && bytes.get(9) == Some(&b'1');
-        match self {
-            Phase::Message => !interim,
-            Phase::Head { begun, .. } => !begun,
-            Phase::Expired => false,
-        }
-    }
-}
-
-/// A connection of a [`TimedListener`].
-struct TimedStream {
-    stream: tokio::net::TcpStream,
-    timeout: Duration,
-    deadline: Pin<Box<tokio::time::Sleep>>,
-    phase: Phase,
-}
-
-impl TimedStream {
-    /// Notes `bytes` written.
-    fn wrote(&mut self, bytes: &[u8]) {
-        if !bytes.is_empty() && self.phase.rearms(bytes) {
-            self.phase = Phase::head();
-            let now = tokio::time::Instant::now();
-            // `sleep` takes a deadline past the clock's end; `reset` needs one within it.
-            let deadline = now.checked_add(self.timeout).unwrap_or(now + FAR);
-            self.deadline.as_mut().reset(deadline);
-        }
-    }
-}
-
-/// A deadline that never comes, for a timeout too long for the clock.
-const FAR: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
-
-impl AsyncRead for TimedStream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let this = self.get_mut();
-        if let Phase::Head { begun, .. } = this.phase {
-            if this.deadline.as_mut().poll(cx).is_ready() {
-                this.phase = Phase::Expired;
-                if begun {
-                    // No answer is possible at the HTTP level, the head being unread: this one
-                    // is written here, on the socket, if it takes it at once.
-                    let body = error_line(&format!(
-                        "the request head did not arrive within {} s",
-                        seconds(this.timeout)
-                    ));
-                    let answer = format!(
-                        "HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n\
-                         connection: close\r\ncontent-length: {}\r\n\r\n{body}",
-                        body.len()
-                    );
-                    let _ = this.stream.try_write(answer.as_bytes());
-                }
-            }
-        }
-        if this.phase == Phase::Expired {
-            return Poll::Ready(Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                "the request head did not arrive in time",
-            )));
-        }
-        let before = buf.filled().len();
-        let poll = Pin::new(&mut this.stream).poll_read(cx, buf);
-        if poll.is_ready() {
-            this.phase = this.phase.read(&buf.filled()[before..]);
-        }
-        poll
-    }
-}
-
-impl AsyncWrite for TimedStream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        let this = self.get_mut();
-        let poll = Pin::new(&mut this.stream).poll_write(cx, buf);
-        if let Poll::Ready(Ok(n)) = poll {
-            this.wrote(&buf[..n]);
-        }
-        poll
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        let this = self.get_mut();
-        let poll = Pin::new(&mut this.stream).poll_write_vectored(cx, bufs);
-        if let Poll::Ready(Ok(n)) = poll {
-            // The first bytes written, enough to tell an interim answer.
-            let mut first = Vec::with_capacity(16);
-            for slice in bufs {
-                let room = (16 - first.len()).min(n - first.len());
-                first.extend_from_slice(&slice[..slice.len().min(room)]);
-            }
-            this.wrote(&first);
-        }
-        poll
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.stream.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use axum::body::Bytes;
+    use tokio::sync::Semaphore;
+
     use super::*;
+    use crate::serve::Limits;
 
     #[test]
     fn the_api_grades_as_check_json_does() {
@@ -1075,39 +584,6 @@ mod tests {
         );
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
         assert_eq!(body, "{\"error\":\"the search took longer than 0 s\"}\n");
-    }
-
-    #[test]
-    fn a_head_ends_at_its_blank_line_however_it_is_read() {
-        let head = Phase::head();
-        let whole = b"GET / HTTP/1.1\r\nHost: localhost:1\r\n\r\n";
-        assert_eq!(head.read(whole), Phase::Message);
-        // Split anywhere, the same.
-        for at in 0..whole.len() {
-            let (a, b) = whole.split_at(at);
-            assert_eq!(head.read(a).read(b), Phase::Message, "split at {at}");
-            assert_ne!(head.read(a), Phase::Message, "split at {at}");
-        }
-        // Bare line feeds, as the parser takes them.
-        assert_eq!(head.read(b"GET / HTTP/1.1\nHost: a\n\n"), Phase::Message);
-        // Line breaks before the request line do not end it, nor does one line.
-        assert_eq!(head.read(b"\r\n\r\n\n\n"), head);
-        assert_ne!(head.read(b"\r\n\r\nGET / HTTP/1.1\r\n"), Phase::Message);
-        // Once the head has come, nothing read matters, nor after the deadline.
-        assert_eq!(Phase::Message.read(b"x\r\n\r\n"), Phase::Message);
-        assert_eq!(Phase::Expired.read(b"x\r\n\r\n"), Phase::Expired);
-    }
-
-    #[test]
-    fn an_answer_but_not_an_interim_one_rearms_the_head_deadline() {
-        assert!(Phase::Message.rearms(b"HTTP/1.1 200 OK\r\n"));
-        assert!(Phase::Message.rearms(b"HTTP/1.1 408 Request Timeout\r\n"));
-        assert!(!Phase::Message.rearms(b"HTTP/1.1 100 Continue\r\n\r\n"));
-        // A long answer keeps an idle connection's deadline from passing while it is written;
-        // once the next head has begun, writes do not extend its time.
-        assert!(Phase::head().rearms(b"more of the page"));
-        assert!(!Phase::head().read(b"GET /").rearms(b"more of the page"));
-        assert!(!Phase::Expired.rearms(b"HTTP/1.1 200 OK\r\n"));
     }
 
     #[test]
