@@ -83,6 +83,7 @@ impl Detailed {
 
     /// [`Detailed::stage_peaks_in`] from the stages' [`StageShares`] (worked out for a layout
     /// of the same degrees, whatever its ZeRO stage and replicas).
+    #[inline]
     pub fn stage_peaks_of(&self, shares: &StageShares, layout: &Layout) -> StagePeaks {
         let mut stages = [StagePeak::default(); MAX_STAGE_KINDS];
         for (peak, share) in stages.iter_mut().zip(&shares.stages[..shares.len]) {
@@ -231,6 +232,7 @@ impl Detailed {
 
     /// One kind's representative's [`StageBase`] from its [`StageShare`], for the layout's ZeRO
     /// stage and shard group.
+    #[inline]
     fn stage_base(&self, shares: &StageShares, share: &StageShare, layout: &Layout) -> StageBase {
         let opts = &self.options;
         let (i, n_layers, psi, fp8_copy) = (share.index, share.layers, share.psi, shares.fp8_copy);

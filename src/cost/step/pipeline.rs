@@ -160,6 +160,7 @@ pub fn stage_layers(layers: u64, pp: u64, split: StageSplit) -> Result<Vec<u64>>
 /// whole, the input embedding (first stage) and the output head (last stage) split over TP by
 /// vocabulary, the final norm (last stage) whole. Tied embeddings on one stage are one matrix;
 /// over several stages the last keeps its own copy of the head, as Megatron-LM does.
+#[inline]
 pub fn stage_params(shape: &Shape, tp: u64, layers: u64, first: bool, last: bool) -> f64 {
     let (h, e) = (shape.hidden as f64, shape.embedding_params() as f64);
     let l = layers as f64;
@@ -175,6 +176,7 @@ pub fn stage_params(shape: &Shape, tp: u64, layers: u64, first: bool, last: bool
 /// routed experts ([`stage_expert_params`]): an MoE layer's attention and shared experts split
 /// over TP, its norms, router and gate whole ([`Shape::moe_layer_split_params`],
 /// [`Shape::moe_layer_whole_params`]). [`stage_params`] itself when `moe` is 0.
+#[inline]
 pub fn stage_params_with(
     shape: &Shape,
     tp: u64,
@@ -197,6 +199,7 @@ pub fn stage_params_with(
 /// (EP · ETP)` — each rank of the EP group holds `E/EP` experts, each split over ETP
 /// (Megatron-core's `TEGroupedMLP`; an expert's down-projection bias, gpt-oss's, is counted
 /// split with the rest).
+#[inline]
 pub fn stage_expert_params(shape: &Shape, layout: &Layout, moe: u64) -> f64 {
     let Some(e) = &shape.experts else {
         return 0.0;

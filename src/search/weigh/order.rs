@@ -9,6 +9,7 @@ use crate::plan::verdict::{layout_order, Lightest};
 use crate::search::space::Config;
 /// The order plans of one token count come in under every ranking but memory: fewer days,
 /// then the tie-break (runnable first, less memory, smaller TP, PP, ZeRO, smaller step).
+#[inline]
 pub(crate) fn pace_order(a: &Config, b: &Config) -> std::cmp::Ordering {
     a.pace
         .key()
@@ -93,6 +94,7 @@ pub(crate) fn memory_order(a: &Config, b: &Config) -> std::cmp::Ordering {
 
 /// Makes `current` the configuration (`bytes`, `layout`, `step`) if that is lighter
 /// ([`lightest`]'s order; the first on a tie), in place.
+#[inline]
 pub(crate) fn lighten(
     current: &mut Option<Lightest>,
     bytes: f64,
@@ -116,6 +118,7 @@ pub(crate) fn lighten(
 }
 
 /// Makes `current` the configuration `c` if that comes first in [`pace_order`], in place.
+#[inline]
 pub(crate) fn quicken(current: &mut Option<Config>, c: &Config) {
     // The pace decides but on a tie (`pace_order`'s first key).
     let first = |f: &Config| match c.pace.key().total_cmp(&f.pace.key()) {

@@ -103,6 +103,7 @@ impl Shared {
     /// is looked for in its run only (in steps in another order, a step would get a slot of
     /// its own, the same work twice, never a wrong one). `overlappable`: whether the stack
     /// overlaps TP communication.
+    #[inline]
     pub(crate) fn assign(&mut self, steps: &[Step], overlappable: bool) {
         self.slot_of.clear();
         self.run.clear();
@@ -152,6 +153,7 @@ impl Shared {
     }
 
     /// Empties every slot, for the next layout.
+    #[inline]
     pub(crate) fn empty(&mut self) {
         self.slots.clear();
         self.slots.resize_with(self.count, || Slot {
@@ -163,11 +165,13 @@ impl Shared {
     }
 
     /// The slot of the step at `place` in the layout's steps.
+    #[inline]
     pub(crate) fn slot(&mut self, place: usize) -> &mut Slot {
         &mut self.slots[self.slot_of[place] as usize]
     }
 
     /// The slot of the step at `place` and its [`Share`].
+    #[inline]
     pub(crate) fn slot_and_share(&mut self, place: usize) -> (&mut Slot, &mut Share) {
         let i = self.slot_of[place] as usize;
         (&mut self.slots[i], &mut self.shares[i])
@@ -178,6 +182,7 @@ impl Shared {
 /// time, from the slot's `share`), with the run's `goodput` when the machine's reliability
 /// gives one for the shape.
 #[allow(clippy::too_many_arguments)]
+#[inline]
 pub(crate) fn slot_pace(
     (slot, share): (&mut Slot, &mut Share),
     time: &TimeModel,

@@ -30,6 +30,7 @@ pub(crate) struct Tallies {
 
 impl Tallies {
     /// Counts a valid configuration of `bytes`; `fits` when it fits (with its pace).
+    #[inline]
     pub(crate) fn count(
         &mut self,
         layout: &Layout,
@@ -51,6 +52,7 @@ impl Tallies {
     /// Counts a valid configuration that does not fit and is no lighter than one counted
     /// before it with the same CP degree and precision (its lightest stands).
     /// `n` such configurations of the same precision.
+    #[inline]
     pub(crate) fn count_heavier(&mut self, layout: &Layout, model: &MemoryModel, n: u64) {
         for tally in self.of(layout, model) {
             tally.configurations += n;
@@ -58,6 +60,7 @@ impl Tallies {
     }
 
     /// The tallies of `layout`'s CP degree and `model`'s precision.
+    #[inline]
     fn of(&mut self, layout: &Layout, model: &MemoryModel) -> [&mut Tally; 2] {
         let precision = model.step().map_or(Precision::Bf16, |s| s.precision);
         fn of<K: PartialEq>(tallies: &mut Vec<(K, Tally)>, key: K) -> &mut Tally {
