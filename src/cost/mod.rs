@@ -11,7 +11,7 @@
 //! - [`chip`]: what a step costs on a chip — a GPU's kernel figures, each operation's time
 //!   ([`chip::operations`]), the eager curve, the calibration, the FLOPs per token.
 //! - [`links`]: what a step sends — the topology and ring collectives, each parallelism's
-//!   exchanges ([`links::exchanges`]), the experts' dispatch ([`links::experts`]).
+//!   exchanges and the experts' dispatch ([`links::exchanges`]).
 //! - [`memory`]: what a GPU holds — the plate's formula, activations by recomputation mode,
 //!   the detailed model stage by stage.
 //! - [`step_time`]: how the schedule composes the step — one micro-batch's compute, the

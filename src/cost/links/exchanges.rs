@@ -1,17 +1,25 @@
 //! The exchanges a step makes beyond the per-layer TP collectives: context parallelism's keys
 //! and values, an MoE layer's TP collectives, all-to-alls and expert-TP gathers, and hybrid
 //! sharding's all-reduce across replicas.
+//!
+//! A mixture of experts' dispatch and combine ([`dispatch`]) is the all-to-all of the routes a
+//! rank sends over its EP group (NVLink inside a node, the NICs across), Megatron-core's, or
+//! DeepEP's, which sends a token once to each node its experts are on ([`nodes_reached`]).
+//! Where the tokens go is [`crate::cost::step::experts`].
 
 use crate::cost::chip::operations::StageCompute;
 use crate::cost::chip::stack_chip;
-use crate::cost::links::experts::dispatch;
 use crate::cost::links::hidden;
 use crate::cost::links::link_for;
 use crate::cost::links::topology::all_reduce;
 use crate::cost::links::topology::reduce_scatter;
 use crate::cost::links::topology::send;
 use crate::cost::links::topology::Link;
+use crate::cost::links::topology::Topology;
 use crate::cost::step::detailed::Detailed;
+use crate::cost::step::experts::placement;
+use crate::cost::step::experts::Dispatcher;
+use crate::cost::step::experts::Placement;
 use crate::cost::step::experts::Routed;
 use crate::cost::step::stack::CpComm;
 use crate::cost::step::MoeRecompute;
@@ -154,4 +162,229 @@ pub fn moe_layer_comm(
         all_to_alls
     };
     (compute, tp_moe, exposed + pairs * etp)
+}
+
+/// The expected number of nodes among `nodes` (each holding `E/nodes` of the `E` experts) that a
+/// token's `k` distinct experts, drawn uniformly, fall on: `nodes · (1 − C(E − E/nodes, k) /
+/// C(E, k))`, the chance that a given node holds none of them being the hypergeometric
+/// `Π_{i<k} (E − E/nodes − i)/(E − i)`. Balanced routing is what the published runs force.
+pub fn nodes_reached(experts: f64, per_token: f64, nodes: f64) -> f64 {
+    if nodes <= 1.0 {
+        return 1.0;
+    }
+    nodes * reach(experts, per_token, experts / nodes)
+}
+
+/// The chance that a token's `k` distinct experts of `E`, drawn uniformly, include one of the
+/// `held` a node holds: `1 − Π_{i<k} (E − held − i)/(E − i)` (hypergeometric).
+fn reach(experts: f64, per_token: f64, held: f64) -> f64 {
+    let elsewhere = experts - held;
+    let k = per_token.round() as u64;
+    let none = (0..k)
+        .map(|i| ((elsewhere - i as f64) / (experts - i as f64)).max(0.0))
+        .product::<f64>();
+    1.0 - none
+}
+
+/// Seconds of an all-to-all in which each rank of a group placed as `placement` sends `bytes`
+/// spread evenly over the group (`bytes/n` to each, its own share staying): the share for ranks
+/// in its node over NVLink and the rest over its own NIC at the network's per-GPU figure, at once
+/// (NCCL posts every send and receive together), after one latency of the slower link it uses.
+/// The step waits for the slowest rank: NVLink's busiest is in a node with the `most` of its
+/// group, the NIC's busiest in one with the `fewest`.
+pub fn all_to_all(topology: &Topology, placement: &Placement, bytes: f64) -> f64 {
+    let n = placement.n;
+    if n <= 1 {
+        return 0.0;
+    }
+    let share = bytes / n as f64;
+    let near = (placement.most - 1) as f64 * share;
+    let far = (n - placement.fewest) as f64 * share;
+    exchange(topology, !placement.in_one_node(), near, far)
+}
+
+/// Seconds to move `near` bytes over NVLink and `far` over the NIC at once, after one latency
+/// of the slower link used (`across`: the group spans nodes).
+fn exchange(topology: &Topology, across: bool, near: f64, far: f64) -> f64 {
+    let (intra, inter): (Link, Link) = (topology.intra(), topology.inter());
+    let latency = if across { inter.latency } else { intra.latency };
+    latency + (near / intra.bytes_per_second).max(far / inter.bytes_per_second)
+}
+
+/// Seconds of one dispatch (or combine) of `r`'s routes over the EP group of `layout`, each
+/// route `bytes_per_route` (its token's `2h` BF16 bytes), by `dispatcher`: the `alltoall`
+/// dispatcher is [`all_to_all`] of the routes; DeepEP sends each of the rank's tokens once to
+/// each other node its experts are on ([`nodes_reached`]) and forwards within the node over
+/// NVLink, so the network carries tokens times remote nodes instead of routes off the node;
+/// DeepEP runs only groups inside a node or on whole nodes ([`crate::cost::step::experts::dispatcher_allowed`]).
+pub fn dispatch(
+    topology: &Topology,
+    gpus_per_node: u64,
+    layout: &Layout,
+    r: &Routed,
+    bytes_per_route: f64,
+    dispatcher: Dispatcher,
+) -> f64 {
+    let n = layout.ep;
+    let placement = placement(gpus_per_node, layout);
+    let bytes = bytes_per_route * r.sent;
+    if dispatcher == Dispatcher::AllToAll || placement.in_one_node() {
+        return all_to_all(topology, &placement, bytes);
+    }
+    let tokens = r.sent / r.per_token;
+    // Each node holds a token's experts with the same chance, `reached/nodes`; the other nodes'
+    // share is remote.
+    let nodes = n as f64 / placement.most as f64;
+    let reached = nodes_reached(r.experts, r.per_token, nodes);
+    let remote = reached * (nodes - 1.0) / nodes;
+    let far = tokens * remote * bytes_per_route;
+    // Every route off the rank crosses NVLink once, sent within the node or forwarded there.
+    let near = bytes * (n - 1) as f64 / n as f64;
+    exchange(topology, true, near, far)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::brief::Brief;
+    use crate::cost::links::topology::Topology;
+    use crate::cost::step::experts::dispatcher_allowed;
+    use crate::cost::step::experts::tests::mixtral;
+    use crate::cost::step::experts::Dispatcher;
+    use crate::cost::step::experts::Placement;
+    use crate::cost::step::experts::BALANCED;
+    use crate::model::layout::Degrees;
+    use crate::model::layout::ZeroStage;
+
+    #[test]
+    fn an_all_to_all_inside_a_node_runs_on_nvlink_and_across_on_the_nics() {
+        let t = Topology::default();
+        let gb = 1e9;
+        // 8 ranks in one node: 7/8 of the bytes over NVLink.
+        let inside = all_to_all(&t, &Placement::of(8, 1, 8, 4), 8.0 * gb);
+        let nvlink = t.intra();
+        assert!((inside - (nvlink.latency + 7.0 * gb / nvlink.bytes_per_second)).abs() < 1e-12);
+        // 32 ranks over 4 nodes: 7/32 stay in the node, 24/32 leave over the NIC, which is
+        // slower, so it sets the time.
+        let across = all_to_all(&t, &Placement::of(8, 1, 32, 1), 32.0 * gb);
+        let nic = t.inter();
+        assert!((across - (nic.latency + 24.0 * gb / nic.bytes_per_second)).abs() < 1e-12);
+        // Ranks 2 apart: 4 of the group in a node.
+        let strided = all_to_all(&t, &Placement::of(8, 2, 8, 2), 8.0 * gb);
+        assert!((strided - (nic.latency + 4.0 * gb / nic.bytes_per_second)).abs() < 1e-12);
+        assert_eq!(all_to_all(&t, &Placement::of(8, 1, 1, 8), gb), 0.0);
+    }
+
+    #[test]
+    fn a_group_that_straddles_nodes_unevenly_waits_for_its_rank_with_fewest_node_mates() {
+        // EP 12 on nodes of 8, ranks numbered EP fastest: the first group is ranks 0–11 (8 in
+        // node 0, 4 in node 1), the second 12–23 (4 in node 1, 8 in node 2).
+        let p = Placement::of(8, 1, 12, 2);
+        assert_eq!((p.most, p.fewest), (8, 4));
+        assert!(!p.in_one_node() && !p.even());
+        // A rank of the 4 sends 8 of its 12 shares over the NIC, not the 4 a full node's rank
+        // sends; NVLink's busiest rank (of the 8) sends 7.
+        let (t, gb) = (Topology::default(), 1e9);
+        let (nic, nvlink) = (t.inter(), t.intra());
+        let got = all_to_all(&t, &p, 12.0 * gb);
+        let want =
+            nic.latency + (8.0 * gb / nic.bytes_per_second).max(7.0 * gb / nvlink.bytes_per_second);
+        assert!((got - want).abs() < 1e-12, "{got} {want}");
+        // EP 6: one group fits in node 0; with two or more the second is ranks 6–11, 2 + 4,
+        // and the third 12–17, 4 + 2; the offsets repeat every 8/gcd(6, 8) = 4 groups.
+        assert!(Placement::of(8, 1, 6, 1).in_one_node());
+        let six = Placement::of(8, 1, 6, 1_000);
+        assert_eq!((six.most, six.fewest), (6, 2));
+        // ETP 2 leaves 4 EP ranks a node: EP 6 is 4 + 2, then 2 + 4.
+        let strided = Placement::of(8, 2, 6, 2);
+        assert_eq!((strided.per_node, strided.most, strided.fewest), (4, 4, 2));
+        // Groups that divide, or are multiples of, the node are even.
+        for (n, groups) in [(2, 64), (4, 32), (8, 16), (16, 8), (64, 2)] {
+            let even = Placement::of(8, 1, n, groups);
+            assert!(even.even(), "{n}");
+            assert_eq!(even.most, n.min(8));
+        }
+    }
+
+    #[test]
+    fn a_token_s_experts_reach_nodes_as_the_hypergeometric_gives() {
+        // 8 of 128 experts over 4 nodes of 32: a node holds none with probability
+        // Π_{i<8} (96 − i)/(128 − i) = 0.0927473 (worked in Python), so 4·(1 − 0.0927473) =
+        // 3.6290109.
+        let n = nodes_reached(128.0, 8.0, 4.0);
+        assert!((n - 3.629_010_9).abs() < 1e-6, "{n}");
+        // One node, or top-1: one node.
+        assert_eq!(nodes_reached(128.0, 8.0, 1.0), 1.0);
+        assert!((nodes_reached(8.0, 1.0, 4.0) - 1.0).abs() < 1e-12);
+        // Every expert taken reaches every node.
+        assert!((nodes_reached(8.0, 8.0, 2.0) - 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn deepep_sends_a_token_once_to_each_remote_node() {
+        // Qwen3-235B's routing (128 experts, top-8) over EP 32 on 4 nodes of 8, TP 1, 4,096
+        // tokens: alltoall sends 24/32 of the 32,768 routes across; DeepEP 4,096 tokens times
+        // 3.629·3/4 remote nodes, 2.2× fewer bytes on the NIC.
+        let mut s = mixtral();
+        if let Some(e) = s.experts.as_mut() {
+            e.routed = 128;
+            e.per_token = 8;
+            e.ffn = 1536;
+        }
+        let brief = Brief {
+            gpus: 256,
+            ..Brief::default()
+        };
+        let degrees = Degrees {
+            ep: 32,
+            etp: Some(1),
+            ..Degrees::tp_pp(1, 1)
+        };
+        let l = Layout::with(&brief, &s, degrees, ZeroStage::new(1).unwrap()).unwrap();
+        let r = Routed::of(&s, &l, 4096.0, BALANCED).unwrap();
+        let t = Topology::default();
+        let nic = t.inter();
+        let route = 2.0 * 4096.0;
+        let a2a = dispatch(&t, 8, &l, &r, route, Dispatcher::AllToAll);
+        let want = nic.latency + 24.0 / 32.0 * 32_768.0 * route / nic.bytes_per_second;
+        assert!((a2a - want).abs() < 1e-12, "{a2a} {want}");
+        let deepep = dispatch(&t, 8, &l, &r, route, Dispatcher::DeepEp);
+        let remote = nodes_reached(128.0, 8.0, 4.0) * 3.0 / 4.0;
+        let want = nic.latency + 4096.0 * remote * route / nic.bytes_per_second;
+        assert!((deepep - want).abs() < 1e-12, "{deepep} {want}");
+        // EP 12 over 24 GPUs, nodes of 8 (groups 8 + 4 and 4 + 8): DeepEP moves a node's 8
+        // ranks together and refuses it; alltoall runs it.
+        let mut wide = s.clone();
+        if let Some(e) = wide.experts.as_mut() {
+            e.routed = 96;
+        }
+        let twelve = Degrees {
+            ep: 12,
+            etp: Some(1),
+            ..Degrees::tp_pp(1, 1)
+        };
+        let small = Brief {
+            gpus: 24,
+            ..brief.clone()
+        };
+        let l = Layout::with(&small, &wide, twelve, ZeroStage::new(1).unwrap()).unwrap();
+        let refused = dispatcher_allowed(8, &l, Dispatcher::DeepEp).unwrap_err();
+        assert!(refused.to_string().contains("8 and 4 ranks"), "{refused}");
+        assert!(dispatcher_allowed(8, &l, Dispatcher::AllToAll).is_ok());
+        // Whole nodes (EP 32 on 4 nodes) and one node (EP 8) are DeepEP's.
+        let whole = Layout::with(&brief, &s, degrees, ZeroStage::new(1).unwrap()).unwrap();
+        assert!(dispatcher_allowed(8, &whole, Dispatcher::DeepEp).is_ok());
+        // Inside one node the two are the same.
+        let degrees = Degrees {
+            ep: 8,
+            etp: Some(1),
+            ..Degrees::tp_pp(1, 1)
+        };
+        let l = Layout::with(&brief, &s, degrees, ZeroStage::new(1).unwrap()).unwrap();
+        let r = Routed::of(&s, &l, 4096.0, BALANCED).unwrap();
+        assert_eq!(
+            dispatch(&t, 8, &l, &r, route, Dispatcher::DeepEp),
+            dispatch(&t, 8, &l, &r, route, Dispatcher::AllToAll)
+        );
+    }
 }

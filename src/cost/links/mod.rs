@@ -1,12 +1,10 @@
 //! What a step sends over links: the topology and the ring collectives' times
 //! ([`topology`], a leaf that [`crate::cost::Machine`] names), the exchanges each parallelism
 //! makes in a step ([`exchanges`]: context parallelism's keys and values, the MoE layer's
-//! all-to-alls and gathers, hybrid sharding's replicas) and the experts' dispatch
-//! ([`experts`]); in this file, the link a group of ranks uses and how much of a transfer
+//! all-to-alls and gathers, the experts' dispatch, hybrid sharding's replicas); in this file, the link a group of ranks uses and how much of a transfer
 //! hides behind compute. Uses `step` and `chip` of [`crate::cost`].
 
 pub mod exchanges;
-pub mod experts;
 pub mod topology;
 
 use crate::cost::links::topology::Link;

@@ -1,5 +1,5 @@
 //! A mixture-of-experts layer on the expert grid: where its tokens go (what that costs on the
-//! links is [`crate::cost::links::experts`]).
+//! links is [`crate::cost::links::exchanges`]).
 //!
 //! Megatron-core's MoE (`megatron/core/transformer/moe/`: `router.py`'s `TopKRouter`,
 //! `token_dispatcher.py`'s `MoEAlltoAllTokenDispatcher`, `experts.py`'s `TEGroupedMLP`) on the
