@@ -77,6 +77,10 @@ fn files(dir: &Path) {
             "ds_config.json",
             &b"{\"train_batch_size\": 64, \"train_micro_batch_size_per_gpu\": 1, \"bf16\": {\"enabled\": true}, \"zero_optimization\": {\"stage\": 3}}\n"[..],
         ),
+        // Round 3 files: launchers and their readers.
+        // Round 3 files: the server.
+        // Round 3 files: merge and calibrate.
+        // Round 3 files: models, families and flags.
         (
             "plan-twice.json",
             &b"{\"model\": \"70b\", \"tokens\": 1000000000000, \"tokens\": 1, \"layout\": {\"tp\": 8, \"pp\": 8, \"dp\": 32, \"zero\": 1}}"[..],
@@ -269,6 +273,10 @@ const ROWS: &[Row] = &[
     row("`--plot`, `--pareto`", "a writable path that is not an input", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "typo.json", "--plot", "typo.json"], "error: invalid --plot = typo.json: a path other than the input files it would overwrite"),
     row("`serve --port`", "0 to 65,535", &["serve", "--port", "70000"], "error: invalid value '70000' for '--port <PORT>': 70000 is not in 0..=65535"),
     row("`serve --host`", "an IP address", &["serve", "--host", "localhost:80"], "error: invalid value 'localhost:80' for '--host <HOST>': invalid IP address syntax"),
+    // Round 3: launchers and their readers.
+    // Round 3: the server.
+    // Round 3: merge and calibrate.
+    // Round 3: models, families and flags.
 ];
 
 #[test]
