@@ -81,6 +81,7 @@ fn files(dir: &Path) {
         // Round 3 files: the server.
         // Round 3 files: merge and calibrate.
         // Round 3 files: models, families and flags.
+        ("gpus-date.toml", &b"gpus = 1979-05-27\n"[..]),
         (
             "plan-twice.json",
             &b"{\"model\": \"70b\", \"tokens\": 1000000000000, \"tokens\": 1, \"layout\": {\"tp\": 8, \"pp\": 8, \"dp\": 32, \"zero\": 1}}"[..],
@@ -157,6 +158,15 @@ fn files(dir: &Path) {
         config.replace("\"num_hidden_layers\": 32", "\"num_hidden_layers\": -32"),
     )
     .unwrap();
+    // Round 3: a huge RoPE θ, and a RoPE scaling whose type is not a name.
+    for (name, from, to) in [
+        ("theta", "\"rope_theta\": 500000.0", "\"rope_theta\": 1e300"),
+        ("rope-type", "\"rope_type\": \"llama3\"", "\"rope_type\": 3"),
+    ] {
+        assert!(config.contains(from), "{from}");
+        std::fs::create_dir_all(dir.join(name)).unwrap();
+        std::fs::write(dir.join(name).join("config.json"), config.replace(from, to)).unwrap();
+    }
 }
 
 const ROWS: &[Row] = &[
@@ -202,7 +212,7 @@ const ROWS: &[Row] = &[
     row("`--brief FILE.json`", "not empty", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "empty.json"], "error: cannot parse 'empty.json': not a brief: EOF while parsing a value at line 1 column 0"),
     row("`--brief FILE.json`", "well-formed JSON", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "broken.json"], "error: cannot parse 'broken.json': not a brief: gpus: EOF while parsing a value at line 1 column 9"),
     row("`--brief FILE.toml`", "well-formed TOML", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "broken.toml"], "error: cannot parse 'broken.toml': not a brief: invalid array: expected `]` at line 1 column 9"),
-    row("a brief file's fields", "the right type", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "string.json"], "error: cannot parse 'string.json': not a brief: gpus: invalid type: string \"many\", expected a JSON number at line 1 column 15"),
+    row("a brief file's fields", "the right type", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "string.json"], "error: cannot parse 'string.json': not a brief: gpus: invalid type: string \"many\", expected a whole number ≥ 0 at line 1 column 15"),
     row("a brief file's fields", "known names", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "typo.toml"], "error: cannot parse 'typo.toml': not a brief: loss_law.alfa: unknown field `alfa`, expected one of `e`, `a`, `b`, `alpha`, `beta`, `repetition`, `experts` at line 2 column 1"),
     // The design.
     row("`--model`", "8b, 70b, 405b or a dimension name", &["check", "--model", "13b", "--tokens", "1e12"], "error: unknown model '13b': expected one of 8b, 70b, 405b, or a family shape such as L80-h8192-f28672"),
@@ -277,6 +287,11 @@ const ROWS: &[Row] = &[
     // Round 3: the server.
     // Round 3: merge and calibrate.
     // Round 3: models, families and flags.
+    row("`--unique-tokens` / `unique_tokens`", "at most 10¹⁸, compared as a whole number", &["check", "--model", "70b", "--tokens", "1e12", "--loss-law", "muennighoff", "--unique-tokens", "1000000000000000001"], "error: invalid brief.unique_tokens = 1000000000000000001: a whole number from 1 to 1e18"),
+    row("a whole number in TOML (`gpus`, …)", "a number, not a datetime", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "gpus-date.toml"], "error: cannot parse 'gpus-date.toml': not a brief: gpus: invalid type: a TOML datetime (1979-05-27), expected a whole number ≥ 0 at line 1 column 8"),
+    row("`rope_theta` and every number a config gives", "in range, a huge value named as typed", &["check", "--model-config", "theta/config.json", "--tokens", "1e12"], "error: invalid theta/config.json: rope_theta = 1e300: a number > 0 and below 1e18"),
+    row("`rope_scaling.rope_type`", "a name, or null for none", &["check", "--model-config", "rope-type/config.json", "--tokens", "1e12"], "error: invalid rope-type/config.json: rope_scaling.rope_type = 3: a name, such as \"llama3\", \"yarn\" or \"default\""),
+    row("`--experts`, `--top-k`, `--granularity`", "ranges that name a mixture", &["search", "--layers", "32", "--hidden", "4096", "--ffn-ratio", "3.5", "--experts", "4", "--top-k", "8"], "error: invalid --experts, --top-k, --granularity = 4..4:1, 8..8:1, 1..1:1: ranges that name a mixture: top-k at most the experts, experts × granularity at most 4096, and an expert width (FFN / granularity) of at least 1"),
 ];
 
 #[test]

@@ -51,6 +51,9 @@ pub mod limits {
     pub const BATCH_TOKENS: u64 = 1 << 48;
     /// Tokens or parameters the compute-optimal model may have: 10^18.
     pub const TOKENS: f64 = 1e18;
+    /// [`TOKENS`] as a whole number, for limits on counts (compared exactly: 10^18 + 1 as an
+    /// `f64` rounds to 10^18).
+    pub const WHOLE_TOKENS: u64 = 1_000_000_000_000_000_000;
 }
 
 /// The problem a plan answers. Field names are the JSON names (`brief` object of every output,
@@ -234,7 +237,7 @@ impl Brief {
         }
         self.loss_law.validate("brief.loss_law.")?;
         if let Some(u) = self.unique_tokens {
-            if u == 0 || u as f64 > limits::TOKENS {
+            if u == 0 || u > limits::WHOLE_TOKENS {
                 return Err(Error::invalid(
                     "brief.unique_tokens",
                     u,

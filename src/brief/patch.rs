@@ -5,7 +5,6 @@
 //! The patches are what a brief file deserialises into: unknown fields are refused, and `null`
 //! is refused rather than read as "not set" ([`number`]).
 
-use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
 
 use crate::brief::gpu::{Gpu, CAP_FRACTION};
@@ -121,18 +120,40 @@ pub(crate) fn number<'de, D: Deserializer<'de>>(
 }
 
 /// A whole number, written as an integer (`2048`) or as a float with no fraction (`2.048e3`).
+/// Asked for as a number (`deserialize_f64`: a self-describing format gives what it holds), so
+/// the strict reader names what else it finds (a string, a TOML datetime) as such.
 pub(crate) fn whole<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<u64>, D::Error> {
-    let x = serde_json::Number::deserialize(d)?;
-    if let Some(n) = x.as_u64() {
-        return Ok(Some(n));
+    d.deserialize_f64(Whole).map(Some)
+}
+
+/// [`whole`]'s visitor.
+struct Whole;
+
+impl serde::de::Visitor<'_> for Whole {
+    type Value = u64;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a whole number ≥ 0")
     }
-    match x.as_f64() {
-        Some(f) if f >= 0.0 && f.fract() == 0.0 && f <= 9_007_199_254_740_992.0 => {
-            Ok(Some(f as u64))
+
+    fn visit_u64<E: serde::de::Error>(self, n: u64) -> std::result::Result<u64, E> {
+        Ok(n)
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, n: i64) -> std::result::Result<u64, E> {
+        u64::try_from(n)
+            .map_err(|_| E::custom(format!("invalid value: {n}, expected a whole number ≥ 0")))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, f: f64) -> std::result::Result<u64, E> {
+        if f >= 0.0 && f.fract() == 0.0 && f <= 9_007_199_254_740_992.0 {
+            Ok(f as u64)
+        } else {
+            Err(E::custom(format!(
+                "invalid value: {}, expected a whole number ≥ 0",
+                crate::format::exact(f)
+            )))
         }
-        _ => Err(D::Error::custom(format!(
-            "invalid value: {x}, expected a whole number ≥ 0"
-        ))),
     }
 }
 

@@ -16,6 +16,7 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::brief::Brief;
 use crate::cost::chip::calibration::Calibration;
 use crate::cost::memory::MemoryModel;
 use crate::cost::run::TimeModel;
@@ -25,6 +26,7 @@ use crate::error::{Error, Result};
 use crate::input::plan_file::PlanFile;
 use crate::input::{self, hf, CalibrationFile, FitRecord};
 use crate::model::layout::Layout;
+use crate::model::Shape;
 use crate::plan::check::{check, CheckReport};
 use crate::plan::{self, calibrate};
 use crate::plan::{evaluate, Design};
@@ -33,7 +35,7 @@ use crate::report::export::{brief_lines, Format};
 use crate::report::output::{emit, quietly_closed, same_file, write_atomic, written};
 use crate::report::plot;
 use crate::report::validation;
-use crate::search::progress::Progress;
+use crate::search::progress::{self, Progress};
 use crate::search::rank::Distinct;
 use crate::search::sensitivity::sensitivity;
 use crate::search::shard::{fingerprint, merge, Partial, Shard};
@@ -48,6 +50,8 @@ use args::{
 const LONG_SWEEP: u64 = 10_000;
 /// Plans `search --all` writes before a bar counts them.
 const MANY_PLANS: u64 = 1_000_000;
+/// Candidate shapes of a family from which its list is drawn on a bar as it is made.
+const LONG_FAMILY: u64 = 100_000;
 
 /// The binary's `main`: the process's arguments, the main output on stdout.
 pub fn main() -> ExitCode {
@@ -545,9 +549,35 @@ impl Progress for Bar {
     }
 }
 
+/// The shapes `args` names, a family's counted on a bar as they are made (drawn on stderr when
+/// that is a terminal and the family is long) and stopped by [`progress::interrupt`], as a
+/// search is.
+fn family_shapes(args: &SearchArgs, brief: &Brief, quiet: bool) -> Result<Vec<Shape>> {
+    let bar = hidden_bar("family shapes");
+    let shapes = args.shapes_with(brief, &mut |done, total| {
+        if done == 0 {
+            bar.set_length(total);
+            if !quiet && io::stderr().is_terminal() && total >= LONG_FAMILY {
+                bar.set_draw_target(ProgressDrawTarget::stderr());
+            }
+        }
+        bar.set_position(done);
+        if progress::interrupted() {
+            return Err(Error::invalid(
+                "shape family",
+                format!("stopped at {done} of {total} candidate shapes"),
+                "a list made to its end: an interrupt (Ctrl-C) stopped it",
+            ));
+        }
+        Ok(())
+    });
+    bar.finish_and_clear();
+    shapes
+}
+
 fn run_search(args: &SearchArgs, quiet: bool, out: &mut dyn Write) -> Result<bool> {
     let brief = args.brief.resolve()?;
-    let shapes = args.shapes(&brief)?;
+    let shapes = family_shapes(args, &brief, quiet)?;
     let options = args.options(&brief)?;
     if let crate::search::MemorySpace::Detailed { parallel, .. } = &options.memory {
         parallel.experts.check(&shapes)?;

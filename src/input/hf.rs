@@ -647,11 +647,24 @@ impl Fields<'_> {
         let rope_scaling = match self.config.get("rope_scaling") {
             None | Some(Value::Null) => None,
             Some(Value::Object(r)) => {
-                let kind = r
-                    .get("rope_type")
-                    .or_else(|| r.get("type"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("default");
+                // `rope_type`, or the older `type`; a value that is there must be a name,
+                // never read as absent (which would drop the scaling).
+                let key = if r.contains_key("rope_type") {
+                    "rope_type"
+                } else {
+                    "type"
+                };
+                let kind = match r.get(key) {
+                    None | Some(Value::Null) => "default",
+                    Some(Value::String(name)) => name.as_str(),
+                    Some(v) => {
+                        return Err(self.invalid(
+                            &format!("rope_scaling.{key}"),
+                            v,
+                            "a name, such as \"llama3\", \"yarn\" or \"default\"",
+                        ))
+                    }
+                };
                 // A key that is there must hold a number of the right kind, never read as
                 // absent (which would take Llama 3.1's constants).
                 let number = |key: &str| -> Result<Option<f64>> {

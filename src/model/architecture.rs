@@ -144,8 +144,8 @@ impl Architecture {
             } else {
                 Err(Error::invalid(
                     format!("{name}.{field}"),
-                    v,
-                    format!("a number > 0 and below {max}"),
+                    crate::format::exact(v),
+                    format!("a number > 0 and below {}", crate::format::exact(max)),
                 ))
             }
         };

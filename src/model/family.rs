@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::format::general;
+use crate::hash::FastMap;
 use crate::model::{
     Architecture, Attention, Biases, Experts, Shape, ShapeSpec, LLAMA3_HEAD_DIM, LLAMA3_KV_HEADS,
     LLAMA3_VOCAB,
@@ -283,6 +284,8 @@ impl ExpertRanges {
 
 /// The most shapes a family may have, so a typo cannot start a sweep of years.
 pub const MAX_SHAPES: usize = 1_000_000;
+/// How many candidate shapes [`Family::shapes_with`] makes between two calls of its step.
+pub const STEP_SHAPES: u64 = 4_096;
 /// The most layers a family's shapes may have.
 pub const MAX_LAYERS: f64 = 10_000.0;
 /// The largest hidden size a family's shapes may have.
@@ -308,6 +311,17 @@ impl Family {
 
     /// Every shape of the family, in order of layers, then hidden size, then FFN width.
     pub fn shapes(&self) -> Result<Vec<Shape>> {
+        self.shapes_with(&mut |_, _| Ok(()))
+    }
+
+    /// [`Family::shapes`], telling `step` every [`STEP_SHAPES`] candidates how many of the
+    /// family's candidate shapes (its ranges' product, before duplicates and mixtures that
+    /// break a rule are dropped) are done and how many there are; an error from `step` stops
+    /// the list there (a host's Ctrl-C). The list is made in time linear in its candidates: a
+    /// (layers, hidden) pair's duplicates (FFN ratios that round to one width, mixtures that
+    /// name the same experts) are found by a hash of what makes them differ, before the shape
+    /// is built.
+    pub fn shapes_with(&self, step: &mut dyn FnMut(u64, u64) -> Result<()>) -> Result<Vec<Shape>> {
         // Counted before any list is made, so a typo cannot exhaust memory.
         let spans = [
             ("--layers", &self.layers),
@@ -377,6 +391,12 @@ impl Family {
         }
         // Within MAX_LAYERS and MAX_HIDDEN (checked above), layers and heads fit in 32 bits.
         let mut shapes: Vec<Shape> = Vec::new();
+        step(0, count)?;
+        let (mut done, mut next_step) = (0u64, STEP_SHAPES);
+        // What distinguishes the shapes of one (layers, hidden) pair: the FFN width and the
+        // experts.
+        let mut seen: FastMap<(u64, Option<Experts>), ()> = FastMap::default();
+        let mut valid_pairs = 0u64;
         for &l in &layers {
             for &h in &hidden {
                 let h = h as u64;
@@ -387,7 +407,8 @@ impl Family {
                 if heads % u64::from(self.kv_heads) != 0 {
                     continue;
                 }
-                let group = shapes.len();
+                valid_pairs += 1;
+                seen.clear();
                 for &r in &ratios {
                     let multiples = (r * h as f64 / self.ffn_multiple as f64).round().max(1.0);
                     let ffn = multiples as u64 * self.ffn_multiple;
@@ -395,7 +416,20 @@ impl Family {
                         None => vec![None],
                         Some(x) => x.mixtures(ffn),
                     };
+                    // The candidates a rule of the mixtures dropped count as done.
+                    let named = self.experts.map_or(1, |x| x.count());
+                    done += named.saturating_sub(mixtures.len() as u64);
                     for experts in mixtures {
+                        if done >= next_step {
+                            step(done, count)?;
+                            next_step = (done / STEP_SHAPES + 1) * STEP_SHAPES;
+                        }
+                        done += 1;
+                        // Ratios that round to one width, or mixtures that name the same
+                        // experts, make the same shape again, for this (layers, hidden) only.
+                        if seen.insert((ffn, experts.clone()), ()).is_some() {
+                            continue;
+                        }
                         let shape = ShapeSpec {
                             name: String::new(),
                             layers: l as u32,
@@ -412,14 +446,26 @@ impl Family {
                             attention: Attention::default(),
                         }
                         .build_named()?;
-                        // Ratios that round to one width make the same shapes again, for this
-                        // (layers, hidden) only.
-                        if !shapes[group..].contains(&shape) {
-                            shapes.push(shape);
-                        }
+                        shapes.push(shape);
                     }
                 }
             }
+        }
+        if let (true, Some(x)) = (shapes.is_empty() && valid_pairs > 0, &self.experts) {
+            // Hidden sizes that hold whole heads, but no mixture the ranges name.
+            return Err(Error::invalid(
+                "--experts, --top-k, --granularity",
+                format!(
+                    "{}, {}, {}",
+                    x.expansion.text(),
+                    x.top_k.text(),
+                    x.granularity.text()
+                ),
+                format!(
+                    "ranges that name a mixture: top-k at most the experts, experts × granularity \
+                     at most {MAX_EXPERTS}, and an expert width (FFN / granularity) of at least 1"
+                ),
+            ));
         }
         if shapes.is_empty() {
             return Err(Error::invalid(
@@ -431,6 +477,7 @@ impl Family {
                 ),
             ));
         }
+        step(count, count)?;
         Ok(shapes)
     }
 }
@@ -512,5 +559,89 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("80..90:0.5"), "{e}");
+    }
+
+    fn moe_family(ratio: &str, experts: &str, top_k: &str, granularity: &str) -> Family {
+        Family {
+            experts: ExpertRanges::parse("--", Some(experts), Some(top_k), Some(granularity))
+                .unwrap(),
+            ..family("32", "4096", ratio)
+        }
+    }
+
+    #[test]
+    fn a_family_lists_each_distinct_shape_once_however_its_ranges_repeat_it() {
+        // Ratios 3.5, 3.51 and 3.52 of 4,096 round to one FFN width, 14,336 (56 multiples of
+        // 256); expansions 1 and 2, top-k 1 and 2, granularity 1 and 2 name the dense shape
+        // and four mixtures: E 2 k 1 and E 2 k 2 of width 14,336, E 4 k 2 and E 4 k 4 of 7,168.
+        let shapes = moe_family("3.5..3.52:0.01", "1..2", "1..2", "1..2")
+            .shapes()
+            .unwrap();
+        let experts: Vec<Option<(u32, u32, u64)>> = shapes
+            .iter()
+            .map(|s| s.experts.as_ref().map(|e| (e.routed, e.per_token, e.ffn)))
+            .collect();
+        assert_eq!(
+            experts,
+            [
+                None,
+                Some((2, 1, 14336)),
+                Some((4, 2, 7168)),
+                Some((2, 2, 14336)),
+                Some((4, 4, 7168)),
+            ]
+        );
+        assert!(shapes.iter().all(|s| s.ffn == 14336));
+    }
+
+    #[test]
+    fn a_quarter_million_mixtures_are_listed_in_linear_time_and_an_interrupt_stops_the_list() {
+        // 64 expansions × 64 top-k × 64 granularities: 262,144 candidates, each compared with
+        // a hash of what makes it differ rather than with every shape before it.
+        let big = moe_family("3.5", "1..64", "1..64", "1..64");
+        let mut calls = Vec::new();
+        let shapes = big
+            .shapes_with(&mut |done, total| {
+                calls.push((done, total));
+                Ok(())
+            })
+            .unwrap();
+        assert!(shapes.len() > 10_000, "{}", shapes.len());
+        assert_eq!(calls.first(), Some(&(0, 262_144)));
+        assert_eq!(calls.last(), Some(&(262_144, 262_144)));
+        // Every STEP_SHAPES candidates or so, in order.
+        assert!(
+            calls.len() as u64 >= 262_144 / STEP_SHAPES / 2,
+            "{}",
+            calls.len()
+        );
+        assert!(calls.windows(2).all(|w| w[0].0 < w[1].0));
+        let stopped = big
+            .shapes_with(&mut |done, _| {
+                if done >= STEP_SHAPES {
+                    Err(Error::invalid("shape family", "stopped", "to run on"))
+                } else {
+                    Ok(())
+                }
+            })
+            .unwrap_err();
+        assert!(stopped.to_string().contains("stopped"), "{stopped}");
+    }
+
+    #[test]
+    fn a_family_whose_ranges_name_no_mixture_says_so_and_not_that_the_hidden_size_is_wrong() {
+        let e = moe_family("3.5", "4", "8", "1")
+            .shapes()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("invalid --experts, --top-k, --granularity = 4..4:1, 8..8:1, 1..1:1"),
+            "{e}"
+        );
+        let e = family("32", "4000", "3.5")
+            .shapes()
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("invalid --hidden"), "{e}");
     }
 }

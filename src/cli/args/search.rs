@@ -213,6 +213,16 @@ impl SearchArgs {
     /// The shapes asked for, in the order given, each once: the presets (all three unless
     /// --models names some), then the family's.
     pub fn shapes(&self, brief: &Brief) -> Result<Vec<Shape>> {
+        self.shapes_with(brief, &mut |_, _| Ok(()))
+    }
+
+    /// [`SearchArgs::shapes`], telling `step` how far a family's list has come
+    /// ([`model::family::Family::shapes_with`]); an error from `step` stops it.
+    pub fn shapes_with(
+        &self,
+        brief: &Brief,
+        step: &mut dyn FnMut(u64, u64) -> Result<()>,
+    ) -> Result<Vec<Shape>> {
         let mut shapes: Vec<Shape> = Vec::new();
         let adhoc = self.family.adhoc()?;
         if self.models.is_empty() && self.model_config.is_empty() && adhoc.is_none() {
@@ -235,7 +245,7 @@ impl SearchArgs {
             // A family shape with a named shape's dimensions is that shape: searched once. The
             // family's own shapes are distinct, so only the few named ones are compared.
             let named = shapes.len();
-            for shape in family.shapes()? {
+            for shape in family.shapes_with(step)? {
                 if !shapes[..named].iter().any(|s| s.same_dimensions(&shape)) {
                     shapes.push(shape);
                 }

@@ -140,7 +140,7 @@ impl Calibration {
             } else {
                 Err(Error::invalid(
                     name,
-                    v,
+                    crate::format::exact(v),
                     format!("a fraction from {lo} to {hi}"),
                 ))
             }

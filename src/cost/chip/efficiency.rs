@@ -119,12 +119,16 @@ impl EfficiencyCurve {
         }
         for p in &points {
             if !(p.width.is_finite() && p.width > 0.0) {
-                return Err(Error::invalid("efficiency.width", p.width, "a number > 0"));
+                return Err(Error::invalid(
+                    "efficiency.width",
+                    crate::format::exact(p.width),
+                    "a number > 0",
+                ));
             }
             if !(p.efficiency.is_finite() && p.efficiency >= 1e-3 && p.efficiency <= 1.0) {
                 return Err(Error::invalid(
                     "efficiency.efficiency",
-                    p.efficiency,
+                    crate::format::exact(p.efficiency),
                     "a fraction from 0.001 to 1",
                 ));
             }
@@ -133,7 +137,7 @@ impl EfficiencyCurve {
         if let Some(w) = points.windows(2).find(|w| w[0].width == w[1].width) {
             return Err(Error::invalid(
                 "efficiency.width",
-                w[0].width,
+                crate::format::exact(w[0].width),
                 "each width once",
             ));
         }
