@@ -163,6 +163,19 @@ pub fn fp8_arguments(precision: Precision) -> &'static [(&'static str, &'static 
 pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     let (s, step, layout) = (&l.shape, &l.step, &l.layout);
     let refuse = |what: String| Error::invalid("--format", "megatron", what);
+    // The stage split is written as a layout string; a mixture of experts' settings as its
+    // options; the rest of the plan's settings are its stack's or refused.
+    l.refuse_unwritten(
+        "megatron",
+        "Megatron-LM",
+        &[
+            "--stages",
+            "--ep-overlap",
+            "--moe-recompute",
+            "--norm-recompute",
+            "--ep-dispatcher",
+        ],
+    )?;
     let chunks = step.schedule.chunks();
     // No more chunks than every stage holds (the step's rule); a layout string is one entry
     // a chunk.
@@ -330,6 +343,12 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     }
     if s.attention.qk_norm {
         push("--qk-layernorm", None);
+    }
+    if s.attention.sinks {
+        return Err(refuse(format!(
+            "a model whose attention the arguments here build: {} has a learned sink per head (gpt-oss's), which they do not set",
+            s.name
+        )));
     }
     if let Some(e) = &s.experts {
         experts(s, e, layout, &l.options, &mut push).map_err(refuse)?;
@@ -567,6 +586,12 @@ fn experts(
             s.name
         ));
     }
+    if e.score_bias {
+        return Err(format!(
+            "a mixture of experts Megatron-LM's arguments here build: {} biases its routing scores (DeepSeek-V3's e_score_correction_bias), whose router they do not set",
+            s.name
+        ));
+    }
     push("--num-experts", Some(e.routed.to_string()));
     push("--moe-router-topk", Some(e.per_token.to_string()));
     push("--moe-ffn-hidden-size", Some(e.ffn.to_string()));
@@ -743,7 +768,7 @@ mod tests {
             e.contains("cp = 2") && e.contains("4096-token sliding window"),
             "{e}"
         );
-        l.options.stack = Stack::Llama3;
+        l.options = Options::for_stack(Stack::Llama3);
         let args = arguments(&l).unwrap();
         assert_eq!(value(&args, "--cp-comm-type"), Some("allgather"));
     }
@@ -786,7 +811,7 @@ mod tests {
         );
         // The stacks that all-gather K/V get Megatron-core's all-gather exchange.
         let mut llama3 = l.clone();
-        llama3.options.stack = Stack::Llama3;
+        llama3.options = Options::for_stack(Stack::Llama3);
         let args = arguments(&llama3).unwrap();
         assert_eq!(value(&args, "--cp-comm-type"), Some("allgather"));
         // CP 1 writes neither option.

@@ -25,6 +25,7 @@ use std::fmt::Write;
 use super::exporter::Launcher;
 use super::launch::{CpExchange, Launch};
 use crate::cost::step::precision::Precision;
+use crate::cost::step::stack::Stack;
 use crate::cost::step::Recompute;
 use crate::cost::step::Schedule;
 use crate::error::{Error, Result};
@@ -64,6 +65,9 @@ pub fn render(l: &Launch) -> Result<String> {
     );
     let flavor = flavor(l);
     let a = &s.architecture;
+    if l.detailed {
+        runs_as_graded(l)?;
+    }
     // torchtitan's MoE models (deepseek_v3, llama4, qwen3) set their experts in Python model
     // args, not in the job TOML this writes for its llama3 model.
     if s.experts.is_some() {
@@ -287,6 +291,14 @@ pub fn render(l: &Launch) -> Result<String> {
             "a recomputation torchtitan has (none, selective-op, selective-layer, selective or full); MaxText's save-qkv policy has none",
         ));
     }
+    if l.options.stack == Stack::TorchtitanCompile {
+        // torch.compile over the model and the loss (torchtitan's default components): the
+        // fused element-wise kernels and loss the torchtitan-compile stack is graded with.
+        let _ = writeln!(
+            out,
+            "\n[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]"
+        );
+    }
     let (mode, option) = match step.recompute {
         Recompute::None => ("none", None),
         Recompute::Selective | Recompute::SelectiveOp => ("selective", Some("op")),
@@ -315,6 +327,43 @@ pub fn render(l: &Launch) -> Result<String> {
         }
     }
     Ok(out)
+}
+
+/// A detailed plan is a contract: torchtitan runs its own stacks (`torchtitan`, compiled or
+/// not), FSDP2 (ZeRO 2 or 3, or plain replication without TP, PP or CP), TP with the sequence
+/// sharded, and its activation-checkpointing modes; a plan graded otherwise would run as
+/// another plan, so it is refused by name ([`crate::input::from::torchtitan`] reads back each
+/// of these as written).
+fn runs_as_graded(l: &Launch) -> Result<()> {
+    let (step, layout) = (&l.step, &l.layout);
+    let refuse = |what: String| Err(Error::invalid("--format", "torchtitan", what));
+    let stack = l.options.stack;
+    if !matches!(stack, Stack::Torchtitan | Stack::TorchtitanCompile) {
+        return refuse(format!(
+            "a plan of torchtitan's stacks (torchtitan, torchtitan-compile): this one was graded under the {stack} stack, whose kernels and overlaps torchtitan does not run; check it with --stack torchtitan and export that"
+        ));
+    }
+    let zero = l.zero().get();
+    let ddp = zero == 0 && layout.tp == 1 && layout.pp == 1 && layout.cp == 1;
+    if zero == 1 || (zero == 0 && !ddp) {
+        return refuse(format!(
+            "a ZeRO stage torchtitan runs: FSDP2 shards the gradients with the optimizer state (ZeRO 2 or 3), and its replication (ZeRO 0) does not compose with TP, CP or PP; this plan has ZeRO {zero} with TP {} × CP {} × PP {}, which would run as ZeRO 2 (check it with --zero 2)",
+            layout.tp, layout.cp, layout.pp
+        ));
+    }
+    if step.sequence_parallel != (layout.tp > 1) {
+        return refuse(format!(
+            "sequence parallelism with TP and only with it (torchtitan's TP shards the sequence): this plan has TP {} with sequence parallelism {}",
+            layout.tp,
+            if step.sequence_parallel { "on" } else { "off" }
+        ));
+    }
+    if step.recompute == Recompute::Selective {
+        return refuse(
+            "a recomputation torchtitan has: Megatron-core's selective (core attention) has no torchtitan mode; selective-op is torchtitan's own".to_string(),
+        );
+    }
+    l.refuse_unwritten("torchtitan", "torchtitan", &[])
 }
 
 impl Launcher for Torchtitan {
