@@ -302,7 +302,10 @@ fn check_from_an_exported_megatron_file_grades_it() {
 fn what_cannot_be_mapped_is_named_on_one_line() {
     let base = "A=(\n --num-layers 2 --hidden-size 256 --ffn-hidden-size 512 --num-attention-heads 2\n --swiglu --disable-bias-linear --bf16 --seq-length 128 --micro-batch-size 1\n --global-batch-size 8 --train-iters 10 --vocab-size 1024 --use-rope-scaling\n";
     for (extra, named) in [
-        (" --num-experts 8\n)", "--num-experts"),
+        (
+            " --moe-expert-capacity-factor 1.25\n)",
+            "--moe-expert-capacity-factor",
+        ),
         (" --fp16\n)", "--fp16"),
         (
             " --recompute-granularity full\n)",
