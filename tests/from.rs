@@ -73,6 +73,14 @@ struct Design {
     schedule: &'static str,
     precision: &'static str,
     stack: &'static str,
+    /// Hybrid-sharding replicas, EP and ETP.
+    replicate: u64,
+    ep: u64,
+    etp: Option<u64>,
+    /// More of the detailed model's flags (a mixture of experts' settings).
+    extra: Vec<String>,
+    /// Graded by the plate: no step, no stack.
+    plate: bool,
 }
 
 impl Design {
@@ -94,6 +102,21 @@ impl Design {
             &self.cp.to_string(),
             "--zero",
             &self.zero.to_string(),
+        ]));
+        for (flag, value, default) in [
+            ("--replicate", self.replicate, 1),
+            ("--ep", self.ep, 1),
+            ("--etp", self.etp.unwrap_or(0), 0),
+        ] {
+            if value != default {
+                f.extend(strings(&[flag, &value.to_string()]));
+            }
+        }
+        if self.plate {
+            return f;
+        }
+        f.extend(self.extra.iter().cloned());
+        f.extend(strings(&[
             "--memory",
             "detailed",
             "--stack",
@@ -165,8 +188,109 @@ prop_compose! {
         Design {
             model, tp, pp, cp, dp, zero, micro, accumulation: accumulation * pp, seq, steps,
             recompute, sp: sp && tp > 1, schedule, precision, stack,
+            replicate: 1, ep: 1, etp: None, extra: Vec::new(), plate: false,
         }
     }
+}
+
+/// Mixtral 8×7B's config, a mixture of experts.
+const MIXTRAL: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/hf/mixtral-8x7b-v0.1/config.json"
+);
+
+prop_compose! {
+    /// A plan of any kind check grades: plate or detailed, on any stack, with CP, replicas,
+    /// and for a mixture of experts EP, ETP and the experts' settings.
+    fn any_plan()(
+        d in design(
+            &["megatron-te", "megatron-te", "llama3", "megatron-deepspeed", "eager", "torchtitan",
+              "torchtitan-compile", "maxtext"],
+            &["none", "selective", "full", "selective-op", "selective-layer"],
+            &[1, 2],
+            &["bf16", "fp8"],
+        ),
+        plate in prop::bool::weighted(0.2),
+        replicate in prop::sample::select(vec![1u64, 1, 2]),
+        mixtral in prop::bool::weighted(0.25),
+        ep in prop::sample::select(vec![1u64, 2, 4, 8]),
+        etp in prop::sample::select(vec![None, Some(1u64)]),
+        deepep in any::<bool>(),
+        overlap in any::<bool>(),
+        moe_recompute in prop::sample::select(vec!["none", "act", "layer"]),
+        norm_recompute in any::<bool>(),
+        titan in prop::bool::weighted(0.3),
+        stages in prop::sample::select(vec!["", "", "", "even", "llama3", "balanced"]),
+        gradients in prop::bool::weighted(0.1),
+    ) -> Design {
+        let mut d = Design { plate, replicate, ..d };
+        if !stages.is_empty() {
+            d.extra.extend(strings(&["--stages", stages]));
+        }
+        if gradients {
+            d.extra.extend(strings(&["--gradients", "bf16"]));
+        }
+        // Mostly designs check grades: replicas that divide DP, steps the stacks run, and
+        // often one that torchtitan's file can say.
+        d.dp *= replicate;
+        if d.stack == "megatron-deepspeed" {
+            (d.cp, d.schedule) = (1, "1f1b");
+        }
+        if d.stack == "eager" || d.stack == "megatron-deepspeed" {
+            d.cp = 1;
+        }
+        if titan {
+            d.stack = if d.steps % 2 == 0 { "torchtitan" } else { "torchtitan-compile" };
+            d.zero = 2 + d.zero % 2;
+            d.sp = d.tp > 1;
+            if d.recompute == "selective" {
+                d.recompute = "selective-op";
+            }
+        }
+        if mixtral {
+            d.model = strings(&["--model-config", MIXTRAL]);
+            (d.ep, d.etp) = (ep, etp);
+            d.dp *= 8;
+            d.precision = "bf16";
+            if !matches!(d.recompute, "none" | "selective") {
+                d.recompute = "none";
+            }
+            d.extra.extend(strings(&[
+                "--ep-dispatcher", if deepep { "deepep" } else { "alltoall" },
+                "--ep-overlap", if overlap { "on" } else { "off" },
+                "--moe-recompute", moe_recompute,
+                "--norm-recompute", if norm_recompute { "on" } else { "off" },
+            ]));
+        }
+        d
+    }
+}
+
+/// The `--model-config` a plan file of `design`'s model needs beside it (none for a preset or
+/// a dimension name).
+fn config_of(design: &Design) -> Vec<String> {
+    match design.model.first().map(String::as_str) {
+        Some("--model-config") => design.model.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// The flags DeepSpeed's side note says `check --from` needs beside the JSON written for the
+/// plan file at `plan`.
+fn deepspeed_alongside(plan: &Scratch, design: &Design) -> Vec<String> {
+    let out = trainplan()
+        .args(["export", "--format", "deepspeed", "--plan", &plan.path()])
+        .args(["--seq-len", &design.seq.to_string()])
+        .args(config_of(design))
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    let note = "note: check --from grades this file as planned given the training script's part: ";
+    let line = err
+        .lines()
+        .find_map(|l| l.strip_prefix(note))
+        .unwrap_or_else(|| panic!("no note naming the script's part: {err}"));
+    line.split_whitespace().map(String::from).collect()
 }
 
 /// The export of `design` in `format`, if the launcher can say it.
@@ -268,6 +392,59 @@ proptest! {
             "--schedule", d.schedule,
         ]));
         same_grade(&d, &file, &alongside)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 192, max_global_rejects: 1_000_000, ..ProptestConfig::default() })]
+
+    /// A plan file is a contract: `export --plan` writes the run the plan is (the same bytes
+    /// as `export` of the flags that made it, or the same one-line refusal), and for a plan
+    /// graded in detail `check --from` on what it wrote grades the plan again to the same JSON,
+    /// for every launcher that writes it.
+    #[test]
+    fn a_plan_file_round_trips_through_every_launcher_that_writes_it(d in any_plan()) {
+        let mut check = strings(&["check", "--json", "--quiet"]);
+        check.extend(d.flags());
+        // A design check refuses is no plan.
+        let Ok(json) = cli(&check) else {
+            return Ok(());
+        };
+        let plan = Scratch::new("plan.json", &json);
+        for format in ["megatron", "torchtitan", "deepspeed"] {
+            let mut from_flags = strings(&["export", "--format", format, "--quiet"]);
+            from_flags.extend(d.flags());
+            let mut from_plan = strings(&[
+                "export", "--format", format, "--quiet", "--plan", &plan.path(),
+                "--seq-len", &d.seq.to_string(),
+            ]);
+            from_plan.extend(config_of(&d));
+            let written = cli(&from_plan);
+            prop_assert_eq!(&cli(&from_flags), &written, "{} {:?}", format, d);
+            let text = match written {
+                Ok(text) => text,
+                Err(e) => {
+                    prop_assert!(!e.contains('\n'), "{}", e);
+                    continue;
+                }
+            };
+            if d.plate {
+                continue;
+            }
+            let file = Scratch::new(&format!("launch.{format}"), &text);
+            let alongside = match format {
+                "megatron" if d.stack != "megatron-te" => {
+                    let mut a = strings(&["--stack", d.stack]);
+                    a.extend(config_of(&d));
+                    a
+                }
+                "megatron" => config_of(&d),
+                "torchtitan" if d.model[1] == "8b" || d.model[1] == "70b" => Vec::new(),
+                "torchtitan" => d.model.clone(),
+                _ => deepspeed_alongside(&plan, &d),
+            };
+            same_grade(&d, &file, &alongside)?;
+        }
     }
 }
 

@@ -378,8 +378,9 @@ fn megatron_stack_options(
 
 /// The stage split a Megatron-LM file's pipeline is: the split whose stages its
 /// `--pipeline-model-parallel-layout` string writes, or without one Megatron-LM's even split
-/// (each stage's layers whole over its chunks); the stack's own first, then even, llama3 and
-/// balanced (splits that give the same stages grade alike). Set as `--stages` where it is not
+/// (each stage's layers whole over its chunks): the split the file names first (the export's
+/// comment), then the stack's own, even, llama3 and balanced (splits that give the same stages
+/// grade alike). Set as `--stages` where it is not
 /// the stack's, checked against `--stages` where given.
 fn stages(d: &mut DesignArgs, f: &FromFile, shape: &Shape) -> Result<()> {
     let layers = u64::from(shape.layers);
@@ -405,7 +406,8 @@ fn stages(d: &mut DesignArgs, f: &FromFile, shape: &Shape) -> Result<()> {
         StagesArg::Balanced => StageSplit::Balanced,
     });
     let candidates = [
-        given.unwrap_or(default),
+        given.or(f.stages).unwrap_or(default),
+        default,
         StageSplit::Even,
         StageSplit::Llama3,
         StageSplit::Balanced,

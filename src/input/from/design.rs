@@ -2,7 +2,7 @@
 
 use crate::cost::step::experts::Dispatcher;
 use crate::cost::step::precision::Precision;
-use crate::cost::step::stack::Stack;
+use crate::cost::step::stack::{Stack, StageSplit};
 use crate::cost::step::Schedule;
 use crate::cost::step::{MoeRecompute, Recompute};
 use crate::error::{Error, Result};
@@ -134,6 +134,10 @@ pub struct FromFile {
     pub layers_per_stage: Option<u64>,
     /// Megatron-LM's `--pipeline-model-parallel-layout`: chunks a stage, and the string.
     pub pipeline_layout: Option<(u64, String)>,
+    /// The stage split the file names (Megatron-LM's export says the plan's in a comment,
+    /// `(--stages llama3)`, where it is not the stack's): of the splits that build the file's
+    /// stages, the one to grade.
+    pub stages: Option<StageSplit>,
     /// Precision of the matrix products.
     pub precision: Option<Precision>,
     /// The stack, where the file names it (torchtitan's).
@@ -182,6 +186,7 @@ impl FromFile {
             tp_comm_overlap: None,
             layers_per_stage: None,
             pipeline_layout: None,
+            stages: None,
             precision: None,
             stack: None,
             stack_options: Vec::new(),

@@ -18,6 +18,7 @@ use std::collections::HashSet;
 
 use crate::cost::step::experts::Dispatcher;
 use crate::cost::step::precision::Precision;
+use crate::cost::step::stack::StageSplit;
 use crate::cost::step::Schedule;
 use crate::cost::step::{MoeRecompute, Recompute};
 use crate::error::{Error, Result};
@@ -623,8 +624,21 @@ pub fn parse(text: &str) -> Result<FromFile> {
         }
     });
     if from.gpus.is_none() {
-        from.gpus = number_after(&comments, "Launch on ");
+        from.gpus = number_after(comments, "Launch on ");
     }
+    // The split the export names where it is not the stack's (`(--stages llama3)`).
+    from.stages = comments.iter().find_map(|c| {
+        let name = c.split_once("(--stages ")?.1.split_once(')')?.0;
+        [StageSplit::Even, StageSplit::Llama3, StageSplit::Balanced]
+            .into_iter()
+            .find(|s| {
+                serde_json::to_value(s)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .as_deref()
+                    == Some(name)
+            })
+    });
     Ok(from)
 }
 

@@ -113,7 +113,11 @@ pub fn beyond_stack(options: &Options) -> (Vec<Setting>, Vec<Setting>) {
         serde_name(options.loss),
         serde_name(d.loss),
     );
-    push("--kernels", serde_name(options.kernels), serde_name(d.kernels));
+    push(
+        "--kernels",
+        serde_name(options.kernels),
+        serde_name(d.kernels),
+    );
     push("--stages", serde_name(options.stages), serde_name(d.stages));
     push("--ep-overlap", on(options.ep_overlap), on(d.ep_overlap));
     push(

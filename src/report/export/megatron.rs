@@ -497,6 +497,22 @@ pub fn render(l: &Launch) -> Result<String> {
             l.options.stack
         );
     }
+    let split = l.options.stages;
+    if split != Options::for_stack(l.options.stack).stages {
+        // Splits that build the same stages grade alike; the file names the plan's, so that
+        // check --from grades the plan as it was written.
+        let _ = writeln!(
+            out,
+            "# Stages: {} layers, the plan's {} split (--stages {}).",
+            l.stages
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            super::launch::serde_name(split),
+            super::launch::serde_name(split)
+        );
+    }
     if layout.replicate > 1 {
         let _ = writeln!(
             out,

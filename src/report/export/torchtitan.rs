@@ -65,9 +65,6 @@ pub fn render(l: &Launch) -> Result<String> {
     );
     let flavor = flavor(l);
     let a = &s.architecture;
-    if l.detailed {
-        runs_as_graded(l)?;
-    }
     // torchtitan's MoE models (deepseek_v3, llama4, qwen3) set their experts in Python model
     // args, not in the job TOML this writes for its llama3 model.
     if s.experts.is_some() {
@@ -79,6 +76,9 @@ pub fn render(l: &Launch) -> Result<String> {
                 s.name
             ),
         ));
+    }
+    if l.detailed {
+        runs_as_graded(l)?;
     }
     // torchtitan's llama3 model has no attention window; its flavors fix Llama 3.1's RoPE
     // and ε (the TOML cannot set them), so a plan with others is refused, not mistrained.
