@@ -448,6 +448,133 @@ proptest! {
     }
 }
 
+/// The README's flow, `search --json` then `export --plan`: each plan of the search is
+/// written with its own CP and replicas (they were dropped: a 2,048-GPU plan became a
+/// 1,024-GPU launcher without CP), and check --from grades what was written as the search
+/// graded the plan.
+#[test]
+fn a_search_s_plans_export_as_the_search_graded_them() {
+    let doc = cli(&strings(&[
+        "search",
+        "--models",
+        "70b",
+        "--gpus",
+        "2048",
+        "--memory",
+        "detailed",
+        "--cp",
+        "2",
+        "--replicate",
+        "2",
+        "--top",
+        "2",
+        "--json",
+        "--quiet",
+    ]))
+    .unwrap();
+    let plans = Scratch::new("plans.json", &doc);
+    let doc: serde_json::Value = serde_json::from_str(&doc).unwrap();
+    for (i, plan) in doc["plans"].as_array().unwrap().iter().enumerate() {
+        let l = &plan["layout"];
+        assert_eq!(
+            (l["cp"].as_u64(), l["replicate"].as_u64()),
+            (Some(2), Some(2))
+        );
+        let text = cli(&strings(&[
+            "export",
+            "--format",
+            "megatron",
+            "--quiet",
+            "--plan",
+            &plans.path(),
+            "--index",
+            &(i + 1).to_string(),
+        ]))
+        .unwrap();
+        assert!(text.contains("# Launch on 2048 GPUs"), "{text}");
+        let file = Scratch::new("m.sh", &text);
+        let json = cli(&strings(&[
+            "check",
+            "--json",
+            "--quiet",
+            "--from",
+            &file.path(),
+        ]))
+        .unwrap();
+        let graded: serde_json::Value = serde_json::from_str(&json).unwrap();
+        for field in ["layout", "step", "memory_model", "memory_gb"] {
+            assert_eq!(graded[field], plan[field], "{field}");
+        }
+    }
+}
+
+/// A mixture of experts' plan keeps its expert grid: Mixtral at EP 8 (it was written and graded
+/// again at EP 1, 162.6 GB a GPU for 38.3), and Megatron-LM's file reads back to the same grade.
+#[test]
+fn a_mixtral_plan_exports_and_reads_back_at_its_expert_parallelism() {
+    let design = strings(&[
+        "--model-config",
+        MIXTRAL,
+        "--tokens",
+        "1e12",
+        "--gpus",
+        "256",
+        "--tp",
+        "2",
+        "--pp",
+        "4",
+        "--ep",
+        "8",
+        "--zero",
+        "1",
+        "--memory",
+        "detailed",
+        "--ep-dispatcher",
+        "deepep",
+    ]);
+    let mut check = strings(&["check", "--json", "--quiet"]);
+    check.extend(design);
+    let json = cli(&check).unwrap();
+    let plan = Scratch::new("mixtral.json", &json);
+    let text = cli(&strings(&[
+        "export",
+        "--format",
+        "megatron",
+        "--quiet",
+        "--plan",
+        &plan.path(),
+        "--model-config",
+        MIXTRAL,
+    ]))
+    .unwrap();
+    for want in [
+        "--expert-model-parallel-size 8",
+        "--moe-token-dispatcher-type flex",
+        "--moe-enable-deepep",
+    ] {
+        assert!(text.lines().any(|l| l.trim() == want), "{want}:\n{text}");
+    }
+    let file = Scratch::new("mixtral.sh", &text);
+    let read = cli(&strings(&[
+        "check",
+        "--json",
+        "--quiet",
+        "--from",
+        &file.path(),
+        "--model-config",
+        MIXTRAL,
+    ]))
+    .unwrap();
+    let (planned, read): (serde_json::Value, serde_json::Value) = (
+        serde_json::from_str(&json).unwrap(),
+        serde_json::from_str(&read).unwrap(),
+    );
+    assert_eq!(planned["layout"]["ep"], 8);
+    for field in ["layout", "step", "memory_model", "memory_gb"] {
+        assert_eq!(read[field], planned[field], "{field}");
+    }
+}
+
 /// The README's example, exported and read back through the binary.
 #[test]
 fn check_from_an_exported_megatron_file_grades_it() {

@@ -289,7 +289,7 @@ fn written(option: &str, value: &str) -> Result<()> {
         return Err(Error::invalid(
             option,
             value.escape_debug(),
-            "a value written out: the reader puts in a whole-word variable the file sets ($X, ${X:-default}), not a command ($(…), `…`), arithmetic or a reference inside a word",
+            "a value written out: the reader puts in a whole-word variable the file sets ($X, ${X:-default}), not a command ($(…) or backquotes), arithmetic or a reference inside a word",
         ));
     }
     Ok(())

@@ -81,8 +81,8 @@ pub struct Script {
 fn refused(what: &str, line: usize, why: &str) -> Error {
     Error::invalid(
         "megatron arguments",
-        format!("`{}` on line {line}", what.escape_debug()),
-        format!("{why}; the reader does not run the script: write the options out plainly"),
+        format!("{} (line {line})", what.escape_debug()),
+        format!("{why} (the reader does not run the script: write the options out plainly)"),
     )
 }
 
@@ -165,21 +165,21 @@ impl Lexer<'_> {
                 return Err(refused(
                     &word.text,
                     word.line,
-                    "plain commands: a compound command or a function's options and assignments may not run as written",
+                    "commands outside if, case, loops and functions, whose options and assignments may not run as written",
                 ));
             }
             match assignment(&word.text) {
                 Some((_, true)) if self.assigning => return Err(refused(
                     &word.text,
                     word.line,
-                    "plain assignments: an append (NAME+=) adds to a value the reader may not have",
+                    "assignments, not an append (NAME+=), which adds to what the reader may not have",
                 )),
                 Some(_) if self.assigning => {
                     if self.conditional {
                         return Err(refused(
                             &word.text,
                             word.line,
-                            "unconditional assignments: this one runs only when the command before && or || says so",
+                            "assignments that always run, not one after && or ||",
                         ));
                     }
                     word.assignment = true;
@@ -214,7 +214,7 @@ impl Lexer<'_> {
         while depth > 0 {
             let c = self
                 .next()
-                .ok_or_else(|| unclosed(&format!("`{open}`"), line))?;
+                .ok_or_else(|| unclosed(&format!("{open} …"), line))?;
             self.word.push(c);
             match c {
                 '\\' => {
@@ -267,7 +267,7 @@ impl Lexer<'_> {
         self.dollar = true;
         self.word.push('`');
         loop {
-            let c = self.next().ok_or_else(|| unclosed("` quote", line))?;
+            let c = self.next().ok_or_else(|| unclosed("backquote", line))?;
             self.word.push(c);
             match c {
                 '`' => return Ok(()),
@@ -353,7 +353,7 @@ impl Lexer<'_> {
                 }
                 '\n' | ';' => {
                     if c == ';' && self.chars.peek() == Some(&';') {
-                        return Err(refused(";;", self.line, "plain commands: `;;` ends a case"));
+                        return Err(refused(";;", self.line, "commands outside a case"));
                     }
                     self.end(false)?;
                 }
@@ -382,7 +382,7 @@ impl Lexer<'_> {
                     return Err(refused(
                         "<<",
                         self.line,
-                        "no here-document: its text would be read as options",
+                        "no here-document, whose text would be read as options",
                     ))
                 }
                 '(' => {
@@ -398,14 +398,14 @@ impl Lexer<'_> {
                                 return Err(refused(
                                     &format!("{}(", self.word),
                                     self.line,
-                                    "plain assignments: an append (NAME+=(…)) adds to an array the reader may not have",
+                                    "arrays, not an append (NAME+=(…)), which adds to what the reader may not have",
                                 ));
                             }
                             if self.conditional {
                                 return Err(refused(
                                     &format!("{}(", self.word),
                                     self.line,
-                                    "unconditional assignments: this one runs only when the command before && or || says so",
+                                    "assignments that always run, not one after && or ||",
                                 ));
                             }
                             self.word.clear();
@@ -418,7 +418,7 @@ impl Lexer<'_> {
                             return Err(refused(
                                 &format!("{}(", self.word),
                                 self.line,
-                                "plain commands and arrays (NAME=( … )): a function, a subshell or another parenthesis may not run as written",
+                                "commands and arrays (NAME=( … )), not a function, a subshell or another parenthesis, which may not run as written",
                             ))
                         }
                     }
@@ -428,7 +428,7 @@ impl Lexer<'_> {
                         return Err(refused(
                             &format!("{})", self.word),
                             self.line,
-                            "plain commands and arrays (NAME=( … )): this parenthesis closes none",
+                            "commands and arrays (NAME=( … )), whose parentheses match: this one closes none",
                         ));
                     }
                     self.finish()?;
@@ -446,7 +446,7 @@ impl Lexer<'_> {
         }
         self.finish()?;
         if self.in_array {
-            return Err(unclosed("`(` array", self.line));
+            return Err(unclosed("( of an array", self.line));
         }
         Ok(())
     }
@@ -692,16 +692,16 @@ mod tests {
     #[test]
     fn what_the_reader_does_not_follow_is_refused_by_name_and_line() {
         for (script, named) in [
-            ("if [ -n \"$X\" ]; then\n  TP=8\nfi\n", "`if` on line 1"),
-            ("setup() {\n TP=8\n}\n", "`setup(` on line 1"),
-            ("function setup {\n TP=8\n}\n", "`function` on line 1"),
-            ("ARGS=(--x 1)\nARGS+=(--y 2)\n", "`ARGS+=(` on line 2"),
-            ("X=1\nX+=2\n", "`X+=2` on line 2"),
-            ("cat <<EOF\n--num-layers 4\nEOF\n", "`<<` on line 1"),
-            ("[ -z \"$TP\" ] && TP=8\n", "`TP=8` on line 1"),
-            ("(cd x; run)\n", "`(` on line 1"),
-            ("for x in 1 2; do\n echo\ndone\n", "`for` on line 1"),
-            ("case $X in\n a) TP=1;;\nesac\n", "`case` on line 1"),
+            ("if [ -n \"$X\" ]; then\n  TP=8\nfi\n", "= if (line 1)"),
+            ("setup() {\n TP=8\n}\n", "= setup( (line 1)"),
+            ("function setup {\n TP=8\n}\n", "= function (line 1)"),
+            ("ARGS=(--x 1)\nARGS+=(--y 2)\n", "= ARGS+=( (line 2)"),
+            ("X=1\nX+=2\n", "= X+=2 (line 2)"),
+            ("cat <<EOF\n--num-layers 4\nEOF\n", "= << (line 1)"),
+            ("[ -z \"$TP\" ] && TP=8\n", "= TP=8 (line 1)"),
+            ("(cd x; run)\n", "= ( (line 1)"),
+            ("for x in 1 2; do\n echo\ndone\n", "= for (line 1)"),
+            ("case $X in\n a) TP=1;;\nesac\n", "= case (line 1)"),
         ] {
             let e = refusal(script);
             assert!(e.contains(named), "{script:?}: {e}");

@@ -346,9 +346,16 @@ fn runs_as_graded(l: &Launch) -> Result<()> {
     let zero = l.zero().get();
     let ddp = zero == 0 && layout.tp == 1 && layout.pp == 1 && layout.cp == 1;
     if zero == 1 || (zero == 0 && !ddp) {
+        let with = if zero == 0 {
+            format!(
+                " with TP {} × CP {} × PP {}",
+                layout.tp, layout.cp, layout.pp
+            )
+        } else {
+            String::new()
+        };
         return refuse(format!(
-            "a ZeRO stage torchtitan runs: FSDP2 shards the gradients with the optimizer state (ZeRO 2 or 3), and its replication (ZeRO 0) does not compose with TP, CP or PP; this plan has ZeRO {zero} with TP {} × CP {} × PP {}, which would run as ZeRO 2 (check it with --zero 2)",
-            layout.tp, layout.cp, layout.pp
+            "a ZeRO stage torchtitan runs: FSDP2 shards the gradients with the optimizer state (ZeRO 2 or 3), and its replication (ZeRO 0) does not compose with TP, CP or PP; this plan has ZeRO {zero}{with}, which would run as ZeRO 2 (check it with --zero 2)"
         ));
     }
     if step.sequence_parallel != (layout.tp > 1) {
