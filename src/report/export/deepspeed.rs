@@ -230,6 +230,30 @@ mod tests {
         assert!(!said(&l));
     }
 
+    #[test]
+    fn the_note_names_what_check_from_needs_beside_the_json() {
+        use crate::cost::step::stack::StageSplit;
+        let mut l = launch(512, Degrees::tp_pp(8, 4), 1);
+        l.options.stages = StageSplit::Llama3;
+        l.options.reserve_gb = 3.0;
+        let notes = DeepSpeed.side_notes(&l);
+        let note = notes
+            .iter()
+            .find_map(|n| {
+                n.strip_prefix(
+                    "note: check --from grades this file as planned given the training script's part: ",
+                )
+            })
+            .unwrap();
+        assert_eq!(
+            note,
+            format!(
+                "--model llama3-70b --tokens {} --seq-len 8192 --tp 8 --pp 4 --recompute full --sequence-parallel on --schedule 1f1b --tp-comm-overlap on --stack megatron-te --stages llama3 --reserve-gb 3",
+                l.trained_tokens()
+            )
+        );
+    }
+
     /// The one-line refusal of `l`.
     fn refusal(l: &Launch) -> String {
         let e = config(l).unwrap_err().to_string();

@@ -507,6 +507,38 @@ mod tests {
     }
 
     #[test]
+    fn the_memory_model_s_assumptions_are_said_and_the_run_s_settings_listed() {
+        let mut options = Options::default();
+        assert_eq!(beyond_stack(&options), (vec![], vec![]));
+        options.reserve_gb = 3.0;
+        options.gradients = crate::cost::step::stack::GradientPrecision::Bf16;
+        let (run, assumed) = beyond_stack(&options);
+        assert_eq!(
+            run.iter().map(Setting::to_string).collect::<Vec<_>>(),
+            ["--gradients bf16"]
+        );
+        assert_eq!(assumed[0].to_string(), "--reserve-gb 3");
+        let l = Launch::new(
+            preset("70b").unwrap(),
+            1e12 as u64,
+            layout(8, 8, 32, 1),
+            None,
+            8192,
+            &BatchTarget::default(),
+            Some(options),
+        )
+        .unwrap();
+        assert!(l.detailed);
+        assert!(
+            l.notes
+                .iter()
+                .any(|n| n.starts_with("the plan was graded with --reserve-gb 3")),
+            "{:?}",
+            l.notes
+        );
+    }
+
+    #[test]
     fn a_plate_batch_rounds_to_whole_micro_batches_over_dp() {
         // DP 96: 2,048 / 96 = 21.3, so 21 × 96 = 2,016 sequences.
         let l = Launch::new(

@@ -790,6 +790,29 @@ mod tests {
     }
 
     #[test]
+    fn a_plan_s_settings_beyond_its_stack_are_written_or_refused_by_name() {
+        use crate::cost::step::stack::{Kernels, StageSplit};
+        let mut l = launch("405b", 8, 16, 128, 1);
+        l.detailed = true;
+        // A split that is not the stack's: its layout string, and the file names it.
+        l.options.stages = StageSplit::Llama3;
+        l.stages = crate::cost::step::pipeline::stage_layers(126, 16, StageSplit::Llama3).unwrap();
+        let text = render(&l).unwrap();
+        assert!(
+            text.contains("--pipeline-model-parallel-layout")
+                && text.contains("the plan's llama3 split (--stages llama3)"),
+            "{text}"
+        );
+        // Kernels Megatron-LM's arguments do not set are refused, not run as the stack's.
+        l.options.kernels = Kernels::Lean;
+        let e = arguments(&l).unwrap_err().to_string();
+        assert!(
+            e.contains("--kernels lean") && e.contains("megatron-te stack's --kernels fused"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn context_parallelism_splits_sequences_and_leaves_the_batch_to_dp() {
         // Llama 3.1 70B, TP 4 × CP 2 × PP 4 on 64 GPUs: Megatron-LM's DP is 64 / (4·2·4) = 2.
         let degrees = Degrees {

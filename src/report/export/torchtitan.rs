@@ -180,6 +180,15 @@ pub fn render(l: &Launch) -> Result<String> {
             }
         );
     }
+    // A detailed plan graded under another stack: the file runs torchtitan's kernels and
+    // overlaps, which is how check --from reads it back.
+    let stack = l.options.stack;
+    if l.detailed && !matches!(stack, Stack::Torchtitan | Stack::TorchtitanCompile) {
+        let _ = writeln!(
+            out,
+            "# Stack: the plan was graded under the {stack} stack; torchtitan runs its own kernels and overlaps, so check --from grades this file under the torchtitan stack (--stack torchtitan grades the plan as torchtitan runs it)."
+        );
+    }
     // The plan was timed with TP's all-gathers and reduce-scatters hidden behind the GEMMs
     // (Megatron-core's --tp-comm-overlap, Transformer Engine's userbuffers), which no
     // torchtitan stack here has. torchtitan's async TP (`enable_async_tensor_parallel`,
@@ -329,20 +338,15 @@ pub fn render(l: &Launch) -> Result<String> {
     Ok(out)
 }
 
-/// A detailed plan is a contract: torchtitan runs its own stacks (`torchtitan`, compiled or
-/// not), FSDP2 (ZeRO 2 or 3, or plain replication without TP, PP or CP), TP with the sequence
-/// sharded, and its activation-checkpointing modes; a plan graded otherwise would run as
-/// another plan, so it is refused by name ([`crate::input::from::torchtitan`] reads back each
-/// of these as written).
+/// A detailed plan is a contract: torchtitan runs FSDP2 (ZeRO 2 or 3, or plain replication
+/// without TP, PP or CP), TP with the sequence sharded, its activation-checkpointing modes and
+/// its stack's settings; a plan graded otherwise would hold other memory than it was graded
+/// with, so it is refused by name ([`crate::input::from::torchtitan`] reads back each of these
+/// as written). The stack itself is the software's: torchtitan runs its own kernels and
+/// overlaps whatever the plan's, which a comment in the file says.
 fn runs_as_graded(l: &Launch) -> Result<()> {
     let (step, layout) = (&l.step, &l.layout);
     let refuse = |what: String| Err(Error::invalid("--format", "torchtitan", what));
-    let stack = l.options.stack;
-    if !matches!(stack, Stack::Torchtitan | Stack::TorchtitanCompile) {
-        return refuse(format!(
-            "a plan of torchtitan's stacks (torchtitan, torchtitan-compile): this one was graded under the {stack} stack, whose kernels and overlaps torchtitan does not run; check it with --stack torchtitan and export that"
-        ));
-    }
     let zero = l.zero().get();
     let ddp = zero == 0 && layout.tp == 1 && layout.pp == 1 && layout.cp == 1;
     if zero == 1 || (zero == 0 && !ddp) {
@@ -536,6 +540,57 @@ mod tests {
         assert!(!render(&l).unwrap().contains("TP overlap"));
         let l = launch("8b", 64, Degrees::tp_pp(1, 1), 0);
         assert!(!render(&l).unwrap().contains("TP overlap"));
+    }
+
+    #[test]
+    fn a_detailed_plan_is_written_as_graded_or_refused_by_name() {
+        use crate::cost::step::detailed::Options;
+        use crate::cost::step::stack::GradientPrecision;
+        let titan = |stack, zero, tp| {
+            let mut l = launch("8b", 64, Degrees::tp_pp(tp, 1), zero);
+            l.detailed = true;
+            l.options = Options::for_stack(stack);
+            l.step.tp_comm_overlap = false;
+            l
+        };
+        // torchtitan-compile's plan compiles the model and the loss, which reads back as it.
+        let text = render(&titan(Stack::TorchtitanCompile, 3, 1)).unwrap();
+        assert!(text.contains("\n[compile]\nenable = true\n"), "{text}");
+        let read =
+            crate::input::from::torchtitan::parse(&text, std::path::Path::new("x.toml")).unwrap();
+        assert_eq!(read.stack, Some(Stack::TorchtitanCompile));
+        assert!(!render(&titan(Stack::Torchtitan, 3, 1))
+            .unwrap()
+            .contains("[compile]"));
+        // Another stack's plan runs torchtitan's kernels, and the file says so.
+        let text = render(&titan(Stack::MegatronTe, 3, 1)).unwrap();
+        assert!(
+            text.contains("# Stack: the plan was graded under the megatron-te stack"),
+            "{text}"
+        );
+        // What would run as another plan is refused by name, on one line.
+        let refusal = |l: &Launch| {
+            let e = render(l).unwrap_err().to_string();
+            assert!(
+                e.starts_with("invalid --format = torchtitan: ") && !e.contains('\n'),
+                "{e}"
+            );
+            e
+        };
+        assert!(
+            refusal(&titan(Stack::Torchtitan, 1, 1)).contains("ZeRO 1, which would run as ZeRO 2")
+        );
+        let mut no_sp = titan(Stack::Torchtitan, 3, 2);
+        no_sp.step.sequence_parallel = false;
+        assert!(refusal(&no_sp).contains("TP 2 with sequence parallelism off"));
+        let mut selective = titan(Stack::Torchtitan, 3, 1);
+        selective.step.recompute = Recompute::Selective;
+        assert!(refusal(&selective).contains("selective-op is torchtitan's own"));
+        let mut bf16 = titan(Stack::Torchtitan, 3, 1);
+        bf16.options.gradients = GradientPrecision::Bf16;
+        assert!(refusal(&bf16).contains("--gradients bf16"));
+        // A plate plan names none of it: written as before.
+        assert!(render(&launch("8b", 64, Degrees::tp_pp(1, 1), 1)).is_ok());
     }
 
     #[test]
