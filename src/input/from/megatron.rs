@@ -238,6 +238,16 @@ fn options(args: &[Arg]) -> Result<Vec<(String, Option<String>)>> {
         if !w.text.starts_with("--") {
             continue;
         }
+        let name = w.text.split_once('=').map_or(w.text.as_str(), |(n, _)| n);
+        if name.contains(['$', '`']) || name.contains(char::is_whitespace) {
+            // A quoted expansion of several words, or a reference inside one (`"--tp $TP"`):
+            // bash would hand it over otherwise.
+            return Err(Error::invalid(
+                "megatron arguments",
+                w.text.escape_debug(),
+                "options written out, one a word: the reader puts in a whole-word variable the file sets, split where unquoted ($PAR), not a reference inside a word or a quoted expansion of several options",
+            ));
+        }
         if let Some((n, v)) = w.text.split_once('=') {
             options.push((n.to_string(), Some(v.to_string())));
             continue;
@@ -1048,6 +1058,14 @@ mod tests {
         ))
         .unwrap();
         assert_eq!((f.tp, f.sequence_parallel), (Some(2), Some(true)));
+        // Quoted, or with a reference inside, it is no option bash would hand over as one.
+        for par in ["\"$PAR\"", "\"--tensor-model-parallel-size $TP\"", "--$X"] {
+            let e = refusal(&format!(
+                "PAR=\"--tensor-model-parallel-size 2 --sequence-parallel\"\n{}",
+                script("", &format!("torchrun pretrain_gpt.py {par}"))
+            ));
+            assert!(e.contains("options written out, one a word"), "{e}");
+        }
         // An unset one is empty, and said.
         let f = parse(&script(
             "",
