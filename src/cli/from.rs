@@ -631,7 +631,11 @@ pub fn apply_search(args: &mut SearchArgs, f: FromFile, path: &str) -> Result<Ve
             "the model from the file (or --model-config, which it must match)",
         ));
     }
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = f
+        .notes
+        .iter()
+        .map(|n| format!("note: --from {path}: {n}"))
+        .collect();
     match &f.model {
         FileModel::Preset(name) => {
             if args.model_config.is_empty() {

@@ -175,9 +175,14 @@ impl PlanFile {
                 .and_then(|g| g.checked_mul(l.dp))
                 .filter(|g| (1..=crate::brief::limits::GPUS).contains(g))
                 .ok_or_else(|| {
+                    let cp = if l.cp == 1 {
+                        String::new()
+                    } else {
+                        format!(" × CP {}", l.cp)
+                    };
                     Error::invalid(
                         "plan.layout",
-                        format!("TP {} × CP {} × PP {} × DP {}", l.tp, l.cp, l.pp, l.dp),
+                        format!("TP {}{cp} × PP {} × DP {}", l.tp, l.pp, l.dp),
                         format!("at least 1 and at most {} GPUs", crate::brief::limits::GPUS),
                     )
                 })?;

@@ -77,9 +77,6 @@ pub fn render(l: &Launch) -> Result<String> {
             ),
         ));
     }
-    if l.detailed {
-        runs_as_graded(l)?;
-    }
     // torchtitan's llama3 model has no attention window; its flavors fix Llama 3.1's RoPE
     // and ε (the TOML cannot set them), so a plan with others is refused, not mistrained.
     if let Some(w) = a.sliding_window {
@@ -299,6 +296,9 @@ pub fn render(l: &Launch) -> Result<String> {
             "torchtitan",
             "a recomputation torchtitan has (none, selective-op, selective-layer, selective or full); MaxText's save-qkv policy has none",
         ));
+    }
+    if l.detailed {
+        runs_as_graded(l)?;
     }
     if l.options.stack == Stack::TorchtitanCompile {
         // torch.compile over the model and the loss (torchtitan's default components): the
