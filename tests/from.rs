@@ -73,6 +73,14 @@ struct Design {
     schedule: &'static str,
     precision: &'static str,
     stack: &'static str,
+    /// Hybrid-sharding replicas, EP and ETP.
+    replicate: u64,
+    ep: u64,
+    etp: Option<u64>,
+    /// More of the detailed model's flags (a mixture of experts' settings).
+    extra: Vec<String>,
+    /// Graded by the plate: no step, no stack.
+    plate: bool,
 }
 
 impl Design {
@@ -94,6 +102,21 @@ impl Design {
             &self.cp.to_string(),
             "--zero",
             &self.zero.to_string(),
+        ]));
+        for (flag, value, default) in [
+            ("--replicate", self.replicate, 1),
+            ("--ep", self.ep, 1),
+            ("--etp", self.etp.unwrap_or(0), 0),
+        ] {
+            if value != default {
+                f.extend(strings(&[flag, &value.to_string()]));
+            }
+        }
+        if self.plate {
+            return f;
+        }
+        f.extend(self.extra.iter().cloned());
+        f.extend(strings(&[
             "--memory",
             "detailed",
             "--stack",
@@ -165,8 +188,109 @@ prop_compose! {
         Design {
             model, tp, pp, cp, dp, zero, micro, accumulation: accumulation * pp, seq, steps,
             recompute, sp: sp && tp > 1, schedule, precision, stack,
+            replicate: 1, ep: 1, etp: None, extra: Vec::new(), plate: false,
         }
     }
+}
+
+/// Mixtral 8×7B's config, a mixture of experts.
+const MIXTRAL: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/hf/mixtral-8x7b-v0.1/config.json"
+);
+
+prop_compose! {
+    /// A plan of any kind check grades: plate or detailed, on any stack, with CP, replicas,
+    /// and for a mixture of experts EP, ETP and the experts' settings.
+    fn any_plan()(
+        d in design(
+            &["megatron-te", "megatron-te", "llama3", "megatron-deepspeed", "eager", "torchtitan",
+              "torchtitan-compile", "maxtext"],
+            &["none", "selective", "full", "selective-op", "selective-layer"],
+            &[1, 2],
+            &["bf16", "fp8"],
+        ),
+        plate in prop::bool::weighted(0.2),
+        replicate in prop::sample::select(vec![1u64, 1, 2]),
+        mixtral in prop::bool::weighted(0.25),
+        ep in prop::sample::select(vec![1u64, 2, 4, 8]),
+        etp in prop::sample::select(vec![None, Some(1u64)]),
+        deepep in any::<bool>(),
+        overlap in any::<bool>(),
+        moe_recompute in prop::sample::select(vec!["none", "act", "layer"]),
+        norm_recompute in any::<bool>(),
+        titan in prop::bool::weighted(0.3),
+        stages in prop::sample::select(vec!["", "", "", "even", "llama3", "balanced"]),
+        gradients in prop::bool::weighted(0.1),
+    ) -> Design {
+        let mut d = Design { plate, replicate, ..d };
+        if !stages.is_empty() {
+            d.extra.extend(strings(&["--stages", stages]));
+        }
+        if gradients {
+            d.extra.extend(strings(&["--gradients", "bf16"]));
+        }
+        // Mostly designs check grades: replicas that divide DP, steps the stacks run, and
+        // often one that torchtitan's file can say.
+        d.dp *= replicate;
+        if d.stack == "megatron-deepspeed" {
+            (d.cp, d.schedule) = (1, "1f1b");
+        }
+        if d.stack == "eager" || d.stack == "megatron-deepspeed" {
+            d.cp = 1;
+        }
+        if titan {
+            d.stack = if d.steps % 2 == 0 { "torchtitan" } else { "torchtitan-compile" };
+            d.zero = 2 + d.zero % 2;
+            d.sp = d.tp > 1;
+            if d.recompute == "selective" {
+                d.recompute = "selective-op";
+            }
+        }
+        if mixtral {
+            d.model = strings(&["--model-config", MIXTRAL]);
+            (d.ep, d.etp) = (ep, etp);
+            d.dp *= 8;
+            d.precision = "bf16";
+            if !matches!(d.recompute, "none" | "selective") {
+                d.recompute = "none";
+            }
+            d.extra.extend(strings(&[
+                "--ep-dispatcher", if deepep { "deepep" } else { "alltoall" },
+                "--ep-overlap", if overlap { "on" } else { "off" },
+                "--moe-recompute", moe_recompute,
+                "--norm-recompute", if norm_recompute { "on" } else { "off" },
+            ]));
+        }
+        d
+    }
+}
+
+/// The `--model-config` a plan file of `design`'s model needs beside it (none for a preset or
+/// a dimension name).
+fn config_of(design: &Design) -> Vec<String> {
+    match design.model.first().map(String::as_str) {
+        Some("--model-config") => design.model.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// The flags DeepSpeed's side note says `check --from` needs beside the JSON written for the
+/// plan file at `plan`.
+fn deepspeed_alongside(plan: &Scratch, design: &Design) -> Vec<String> {
+    let out = trainplan()
+        .args(["export", "--format", "deepspeed", "--plan", &plan.path()])
+        .args(["--seq-len", &design.seq.to_string()])
+        .args(config_of(design))
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    let note = "note: check --from grades this file as planned given the training script's part: ";
+    let line = err
+        .lines()
+        .find_map(|l| l.strip_prefix(note))
+        .unwrap_or_else(|| panic!("no note naming the script's part: {err}"));
+    line.split_whitespace().map(String::from).collect()
 }
 
 /// The export of `design` in `format`, if the launcher can say it.
@@ -271,6 +395,189 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 192, max_global_rejects: 1_000_000, ..ProptestConfig::default() })]
+
+    /// A plan file is a contract: `export --plan` writes the run the plan is (the same bytes
+    /// as `export` of the flags that made it, or the same one-line refusal), and for a plan
+    /// graded in detail `check --from` on what it wrote grades the plan again to the same JSON,
+    /// for every launcher that writes it.
+    #[test]
+    fn a_plan_file_round_trips_through_every_launcher_that_writes_it(d in any_plan()) {
+        let mut check = strings(&["check", "--json", "--quiet"]);
+        check.extend(d.flags());
+        // A design check refuses is no plan.
+        let Ok(json) = cli(&check) else {
+            return Ok(());
+        };
+        let plan = Scratch::new("plan.json", &json);
+        for format in ["megatron", "torchtitan", "deepspeed"] {
+            let mut from_flags = strings(&["export", "--format", format, "--quiet"]);
+            from_flags.extend(d.flags());
+            let mut from_plan = strings(&[
+                "export", "--format", format, "--quiet", "--plan", &plan.path(),
+                "--seq-len", &d.seq.to_string(),
+            ]);
+            from_plan.extend(config_of(&d));
+            let written = cli(&from_plan);
+            prop_assert_eq!(&cli(&from_flags), &written, "{} {:?}", format, d);
+            let text = match written {
+                Ok(text) => text,
+                Err(e) => {
+                    prop_assert!(!e.contains('\n'), "{}", e);
+                    continue;
+                }
+            };
+            // A plate plan names no step; torchtitan's file runs torchtitan's stack, whatever
+            // the plan's (it says so in a comment).
+            let titan = matches!(d.stack, "torchtitan" | "torchtitan-compile");
+            if d.plate || (format == "torchtitan" && !titan) {
+                continue;
+            }
+            let file = Scratch::new(&format!("launch.{format}"), &text);
+            let alongside = match format {
+                "megatron" if d.stack != "megatron-te" => {
+                    let mut a = strings(&["--stack", d.stack]);
+                    a.extend(config_of(&d));
+                    a
+                }
+                "megatron" => config_of(&d),
+                "torchtitan" if d.model[1] == "8b" || d.model[1] == "70b" => Vec::new(),
+                "torchtitan" => d.model.clone(),
+                _ => deepspeed_alongside(&plan, &d),
+            };
+            same_grade(&d, &file, &alongside)?;
+        }
+    }
+}
+
+/// The README's flow, `search --json` then `export --plan`: each plan of the search is
+/// written with its own CP and replicas (they were dropped: a 2,048-GPU plan became a
+/// 1,024-GPU launcher without CP), and check --from grades what was written as the search
+/// graded the plan.
+#[test]
+fn a_search_s_plans_export_as_the_search_graded_them() {
+    let doc = cli(&strings(&[
+        "search",
+        "--models",
+        "70b",
+        "--gpus",
+        "2048",
+        "--memory",
+        "detailed",
+        "--cp",
+        "2",
+        "--replicate",
+        "2",
+        "--top",
+        "2",
+        "--json",
+        "--quiet",
+    ]))
+    .unwrap();
+    let plans = Scratch::new("plans.json", &doc);
+    let doc: serde_json::Value = serde_json::from_str(&doc).unwrap();
+    for (i, plan) in doc["plans"].as_array().unwrap().iter().enumerate() {
+        let l = &plan["layout"];
+        assert_eq!(
+            (l["cp"].as_u64(), l["replicate"].as_u64()),
+            (Some(2), Some(2))
+        );
+        let text = cli(&strings(&[
+            "export",
+            "--format",
+            "megatron",
+            "--quiet",
+            "--plan",
+            &plans.path(),
+            "--index",
+            &(i + 1).to_string(),
+        ]))
+        .unwrap();
+        assert!(text.contains("# Launch on 2048 GPUs"), "{text}");
+        let file = Scratch::new("m.sh", &text);
+        let json = cli(&strings(&[
+            "check",
+            "--json",
+            "--quiet",
+            "--from",
+            &file.path(),
+        ]))
+        .unwrap();
+        let graded: serde_json::Value = serde_json::from_str(&json).unwrap();
+        for field in ["layout", "step", "memory_model", "memory_gb"] {
+            assert_eq!(graded[field], plan[field], "{field}");
+        }
+    }
+}
+
+/// A mixture of experts' plan keeps its expert grid: Mixtral at EP 8 (it was written and graded
+/// again at EP 1, 162.6 GB a GPU for 38.3), and Megatron-LM's file reads back to the same grade.
+#[test]
+fn a_mixtral_plan_exports_and_reads_back_at_its_expert_parallelism() {
+    let design = strings(&[
+        "--model-config",
+        MIXTRAL,
+        "--tokens",
+        "1e12",
+        "--gpus",
+        "256",
+        "--tp",
+        "2",
+        "--pp",
+        "4",
+        "--ep",
+        "8",
+        "--zero",
+        "1",
+        "--memory",
+        "detailed",
+        "--ep-dispatcher",
+        "deepep",
+    ]);
+    let mut check = strings(&["check", "--json", "--quiet"]);
+    check.extend(design);
+    let json = cli(&check).unwrap();
+    let plan = Scratch::new("mixtral.json", &json);
+    let text = cli(&strings(&[
+        "export",
+        "--format",
+        "megatron",
+        "--quiet",
+        "--plan",
+        &plan.path(),
+        "--model-config",
+        MIXTRAL,
+    ]))
+    .unwrap();
+    for want in [
+        "--expert-model-parallel-size 8",
+        "--moe-token-dispatcher-type flex",
+        "--moe-enable-deepep",
+    ] {
+        assert!(text.lines().any(|l| l.trim() == want), "{want}:\n{text}");
+    }
+    let file = Scratch::new("mixtral.sh", &text);
+    let read = cli(&strings(&[
+        "check",
+        "--json",
+        "--quiet",
+        "--from",
+        &file.path(),
+        "--model-config",
+        MIXTRAL,
+    ]))
+    .unwrap();
+    let (planned, read): (serde_json::Value, serde_json::Value) = (
+        serde_json::from_str(&json).unwrap(),
+        serde_json::from_str(&read).unwrap(),
+    );
+    assert_eq!(planned["layout"]["ep"], 8);
+    for field in ["layout", "step", "memory_model", "memory_gb"] {
+        assert_eq!(read[field], planned[field], "{field}");
+    }
+}
+
 /// The README's example, exported and read back through the binary.
 #[test]
 fn check_from_an_exported_megatron_file_grades_it() {
@@ -302,7 +609,10 @@ fn check_from_an_exported_megatron_file_grades_it() {
 fn what_cannot_be_mapped_is_named_on_one_line() {
     let base = "A=(\n --num-layers 2 --hidden-size 256 --ffn-hidden-size 512 --num-attention-heads 2\n --swiglu --disable-bias-linear --bf16 --seq-length 128 --micro-batch-size 1\n --global-batch-size 8 --train-iters 10 --vocab-size 1024 --use-rope-scaling\n";
     for (extra, named) in [
-        (" --num-experts 8\n)", "--num-experts"),
+        (
+            " --moe-expert-capacity-factor 1.25\n)",
+            "--moe-expert-capacity-factor",
+        ),
         (" --fp16\n)", "--fp16"),
         (
             " --recompute-granularity full\n)",
@@ -653,6 +963,35 @@ const WORDS: &[&str] = &[
     "[parallelism]",
     "pipeline_parallel_degree = 4",
     "\"train_batch_size\": 8,",
+    // The shell the Megatron-LM reader follows or refuses, and the experts' options.
+    "ARGS=(",
+    "ARGS+=(",
+    "X=$Y",
+    "$X",
+    "\"$X\"",
+    "${X:-2}",
+    "${A[@]}",
+    "$(",
+    "`",
+    "<<",
+    "&&",
+    "||",
+    ";",
+    "|",
+    "if",
+    "fi",
+    "f()",
+    "{",
+    "--nnodes=$N",
+    "--sequence-parallel",
+    "false",
+    "--num-experts",
+    "--moe-layer-freq",
+    "[1,0]",
+    "--moe-grouped-gemm",
+    "--recompute-modules",
+    "moe_act",
+    "--expert-model-parallel-size",
 ];
 
 proptest! {

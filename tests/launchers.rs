@@ -74,6 +74,13 @@ const DESIGNS: &[&[&str]] = &[
       "--ep-overlap", "on"],
     &["--model-config", "tests/fixtures/hf/qwen1.5-moe-a2.7b/config.json", "--tokens", "1e12",
       "--tp", "1", "--pp", "1", "--ep", "4", "--zero", "1", "--gpus", "16"],
+    // FP8, and all three, graded as torchtitan runs them (its stack, FSDP2's ZeRO 2): a
+    // detailed plan torchtitan would run as another (ZeRO 1) it refuses.
+    &["--model", "70b", "--tokens", "1e12", "--tp", "8", "--pp", "8", "--zero", "2",
+      "--memory", "detailed", "--precision", "fp8", "--stack", "torchtitan"],
+    &["--model", "8b", "--tokens", "1e12", "--tp", "2", "--pp", "1", "--cp", "2", "--zero", "2",
+      "--replicate", "2", "--gpus", "64", "--gpu", "b200", "--memory", "detailed",
+      "--precision", "mxfp8", "--stack", "torchtitan-compile"],
 ];
 
 /// Indices into [`DESIGNS`] of the designs with CP, FP8 and replicas.
@@ -82,6 +89,8 @@ const CP_ALLGATHER: usize = 10;
 const FP8: usize = 11;
 const HSDP: usize = 12;
 const ALL_THREE: usize = 13;
+const TITAN_FP8: usize = 16;
+const TITAN_ALL_THREE: usize = 17;
 
 /// The export of a design, or its one-line refusal (by name, status 2).
 fn exported(format: &str, design: &[&str]) -> Result<String, String> {
@@ -351,7 +360,10 @@ fn torchtitan_exports_context_parallelism_fp8_and_replicas() {
     );
     assert_eq!(p["data_parallel_shard_degree"].as_integer(), Some(2));
     assert_eq!(p["data_parallel_replicate_degree"].as_integer(), Some(1));
-    let fp8 = parse(FP8);
+    // A detailed ZeRO 1 plan would run as ZeRO 2 under FSDP2: refused by name.
+    let e = exported("torchtitan", DESIGNS[FP8]).unwrap_err();
+    assert!(e.contains("ZeRO 1, which would run as ZeRO 2"), "{e}");
+    let fp8 = parse(TITAN_FP8);
     assert_eq!(
         fp8["model"]["converters"].as_array().unwrap(),
         &[toml::Value::from("quantize.linear.float8")]
@@ -366,7 +378,8 @@ fn torchtitan_exports_context_parallelism_fp8_and_replicas() {
     assert_eq!(p["data_parallel_replicate_degree"].as_integer(), Some(4));
     assert_eq!(p["data_parallel_shard_degree"].as_integer(), Some(64));
     assert_eq!(p["fsdp_reshard_after_forward"].as_str(), Some("always"));
-    let all = parse(ALL_THREE);
+    let all = parse(TITAN_ALL_THREE);
+    assert_eq!(all["compile"]["enable"].as_bool(), Some(true));
     let p = &all["parallelism"];
     assert_eq!(
         (

@@ -168,10 +168,11 @@ fn launcher_configurations_of_the_walk_through_s_best_plan() {
         .output()
         .unwrap();
     std::fs::write(&plans, out.stdout).unwrap();
-    for (format, file) in [
-        ("megatron", "export-megatron.txt"),
-        ("deepspeed", "export-deepspeed.json"),
-        ("torchtitan", "export-torchtitan.toml"),
+    // The best plan has CP 2, which DeepSpeed's config cannot say: its JSON is the second's.
+    for (format, index, file) in [
+        ("megatron", "1", "export-megatron.txt"),
+        ("deepspeed", "2", "export-deepspeed.json"),
+        ("torchtitan", "1", "export-torchtitan.toml"),
     ] {
         snapshot(
             &[
@@ -179,6 +180,8 @@ fn launcher_configurations_of_the_walk_through_s_best_plan() {
                 "export",
                 "--plan",
                 plans.to_str().unwrap(),
+                "--index",
+                index,
                 "--format",
                 format,
                 "--model-config",

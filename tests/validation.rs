@@ -66,7 +66,7 @@ fn files(dir: &Path) {
         ),
         (
             "args.sh",
-            &b"ARGS=(\n  --num-layers 32\n  --num-experts 8\n)\n"[..],
+            &b"ARGS=(\n  --num-layers 32\n  --moe-expert-capacity-factor 1.25\n)\n"[..],
         ),
         (
             "job.toml",
@@ -78,6 +78,74 @@ fn files(dir: &Path) {
             &b"{\"train_batch_size\": 64, \"train_micro_batch_size_per_gpu\": 1, \"bf16\": {\"enabled\": true}, \"zero_optimization\": {\"stage\": 3}}\n"[..],
         ),
         // Round 3 files: launchers and their readers.
+        (
+            "plan-ep.json",
+            &b"{\"model\": \"70b\", \"tokens\": 1000000000000, \"layout\": {\"tp\": 8, \"pp\": 8, \"dp\": 32, \"zero\": 1, \"ep\": 2}}\n"[..],
+        ),
+        (
+            "plan-dense-moe.json",
+            &b"{\"model\": \"70b\", \"tokens\": 1000000000000, \"layout\": {\"tp\": 8, \"pp\": 8, \"dp\": 32, \"zero\": 1}, \"step\": {\"micro_batch\": 1, \"seq_len\": 8192, \"recompute\": \"full\", \"sequence_parallel\": true, \"schedule\": \"1f1b\", \"precision\": \"bf16\", \"global_batch_tokens\": 16777216}, \"memory_model\": {\"stack\": \"megatron-te\", \"gradients\": \"fp32\", \"loss\": \"fp32\", \"kernels\": \"fused\", \"stages\": \"even\", \"reserve_gb\": 2.0, \"fragmentation\": 0.05, \"ep_overlap\": true}}\n"[..],
+        ),
+        (
+            "plan-cp.json",
+            &b"{\"model\": \"70b\", \"tokens\": 1000000000000, \"layout\": {\"tp\": 8, \"cp\": 2, \"pp\": 8, \"dp\": 16, \"zero\": 1}, \"step\": {\"micro_batch\": 1, \"seq_len\": 8192, \"recompute\": \"full\", \"sequence_parallel\": true, \"schedule\": \"1f1b\", \"precision\": \"bf16\", \"global_batch_tokens\": 16777216, \"tp_comm_overlap\": true}, \"memory_model\": {\"stack\": \"megatron-te\", \"gradients\": \"fp32\", \"loss\": \"fp32\", \"kernels\": \"fused\", \"stages\": \"even\", \"reserve_gb\": 2.0, \"fragmentation\": 0.05}}\n"[..],
+        ),
+        (
+            "nodes.sh",
+            &b"torchrun --nproc_per_node 8 --nnodes 2:4 pretrain_gpt.py --num-layers 32\n"[..],
+        ),
+        (
+            "nodes-unset.sh",
+            &b"torchrun --nproc_per_node 8 --nnodes $NODES pretrain_gpt.py --num-layers 32\n"[..],
+        ),
+        (
+            "append.sh",
+            &b"ARGS=(--num-layers 32)\nARGS+=(--tensor-model-parallel-size 2)\n"[..],
+        ),
+        (
+            "if.sh",
+            &b"TP=1\nif [ -n \"$BIG\" ]; then\n  TP=8\nfi\nARGS=(--tensor-model-parallel-size $TP)\n"[..],
+        ),
+        (
+            "function.sh",
+            &b"big() {\n  TP=8\n}\nARGS=(--tensor-model-parallel-size $TP)\n"[..],
+        ),
+        (
+            "heredoc.sh",
+            &b"cat > args.txt <<EOF\n--tensor-model-parallel-size 8\nEOF\n"[..],
+        ),
+        (
+            "sp-false.sh",
+            &b"ARGS=(--num-layers 32 --sequence-parallel false)\n"[..],
+        ),
+        (
+            "par.sh",
+            &b"PAR=\"--tensor-model-parallel-size 4 --sequence-parallel\"\ntorchrun pretrain_gpt.py \"$PAR\"\n"[..],
+        ),
+        (
+            "value.sh",
+            &b"ARGS=(--tensor-model-parallel-size ${TP}0)\n"[..],
+        ),
+        (
+            "moe.sh",
+            &b"ARGS=(\n  --num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32\n  --swiglu --disable-bias-linear --bf16 --seq-length 4096 --micro-batch-size 1\n  --global-batch-size 256 --train-iters 1000\n  --num-experts 8 --moe-router-topk 2 --moe-grouped-gemm --moe-token-dispatcher-type allgather\n)\n"[..],
+        ),
+        (
+            "ds-yes.json",
+            &b"{\"train_batch_size\": 64, \"train_micro_batch_size_per_gpu\": 1, \"bf16\": {\"enabled\": true}, \"activation_checkpointing\": {\"cpu_checkpointing\": \"yes\"}}\n"[..],
+        ),
+        (
+            "ds-twice.json",
+            &b"{\"train_batch_size\": 64, \"train_batch_size\": 8, \"train_micro_batch_size_per_gpu\": 1, \"bf16\": {\"enabled\": true}}\n"[..],
+        ),
+        (
+            "quantize.toml",
+            &b"[model]\nflavor = \"8B\"\n[quantize]\nfoo = 1\n"[..],
+        ),
+        (
+            "training-twice.toml",
+            &b"[training]\nsteps = 1\n[training]\nseq_len = 8192\n"[..],
+        ),
         // Round 3 files: the server.
         // Round 3 files: merge and calibrate.
         // Round 3 files: models, families and flags.
@@ -265,7 +333,7 @@ const ROWS: &[Row] = &[
     row("`--experts`, `--top-k`, `--granularity`", "whole-number ranges up to 4,096", &["search", "--layers", "32", "--hidden", "4096", "--ffn-ratio", "3.5", "--experts", "1..4.5"], "error: invalid --experts = 1..4.5:1: whole numbers up to 4096 in the range and its step"),
     row("a shape family", "at most 10⁶ shapes", &["search", "--layers", "1..100000:1", "--hidden", "128..1000000:128", "--ffn-ratio", "1..64:1"], "error: invalid shape family = 49996800000 shapes: at most 1000000 (widen the steps)"),
     // Launcher files read back (check --from).
-    row("`--from` Megatron-LM arguments", "options trainplan maps or knows to leave alone", &["check", "--from", "args.sh"], "error: invalid --num-experts = 8: an option trainplan maps to the design or knows to leave the plan alone (take it out, or state it with trainplan's flags if it changes the design)"),
+    row("`--from` Megatron-LM arguments", "options trainplan maps or knows to leave alone", &["check", "--from", "args.sh"], "error: invalid --moe-expert-capacity-factor = 1.25: an option trainplan maps to the design or knows to leave the plan alone (take it out, or state it with trainplan's flags if it changes the design)"),
     row("`--from` torchtitan keys", "keys trainplan maps or knows to leave alone", &["check", "--from", "moe.toml"], "error: invalid parallelism.expert_parallel_degree = 8: a key trainplan maps to the design or knows to leave the plan alone (take it out, or state it with trainplan's flags if it changes the design)"),
     row("a flag with `--from`", "what the file says, where it says it", &["check", "--from", "job.toml", "--tp", "2"], "error: invalid --tp = 2: 1, what the --from file says (a flag the file sets must agree with it)"),
     row("`--from` a DeepSpeed JSON", "with the model alongside", &["check", "--from", "ds_config.json"], "error: invalid --from = deepspeed: the model alongside: DeepSpeed's JSON has none (give --model-config config.json, or --model)"),
@@ -284,6 +352,25 @@ const ROWS: &[Row] = &[
     row("`serve --port`", "0 to 65,535", &["serve", "--port", "70000"], "error: invalid value '70000' for '--port <PORT>': 70000 is not in 0..=65535"),
     row("`serve --host`", "an IP address", &["serve", "--host", "localhost:80"], "error: invalid value 'localhost:80' for '--host <HOST>': invalid IP address syntax"),
     // Round 3: launchers and their readers.
+    row("a plan file's `layout` (`export --plan`)", "every degree as `check` takes it: CP, replicas, EP, ETP", &["export", "--format", "megatron", "--plan", "plan-ep.json"], "error: invalid layout: ep = 2 needs a mixture of experts: llama3-70b is dense (EP 1)"),
+    row("a plan file's experts' settings (`memory_model.ep_overlap`, …)", "a mixture of experts", &["export", "--format", "megatron", "--plan", "plan-dense-moe.json"], "error: invalid plan.memory_model.ep_overlap = set: a mixture of experts: llama3-70b is dense (the field sets how its experts run)"),
+    row("a plan file's CP, `--format deepspeed`", "1: DeepSpeed's config has no context parallelism", &["export", "--format", "deepspeed", "--plan", "plan-cp.json"], "error: invalid --format = deepspeed: a plan without context parallelism: cp = 2 splits each sequence with K/V exchanged between its slices, and DeepSpeed's config has no such scheme (its sequence_parallel_size is DeepSpeed-Ulysses, an all-to-all splitting attention by heads, a different one)"),
+    row("a detailed plan's ZeRO stage, `--format torchtitan`", "2 or 3; 0 without TP, CP or PP", &["export", "--format", "torchtitan", "--model", "8b", "--tokens", "1e12", "--gpus", "64", "--zero", "1", "--memory", "detailed", "--stack", "torchtitan"], "error: invalid --format = torchtitan: a ZeRO stage torchtitan runs: FSDP2 shards the gradients with the optimizer state (ZeRO 2 or 3), and its replication (ZeRO 0) does not compose with TP, CP or PP; this plan has ZeRO 1, which would run as ZeRO 2 (check it with --zero 2)"),
+    row("a plan's settings beyond its stack, `--format megatron`", "the stage split and the experts' settings, which its arguments write", &["export", "--format", "megatron", "--model", "70b", "--tokens", "1e12", "--tp", "8", "--pp", "8", "--zero", "1", "--memory", "detailed", "--gradients", "bf16"], "error: invalid --format = megatron: a plan whose settings the file can say: llama3-70b was graded with --gradients bf16, which no Megatron-LM setting written here gives (it would run the megatron-te stack's --gradients fp32); check the plan without it"),
+    row("`--from` torchrun's `--nnodes`", "a whole number ≥ 1, not an elastic range", &["check", "--from", "nodes.sh"], "error: invalid --nnodes = 2:4: a whole number of nodes ≥ 1, which the GPUs are counted from (an elastic range, an unset variable or a command is not read: write the count, or leave it out and give --gpus)"),
+    row("`--from` torchrun's `--nnodes`", "a number, not a variable the file does not set", &["check", "--from", "nodes-unset.sh"], "error: invalid --nnodes = no value: a whole number of nodes ≥ 1, which the GPUs are counted from (an elastic range, an unset variable or a command is not read: write the count, or leave it out and give --gpus)"),
+    row("`--from` a script's appends", "assignments and arrays, not `NAME+=`", &["check", "--from", "append.sh"], "error: invalid megatron arguments = ARGS+=( (line 2): arrays, not an append (NAME+=(…)), which adds to what the reader may not have (the reader does not run the script: write the options out plainly)"),
+    row("`--from` a script's `if`, `case` and loops", "plain commands", &["check", "--from", "if.sh"], "error: invalid megatron arguments = if (line 2): commands outside if, case, loops and functions, whose options and assignments may not run as written (the reader does not run the script: write the options out plainly)"),
+    row("`--from` a script's functions", "plain commands", &["check", "--from", "function.sh"], "error: invalid megatron arguments = big( (line 1): commands and arrays (NAME=( … )), not a function, a subshell or another parenthesis, which may not run as written (the reader does not run the script: write the options out plainly)"),
+    row("`--from` a here-document", "none: its text is no option", &["check", "--from", "heredoc.sh"], "error: invalid megatron arguments = << (line 1): no here-document, whose text would be read as options (the reader does not run the script: write the options out plainly)"),
+    row("`--from` a switch (`--sequence-parallel`, …)", "no value: on when given", &["check", "--from", "sp-false.sh"], "error: invalid --sequence-parallel = false: no value: --sequence-parallel is a switch, on when given and off when left out"),
+    row("`--from` a quoted variable of several options", "one option a word, as bash passes them", &["check", "--from", "par.sh"], "error: invalid megatron arguments = --tensor-model-parallel-size 4 --sequence-parallel: options written out, one a word: the reader puts in a whole-word variable the file sets, split where unquoted ($PAR), not a reference inside a word or a quoted expansion of several options"),
+    row("`--from` a value holding `$` or a command", "written out, or a whole-word variable the file sets", &["check", "--from", "value.sh"], "error: invalid --tensor-model-parallel-size = ${TP}0: a value written out: the reader puts in a whole-word variable the file sets ($X, ${X:-default}), not a command ($(…) or backquotes), arithmetic or a reference inside a word"),
+    row("`--from` Megatron-LM's `--moe-token-dispatcher-type`", "alltoall, or flex with `--moe-enable-deepep`", &["check", "--from", "moe.sh", "--gpus", "64"], "error: invalid --moe-token-dispatcher-type = allgather: alltoall, or flex with --moe-enable-deepep: the dispatchers the time model costs"),
+    row("`--from` DeepSpeed's flags (`cpu_checkpointing`, …)", "true or false", &["check", "--from", "ds-yes.json"], "error: invalid activation_checkpointing.cpu_checkpointing = \"yes\": true or false"),
+    row("`--from` a DeepSpeed key", "given once", &["check", "--from", "ds-twice.json"], "error: cannot parse 'ds-twice.json': not a DeepSpeed config: train_batch_size: given twice: each key may be given once at line 1 column 43"),
+    row("`--from` torchtitan's `[quantize]` keys", "keys trainplan maps or knows to leave alone", &["check", "--from", "quantize.toml"], "error: invalid quantize.foo = 1: a key trainplan maps to the design or knows to leave the plan alone (take it out, or state it with trainplan's flags if it changes the design)"),
+    row("`--from` a torchtitan table", "given once", &["check", "--from", "training-twice.toml"], "error: cannot parse 'training-twice.toml': not a torchtitan job TOML: invalid table header: duplicate key `training` in document root at line 3"),
     // Round 3: the server.
     // Round 3: merge and calibrate.
     // Round 3: models, families and flags.

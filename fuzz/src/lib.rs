@@ -8,9 +8,8 @@ use std::path::Path;
 use arbitrary::{Arbitrary, Unstructured};
 use serde_json::{json, Value};
 use trainplan::input::plan_file::PlanFile;
-use trainplan::report::export::launch::Launch;
 use trainplan::report::export::Format;
-use trainplan::{Brief, Layout};
+use trainplan::Brief;
 
 fn text(data: &[u8]) -> Option<&str> {
     std::str::from_utf8(data).ok()
@@ -75,46 +74,25 @@ pub fn plan_json(data: &[u8]) {
     plan_text(text, index);
 }
 
-/// What `trainplan export --plan FILE --index I` does with the file's text, minus printing.
+/// What `trainplan export --plan FILE --index I` does with the file's text, minus printing:
+/// the plan's model (a preset or dimension name), the document's own brief (else the
+/// default), the plan graded again with its whole layout and step ([`PlanFile::launch`]), and
+/// every launcher's file and notes.
 fn plan_text(text: &str, index: u64) {
     let Ok(plan) = PlanFile::parse(text, Path::new("plan.json"), index) else {
         return;
     };
-    let fields = &plan.fields;
-    let Ok(shape) = trainplan::model::preset(&fields.model) else {
+    let Ok(shape) = plan.shape(None) else {
         return;
     };
-    let l = fields.layout;
-    let Some(gpus) =
-        l.tp.checked_mul(l.pp)
-            .and_then(|g| g.checked_mul(l.dp))
-            .filter(|g| (1..=trainplan::brief::limits::GPUS).contains(g))
-    else {
-        return;
-    };
-    // As the CLI: the document's own brief when it carries one, sized to the plan's GPUs and
-    // validated before the layout is built.
-    let mut brief = plan.brief.clone().unwrap_or_default();
-    brief.gpus = gpus;
-    if brief.validate().is_err() {
-        return;
-    }
-    let Ok(layout) = Layout::new(&brief, &shape, l.tp, l.pp, l.zero) else {
-        return;
-    };
-    let Ok(launch) = Launch::new(
-        shape,
-        fields.tokens,
-        layout,
-        fields.step,
-        8192,
-        &brief.batch_target(),
-        fields.memory_model,
-    ) else {
+    let brief = plan.brief.clone().unwrap_or_default();
+    let Ok((launch, _)) = plan.launch(shape, brief) else {
         return;
     };
     for format in [Format::Megatron, Format::DeepSpeed, Format::Torchtitan] {
-        let _ = format.exporter().launch(&launch);
+        let exporter = format.exporter();
+        let _ = exporter.launch(&launch);
+        let _ = exporter.side_notes(&launch);
     }
 }
 

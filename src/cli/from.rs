@@ -11,10 +11,14 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::args::{DesignArgs, MemoryArg, OnOff, RecomputeArg, SearchArgs};
+use super::args::{
+    DesignArgs, DispatcherArg, MemoryArg, MoeRecomputeArg, OnOff, RecomputeArg, SearchArgs,
+    StagesArg,
+};
 use crate::cost::step::detailed::Options;
-use crate::cost::step::stack::Stack;
-use crate::cost::step::Recompute;
+use crate::cost::step::experts::Dispatcher;
+use crate::cost::step::stack::{Stack, StageSplit};
+use crate::cost::step::{MoeRecompute, Recompute};
 use crate::cost::step::{Schedule, Step};
 use crate::error::{Error, Result};
 use crate::input::from::megatron::STACK_OPTIONS;
@@ -155,6 +159,15 @@ fn differs(shape: &Shape, d: &Dims) -> Option<String> {
             return Some(format!("{what}: the model has {model}, the file {file}"));
         }
     }
+    if shape.attention.qk_norm != d.qk_norm {
+        return Some(format!(
+            "--qk-layernorm: the model has {}, the file {}",
+            shape.attention.qk_norm, d.qk_norm
+        ));
+    }
+    if let Some(why) = experts_differ(shape, d) {
+        return Some(why);
+    }
     let llama31 = a.rope_scaling == crate::model::Architecture::llama31().rope_scaling;
     if llama31 != d.rope_scaling {
         return Some(format!(
@@ -168,6 +181,45 @@ fn differs(shape: &Shape, d: &Dims) -> Option<String> {
         ));
     }
     None
+}
+
+/// The first way `shape`'s mixture of experts differs from the file's, if any.
+fn experts_differ(shape: &Shape, d: &Dims) -> Option<String> {
+    let (model, file) = match (&shape.experts, &d.experts) {
+        (None, None) => return None,
+        (Some(_), None) => {
+            return Some("--num-experts: the model has experts, the file none".into())
+        }
+        (None, Some(_)) => {
+            return Some("--num-experts: the file has experts, the model none".into())
+        }
+        (Some(m), Some(f)) => (m, f),
+    };
+    let every: Vec<bool> = (0..shape.layers)
+        .map(|i| model.layers.contains(i))
+        .collect();
+    let checks = [
+        ("--num-experts", u64::from(model.routed), file.routed),
+        (
+            "--moe-router-topk",
+            u64::from(model.per_token),
+            file.per_token,
+        ),
+        ("--moe-ffn-hidden-size", model.ffn, file.ffn),
+        (
+            "--moe-shared-expert-intermediate-size",
+            model.shared_ffn,
+            file.shared_ffn,
+        ),
+    ];
+    if let Some((what, m, f)) = checks.iter().find(|(_, m, f)| m != f) {
+        return Some(format!("{what}: the model has {m}, the file {f}"));
+    }
+    let layers = file
+        .layers
+        .clone()
+        .unwrap_or_else(|| vec![true; every.len()]);
+    (layers != every).then(|| "--moe-layer-freq: the model's MoE layers are others".to_string())
 }
 
 /// The model flags set from the file's model, or checked against the model given.
@@ -233,11 +285,22 @@ fn model(d: &mut DesignArgs, f: &FromFile) -> Result<()> {
                     "the model's vocabulary: add --vocab-size to the file's arguments, or give the model's config.json with --model-config",
                 )
             })?;
-            if dims.biases != crate::model::Biases::default() || !dims.rope_scaling {
+            let unstated = if dims.experts.is_some() {
+                Some("experts")
+            } else if dims.qk_norm {
+                Some("--qk-layernorm")
+            } else if dims.biases != crate::model::Biases::default() {
+                Some("biases")
+            } else if !dims.rope_scaling {
+                Some("no --use-rope-scaling")
+            } else {
+                None
+            };
+            if let Some(what) = unstated {
                 return Err(Error::invalid(
                     "--from",
-                    if dims.rope_scaling { "biases" } else { "no --use-rope-scaling" },
-                    "a model the flags can state (no biases, Llama 3.1's RoPE scaling): give the model's config.json with --model-config",
+                    what,
+                    "a model the flags can state (dense, no biases or query-key norm, Llama 3.1's RoPE scaling): give the model's config.json with --model-config",
                 ));
             }
             m.layers = Some(dims.layers);
@@ -284,7 +347,7 @@ const PREFERENCE: [Stack; 7] = [
     Stack::Maxtext,
 ];
 
-/// The stack options Megatron-LM's export writes for `stack`, and its layout string, sorted.
+/// The stack options Megatron-LM's export writes for `stack`, sorted.
 fn megatron_stack_options(
     shape: &Shape,
     tokens: u64,
@@ -307,12 +370,76 @@ fn megatron_stack_options(
             STACK_OPTIONS
                 .iter()
                 .any(|o| a == o || a.starts_with(&format!("{o} ")))
-                || a.starts_with("--pipeline-model-parallel-layout ")
         })
-        .map(|a| a.replace('"', ""))
         .collect();
     options.sort();
     Ok(options)
+}
+
+/// The stage split a Megatron-LM file's pipeline is: the split whose stages its
+/// `--pipeline-model-parallel-layout` string writes, or without one Megatron-LM's even split
+/// (each stage's layers whole over its chunks): the split the file names first (the export's
+/// comment), then the stack's own, even, llama3 and balanced (splits that give the same stages
+/// grade alike). Set as `--stages` where it is not
+/// the stack's, checked against `--stages` where given.
+fn stages(d: &mut DesignArgs, f: &FromFile, shape: &Shape) -> Result<()> {
+    let layers = u64::from(shape.layers);
+    let pp = d.pp();
+    let chunks = f.schedule.map_or(1, Schedule::chunks);
+    let text = f.pipeline_layout.as_ref().map(|(_, t)| t.replace('"', ""));
+    let builds = |split: StageSplit| {
+        crate::cost::step::pipeline::stage_layers(layers, pp, split).is_ok_and(|stages| match &text
+        {
+            Some(text) => megatron::pipeline_layout(&stages, chunks) == *text,
+            None => stages.iter().all(|&n| n == stages[0] && n % chunks == 0),
+        })
+    };
+    let arg = |split: StageSplit| match split {
+        StageSplit::Even => StagesArg::Even,
+        StageSplit::Llama3 => StagesArg::Llama3,
+        StageSplit::Balanced => StagesArg::Balanced,
+    };
+    let default = Options::for_stack(d.detailed.stack()).stages;
+    let given = d.detailed.stages.map(|s| match s {
+        StagesArg::Even => StageSplit::Even,
+        StagesArg::Llama3 => StageSplit::Llama3,
+        StagesArg::Balanced => StageSplit::Balanced,
+    });
+    let candidates = [
+        given.or(f.stages).unwrap_or(default),
+        default,
+        StageSplit::Even,
+        StageSplit::Llama3,
+        StageSplit::Balanced,
+    ];
+    match candidates.into_iter().find(|&s| builds(s)) {
+        Some(split) if given.is_some_and(|g| g != split) => Err(Error::invalid(
+            "--stages",
+            kebab(&given.map(arg).expect("given")),
+            format!(
+                "{}, the split whose stages the --from file builds",
+                kebab(&arg(split))
+            ),
+        )),
+        Some(split) => {
+            if split != default {
+                d.detailed.stages = Some(arg(split));
+            }
+            Ok(())
+        }
+        None => Err(match text {
+            Some(text) => Error::invalid(
+                "--pipeline-model-parallel-layout",
+                text,
+                format!("the stages of one of trainplan's splits (even, llama3, balanced) of {layers} layers over PP {pp} in {chunks} chunks a stage"),
+            ),
+            None => Error::invalid(
+                "--pipeline-model-parallel-size",
+                pp,
+                format!("a PP whose stages Megatron-LM splits {layers} layers evenly over, {chunks} chunks each (Megatron-LM's split without --pipeline-model-parallel-layout), or a layout string"),
+            ),
+        }),
+    }
 }
 
 /// Lays the file over the design flags; returns the notes to print.
@@ -326,6 +453,8 @@ pub fn apply(d: &mut DesignArgs, mut f: FromFile, path: &str) -> Result<Vec<Stri
     set("--cp", &mut d.cp, f.cp)?;
     set("--zero", &mut d.zero, f.zero)?;
     set("--replicate", &mut d.replicate, f.replicate)?;
+    set("--ep", &mut d.ep, f.ep)?;
+    set("--etp", &mut d.etp, f.etp)?;
     set("--seq-len", &mut d.brief.seq_len, f.seq_len)?;
     let parallel = d.tp().saturating_mul(d.pp()).saturating_mul(d.cp());
     let gpus = match (f.dp, f.gpus) {
@@ -392,8 +521,40 @@ pub fn apply(d: &mut DesignArgs, mut f: FromFile, path: &str) -> Result<Vec<Stri
         }
     }
     set("--precision", &mut s.precision, f.precision)?;
+    let on = |b: Option<bool>| b.map(|on| if on { OnOff::On } else { OnOff::Off });
+    let x = &mut d.detailed;
+    set_by("--ep-overlap", &mut x.ep_overlap, on(f.ep_overlap), kebab)?;
+    set_by(
+        "--norm-recompute",
+        &mut x.norm_recompute,
+        on(f.norm_recompute),
+        kebab,
+    )?;
+    set_by(
+        "--moe-recompute",
+        &mut x.moe_recompute,
+        f.moe_recompute.map(|m| match m {
+            MoeRecompute::None => MoeRecomputeArg::None,
+            MoeRecompute::Act => MoeRecomputeArg::Act,
+            MoeRecompute::Layer => MoeRecomputeArg::Layer,
+        }),
+        kebab,
+    )?;
+    set_by(
+        "--ep-dispatcher",
+        &mut x.ep_dispatcher,
+        f.ep_dispatcher.map(|e| match e {
+            Dispatcher::AllToAll => DispatcherArg::Alltoall,
+            Dispatcher::DeepEp => DispatcherArg::Deepep,
+        }),
+        kebab,
+    )?;
     d.detailed.memory = MemoryArg::Detailed;
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = f
+        .notes
+        .iter()
+        .map(|n| format!("note: --from {path}: {n}"))
+        .collect();
     if f.source == Source::Megatron {
         let step = d.memory(&brief)?;
         let crate::cost::memory::MemoryModel::Detailed(detailed) = step else {
@@ -401,12 +562,6 @@ pub fn apply(d: &mut DesignArgs, mut f: FromFile, path: &str) -> Result<Vec<Stri
         };
         let layout = Layout::with(&brief, &shape, d.degrees(), d.zero())?;
         let mut wanted = f.stack_options.clone();
-        if let Some((_, text)) = &f.pipeline_layout {
-            wanted.push(format!(
-                "--pipeline-model-parallel-layout {}",
-                text.replace('"', "")
-            ));
-        }
         wanted.sort();
         let tokens = d.tokens()?;
         // A stack whose options the file's are, and which overlaps TP communication where
@@ -445,6 +600,7 @@ pub fn apply(d: &mut DesignArgs, mut f: FromFile, path: &str) -> Result<Vec<Stri
                 d.detailed.stack = Some(stack);
             }
         }
+        stages(d, &f, &shape)?;
     } else {
         set("--stack", &mut d.detailed.stack, f.stack)?;
     }
@@ -475,7 +631,11 @@ pub fn apply_search(args: &mut SearchArgs, f: FromFile, path: &str) -> Result<Ve
             "the model from the file (or --model-config, which it must match)",
         ));
     }
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = f
+        .notes
+        .iter()
+        .map(|n| format!("note: --from {path}: {n}"))
+        .collect();
     match &f.model {
         FileModel::Preset(name) => {
             if args.model_config.is_empty() {

@@ -18,18 +18,14 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::brief::Brief;
 use crate::cost::chip::calibration::Calibration;
-use crate::cost::memory::MemoryModel;
-use crate::cost::run::TimeModel;
-use crate::cost::step::detailed::Detailed;
-use crate::cost::step_time::options::TimeOptions;
 use crate::error::{Error, Result};
 use crate::input::plan_file::PlanFile;
-use crate::input::{self, hf, CalibrationFile, FitRecord};
+use crate::input::{self, CalibrationFile, FitRecord};
 use crate::model::layout::Layout;
 use crate::model::Shape;
 use crate::plan::check::{check, CheckReport};
+use crate::plan::Design;
 use crate::plan::{self, calibrate};
-use crate::plan::{evaluate, Design};
 use crate::report::export::Launch;
 use crate::report::export::{brief_lines, Format};
 use crate::report::output::{emit, quietly_closed, same_file, write_atomic, written};
@@ -40,7 +36,7 @@ use crate::search::rank::Distinct;
 use crate::search::sensitivity::sensitivity;
 use crate::search::shard::{fingerprint, merge, Partial, Shard};
 use crate::search::{search, search_all, Ranked, SearchOptions, SearchReport};
-use crate::{model, serve};
+use crate::serve;
 use args::{
     BriefCommandArgs, BriefFormat, CalibrateArgs, CheckArgs, Cli, Command, CompletionsArgs,
     DesignArgs, ExportArgs, MergeArgs, OutputArgs, SearchArgs, ServeArgs,
@@ -342,99 +338,14 @@ fn run_export(args: &ExportArgs, quiet: bool, out: &mut dyn Write) -> Result<boo
         ));
     }
     let plan = PlanFile::read(path, args.index)?;
-    let fields = &plan.fields;
-    let shape = match &d.model.model_config {
-        Some(config) => hf::read_planned(config)?,
-        None => model::preset(&fields.model).map_err(|_| {
-            Error::invalid(
-                "--plan",
-                &fields.model,
-                "a preset or dimension name, or give the model's config with --model-config",
-            )
-        })?,
-    };
-    let named = shape.name == fields.model
-        || model::preset(&fields.model).is_ok_and(|s| s.same_dimensions(&shape));
-    if !named || fields.params.is_some_and(|n| n != shape.params()) {
-        return Err(Error::invalid(
-            "--model-config",
-            format!("{} ({} parameters)", shape.name, shape.params()),
-            format!(
-                "the plan's model, {} ({} parameters)",
-                fields.model,
-                fields.params.map_or("?".into(), |n| n.to_string())
-            ),
-        ));
-    }
-    // The plan's RoPE, ε and window: from the file when it names them, which a config given
-    // with --model-config must then agree with.
-    let shape = match (&fields.architecture, &d.model.model_config) {
-        (Some(a), Some(_)) if *a != shape.architecture => {
-            return Err(Error::invalid(
-                "--model-config",
-                format!("{} ({})", shape.name, shape.architecture.describe()),
-                format!("the plan's model: {}", a.describe()),
-            ))
-        }
-        (Some(a), _) => crate::model::Shape {
-            architecture: a.clone(),
-            ..shape
-        },
-        (None, _) => shape,
-    };
+    let shape = plan.shape(d.model.model_config.as_deref())?;
     // The plan's own brief where the file carries one (search and Pareto documents), else the
-    // flags'; sized to the plan's GPUs so the layout rules are checked as for `check`.
-    let mut brief = match plan.brief {
-        Some(brief) => brief,
+    // flags'.
+    let brief = match &plan.brief {
+        Some(brief) => brief.clone(),
         None => d.brief.resolve()?,
     };
-    let l = fields.layout;
-    brief.gpus =
-        l.tp.checked_mul(l.pp)
-            .and_then(|g| g.checked_mul(l.dp))
-            .filter(|g| (1..=crate::brief::limits::GPUS).contains(g))
-            .ok_or_else(|| {
-                Error::invalid(
-                    "plan.layout",
-                    format!("TP {} × PP {} × DP {}", l.tp, l.pp, l.dp),
-                    format!("at least 1 and at most {} GPUs", crate::brief::limits::GPUS),
-                )
-            })?;
-    brief.validate()?;
-    let layout = Layout::new(&brief, &shape, l.tp, l.pp, l.zero)?;
-    // The file's own verdict is never trusted: the plan is graded again under the models it
-    // names — its step and memory settings, and the detailed time model (at its default
-    // options) where the file gives a step time.
-    let memory = match (fields.step, fields.memory_model) {
-        (Some(step), options) => MemoryModel::Detailed(Detailed {
-            step,
-            options: options.unwrap_or_default(),
-        }),
-        (None, _) => MemoryModel::Plate,
-    };
-    let time = match fields.step_seconds {
-        Some(_) => TimeModel::Detailed(TimeOptions::for_stack(
-            fields.memory_model.unwrap_or_default().stack,
-        )),
-        None => TimeModel::Plate,
-    };
-    let design = Design {
-        shape: &shape,
-        tokens: fields.tokens,
-        layout,
-        memory,
-        time: &time,
-    };
-    let graded = evaluate(&brief, &design)?;
-    let launch = Launch::new(
-        shape,
-        fields.tokens,
-        layout,
-        fields.step,
-        brief.seq_len,
-        &brief.batch_target(),
-        fields.memory_model,
-    )?;
+    let (launch, graded) = plan.launch(shape, brief)?;
     print_launch(format, &launch, &graded.reasons, quiet, out)?;
     Ok(graded.pass)
 }

@@ -7,12 +7,17 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::brief::Brief;
-use crate::cost::step::detailed::Options;
+use crate::cost::memory::MemoryModel;
+use crate::cost::run::TimeModel;
+use crate::cost::step::detailed::{Detailed, Options};
 use crate::cost::step::Step;
+use crate::cost::step_time::options::TimeOptions;
 use crate::error::{Error, Result};
-use crate::input::{from_value, parse_json, read_text, PLAN};
-use crate::model::layout::Layout;
-use crate::model::Architecture;
+use crate::input::{from_value, hf, parse_json, read_text, PLAN};
+use crate::model::layout::{Degrees, Layout};
+use crate::model::{self, Architecture, Shape};
+use crate::plan::{evaluate, Design, Plan};
+use crate::report::export::Launch;
 
 /// The fields of a plan object (`check --json`, a search's `plans` or `front`) a launcher
 /// needs; the rest are ignored.
@@ -105,6 +110,146 @@ impl PlanFile {
             step.tp_comm_overlap = Step::stack_overlap(stack, step.sequence_parallel);
         }
         Ok(PlanFile { fields, brief })
+    }
+
+    /// The plan's model: the config at `model_config` when given, else the preset or
+    /// dimension name the plan gives; either must be the plan's (its name and, where the file
+    /// gives it, its parameter count), with the plan's RoPE, ε and window where the file names
+    /// them.
+    pub fn shape(&self, model_config: Option<&Path>) -> Result<Shape> {
+        let fields = &self.fields;
+        let shape = match model_config {
+            Some(config) => hf::read_planned(config)?,
+            None => model::preset(&fields.model).map_err(|_| {
+                Error::invalid(
+                    "--plan",
+                    &fields.model,
+                    "a preset or dimension name, or give the model's config with --model-config",
+                )
+            })?,
+        };
+        let named = shape.name == fields.model
+            || model::preset(&fields.model).is_ok_and(|s| s.same_dimensions(&shape));
+        if !named || fields.params.is_some_and(|n| n != shape.params()) {
+            return Err(Error::invalid(
+                "--model-config",
+                format!("{} ({} parameters)", shape.name, shape.params()),
+                format!(
+                    "the plan's model, {} ({} parameters)",
+                    fields.model,
+                    fields.params.map_or("?".into(), |n| n.to_string())
+                ),
+            ));
+        }
+        // The plan's RoPE, ε and window: from the file when it names them, which a config
+        // given with --model-config must then agree with.
+        Ok(match (&fields.architecture, model_config) {
+            (Some(a), Some(_)) if *a != shape.architecture => {
+                return Err(Error::invalid(
+                    "--model-config",
+                    format!("{} ({})", shape.name, shape.architecture.describe()),
+                    format!("the plan's model: {}", a.describe()),
+                ))
+            }
+            (Some(a), _) => Shape {
+                architecture: a.clone(),
+                ..shape
+            },
+            (None, _) => shape,
+        })
+    }
+
+    /// The plan on `shape`, graded again against `brief` (sized to the plan's GPUs, and to its
+    /// step's sequence when it names a step) and ready for a launcher: every degree of its
+    /// layout (TP, CP, PP, DP, ZeRO, the replicas, EP and ETP, each checked by the layout's
+    /// own rules as `check` checks them), its step and its settings. What the file says of the
+    /// plan's checks is not read: the grade returned is worked out again, under the models the
+    /// plan names (its step and memory settings, and the detailed time model at its stack's
+    /// options where the file gives a step time).
+    pub fn launch(&self, shape: Shape, mut brief: Brief) -> Result<(Launch, Plan)> {
+        let fields = &self.fields;
+        let l = fields.layout;
+        brief.gpus =
+            l.tp.checked_mul(l.cp)
+                .and_then(|g| g.checked_mul(l.pp))
+                .and_then(|g| g.checked_mul(l.dp))
+                .filter(|g| (1..=crate::brief::limits::GPUS).contains(g))
+                .ok_or_else(|| {
+                    let cp = if l.cp == 1 {
+                        String::new()
+                    } else {
+                        format!(" × CP {}", l.cp)
+                    };
+                    Error::invalid(
+                        "plan.layout",
+                        format!("TP {}{cp} × PP {} × DP {}", l.tp, l.pp, l.dp),
+                        format!("at least 1 and at most {} GPUs", crate::brief::limits::GPUS),
+                    )
+                })?;
+        if let Some(step) = &fields.step {
+            brief.seq_len = step.seq_len;
+        }
+        brief.validate()?;
+        let degrees = Degrees {
+            tp: l.tp,
+            cp: l.cp,
+            pp: l.pp,
+            replicate: l.replicate,
+            ep: l.ep,
+            etp: Some(l.etp),
+        };
+        let layout = Layout::with(&brief, &shape, degrees, l.zero)?;
+        if let (None, Some(options)) = (&shape.experts, &fields.memory_model) {
+            let d = Options::for_stack(options.stack);
+            let expert = [
+                ("ep_overlap", options.ep_overlap != d.ep_overlap),
+                ("moe_recompute", options.moe_recompute != d.moe_recompute),
+                ("norm_recompute", options.norm_recompute != d.norm_recompute),
+                ("ep_dispatcher", options.ep_dispatcher != d.ep_dispatcher),
+                ("moe_imbalance", options.moe_imbalance != d.moe_imbalance),
+            ];
+            if let Some((field, _)) = expert.iter().find(|(_, set)| *set) {
+                return Err(Error::invalid(
+                    format!("plan.memory_model.{field}"),
+                    "set",
+                    format!(
+                        "a mixture of experts: {} is dense (the field sets how its experts run)",
+                        shape.name
+                    ),
+                ));
+            }
+        }
+        let memory = match (fields.step, fields.memory_model) {
+            (Some(step), options) => MemoryModel::Detailed(Detailed {
+                step,
+                options: options.unwrap_or_default(),
+            }),
+            (None, _) => MemoryModel::Plate,
+        };
+        let time = match fields.step_seconds {
+            Some(_) => TimeModel::Detailed(TimeOptions::for_stack(
+                fields.memory_model.unwrap_or_default().stack,
+            )),
+            None => TimeModel::Plate,
+        };
+        let design = Design {
+            shape: &shape,
+            tokens: fields.tokens,
+            layout,
+            memory,
+            time: &time,
+        };
+        let graded = evaluate(&brief, &design)?;
+        let launch = Launch::new(
+            shape,
+            fields.tokens,
+            layout,
+            fields.step,
+            brief.seq_len,
+            &brief.batch_target(),
+            fields.memory_model,
+        )?;
+        Ok((launch, graded))
     }
 }
 

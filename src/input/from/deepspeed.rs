@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::model::layout::ZeroStage;
 
 use super::design::{times, FromFile, Source};
+use crate::input::parse_json;
 
 /// Top-level keys that do not change the plan.
 const UNUSED: [&str; 16] = [
@@ -64,24 +65,47 @@ fn whole(key: &str, v: Option<&Value>) -> Result<Option<u64>> {
     }
 }
 
+/// `section.key` as a boolean, `false` when left out; anything but `true` or `false` is
+/// refused by name (`"yes"` is no boolean to DeepSpeed's pydantic config either).
+fn flag(section: &Map<String, Value>, name: &str, key: &str) -> Result<bool> {
+    match section.get(key) {
+        None => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(v) => Err(Error::invalid(
+            format!("{name}.{key}"),
+            v.to_string(),
+            "true or false",
+        )),
+    }
+}
+
+/// Refuses a key of `section` not in `known`, naming it.
+fn only(section: &Map<String, Value>, name: &str, known: &[&str]) -> Result<()> {
+    match section.iter().find(|(k, _)| !known.contains(&k.as_str())) {
+        None => Ok(()),
+        Some((k, v)) => Err(Error::invalid(
+            format!("{name}.{}", k.escape_debug()),
+            v.to_string(),
+            "a key trainplan maps to the design or knows to leave the plan alone (take it out, or state it with trainplan's flags if it changes the design)",
+        )),
+    }
+}
+
+/// Whether the precision section `key` is on: its `enabled`, a boolean (false when the section
+/// or the key is left out).
 fn enabled(config: &Map<String, Value>, key: &str) -> Result<bool> {
     match config.get(key) {
         None => Ok(false),
-        Some(Value::Object(o)) => match o.get("enabled") {
-            Some(Value::Bool(b)) => Ok(*b),
-            None => Ok(false),
-            Some(v) => Err(Error::invalid(format!("{key}.enabled"), v, "true or false")),
-        },
+        Some(Value::Object(o)) => flag(o, key, "enabled"),
         Some(v) => Err(Error::invalid(key, v, "an object")),
     }
 }
 
-/// The design the JSON `text` (the file at `path`) states.
+/// The design the JSON `text` (the file at `path`) states. It is read as every JSON document
+/// trainplan reads ([`crate::input::strict`]): a key given twice is refused, not the last one
+/// taken.
 pub fn parse(text: &str, path: &Path) -> Result<FromFile> {
-    let value: Value = serde_json::from_str(text).map_err(|e| Error::Parse {
-        path: path.to_path_buf(),
-        message: format!("not a DeepSpeed config: {e}"),
-    })?;
+    let value: Value = parse_json(text, path, "a DeepSpeed config")?;
     let Value::Object(config) = value else {
         return Err(Error::Parse {
             path: path.to_path_buf(),
@@ -146,6 +170,9 @@ pub fn parse(text: &str, path: &Path) -> Result<FromFile> {
             "BF16 (bf16.enabled), the precision the plans compute in",
         ));
     }
+    if let Some(Value::Object(bf16)) = config.get("bf16") {
+        only(bf16, "bf16", &["enabled"])?;
+    }
     if !enabled(&config, "bf16")? {
         return Err(Error::invalid(
             "bf16.enabled",
@@ -194,13 +221,17 @@ pub fn parse(text: &str, path: &Path) -> Result<FromFile> {
     from.recompute = Some(match config.get("activation_checkpointing") {
         None => Recompute::None,
         Some(Value::Object(a)) => {
-            for key in [
+            let name = "activation_checkpointing";
+            let flags = [
+                "partition_activations",
                 "cpu_checkpointing",
                 "contiguous_memory_optimization",
                 "synchronize_checkpoint_boundary",
                 "profile",
-            ] {
-                if key == "cpu_checkpointing" && a.get(key) == Some(&Value::Bool(true)) {
+            ];
+            only(a, name, &flags)?;
+            for key in flags {
+                if flag(a, name, key)? && key == "cpu_checkpointing" {
                     return Err(Error::invalid(
                         "activation_checkpointing.cpu_checkpointing",
                         true,
@@ -241,5 +272,47 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("sparse_attention"), "{e}");
+    }
+
+    #[test]
+    fn a_key_twice_a_flag_that_is_no_boolean_and_an_unknown_key_are_named() {
+        let text = r#"{"train_batch_size": 64, "train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}, "activation_checkpointing": {"cpu_checkpointing": false}}"#;
+        assert_eq!(
+            parse(text, Path::new("ds.json")).unwrap().recompute,
+            Some(Recompute::Full)
+        );
+        let refused = |text: &str| {
+            let e = parse(text, Path::new("ds.json")).unwrap_err().to_string();
+            assert!(!e.contains('\n'), "{e}");
+            e
+        };
+        // The last of two keys is not taken.
+        let e = refused(&text.replace(
+            r#""train_batch_size": 64,"#,
+            r#""train_batch_size": 64, "train_batch_size": 8,"#,
+        ));
+        assert!(e.contains("train_batch_size: given twice"), "{e}");
+        let e = refused(&text.replace(
+            "\"cpu_checkpointing\": false",
+            "\"cpu_checkpointing\": \"yes\"",
+        ));
+        assert!(
+            e.contains(
+                "invalid activation_checkpointing.cpu_checkpointing = \"yes\": true or false"
+            ),
+            "{e}"
+        );
+        let e = refused(&text.replace("\"cpu_checkpointing\": false", "\"number_checkpoints\": 4"));
+        assert!(
+            e.contains("invalid activation_checkpointing.number_checkpoints = 4"),
+            "{e}"
+        );
+        let e = refused(&text.replace("{\"enabled\": true}", "{\"enabled\": 1}"));
+        assert!(e.contains("invalid bf16.enabled = 1: true or false"), "{e}");
+        let e = refused(&text.replace(
+            "{\"enabled\": true}",
+            "{\"enabled\": true, \"immediate_grad_update\": true}",
+        ));
+        assert!(e.contains("invalid bf16.immediate_grad_update"), "{e}");
     }
 }

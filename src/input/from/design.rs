@@ -1,9 +1,10 @@
 //! The design a launcher's file states ([`FromFile`]), shared by the readers.
 
+use crate::cost::step::experts::Dispatcher;
 use crate::cost::step::precision::Precision;
-use crate::cost::step::stack::Stack;
-use crate::cost::step::Recompute;
+use crate::cost::step::stack::{Stack, StageSplit};
 use crate::cost::step::Schedule;
+use crate::cost::step::{MoeRecompute, Recompute};
 use crate::error::{Error, Result};
 use crate::model::layout::ZeroStage;
 use crate::model::Biases;
@@ -59,6 +60,25 @@ pub struct Dims {
     pub norm_eps: f64,
     /// Sliding attention window, tokens.
     pub sliding_window: Option<u64>,
+    /// An RMSNorm on each head's query and key (`--qk-layernorm`).
+    pub qk_norm: bool,
+    /// A mixture of experts, when the arguments build one.
+    pub experts: Option<FileExperts>,
+}
+
+/// A mixture of experts as Megatron-LM's arguments give it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileExperts {
+    /// Routed experts (`--num-experts`).
+    pub routed: u64,
+    /// Experts a token is routed to (`--moe-router-topk`).
+    pub per_token: u64,
+    /// Each expert's FFN width (`--moe-ffn-hidden-size`).
+    pub ffn: u64,
+    /// The shared experts' width, 0 for none (`--moe-shared-expert-intermediate-size`).
+    pub shared_ffn: u64,
+    /// Which layers are MoE, one flag a layer (`--moe-layer-freq`); every one when `None`.
+    pub layers: Option<Vec<bool>>,
 }
 
 /// What a file says of the model.
@@ -114,14 +134,33 @@ pub struct FromFile {
     pub layers_per_stage: Option<u64>,
     /// Megatron-LM's `--pipeline-model-parallel-layout`: chunks a stage, and the string.
     pub pipeline_layout: Option<(u64, String)>,
+    /// The stage split the file names (Megatron-LM's export says the plan's in a comment,
+    /// `(--stages llama3)`, where it is not the stack's): of the splits that build the file's
+    /// stages, the one to grade.
+    pub stages: Option<StageSplit>,
     /// Precision of the matrix products.
     pub precision: Option<Precision>,
     /// The stack, where the file names it (torchtitan's).
     pub stack: Option<Stack>,
     /// Megatron-LM's kernel and overlap options, which say the stack.
     pub stack_options: Vec<String>,
+    /// Expert-parallel degree.
+    pub ep: Option<u64>,
+    /// Expert tensor-parallel degree, where the file gives it (else the TP).
+    pub etp: Option<u64>,
+    /// A mixture of experts' all-to-alls overlapped with compute.
+    pub ep_overlap: Option<bool>,
+    /// What MoE layers recompute beyond the step's recomputation.
+    pub moe_recompute: Option<MoeRecompute>,
+    /// An MoE layer's pre-MLP norm recomputed.
+    pub norm_recompute: Option<bool>,
+    /// The experts' dispatcher.
+    pub ep_dispatcher: Option<Dispatcher>,
     /// What was read and left alone: options that do not change the plan.
     pub unused: Vec<String>,
+    /// What the reader read as bash does but the user should know (a variable the file does
+    /// not set, read as empty), one line each.
+    pub notes: Vec<String>,
 }
 
 impl FromFile {
@@ -147,10 +186,18 @@ impl FromFile {
             tp_comm_overlap: None,
             layers_per_stage: None,
             pipeline_layout: None,
+            stages: None,
             precision: None,
             stack: None,
             stack_options: Vec::new(),
+            ep: None,
+            etp: None,
+            ep_overlap: None,
+            moe_recompute: None,
+            norm_recompute: None,
+            ep_dispatcher: None,
             unused: Vec::new(),
+            notes: Vec::new(),
         }
     }
 

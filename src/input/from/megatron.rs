@@ -14,14 +14,19 @@
 //! when present: the GPUs (`# Launch on N GPUs`) and the vocabulary (`vocabulary N)`); a file
 //! without them needs `--gpus` (or torchrun's counts) and `--vocab-size` or `--model-config`.
 
+use std::collections::HashSet;
+
+use crate::cost::step::experts::Dispatcher;
 use crate::cost::step::precision::Precision;
-use crate::cost::step::Recompute;
+use crate::cost::step::stack::StageSplit;
 use crate::cost::step::Schedule;
+use crate::cost::step::{MoeRecompute, Recompute};
 use crate::error::{Error, Result};
 use crate::model::layout::ZeroStage;
 use crate::model::Biases;
 
-use super::design::{times, whole, Dims, FileModel, FromFile, Source};
+use super::design::{times, whole, Dims, FileExperts, FileModel, FromFile, Source};
+use super::shell::{self, Arg};
 
 /// Options that say which kernels and overlaps run: the stack's (`cost::step::stack::Settings`).
 /// (`--tp-comm-overlap` is the step's: [`crate::cost::step::Step::tp_comm_overlap`].)
@@ -56,61 +61,6 @@ const LAUNCHER_OPTIONS: [&str; 16] = [
     "--rdzv-endpoint",
     "--rdzv_id",
 ];
-
-/// The words with a shell's plain variables put in (`NAME=value` before, `$NAME` or `${NAME}`
-/// a whole word after) and arrays' brackets taken off (`ARGS=(--x`, `1)`).
-fn expand(words: Vec<String>) -> Vec<String> {
-    let mut vars: Vec<(String, String)> = Vec::new();
-    let mut out = Vec::with_capacity(words.len());
-    for w in words {
-        if let Some((name, value)) = w.split_once('=') {
-            let plain = !name.is_empty()
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                && !name.starts_with(|c: char| c.is_ascii_digit());
-            if plain {
-                match value.strip_prefix('(') {
-                    Some(rest) if !rest.is_empty() => out.push(rest.to_string()),
-                    Some(_) => {}
-                    None => {
-                        let value = variable(value, &vars).unwrap_or_else(|| value.to_string());
-                        vars.push((name.to_string(), value));
-                    }
-                }
-                continue;
-            }
-        }
-        let w = match w.strip_suffix(')') {
-            Some(rest) if !w.contains('(') => rest.to_string(),
-            _ => w,
-        };
-        if w.is_empty() {
-            continue;
-        }
-        match variable(&w, &vars) {
-            Some(value) => out.push(value),
-            None => out.push(w),
-        }
-    }
-    out
-}
-
-/// The value of `word` when it is a whole variable reference the script set: `$NAME`,
-/// `${NAME}`, or `${NAME:-default}` / `${NAME-default}` (the default when the script did not set
-/// it, as bash gives it); `None` for any other word, or a name the script did not set.
-fn variable(word: &str, vars: &[(String, String)]) -> Option<String> {
-    let (name, default) = match word.strip_prefix("${").and_then(|r| r.strip_suffix('}')) {
-        Some(inner) => match inner.split_once(":-").or_else(|| inner.split_once('-')) {
-            Some((n, d)) => (n, Some(d)),
-            None => (inner, None),
-        },
-        None => (word.strip_prefix('$')?, None),
-    };
-    vars.iter()
-        .rev()
-        .find(|(v, _)| v == name)
-        .map(|(_, value)| value.clone())
-        .or_else(|| default.map(str::to_string))
-}
 
 /// Prefixes of options that do not change the plan: data, tokenizer, optimizer and its
 /// schedule, logging, checkpoints, evaluation, seeds, initialisation, dropout, timeouts.
@@ -167,14 +117,19 @@ const UNUSED_PREFIXES: [&str; 48] = [
 
 /// Options the exporter writes whose value is a fact of every design here (Llama-style
 /// blocks on Transformer Engine): the value must be this one.
-const FIXED: [(&str, &str); 3] = [
+const FIXED: [(&str, &str); 4] = [
     ("--normalization", "RMSNorm"),
     ("--position-embedding-type", "rope"),
     ("--transformer-impl", "transformer_engine"),
+    ("--moe-router-load-balancing-type", "aux_loss"),
 ];
 
 /// Options that take no value.
-const SWITCHES: [&str; 25] = [
+const SWITCHES: [&str; 29] = [
+    "--moe-grouped-gemm",
+    "--moe-enable-deepep",
+    "--overlap-moe-expert-parallel-comm",
+    "--qk-layernorm",
     "--attention-softmax-in-fp32",
     "--calculate-per-token-loss",
     "--fp8-param-gather",
@@ -201,97 +156,6 @@ const SWITCHES: [&str; 25] = [
     "--use-mcore-models",
     "--mock-data",
 ];
-
-/// The words of shell text, as bash splits them (comments, continuations, quotes); the
-/// comments' text comes back apart.
-pub fn words(text: &str) -> Result<(Vec<String>, Vec<String>)> {
-    let mut words = Vec::new();
-    let mut comments = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => match chars.next() {
-                Some('\n') => {}
-                Some(n) => {
-                    word.push(n);
-                    in_word = true;
-                }
-                None => {}
-            },
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(n) => word.push(n),
-                        None => return Err(unclosed('\'')),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(n @ ('"' | '\\' | '$' | '`')) => word.push(n),
-                            Some('\n') => {}
-                            Some(n) => {
-                                word.push('\\');
-                                word.push(n);
-                            }
-                            None => return Err(unclosed('"')),
-                        },
-                        Some(n) => word.push(n),
-                        None => return Err(unclosed('"')),
-                    }
-                }
-            }
-            '#' if !in_word => {
-                let mut comment = String::new();
-                while let Some(&n) = chars.peek() {
-                    if n == '\n' {
-                        break;
-                    }
-                    comment.push(n);
-                    chars.next();
-                }
-                comments.push(comment);
-            }
-            c if c.is_whitespace() || c == ';' => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            c => {
-                word.push(c);
-                in_word = true;
-            }
-        }
-    }
-    if in_word {
-        words.push(word);
-    }
-    if let Some(bad) = words.iter().find(|w| w.chars().any(char::is_control)) {
-        return Err(Error::invalid(
-            "megatron arguments",
-            bad.escape_debug(),
-            "words without line breaks or control characters",
-        ));
-    }
-    Ok((words, comments))
-}
-
-fn unclosed(quote: char) -> Error {
-    Error::invalid(
-        "megatron arguments",
-        format!("a {quote} quote"),
-        "closed quotes",
-    )
-}
 
 /// The number after `prefix` in a comment, if any.
 fn number_after(comments: &[String], prefix: &str) -> Option<u64> {
@@ -353,32 +217,99 @@ fn float(option: &str, text: &str) -> Result<f64> {
         .ok_or_else(|| Error::invalid(option, text, "a number > 0"))
 }
 
-/// The design the arguments in `text` state.
-pub fn parse(text: &str) -> Result<FromFile> {
-    let (words, comments) = words(text)?;
-    let args = expand(words);
+/// Megatron-LM's options that take a list of values (`nargs='*'`): every word up to the next
+/// option.
+const LISTS: [&str; 1] = ["--recompute-modules"];
+
+/// Whether `word`, the word after a switch in the same command or array, is a value the switch
+/// cannot take (`--sequence-parallel false`), rather than the script's next argument: a
+/// `*.py`, a redirection or another option is none.
+fn stray_value(word: &str) -> bool {
+    !word.starts_with('-') && !word.ends_with(".py") && !word.contains(['>', '<'])
+}
+
+/// The options of the script's arguments, each with its value (or values, for [`LISTS`]).
+fn options(args: &[Arg]) -> Result<Vec<(String, Option<String>)>> {
     let mut options: Vec<(String, Option<String>)> = Vec::new();
     let mut i = 0;
     while i < args.len() {
         let w = &args[i];
         i += 1;
-        let Some(name) = w.strip_prefix("--").map(|_| w.as_str()) else {
+        if !w.text.starts_with("--") {
             continue;
-        };
-        if let Some((n, v)) = name.split_once('=') {
+        }
+        let name = w.text.split_once('=').map_or(w.text.as_str(), |(n, _)| n);
+        if name.contains(['$', '`']) || name.contains(char::is_whitespace) {
+            // A quoted expansion of several words, or a reference inside one (`"--tp $TP"`):
+            // bash would hand it over otherwise.
+            return Err(Error::invalid(
+                "megatron arguments",
+                w.text.escape_debug(),
+                "options written out, one a word: the reader puts in a whole-word variable the file sets, split where unquoted ($PAR), not a reference inside a word or a quoted expansion of several options",
+            ));
+        }
+        if let Some((n, v)) = w.text.split_once('=') {
             options.push((n.to_string(), Some(v.to_string())));
             continue;
         }
-        let switch = SWITCHES.contains(&name);
-        let value = match args.get(i) {
-            Some(next) if !switch && !next.starts_with("--") && !next.ends_with(".py") => {
-                i += 1;
-                Some(next.clone())
+        let name = w.text.as_str();
+        // The next word of the same command or array.
+        let next = args.get(i).filter(|n| n.group == w.group);
+        if SWITCHES.contains(&name) {
+            if let Some(next) = next.filter(|n| stray_value(&n.text)) {
+                return Err(Error::invalid(
+                    name,
+                    next.text.escape_debug(),
+                    format!("no value: {name} is a switch, on when given and off when left out"),
+                ));
             }
-            _ => None,
-        };
+            options.push((name.to_string(), None));
+            continue;
+        }
+        let value_like = |n: &&Arg| !n.text.starts_with("--") && !n.text.ends_with(".py");
+        if LISTS.contains(&name) {
+            let mut values = Vec::new();
+            while let Some(next) = args
+                .get(i)
+                .filter(|n| n.group == w.group)
+                .filter(value_like)
+            {
+                values.push(next.text.clone());
+                i += 1;
+            }
+            options.push((
+                name.to_string(),
+                (!values.is_empty()).then(|| values.join(" ")),
+            ));
+            continue;
+        }
+        let value = next.filter(value_like).map(|n| n.text.clone());
+        if value.is_some() {
+            i += 1;
+        }
         options.push((name.to_string(), value));
     }
+    Ok(options)
+}
+
+/// The value `value` of `option`, refused when it holds what the reader did not expand (a
+/// reference inside a word, a command substitution, arithmetic).
+fn written(option: &str, value: &str) -> Result<()> {
+    if value.contains(['$', '`']) {
+        return Err(Error::invalid(
+            option,
+            value.escape_debug(),
+            "a value written out: the reader puts in a whole-word variable the file sets ($X, ${X:-default}), not a command ($(…) or backquotes), arithmetic or a reference inside a word",
+        ));
+    }
+    Ok(())
+}
+
+/// The design the arguments in `text` state.
+pub fn parse(text: &str) -> Result<FromFile> {
+    let script = shell::read(text)?;
+    let comments = &script.comments;
+    let options = options(&script.args)?;
     if options.is_empty() {
         return Err(Error::invalid(
             "--from",
@@ -387,21 +318,38 @@ pub fn parse(text: &str) -> Result<FromFile> {
         ));
     }
     let mut from = FromFile::new(Source::Megatron);
-    // The launcher's counts (torchrun's, or the deepspeed launcher's): the GPUs, when they
-    // are numbers.
-    let count = |names: &[&str]| {
+    from.notes = script.notes.clone();
+    // The launcher's counts (torchrun's, or the deepspeed launcher's): the GPUs per node when
+    // a number (torchrun's `gpu` or `auto` leave them to --gpus), times the nodes, which must
+    // be a number when given (1 when not, torchrun's default): an elastic range, an unset
+    // variable or a command is not one node.
+    let option = |names: &[&str]| {
         options
             .iter()
             .find(|(n, _)| names.contains(&n.as_str()))
-            .and_then(|(_, v)| v.as_deref()?.parse::<u64>().ok())
-            .filter(|&n| n >= 1)
+            .map(|(n, v)| (n.as_str(), v.as_deref()))
     };
-    let per_node = count(&["--nproc_per_node", "--nproc-per-node", "--num_gpus"]);
-    let nodes = count(&["--nnodes", "--num_nodes"]);
+    let per_node = option(&["--nproc_per_node", "--nproc-per-node", "--num_gpus"])
+        .and_then(|(_, v)| v?.parse::<u64>().ok())
+        .filter(|&n| n >= 1);
+    let nodes = match option(&["--nnodes", "--num_nodes"]) {
+        None => 1,
+        Some((name, value)) => match value.map(|v| v.parse::<u64>()) {
+            Some(Ok(n)) if n >= 1 => n,
+            _ => {
+                return Err(Error::invalid(
+                    name,
+                    value.map_or("no value".into(), |v| v.escape_debug().to_string()),
+                    "a whole number of nodes ≥ 1, which the GPUs are counted from (an elastic range, an unset variable or a command is not read: write the count, or leave it out and give --gpus)",
+                ))
+            }
+        },
+    };
     if let Some(per_node) = per_node {
-        from.gpus = Some(times("--nnodes", per_node, nodes.unwrap_or(1))?);
+        from.gpus = Some(times("--nnodes", per_node, nodes)?);
     }
-    let mut seen: Vec<&str> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::with_capacity(options.len());
+    let mut experts = ExpertsBuilder::default();
     let mut dims = DimsBuilder::default();
     let mut recompute = RecomputeBuilder::default();
     let mut fp8: (Option<String>, Option<String>) = (None, None);
@@ -410,18 +358,19 @@ pub fn parse(text: &str) -> Result<FromFile> {
     let (mut iters, mut samples, mut virtual_layers) = (None, None, None);
     let mut divisor = None;
     for (name, value) in &options {
-        if seen.contains(&name.as_str()) {
+        if !seen.insert(name.as_str()) {
             return Err(Error::invalid(
                 name.as_str(),
                 "given twice",
                 "each option once",
             ));
         }
-        seen.push(name);
         let need = || {
-            value
+            let v = value
                 .as_deref()
-                .ok_or_else(|| Error::invalid(name.as_str(), "no value", "a value"))
+                .ok_or_else(|| Error::invalid(name.as_str(), "no value", "a value"))?;
+            written(name, v)?;
+            Ok::<&str, Error>(v)
         };
         let n = || whole(name, need()?);
         match name.as_str() {
@@ -443,6 +392,19 @@ pub fn parse(text: &str) -> Result<FromFile> {
                 from.pipeline_layout = Some((layout_entries(&text)?, text));
             }
             "--sequence-parallel" => from.sequence_parallel = Some(true),
+            "--num-experts" => experts.routed = Some(n()?),
+            "--moe-router-topk" => experts.per_token = Some(n()?),
+            "--moe-ffn-hidden-size" => experts.ffn = Some(n()?),
+            "--moe-shared-expert-intermediate-size" => experts.shared_ffn = Some(n()?),
+            "--moe-layer-freq" => experts.layers = Some(need()?.to_string()),
+            "--moe-grouped-gemm" => experts.grouped_gemm = true,
+            "--moe-token-dispatcher-type" => experts.dispatcher = Some(need()?.to_string()),
+            "--moe-enable-deepep" => experts.deepep = true,
+            "--overlap-moe-expert-parallel-comm" => experts.overlap = true,
+            "--expert-model-parallel-size" => from.ep = Some(n()?),
+            "--expert-tensor-parallel-size" => from.etp = Some(n()?),
+            "--qk-layernorm" => dims.qk_norm = true,
+            "--recompute-modules" => recompute.modules = Some(need()?.to_string()),
             "--tp-comm-overlap" => from.tp_comm_overlap = Some(true),
             "--use-distributed-optimizer" => distributed = true,
             "--use-megatron-fsdp" => fsdp = true,
@@ -568,8 +530,22 @@ pub fn parse(text: &str) -> Result<FromFile> {
     from.sequence_parallel = Some(from.sequence_parallel.unwrap_or(false));
     from.tp_comm_overlap = Some(from.tp_comm_overlap.unwrap_or(false));
     from.recompute = Some(recompute.mode()?);
-    let model = dims.build(from.tp.unwrap_or(1), divisor, &comments)?;
+    let (core_attn, layernorm, moe) = recompute.modules()?;
+    let _ = core_attn;
+    let mut model = dims.build(from.tp.unwrap_or(1), divisor, comments)?;
     let layers = model.layers;
+    model.dims.experts = experts.build(layers, model.dims.ffn, &mut from)?;
+    // How MoE layers run: stated for a mixture of experts; for a dense model only what the
+    // file turns on, which the design then refuses by name.
+    if model.dims.experts.is_some() {
+        from.ep_overlap = Some(experts.overlap);
+        from.moe_recompute = Some(moe);
+        from.norm_recompute = Some(layernorm);
+    } else {
+        from.ep_overlap = experts.overlap.then_some(true);
+        from.moe_recompute = (moe != MoeRecompute::None).then_some(moe);
+        from.norm_recompute = layernorm.then_some(true);
+    }
     let pp = from.pp.unwrap_or(1);
     if let Some(n) = virtual_layers {
         let per_stage = layers / pp.max(1);
@@ -658,8 +634,21 @@ pub fn parse(text: &str) -> Result<FromFile> {
         }
     });
     if from.gpus.is_none() {
-        from.gpus = number_after(&comments, "Launch on ");
+        from.gpus = number_after(comments, "Launch on ");
     }
+    // The split the export names where it is not the stack's (`(--stages llama3)`).
+    from.stages = comments.iter().find_map(|c| {
+        let name = c.split_once("(--stages ")?.1.split_once(')')?.0;
+        [StageSplit::Even, StageSplit::Llama3, StageSplit::Balanced]
+            .into_iter()
+            .find(|s| {
+                serde_json::to_value(s)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .as_deref()
+                    == Some(name)
+            })
+    });
     Ok(from)
 }
 
@@ -668,9 +657,60 @@ struct RecomputeBuilder {
     granularity: Option<String>,
     method: Option<String>,
     layers: Option<u64>,
+    /// `--recompute-modules`, its words.
+    modules: Option<String>,
 }
 
+/// Megatron-core's recompute modules trainplan models (`transformer_config.py`'s
+/// `recompute_modules`): core attention (selective recomputation), the MoE layers' norm, their
+/// SwiGLU output, or the whole MoE layer.
+const MODULES: [&str; 4] = ["core_attn", "layernorm", "moe_act", "moe"];
+
 impl RecomputeBuilder {
+    /// Which of [`MODULES`] are recomputed: core attention, the norm, and the MoE layers'
+    /// part. Megatron-core's default under selective granularity is core attention alone.
+    fn modules(&self) -> Result<(bool, bool, MoeRecompute)> {
+        let Some(list) = &self.modules else {
+            return Ok((
+                self.granularity.as_deref() == Some("selective"),
+                false,
+                MoeRecompute::None,
+            ));
+        };
+        if self.granularity.as_deref() != Some("selective") {
+            return Err(Error::invalid(
+                "--recompute-modules",
+                list,
+                "given with --recompute-granularity selective, which they are for",
+            ));
+        }
+        let words: Vec<&str> = list.split_whitespace().collect();
+        if let Some(bad) = words.iter().find(|w| !MODULES.contains(w)) {
+            return Err(Error::invalid(
+                "--recompute-modules",
+                list,
+                format!(
+                    "modules trainplan models ({}); {bad} is none",
+                    MODULES.join(", ")
+                ),
+            ));
+        }
+        let has = |m: &str| words.contains(&m);
+        let moe = match (has("moe_act"), has("moe")) {
+            (false, false) => MoeRecompute::None,
+            (true, false) => MoeRecompute::Act,
+            (false, true) => MoeRecompute::Layer,
+            (true, true) => {
+                return Err(Error::invalid(
+                    "--recompute-modules",
+                    list,
+                    "moe_act or moe, not both (the whole MoE layer holds its SwiGLU output)",
+                ))
+            }
+        };
+        Ok((has("core_attn"), has("layernorm"), moe))
+    }
+
     fn mode(&self) -> Result<Recompute> {
         match (
             self.granularity.as_deref(),
@@ -678,6 +718,9 @@ impl RecomputeBuilder {
             self.layers,
         ) {
             (None, None, None) => Ok(Recompute::None),
+            // Selective granularity without core attention among its modules recomputes only
+            // what the modules say (the MoE layers' parts): the step's own mode is none.
+            (Some("selective"), None, None) if !self.modules()?.0 => Ok(Recompute::None),
             (Some("selective"), None, None) => Ok(Recompute::Selective),
             (Some("full"), Some("uniform"), Some(1)) => Ok(Recompute::Full),
             (Some("full"), Some("block"), Some(_)) => Ok(Recompute::SelectiveLayer),
@@ -693,6 +736,124 @@ impl RecomputeBuilder {
             )),
         }
     }
+}
+
+#[derive(Default)]
+struct ExpertsBuilder {
+    routed: Option<u64>,
+    per_token: Option<u64>,
+    ffn: Option<u64>,
+    shared_ffn: Option<u64>,
+    layers: Option<String>,
+    grouped_gemm: bool,
+    dispatcher: Option<String>,
+    deepep: bool,
+    overlap: bool,
+}
+
+impl ExpertsBuilder {
+    /// The mixture of experts of a model of `layers` layers whose dense FFN is `ffn` wide
+    /// (Megatron-LM's default expert width), with its dispatcher set on `from`; `None` for a
+    /// dense model, whose file must then give no expert option.
+    fn build(&self, layers: u64, ffn: u64, from: &mut FromFile) -> Result<Option<FileExperts>> {
+        let Some(routed) = self.routed else {
+            let given = [
+                ("--moe-router-topk", self.per_token.is_some()),
+                ("--moe-ffn-hidden-size", self.ffn.is_some()),
+                (
+                    "--moe-shared-expert-intermediate-size",
+                    self.shared_ffn.is_some(),
+                ),
+                ("--moe-layer-freq", self.layers.is_some()),
+                ("--moe-grouped-gemm", self.grouped_gemm),
+                ("--moe-token-dispatcher-type", self.dispatcher.is_some()),
+                ("--moe-enable-deepep", self.deepep),
+                (
+                    "--expert-model-parallel-size",
+                    from.ep.is_some_and(|e| e > 1),
+                ),
+            ];
+            if let Some((option, _)) = given.iter().find(|(_, g)| *g) {
+                return Err(Error::invalid(
+                    *option,
+                    "given without --num-experts",
+                    "a mixture of experts' option with its experts (--num-experts), or left out for a dense model",
+                ));
+            }
+            return Ok(None);
+        };
+        if !self.grouped_gemm {
+            return Err(Error::invalid(
+                "--moe-grouped-gemm",
+                "missing",
+                "the experts' grouped GEMMs (--moe-grouped-gemm), which the time model costs",
+            ));
+        }
+        from.ep_dispatcher = Some(match (self.dispatcher.as_deref(), self.deepep) {
+            (Some("alltoall"), false) => Dispatcher::AllToAll,
+            (Some("flex"), true) => Dispatcher::DeepEp,
+            (d, deepep) => return Err(Error::invalid(
+                "--moe-token-dispatcher-type",
+                format!(
+                    "{}{}",
+                    d.unwrap_or("missing (Megatron-LM's allgather)"),
+                    if deepep {
+                        " with --moe-enable-deepep"
+                    } else {
+                        ""
+                    }
+                ),
+                "alltoall, or flex with --moe-enable-deepep: the dispatchers the time model costs",
+            )),
+        });
+        let layers = match self.layers.as_deref() {
+            None => None,
+            Some(text) => Some(layer_pattern(text, layers)?),
+        };
+        Ok(Some(FileExperts {
+            routed,
+            // Megatron-LM's defaults: the top 2, experts as wide as the dense FFN.
+            per_token: self.per_token.unwrap_or(2),
+            ffn: self.ffn.unwrap_or(ffn),
+            shared_ffn: self.shared_ffn.unwrap_or(0),
+            layers,
+        }))
+    }
+}
+
+/// `--moe-layer-freq` as a flag a layer: a list of 1 (MoE) and 0 (dense), one a layer, or a
+/// whole number `n`, every `n`-th layer from the first (Megatron-LM's two forms).
+fn layer_pattern(text: &str, layers: u64) -> Result<Vec<bool>> {
+    let bad = || {
+        Error::invalid(
+            "--moe-layer-freq",
+            text,
+            format!("a list of {layers} flags, 1 for an MoE layer and 0 for a dense one ([1,0,…]), or a whole number n, every n-th layer"),
+        )
+    };
+    if let Ok(n) = text.trim().parse::<u64>() {
+        if n == 0 {
+            return Err(bad());
+        }
+        return Ok((0..layers).map(|i| i % n == 0).collect());
+    }
+    let inner = text
+        .trim()
+        .strip_prefix('[')
+        .and_then(|t| t.strip_suffix(']'))
+        .ok_or_else(bad)?;
+    let flags = inner
+        .split(',')
+        .map(|f| match f.trim() {
+            "1" => Ok(true),
+            "0" => Ok(false),
+            _ => Err(bad()),
+        })
+        .collect::<Result<Vec<bool>>>()?;
+    if flags.len() as u64 != layers {
+        return Err(bad());
+    }
+    Ok(flags)
 }
 
 #[derive(Default)]
@@ -714,6 +875,7 @@ struct DimsBuilder {
     no_bias: bool,
     qkv_bias: bool,
     max_positions: Option<u64>,
+    qk_norm: bool,
 }
 
 struct Built {
@@ -800,6 +962,8 @@ impl DimsBuilder {
                 rope_scaling: self.rope_scaling,
                 norm_eps: self.norm_eps.unwrap_or(1e-5),
                 sliding_window: self.sliding_window,
+                qk_norm: self.qk_norm,
+                experts: None,
             },
             layers,
             max_positions: self.max_positions,
@@ -810,35 +974,6 @@ impl DimsBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn variables_and_their_defaults_are_bash_s() {
-        let vars = vec![("TP".to_string(), "4".to_string())];
-        assert_eq!(variable("$TP", &vars).as_deref(), Some("4"));
-        assert_eq!(variable("${TP}", &vars).as_deref(), Some("4"));
-        assert_eq!(variable("${TP:-2}", &vars).as_deref(), Some("4"));
-        assert_eq!(variable("${PP:-2}", &vars).as_deref(), Some("2"));
-        assert_eq!(variable("${PP-8}", &vars).as_deref(), Some("8"));
-        assert_eq!(variable("$PP", &vars), None);
-        // A bare reference takes no default: `$TP-x` is no variable of the script's.
-        assert_eq!(variable("$TP-x", &vars), None);
-        assert_eq!(variable("--tp", &vars), None);
-        // A script's own `TP=${TP:-2}` then `$TP`.
-        let script = "TP=${TP:-2}\nARGS=(--tensor-model-parallel-size $TP)\n";
-        let (w, _) = words(script).unwrap();
-        assert_eq!(expand(w), ["--tensor-model-parallel-size", "2"]);
-    }
-
-    #[test]
-    fn words_split_as_bash_splits_them() {
-        let (w, c) = words("A=(\n  --x 1 # one\n  --y \"a b\" \\\n --z='q'\n)\n").unwrap();
-        assert_eq!(w, ["A=(", "--x", "1", "--y", "a b", "--z=q", ")"]);
-        assert_eq!(c, [" one"]);
-        assert!(words("--x \"open")
-            .unwrap_err()
-            .to_string()
-            .contains("quote"));
-    }
 
     #[test]
     fn a_launch_script_s_array_and_torchrun_s_counts_are_read() {
@@ -853,7 +988,163 @@ mod tests {
         );
         let f = parse(&script).unwrap();
         assert_eq!(f.gpus, Some(8));
-        assert_eq!(expand(vec!["A=(--x".into(), "1)".into()]), ["--x", "1"]);
+    }
+
+    /// A small model's arguments, as an array, with `extra` among them and `after` below.
+    fn script(extra: &str, after: &str) -> String {
+        format!("ARGS=(\n  --num-layers 2 --hidden-size 256 --ffn-hidden-size 512\n  --num-attention-heads 2 --swiglu --disable-bias-linear --bf16\n  --seq-length 128 --micro-batch-size 1 --global-batch-size 16 --train-iters 10\n{extra}\n)\n{after}\n")
+    }
+
+    fn refusal(text: &str) -> String {
+        let e = parse(text).unwrap_err().to_string();
+        assert!(!e.contains('\n'), "{e}");
+        e
+    }
+
+    #[test]
+    fn a_node_count_the_reader_cannot_read_is_refused_not_taken_for_one_node() {
+        let launch = |nodes: &str| {
+            script(
+                "",
+                &format!("torchrun --nproc_per_node 8 {nodes} pretrain_gpt.py \"${{ARGS[@]}}\""),
+            )
+        };
+        assert_eq!(parse(&launch("")).unwrap().gpus, Some(8));
+        assert_eq!(parse(&launch("--nnodes 4")).unwrap().gpus, Some(32));
+        // `--nnodes=$N` is read as `--nnodes $N` is.
+        assert_eq!(
+            parse(&format!("N=4\n{}", launch("--nnodes=$N")))
+                .unwrap()
+                .gpus,
+            Some(32)
+        );
+        for (nodes, named) in [
+            ("--nnodes 0", "--nnodes = 0"),
+            ("--nnodes 2:4", "--nnodes = 2:4"),
+            ("--nnodes $NODES", "--nnodes = no value"),
+            ("--nnodes=$NODES", "--nnodes = :"),
+            (
+                "--nnodes $(scontrol show hostnames | wc -l)",
+                "--nnodes = $(scontrol",
+            ),
+            ("--num_nodes x", "--num_nodes = x"),
+        ] {
+            let e = refusal(&launch(nodes));
+            assert!(e.contains(named) && e.contains("nodes ≥ 1"), "{nodes}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_switch_takes_no_value_and_a_value_holds_nothing_unexpanded() {
+        let e = refusal(&script("  --sequence-parallel false", ""));
+        assert!(
+            e.contains("--sequence-parallel = false: no value") && e.contains("switch"),
+            "{e}"
+        );
+        // The next command's words are no value of it.
+        let f = parse(&script("  --sequence-parallel", "echo done")).unwrap();
+        assert_eq!(f.sequence_parallel, Some(true));
+        let e = refusal(&script("  --tensor-model-parallel-size ${TP}x", ""));
+        assert!(
+            e.contains("--tensor-model-parallel-size = ${TP}x: a value written out"),
+            "{e}"
+        );
+        let e = refusal(&script("  --tensor-model-parallel-size $(echo 2)", ""));
+        assert!(e.contains("= $(echo 2)"), "{e}");
+        // An unquoted variable of several options is split as bash splits it.
+        let f = parse(&format!(
+            "PAR=\"--tensor-model-parallel-size 2 --sequence-parallel\"\n{}",
+            script("", "torchrun pretrain_gpt.py \"${ARGS[@]}\" $PAR")
+        ))
+        .unwrap();
+        assert_eq!((f.tp, f.sequence_parallel), (Some(2), Some(true)));
+        // Quoted, or with a reference inside, it is no option bash would hand over as one.
+        for par in ["\"$PAR\"", "\"--tensor-model-parallel-size $TP\"", "--$X"] {
+            let e = refusal(&format!(
+                "PAR=\"--tensor-model-parallel-size 2 --sequence-parallel\"\n{}",
+                script("", &format!("torchrun pretrain_gpt.py {par}"))
+            ));
+            assert!(e.contains("options written out, one a word"), "{e}");
+        }
+        // An unset one is empty, and said.
+        let f = parse(&script(
+            "",
+            "torchrun pretrain_gpt.py \"${ARGS[@]}\" $EXTRA_ARGS",
+        ))
+        .unwrap();
+        assert_eq!(f.notes.len(), 1);
+        assert!(
+            f.notes[0].starts_with("$EXTRA_ARGS (line 7) is not set in the file"),
+            "{:?}",
+            f.notes
+        );
+    }
+
+    #[test]
+    fn a_mixture_of_experts_and_its_settings_are_read_back() {
+        let moe = "  --num-experts 8 --moe-router-topk 2 --moe-ffn-hidden-size 256\n  --moe-layer-freq \"[1,0]\" --expert-model-parallel-size 4 --expert-tensor-parallel-size 1\n  --moe-grouped-gemm --moe-token-dispatcher-type flex --moe-enable-deepep\n  --moe-router-load-balancing-type aux_loss --overlap-moe-expert-parallel-comm\n  --recompute-granularity selective --recompute-modules layernorm moe_act\n  --qk-layernorm";
+        let f = parse(&script(moe, "")).unwrap();
+        let FileModel::Dims(dims) = &f.model else {
+            panic!("{:?}", f.model)
+        };
+        assert_eq!(
+            dims.experts,
+            Some(FileExperts {
+                routed: 8,
+                per_token: 2,
+                ffn: 256,
+                shared_ffn: 0,
+                layers: Some(vec![true, false]),
+            })
+        );
+        assert!(dims.qk_norm);
+        assert_eq!((f.ep, f.etp), (Some(4), Some(1)));
+        assert_eq!(f.ep_dispatcher, Some(Dispatcher::DeepEp));
+        assert_eq!(f.ep_overlap, Some(true));
+        assert_eq!(f.moe_recompute, Some(MoeRecompute::Act));
+        assert_eq!(f.norm_recompute, Some(true));
+        // Selective granularity without core attention: the step recomputes nothing else.
+        assert_eq!(f.recompute, Some(Recompute::None));
+        // What the time model does not cost, or an expert option without experts, is named.
+        let e = refusal(&script(&moe.replace("--moe-grouped-gemm ", ""), ""));
+        assert!(e.contains("--moe-grouped-gemm = missing"), "{e}");
+        let e = refusal(&script(
+            &moe.replace("flex --moe-enable-deepep", "allgather"),
+            "",
+        ));
+        assert!(e.contains("--moe-token-dispatcher-type = allgather"), "{e}");
+        let e = refusal(&script("  --moe-router-topk 2", ""));
+        assert!(
+            e.contains("--moe-router-topk = given without --num-experts"),
+            "{e}"
+        );
+        let e = refusal(&script(&moe.replace("moe_act", "mlp"), ""));
+        assert!(e.contains("--recompute-modules = layernorm mlp"), "{e}");
+        let e = refusal(&script(&moe.replace("\"[1,0]\"", "\"[1,0,1]\""), ""));
+        assert!(
+            e.contains("--moe-layer-freq = [1,0,1]: a list of 2 flags"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_long_script_is_read_in_linear_time() {
+        // 1 MiB of distinct options and variables (the quadratic look-ups this replaces took
+        // 7-9 s in a release build).
+        let mut text = script("", "");
+        let mut i = 0;
+        while text.len() < (1 << 20) - 64 {
+            text.push_str(&format!("V{i}=$V{}\nA{i}=(--data-path-{i} $V{i})\n", i / 2));
+            i += 1;
+        }
+        let start = std::time::Instant::now();
+        let f = parse(&text).unwrap();
+        assert_eq!(f.unused.len(), i);
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
     }
 
     #[test]
@@ -870,10 +1161,13 @@ mod tests {
         let f = parse(&format!("{base} --data-path /x --lr 3e-4")).unwrap();
         assert_eq!(f.unused, ["--data-path /x", "--lr 3e-4"]);
         assert_eq!(f.tokens, Some(10 * 8 * 128));
-        let e = parse(&format!("{base} --num-experts 8"))
+        let e = parse(&format!("{base} --moe-expert-capacity-factor 1.25"))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("--num-experts") && !e.contains('\n'), "{e}");
+        assert!(
+            e.contains("--moe-expert-capacity-factor = 1.25") && !e.contains('\n'),
+            "{e}"
+        );
         let e = parse(&format!("{base} --fp16")).unwrap_err().to_string();
         assert!(e.contains("--fp16"), "{e}");
         let e = parse(&format!("{base} --normalization LayerNorm"))

@@ -17,12 +17,13 @@
 pub mod deepspeed;
 pub mod design;
 pub mod megatron;
+pub mod shell;
 pub mod torchtitan;
 
 use std::path::Path;
 
 use crate::error::Result;
-pub use design::{Dims, FileModel, FromFile, Source};
+pub use design::{Dims, FileExperts, FileModel, FromFile, Source};
 
 use super::{read_text, Limit, MIB};
 

@@ -125,12 +125,30 @@ pub fn parse(text: &str, path: &Path) -> Result<FromFile> {
 /// `data_parallel_shard_degree = -1` (its default, in every example job) resolves against —
 /// every GPU the other degrees leave.
 pub fn parse_with(text: &str, path: &Path, world: Option<u64>) -> Result<FromFile> {
-    let root: Table = text.parse().map_err(|e: toml::de::Error| Error::Parse {
-        path: path.to_path_buf(),
-        message: format!(
-            "not a torchtitan job TOML: {}",
-            e.message().lines().next().unwrap_or("invalid TOML")
-        ),
+    let root: Table = text.parse().map_err(|e: toml::de::Error| {
+        // The whole message on one line (a table given twice is "invalid table header" then
+        // "duplicate key …"), with where it is.
+        let message: Vec<&str> = e
+            .message()
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        let at = e.span().map_or(String::new(), |span| {
+            let before = &text[..span.start.min(text.len())];
+            format!(" at line {}", before.matches('\n').count() + 1)
+        });
+        Error::Parse {
+            path: path.to_path_buf(),
+            message: format!(
+                "not a torchtitan job TOML: {}{at}",
+                if message.is_empty() {
+                    "invalid TOML".to_string()
+                } else {
+                    message.join(": ")
+                }
+            ),
+        }
     })?;
     let mut from = FromFile::new(Source::Torchtitan);
     let empty = Table::new();
@@ -216,11 +234,28 @@ pub fn parse_with(text: &str, path: &Path, world: Option<u64>) -> Result<FromFil
         Some(v) => return Err(error("model.converters", v, "a list of converters")),
     };
     let quantize = section("quantize")?;
+    only(quantize, "quantize", &["linear"], &mut from.unused)?;
     let linear = match quantize.get("linear") {
         None => &empty,
         Some(Value::Table(t)) => t,
         Some(v) => return Err(error("quantize.linear", v, "a table")),
     };
+    only(
+        linear,
+        "quantize.linear",
+        &["float8", "mx"],
+        &mut from.unused,
+    )?;
+    for (name, converter) in [
+        ("float8", "quantize.linear.float8"),
+        ("mx", "quantize.linear.mx"),
+    ] {
+        let named = converters.iter().any(|c| *c == converter || *c == name);
+        if linear.contains_key(name) && !named {
+            // Settings of a converter the model does not list: torchtitan leaves them alone.
+            from.unused.push(format!("[quantize.linear.{name}]"));
+        }
+    }
     let recipe = |name: &str, want: &str| -> Result<()> {
         let t = match linear.get(name) {
             Some(Value::Table(t)) => t,
@@ -533,6 +568,40 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("parallelism2"), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_quantize_key_and_a_table_given_twice_are_named() {
+        let text = "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[parallelism]\ndata_parallel_shard_degree = 64\n";
+        let e = parse(&format!("{text}[quantize]\nfoo = 1\n"), Path::new("x.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("invalid quantize.foo = 1"), "{e}");
+        let e = parse(
+            &format!("{text}[quantize.linear.float8]\nrecipe_name = \"tensorwise\"\nfilter_fqns = [\"output\"]\n[quantize.linear.fp4]\nx = 1\n"),
+            Path::new("x.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("invalid quantize.linear.fp4"), "{e}");
+        // A converter's settings without the converter are read and not used.
+        let f = parse(
+            &format!("{text}[quantize.linear.float8]\nrecipe_name = \"tensorwise\"\n"),
+            Path::new("x.toml"),
+        )
+        .unwrap();
+        assert_eq!(f.precision, Some(Precision::Bf16));
+        assert_eq!(f.unused, ["[quantize.linear.float8]"]);
+        let e = parse(
+            &format!("{text}[training]\nsteps = 1\n[training]\nseq_len = 8\n"),
+            Path::new("x.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("duplicate key `training`") && e.contains("line 8") && !e.contains('\n'),
+            "{e}"
+        );
     }
 
     #[test]

@@ -21,7 +21,7 @@
 use serde_json::{json, Value};
 
 use super::exporter::Launcher;
-use super::launch::Launch;
+use super::launch::{beyond_stack, serde_name, Launch, Setting};
 use crate::cost::step::precision::Precision;
 use crate::cost::step::Recompute;
 use crate::error::{Error, Result};
@@ -129,6 +129,37 @@ pub fn render(l: &Launch) -> Result<String> {
     Ok(text + "\n")
 }
 
+/// What the training script sets and DeepSpeed's JSON does not, as `check`'s flags: the model,
+/// the tokens the iterations train on, the sequence, TP and PP, the step beyond its batch, the
+/// stack and the plan's settings beyond it ([`beyond_stack`]) — what `check --from` takes
+/// beside the file to grade the plan again.
+pub fn script_flags(l: &Launch) -> Vec<String> {
+    let s = &l.shape;
+    let preset = crate::model::preset(&s.name)
+        .is_ok_and(|p| p.same_dimensions(s) && p.architecture == s.architecture);
+    let mut flags = vec![if preset {
+        format!("--model {}", s.name)
+    } else {
+        format!("--model-config {}/config.json", s.name)
+    }];
+    let step = &l.step;
+    let on = |b: bool| if b { "on" } else { "off" };
+    flags.extend([
+        format!("--tokens {}", l.trained_tokens()),
+        format!("--seq-len {}", step.seq_len),
+        format!("--tp {}", l.layout.tp),
+        format!("--pp {}", l.layout.pp),
+        format!("--recompute {}", serde_name(step.recompute)),
+        format!("--sequence-parallel {}", on(step.sequence_parallel)),
+        format!("--schedule {}", step.schedule),
+        format!("--tp-comm-overlap {}", on(step.tp_comm_overlap)),
+        format!("--stack {}", l.options.stack),
+    ]);
+    let (run, assumed) = beyond_stack(&l.options);
+    flags.extend(run.iter().chain(&assumed).map(Setting::to_string));
+    flags
+}
+
 /// JSON holds no comments: the plan, its notes and the parallel degrees DeepSpeed's config has
 /// no place for go beside it.
 impl Launcher for DeepSpeed {
@@ -166,6 +197,10 @@ impl Launcher for DeepSpeed {
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
+        lines.push(format!(
+            "note: check --from grades this file as planned given the training script's part: {}",
+            script_flags(launch).join(" ")
+        ));
         lines
     }
 }
@@ -193,6 +228,30 @@ mod tests {
         assert!(said(&l));
         l.step.tp_comm_overlap = false;
         assert!(!said(&l));
+    }
+
+    #[test]
+    fn the_note_names_what_check_from_needs_beside_the_json() {
+        use crate::cost::step::stack::StageSplit;
+        let mut l = launch(512, Degrees::tp_pp(8, 4), 1);
+        l.options.stages = StageSplit::Llama3;
+        l.options.reserve_gb = 3.0;
+        let notes = DeepSpeed.side_notes(&l);
+        let note = notes
+            .iter()
+            .find_map(|n| {
+                n.strip_prefix(
+                    "note: check --from grades this file as planned given the training script's part: ",
+                )
+            })
+            .unwrap();
+        assert_eq!(
+            note,
+            format!(
+                "--model llama3-70b --tokens {} --seq-len 8192 --tp 8 --pp 4 --recompute full --sequence-parallel on --schedule 1f1b --tp-comm-overlap on --stack megatron-te --stages llama3 --reserve-gb 3",
+                l.trained_tokens()
+            )
+        );
     }
 
     /// The one-line refusal of `l`.

@@ -51,8 +51,105 @@ pub struct Launch {
     /// Layers on each pipeline stage, as the plan was graded ([`stage_layers`] under the
     /// settings' split), so the launcher builds the same stages.
     pub stages: Vec<u64>,
+    /// Whether the plan was graded under the detailed model (it names its step and settings,
+    /// which the launcher must then write or refuse); a plate plan names neither, so the step
+    /// and stack are chosen for it.
+    pub detailed: bool,
     /// What the exporter should tell the user: choices made for them, nothing else.
     pub notes: Vec<String>,
+}
+
+/// One of the detailed model's settings as `check`'s flag names it and its value there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Setting {
+    /// The flag, `--gradients`.
+    pub flag: &'static str,
+    /// Its value as the flag takes it, `bf16`.
+    pub value: String,
+    /// The stack's default, which a launcher that does not write the setting runs.
+    pub default: String,
+}
+
+impl std::fmt::Display for Setting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.flag, self.value)
+    }
+}
+
+/// A setting's value as its serde name (`bf16`, `llama3`, `deepep`), which `check`'s flags take.
+pub(super) fn serde_name(value: impl serde::Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        other => format!("{other:?}"),
+    }
+}
+
+/// The settings of `options` that are not its stack's defaults ([`Options::for_stack`]), as
+/// `check`'s flags: what a launcher reading back to the stack's defaults would lose. In two
+/// kinds: the run's (`run`: gradients, loss, kernels, stages, and a mixture of experts' overlap,
+/// recomputation and dispatcher), which a launcher writes or refuses, and the memory model's
+/// assumptions (`assumed`: the reserve, fragmentation and routing imbalance), which no launcher
+/// sets and which `check --from` takes as flags alongside.
+pub fn beyond_stack(options: &Options) -> (Vec<Setting>, Vec<Setting>) {
+    let d = Options::for_stack(options.stack);
+    let on = |b: bool| if b { "on" } else { "off" }.to_string();
+    let mut run = Vec::new();
+    let mut push = |flag, value: String, default: String| {
+        if value != default {
+            run.push(Setting {
+                flag,
+                value,
+                default,
+            });
+        }
+    };
+    push(
+        "--gradients",
+        serde_name(options.gradients),
+        serde_name(d.gradients),
+    );
+    push(
+        "--loss-precision",
+        serde_name(options.loss),
+        serde_name(d.loss),
+    );
+    push(
+        "--kernels",
+        serde_name(options.kernels),
+        serde_name(d.kernels),
+    );
+    push("--stages", serde_name(options.stages), serde_name(d.stages));
+    push("--ep-overlap", on(options.ep_overlap), on(d.ep_overlap));
+    push(
+        "--moe-recompute",
+        serde_name(options.moe_recompute),
+        serde_name(d.moe_recompute),
+    );
+    push(
+        "--norm-recompute",
+        on(options.norm_recompute),
+        on(d.norm_recompute),
+    );
+    push(
+        "--ep-dispatcher",
+        serde_name(options.ep_dispatcher),
+        serde_name(d.ep_dispatcher),
+    );
+    let mut assumed = Vec::new();
+    for (flag, value, default) in [
+        ("--reserve-gb", options.reserve_gb, d.reserve_gb),
+        ("--fragmentation", options.fragmentation, d.fragmentation),
+        ("--moe-imbalance", options.moe_imbalance, d.moe_imbalance),
+    ] {
+        if value != default {
+            assumed.push(Setting {
+                flag,
+                value: crate::format::exact(value),
+                default: crate::format::exact(default),
+            });
+        }
+    }
+    (run, assumed)
 }
 
 impl Launch {
@@ -186,7 +283,16 @@ impl Launch {
             global_batch_tokens,
             ..step
         };
+        let detailed = options.is_some();
         let options = options.unwrap_or_default();
+        let (_, assumed) = beyond_stack(&options);
+        if !assumed.is_empty() {
+            let flags: Vec<String> = assumed.iter().map(Setting::to_string).collect();
+            notes.push(format!(
+                "the plan was graded with {}, the memory model's assumptions, which no launcher sets: give them to check --from beside this file",
+                flags.join(", ")
+            ));
+        }
         let stages = stage_layers(u64::from(shape.layers), layout.pp, options.stages)?;
         Ok(Launch {
             shape,
@@ -196,8 +302,27 @@ impl Launch {
             global_batch,
             options,
             stages,
+            detailed,
             notes,
         })
+    }
+
+    /// The first of the plan's run settings beyond its stack's defaults ([`beyond_stack`])
+    /// that `format`'s file does not write (its flag not among `writes`), refused by name: the
+    /// file would run the stack's default instead.
+    pub fn refuse_unwritten(&self, format: &str, launcher: &str, writes: &[&str]) -> Result<()> {
+        let (run, _) = beyond_stack(&self.options);
+        match run.iter().find(|s| !writes.contains(&s.flag)) {
+            None => Ok(()),
+            Some(s) => Err(Error::invalid(
+                "--format",
+                format,
+                format!(
+                    "a plan whose settings the file can say: {} was graded with {s}, which no {launcher} setting written here gives (it would run the {} stack's {} {}); check the plan without it",
+                    self.shape.name, self.options.stack, s.flag, s.default
+                ),
+            )),
+        }
     }
 
     /// The launch of a graded design.
@@ -379,6 +504,38 @@ mod tests {
         assert!(l.trained_tokens() >= 4_960_000_000_000);
         assert!(l.trained_tokens() - 4_960_000_000_000 < 16_777_216);
         assert_eq!(l.notes.len(), 1);
+    }
+
+    #[test]
+    fn the_memory_model_s_assumptions_are_said_and_the_run_s_settings_listed() {
+        let mut options = Options::default();
+        assert_eq!(beyond_stack(&options), (vec![], vec![]));
+        options.reserve_gb = 3.0;
+        options.gradients = crate::cost::step::stack::GradientPrecision::Bf16;
+        let (run, assumed) = beyond_stack(&options);
+        assert_eq!(
+            run.iter().map(Setting::to_string).collect::<Vec<_>>(),
+            ["--gradients bf16"]
+        );
+        assert_eq!(assumed[0].to_string(), "--reserve-gb 3");
+        let l = Launch::new(
+            preset("70b").unwrap(),
+            1e12 as u64,
+            layout(8, 8, 32, 1),
+            None,
+            8192,
+            &BatchTarget::default(),
+            Some(options),
+        )
+        .unwrap();
+        assert!(l.detailed);
+        assert!(
+            l.notes
+                .iter()
+                .any(|n| n.starts_with("the plan was graded with --reserve-gb 3")),
+            "{:?}",
+            l.notes
+        );
     }
 
     #[test]

@@ -163,6 +163,19 @@ pub fn fp8_arguments(precision: Precision) -> &'static [(&'static str, &'static 
 pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     let (s, step, layout) = (&l.shape, &l.step, &l.layout);
     let refuse = |what: String| Error::invalid("--format", "megatron", what);
+    // The stage split is written as a layout string; a mixture of experts' settings as its
+    // options; the rest of the plan's settings are its stack's or refused.
+    l.refuse_unwritten(
+        "megatron",
+        "Megatron-LM",
+        &[
+            "--stages",
+            "--ep-overlap",
+            "--moe-recompute",
+            "--norm-recompute",
+            "--ep-dispatcher",
+        ],
+    )?;
     let chunks = step.schedule.chunks();
     // No more chunks than every stage holds (the step's rule); a layout string is one entry
     // a chunk.
@@ -331,6 +344,12 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     if s.attention.qk_norm {
         push("--qk-layernorm", None);
     }
+    if s.attention.sinks {
+        return Err(refuse(format!(
+            "a model whose attention the arguments here build: {} has a learned sink per head (gpt-oss's), which they do not set",
+            s.name
+        )));
+    }
     if let Some(e) = &s.experts {
         experts(s, e, layout, &l.options, &mut push).map_err(refuse)?;
     }
@@ -478,6 +497,22 @@ pub fn render(l: &Launch) -> Result<String> {
             l.options.stack
         );
     }
+    let split = l.options.stages;
+    if split != Options::for_stack(l.options.stack).stages {
+        // Splits that build the same stages grade alike; the file names the plan's, so that
+        // check --from grades the plan as it was written.
+        let _ = writeln!(
+            out,
+            "# Stages: {} layers, the plan's {} split (--stages {}).",
+            l.stages
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+            super::launch::serde_name(split),
+            super::launch::serde_name(split)
+        );
+    }
     if layout.replicate > 1 {
         let _ = writeln!(
             out,
@@ -564,6 +599,12 @@ fn experts(
     if e.biases || e.router_bias {
         return Err(format!(
             "a mixture of experts Megatron-LM builds: {} has biases on its experts or router, which its MoE layers have none of",
+            s.name
+        ));
+    }
+    if e.score_bias {
+        return Err(format!(
+            "a mixture of experts Megatron-LM's arguments here build: {} biases its routing scores (DeepSeek-V3's e_score_correction_bias), whose router they do not set",
             s.name
         ));
     }
@@ -743,9 +784,32 @@ mod tests {
             e.contains("cp = 2") && e.contains("4096-token sliding window"),
             "{e}"
         );
-        l.options.stack = Stack::Llama3;
+        l.options = Options::for_stack(Stack::Llama3);
         let args = arguments(&l).unwrap();
         assert_eq!(value(&args, "--cp-comm-type"), Some("allgather"));
+    }
+
+    #[test]
+    fn a_plan_s_settings_beyond_its_stack_are_written_or_refused_by_name() {
+        use crate::cost::step::stack::{Kernels, StageSplit};
+        let mut l = launch("405b", 8, 16, 128, 1);
+        l.detailed = true;
+        // A split that is not the stack's: its layout string, and the file names it.
+        l.options.stages = StageSplit::Llama3;
+        l.stages = crate::cost::step::pipeline::stage_layers(126, 16, StageSplit::Llama3).unwrap();
+        let text = render(&l).unwrap();
+        assert!(
+            text.contains("--pipeline-model-parallel-layout")
+                && text.contains("the plan's llama3 split (--stages llama3)"),
+            "{text}"
+        );
+        // Kernels Megatron-LM's arguments do not set are refused, not run as the stack's.
+        l.options.kernels = Kernels::Lean;
+        let e = arguments(&l).unwrap_err().to_string();
+        assert!(
+            e.contains("--kernels lean") && e.contains("megatron-te stack's --kernels fused"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -786,7 +850,7 @@ mod tests {
         );
         // The stacks that all-gather K/V get Megatron-core's all-gather exchange.
         let mut llama3 = l.clone();
-        llama3.options.stack = Stack::Llama3;
+        llama3.options = Options::for_stack(Stack::Llama3);
         let args = arguments(&llama3).unwrap();
         assert_eq!(value(&args, "--cp-comm-type"), Some("allgather"));
         // CP 1 writes neither option.

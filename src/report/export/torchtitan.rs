@@ -25,6 +25,7 @@ use std::fmt::Write;
 use super::exporter::Launcher;
 use super::launch::{CpExchange, Launch};
 use crate::cost::step::precision::Precision;
+use crate::cost::step::stack::Stack;
 use crate::cost::step::Recompute;
 use crate::cost::step::Schedule;
 use crate::error::{Error, Result};
@@ -176,6 +177,15 @@ pub fn render(l: &Launch) -> Result<String> {
             }
         );
     }
+    // A detailed plan graded under another stack: the file runs torchtitan's kernels and
+    // overlaps, which is how check --from reads it back.
+    let stack = l.options.stack;
+    if l.detailed && !matches!(stack, Stack::Torchtitan | Stack::TorchtitanCompile) {
+        let _ = writeln!(
+            out,
+            "# Stack: the plan was graded under the {stack} stack; torchtitan runs its own kernels and overlaps, so check --from grades this file under the torchtitan stack (--stack torchtitan grades the plan as torchtitan runs it)."
+        );
+    }
     // The plan was timed with TP's all-gathers and reduce-scatters hidden behind the GEMMs
     // (Megatron-core's --tp-comm-overlap, Transformer Engine's userbuffers), which no
     // torchtitan stack here has. torchtitan's async TP (`enable_async_tensor_parallel`,
@@ -287,6 +297,17 @@ pub fn render(l: &Launch) -> Result<String> {
             "a recomputation torchtitan has (none, selective-op, selective-layer, selective or full); MaxText's save-qkv policy has none",
         ));
     }
+    if l.detailed {
+        runs_as_graded(l)?;
+    }
+    if l.options.stack == Stack::TorchtitanCompile {
+        // torch.compile over the model and the loss (torchtitan's default components): the
+        // fused element-wise kernels and loss the torchtitan-compile stack is graded with.
+        let _ = writeln!(
+            out,
+            "\n[compile]\nenable = true\ncomponents = [\"model\", \"loss\"]"
+        );
+    }
     let (mode, option) = match step.recompute {
         Recompute::None => ("none", None),
         Recompute::Selective | Recompute::SelectiveOp => ("selective", Some("op")),
@@ -315,6 +336,45 @@ pub fn render(l: &Launch) -> Result<String> {
         }
     }
     Ok(out)
+}
+
+/// A detailed plan is a contract: torchtitan runs FSDP2 (ZeRO 2 or 3, or plain replication
+/// without TP, PP or CP), TP with the sequence sharded, its activation-checkpointing modes and
+/// its stack's settings; a plan graded otherwise would hold other memory than it was graded
+/// with, so it is refused by name ([`crate::input::from::torchtitan`] reads back each of these
+/// as written). The stack itself is the software's: torchtitan runs its own kernels and
+/// overlaps whatever the plan's, which a comment in the file says.
+fn runs_as_graded(l: &Launch) -> Result<()> {
+    let (step, layout) = (&l.step, &l.layout);
+    let refuse = |what: String| Err(Error::invalid("--format", "torchtitan", what));
+    let zero = l.zero().get();
+    let ddp = zero == 0 && layout.tp == 1 && layout.pp == 1 && layout.cp == 1;
+    if zero == 1 || (zero == 0 && !ddp) {
+        let with = if zero == 0 {
+            format!(
+                " with TP {} × CP {} × PP {}",
+                layout.tp, layout.cp, layout.pp
+            )
+        } else {
+            String::new()
+        };
+        return refuse(format!(
+            "a ZeRO stage torchtitan runs: FSDP2 shards the gradients with the optimizer state (ZeRO 2 or 3), and its replication (ZeRO 0) does not compose with TP, CP or PP; this plan has ZeRO {zero}{with}, which would run as ZeRO 2 (check it with --zero 2)"
+        ));
+    }
+    if step.sequence_parallel != (layout.tp > 1) {
+        return refuse(format!(
+            "sequence parallelism with TP and only with it (torchtitan's TP shards the sequence): this plan has TP {} with sequence parallelism {}",
+            layout.tp,
+            if step.sequence_parallel { "on" } else { "off" }
+        ));
+    }
+    if step.recompute == Recompute::Selective {
+        return refuse(
+            "a recomputation torchtitan has: Megatron-core's selective (core attention) has no torchtitan mode; selective-op is torchtitan's own".to_string(),
+        );
+    }
+    l.refuse_unwritten("torchtitan", "torchtitan", &[])
 }
 
 impl Launcher for Torchtitan {
@@ -480,6 +540,57 @@ mod tests {
         assert!(!render(&l).unwrap().contains("TP overlap"));
         let l = launch("8b", 64, Degrees::tp_pp(1, 1), 0);
         assert!(!render(&l).unwrap().contains("TP overlap"));
+    }
+
+    #[test]
+    fn a_detailed_plan_is_written_as_graded_or_refused_by_name() {
+        use crate::cost::step::detailed::Options;
+        use crate::cost::step::stack::GradientPrecision;
+        let titan = |stack, zero, tp| {
+            let mut l = launch("8b", 64, Degrees::tp_pp(tp, 1), zero);
+            l.detailed = true;
+            l.options = Options::for_stack(stack);
+            l.step.tp_comm_overlap = false;
+            l
+        };
+        // torchtitan-compile's plan compiles the model and the loss, which reads back as it.
+        let text = render(&titan(Stack::TorchtitanCompile, 3, 1)).unwrap();
+        assert!(text.contains("\n[compile]\nenable = true\n"), "{text}");
+        let read =
+            crate::input::from::torchtitan::parse(&text, std::path::Path::new("x.toml")).unwrap();
+        assert_eq!(read.stack, Some(Stack::TorchtitanCompile));
+        assert!(!render(&titan(Stack::Torchtitan, 3, 1))
+            .unwrap()
+            .contains("[compile]"));
+        // Another stack's plan runs torchtitan's kernels, and the file says so.
+        let text = render(&titan(Stack::MegatronTe, 3, 1)).unwrap();
+        assert!(
+            text.contains("# Stack: the plan was graded under the megatron-te stack"),
+            "{text}"
+        );
+        // What would run as another plan is refused by name, on one line.
+        let refusal = |l: &Launch| {
+            let e = render(l).unwrap_err().to_string();
+            assert!(
+                e.starts_with("invalid --format = torchtitan: ") && !e.contains('\n'),
+                "{e}"
+            );
+            e
+        };
+        assert!(
+            refusal(&titan(Stack::Torchtitan, 1, 1)).contains("ZeRO 1, which would run as ZeRO 2")
+        );
+        let mut no_sp = titan(Stack::Torchtitan, 3, 2);
+        no_sp.step.sequence_parallel = false;
+        assert!(refusal(&no_sp).contains("TP 2 with sequence parallelism off"));
+        let mut selective = titan(Stack::Torchtitan, 3, 1);
+        selective.step.recompute = Recompute::Selective;
+        assert!(refusal(&selective).contains("selective-op is torchtitan's own"));
+        let mut bf16 = titan(Stack::Torchtitan, 3, 1);
+        bf16.options.gradients = GradientPrecision::Bf16;
+        assert!(refusal(&bf16).contains("--gradients bf16"));
+        // A plate plan names none of it: written as before.
+        assert!(render(&launch("8b", 64, Degrees::tp_pp(1, 1), 1)).is_ok());
     }
 
     #[test]
