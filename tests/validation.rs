@@ -149,6 +149,10 @@ fn files(dir: &Path) {
         // Round 3 files: the server.
         // Round 3 files: merge and calibrate.
         // Round 3 files: models, families and flags.
+        (
+            "window.sh",
+            &b"ARGS=(\n  --num-layers 2 --hidden-size 256 --ffn-hidden-size 512 --num-attention-heads 2\n  --swiglu --disable-bias-linear --bf16 --seq-length 128 --micro-batch-size 1\n  --global-batch-size 16 --train-iters 10 --window-size 18446744073709551615,0\n)\n"[..],
+        ),
         ("gpus-date.toml", &b"gpus = 1979-05-27\n"[..]),
         (
             "plan-twice.json",
@@ -374,6 +378,7 @@ const ROWS: &[Row] = &[
     // Round 3: the server.
     // Round 3: merge and calibrate.
     // Round 3: models, families and flags.
+    row("`--window-size` in `--from` Megatron-LM arguments", "LEFT,0 with LEFT below 2⁶⁴ − 1", &["check", "--from", "window.sh"], "error: invalid --window-size = 18446744073709551615,0: a causal window as LEFT,0 (tokens before each one it sees), LEFT below 2^64 − 1"),
     row("`--unique-tokens` / `unique_tokens`", "at most 10¹⁸, compared as a whole number", &["check", "--model", "70b", "--tokens", "1e12", "--loss-law", "muennighoff", "--unique-tokens", "1000000000000000001"], "error: invalid brief.unique_tokens = 1000000000000000001: a whole number from 1 to 1e18"),
     row("a whole number in TOML (`gpus`, …)", "a number, not a datetime", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "gpus-date.toml"], "error: cannot parse 'gpus-date.toml': not a brief: gpus: invalid type: a TOML datetime (1979-05-27), expected a whole number ≥ 0 at line 1 column 8"),
     row("`rope_theta` and every number a config gives", "in range, a huge value named as typed", &["check", "--model-config", "theta/config.json", "--tokens", "1e12"], "error: invalid theta/config.json: rope_theta = 1e300: a number > 0 and below 1e18"),

@@ -433,18 +433,21 @@ pub fn parse(text: &str) -> Result<FromFile> {
             "--use-rope-scaling" => dims.rope_scaling = true,
             "--window-size" => {
                 let v = need()?;
-                let left = v
+                // LEFT + 1 tokens a token sees, itself included: a LEFT of 2^64 − 1 has no
+                // whole window (it used to wrap to 0).
+                let window = v
                     .split_once(',')
                     .filter(|(_, right)| right.trim() == "0")
                     .and_then(|(left, _)| left.trim().parse::<u64>().ok())
+                    .and_then(|left| left.checked_add(1))
                     .ok_or_else(|| {
                         Error::invalid(
                             name.as_str(),
                             v,
-                            "a causal window as LEFT,0 (tokens before each one it sees)",
+                            "a causal window as LEFT,0 (tokens before each one it sees), LEFT below 2^64 − 1",
                         )
                     })?;
-                dims.sliding_window = Some(left + 1);
+                dims.sliding_window = Some(window);
             }
             "--make-vocab-size-divisible-by" => divisor = Some(n()?),
             "--untie-embeddings-and-output-weights" => dims.untied = true,
@@ -1174,5 +1177,19 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("LayerNorm"), "{e}");
+    }
+
+    #[test]
+    fn a_window_of_the_largest_left_is_refused_not_wrapped_to_nothing() {
+        let f = parse(&script("  --window-size 4095,0", "")).unwrap();
+        let FileModel::Dims(dims) = f.model else {
+            panic!("dimensions")
+        };
+        assert_eq!(dims.sliding_window, Some(4096));
+        let e = refusal(&script("  --window-size 18446744073709551615,0", ""));
+        assert!(
+            e.starts_with("invalid --window-size = 18446744073709551615,0"),
+            "{e}"
+        );
     }
 }
