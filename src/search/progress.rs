@@ -9,6 +9,20 @@ pub trait Progress: Sync {
     fn advance(&self, _n: u64) {}
     /// The work is over.
     fn finish(&self) {}
+    /// Whether whoever watches wants this computation stopped early: a search checks it, with
+    /// [`interrupted`], between blocks of shapes and between a shape's layouts
+    /// ([`stopping`]). What a stopped search returns is incomplete and must be discarded. For
+    /// a host that stops one computation and not the others, such as the server when a
+    /// request times out or its client leaves. [default: never]
+    fn cancelled(&self) -> bool {
+        false
+    }
+}
+
+/// Whether the computation `progress` watches should stop now: [`interrupt`] was called (and
+/// not yet [`resume`]), or `progress` is [cancelled](Progress::cancelled).
+pub fn stopping(progress: &dyn Progress) -> bool {
+    interrupted() || progress.cancelled()
 }
 
 /// Progress that goes nowhere.
@@ -21,7 +35,8 @@ impl Progress for Silent {}
 static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Asks every search running in this process to stop early, at its next block of shapes (16
-/// shapes of a detailed search, 4,096 of the plate's). What a stopped search returns is
+/// shapes of a detailed search, 4,096 of the plate's) or its shape's next layout, and a
+/// server this process runs (`serve::serve`) to shut down. What a stopped search returns is
 /// incomplete and must be discarded by its caller; new searches stop at once too until
 /// [`resume`] is called. For a host that turns Ctrl-C into a stop, such as the Python package.
 pub fn interrupt() {

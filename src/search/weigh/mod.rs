@@ -25,6 +25,7 @@ use crate::plan::limits::memory_fits;
 use crate::plan::pace::Pace;
 use crate::plan::verdict::{verdict_because, Exclusion, Exclusions, Lightest, ShapeVerdict};
 use crate::search::options::SearchOptions;
+use crate::search::progress::{stopping, Progress};
 use crate::search::space::for_each_configuration;
 use crate::search::space::Config;
 pub(crate) use crate::search::space::MemorySpace;
@@ -85,7 +86,8 @@ pub(crate) struct Weighed {
 /// ([`slower_than`]) leaves `fitting` for `slower`, its days a token alone.
 ///
 /// It works in `scratch` (a thread's [`SCRATCH`]): nothing in it outlives the shape, each part
-/// emptied or worked out again before it is read.
+/// emptied or worked out again before it is read. Once `progress` is [`stopping`], it stops at
+/// the next layout: what it gives then is incomplete, for the search to discard.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn weighed_configurations(
     brief: &Brief,
@@ -96,6 +98,7 @@ pub(crate) fn weighed_configurations(
     depths_by_pace: bool,
     buffers: Buffers,
     scratch: &mut Scratch,
+    progress: &dyn Progress,
 ) -> Weighed {
     let Buffers {
         configs: mut fitting,
@@ -143,6 +146,9 @@ pub(crate) fn weighed_configurations(
     // The days a token of the kept slower depths.
     slower.clear();
     for layout in space.layouts(brief, shape) {
+        if stopping(progress) {
+            break;
+        }
         over.clear();
         kept.clear();
         // The layout's steps and its stage kinds (`None`: the split refuses the layout, and
@@ -327,14 +333,21 @@ pub(crate) fn weighed_configurations(
             excluded.add_lazily(BatchTarget::RULE, || space.refusal(s, &layout));
         }
     }
-    if fit == 0 && all > 0 {
+    if fit == 0 && all > 0 && !stopping(progress) {
         // Nothing fits: the verdict names the fastest of all, so every one is timed.
         let (mut unfit, mut all, mut lightest) = (None::<Config>, 0u64, None);
-        let excluded = for_each_configuration(brief, shape, space, time, |c| {
-            all += 1;
-            lighten(&mut lightest, c.bytes, &c.layout, c.model.step());
-            quicken(&mut unfit, &c);
-        });
+        let excluded = for_each_configuration(
+            brief,
+            shape,
+            space,
+            time,
+            |c| {
+                all += 1;
+                lighten(&mut lightest, c.bytes, &c.layout, c.model.step());
+                quicken(&mut unfit, &c);
+            },
+            progress,
+        );
         return Weighed {
             fitting,
             slower,
@@ -533,6 +546,7 @@ mod tests {
             false,
             Buffers::default(),
             &mut Scratch::default(),
+            &crate::search::progress::Silent,
         )
     }
 
