@@ -25,6 +25,48 @@ pub fn stopping(progress: &dyn Progress) -> bool {
     interrupted() || progress.cancelled()
 }
 
+/// The items of `items` until `progress` is [`stopping`], for a loop that checks before each.
+pub fn until_stopped<I: IntoIterator>(
+    items: I,
+    progress: &dyn Progress,
+) -> UntilStopped<'_, I::IntoIter> {
+    UntilStopped {
+        items: items.into_iter(),
+        progress,
+    }
+}
+
+/// The iterator of [`until_stopped`].
+pub struct UntilStopped<'a, I> {
+    items: I,
+    progress: &'a dyn Progress,
+}
+
+impl<I: Iterator> Iterator for UntilStopped<'_, I> {
+    type Item = I::Item;
+
+    /// The next item, unless `progress` is stopping. The check is a call to a function kept
+    /// out of line and marked cold: the weighing's speed hangs on what LLVM inlines into the
+    /// loop over a shape's layouts, and a plain check in that loop cost 3 % more instructions
+    /// in a detailed family search (callgrind, one thread); this way, 4 % fewer there, 2.5 %
+    /// fewer in the 70B detailed search, 0.8 % more in a plate family sweep (inlining moves
+    /// with any change to that loop: these are this build's numbers).
+    #[inline]
+    fn next(&mut self) -> Option<I::Item> {
+        if stopping_cold(self.progress) {
+            return None;
+        }
+        self.items.next()
+    }
+}
+
+/// [`stopping`], out of line ([`UntilStopped::next`]).
+#[cold]
+#[inline(never)]
+fn stopping_cold(progress: &dyn Progress) -> bool {
+    stopping(progress)
+}
+
 /// Progress that goes nowhere.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Silent;
@@ -51,4 +93,25 @@ pub fn interrupted() -> bool {
 /// Lets searches run to their end again, after an [`interrupt`] whose search has returned.
 pub fn resume() {
     INTERRUPTED.store(false, std::sync::atomic::Ordering::SeqCst);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A computation its caller has cancelled.
+    struct Cancelled;
+
+    impl Progress for Cancelled {
+        fn cancelled(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_cancelled_computation_sees_no_more_items() {
+        assert!(stopping(&Cancelled));
+        assert_eq!(until_stopped(1..4, &Cancelled).count(), 0);
+        assert_eq!(until_stopped(1..4, &Silent).sum::<i32>(), 6);
+    }
 }

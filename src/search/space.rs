@@ -20,7 +20,7 @@ use crate::model::layout::{layouts, layouts_with, ExpertSpace, Layout};
 use crate::model::Shape;
 use crate::plan::pace::Pace;
 use crate::plan::verdict::{Exclusion, Exclusions};
-use crate::search::progress::{stopping, Progress, Silent};
+use crate::search::progress::{until_stopped, Progress, Silent};
 
 /// The memory models a search tries with each layout.
 #[derive(Debug, Clone, PartialEq)]
@@ -482,7 +482,7 @@ pub fn configurations_counted(
 
 /// Each valid configuration of [`configurations_counted`] to `visit`, in the same order, and
 /// the ones left out, without holding them; the rest left unvisited once `progress` is
-/// [`stopping`].
+/// [`stopping`](crate::search::progress::stopping).
 pub(crate) fn for_each_configuration(
     brief: &Brief,
     shape: &Shape,
@@ -494,10 +494,7 @@ pub(crate) fn for_each_configuration(
     let machine = brief.machine();
     let mut excluded = Exclusions::default();
     let mut cache = MicroBatchCache::default();
-    for layout in space.layouts(brief, shape) {
-        if stopping(progress) {
-            break;
-        }
+    for layout in until_stopped(space.layouts(brief, shape), progress) {
         for model in space.steps_for(shape, &layout) {
             let config = model.and_then(|model| {
                 let bytes = model.memory(brief.seq_len, shape, &layout)?.total();
