@@ -38,8 +38,9 @@ type Done = (std::thread::Result<Result<Outcome, String>>, Vec<u8>);
 /// `trainplan` binary would, and returns `(output, passed)`: the text it writes to stdout and
 /// whether the answer is yes (exit status 0) or no (1). `--help` and `--version` return their
 /// text with `passed` true. Bad input (exit status 2) raises `TrainplanError` carrying the
-/// one-line message. The command runs with the GIL released; Ctrl-C (SIGINT) stops a search
-/// at its next block of shapes and raises `KeyboardInterrupt`.
+/// one-line message. The command runs with the GIL released; Ctrl-C (SIGINT), or any other
+/// `KeyboardInterrupt` (`_thread.interrupt_main()`), stops a search at its next layout and a
+/// server (`serve`) within 50 ms, and raises `KeyboardInterrupt`.
 #[pyfunction]
 fn run(py: Python<'_>, argv: Vec<String>) -> PyResult<(String, bool)> {
     let stops = STOPS.load(Ordering::SeqCst);

@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -243,6 +244,49 @@ def test_errors_carry_the_binarys_line(command, flags):
     assert isinstance(raised.value, ValueError)
 
 
+@pytest.mark.parametrize(
+    "call,says",
+    [
+        (
+            lambda: trainplan.search(brief={"gpus": 1024}),
+            "brief= takes the path of a brief file (JSON or TOML), not a dict, {'gpus': 1024}: "
+            "save it (json.dump) and give its path, or give its fields as keyword arguments "
+            "(gpus=1024, max_days=60)",
+        ),
+        (
+            lambda: trainplan.check(model="70b", tokens=1e12, brief=trainplan.brief()),
+            "brief= takes the path of a brief file (JSON or TOML), not a Brief (a result "
+            "object): save it (json.dump) and give its path, or give its fields as keyword "
+            "arguments (gpus=1024, max_days=60)",
+        ),
+        (
+            lambda: trainplan.search(models=["70b", None]),
+            "models=[1]: a string, a number, a bool or a path, not None",
+        ),
+        (
+            lambda: trainplan.search(models=[["70b", "405b"]]),
+            "models=[0]: a string, a number, a bool or a path, not a list, ['70b', '405b']",
+        ),
+        (
+            lambda: trainplan.search(gpus={1024}),
+            "gpus=: a string, a number, a bool or a path, not a set, {1024}",
+        ),
+        (
+            lambda: trainplan.run(["search", "--brief", {"gpus": 1024}]),
+            "args[2]: a string, a number, a bool or a path, not a dict, {'gpus': 1024}",
+        ),
+    ],
+)
+def test_a_value_with_no_command_line_form_is_refused_by_name(call, says):
+    """A dict (or set, list in a list, None in a list, result object) is refused, naming the
+    argument, before anything runs, rather than written as its str(): a brief= dict was read
+    as a file called "{'gpus': 1024}". A dict brief is refused rather than taken: every call is
+    a command line (argv, svg() and the binary give the same bytes), and a dict has none."""
+    with pytest.raises(TypeError) as raised:
+        call()
+    assert str(raised.value) == says
+
+
 def test_output_flags_are_refused():
     with pytest.raises(TypeError, match="always returns the JSON"):
         trainplan.search(format="csv")
@@ -367,3 +411,45 @@ def test_ctrl_c_stops_another_threads_search_loudly():
         worker.join(timeout=30)
     assert not worker.is_alive()
     assert len(raised) == 1 and "another call" in str(raised[0])
+
+
+SERVE_AND_INTERRUPT = """
+import _thread, socket, sys, threading, time, urllib.request
+import trainplan
+
+with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+
+def interrupt_once_up():
+    for _ in range(200):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/presets", timeout=1).read()
+            break
+        except OSError:
+            time.sleep(0.05)
+    else:
+        print("the server never answered", flush=True)
+    _thread.interrupt_main()
+
+threading.Thread(target=interrupt_once_up, daemon=True).start()
+try:
+    trainplan.run(["-q", "serve", "--port", str(port)])
+except KeyboardInterrupt:
+    print("stopped", flush=True)
+"""
+
+
+def test_a_keyboard_interrupt_from_another_thread_stops_a_server():
+    """`trainplan.run(["serve", ...])` stops on a KeyboardInterrupt that no signal carried
+    (`_thread.interrupt_main()`, as a notebook's or an app's other thread raises it) once the
+    server has answered, rather than serve on with its caller stuck. In a child process, so
+    that a server that does not stop fails the test by its timeout instead of hanging it."""
+    done = subprocess.run(
+        [sys.executable, "-c", SERVE_AND_INTERRUPT],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.stdout.decode() == "stopped\n", done.stderr.decode()
+    assert done.returncode == 0

@@ -50,8 +50,13 @@ _REPEATED = frozenset({"model_config"})
 _RESERVED = frozenset({"json", "format", "quiet"})
 
 
-def _value(value: Any) -> str:
-    """One value as the command line takes it."""
+def _value(value: Any, name: str) -> str:
+    """One value as the command line takes it; ``name`` is what errors call it.
+
+    A value with no command-line form (a dict, a set, bytes, ``None`` or a list inside a list,
+    a result object) raises ``TypeError`` naming ``name`` rather than becoming its ``str()``: a
+    dict given as ``brief=`` was read as a file called ``{'gpus': 1024}``.
+    """
     if isinstance(value, bool):  # before int: True is an int
         return "true" if value else "false"
     if isinstance(value, int):
@@ -60,7 +65,29 @@ def _value(value: Any) -> str:
         return repr(value)
     if isinstance(value, os.PathLike):
         return os.fspath(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (Mapping, _Result)) and name == "brief=":
+        raise TypeError(
+            f"brief= takes the path of a brief file (JSON or TOML), not {_shown(value)}: save "
+            "it (json.dump) and give its path, or give its fields as keyword arguments "
+            "(gpus=1024, max_days=60)"
+        )
+    if value is None or isinstance(
+        value, (Mapping, set, frozenset, bytes, bytearray, list, tuple, _Result, Plan)
+    ):
+        raise TypeError(f"{name}: a string, a number, a bool or a path, not {_shown(value)}")
     return str(value)
+
+
+def _shown(value: Any) -> str:
+    """A value as an error names it: its type, and its start where that is short to show."""
+    if value is None:
+        return "None"
+    if isinstance(value, (_Result, Plan)):
+        return f"a {type(value).__name__} (a result object)"
+    text = repr(value)
+    return f"a {type(value).__name__}, {text if len(text) <= 60 else text[:57] + '...'}"
 
 
 # Flags whose value is on or off (`--sequence-parallel on|off`, `--tp-comm-overlap on|off`; a
@@ -92,16 +119,18 @@ def _flags(flags: Mapping[str, Any]) -> List[str]:
         if value is None or value is False:
             continue
         flag = "--" + key.rstrip("_").replace("_", "-")
+        name = f"{key}="
         if value is True:
             args.append(flag)
         elif isinstance(value, (list, tuple)):
+            items = [_value(item, f"{key}=[{i}]") for i, item in enumerate(value)]
             if key in _REPEATED:
-                for item in value:
-                    args += [flag, _value(item)]
+                for item in items:
+                    args += [flag, item]
             else:
-                args += [flag, ",".join(_value(item) for item in value)]
+                args += [flag, ",".join(items)]
         else:
-            args += [flag, _value(value)]
+            args += [flag, _value(value, name)]
     return args
 
 
@@ -139,7 +168,7 @@ def run(args: Sequence[str]) -> Tuple[str, bool]:
     """
     if isinstance(args, str):
         raise TypeError("args: a list of strings, such as ['search', '--gpus', '1024']")
-    return _trainplan.run(["trainplan", *[_value(a) for a in args]])
+    return _trainplan.run(["trainplan", *[_value(a, f"args[{i}]") for i, a in enumerate(args)]])
 
 
 class Plan(Mapping[str, Any]):

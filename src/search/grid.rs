@@ -25,7 +25,7 @@ pub(crate) use crate::search::distinct::Choices;
 pub(crate) use crate::search::options::SearchOptions;
 use crate::search::options::TokenGrid;
 use crate::search::pareto::{exact_front, last_on_front, Front};
-use crate::search::progress::Progress;
+use crate::search::progress::{stopping, Progress};
 use crate::search::rank::{tie_break, Candidate, Distinct, Rank, TopK};
 use crate::search::report::FrontRun;
 use crate::search::report::FrontRuns;
@@ -74,21 +74,25 @@ fn shape_configurations(
     brief: &Brief,
     shapes: &[Shape],
     options: &SearchOptions,
+    progress: &dyn Progress,
 ) -> (Vec<ShapeVerdict>, Vec<Fitting>) {
     shapes
         .par_iter()
-        .map(|shape| shape_configuration(brief, shape, options, false, Buffers::default()))
+        .map(|shape| {
+            shape_configuration(brief, shape, options, false, Buffers::default(), progress)
+        })
         .unzip()
 }
 
 /// One shape's verdict and the configurations that fit it, in both orders
-/// ([`shape_configurations`]).
+/// ([`shape_configurations`]); incomplete once `progress` is [`stopping`].
 fn shape_configuration(
     brief: &Brief,
     shape: &Shape,
     options: &SearchOptions,
     depths_by_pace: bool,
     buffers: Buffers,
+    progress: &dyn Progress,
 ) -> (ShapeVerdict, Fitting) {
     // A configuration too slow to train the tokens the loss needs within the days
     // can be no plan at any token count (days grow with tokens): it is left out of
@@ -116,6 +120,7 @@ fn shape_configuration(
             depths_by_pace,
             buffers,
             scratch,
+            progress,
         )
     });
     let mut configs = std::mem::take(&mut weighed.fitting);
@@ -360,7 +365,7 @@ fn search_streaming(
         .par_iter()
         .enumerate()
         .fold(empty, |mut acc, (s, shape)| {
-            if crate::search::progress::interrupted() {
+            if stopping(progress) {
                 return acc;
             }
             let buffers = Buffers::take();
@@ -369,7 +374,7 @@ fn search_streaming(
             let depths_by_pace = options.rank != Rank::Memory
                 && (options.distinct != Distinct::Plan || options.top == Some(1));
             let (verdict, fit) =
-                shape_configuration(brief, shape, options, depths_by_pace, buffers);
+                shape_configuration(brief, shape, options, depths_by_pace, buffers, progress);
             acc.evaluated = acc
                 .evaluated
                 .saturating_add(fit.all.saturating_mul(grid.len()));
@@ -521,12 +526,12 @@ pub(crate) fn search_in_blocks<'a>(
     // windows, a distinct ranking by memory).
     let by_blocks = if streaming { 0 } else { shapes.len() };
     for block in (0..by_blocks).step_by(block_size.max(1)) {
-        if crate::search::progress::interrupted() {
+        if stopping(progress) {
             break;
         }
         let block = block..(block + block_size.max(1)).min(shapes.len());
         let (block_verdicts, fitting) =
-            shape_configurations(brief, &shapes[block.clone()], options);
+            shape_configurations(brief, &shapes[block.clone()], options, progress);
         evaluated = fitting.iter().fold(evaluated, |n, f| {
             n.saturating_add(f.all.saturating_mul(grid.len()))
         });

@@ -20,6 +20,7 @@ use crate::model::layout::{layouts, layouts_with, ExpertSpace, Layout};
 use crate::model::Shape;
 use crate::plan::pace::Pace;
 use crate::plan::verdict::{Exclusion, Exclusions};
+use crate::search::progress::{until_stopped, Progress, Silent};
 
 /// The memory models a search tries with each layout.
 #[derive(Debug, Clone, PartialEq)]
@@ -475,23 +476,25 @@ pub fn configurations_counted(
     time: &TimeModel,
 ) -> (Vec<Config>, Vec<Exclusion>) {
     let mut configs = Vec::new();
-    let excluded = for_each_configuration(brief, shape, space, time, |c| configs.push(c));
+    let excluded = for_each_configuration(brief, shape, space, time, |c| configs.push(c), &Silent);
     (configs, excluded)
 }
 
 /// Each valid configuration of [`configurations_counted`] to `visit`, in the same order, and
-/// the ones left out, without holding them.
+/// the ones left out, without holding them; the rest left unvisited once `progress` is
+/// [`stopping`](crate::search::progress::stopping).
 pub(crate) fn for_each_configuration(
     brief: &Brief,
     shape: &Shape,
     space: &MemorySpace,
     time: &TimeModel,
     mut visit: impl FnMut(Config),
+    progress: &dyn Progress,
 ) -> Vec<Exclusion> {
     let machine = brief.machine();
     let mut excluded = Exclusions::default();
     let mut cache = MicroBatchCache::default();
-    for layout in space.layouts(brief, shape) {
+    for layout in until_stopped(space.layouts(brief, shape), progress) {
         for model in space.steps_for(shape, &layout) {
             let config = model.and_then(|model| {
                 let bytes = model.memory(brief.seq_len, shape, &layout)?.total();

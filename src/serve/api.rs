@@ -1,9 +1,12 @@
 //! The JSON API: what each route takes, grades and answers (`/api/check`, `/api/export`,
 //! `/api/search`, `/api/presets`), the search bounded in size and in time.
 
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::{ConnectInfo, FromRequestParts, State};
+use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde::Deserialize;
@@ -24,12 +27,12 @@ use crate::model::{self, Shape};
 use crate::plan::check::{check, CheckReport};
 use crate::plan::Design;
 use crate::report::export::{Exporter, Format, Json, Launch};
-use crate::search::progress::Silent;
+use crate::search::progress::{stopping, Progress, Silent};
 use crate::search::rank::{Distinct, Rank};
 use crate::search::{search, searchable_precision, MemorySpace, ParallelSpace, SearchOptions};
 
 use super::body::{answer, failure, parse, seconds, JsonBody};
-use super::limits::{Searches, MAX_MODELS, MAX_TOP};
+use super::limits::{Client, Peer, Searches, MAX_MODELS, MAX_TOP};
 
 /// A design as the page sends it.
 #[derive(Debug, Deserialize)]
@@ -128,8 +131,22 @@ fn brief(patch: BriefPatch) -> Result<Brief> {
     Ok(brief)
 }
 
+/// Refuses a brief's shape family, which a request that names its models would otherwise
+/// pass over: `what` is what it grades instead.
+fn no_family(patch: &BriefPatch, what: &str) -> Result<()> {
+    match patch.family {
+        Some(_) => Err(Error::invalid(
+            "brief.family",
+            "a shape family",
+            format!("no family: {what} (trainplan search takes families)"),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The graded design of a request, with its sensitivity when `sensitivity` asks.
 fn grade(request: DesignRequest, sensitivity: bool) -> Result<CheckReport> {
+    no_family(&request.brief, "a design is the one model it names")?;
     let brief = brief(request.brief)?;
     let shape = model::preset(&request.model)?;
     let (tp, pp) = (request.tp.unwrap_or(1), request.pp.unwrap_or(1));
@@ -224,14 +241,14 @@ pub fn api_export(body: &[u8]) -> Result<(String, &'static str)> {
 
 /// `POST /api/search`, bounded in size.
 pub fn api_search(body: &[u8]) -> Result<String> {
+    Ok(search_watched(body, &Silent)?.unwrap_or_default())
+}
+
+/// [`api_search`], its search told `progress` (and stopped when it is [`stopping`]): `None`
+/// for a search stopped early, whose answer would be incomplete.
+fn search_watched(body: &[u8], progress: &dyn Progress) -> Result<Option<String>> {
     let request: SearchRequest = parse(body, "a search request")?;
-    if request.brief.family.is_some() {
-        return Err(Error::invalid(
-            "brief.family",
-            "a shape family",
-            "no family: the workshop searches named models (trainplan search takes families)",
-        ));
-    }
+    no_family(&request.brief, "the workshop searches named models")?;
     let brief = brief(request.brief)?;
     if request.models.len() > MAX_MODELS {
         return Err(Error::invalid(
@@ -304,12 +321,15 @@ pub fn api_search(body: &[u8]) -> Result<String> {
             );
         options.time = TimeModel::Detailed(TimeOptions::for_stack(stack));
     }
-    let report = search(&brief, &shapes, &options, &Silent);
-    Ok(format!(
+    let report = search(&brief, &shapes, &options, progress);
+    if stopping(progress) {
+        return Ok(None);
+    }
+    Ok(Some(format!(
         "{{\"search\": {}, \"front\": {}}}\n",
         Json.search(&report)?.trim_end(),
         Json.front(&report)?.trim_end()
-    ))
+    )))
 }
 
 /// `GET /api/presets`.
@@ -336,37 +356,100 @@ pub fn api_presets() -> Result<String> {
         .map_err(|e| Error::invalid("presets", "JSON", e.to_string()))
 }
 
-/// A search on a blocking thread, at most so many at once, answered within the limits' time
-/// (status 429 past the first, 503 past the second; a search past its time still runs to its
-/// end on its thread, holding its place among those at once).
+/// A search's stop: set when its request is answered without it (past its time) or dropped (its
+/// client left, or the server stops), read by the search between layouts and blocks of shapes.
+#[derive(Debug, Clone, Default)]
+struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    fn set(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Progress for Cancel {
+    fn cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Sets its [`Cancel`] when dropped: with the request's future, when hyper drops it because the
+/// client closed the connection, or when the handler ends.
+struct CancelOnDrop(Cancel);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.set();
+    }
+}
+
+impl FromRequestParts<Arc<Searches>> for Client {
+    type Rejection = std::convert::Infallible;
+
+    /// The client of a request, by the peer address of its connection: `serve_on`'s, or the
+    /// `SocketAddr` of a router served with `into_make_service_with_connect_info`.
+    async fn from_request_parts(
+        parts: &mut Parts,
+        _: &Arc<Searches>,
+    ) -> std::result::Result<Client, Self::Rejection> {
+        let peer = parts
+            .extensions
+            .get::<ConnectInfo<Peer>>()
+            .map(|ConnectInfo(Peer(address))| *address)
+            .or_else(|| {
+                parts
+                    .extensions
+                    .get::<ConnectInfo<SocketAddr>>()
+                    .map(|ConnectInfo(address)| *address)
+            });
+        Ok(Client::of(peer.map(|a| a.ip())))
+    }
+}
+
+/// A search on a blocking thread, at most so many at once and so many for one client,
+/// answered within the limits' time (status 429 past the places, 503 past the time). A search
+/// answered 503, or whose client leaves, is stopped: it gives back its place within a layout's
+/// weighing, and a 503 is sent once it has.
 pub(super) async fn run_search(
     State(searches): State<Arc<Searches>>,
+    client: Client,
     JsonBody(body): JsonBody,
 ) -> Response {
     let limits = searches.limits;
-    let Ok(permit) = Arc::clone(&searches.permits).try_acquire_owned() else {
-        return failure(
-            StatusCode::TOO_MANY_REQUESTS,
-            &format!(
-                "{} searches are running; try again when one has finished",
-                limits.searches
-            ),
-        );
+    let slot = match searches.admit(client) {
+        Ok(slot) => slot,
+        Err(message) => return failure(StatusCode::TOO_MANY_REQUESTS, &message),
     };
-    let work = tokio::task::spawn_blocking(move || {
-        let _permit = permit;
-        api_search(&body)
+    let cancel = Cancel::default();
+    let _stop_when_dropped = CancelOnDrop(cancel.clone());
+    let watched = cancel.clone();
+    let mut work = tokio::task::spawn_blocking(move || {
+        let _slot = slot;
+        search_watched(&body, &watched)
     });
-    match tokio::time::timeout(limits.timeout, work).await {
-        Ok(Ok(result)) => answer(result),
+    match tokio::time::timeout(limits.timeout, &mut work).await {
+        Ok(Ok(Ok(Some(found)))) => answer(Ok(found)),
+        Ok(Ok(Err(e))) => answer(Err(e)),
+        // Stopped, the time not yet past: the whole process was asked to stop (the server is
+        // shutting down).
+        Ok(Ok(Ok(None))) => failure(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the search was stopped: the server is shutting down",
+        ),
         Ok(Err(_)) => failure(
             StatusCode::INTERNAL_SERVER_ERROR,
             "the search stopped unexpectedly",
         ),
-        Err(_) => failure(
-            StatusCode::SERVICE_UNAVAILABLE,
-            &format!("the search took longer than {} s", seconds(limits.timeout)),
-        ),
+        Err(_) => {
+            // Stop the search and wait for it to give back its place, so that the next search
+            // finds it free once this answer is sent.
+            cancel.set();
+            let _ = work.await;
+            failure(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!("the search took longer than {} s", seconds(limits.timeout)),
+            )
+        }
     }
 }
 
@@ -375,7 +458,6 @@ mod tests {
     use std::time::Duration;
 
     use axum::body::Bytes;
-    use tokio::sync::Semaphore;
 
     use super::*;
     use crate::serve::Limits;
@@ -441,6 +523,31 @@ mod tests {
         assert!(e.contains("brief.family"), "{e}");
     }
 
+    #[test]
+    fn a_design_with_a_family_is_refused_by_name_not_graded_without_it() {
+        let family =
+            r#""brief": {"family": {"layers": "40..60:20", "hidden": "8192", "ffn_ratio": "3.5"}}"#;
+        let want = "invalid brief.family = a shape family: no family: a design is the one model \
+                    it names (trainplan search takes families)";
+        let design = format!(r#"{{"model": "70b", "tokens": 1e12, {family}}}"#);
+        assert_eq!(api_check(design.as_bytes()).unwrap_err().to_string(), want);
+        let export =
+            format!(r#"{{"format": "megatron", "model": "70b", "tokens": 1e12, {family}}}"#);
+        assert_eq!(api_export(export.as_bytes()).unwrap_err().to_string(), want);
+    }
+
+    #[test]
+    fn a_cancelled_search_gives_no_answer_rather_than_part_of_one() {
+        let cancelled = Cancel::default();
+        cancelled.set();
+        assert_eq!(search_watched(br#"{"top": 1}"#, &cancelled).unwrap(), None);
+        // Its request is read and checked all the same.
+        assert!(search_watched(br#"{"top": 0}"#, &cancelled).is_err());
+        assert!(search_watched(br#"{"top": 1}"#, &Cancel::default())
+            .unwrap()
+            .is_some());
+    }
+
     /// `run_search` answering `body` with `searches`, on a runtime of its own.
     fn answer_search(searches: &Arc<Searches>, body: &'static [u8]) -> (StatusCode, String) {
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -450,6 +557,7 @@ mod tests {
         runtime.block_on(async {
             let response = run_search(
                 State(Arc::clone(searches)),
+                Client::Unknown,
                 JsonBody(Bytes::from_static(body)),
             )
             .await;
@@ -462,10 +570,7 @@ mod tests {
     }
 
     fn searches(limits: Limits) -> Arc<Searches> {
-        Arc::new(Searches {
-            permits: Arc::new(Semaphore::new(limits.searches)),
-            limits,
-        })
+        Searches::new(limits)
     }
 
     #[test]

@@ -11,9 +11,10 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::error::{Error, Result};
+use crate::format::thousands;
 use crate::input::parse_json;
 
-use super::limits::Searches;
+use super::limits::{Searches, MAX_BODY};
 
 /// A request body as `T`: UTF-8 JSON, errors naming the field's path.
 pub(super) fn parse<T: serde::de::DeserializeOwned>(body: &[u8], kind: &str) -> Result<T> {
@@ -50,8 +51,9 @@ pub(super) fn seconds(duration: Duration) -> String {
     crate::format::general(duration.as_secs_f64())
 }
 
-/// A request body, read only if it is JSON, within [`MAX_BODY`](crate::serve::MAX_BODY) and arrived within the
-/// limits' body time; else the error to answer (415, 413, 408 or 400).
+/// A request body, read only if it is JSON, within [`MAX_BODY`] and arrived within the limits'
+/// body time; else the error to answer (415, 413, 408 or 400). A body whose `Content-Length`
+/// is over [`MAX_BODY`] is answered 413 at once, unread, and its connection closed.
 pub(super) struct JsonBody(pub(super) Bytes);
 
 impl FromRequest<Arc<Searches>> for JsonBody {
@@ -78,25 +80,61 @@ impl FromRequest<Arc<Searches>> for JsonBody {
                 "a request body of type application/json",
             ));
         }
+        let declared = request
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if let Some(length) = declared.filter(|&n| n > MAX_BODY as u64) {
+            // Said at once rather than after reading (or waiting for) what will be refused;
+            // the unread body may still come, so the connection carries no other request.
+            return Err(closing(too_large(&format!("{} bytes", thousands(length)))));
+        }
         let limit = state.limits.body_timeout;
         match tokio::time::timeout(limit, Bytes::from_request(request, state)).await {
             Ok(Ok(bytes)) => Ok(JsonBody(bytes)),
-            Ok(Err(rejection)) => Err(failure(rejection.status(), &rejection.body_text())),
-            Err(_) => {
-                let mut response = failure(
-                    StatusCode::REQUEST_TIMEOUT,
-                    &format!(
-                        "the request body did not arrive within {} s",
-                        seconds(limit)
-                    ),
-                );
-                // The rest of the body may still come: the connection cannot carry another
-                // request.
-                response
-                    .headers_mut()
-                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
-                Err(response)
+            // A body sent without its length (chunked) that grows past the limit.
+            Ok(Err(rejection)) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                Err(closing(too_large(&format!(
+                    "over {} bytes",
+                    thousands(MAX_BODY as u64)
+                ))))
             }
+            Ok(Err(rejection)) => Err(failure(rejection.status(), &rejection.body_text())),
+            // The rest of the body may still come: the connection cannot carry another
+            // request.
+            Err(_) => Err(closing(failure(
+                StatusCode::REQUEST_TIMEOUT,
+                &format!(
+                    "the request body did not arrive within {} s",
+                    seconds(limit)
+                ),
+            ))),
         }
     }
+}
+
+/// The 413 answer to a body of `size` (as the error names it).
+fn too_large(size: &str) -> Response {
+    failure(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        &Error::invalid(
+            "request body",
+            size,
+            format!(
+                "at most {} bytes ({} KiB)",
+                thousands(MAX_BODY as u64),
+                MAX_BODY / 1024
+            ),
+        )
+        .to_string(),
+    )
+}
+
+/// `response`, closing its connection after it.
+fn closing(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
 }

@@ -16,12 +16,19 @@
 //!   gives the launcher configuration `trainplan export` writes.
 //!
 //! Safe by default: bound to loopback unless told otherwise, and then answering only requests
-//! addressed to this machine's own names for it (no DNS rebinding); bodies JSON
-//! (`application/json`, so other sites' pages cannot post without a preflight that is never
-//! granted) of at most [`MAX_BODY`] bytes; every field checked by the same rules as the command line, unknown fields refused,
-//! errors one line as `{"error": …}` with status 400; searches bounded in size (at most
-//! [`MAX_MODELS`] models and [`MAX_TOP`] plans, the default token grid, the plate models) and
-//! in time ([`SEARCH_TIMEOUT`]), at most [`MAX_SEARCHES`] at once.
+//! addressed to this machine's own names for it (no DNS rebinding), with one `Host` field
+//! (two, or none in HTTP/1.1, are refused with status 400); bodies JSON (`application/json`,
+//! so other sites' pages cannot post without a preflight that is never granted) of at most
+//! [`MAX_BODY`] bytes (one declared larger is refused with status 413 before it is read);
+//! every field checked by the same rules as the command line, unknown fields refused, a
+//! brief's `family` refused where the request names its models, errors one line as
+//! `{"error": …}` with status 400; searches bounded in size (at most [`MAX_MODELS`] models and
+//! [`MAX_TOP`] plans, the default token grid, the plate models) and in time
+//! ([`SEARCH_TIMEOUT`]), at most [`MAX_SEARCHES`] at once and [`MAX_SEARCHES_PER_CLIENT`] for
+//! one client (429 beyond). A search answered 503 past its time, or whose client closes the
+//! connection, is stopped within a layout's weighing (its
+//! [`Progress`](crate::search::progress::Progress) is cancelled), and gives back its place:
+//! the 503 is sent once it has.
 //!
 //! Slow requests are not waited on for ever. A request head (the request line and the
 //! headers) must arrive within [`HEADER_TIMEOUT`] of the connection opening, or of the last
@@ -39,6 +46,7 @@ mod timeouts;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::{header, StatusCode};
@@ -46,19 +54,19 @@ use axum::middleware::Next;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::Router;
-use tokio::sync::Semaphore;
 
 use crate::error::{Error, Result};
+use crate::search::progress;
 
 pub use api::{api_check, api_export, api_presets, api_search};
 pub use limits::{
-    Limits, BODY_TIMEOUT, HEADER_TIMEOUT, MAX_BODY, MAX_MODELS, MAX_SEARCHES, MAX_TOP,
-    SEARCH_TIMEOUT,
+    Limits, BODY_TIMEOUT, HEADER_TIMEOUT, MAX_BODY, MAX_MODELS, MAX_SEARCHES,
+    MAX_SEARCHES_PER_CLIENT, MAX_TOP, SEARCH_TIMEOUT,
 };
 
 use api::run_search;
 use body::{answer, failure, JsonBody};
-use limits::Searches;
+use limits::{Peer, Searches};
 use timeouts::TimedListener;
 
 /// The page, with its styles and script inline.
@@ -73,10 +81,7 @@ pub fn router(hosts: Option<Vec<String>>) -> Router {
 
 /// [`router`] with other limits on searching.
 pub fn router_with(hosts: Option<Vec<String>>, limits: Limits) -> Router {
-    let searches = Arc::new(Searches {
-        permits: Arc::new(Semaphore::new(limits.searches)),
-        limits,
-    });
+    let searches = Searches::new(limits);
     let hosts = Arc::new(hosts);
     Router::new()
         .route(
@@ -112,24 +117,9 @@ pub fn router_with(hosts: Option<Vec<String>>, limits: Limits) -> Router {
             move |request: Request, next: Next| {
                 let hosts = Arc::clone(&hosts);
                 async move {
-                    let host = request
-                        .headers()
-                        .get(header::HOST)
-                        .and_then(|h| h.to_str().ok())
-                        .unwrap_or("");
-                    // Host names are case-insensitive; the port, digits, is compared exactly
-                    // all the same.
-                    match hosts.as_ref() {
-                        Some(allowed) if !allowed.iter().any(|a| a.eq_ignore_ascii_case(host)) => {
-                            failure(
-                                StatusCode::FORBIDDEN,
-                                &format!(
-                                    "this server answers requests for {} only",
-                                    allowed.join(", ")
-                                ),
-                            )
-                        }
-                        _ => next.run(request).await,
+                    match host(&request, hosts.as_deref()) {
+                        Ok(()) => next.run(request).await,
+                        Err((status, message)) => failure(status, &message),
                     }
                 }
             },
@@ -137,7 +127,56 @@ pub fn router_with(hosts: Option<Vec<String>>, limits: Limits) -> Router {
         .with_state(searches)
 }
 
-/// Serves on `address` until Ctrl-C; `ready` is told the address bound (port 0 picks one).
+/// Refuses a request whose `Host` is not one of `hosts` (none: any) with 403, and one whose
+/// `Host` is not one field of visible ASCII (two of them, or none on an HTTP/1.1 request) with
+/// 400, as RFC 9112 §3.2 asks: two could say two hosts, one checked and the other obeyed by
+/// whatever stands between.
+fn host(
+    request: &Request,
+    hosts: Option<&[String]>,
+) -> std::result::Result<(), (StatusCode, String)> {
+    let fields: Vec<_> = request.headers().get_all(header::HOST).iter().collect();
+    let bad = |value: String, expected: &str| {
+        (
+            StatusCode::BAD_REQUEST,
+            Error::invalid("Host", value, expected).to_string(),
+        )
+    };
+    let host = match fields[..] {
+        [one] => one.to_str().ok().filter(|h| !h.is_empty()).ok_or_else(|| {
+            bad(
+                format!("{:?}", one.as_bytes().escape_ascii().to_string()),
+                "a host name of visible ASCII, such as localhost:8080",
+            )
+        })?,
+        [] if request.version() == axum::http::Version::HTTP_10 => "",
+        [] => return Err(bad("none".into(), "one Host header (HTTP/1.1 asks for it)")),
+        _ => {
+            let values: Vec<String> = fields
+                .iter()
+                .map(|v| v.as_bytes().escape_ascii().to_string())
+                .collect();
+            return Err(bad(
+                format!("{} headers: {}", fields.len(), values.join(", ")),
+                "one Host header",
+            ));
+        }
+    };
+    // Host names are case-insensitive; the port, digits, is compared exactly all the same.
+    match hosts {
+        Some(allowed) if !allowed.iter().any(|a| a.eq_ignore_ascii_case(host)) => Err((
+            StatusCode::FORBIDDEN,
+            format!(
+                "this server answers requests for {} only",
+                allowed.join(", ")
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Serves on `address` until Ctrl-C, or until [`progress::interrupt`] (the Python package's
+/// stop); `ready` is told the address bound (port 0 picks one).
 pub fn serve(address: SocketAddr, ready: impl FnOnce(SocketAddr)) -> Result<()> {
     let io = |source: std::io::Error| Error::Io {
         action: "serve on",
@@ -152,7 +191,19 @@ pub fn serve(address: SocketAddr, ready: impl FnOnce(SocketAddr)) -> Result<()> 
         let listener = tokio::net::TcpListener::bind(address).await.map_err(io)?;
         ready(listener.local_addr().map_err(io)?);
         serve_on(listener, Limits::default(), async {
-            let _ = tokio::signal::ctrl_c().await;
+            // A Ctrl-C on the terminal, or a stop from the process hosting the server (the
+            // Python package turns a KeyboardInterrupt, however raised, into one), looked for
+            // every 50 ms.
+            let interrupted = async {
+                let mut every = tokio::time::interval(Duration::from_millis(50));
+                while !progress::interrupted() {
+                    every.tick().await;
+                }
+            };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                () = interrupted => {}
+            }
         })
         .await
         .map_err(io)
@@ -181,7 +232,8 @@ pub async fn serve_on(
         listener,
         timeout: limits.header_timeout,
     };
-    axum::serve(listener, router_with(hosts, limits))
+    let router = router_with(hosts, limits).into_make_service_with_connect_info::<Peer>();
+    axum::serve(listener, router)
         .with_graceful_shutdown(shutdown)
         .await
 }

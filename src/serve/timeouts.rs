@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::body::{error_line, seconds};
+use super::limits::Peer;
 
 /// A TCP listener whose connections time the arrival of request heads.
 ///
@@ -39,6 +40,15 @@ impl axum::serve::Listener for TimedListener {
 
     fn local_addr(&self) -> std::io::Result<SocketAddr> {
         self.listener.local_addr()
+    }
+}
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, TimedListener>>
+    for Peer
+{
+    /// The peer of a connection, which the search limits count clients by.
+    fn connect_info(stream: axum::serve::IncomingStream<'_, TimedListener>) -> Peer {
+        Peer(*stream.remote_addr())
     }
 }
 

@@ -25,6 +25,7 @@ use crate::plan::limits::memory_fits;
 use crate::plan::pace::Pace;
 use crate::plan::verdict::{verdict_because, Exclusion, Exclusions, Lightest, ShapeVerdict};
 use crate::search::options::SearchOptions;
+use crate::search::progress::{until_stopped, Progress};
 use crate::search::space::for_each_configuration;
 use crate::search::space::Config;
 pub(crate) use crate::search::space::MemorySpace;
@@ -85,7 +86,9 @@ pub(crate) struct Weighed {
 /// ([`slower_than`]) leaves `fitting` for `slower`, its days a token alone.
 ///
 /// It works in `scratch` (a thread's [`SCRATCH`]): nothing in it outlives the shape, each part
-/// emptied or worked out again before it is read.
+/// emptied or worked out again before it is read. Once `progress` is
+/// [`stopping`](crate::search::progress::stopping), it stops at the next layout: what it gives
+/// then is incomplete, for the search to discard.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn weighed_configurations(
     brief: &Brief,
@@ -96,6 +99,7 @@ pub(crate) fn weighed_configurations(
     depths_by_pace: bool,
     buffers: Buffers,
     scratch: &mut Scratch,
+    progress: &dyn Progress,
 ) -> Weighed {
     let Buffers {
         configs: mut fitting,
@@ -142,7 +146,7 @@ pub(crate) fn weighed_configurations(
     let mut kinds = None;
     // The days a token of the kept slower depths.
     slower.clear();
-    for layout in space.layouts(brief, shape) {
+    for layout in until_stopped(space.layouts(brief, shape), progress) {
         over.clear();
         kept.clear();
         // The layout's steps and its stage kinds (`None`: the split refuses the layout, and
@@ -330,11 +334,18 @@ pub(crate) fn weighed_configurations(
     if fit == 0 && all > 0 {
         // Nothing fits: the verdict names the fastest of all, so every one is timed.
         let (mut unfit, mut all, mut lightest) = (None::<Config>, 0u64, None);
-        let excluded = for_each_configuration(brief, shape, space, time, |c| {
-            all += 1;
-            lighten(&mut lightest, c.bytes, &c.layout, c.model.step());
-            quicken(&mut unfit, &c);
-        });
+        let excluded = for_each_configuration(
+            brief,
+            shape,
+            space,
+            time,
+            |c| {
+                all += 1;
+                lighten(&mut lightest, c.bytes, &c.layout, c.model.step());
+                quicken(&mut unfit, &c);
+            },
+            progress,
+        );
         return Weighed {
             fitting,
             slower,
@@ -533,6 +544,7 @@ mod tests {
             false,
             Buffers::default(),
             &mut Scratch::default(),
+            &crate::search::progress::Silent,
         )
     }
 
