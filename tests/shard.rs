@@ -250,3 +250,51 @@ fn a_partial_file_that_keeps_no_plans_is_refused() {
         "error: invalid top = 0: a whole number ≥ 1, or null for every plan\n"
     );
 }
+
+#[test]
+fn shards_whose_plans_differ_only_in_cp_or_experts_merge_into_the_single_run() {
+    // Plans of one shape, tokens, TP, PP, ZeRO and step that differ in their CP degree (or
+    // their EP, ETP or replicas) are different plans: a merge once took them for one.
+    let cp = [
+        "--models",
+        "70b",
+        "--memory",
+        "detailed",
+        "--cp",
+        "1,2,4",
+        "--seq-len",
+        "32768",
+        "--gpus",
+        "4096",
+        "--distinct",
+        "plan",
+        "--top",
+        "20",
+        "--rank",
+        "days",
+    ];
+    let (merged, single) = sharded_and_single(&cp, 1, &[]);
+    assert_eq!(merged, single);
+    let mixtral = format!(
+        "{}/tests/fixtures/hf/mixtral-8x7b-v0.1/config.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let experts = [
+        "--model-config",
+        &mixtral,
+        "--gpus",
+        "256",
+        "--loss-law",
+        "ludziejewski",
+        "--loss-target",
+        "2.0",
+        "--distinct",
+        "plan",
+        "--top",
+        "50",
+        "--rank",
+        "memory",
+    ];
+    let (merged, single) = sharded_and_single(&experts, 2, &["--json"]);
+    assert_eq!(merged, single);
+}

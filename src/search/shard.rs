@@ -367,19 +367,17 @@ fn memory_model(plan: &Plan) -> MemoryModel {
     }
 }
 
-/// The key that finds a candidate's plan again.
-type Key = (usize, u64, u64, u64, u8, Option<crate::cost::step::Step>);
+/// The key that finds a candidate's plan again: its shape, tokens, whole layout (CP, replicas,
+/// EP and ETP too: plans that differ in them alone are different plans) and step.
+type Key = (
+    usize,
+    u64,
+    crate::model::layout::Layout,
+    Option<crate::cost::step::Step>,
+);
 
 fn key(c: &Candidate) -> Key {
-    let l = c.layout;
-    (
-        c.shape,
-        c.tokens,
-        l.tp,
-        l.pp,
-        l.zero.get(),
-        c.model.step().copied(),
-    )
+    (c.shape, c.tokens, c.layout, c.model.step().copied())
 }
 
 /// Combines the partial results of every shard of one search into its report.
