@@ -252,6 +252,16 @@ fn a_partial_file_that_keeps_no_plans_is_refused() {
 }
 
 #[test]
+fn shards_of_an_exact_search_whose_windows_miss_the_grid_merge_into_the_single_run() {
+    // 405B passes from 817.7 B to 862.4 B tokens, between two counts of a grid in steps of
+    // 10^12: no count of the grid passes, yet the exact search has plans, which a merge once
+    // refused as more plans than passed.
+    let exact = ["--models", "405b", "--exact", "--tokens-step", "1e12"];
+    let (merged, single) = sharded_and_single(&exact, 2, &["--json"]);
+    assert_eq!(merged, single);
+}
+
+#[test]
 fn shards_whose_plans_differ_only_in_cp_or_experts_merge_into_the_single_run() {
     // Plans of one shape, tokens, TP, PP, ZeRO and step that differ in their CP degree (or
     // their EP, ETP or replicas) are different plans: a merge once took them for one.

@@ -412,8 +412,13 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
     }
     for p in &partials {
         // A shard's counts hold together: what passed was graded, and the plans and the front
-        // it kept passed (at most `top` of them).
-        let kept = p.plans.len().max(p.front.len()) as u64;
+        // it kept passed (at most `top` of them). An exact search's plans are at counts off
+        // the grid, which `passing` does not count.
+        let kept = if p.exact {
+            p.front.len()
+        } else {
+            p.plans.len().max(p.front.len())
+        } as u64;
         let consistent = p.passing <= p.evaluated
             && kept <= p.passing
             && p.top.is_none_or(|top| p.plans.len() <= top);
