@@ -276,7 +276,9 @@ pub fn parse_partial(text: &str, path: &Path) -> Result<Partial> {
             ));
         }
     }
-    parse_json_with(text, path, PARTIAL.what, Nulls::Absent)
+    let mut partial: Partial = parse_json_with(text, path, PARTIAL.what, Nulls::Absent)?;
+    partial.source = path.display().to_string();
+    Ok(partial)
 }
 
 /// A calibration file (`--calibration FILE`, written by `trainplan calibrate`): the calibrated
