@@ -550,3 +550,22 @@ fn counts_that_do_not_add_up_are_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn a_key_search_does_not_write_is_refused_by_its_path() {
+    let err = refused(DEFAULT, |v| first_plan(v)["colour"] = "red".into());
+    assert!(
+        err.starts_with(
+            "error: cannot parse 'p1.json': not a partial search result: plans[0].plan.colour: unknown field: trainplan writes no such key here at line "
+        ),
+        "{err}"
+    );
+    let err = refused(DEFAULT, |v| v["brief"]["gpux"] = 8.into());
+    assert!(err.contains("brief.gpux: unknown field"), "{err}");
+    // At the top, and with `null`, which reads as absent only for a key trainplan writes.
+    let err = refused(DEFAULT, |v| v["note"] = serde_json::Value::Null);
+    assert!(
+        err.contains("not a partial search result: note: unknown field"),
+        "{err}"
+    );
+}

@@ -243,7 +243,7 @@ pub fn brief_file(brief: Brief, path: &Path) -> Result<Brief> {
 
 /// The partial search result in the JSON file at `path` (`merge`), of at most `max_bytes`: it
 /// is trainplan's own document, where `null` is documented (a shape with no window, `top` for
-/// every plan), so `null` reads as absent.
+/// every plan), so `null` reads as absent, and no key it does not write is taken.
 pub fn partial(path: &Path, max_bytes: u64) -> Result<Partial> {
     let limit = Limit {
         bytes: max_bytes,
@@ -252,7 +252,10 @@ pub fn partial(path: &Path, max_bytes: u64) -> Result<Partial> {
     parse_partial(&read_text(path, limit)?, path)
 }
 
-/// A partial search result's JSON `text` (see [`partial`]); `path` names it in errors.
+/// A partial search result's JSON `text` (see [`partial`]); `path` names it in errors. A key
+/// that `search --shard` does not write, at any depth, is refused by its path
+/// ([`Nulls::Own`]). What the values say is checked by [`Partial::check`] when `merge` reads
+/// them.
 pub fn parse_partial(text: &str, path: &Path) -> Result<Partial> {
     // The version first, so a file of another version is named as such, not as a bad field.
     #[derive(Deserialize)]
@@ -276,7 +279,7 @@ pub fn parse_partial(text: &str, path: &Path) -> Result<Partial> {
             ));
         }
     }
-    let mut partial: Partial = parse_json_with(text, path, PARTIAL.what, Nulls::Absent)?;
+    let mut partial: Partial = parse_json_with(text, path, PARTIAL.what, Nulls::Own)?;
     partial.source = path.display().to_string();
     Ok(partial)
 }
