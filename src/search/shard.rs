@@ -555,11 +555,11 @@ impl<'a> Reading<'a> {
         let [i, n] = self.p.shard;
         let total = self.p.shapes_total as u64;
         let places: Vec<String> = (0..3)
-            .map(|k| (i - 1).saturating_add(k * n))
+            .map(|k: u64| (i - 1).saturating_add(k.saturating_mul(n)))
             .take_while(|&place| place < total)
             .map(|place| place.to_string())
             .collect();
-        let more = if (i - 1).saturating_add(3 * n) < total {
+        let more = if (i - 1).saturating_add(n.saturating_mul(3)) < total {
             ", …"
         } else {
             ""
@@ -892,11 +892,15 @@ impl<'a> Reading<'a> {
             };
             // The counts of the grid in the window: the first at or after `lo`, the last at or
             // before `hi`.
-            let from = grid.min + (lo.saturating_sub(grid.min)).div_ceil(grid.step) * grid.step;
-            let to = grid.min + (hi.min(last).saturating_sub(grid.min)) / grid.step * grid.step;
-            if hi < grid.min || from > to {
+            let from = lo
+                .saturating_sub(grid.min)
+                .div_ceil(grid.step)
+                .checked_mul(grid.step)
+                .and_then(|x| x.checked_add(grid.min));
+            let to = grid.min + hi.min(last).saturating_sub(grid.min) / grid.step * grid.step;
+            let Some(from) = from.filter(|&from| hi >= grid.min && from <= to) else {
                 continue;
-            }
+            };
             let active = v.active_params.unwrap_or(v.params);
             let days = |t: u64| match self.plate {
                 Some(true) => Pace::Plate.run_days(self.brief, active, t),
