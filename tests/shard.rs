@@ -569,3 +569,45 @@ fn a_key_search_does_not_write_is_refused_by_its_path() {
         "{err}"
     );
 }
+
+#[test]
+fn a_hand_edited_shard_count_or_shape_count_is_refused_not_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = trainplan(dir.path())
+        .args(["search", "--models", "405b", "--shard", "1/1"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let merge = |name: &str, edited: String| {
+        assert_ne!(edited, text);
+        std::fs::write(dir.path().join(name), edited).unwrap();
+        let out = trainplan(dir.path())
+            .args(["merge", name])
+            .output()
+            .unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        err
+    };
+    // The list of every shard was made to compare with: 2^64 − 1 of them did not fit.
+    let huge = text.replacen(
+        "\"shard\": [\n    1,\n    1\n  ]",
+        "\"shard\": [1, 18446744073709551615]",
+        1,
+    );
+    let err = merge("huge.json", huge);
+    assert_eq!(
+        err,
+        "error: invalid merge = shards [1]: each of the 18446744073709551615 shards once\n"
+    );
+    let shapes = text.replacen(
+        "\"shapes_total\": 1,",
+        "\"shapes_total\": 1000000000000000,",
+        1,
+    );
+    let err = merge("shapes.json", shapes);
+    assert!(
+        err.contains("shapes = 1 verdicts: 1000000000000000: shard 1/1 holds places 0, 1, 2, … of the search's 1000000000000000 shapes"),
+        "{err}"
+    );
+}

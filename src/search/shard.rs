@@ -1315,7 +1315,9 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
     }
     let mut seen: Vec<u64> = partials.iter().map(|p| p.shard[0]).collect();
     seen.sort_unstable();
-    if seen != (1..=count).collect::<Vec<u64>>() {
+    // 1, 2, …, count, compared without making the list: a hand-edited count may be 2^64 − 1.
+    let each_once = seen.len() as u64 == count && seen.iter().zip(1..).all(|(&s, k)| s == k);
+    if !each_once {
         return Err(Error::invalid(
             "merge",
             format!("shards {seen:?}"),
@@ -1433,6 +1435,51 @@ mod tests {
         for bad in ["0/3", "4/3", "3", "a/b", "1/0"] {
             assert!(Shard::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    /// Shard 1/1 of the default search over 405B, as `search --shard 1/1` makes it.
+    fn partial_405b() -> Partial {
+        let brief = Brief::default();
+        let shapes = vec![crate::model::preset("405b").unwrap()];
+        let options = crate::search::options::SearchOptions::default();
+        let report = crate::search::grid::search(
+            &brief,
+            &shapes,
+            &options,
+            &crate::search::progress::Silent,
+        );
+        let shard = Shard { index: 1, count: 1 };
+        let time = options.time.clone();
+        Partial::from_report(
+            report,
+            shard,
+            &shapes,
+            &[0],
+            1,
+            "f".into(),
+            options.top,
+            &time,
+            false,
+        )
+    }
+
+    #[test]
+    fn a_partial_as_search_makes_it_passes_its_checks() {
+        partial_405b().check().unwrap();
+    }
+
+    #[test]
+    fn a_shard_count_near_two_to_the_64_is_refused_without_overflow() {
+        let mut p = partial_405b();
+        p.shard = [1, u64::MAX];
+        p.shapes_total = 3;
+        let twice = p.shapes[0].clone();
+        p.shapes.push(twice);
+        let e = p.check().unwrap_err().to_string();
+        assert!(
+            e.starts_with("invalid shard 1/18446744073709551615: shapes[1].index = 0: no verdict: shard 1/18446744073709551615 holds places 0 of the search's 3 shapes"),
+            "{e}"
+        );
     }
 
     #[test]
