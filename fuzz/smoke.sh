@@ -14,7 +14,7 @@ set -euo pipefail
 SECONDS_PER_TARGET=${SMOKE_SECONDS:-20}
 JOBS=${SMOKE_JOBS:-2}
 FUZZ_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-read -r -a TARGETS <<<"${SMOKE_TARGETS:-brief_json brief_toml hf_config plan_json plan_struct partial_json launcher_from}"
+read -r -a TARGETS <<<"${SMOKE_TARGETS:-brief_json brief_toml hf_config plan_json plan_struct partial_json launcher_from runs_json calibration_json}"
 start=$(date +%s)
 
 if ! cargo fuzz --version 2>/dev/null | grep -q '^cargo-fuzz 0\.13\.'; then

@@ -148,6 +148,22 @@ fn files(dir: &Path) {
         ),
         // Round 3 files: the server.
         // Round 3 files: merge and calibrate.
+        (
+            "runs-mfu.json",
+            &b"{\"runs\": [{\"id\": \"nemo-gpt3-175b-bf16-128\", \"gpu\": \"h100-sxm\", \"gpus\": 128, \"tp\": 4, \"pp\": 8, \"vp\": 12, \"zero\": 1, \"micro_batch\": 1, \"global_batch\": 256, \"seq_len\": 2048, \"recompute\": \"selective\", \"framework\": \"NeMo\", \"card_gb\": 80, \"shape\": {\"layers\": 96, \"hidden\": 12288, \"ffn_swiglu_equivalent\": 32768, \"heads\": 96, \"kv_heads\": 96, \"vocab\": 51200}, \"published\": {\"mfu_pct\": 120}}]}"[..],
+        ),
+        (
+            "runs-tps.json",
+            &b"{\"runs\": [{\"id\": \"nemo-gpt3-175b-bf16-128\", \"gpu\": \"h100-sxm\", \"gpus\": 128, \"tp\": 4, \"pp\": 8, \"vp\": 12, \"zero\": 1, \"micro_batch\": 1, \"global_batch\": 256, \"seq_len\": 2048, \"recompute\": \"selective\", \"framework\": \"NeMo\", \"card_gb\": 80, \"shape\": {\"layers\": 96, \"hidden\": 12288, \"ffn_swiglu_equivalent\": 32768, \"heads\": 96, \"kv_heads\": 96, \"vocab\": 51200}, \"published\": {\"tokens_per_s_per_gpu\": 3943.68}}]}"[..],
+        ),
+        (
+            "runs-memory.json",
+            &b"{\"runs\": [{\"id\": \"nemo-gpt3-175b-bf16-128\", \"gpu\": \"h100-sxm\", \"gpus\": 128, \"tp\": 4, \"pp\": 8, \"vp\": 12, \"zero\": 1, \"micro_batch\": 8, \"global_batch\": 256, \"seq_len\": 2048, \"recompute\": \"none\", \"framework\": \"NeMo\", \"card_gb\": 80, \"shape\": {\"layers\": 96, \"hidden\": 12288, \"ffn_swiglu_equivalent\": 32768, \"heads\": 96, \"kv_heads\": 96, \"vocab\": 51200}, \"published\": {\"tokens_per_s_per_gpu\": 492.96}}]}"[..],
+        ),
+        (
+            "fit-none.json",
+            &b"{\"sustained\": 0.8, \"fit\": {\"runs_file\": \"runs.json\", \"runs\": 0, \"mae_before\": 1.2, \"mae_after\": 1.1}}"[..],
+        ),
         // Round 3 files: models, families and flags.
         (
             "window.sh",
@@ -192,6 +208,8 @@ fn files(dir: &Path) {
         .collect();
     value["grid"] = grid.into();
     std::fs::write(dir.join("grid-list.json"), value.to_string()).unwrap();
+    // Round 3 files: merge and calibrate, from a real partial whose shape passes.
+    merge_files(dir);
     // A brief larger than the 1 MiB a brief may have, and a FIFO, which would block a read.
     std::fs::write(dir.join("big.json"), vec![b' '; (1 << 20) + 1]).unwrap();
     let made = std::process::Command::new("mkfifo")
@@ -239,6 +257,41 @@ fn files(dir: &Path) {
         std::fs::create_dir_all(dir.join(name)).unwrap();
         std::fs::write(dir.join(name).join("config.json"), config.replace(from, to)).unwrap();
     }
+}
+
+/// Shard 1/1 of a search where 405B passes, each edited as a hand might: the files the merge
+/// rows read.
+fn merge_files(dir: &Path) {
+    let out = trainplan()
+        .args(["search", "--models", "405b", "--shard", "1/1"])
+        .output()
+        .unwrap();
+    let partial: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let edit = |name: &str, change: &dyn Fn(&mut serde_json::Value)| {
+        let mut value = partial.clone();
+        change(&mut value);
+        assert_ne!(value, partial, "{name}");
+        std::fs::write(dir.join(name), value.to_string()).unwrap();
+    };
+    edit("shard-floor.json", &|v| {
+        v["plans"][0]["plan"]["loss"] = 1.5.into()
+    });
+    edit("shard-tp3.json", &|v| {
+        v["plans"][0]["plan"]["layout"]["tp"] = 3.into()
+    });
+    edit("shard-twice.json", &|v| {
+        v["plans"][1] = v["plans"][0].clone()
+    });
+    edit("shard-cut.json", &|v| {
+        let mut front = v["front"].as_array().unwrap().clone();
+        front.remove(0);
+        v["front"] = front.into();
+    });
+    // A key first, so the error's line and column do not move with the rest of the file.
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
+    let colour = text.replacen('{', "{\"colour\": \"red\",", 1);
+    std::fs::write(dir.join("shard-colour.json"), colour).unwrap();
+    edit("shard-choices.json", &|v| v["choices"] = 3.into());
 }
 
 const ROWS: &[Row] = &[
@@ -377,6 +430,16 @@ const ROWS: &[Row] = &[
     row("`--from` a torchtitan table", "given once", &["check", "--from", "training-twice.toml"], "error: cannot parse 'training-twice.toml': not a torchtitan job TOML: invalid table header: duplicate key `training` in document root at line 3"),
     // Round 3: the server.
     // Round 3: merge and calibrate.
+    row("a partial result's `loss`", "at least the law's floor for its model, and the law's for its tokens", &["merge", "shard-floor.json"], "error: invalid shard-floor.json: plans[0].plan.loss = 1.5: at least 1.863988, the floor of the partial's loss law for llama3-405b: no number of tokens trains below it (1.953335 on 860,000,000,000 tokens)"),
+    row("a partial result's `layout`", "degrees the brief's machine allows, as `Layout::with` derives them", &["merge", "shard-tp3.json"], "error: invalid shard-tp3.json: plans[0].plan.layout = TP 3 × PP 1 × DP 1,024, ZeRO 3: a layout the brief's machine (2,048 GPUs, 8 a node) allows for llama3-405b: tp = 3 must divide the 8 GPUs per node (TP stays inside a node)"),
+    row("a partial result's `plans`, `front`", "each plan once", &["merge", "shard-twice.json"], "error: invalid shard-twice.json: plans[1] = llama3-405b on 860,000,000,000 tokens, TP 2 × PP 1 × DP 1,024, ZeRO 3: each plan once: it is plans[0] too"),
+    row("a partial result's `front`", "sorted by days, reaching every passing plan the partial knows of", &["merge", "shard-cut.json"], "error: invalid shard-cut.json: front = 4 points: a front that reaches llama3-405b's passing plan on 820,000,000,000 tokens (28.526 days, loss 1.954906); search --shard writes the whole front"),
+    row("a partial result's keys", "only those `search --shard` writes", &["merge", "shard-colour.json"], "error: cannot parse 'shard-colour.json': not a partial search result: colour: unknown field: trainplan writes no such key here at line 1 column 11"),
+    row("a partial result's `plans` and `choices`", "the best `top` of the choices", &["merge", "shard-choices.json"], "error: invalid shard-choices.json: plans = 10: 3, the best 10 of the 3 passing choices the partial counts (choices)"),
+    row("a run's `published.mfu_pct`", "above 0, at most 100", &["calibrate", "runs-mfu.json"], "error: invalid runs[nemo-gpt3-175b-bf16-128].published.mfu_pct = 120: a percentage above 0 and at most 100: no run computes faster than its card's peak"),
+    row("a run's `published.tokens_per_s_per_gpu`", "above 0, within the card's peak", &["calibrate", "runs-tps.json"], "error: invalid runs[nemo-gpt3-175b-bf16-128].published.tokens_per_s_per_gpu = 3943.68: at most 931.3, the card's 989 TFLOP/s bf16 peak in trainplan's FLOP count for this model and step (423.5 % MFU as given): check the units, tokens per second per GPU"),
+    row("a run of `calibrate RUNS.json`", "one that fits its card under the detailed memory model", &["calibrate", "runs-memory.json"], "error: invalid runs[nemo-gpt3-175b-bf16-128] = 222.8 GB predicted on its fullest GPU: at most its card's 80 GB: as described (TP 4 × PP 8 × DP 4, ZeRO 1, micro-batch 8, recomputation none), the detailed memory model says it could never fit, so it cannot calibrate the time model; check the run's layout, micro_batch, recompute and zero, give the card's memory in card_gb, or leave the run out"),
+    row("`--calibration FILE`'s `fit`", "a run or more, errors finite and ≥ 0", &["check", "--model", "70b", "--tokens", "1e12", "--memory", "detailed", "--time", "detailed", "--calibration", "fit-none.json"], "error: invalid fit-none.json: fit.runs = 0: at least 1: trainplan calibrate fits one run or more"),
     // Round 3: models, families and flags.
     row("`--window-size` in `--from` Megatron-LM arguments", "LEFT,0 with LEFT below 2⁶⁴ − 1", &["check", "--from", "window.sh"], "error: invalid --window-size = 18446744073709551615,0: a causal window as LEFT,0 (tokens before each one it sees), LEFT below 2^64 − 1"),
     row("`--unique-tokens` / `unique_tokens`", "at most 10¹⁸, compared as a whole number", &["check", "--model", "70b", "--tokens", "1e12", "--loss-law", "muennighoff", "--unique-tokens", "1000000000000000001"], "error: invalid brief.unique_tokens = 1000000000000000001: a whole number from 1 to 1e18"),

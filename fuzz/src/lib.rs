@@ -96,10 +96,44 @@ fn plan_text(text: &str, index: u64) {
     }
 }
 
-/// Target 5: a shard's partial search result, as `trainplan merge` reads it.
+/// Target 5: a shard's partial search result, as `trainplan merge` reads it: parsed, checked
+/// against the physics (`Partial::check`), and merged on its own (which a partial of shard
+/// 1/1 is).
 pub fn partial_json(data: &[u8]) {
     let Some(text) = text(data) else { return };
-    let _ = trainplan::input::parse_partial(text, Path::new("partial.json"));
+    let Ok(partial) = trainplan::input::parse_partial(text, Path::new("partial.json")) else {
+        return;
+    };
+    if partial.check().is_err() {
+        return;
+    }
+    let _ = trainplan::search::shard::merge(vec![partial]);
+}
+
+/// Target 8: a runs file, as `trainplan calibrate RUNS.json` reads it: parsed, and its first
+/// runs graded (`Run::predict`, which checks what each measured and whether it fits its
+/// card); with two runs or fewer, the fit over them too.
+pub fn runs_json(data: &[u8]) {
+    let Some(text) = text(data) else { return };
+    let Ok(file) = trainplan::input::parse_runs(text, Path::new("runs.json")) else {
+        return;
+    };
+    let runs: Vec<_> = file.runs.iter().take(3).collect();
+    let calibration = trainplan::cost::chip::calibration::Calibration::default();
+    for r in &runs {
+        let _ = r.family();
+        let _ = r.predict(calibration, None);
+    }
+    if runs.len() <= 2 {
+        let _ = trainplan::plan::calibrate::fit(&runs);
+    }
+}
+
+/// Target 9: a calibration file, as `--calibration FILE` reads it (what `trainplan calibrate
+/// -o` writes, or an efficiency table).
+pub fn calibration_json(data: &[u8]) {
+    let Some(text) = text(data) else { return };
+    let _ = trainplan::input::parse_calibration(text, Path::new("calibration.json"));
 }
 
 /// A number as a fuzzer should try it: small, a power of two, near a power of two, or any.

@@ -243,7 +243,7 @@ pub fn brief_file(brief: Brief, path: &Path) -> Result<Brief> {
 
 /// The partial search result in the JSON file at `path` (`merge`), of at most `max_bytes`: it
 /// is trainplan's own document, where `null` is documented (a shape with no window, `top` for
-/// every plan), so `null` reads as absent.
+/// every plan), so `null` reads as absent, and no key it does not write is taken.
 pub fn partial(path: &Path, max_bytes: u64) -> Result<Partial> {
     let limit = Limit {
         bytes: max_bytes,
@@ -252,7 +252,10 @@ pub fn partial(path: &Path, max_bytes: u64) -> Result<Partial> {
     parse_partial(&read_text(path, limit)?, path)
 }
 
-/// A partial search result's JSON `text` (see [`partial`]); `path` names it in errors.
+/// A partial search result's JSON `text` (see [`partial`]); `path` names it in errors. A key
+/// that `search --shard` does not write, at any depth, is refused by its path
+/// ([`Nulls::Own`]). What the values say is checked by [`Partial::check`] when `merge` reads
+/// them.
 pub fn parse_partial(text: &str, path: &Path) -> Result<Partial> {
     // The version first, so a file of another version is named as such, not as a bad field.
     #[derive(Deserialize)]
@@ -276,7 +279,9 @@ pub fn parse_partial(text: &str, path: &Path) -> Result<Partial> {
             ));
         }
     }
-    parse_json_with(text, path, PARTIAL.what, Nulls::Absent)
+    let mut partial: Partial = parse_json_with(text, path, PARTIAL.what, Nulls::Own)?;
+    partial.source = path.display().to_string();
+    Ok(partial)
 }
 
 /// A calibration file (`--calibration FILE`, written by `trainplan calibrate`): the calibrated
@@ -321,10 +326,47 @@ pub struct Calibrated {
     pub efficiency: Option<EfficiencyCurve>,
 }
 
+impl FitRecord {
+    /// What a fit can have recorded: at least one run, and mean absolute errors that are
+    /// distances, finite and at least 0; the error names `path`.
+    pub fn check(&self, path: &Path) -> Result<()> {
+        let field = |name: &str| format!("{}: fit.{name}", path.display());
+        if self.runs == 0 {
+            return Err(Error::invalid(
+                field("runs"),
+                0,
+                "at least 1: trainplan calibrate fits one run or more",
+            ));
+        }
+        for (name, v) in [
+            ("mae_before", self.mae_before),
+            ("mae_after", self.mae_after),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(Error::invalid(
+                    field(name),
+                    v,
+                    "a mean absolute error in MFU points: finite and at least 0",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The calibration in the JSON file at `path` (`--calibration FILE`): at least one of
-/// `sustained` and `points`, each checked.
+/// `sustained` and `points`, each checked, and what the fit recorded
+/// ([`FitRecord::check`]).
 pub fn calibration(path: &Path) -> Result<Calibrated> {
-    let file: CalibrationFile = read_json(path, CALIBRATION)?;
+    parse_calibration(&read_text(path, CALIBRATION)?, path)
+}
+
+/// A calibration file's JSON `text` (see [`calibration`]); `path` names it in errors.
+pub fn parse_calibration(text: &str, path: &Path) -> Result<Calibrated> {
+    let file: CalibrationFile = parse_json(text, path, CALIBRATION.what)?;
+    if let Some(fit) = &file.fit {
+        fit.check(path)?;
+    }
     if file.sustained.is_none() && file.points.is_none() {
         return Err(Error::invalid(
             "--calibration",
@@ -358,9 +400,15 @@ pub fn calibration(path: &Path) -> Result<Calibrated> {
 }
 
 /// A runs file (`trainplan calibrate RUNS.json`): the published-runs format, nulls read as
-/// absent, fields the model does not use ignored.
+/// absent, fields the model does not use ignored. What each run measured is checked when it is
+/// graded ([`crate::plan::calibrate::Run::predict`]), against its card.
 pub fn runs(path: &Path) -> Result<Runs> {
-    parse_json_with(&read_text(path, RUNS)?, path, RUNS.what, Nulls::Absent)
+    parse_runs(&read_text(path, RUNS)?, path)
+}
+
+/// A runs file's JSON `text` (see [`runs`]); `path` names it in errors.
+pub fn parse_runs(text: &str, path: &Path) -> Result<Runs> {
+    parse_json_with(text, path, RUNS.what, Nulls::Absent)
 }
 
 /// An efficiency table's file: `{"points": [{"width": …, "efficiency": …}, …]}`.
@@ -375,4 +423,29 @@ struct CurveFile {
 pub fn efficiency_curve(path: &Path) -> Result<EfficiencyCurve> {
     let file: CurveFile = read_json(path, EFFICIENCY)?;
     EfficiencyCurve::new(file.points)
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_calibration_file_s_fit_record_is_what_a_fit_can_record() {
+        let path = Path::new("fit.json");
+        let file = |fit: &str| format!("{{\"sustained\": 0.8, \"fit\": {fit}}}");
+        let good = r#"{"runs_file": "runs.json", "runs": 37, "mae_before": 1.2, "mae_after": 1.1}"#;
+        assert!(parse_calibration(&file(good), path).is_ok());
+        for (fit, error) in [
+            (
+                r#"{"runs_file": "runs.json", "runs": 0, "mae_before": 1.2, "mae_after": 1.1}"#,
+                "invalid fit.json: fit.runs = 0: at least 1: trainplan calibrate fits one run or more",
+            ),
+            (
+                r#"{"runs_file": "runs.json", "runs": 37, "mae_before": -1, "mae_after": 1.1}"#,
+                "invalid fit.json: fit.mae_before = -1: a mean absolute error in MFU points: finite and at least 0",
+            ),
+        ] {
+            let e = parse_calibration(&file(fit), path).unwrap_err().to_string();
+            assert_eq!(e, error);
+        }
+    }
 }

@@ -29,8 +29,13 @@ pub enum Nulls {
     /// `null` is refused everywhere: briefs, plans, efficiency tables, request bodies.
     Refused,
     /// `null` reads as "absent": Hugging Face configs (transformers writes `"rope_scaling":
-    /// null`) and trainplan's own partial results (a shape with no window has `null` there).
+    /// null`) and runs files.
     Absent,
+    /// trainplan's own documents read back (shard partials): `null` reads as "absent" (a shape
+    /// with no window has `null` there), and a key the document's type does not know is
+    /// refused at any depth, since trainplan never writes one: it is a hand edit that would
+    /// otherwise be dropped silently.
+    Own,
 }
 
 /// The key TOML's deserializer gives a datetime's one-key table.
@@ -92,8 +97,18 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Strict<D> {
         deserialize_option,
         deserialize_seq,
         deserialize_map,
-        deserialize_ignored_any,
     );
+
+    /// What a type skips: the value of a key it does not know.
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, v: V) -> Result<V::Value, D::Error> {
+        if self.nulls == Nulls::Own {
+            // The path the error is reported at ends with the key, so it names it.
+            return Err(de::Error::custom(
+                "unknown field: trainplan writes no such key here",
+            ));
+        }
+        self.inner.deserialize_ignored_any(visit(v, self.nulls))
+    }
     forward_deserialize!(
         scalar: deserialize_bool,
         deserialize_i8,
@@ -226,7 +241,7 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Visit<V> {
             Nulls::Refused => Err(E::custom(
                 "null is not a value here: leave the field out to keep its default",
             )),
-            Nulls::Absent => self.inner.visit_none(),
+            Nulls::Absent | Nulls::Own => self.inner.visit_none(),
         }
     }
 
@@ -614,6 +629,31 @@ mod tests {
         // A free-form value keeps its null either way: it is a value there.
         let v: serde_json::Value = json(r#"{"b": null}"#, Nulls::Refused).unwrap();
         assert!(v["b"].is_null());
+    }
+
+    #[test]
+    fn trainplan_s_own_documents_take_no_key_their_type_does_not_know() {
+        // Types that skip the keys they do not know.
+        #[derive(Debug, Deserialize, PartialEq)]
+        struct Loose {
+            a: u64,
+            #[serde(default)]
+            b: Option<f64>,
+        }
+        #[derive(Debug, Deserialize, PartialEq)]
+        struct Doc {
+            inner: Loose,
+        }
+        let read: Doc = json(r#"{"inner": {"a": 1, "b": null}}"#, Nulls::Own).unwrap();
+        assert_eq!(read.inner, Loose { a: 1, b: None });
+        // Skipped elsewhere, refused here, `null` or not, at any depth, by its path.
+        let text = r#"{"inner": {"a": 1, "colour": null}}"#;
+        assert!(json::<Doc>(text, Nulls::Absent).is_ok());
+        let mut de = serde_json::Deserializer::from_str(text);
+        let e = serde_path_to_error::deserialize::<_, Doc>(Strict::new(&mut de, Nulls::Own))
+            .unwrap_err();
+        assert_eq!(e.path().to_string(), "inner.colour");
+        assert!(e.inner().to_string().starts_with("unknown field"), "{e}");
     }
 
     #[test]

@@ -358,6 +358,61 @@ impl Layout {
         Err(Error::Layout(message))
     }
 
+    /// The layout of this one's degrees and ZeRO stage on `cluster`, with DP derived, by the
+    /// rules a layout keeps whatever its shape — TP and ETP inside a node, TP × CP × PP dividing
+    /// the GPUs, the replicas dividing DP and each expert's copies, ETP × EP dividing a stage's
+    /// ranks — or the rule it breaks. [`Layout::with`] keeps these and the shape's; this is for
+    /// a layout read back without its shape (a shard's plan of a model from a config file).
+    pub fn on_cluster(&self, cluster: impl Into<Cluster>) -> Result<Layout> {
+        let cluster = cluster.into();
+        let Layout {
+            tp,
+            cp,
+            pp,
+            zero,
+            replicate,
+            ep,
+            etp,
+            ..
+        } = *self;
+        let node = cluster.gpus_per_node;
+        let in_node = |d: u64| d != 0 && d <= node && node % d == 0;
+        let stage = tp.checked_mul(cp).and_then(|x| x.checked_mul(pp));
+        let message = if !in_node(tp) {
+            format!("tp = {tp} must divide the {node} GPUs per node (TP stays inside a node)")
+        } else if pp == 0 || cp == 0 {
+            format!("cp = {cp} and pp = {pp} must be at least 1")
+        } else if stage.is_none_or(|x| cluster.gpus % x != 0) {
+            format!(
+                "tp × cp × pp = {tp} × {cp} × {pp} = {} does not divide the {} GPUs",
+                u128::from(tp) * u128::from(cp) * u128::from(pp),
+                cluster.gpus
+            )
+        } else {
+            let dp = cluster.gpus / (tp * cp * pp);
+            let ranks = tp * cp * dp;
+            if !replicas_fit(dp, replicate, zero) {
+                format!(
+                    "replicate = {replicate} must divide DP = {dp}, and above 1 needs ZeRO 1 to 3"
+                )
+            } else if !in_node(etp) {
+                format!("etp = {etp} must divide the {node} GPUs per node (expert TP stays inside a node)")
+            } else if ep == 0 || ep.checked_mul(etp).is_none_or(|x| ranks % x != 0) {
+                format!(
+                    "etp × ep = {etp} × {ep} must divide TP × CP × DP = {ranks} (the ranks of a pipeline stage)"
+                )
+            } else if (ranks / (ep * etp)) % replicate != 0 {
+                format!(
+                    "replicate = {replicate} must divide the {} copies of each expert (EDP = TP·CP·DP / (ETP·EP))",
+                    ranks / (ep * etp)
+                )
+            } else {
+                return Ok(Layout { dp, ..*self });
+            }
+        };
+        Err(Error::Layout(message))
+    }
+
     /// This layout's degrees.
     pub fn degrees(&self) -> Degrees {
         Degrees {
@@ -709,6 +764,35 @@ mod tests {
                 }
             }
             assert_eq!(listed, built);
+        }
+    }
+
+    #[test]
+    fn a_layout_read_back_without_its_shape_keeps_the_machine_s_rules() {
+        let b = Brief::default();
+        // Every layout the rules give for a shape keeps the shape-free rules as it is.
+        for shape in crate::model::presets() {
+            for l in layouts(&b, &shape) {
+                assert_eq!(l.on_cluster(&b).unwrap(), l);
+            }
+        }
+        let l = layout_70b(8, 4, 1);
+        let tp3 = Layout { tp: 3, ..l };
+        let e = tp3.on_cluster(&b).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid layout: tp = 3 must divide the 8 GPUs per node (TP stays inside a node)"
+        );
+        // DP is derived: a DP that does not make up the GPUs reads back as the one that does.
+        assert_eq!(Layout { dp: 7, ..l }.on_cluster(&b).unwrap(), l);
+        for bad in [
+            Layout { pp: 0, ..l },
+            Layout { cp: 3, ..l },
+            Layout { replicate: 3, ..l },
+            Layout { etp: 16, ..l },
+            Layout { ep: 1024, ..l },
+        ] {
+            assert!(bad.on_cluster(&b).is_err(), "{bad:?}");
         }
     }
 

@@ -27,8 +27,10 @@ use crate::cost::step::{Schedule, Step};
 use crate::cost::step_time::options::TimeOptions;
 use crate::cost::step_time::step_time;
 use crate::error::{Error, Result};
+use crate::format::{fixed, general};
 use crate::model::layout::{Degrees, Layout, ZeroStage};
 use crate::model::{Architecture, Attention, Biases, Experts, Shape, ShapeSpec};
+use crate::plan::limits::memory_fits;
 use crate::units::BYTES_PER_GB;
 
 /// A model's dimensions as a run gives them.
@@ -395,16 +397,81 @@ impl Run {
         Ok((shape, layout, Detailed { step, options }))
     }
 
+    /// What the run measured, each within what a measurement can be on its card: tokens per
+    /// second above 0, an MFU above 0 and at most 100 %, a peak memory above 0 and at most the
+    /// card's. Whether the tokens per second are within the card's peak is
+    /// [`Run::predict`]'s to check, in its FLOP count.
+    pub fn check_measured(&self, brief: &Brief) -> Result<()> {
+        let m = &self.published;
+        let field = |name: &str| format!("runs[{}].published.{name}", self.id);
+        if let Some(tps) = m
+            .tokens_per_s_per_gpu
+            .filter(|v| !(v.is_finite() && *v > 0.0))
+        {
+            return Err(Error::invalid(
+                field("tokens_per_s_per_gpu"),
+                tps,
+                "tokens per second per GPU above 0, as the run measured them",
+            ));
+        }
+        if let Some(pct) = m
+            .mfu_pct
+            .filter(|v| !(v.is_finite() && *v > 0.0 && *v <= 100.0))
+        {
+            return Err(Error::invalid(
+                field("mfu_pct"),
+                pct,
+                "a percentage above 0 and at most 100: no run computes faster than its card's peak",
+            ));
+        }
+        let card = brief.gpu_memory_gb;
+        if let Some(gb) = m
+            .peak_memory_gb
+            .filter(|v| !(v.is_finite() && *v > 0.0 && *v <= card))
+        {
+            return Err(Error::invalid(
+                field("peak_memory_gb"),
+                gb,
+                format!(
+                    "above 0 and at most the card's {} GB (give the card's memory in card_gb if it is not the preset's)",
+                    general(card)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// The model's prediction for this run under `calibration`, at the preset's peak or at
-    /// `peak_tflops`.
+    /// `peak_tflops`. A run is refused by name when what it measured is not a measurement
+    /// ([`Run::check_measured`]), when its tokens per second are beyond its card's peak in
+    /// trainplan's FLOP count (an MFU above 100 % of the peak of its precision), or when the
+    /// detailed memory model puts its fullest GPU over its card's memory: such a run could
+    /// never have run as described, and would pull a fit anywhere.
     pub fn predict(
         &self,
         calibration: Calibration,
         peak_tflops: Option<f64>,
     ) -> Result<Prediction> {
         let brief = self.brief(peak_tflops)?;
+        self.check_measured(&brief)?;
         let (shape, layout, detailed) = self.design(&brief)?;
         let memory = detailed.memory(&shape, &layout)?;
+        if !memory_fits(&brief, memory.total()) {
+            return Err(Error::invalid(
+                format!("runs[{}]", self.id),
+                format!(
+                    "{} GB predicted on its fullest GPU",
+                    fixed(memory.total() / BYTES_PER_GB, 1)
+                ),
+                format!(
+                    "at most its card's {} GB: as described ({}, micro-batch {}, recomputation {}), the detailed memory model says it could never fit, so it cannot calibrate the time model; check the run's layout, micro_batch, recompute and zero, give the card's memory in card_gb, or leave the run out",
+                    general(brief.gpu_memory_gb),
+                    layout.describe(),
+                    self.micro_batch,
+                    self.recompute
+                ),
+            ));
+        }
         let mut time = TimeOptions::for_stack(detailed.options.stack);
         time.calibration = calibration;
         let t = step_time(&brief.machine(), &shape, &layout, &detailed, &time)?;
@@ -420,6 +487,28 @@ impl Run {
                 ))
             }
         };
+        // trainplan's MFU is against the BF16 peak; an FP8 run may go up to its own peak.
+        let peak = if self.precision.is_fp8() {
+            brief.fp8_tflops
+        } else {
+            brief.peak_tflops
+        };
+        let most = peak / brief.peak_tflops;
+        if let Some(tps) = self.published.tokens_per_s_per_gpu {
+            if !(measured_mfu > 0.0 && measured_mfu <= most) {
+                return Err(Error::invalid(
+                    format!("runs[{}].published.tokens_per_s_per_gpu", self.id),
+                    tps,
+                    format!(
+                        "at most {}, the card's {} TFLOP/s {} peak in trainplan's FLOP count for this model and step ({} % MFU as given): check the units, tokens per second per GPU",
+                        fixed(tps * most / measured_mfu, 1),
+                        general(peak),
+                        self.precision,
+                        fixed(100.0 * measured_mfu, 1)
+                    ),
+                ));
+            }
+        }
         Ok(Prediction {
             id: self.id.clone(),
             family: self.family().to_string(),
@@ -534,4 +623,114 @@ pub fn leave_one_family_out(runs: &[&Run]) -> Result<Vec<(Calibration, Predictio
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// NeMo's GPT-3 175B on 128 H100s (`data/published/runs.json`'s first run), with `edit`
+    /// laid over it.
+    fn run(edit: serde_json::Value) -> Run {
+        let mut run = serde_json::json!({
+            "id": "nemo-gpt3-175b-bf16-128", "gpu": "h100-sxm", "gpus": 128,
+            "tp": 4, "pp": 8, "vp": 12, "zero": 1, "micro_batch": 1, "global_batch": 256,
+            "seq_len": 2048, "recompute": "selective",
+            "framework": "NeMo 24.x (Megatron-core, Transformer Engine)", "card_gb": 80,
+            "shape": {"layers": 96, "hidden": 12288, "ffn_swiglu_equivalent": 32768,
+                      "heads": 96, "kv_heads": 96, "vocab": 51200},
+            "published": {"tokens_per_s_per_gpu": 492.9609375, "mfu_pct": 53.54}
+        });
+        for (key, value) in edit.as_object().unwrap() {
+            match (run.get_mut(key), value) {
+                (Some(serde_json::Value::Object(old)), serde_json::Value::Object(new)) => {
+                    old.extend(new.clone())
+                }
+                _ => run[key] = value.clone(),
+            }
+        }
+        serde_json::from_value(run).unwrap()
+    }
+
+    fn refused(edit: serde_json::Value) -> String {
+        run(edit)
+            .predict(Calibration::default(), None)
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn the_published_run_is_graded() {
+        let p = run(serde_json::json!({}))
+            .predict(Calibration::default(), None)
+            .unwrap();
+        assert!((p.measured_mfu - 0.529).abs() < 1e-3, "{}", p.measured_mfu);
+        assert!(p.memory_gb <= p.card_gb);
+    }
+
+    #[test]
+    fn a_measured_mfu_at_or_below_zero_or_above_100_percent_is_refused_by_name() {
+        for pct in [-5.0, 0.0, 120.0] {
+            let e = refused(serde_json::json!({"published": {"mfu_pct": pct}}));
+            assert_eq!(
+                e,
+                format!("invalid runs[nemo-gpt3-175b-bf16-128].published.mfu_pct = {pct}: a percentage above 0 and at most 100: no run computes faster than its card's peak")
+            );
+        }
+        for tps in [-492.96, 0.0] {
+            let e = refused(serde_json::json!({"published": {"tokens_per_s_per_gpu": tps}}));
+            assert!(
+                e.starts_with(&format!(
+                    "invalid runs[nemo-gpt3-175b-bf16-128].published.tokens_per_s_per_gpu = {tps}: tokens per second per GPU above 0"
+                )),
+                "{e}"
+            );
+        }
+        let e = refused(serde_json::json!({"published": {"peak_memory_gb": 95}}));
+        assert!(
+            e.contains("published.peak_memory_gb = 95: above 0 and at most the card's 80 GB"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn tokens_per_second_beyond_the_card_s_peak_are_refused_by_name() {
+        // Per node, not per GPU: 8 times what the run measured, 423 % of the BF16 peak.
+        let e = refused(serde_json::json!({"published": {"tokens_per_s_per_gpu": 3943.68}}));
+        assert_eq!(
+            e,
+            "invalid runs[nemo-gpt3-175b-bf16-128].published.tokens_per_s_per_gpu = 3943.68: at most 931.3, the card's 989 TFLOP/s bf16 peak in trainplan's FLOP count for this model and step (423.5 % MFU as given): check the units, tokens per second per GPU"
+        );
+        // An FP8 run goes up to the FP8 peak: 1.5 times the BF16 peak is measurable there.
+        let fp8 = run(serde_json::json!({
+            "precision": "fp8",
+            "card_gb": 96,
+            "published": {"tokens_per_s_per_gpu": 1.5 * 931.3}
+        }));
+        let p = fp8.predict(Calibration::default(), None).unwrap();
+        assert!(
+            p.measured_mfu > 1.0 && p.measured_mfu < 2.0,
+            "{}",
+            p.measured_mfu
+        );
+    }
+
+    #[test]
+    fn a_run_that_could_never_fit_its_card_is_refused_with_the_gb() {
+        let e = refused(serde_json::json!({"recompute": "none", "micro_batch": 8}));
+        assert_eq!(
+            e,
+            "invalid runs[nemo-gpt3-175b-bf16-128] = 222.8 GB predicted on its fullest GPU: at most its card's 80 GB: as described (TP 4 × PP 8 × DP 4, ZeRO 1, micro-batch 8, recomputation none), the detailed memory model says it could never fit, so it cannot calibrate the time model; check the run's layout, micro_batch, recompute and zero, give the card's memory in card_gb, or leave the run out"
+        );
+        // The same run fits a card with room for it.
+        let big = run(serde_json::json!({"recompute": "none", "micro_batch": 8, "card_gb": 256}));
+        assert!(big.predict(Calibration::default(), None).is_ok());
+        // And a fit refuses it before it starts.
+        let never = run(serde_json::json!({"card_gb": 40}));
+        let e = fit(&[&never]).unwrap_err().to_string();
+        assert!(
+            e.contains("= 77.3 GB predicted on its fullest GPU: at most its card's 40 GB"),
+            "{e}"
+        );
+    }
 }
