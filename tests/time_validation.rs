@@ -314,6 +314,304 @@ fn the_results_tables_are_current() {
             ("published", published_table()),
             ("capped", capped_table()),
             ("moe", moe_table()),
+            ("bridge", bridge_table()),
         ],
     );
+}
+
+/// NVIDIA's Megatron-Bridge and NeMo 2.x performance tables, 2025–26
+/// (`data/published/megatron-bridge.json`, copied from the shared set with every row's table,
+/// commit and recipe): the dense rows, each graded under Megatron-core with Transformer Engine
+/// at the shipped calibration, which is fitted to `runs.json`'s H100 and A100 runs alone, so
+/// every row here, and every Blackwell chip, is outside the fit.
+///
+/// The row's settings as its recipe states them: TP, PP, CP, VP, micro-batch, global batch,
+/// sequence length, sequence parallelism, recomputation, Megatron-FSDP (ZeRO 3) or the
+/// distributed optimizer (ZeRO 1), the precision (`fp8_cs` is per-tensor current scaling,
+/// `fp8_mx` MXFP8), gradients reduced in BF16 where the recipe sets `grad_reduce_in_fp32 =
+/// False`, and the whole card (the tables' runs used it). A GELU or squared-ReLU MLP of width
+/// `f` is written as SwiGLU of `2f/3`, the same matrix FLOPs.
+struct BridgeRow {
+    id: String,
+    chip: String,
+    precision: String,
+    /// Whether the recipe found for the row has the row's layout (`config_match`); where it
+    /// does not, the row's settings other than the layout are the nearest recipe's.
+    matched: bool,
+    /// The run as trainplan reads one, or why it cannot be graded.
+    run: Result<Run, String>,
+}
+
+/// The card's memory per chip, GB: H100 SXM 80, B200 (HGX) 180, GB200 186 (the NVL72 GPU's
+/// HBM as NVIDIA's MIG table and MLPerf system files give it).
+fn bridge_card(chip: &str) -> f64 {
+    match chip {
+        "H100" => 80.0,
+        "B200" => 180.0,
+        "GB200" => 186.0,
+        "B300" | "GB300" => 288.0,
+        _ => f64::NAN,
+    }
+}
+
+/// The vocabularies the tables' shapes leave out: GPT-3 175B's 51,200 (NeMo's GPT-3 configs pad
+/// GPT-2's 50,257 tokens to a multiple of 128 × TP; the same as `runs.json`'s NeMo GPT-3 rows,
+/// from NeMo-Framework-Launcher's `conf/training/gpt3/175b.yaml`), and Nemotron-4's 256,000
+/// (Parmar et al. 2024, "Nemotron-4 15B Technical Report", arXiv:2402.16819, §2; the 340B
+/// model keeps its tokenizer, arXiv:2406.11704).
+fn bridge_vocab(model: &str) -> Option<u64> {
+    if model.starts_with("GPT-3") {
+        Some(51_200)
+    } else if model.starts_with("Nemotron-4") {
+        Some(256_000)
+    } else {
+        None
+    }
+}
+
+fn bridge_rows() -> Vec<BridgeRow> {
+    let text = std::fs::read_to_string("data/published/megatron-bridge.json").unwrap();
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    value["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["status"] == "current")
+        .filter(|r| r["shape"]["experts"].is_null() && r["shape"]["mamba_layers"].is_null())
+        .map(|r| BridgeRow {
+            id: r["id"].as_str().unwrap().to_string(),
+            chip: r["gpu"].as_str().unwrap().to_string(),
+            precision: r["precision"]["config_compute_dtype"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+            matched: r["config_match"] == "layout_match",
+            run: bridge_run(r),
+        })
+        .collect()
+}
+
+/// One table row as a run, or why it cannot be one yet.
+fn bridge_run(r: &serde_json::Value) -> Result<Run, String> {
+    use serde_json::json;
+    let s = &r["shape"];
+    let l = &r["layout"];
+    let chip = r["gpu"].as_str().unwrap();
+    let gpu = match chip {
+        "H100" => "h100-sxm",
+        "B200" => "b200",
+        "GB200" => "gb200",
+        other => return Err(format!("no preset for {other}")),
+    };
+    let precision = match r["precision"]["config_compute_dtype"].as_str().unwrap() {
+        "bf16" => "bf16",
+        "fp8_cs" | "fp8 (recipe unstated)" => "fp8",
+        "fp8_mx" => "mxfp8",
+        other => return Err(format!("precision {other} is not modelled")),
+    };
+    let vocab = match s["vocab"].as_u64() {
+        Some(v) => v,
+        None => bridge_vocab(s["model"].as_str().unwrap())
+            .ok_or("the table's shape gives no vocabulary")?,
+    };
+    let ffn = s["ffn"].as_u64().unwrap();
+    let mlp = s["mlp"].as_str().unwrap();
+    let ffn = if mlp.starts_with("swiglu") {
+        ffn
+    } else {
+        2 * ffn / 3
+    };
+    if let Some(n) = r["cpu_offloading_num_layers"].as_u64() {
+        return Err(format!(
+            "offloads {n} layers' activations to host memory, which is not modelled"
+        ));
+    }
+    let statements = r["config"]["statements"].to_string();
+    let gradients = if statements.contains("grad_reduce_in_fp32 = False") {
+        "bf16"
+    } else {
+        "fp32"
+    };
+    let recompute = match r["recompute"]["recompute_granularity"].as_str() {
+        Some("full") => "full",
+        Some("selective") => "selective",
+        _ => "none",
+    };
+    let zero = if l["megatron_fsdp"] == true { 3 } else { 1 };
+    let run = json!({
+        "id": r["id"],
+        "gpu": gpu,
+        "gpus": r["gpus"],
+        "tp": l["tp"],
+        "pp": l["pp"],
+        "cp": l["cp"].as_u64().unwrap_or(1),
+        "vp": l["vp"],
+        "zero": zero,
+        "sequence_parallel": l["sequence_parallel"],
+        "micro_batch": l["micro_batch"],
+        "global_batch": l["global_batch"],
+        "seq_len": l["seq_len"],
+        "recompute": recompute,
+        "framework": "Megatron-Bridge (Megatron-core, Transformer Engine)",
+        "stack": "megatron-te",
+        "precision": precision,
+        "gradients": gradients,
+        "card_gb": bridge_card(chip),
+        "shape": {
+            "layers": s["layers"],
+            "hidden": s["hidden"],
+            "ffn_swiglu_equivalent": ffn,
+            "heads": s["heads"],
+            "kv_heads": s["kv_heads"],
+            "vocab": vocab,
+            "head_dim": s["head_dim"],
+        },
+        "published": {"tokens_per_s_per_gpu": r["published"]["tokens_per_s_per_gpu"]},
+    });
+    serde_json::from_value(run).map_err(|e| e.to_string())
+}
+
+/// A row's grade: its prediction (on a card as large as need be where the model puts the run
+/// over its own, so the time is still graded) and whether it was over its card.
+fn bridge_grade(run: &Run) -> Result<(Prediction, bool), String> {
+    match run.predict(Calibration::default(), None) {
+        Ok(p) => Ok((p, false)),
+        Err(e) if e.to_string().contains("predicted on its fullest GPU") => {
+            let mut roomy = run.clone();
+            roomy.card_gb = Some(1e6);
+            let mut p = roomy
+                .predict(Calibration::default(), None)
+                .map_err(|e| e.to_string())?;
+            p.card_gb = run.card_gb.unwrap();
+            Ok((p, true))
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Mean absolute error of the graded rows whose chip (or precision) is `key`.
+fn bridge_groups<'a>(
+    graded: &'a [(&'a BridgeRow, Prediction, bool)],
+    key: impl Fn(&BridgeRow) -> &str,
+) -> Vec<(String, Vec<&'a Prediction>)> {
+    let mut groups: Vec<(String, Vec<&Prediction>)> = Vec::new();
+    for (row, p, _) in graded {
+        let k = key(row).to_string();
+        match groups.iter_mut().find(|(g, _)| *g == k) {
+            Some((_, v)) => v.push(p),
+            None => groups.push((k, vec![p])),
+        }
+    }
+    groups.sort_by(|a, b| a.0.cmp(&b.0));
+    groups
+}
+
+/// The rows, each graded one's index with its prediction and whether it was over its card, and
+/// each other one's index with the reason.
+type BridgeGrades = (
+    Vec<BridgeRow>,
+    Vec<(usize, Prediction, bool)>,
+    Vec<(usize, String)>,
+);
+
+fn bridge_graded() -> BridgeGrades {
+    let rows = bridge_rows();
+    let mut graded = Vec::new();
+    let mut refused = Vec::new();
+    for (i, row) in rows.iter().enumerate() {
+        match row
+            .run
+            .as_ref()
+            .map_err(String::clone)
+            .and_then(bridge_grade)
+        {
+            Ok((p, over)) => graded.push((i, p, over)),
+            Err(why) => refused.push((i, why)),
+        }
+    }
+    (rows, graded, refused)
+}
+
+fn bridge_table() -> String {
+    let (rows, graded, refused) = bridge_graded();
+    let mut out = String::from(
+        "| row | chip | precision | measured MFU | predicted | error | memory GB | card GB |\n|---|---|---|---|---|---|---|---|\n",
+    );
+    for (i, p, over) in &graded {
+        let r = &rows[*i];
+        out.push_str(&format!(
+            "| {}{} | {} | {} | {:.1} % | {:.1} % | {:+.1} | {:.1}{} | {} |\n",
+            r.id,
+            if r.matched { "" } else { " †" },
+            r.chip,
+            r.precision,
+            100.0 * p.measured_mfu,
+            100.0 * p.mfu,
+            p.error_points,
+            p.memory_gb,
+            if *over { " (over)" } else { "" },
+            p.card_gb,
+        ));
+    }
+    let with: Vec<(&BridgeRow, Prediction, bool)> = graded
+        .iter()
+        .map(|(i, p, o)| (&rows[*i], p.clone(), *o))
+        .collect();
+    for (title, groups) in [
+        ("chip", bridge_groups(&with, |r| r.chip.as_str())),
+        ("precision", bridge_groups(&with, |r| r.precision.as_str())),
+    ] {
+        out.push_str(&format!(
+            "\n| {title} | rows graded | mean absolute error | mean error |\n|---|---|---|---|\n"
+        ));
+        for (k, ps) in groups {
+            let bias = ps.iter().map(|p| p.error_points).sum::<f64>() / ps.len() as f64;
+            out.push_str(&format!(
+                "| {k} | {} | {:.1} | {bias:+.1} |\n",
+                ps.len(),
+                mae(&ps)
+            ));
+        }
+    }
+    let matched: Vec<&Prediction> = with
+        .iter()
+        .filter(|(r, _, _)| r.matched)
+        .map(|(_, p, _)| p)
+        .collect();
+    out.push_str(&format!(
+        "\n† The recipe found for the row has another layout, so its other settings are the \
+         nearest recipe's. Without these rows: {} rows, mean absolute error {:.1}.\n",
+        matched.len(),
+        mae(&matched)
+    ));
+    out.push_str(&format!(
+        "\n{} of {} dense rows graded. Not graded:\n\n",
+        graded.len(),
+        rows.len()
+    ));
+    for (i, why) in &refused {
+        out.push_str(&format!("- `{}`: {why}.\n", rows[*i].id));
+    }
+    out
+}
+
+/// The dense Megatron-Bridge rows on a chip whose mean absolute error is at most this, MFU
+/// points; the H100 rows, all of them outside the fit, are what the model grades today.
+const BRIDGE_CHIP_MAE: f64 = 5.0;
+
+#[test]
+fn every_bridge_row_is_graded_or_says_why_and_each_chip_graded_is_within_five_points() {
+    let (rows, graded, refused) = bridge_graded();
+    assert_eq!(graded.len() + refused.len(), rows.len());
+    assert!(rows.len() >= 70, "{}", rows.len());
+    assert!(refused.iter().all(|(_, why)| !why.is_empty()));
+    let with: Vec<(&BridgeRow, Prediction, bool)> = graded
+        .iter()
+        .map(|(i, p, o)| (&rows[*i], p.clone(), *o))
+        .collect();
+    let chips = bridge_groups(&with, |r| r.chip.as_str());
+    assert!(chips.iter().any(|(c, _)| c == "H100"));
+    for (chip, ps) in chips {
+        assert!(mae(&ps) <= BRIDGE_CHIP_MAE, "{chip}: {:.2}", mae(&ps));
+    }
 }
