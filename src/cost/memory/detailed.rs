@@ -170,7 +170,18 @@ impl Detailed {
         let head_inputs = 2.0 * setting.layer_input(shape);
         // FP8 copies and transposes of the layers' matrices (Transformer Engine keeps them
         // across micro-batches), on this GPU's TP shard.
-        let fp8_copy = precision.weight_copy_bytes() * shape.layer_matrix_params() as f64 / tp;
+        // One layer's matrices on this GPU's TP shard, and their FP8 copies in the recipe's
+        // bytes ([`crate::cost::step::recipe`]).
+        let matrix = shape.layer_matrix_params() as f64 / tp;
+        let recipe = self.recipe();
+        let fp8_copy = recipe.map_or(0.0, |r| r.weight_copy_bytes()) * matrix;
+        // With FP8 weights (`--fp8-params`) the BF16 copy of the matrices is not kept: the
+        // bytes a parameter dropped from the weights unsharded (2) and sharded (2 less the FP8
+        // shard's), and ZeRO 3's two gathered units' BF16 matrices.
+        let fp8_weights = recipe.filter(|_| opts.fp8_params).map(|r| FpWeights {
+            matrix,
+            sharded: r.stored_weight_bytes(),
+        });
         // ZeRO 3's unit: the largest of the stage, a layer or on the last stage the output head.
         let layer_unit = if routed.is_some() {
             let moe_unit = stage_params_with(shape, layout.tp, 1, 1, false, false)
@@ -226,6 +237,7 @@ impl Detailed {
             stages,
             len: kinds_list.len(),
             fp8_copy,
+            fp8_weights,
             hidden: shape.hidden,
         })
     }
@@ -238,13 +250,19 @@ impl Detailed {
         let (i, n_layers, psi, fp8_copy) = (share.index, share.layers, share.psi, shares.fp8_copy);
         let zero = layout.zero;
         let shards = layout.shard_group();
+        // Master weights and Adam's moments, 12 bytes a parameter unless lower
+        // ([`crate::cost::step::recipe`]).
+        let optimizer = opts.optimizer_bytes();
         // The routed experts' state shards over the expert data-parallel group instead.
         let (experts, expert_shards) = (share.experts, layout.expert_shard_group());
         // ZeRO 3 gathers a unit's weights a unit ahead (two units of BF16 weights whole) and
         // reduces one unit's gradients whole: the largest unit of the stage (FSDP2's and ZeRO
         // 3's prefetch of one unit). With FP8, the two gathered layers' FP8 copies too.
+        // With FP8 weights, the two gathered units' matrices come in FP8 (their copies
+        // above), not BF16 too.
         let gathered = if zero.shards_weights() {
-            (4.0 + opts.gradients.bytes()) * share.unit + 2.0 * fp8_copy
+            let bf16_matrices = shares.fp8_weights.map_or(0.0, |w| 4.0 * w.matrix);
+            (4.0 + opts.gradients.bytes()) * share.unit + 2.0 * fp8_copy - bf16_matrices
         } else {
             0.0
         };
@@ -253,12 +271,22 @@ impl Detailed {
         } else {
             n_layers as f64 * fp8_copy
         };
+        // With FP8 weights the stage's matrices drop their BF16 bytes: all 2 where the FP8
+        // copies above are kept whole, 2 less the FP8 shard's under ZeRO 3.
+        let dropped = shares.fp8_weights.map_or(0.0, |w| {
+            let kept = if zero.shards_weights() {
+                w.sharded
+            } else {
+                0.0
+            };
+            (2.0 - kept) * n_layers as f64 * w.matrix
+        });
         StageBase {
             index: i,
             layers: n_layers,
             stored_per_micro_batch: share.stored_per_micro_batch,
             memory: Memory {
-                weights: shard(2.0 * psi, zero.shards_weights(), shards)
+                weights: shard(2.0 * psi - dropped, zero.shards_weights(), shards)
                     + copies
                     + shard(2.0 * experts, zero.shards_weights(), expert_shards),
                 gradients: shard(
@@ -270,8 +298,8 @@ impl Detailed {
                     zero.shards_gradients(),
                     expert_shards,
                 ),
-                optimizer: shard(12.0 * psi, zero.shards_optimizer(), shards)
-                    + shard(12.0 * experts, zero.shards_optimizer(), expert_shards),
+                optimizer: shard(optimizer * psi, zero.shards_optimizer(), shards)
+                    + shard(optimizer * experts, zero.shards_optimizer(), expert_shards),
                 activations: 0.0,
                 detail: Some(Detail {
                     logits: share.logits,
@@ -395,8 +423,20 @@ pub struct StageShares {
     len: usize,
     /// FP8 copies of one layer's matrices on this GPU's TP shard, bytes (0 in BF16).
     fp8_copy: f64,
+    /// With FP8 weights (`--fp8-params`), what replaces the BF16 matrices.
+    fp8_weights: Option<FpWeights>,
     /// The model's hidden size, which sizes TP overlap's [`userbuffers`].
     hidden: u64,
+}
+
+/// What FP8 weights (`--fp8-params`) change of a stage's weights.
+#[derive(Debug, Clone, PartialEq, Copy)]
+struct FpWeights {
+    /// One layer's matrix parameters on this GPU's TP shard.
+    matrix: f64,
+    /// Bytes a matrix parameter of FP8 weights sharded by ZeRO 3
+    /// ([`crate::cost::step::recipe::Fp8Recipe::stored_weight_bytes`]).
+    sharded: f64,
 }
 
 /// One representative stage's share of [`StageShares`].

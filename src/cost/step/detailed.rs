@@ -13,6 +13,7 @@ use crate::cost::step::pipeline::kinds_of;
 use crate::cost::step::pipeline::stage_kinds;
 use crate::cost::step::pipeline::stage_layers;
 use crate::cost::step::pipeline::StageKinds;
+use crate::cost::step::recipe::{optimizer_bytes, Fp8Recipe, MasterWeights, OptimizerStates};
 use crate::cost::step::stack::GradientPrecision;
 use crate::cost::step::stack::Kernels;
 use crate::cost::step::stack::LossPrecision;
@@ -74,6 +75,24 @@ pub struct Options {
     /// default) or DeepEP's, which sends a token once to each node its experts are on.
     #[serde(default, skip_serializing_if = "Dispatcher::is_default")]
     pub ep_dispatcher: Dispatcher,
+    /// The FP8 scaling recipe asked for (Megatron-LM's `--fp8-recipe`); `None`: the
+    /// precision's own, delayed scaling for FP8 and MXFP8's for MXFP8
+    /// ([`Fp8Recipe::of`]). Plan files written before recipes read as `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp8_recipe: Option<Fp8Recipe>,
+    /// The layers' matrices kept only in FP8, and gathered in FP8 (Megatron-core's
+    /// `--fp8-param-gather`; [`crate::cost::step::recipe`]); default off: a BF16 copy beside
+    /// the FP8 one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fp8_params: bool,
+    /// The precision of Adam's moments (Megatron-core's `--exp-avg-dtype`,
+    /// `--exp-avg-sq-dtype`); default FP32.
+    #[serde(default, skip_serializing_if = "OptimizerStates::is_default")]
+    pub optimizer_states: OptimizerStates,
+    /// The optimizer's master weights (Megatron-core's `--main-params-dtype`,
+    /// `store_param_remainders`); default FP32.
+    #[serde(default, skip_serializing_if = "MasterWeights::is_default")]
+    pub master_weights: MasterWeights,
 }
 
 fn balanced() -> f64 {
@@ -99,11 +118,21 @@ impl Default for Options {
             moe_recompute: MoeRecompute::None,
             norm_recompute: false,
             ep_dispatcher: Dispatcher::AllToAll,
+            fp8_recipe: None,
+            fp8_params: false,
+            optimizer_states: OptimizerStates::Fp32,
+            master_weights: MasterWeights::Fp32,
         }
     }
 }
 
 impl Options {
+    /// Bytes per parameter of the optimizer's state: master weights and Adam's m and v, 12
+    /// by default ([`crate::cost::step::recipe::optimizer_bytes`]).
+    pub fn optimizer_bytes(&self) -> f64 {
+        optimizer_bytes(self.master_weights, self.optimizer_states)
+    }
+
     /// The settings `stack` implies, at the default reserve and fragmentation.
     pub fn for_stack(stack: Stack) -> Self {
         let s = stack.settings();
@@ -274,6 +303,75 @@ impl Detailed {
         Ok(())
     }
 
+    /// The FP8 recipe the step runs ([`Fp8Recipe::of`] its precision and the recipe asked
+    /// for), `None` in BF16 (or for a recipe the precision refuses, which every model refuses
+    /// first: [`Detailed::precision_allowed`]).
+    pub fn recipe(&self) -> Option<Fp8Recipe> {
+        Fp8Recipe::of(self.step.precision, self.options.fp8_recipe).unwrap_or(None)
+    }
+
+    /// Whether the step's FP8 recipe, FP8 weights and optimizer state go with its precision
+    /// and stack: a recipe asked for must be one the precision scales by and the stack runs;
+    /// FP8 weights need FP8 and a stack that gathers them (Megatron-core's
+    /// `--fp8-param-gather`, torchtitan's `enable_fsdp_float8_all_gather`), and keep an FP32
+    /// or FP16 master (the remainders are the low bits beside a BF16 weight); a lower-precision
+    /// optimizer state is Megatron-core's precision-aware optimizer.
+    pub fn precision_allowed(&self) -> Result<()> {
+        let (stack, opts) = (self.options.stack, &self.options);
+        let recipe = Fp8Recipe::of(self.step.precision, opts.fp8_recipe)?;
+        if let (Some(r), Some(_)) = (recipe, opts.fp8_recipe) {
+            r.allowed_on(stack)?;
+        }
+        if opts.fp8_params {
+            if recipe.is_none() {
+                return Err(Error::invalid(
+                    "--fp8-params",
+                    "on",
+                    "off with --precision bf16 (FP8 weights need --precision fp8 or mxfp8)",
+                ));
+            }
+            if !matches!(
+                stack,
+                Stack::MegatronTe | Stack::Torchtitan | Stack::TorchtitanCompile
+            ) {
+                return Err(Error::invalid(
+                    "--fp8-params",
+                    "on",
+                    format!("off on the {stack} stack (FP8 weight gathers are Megatron-core's and torchtitan's)"),
+                ));
+            }
+            if opts.master_weights == MasterWeights::Remainders {
+                return Err(Error::invalid(
+                    "--master-weights",
+                    "remainders",
+                    "fp32 or fp16 with --fp8-params (the remainders are an FP32 master's low 16 bits beside a BF16 weight)",
+                ));
+            }
+        }
+        let lower = [
+            (
+                "--optimizer-states",
+                opts.optimizer_states.name(),
+                !opts.optimizer_states.is_default(),
+            ),
+            (
+                "--master-weights",
+                opts.master_weights.name(),
+                !opts.master_weights.is_default(),
+            ),
+        ];
+        if let Some((flag, value, _)) = lower.iter().find(|(_, _, set)| *set) {
+            if stack != Stack::MegatronTe {
+                return Err(Error::invalid(
+                    *flag,
+                    *value,
+                    format!("fp32 on the {stack} stack (lower-precision optimizer state is Megatron-core's precision-aware optimizer: --stack megatron-te)"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Whether the stack runs the layout's CP and the step's precision.
     fn stack_allows(&self, layout: &Layout) -> Result<()> {
         let stack = self.options.stack;
@@ -296,6 +394,6 @@ impl Detailed {
                 format!("one the {stack} stack trains in (it has no {precision} recipe)"),
             ));
         }
-        Ok(())
+        self.precision_allowed()
     }
 }

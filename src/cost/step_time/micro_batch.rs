@@ -72,8 +72,10 @@ impl MicroBatch {
         let routed = Routed::of(shape, layout, tokens, d.options.moe_imbalance);
         if settings.per_operation {
             let chip = chip_for(machine, stack)?;
+            let recipe = d.recipe();
             let fp8_ceiling = if precision.is_fp8() {
-                fp8_for(machine, chip, precision)?
+                let factor = recipe.map_or(1.0, |r| r.gemm_factor(machine.mxfp8));
+                fp8_for(machine, chip, precision)? * factor
             } else {
                 0.0
             };
@@ -102,6 +104,7 @@ impl MicroBatch {
                 precision,
                 fp8_peak_flops: machine.fp8_tflops * FLOPS_PER_TFLOPS,
                 fp8_ceiling,
+                fp8_recipe: recipe,
             };
             let l = ctx.layer(shape, step.recompute);
             // TP collectives overlap the GEMMs, the recomputed forward's among them.

@@ -199,6 +199,7 @@ pub fn unscheduled_of(
         psi,
         experts,
         fp8_casts,
+        fp8_matrices,
         ..
     } = part;
     let (tp, m_f) = (layout.tp, m as f64);
@@ -220,7 +221,14 @@ pub fn unscheduled_of(
     let hide_step = opts.dp_overlap * (m_f - 1.0) * compute;
     let exposed = |t: f64, window: f64| (t - window).max(0.0);
     let mut reduce = reduce_scatter(dp_link, shards, grad_bytes * psi) + across(grad_bytes * psi);
-    let mut gather = reduce_scatter(dp_link, shards, 2.0 * psi);
+    // The weights gathered, BF16 but for FP8 weights' matrices (`--fp8-params`: the recipe's
+    // bytes, [`crate::cost::step::recipe::Fp8Recipe::gathered_weight_bytes`]).
+    let sharded_weights = layout.zero.shards_weights();
+    let fp8_saved = d.recipe().map_or(0.0, |r| {
+        (2.0 - r.gathered_weight_bytes(sharded_weights)) * fp8_matrices
+    });
+    let weights = 2.0 * psi - fp8_saved;
+    let mut gather = reduce_scatter(dp_link, shards, weights);
     let mut all_reduced = all_reduce(dp_link, shards, grad_bytes * psi);
     // The routed experts' state over its own group, the expert data-parallel ranks `ETP·EP`
     // apart (its replicas `ETP·EP·EDP/replicate` apart), after the rest on the same link.
@@ -249,7 +257,7 @@ pub fn unscheduled_of(
         // nothing before it to hide behind.
         _ => {
             let per_layer = |bytes: f64| bytes / (stage_layers.max(1) as f64);
-            let mut first_layer = reduce_scatter(dp_link, shards, per_layer(2.0 * psi));
+            let mut first_layer = reduce_scatter(dp_link, shards, per_layer(weights));
             if experts > 0.0 {
                 let link = link_for(machine, layout.etp * layout.ep, expert_shards);
                 first_layer += reduce_scatter(link, expert_shards, per_layer(2.0 * experts));
@@ -266,7 +274,11 @@ pub fn unscheduled_of(
     let updated = shard(psi, layout.zero.shards_optimizer(), shards)
         + shard(experts, layout.zero.shards_optimizer(), expert_shards);
     let hbm = machine.topology.hbm_gbps * 1e9 * OPTIMIZER_HBM_EFFICIENCY;
-    let optimizer = (updated * OPTIMIZER_BYTES_MOVED + fp8_casts) / hbm;
+    // Each byte of state a parameter saved (master weights, moments) is read and written
+    // once less: 28 − 2·(12 − s) bytes with s the state's bytes
+    // ([`crate::cost::step::detailed::Options::optimizer_bytes`]).
+    let moved = OPTIMIZER_BYTES_MOVED - 2.0 * (12.0 - d.options.optimizer_bytes());
+    let optimizer = (updated * moved + fp8_casts) / hbm;
     Unscheduled {
         part: part.clone(),
         dp_comm,

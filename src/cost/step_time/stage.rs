@@ -54,6 +54,9 @@ pub struct Unsharded {
     pub(super) ep_comm: f64,
     /// The FP8 casts of the slowest stage's matrices, bytes a step (0 in BF16).
     pub(super) fp8_casts: f64,
+    /// The stage's layer-matrix parameters on this GPU when they are kept in FP8
+    /// (`--fp8-params`), which the weights' all-gather moves in FP8; 0 otherwise.
+    pub(super) fp8_matrices: f64,
     pub(super) flops: (f64, f64, f64),
 }
 
@@ -206,12 +209,26 @@ pub fn unsharded_in(
     let psi = stage_params_with(shape, tp, stage_layers, stage_moe, first, last);
     let experts = stage_expert_params(shape, layout, stage_moe);
     // With FP8, the stage's layer matrices cast to FP8 and transposed once a step: read 2,
-    // write 2 bytes a parameter.
+    // write 2 bytes a parameter (the recipe's: [`crate::cost::step::recipe`]); with FP8
+    // weights (`--fp8-params`) the optimizer writes them from the FP32 master it reads
+    // anyway, so only the writes.
+    let recipe = d.recipe();
     let fp8_casts = if precision.is_fp8() {
-        (2.0 + precision.weight_copy_bytes())
-            * stage_layers as f64
-            * shape.layer_matrix_params() as f64
-            / tp as f64
+        let (reads, copy) = recipe.map_or((2.0, precision.weight_copy_bytes()), |r| {
+            let reads = if d.options.fp8_params {
+                0.0
+            } else {
+                r.weight_cast_reads()
+            };
+            (reads, r.weight_copy_bytes())
+        });
+        (reads + copy) * stage_layers as f64 * shape.layer_matrix_params() as f64 / tp as f64
+    } else {
+        0.0
+    };
+    // With FP8 weights, the stage's layer matrices on this GPU, which ZeRO gathers in FP8.
+    let fp8_matrices = if d.options.fp8_params && recipe.is_some() {
+        stage_layers as f64 * shape.layer_matrix_params() as f64 / tp as f64
     } else {
         0.0
     };
@@ -246,6 +263,7 @@ pub fn unsharded_in(
         experts,
         ep_comm,
         fp8_casts,
+        fp8_matrices,
         flops: (
             model_flops_per_token(shape, step.seq_len),
             hardware_per_token,
