@@ -13,6 +13,7 @@ use crate::cost::step::pipeline::kinds_of;
 use crate::cost::step::pipeline::stage_kinds;
 use crate::cost::step::pipeline::stage_layers;
 use crate::cost::step::pipeline::StageKinds;
+use crate::cost::step::precision::Precision;
 use crate::cost::step::recipe::{optimizer_bytes, Fp8Recipe, MasterWeights, OptimizerStates};
 use crate::cost::step::stack::GradientPrecision;
 use crate::cost::step::stack::Kernels;
@@ -131,6 +132,25 @@ impl Options {
     /// by default ([`crate::cost::step::recipe::optimizer_bytes`]).
     pub fn optimizer_bytes(&self) -> f64 {
         optimizer_bytes(self.master_weights, self.optimizer_states)
+    }
+
+    /// These settings for steps in `precision`: the recipe asked for checked against it
+    /// ([`Fp8Recipe::of`]: none in BF16, MXFP8's own under MXFP8), and FP8 weights only with
+    /// FP8; a recipe that is the precision's default (`delayed` under FP8, `mxfp8` under
+    /// MXFP8) reads as none, so a plan says it one way.
+    pub fn for_precision(mut self, precision: Precision) -> Result<Options> {
+        let recipe = Fp8Recipe::of(precision, self.fp8_recipe)?;
+        if self.fp8_params && recipe.is_none() {
+            return Err(Error::invalid(
+                "--fp8-params",
+                "on",
+                "off with --precision bf16 (FP8 weights need --precision fp8 or mxfp8)",
+            ));
+        }
+        if self.fp8_recipe.is_some() && recipe == Fp8Recipe::of(precision, None)? {
+            self.fp8_recipe = None;
+        }
+        Ok(self)
     }
 
     /// The settings `stack` implies, at the default reserve and fragmentation.
