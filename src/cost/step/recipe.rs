@@ -199,6 +199,18 @@ impl Fp8Recipe {
         }
     }
 
+    /// Bytes read per layer-matrix parameter to make the GEMMs' copies of FP8 weights
+    /// (`--fp8-params`) once a step: the optimizer writes the row-wise FP8 weight from the
+    /// FP32 master it reads anyway, and the column-wise copy is the row-wise one transposed
+    /// (read 1 byte, [`Fp8Recipe::stored_weight_bytes`]) but for MXFP8, whose two orientations
+    /// are both quantized from the master (0).
+    pub fn fp8_weight_cast_reads(self) -> f64 {
+        match self {
+            Fp8Recipe::Mxfp8 => 0.0,
+            r => r.stored_weight_bytes(),
+        }
+    }
+
     /// Bytes per layer-matrix parameter of FP8 weights kept sharded (ZeRO 3, Megatron-FSDP):
     /// 1 (per-tensor: the transpose is made after the gather), `1 + 4/128²` (blockwise, whose
     /// 2D blocks transpose with their scales), `2·(1 + 1/32)` (MXFP8: both orientations).

@@ -211,12 +211,12 @@ pub fn unsharded_in(
     // With FP8, the stage's layer matrices cast to FP8 and transposed once a step: read 2,
     // write 2 bytes a parameter (the recipe's: [`crate::cost::step::recipe`]); with FP8
     // weights (`--fp8-params`) the optimizer writes them from the FP32 master it reads
-    // anyway, so only the writes.
+    // anyway, and the transpose reads the FP8 weight.
     let recipe = d.recipe();
     let fp8_casts = if precision.is_fp8() {
         let (reads, copy) = recipe.map_or((2.0, precision.weight_copy_bytes()), |r| {
             let reads = if d.options.fp8_params {
-                0.0
+                r.fp8_weight_cast_reads()
             } else {
                 r.weight_cast_reads()
             };
