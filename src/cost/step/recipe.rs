@@ -141,11 +141,16 @@ impl Fp8Recipe {
         if ok {
             return Ok(());
         }
-        Err(Error::invalid(
-            "--fp8-recipe",
-            self,
-            format!("a recipe the {stack} stack runs (blockwise and tensorwise scaling are Transformer Engine's: --stack megatron-te)"),
-        ))
+        let runs = match stack {
+            Stack::Torchtitan | Stack::TorchtitanCompile => {
+                "delayed or tensorwise on the torchtitan stacks (torchao's float8 scales per tensor; blockwise scaling is Transformer Engine's: --stack megatron-te)"
+            }
+            Stack::Maxtext => {
+                "delayed on the maxtext stack (XLA's FP8 scales from an amax history; the others are Transformer Engine's: --stack megatron-te)"
+            }
+            _ => "a recipe of a stack that trains in FP8 (--stack megatron-te)",
+        };
+        Err(Error::invalid("--fp8-recipe", self, runs))
     }
 
     /// Bytes per element of a GEMM operand as the GEMM reads it: 1 (per-tensor), `1 + 4/128`
