@@ -4,9 +4,9 @@
 //!
 //! | component | bytes | source |
 //! |---|---|---|
-//! | weights | `2·Ψᵢ`, ÷DP from ZeRO 3 | BF16 |
+//! | weights | `2·Ψᵢ`, ÷DP from ZeRO 3; under FP8 each layer's matrices' FP8 copy and transpose beside them (the recipe's bytes), and with `--fp8-params` that copy instead of their BF16 bytes (sharded: the recipe's stored bytes) | BF16; [`crate::cost::step::recipe`] |
 //! | gradients | `2·Ψᵢ` (BF16) or `4·Ψᵢ` (FP32 buffers), ÷DP from ZeRO 2 | Megatron-LM and DeepSpeed keep FP32 buffers: 18 bytes per parameter in all |
-//! | optimizer | `12·Ψᵢ`, ÷DP from ZeRO 1 | FP32 master weights, Adam m and v (Rajbhandari et al. 2020) |
+//! | optimizer | `12·Ψᵢ` (or the precision-aware optimizer's master and moments, 6 to 12), ÷DP from ZeRO 1 | FP32 master weights, Adam m and v (Rajbhandari et al. 2020); [`crate::cost::step::recipe::optimizer_bytes`] |
 //! | activations | per layer ([`crate::cost::memory::activations`]) × layers of the stage × micro-batches in flight ([`crate::cost::step::Step::in_flight`]) | Korthikanti et al. 2022; Narayanan et al. 2021 |
 //! | logits (last stage) | `c·s·b·V / TP + 4·s·b·h`, `c` = 4 bytes (FP32 loss) or 2 (BF16); the `4·s·b·h` (÷TP with sequence parallelism) are the final norm's and the head's inputs | vocabulary-parallel cross-entropy keeps the log-probabilities for backward |
 //! | transient | the larger of one layer's backward working set (recomputed activations and activation gradients, [`crate::cost::memory::activations`]) and, on the last stage, the loss's forward peak above what it keeps: `6·s·b·V/TP` (BF16 logits, their FP32 copy, FP32 softmax: 10 bytes a value at the peak) or `2·s·b·V/TP` with a BF16 loss | calibration: 4.47 GB kept, 10.91 GB at the forward peak for V = 128,256, s = 8,192 |

@@ -39,7 +39,9 @@
 //!   exposed.
 //! - **Optimizer**: AdamW over the parameters this GPU updates is bound by memory bandwidth: 28
 //!   bytes moved per parameter at 60 % of the HBM's bandwidth (calibration: 2·10⁹ parameters in
-//!   19.3 ms on an H200, 2.9 of its 4.8 TB/s).
+//!   19.3 ms on an H200, 2.9 of its 4.8 TB/s), `28 − 2·(12 − s)` with a lower-precision state
+//!   of `s` bytes ([`crate::cost::step::recipe`]). With `--fp8-params` the weights' all-gather
+//!   moves the layers' matrices in FP8.
 //!
 //! A step's seconds are the sum of those parts; tokens per second follow from the global batch,
 //! MFU from model FLOPs `6·N_matrix + 6·L·s·h` per token (causal attention, no recomputation,
