@@ -202,6 +202,7 @@ prop_compose! {
         gradients in prop::sample::select(vec!["", "", "bf16", "fp32"]),
         states in prop::sample::select(vec!["", "", "bf16", "fp32"]),
         master in prop::sample::select(vec!["", "", "", "fp32", "fp16", "remainders"]),
+        bf16_layers in prop::sample::select(vec!["", "", "", "1,1", "0,2"]),
     ) -> Vec<String> {
         let mut extra = Vec::new();
         for (flag, value) in [
@@ -210,6 +211,7 @@ prop_compose! {
             ("--gradients", gradients),
             ("--optimizer-states", states),
             ("--master-weights", master),
+            ("--fp8-bf16-layers", bf16_layers),
         ] {
             if !value.is_empty() {
                 extra.extend(strings(&[flag, value]));

@@ -19,7 +19,7 @@ use crate::cost::chip::calibration::{golden_section, Calibration, SUSTAINED};
 use crate::cost::step::detailed::{Detailed, Options};
 use crate::cost::step::experts::Dispatcher;
 use crate::cost::step::precision::Precision;
-use crate::cost::step::recipe::{Fp8Recipe, MasterWeights, OptimizerStates};
+use crate::cost::step::recipe::{Bf16Layers, Fp8Recipe, MasterWeights, OptimizerStates};
 use crate::cost::step::stack::Stack;
 use crate::cost::step::stack::{GradientPrecision, StageSplit};
 use crate::cost::step::MoeRecompute;
@@ -152,6 +152,10 @@ pub struct Run {
     /// The optimizer's master weights (`fp16`, `remainders`), if not FP32.
     #[serde(default, skip_serializing_if = "MasterWeights::is_default")]
     pub master_weights: MasterWeights,
+    /// Layers at the start and end kept in BF16 under FP8 (`{"start": 1, "end": 1}`,
+    /// Megatron-core's `--first-last-layers-bf16`), if any.
+    #[serde(default, skip_serializing_if = "Bf16Layers::is_none")]
+    pub bf16_layers: Bf16Layers,
     /// Stage split (`llama3`), if not the stack's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stages: Option<String>,
@@ -378,6 +382,7 @@ impl Run {
         options.fp8_params = self.fp8_params;
         options.optimizer_states = self.optimizer_states;
         options.master_weights = self.master_weights;
+        options.bf16_layers = self.bf16_layers;
         match self.stages.as_deref() {
             None => {}
             Some("llama3") => options.stages = StageSplit::Llama3,

@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use super::parse::{stack_parser, OnOff};
 use crate::cost::step::detailed::Options;
 use crate::cost::step::experts::Dispatcher;
-use crate::cost::step::recipe::{Fp8Recipe, MasterWeights, OptimizerStates};
+use crate::cost::step::recipe::{Bf16Layers, Fp8Recipe, MasterWeights, OptimizerStates};
 use crate::cost::step::stack::{GradientPrecision, Kernels, LossPrecision, Stack, StageSplit};
 use crate::cost::step::MoeRecompute;
 use crate::error::{Error, Result};
@@ -95,6 +95,16 @@ pub struct DetailedArgs {
     /// [detailed; default: fp32].
     #[arg(long, value_enum)]
     pub master_weights: Option<MasterArg>,
+    /// Layers at the start and at the end kept in BF16 under FP8, START,END (Megatron-core's
+    /// --first-last-layers-bf16 --num-layers-at-start-in-bf16 START
+    /// --num-layers-at-end-in-bf16 END) [detailed; default: 0,0].
+    #[arg(long, value_name = "START,END", value_parser = bf16_layers_parser)]
+    pub fp8_bf16_layers: Option<Bf16Layers>,
+}
+
+/// `--fp8-bf16-layers`'s value.
+fn bf16_layers_parser(text: &str) -> std::result::Result<Bf16Layers, String> {
+    Bf16Layers::parse(text).map_err(|e| e.to_string())
 }
 
 /// `--fp8-recipe`'s value, with the one-line error the recipe's own parser writes.
@@ -222,7 +232,8 @@ impl DetailedArgs {
             || self.fp8_recipe.is_some()
             || self.fp8_params.is_some()
             || self.optimizer_states.is_some()
-            || self.master_weights.is_some();
+            || self.master_weights.is_some()
+            || self.fp8_bf16_layers.is_some();
         if self.memory == MemoryArg::Plate {
             if given {
                 return Err(Error::invalid(
@@ -289,6 +300,7 @@ impl DetailedArgs {
                 Some(MasterArg::Remainders) => MasterWeights::Remainders,
                 None => d.master_weights,
             },
+            bf16_layers: self.fp8_bf16_layers.unwrap_or(d.bf16_layers),
         };
         options.validate()?;
         Ok(Some(options))

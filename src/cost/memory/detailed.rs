@@ -144,6 +144,17 @@ impl Detailed {
             0.0
         };
         let per_layer = setting.stored(shape, step.recompute);
+        // A layer kept in BF16 under FP8 (`--fp8-bf16-layers`) keeps what BF16 does.
+        let bf16_layers = if precision.is_fp8() {
+            opts.bf16_layers
+        } else {
+            Default::default()
+        };
+        let per_bf16_layer = Setting {
+            fp8: false,
+            ..setting
+        }
+        .stored(shape, step.recompute);
         let routed = Routed::of(
             shape,
             layout,
@@ -207,7 +218,10 @@ impl Detailed {
             } else {
                 0
             };
-            let stored = if moe == 0 {
+            let bf16 = bf16_layers.on_stage(i, layout.pp, n_layers);
+            let stored = if moe == 0 && bf16 > 0 {
+                per_layer * (n_layers - bf16) as f64 + per_bf16_layer * bf16 as f64
+            } else if moe == 0 {
                 per_layer * n_layers as f64
             } else {
                 per_layer * (n_layers - moe) as f64 + per_moe_layer * moe as f64
@@ -215,6 +229,7 @@ impl Detailed {
             *share = StageShare {
                 index: i,
                 layers: n_layers,
+                bf16,
                 stored_per_micro_batch: stored,
                 psi: stage_params_with(shape, layout.tp, n_layers, moe, first, last),
                 experts: stage_expert_params(shape, layout, moe),
@@ -266,10 +281,12 @@ impl Detailed {
         } else {
             0.0
         };
+        // The layers in FP8 (all but those kept in BF16).
+        let fp8_layers = (n_layers - share.bf16) as f64;
         let copies = if zero.shards_weights() {
             0.0
         } else {
-            n_layers as f64 * fp8_copy
+            fp8_layers * fp8_copy
         };
         // With FP8 weights the stage's matrices drop their BF16 bytes: all 2 where the FP8
         // copies above are kept whole, 2 less the FP8 shard's under ZeRO 3.
@@ -279,7 +296,7 @@ impl Detailed {
             } else {
                 0.0
             };
-            (2.0 - kept) * n_layers as f64 * w.matrix
+            (2.0 - kept) * fp8_layers * w.matrix
         });
         StageBase {
             index: i,
@@ -444,6 +461,8 @@ struct FpWeights {
 struct StageShare {
     index: u64,
     layers: u64,
+    /// Of its layers, those kept in BF16 under FP8 (no FP8 copies).
+    bf16: u64,
     stored_per_micro_batch: f64,
     /// Parameters on this GPU's TP shard (ψ), the routed experts' left out.
     psi: f64,
@@ -511,6 +530,7 @@ mod tests {
     use crate::brief::Brief;
     use crate::cost::step::detailed::Options;
     use crate::cost::step::pipeline::stage_kinds;
+    use crate::cost::step::recipe::{Bf16Layers, MasterWeights, OptimizerStates};
     use crate::cost::step::stack::Stack;
     use crate::cost::step::Recompute;
     use crate::cost::step::Schedule;
@@ -596,6 +616,51 @@ mod tests {
         let zero1 = memory("8b", 1, 1, 1, step(Recompute::Full, false), fp32);
         let per_param = (zero1.weights + zero1.gradients + zero1.optimizer) / n;
         assert!((per_param - (6.0 + 12.0 / 2048.0)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn fp8_weights_drop_the_bf16_matrices_and_bf16_layers_their_fp8_copies() {
+        // Llama 3 70B at TP 4 × PP 8, ZeRO 1, FP8: a layer's matrices are 855,638,016
+        // parameters, 213,909,504 on a TP rank; the first stage holds 10 layers.
+        let s = preset("70b").unwrap();
+        let l = Layout::new(&Brief::default(), &s, 4, 8, ZeroStage::new(1).unwrap()).unwrap();
+        assert_eq!(s.layer_matrix_params(), 855_638_016);
+        let matrix = 213_909_504.0;
+        let fp8 = Step {
+            precision: crate::cost::step::precision::Precision::Fp8,
+            ..step(Recompute::Full, true)
+        };
+        let memory = |options: Options| Detailed { step: fp8, options }.memory(&s, &l).unwrap();
+        let base = memory(bare());
+        // --fp8-params: 2 bytes a matrix parameter fewer, 10 layers: 4,278,190,080 bytes.
+        let params = memory(Options {
+            fp8_params: true,
+            ..bare()
+        });
+        assert_eq!(base.weights - params.weights, 2.0 * 10.0 * matrix);
+        assert_eq!(base.weights - params.weights, 4_278_190_080.0);
+        // The first and last layers in BF16 on one stage (PP 1): their FP8 copies and
+        // transposes (2 bytes a parameter) gone. (Under PP the first stage then needs less,
+        // and another stage may be the one reported.)
+        let one = Layout::new(&Brief::default(), &s, 4, 1, ZeroStage::new(1).unwrap()).unwrap();
+        let on_one = |options: Options| Detailed { step: fp8, options }.memory(&s, &one).unwrap();
+        let ends = on_one(Options {
+            bf16_layers: Bf16Layers { start: 1, end: 1 },
+            ..bare()
+        });
+        assert_eq!(on_one(bare()).weights - ends.weights, 2.0 * 2.0 * matrix);
+        // The precision-aware optimizer: 12 → 8 → 6 bytes a parameter of the sharded state.
+        let states = memory(Options {
+            optimizer_states: OptimizerStates::Bf16,
+            ..bare()
+        });
+        let remainders = memory(Options {
+            optimizer_states: OptimizerStates::Bf16,
+            master_weights: MasterWeights::Remainders,
+            ..bare()
+        });
+        assert_eq!(states.optimizer / base.optimizer, 8.0 / 12.0);
+        assert_eq!(remainders.optimizer / base.optimizer, 6.0 / 12.0);
     }
 
     #[test]

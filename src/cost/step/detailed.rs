@@ -14,7 +14,9 @@ use crate::cost::step::pipeline::stage_kinds;
 use crate::cost::step::pipeline::stage_layers;
 use crate::cost::step::pipeline::StageKinds;
 use crate::cost::step::precision::Precision;
-use crate::cost::step::recipe::{optimizer_bytes, Fp8Recipe, MasterWeights, OptimizerStates};
+use crate::cost::step::recipe::{
+    optimizer_bytes, Bf16Layers, Fp8Recipe, MasterWeights, OptimizerStates,
+};
 use crate::cost::step::stack::GradientPrecision;
 use crate::cost::step::stack::Kernels;
 use crate::cost::step::stack::LossPrecision;
@@ -94,6 +96,10 @@ pub struct Options {
     /// `store_param_remainders`); default FP32.
     #[serde(default, skip_serializing_if = "MasterWeights::is_default")]
     pub master_weights: MasterWeights,
+    /// Layers at the start and end kept in BF16 under FP8 (Megatron-core's
+    /// `--first-last-layers-bf16`); default none.
+    #[serde(default, skip_serializing_if = "Bf16Layers::is_none")]
+    pub bf16_layers: Bf16Layers,
 }
 
 fn balanced() -> f64 {
@@ -123,6 +129,7 @@ impl Default for Options {
             fp8_params: false,
             optimizer_states: OptimizerStates::Fp32,
             master_weights: MasterWeights::Fp32,
+            bf16_layers: Bf16Layers { start: 0, end: 0 },
         }
     }
 }
@@ -145,6 +152,13 @@ impl Options {
                 "--fp8-params",
                 "on",
                 "off with --precision bf16 (FP8 weights need --precision fp8 or mxfp8)",
+            ));
+        }
+        if !self.bf16_layers.is_none() && recipe.is_none() {
+            return Err(Error::invalid(
+                "--fp8-bf16-layers",
+                self.bf16_layers,
+                "0,0 with --precision bf16 (every layer is BF16)",
             ));
         }
         if self.fp8_recipe.is_some() && recipe == Fp8Recipe::of(precision, None)? {
@@ -234,6 +248,7 @@ impl Detailed {
     pub fn unscheduled_pipeline(&self, shape: &Shape, layout: &Layout) -> Result<(Vec<u64>, u64)> {
         self.stack_allows(layout)?;
         self.experts_allowed(shape, layout)?;
+        self.bf16_layers_allowed(shape)?;
         let layers = stage_layers(u64::from(shape.layers), layout.pp, self.options.stages)?;
         let m = self.unscheduled_pipeline_in(layout, &kinds_of(&layers))?;
         Ok((layers, m))
@@ -244,6 +259,7 @@ impl Detailed {
     pub fn kinds(&self, shape: &Shape, layout: &Layout) -> Result<StageKinds> {
         self.stack_allows(layout)?;
         self.experts_allowed(shape, layout)?;
+        self.bf16_layers_allowed(shape)?;
         stage_kinds(shape, layout, self.options.stages)
     }
 
@@ -368,6 +384,23 @@ impl Detailed {
                 ));
             }
         }
+        let bf16 = opts.bf16_layers;
+        if !bf16.is_none() {
+            if recipe.is_none() {
+                return Err(Error::invalid(
+                    "--fp8-bf16-layers",
+                    bf16,
+                    "0,0 with --precision bf16 (every layer is BF16)",
+                ));
+            }
+            if stack != Stack::MegatronTe {
+                return Err(Error::invalid(
+                    "--fp8-bf16-layers",
+                    bf16,
+                    format!("0,0 on the {stack} stack (BF16 first and last layers are Megatron-core's --first-last-layers-bf16: --stack megatron-te)"),
+                ));
+            }
+        }
         let lower = [
             (
                 "--optimizer-states",
@@ -388,6 +421,23 @@ impl Detailed {
                     format!("fp32 on the {stack} stack (lower-precision optimizer state is Megatron-core's precision-aware optimizer: --stack megatron-te)"),
                 ));
             }
+        }
+        Ok(())
+    }
+
+    /// Whether the BF16 first and last layers (`--fp8-bf16-layers`) are fewer than the
+    /// model's: at least one layer runs in FP8.
+    fn bf16_layers_allowed(&self, shape: &Shape) -> Result<()> {
+        let b = self.options.bf16_layers;
+        if u64::from(b.start) + u64::from(b.end) >= u64::from(shape.layers) && !b.is_none() {
+            return Err(Error::invalid(
+                "--fp8-bf16-layers",
+                b,
+                format!(
+                    "fewer than the {} layers of {} in all (--precision bf16 keeps every one)",
+                    shape.layers, shape.name
+                ),
+            ));
         }
         Ok(())
     }

@@ -272,6 +272,62 @@ impl FromStr for Fp8Recipe {
     }
 }
 
+/// Layers at the start and the end of the model kept in BF16 under FP8 (Megatron-core's
+/// `--first-last-layers-bf16 --num-layers-at-start-in-bf16 N --num-layers-at-end-in-bf16 M`;
+/// Megatron-Bridge's NVFP4 and MXFP8 recipes keep some): their projections run, cast and keep
+/// what BF16 does, and keep no FP8 weights.
+///
+/// They are counted on the first and the last pipeline stage (both on a single stage), which
+/// holds them when they are within its first (last) chunk, as a few layers are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Bf16Layers {
+    /// Layers at the start.
+    pub start: u32,
+    /// Layers at the end.
+    pub end: u32,
+}
+
+impl Bf16Layers {
+    /// Whether no layer is kept in BF16 (the default).
+    pub fn is_none(&self) -> bool {
+        self.start == 0 && self.end == 0
+    }
+
+    /// Of the `layers` on stage `index` of `pp`, those kept in BF16.
+    pub fn on_stage(&self, index: u64, pp: u64, layers: u64) -> u64 {
+        let (start, end) = (u64::from(self.start), u64::from(self.end));
+        let n = match (index == 0, index + 1 == pp) {
+            (true, true) => start + end,
+            (true, false) => start,
+            (false, true) => end,
+            (false, false) => 0,
+        };
+        n.min(layers)
+    }
+
+    /// `START,END` as `--fp8-bf16-layers` takes it.
+    pub fn parse(text: &str) -> Result<Bf16Layers> {
+        let bad = || {
+            Error::invalid(
+                "--fp8-bf16-layers",
+                text,
+                "START,END: layers at the start and at the end kept in BF16, for example 1,1",
+            )
+        };
+        let (a, b) = text.split_once(',').ok_or_else(bad)?;
+        Ok(Bf16Layers {
+            start: a.trim().parse().map_err(|_| bad())?,
+            end: b.trim().parse().map_err(|_| bad())?,
+        })
+    }
+}
+
+impl fmt::Display for Bf16Layers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{},{}", self.start, self.end)
+    }
+}
+
 /// The precision of Adam's two moments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -420,6 +476,24 @@ mod tests {
         assert_eq!(Fp8Recipe::Delayed.gathered_weight_bytes(false), 1.0);
         assert_eq!(Fp8Recipe::Mxfp8.gathered_weight_bytes(false), 2.0);
         assert_eq!(Fp8Recipe::Mxfp8.gathered_weight_bytes(true), 2.0625);
+    }
+
+    #[test]
+    fn bf16_layers_sit_on_the_first_and_last_stage() {
+        let b = Bf16Layers::parse("2,1").unwrap();
+        assert_eq!(
+            (
+                b.on_stage(0, 4, 10),
+                b.on_stage(1, 4, 10),
+                b.on_stage(3, 4, 10)
+            ),
+            (2, 0, 1)
+        );
+        assert_eq!(b.on_stage(0, 1, 80), 3);
+        assert_eq!(b.on_stage(0, 1, 2), 2);
+        assert_eq!(b.to_string(), "2,1");
+        assert!(Bf16Layers::parse("2").is_err());
+        assert!(Bf16Layers::default().is_none());
     }
 
     #[test]

@@ -36,6 +36,9 @@ pub struct MicroBatch {
     /// One MoE layer's (all, forward, GEMMs), seconds, and its routing; `None` for a dense
     /// shape.
     pub(super) moe: Option<(StageCompute, Routed)>,
+    /// One layer's (all, forward, GEMMs) kept in BF16 under FP8 (`--fp8-bf16-layers`);
+    /// `None` where none is.
+    pub(super) bf16_layer: Option<StageCompute>,
 }
 
 /// What a [`MicroBatch`] depends on besides the shape, the machine and the options: TP, CP,
@@ -115,11 +118,26 @@ impl MicroBatch {
                 let gemm = l.gemm.forward + l.gemm.backward + l.recompute;
                 ((l.total(), l.forward(), gemm), r)
             });
+            // The layers kept in BF16 run as BF16 does.
+            let bf16_layer = (precision.is_fp8() && !d.options.bf16_layers.is_none()).then(|| {
+                let bf16 = Context {
+                    precision: crate::cost::step::precision::Precision::Bf16,
+                    fp8_recipe: None,
+                    ..ctx
+                };
+                let l = bf16.layer(shape, step.recompute);
+                (
+                    l.total(),
+                    l.forward(),
+                    l.gemm.forward + l.gemm.backward + l.recompute,
+                )
+            });
             Ok(MicroBatch {
                 layer: (l.total(), l.forward(), gemm),
                 head: (o.forward + o.backward, o.forward),
                 attention: (l.attention.forward, l.attention.backward),
                 moe,
+                bf16_layer,
             })
         } else if routed.is_some() {
             Err(Error::invalid(
@@ -141,6 +159,7 @@ impl MicroBatch {
                 head: (tokens * 3.0 * one_head / rate, tokens * one_head / rate),
                 attention: (attention, 2.5 * attention),
                 moe: None,
+                bf16_layer: None,
             })
         }
     }

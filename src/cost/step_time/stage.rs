@@ -85,6 +85,7 @@ pub fn unsharded_in(
         head,
         attention,
         moe,
+        bf16_layer,
     } = *micro_batch;
     if moe.is_some() {
         dispatcher_allowed(
@@ -167,9 +168,16 @@ pub fn unsharded_in(
                     )
                 }
                 None => {
+                    // The stage's layers kept in BF16 (`--fp8-bf16-layers`) at their own time.
+                    let bf16 = d.options.bf16_layers.on_stage(i, pp, l);
                     let l = l as f64;
-                    let all = l * layer.0 + if last { head.0 } else { 0.0 };
-                    let fwd = l * layer.1 + if last { head.1 } else { 0.0 };
+                    let (mut all, mut fwd) = (l * layer.0, l * layer.1);
+                    if let (Some(b), true) = (bf16_layer, bf16 > 0) {
+                        let (n, fp8) = (bf16 as f64, l - bf16 as f64);
+                        (all, fwd) = (fp8 * layer.0 + n * b.0, fp8 * layer.1 + n * b.1);
+                    }
+                    let all = all + if last { head.0 } else { 0.0 };
+                    let fwd = fwd + if last { head.1 } else { 0.0 };
                     (
                         i,
                         k.layers,
@@ -213,6 +221,8 @@ pub fn unsharded_in(
     // weights (`--fp8-params`) the optimizer writes them from the FP32 master it reads
     // anyway, and the transpose reads the FP8 weight.
     let recipe = d.recipe();
+    // The slowest stage's layers in FP8: all but those kept in BF16.
+    let fp8_layers = stage_layers - d.options.bf16_layers.on_stage(slowest, pp, stage_layers);
     let fp8_casts = if precision.is_fp8() {
         let (reads, copy) = recipe.map_or((2.0, precision.weight_copy_bytes()), |r| {
             let reads = if d.options.fp8_params {
@@ -222,13 +232,13 @@ pub fn unsharded_in(
             };
             (reads, r.weight_copy_bytes())
         });
-        (reads + copy) * stage_layers as f64 * shape.layer_matrix_params() as f64 / tp as f64
+        (reads + copy) * fp8_layers as f64 * shape.layer_matrix_params() as f64 / tp as f64
     } else {
         0.0
     };
     // With FP8 weights, the stage's layer matrices on this GPU, which ZeRO gathers in FP8.
     let fp8_matrices = if d.options.fp8_params && recipe.is_some() {
-        stage_layers as f64 * shape.layer_matrix_params() as f64 / tp as f64
+        fp8_layers as f64 * shape.layer_matrix_params() as f64 / tp as f64
     } else {
         0.0
     };

@@ -2,7 +2,7 @@
 
 use crate::cost::step::experts::Dispatcher;
 use crate::cost::step::precision::Precision;
-use crate::cost::step::recipe::{Fp8Recipe, MasterWeights, OptimizerStates};
+use crate::cost::step::recipe::{Bf16Layers, Fp8Recipe, MasterWeights, OptimizerStates};
 use crate::cost::step::stack::GradientPrecision;
 use crate::cost::step::stack::{Stack, StageSplit};
 use crate::cost::step::Schedule;
@@ -168,6 +168,8 @@ pub struct FromFile {
     pub optimizer_states: Option<OptimizerStates>,
     /// The optimizer's master weights.
     pub master_weights: Option<MasterWeights>,
+    /// Layers at the start and end kept in BF16 under FP8.
+    pub bf16_layers: Option<Bf16Layers>,
     /// What was read and left alone: options that do not change the plan.
     pub unused: Vec<String>,
     /// What the reader read as bash does but the user should know (a variable the file does
@@ -213,6 +215,7 @@ impl FromFile {
             gradients: None,
             optimizer_states: None,
             master_weights: None,
+            bf16_layers: None,
             unused: Vec::new(),
             notes: Vec::new(),
         }

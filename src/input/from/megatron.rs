@@ -18,7 +18,7 @@ use std::collections::HashSet;
 
 use crate::cost::step::experts::Dispatcher;
 use crate::cost::step::precision::Precision;
-use crate::cost::step::recipe::{Fp8Recipe, MasterWeights, OptimizerStates};
+use crate::cost::step::recipe::{Bf16Layers, Fp8Recipe, MasterWeights, OptimizerStates};
 use crate::cost::step::stack::GradientPrecision;
 use crate::cost::step::stack::StageSplit;
 use crate::cost::step::Schedule;
@@ -127,7 +127,8 @@ const FIXED: [(&str, &str); 4] = [
 ];
 
 /// Options that take no value.
-const SWITCHES: [&str; 33] = [
+const SWITCHES: [&str; 34] = [
+    "--first-last-layers-bf16",
     "--grad-reduce-in-bf16",
     "--accumulate-allreduce-grads-in-fp32",
     "--use-precision-aware-optimizer",
@@ -360,6 +361,8 @@ pub fn parse(text: &str) -> Result<FromFile> {
     let mut recompute = RecomputeBuilder::default();
     let mut fp8: (Option<String>, Option<String>) = (None, None);
     let mut optimizer = OptimizerBuilder::default();
+    // --first-last-layers-bf16 and its counts (Megatron-LM's defaults: 1 and 1).
+    let mut bf16_layers: (bool, Option<u32>, Option<u32>) = (false, None, None);
     let (mut fsdp, mut distributed, mut strategy) = (false, false, None::<String>);
     let mut bf16 = false;
     let (mut iters, mut samples, mut virtual_layers) = (None, None, None);
@@ -474,6 +477,9 @@ pub fn parse(text: &str) -> Result<FromFile> {
             "--fp8-format" => fp8.0 = Some(need()?.to_string()),
             "--fp8-recipe" => fp8.1 = Some(need()?.to_string()),
             "--fp8-param-gather" => from.fp8_params = Some(true),
+            "--first-last-layers-bf16" => bf16_layers.0 = true,
+            "--num-layers-at-start-in-bf16" => bf16_layers.1 = Some(count(name, need()?)?),
+            "--num-layers-at-end-in-bf16" => bf16_layers.2 = Some(count(name, need()?)?),
             "--grad-reduce-in-bf16" => optimizer.grads_bf16 = true,
             "--accumulate-allreduce-grads-in-fp32" => optimizer.grads_fp32 = true,
             "--main-grads-dtype" => optimizer.main_grads = Some(need()?.to_string()),
@@ -554,6 +560,25 @@ pub fn parse(text: &str) -> Result<FromFile> {
     // weights, FP32 gradients, an FP32 optimizer state.
     let fp8_params = from.fp8_params == Some(true);
     from.fp8_params = Some(fp8_params);
+    from.bf16_layers = Some(match bf16_layers {
+        (false, None, None) => Bf16Layers::default(),
+        (true, start, end) if precision != Precision::Bf16 => Bf16Layers {
+            start: start.unwrap_or(1),
+            end: end.unwrap_or(1),
+        },
+        (true, _, _) => {
+            return Err(Error::invalid(
+                "--first-last-layers-bf16",
+                "given",
+                "an FP8 recipe beside it (--fp8-format, --fp8-recipe): the other layers run in FP8",
+            ))
+        }
+        (false, _, _) => return Err(Error::invalid(
+            "--num-layers-at-start-in-bf16/--num-layers-at-end-in-bf16",
+            "given",
+            "given with --first-last-layers-bf16, without which Megatron-LM keeps no layer in BF16",
+        )),
+    });
     optimizer.apply(&mut from, fp8_params)?;
     // ZeRO: the distributed optimizer is stage 1; Megatron-FSDP's strategies 2 and 3.
     from.zero = Some(match (fsdp, strategy.as_deref()) {
@@ -1347,4 +1372,11 @@ impl OptimizerBuilder {
         from.master_weights = Some(master);
         Ok(())
     }
+}
+
+/// A count of layers (0 or more, below 2^32) for `option`.
+fn count(option: &str, text: &str) -> Result<u32> {
+    text.trim()
+        .parse::<u32>()
+        .map_err(|_| Error::invalid(option, text, "a whole number of layers ≥ 0"))
 }

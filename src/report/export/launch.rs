@@ -145,6 +145,11 @@ pub fn beyond_stack(options: &Options) -> (Vec<Setting>, Vec<Setting>) {
     );
     push("--fp8-params", on(options.fp8_params), on(d.fp8_params));
     push(
+        "--fp8-bf16-layers",
+        options.bf16_layers.to_string(),
+        d.bf16_layers.to_string(),
+    );
+    push(
         "--optimizer-states",
         options.optimizer_states.name().to_string(),
         d.optimizer_states.name().to_string(),

@@ -213,6 +213,7 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
             "--fp8-params",
             "--optimizer-states",
             "--master-weights",
+            "--fp8-bf16-layers",
         ],
     )?;
     let chunks = step.schedule.chunks();
@@ -460,6 +461,16 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     // The weights kept and gathered in FP8 (Megatron-core's --fp8-param-gather).
     if l.options.fp8_params {
         push("--fp8-param-gather", None);
+    }
+    // Layers at the start and end kept in BF16.
+    let bf16 = l.options.bf16_layers;
+    if !bf16.is_none() {
+        push("--first-last-layers-bf16", None);
+        push(
+            "--num-layers-at-start-in-bf16",
+            Some(bf16.start.to_string()),
+        );
+        push("--num-layers-at-end-in-bf16", Some(bf16.end.to_string()));
     }
     // Gradients reduced in BF16 (Megatron-LM reduces them in FP32 with --bf16 by default:
     // arguments.py sets accumulate_allreduce_grads_in_fp32 unless --grad-reduce-in-bf16).

@@ -115,15 +115,24 @@ fn header(p: &Plan) -> String {
         if let Some(o) = p
             .memory_model
             .as_ref()
-            .filter(|o| o.fp8_recipe.is_some() || o.fp8_params)
+            .filter(|o| o.fp8_recipe.is_some() || o.fp8_params || !o.bf16_layers.is_none())
         {
             let recipe = crate::cost::step::recipe::Fp8Recipe::of(step.precision, o.fp8_recipe)
                 .ok()
                 .flatten()
                 .map_or("none".to_string(), |r| r.to_string());
+            let b = o.bf16_layers;
+            let bf16 = if b.is_none() {
+                String::new()
+            } else {
+                format!(
+                    "; the first {} and last {} layers in BF16 (--fp8-bf16-layers)",
+                    b.start, b.end
+                )
+            };
             let _ = writeln!(
                 out,
-                "fp8       recipe {recipe}, weights {}",
+                "fp8       recipe {recipe}, weights {}{bf16}",
                 if o.fp8_params {
                     "kept and gathered in FP8 (--fp8-params)"
                 } else {
