@@ -1268,7 +1268,8 @@ struct OptimizerBuilder {
     main_grads: Option<String>,
     /// `--use-precision-aware-optimizer`.
     aware: bool,
-    /// `--no-store-param-remainders`.
+    /// `--no-store-param-remainders` (Megatron-LM after commit 000c4ac; before it an FP32
+    /// master beside BF16 weights is always stored as remainders).
     no_remainders: bool,
     /// `--main-params-dtype`.
     main_params: Option<String>,

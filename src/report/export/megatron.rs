@@ -171,26 +171,37 @@ pub fn fp8_arguments(recipe: Option<Fp8Recipe>) -> &'static [(&'static str, &'st
 
 /// Megatron-core's options for the optimizer state's precision
 /// ([`crate::cost::step::recipe`]): none at FP32; otherwise the precision-aware optimizer,
-/// with BF16 moments (`--exp-avg-dtype`, `--exp-avg-sq-dtype`), an FP16 master
-/// (`--main-params-dtype fp16`), or the FP32 master whole (`--no-store-param-remainders`:
-/// Megatron-core stores remainders by default under the precision-aware optimizer, Megatron-Bridge's
-/// performance guide: "This is default enabled when using precision-aware optimizer").
-pub fn optimizer_arguments(options: &Options) -> Vec<String> {
+/// with BF16 moments (`--exp-avg-dtype`, `--exp-avg-sq-dtype`) and an FP16 master
+/// (`--main-params-dtype fp16`) or an FP32 one (`--main-params-dtype fp32`), which Megatron-core
+/// stores as remainders beside BF16 weights (`OptimizerConfig.store_param_remainders`, default
+/// true: Megatron-Bridge's performance guide, "This is default enabled when using
+/// precision-aware optimizer") and whole beside FP8 ones; or the reason it cannot be said: an
+/// FP32 master whole beside BF16 weights, which `arguments.py` at commit 000c4ac has no option
+/// for.
+pub fn optimizer_arguments(options: &Options) -> Result<Vec<String>> {
     let (master, states) = (options.master_weights, options.optimizer_states);
     if master.is_default() && states.is_default() {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     let mut args = vec!["--use-precision-aware-optimizer".to_string()];
     match master {
-        MasterWeights::Fp32 => args.push("--no-store-param-remainders".into()),
+        MasterWeights::Fp32 if !options.fp8_params => {
+            return Err(Error::invalid(
+                "--format",
+                "megatron",
+                "a master Megatron-LM's precision-aware optimizer keeps: beside BF16 weights it stores an FP32 master as remainders (store_param_remainders, which arguments.py at commit 000c4ac has no option to turn off): --master-weights remainders, fp16, or --fp8-params on",
+            ))
+        }
+        MasterWeights::Fp32 | MasterWeights::Remainders => {
+            args.push("--main-params-dtype fp32".into())
+        }
         MasterWeights::Fp16 => args.push("--main-params-dtype fp16".into()),
-        MasterWeights::Remainders => args.push("--main-params-dtype fp32".into()),
     }
     if states == OptimizerStates::Bf16 {
         args.push("--exp-avg-dtype bf16".into());
         args.push("--exp-avg-sq-dtype bf16".into());
     }
-    args
+    Ok(args)
 }
 
 /// The arguments, one option (with its value) an entry.
@@ -477,7 +488,7 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     if l.options.gradients == GradientPrecision::Bf16 {
         push("--grad-reduce-in-bf16", None);
     }
-    for a in optimizer_arguments(&l.options) {
+    for a in optimizer_arguments(&l.options)? {
         push(&a, None);
     }
     // The kernels and overlaps the stack's time model assumed (cost::step::stack::Settings), and the
@@ -596,7 +607,7 @@ pub fn render(l: &Launch) -> Result<String> {
         Precision::Bf16 => {}
         Precision::Fp8 => {
             let weights = if l.options.fp8_params {
-                "weights kept and all-gathered in FP8 (--fp8-param-gather), the FP32 master kept"
+                "weights kept and all-gathered in FP8 (--fp8-param-gather), the optimizer's master kept"
             } else {
                 "weights kept in BF16"
             };
@@ -612,7 +623,7 @@ pub fn render(l: &Launch) -> Result<String> {
         }
         Precision::Mxfp8 => {
             let weights = if l.options.fp8_params {
-                "weights kept in MXFP8 and gathered (--fp8-param-gather), the FP32 master kept"
+                "weights kept in MXFP8 and gathered (--fp8-param-gather), the optimizer's master kept"
             } else {
                 "weights kept in BF16"
             };
