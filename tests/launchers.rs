@@ -93,6 +93,10 @@ const DESIGNS: &[&[&str]] = &[
     &["--model", "8b", "--tokens", "1e12", "--tp", "1", "--pp", "1", "--zero", "3",
       "--gpus", "64", "--gpu", "b200", "--memory", "detailed", "--precision", "mxfp8",
       "--fp8-params", "on", "--master-weights", "fp16"],
+    // FP8 weights gathered by FSDP2 in float8 (torchao's enable_fsdp_float8_all_gather).
+    &["--model", "8b", "--tokens", "1e12", "--tp", "1", "--pp", "1", "--zero", "3",
+      "--gpus", "64", "--memory", "detailed", "--stack", "torchtitan", "--precision", "fp8",
+      "--fp8-params", "on"],
 ];
 
 /// Indices into [`DESIGNS`] of the designs with CP, FP8 and replicas.
