@@ -601,6 +601,66 @@ mod tests {
     }
 
     #[test]
+    fn a_lower_precision_optimizer_state_moves_fewer_bytes() {
+        // 28 bytes a parameter with FP32 master and moments; BF16 moments save 4 bytes, each
+        // read and written: 20; remainders 2 more: 16 (BF16 weights: no FP8 casts).
+        let with = |states, master| {
+            let d = Detailed {
+                options: Options {
+                    optimizer_states: states,
+                    master_weights: master,
+                    ..Options::for_stack(Stack::MegatronTe)
+                },
+                ..detailed(Recompute::Full, Schedule::OneFOneB)
+            };
+            time("70b", 8, 1, 1, d, &flat(0.5)).breakdown.optimizer
+        };
+        use crate::cost::step::recipe::{MasterWeights, OptimizerStates};
+        let fp32 = with(OptimizerStates::Fp32, MasterWeights::Fp32);
+        let bf16 = with(OptimizerStates::Bf16, MasterWeights::Fp32);
+        let remainders = with(OptimizerStates::Bf16, MasterWeights::Remainders);
+        assert!((bf16 / fp32 - 20.0 / 28.0).abs() < 1e-12);
+        assert!((remainders / fp32 - 16.0 / 28.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn fp8_weights_gather_one_byte_a_matrix_parameter() {
+        // ZeRO 1 at TP 8, PP 1: the weights' all-gather moves 2Ψ bytes, less one byte for each
+        // of the 80 layers' matrix parameters on the rank with --fp8-params.
+        let s = preset("70b").unwrap();
+        let b = Brief::default();
+        let l = Layout::new(&b, &s, 8, 1, ZeroStage::new(1).unwrap()).unwrap();
+        let machine = b.machine();
+        let mut opts = flat(0.5);
+        opts.dp_overlap = 0.0;
+        let fp8 = |fp8_params| Detailed {
+            step: Step {
+                precision: crate::cost::step::precision::Precision::Fp8,
+                ..detailed(Recompute::Full, Schedule::OneFOneB).step
+            },
+            options: Options {
+                fp8_params,
+                ..Options::for_stack(Stack::MegatronTe)
+            },
+        };
+        let dp = |d: Detailed| {
+            step_time(&machine, &s, &l, &d, &opts)
+                .unwrap()
+                .breakdown
+                .dp_comm
+        };
+        let psi = stage_params(&s, 8, 80, true, true);
+        let matrices = 80.0 * s.layer_matrix_params() as f64 / 8.0;
+        let link = link_for(&machine, 8, l.shard_group());
+        let n = l.shard_group();
+        let want =
+            reduce_scatter(link, n, 2.0 * psi) - reduce_scatter(link, n, 2.0 * psi - matrices);
+        let got = dp(fp8(false)) - dp(fp8(true));
+        assert!((got - want).abs() < 1e-12 * want, "{got} {want}");
+        assert!(want > 0.0);
+    }
+
+    #[test]
     fn zero_3_moves_one_and_a_half_times_the_bytes_of_plain_data_parallelism() {
         let mut opts = flat(0.5);
         opts.dp_overlap = 0.0;
