@@ -36,8 +36,9 @@
 //! (`reuse_grad_buf_for_mxfp8_param_ag`), 2 bytes, and both orientations under Megatron-FSDP.
 //!
 //! **Optimizer state** (Megatron-core `--use-precision-aware-optimizer`; bytes a parameter,
-//! Megatron-LM `docs/user-guide/features/dist_optimizer.md`: "bf16 parameters, fp32 gradients
-//! | 18 | 6 + 12/d"): master weights 4 (FP32), 2 (FP16, `--main-params-dtype fp16`) or 2
+//! Megatron-LM's distributed-optimizer guide, `user-guide/features/dist_optimizer.md` in its
+//! docs, whose row "bf16 parameters, fp32 gradients" reads 18 bytes, `6 + 12/d` distributed):
+//! master weights 4 (FP32), 2 (FP16, `--main-params-dtype fp16`) or 2
 //! (`store_param_remainders`: "store the 16-bit FP32 parameter remainders … excluding the 16
 //! bits shared with the BF16 parameters"); Adam's m and v 4 each in FP32, 2 each in BF16
 //! (`--exp-avg-dtype bf16 --exp-avg-sq-dtype bf16`). With BF16 weights and FP32 gradients
