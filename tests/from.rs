@@ -193,6 +193,34 @@ prop_compose! {
     }
 }
 
+prop_compose! {
+    /// The FP8 recipe, FP8 weights, gradient and optimizer-state flags: each often left out
+    /// (the default), the combinations a design refuses included (then there is no plan).
+    fn precision_extras()(
+        recipe in prop::sample::select(vec!["", "", "delayed", "tensorwise", "blockwise", "mxfp8"]),
+        fp8_params in prop::sample::select(vec!["", "", "on", "off"]),
+        gradients in prop::sample::select(vec!["", "", "bf16", "fp32"]),
+        states in prop::sample::select(vec!["", "", "bf16", "fp32"]),
+        master in prop::sample::select(vec!["", "", "", "fp32", "fp16", "remainders"]),
+        bf16_layers in prop::sample::select(vec!["", "", "", "1,1", "0,2"]),
+    ) -> Vec<String> {
+        let mut extra = Vec::new();
+        for (flag, value) in [
+            ("--fp8-recipe", recipe),
+            ("--fp8-params", fp8_params),
+            ("--gradients", gradients),
+            ("--optimizer-states", states),
+            ("--master-weights", master),
+            ("--fp8-bf16-layers", bf16_layers),
+        ] {
+            if !value.is_empty() {
+                extra.extend(strings(&[flag, value]));
+            }
+        }
+        extra
+    }
+}
+
 /// Mixtral 8×7B's config, a mixture of experts.
 const MIXTRAL: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -222,8 +250,12 @@ prop_compose! {
         titan in prop::bool::weighted(0.3),
         stages in prop::sample::select(vec!["", "", "", "even", "llama3", "balanced"]),
         gradients in prop::bool::weighted(0.1),
+        precision in prop::option::weighted(0.3, precision_extras()),
     ) -> Design {
         let mut d = Design { plate, replicate, ..d };
+        if let Some(extra) = precision {
+            d.extra.extend(extra);
+        }
         if !stages.is_empty() {
             d.extra.extend(strings(&["--stages", stages]));
         }
@@ -333,9 +365,12 @@ proptest! {
             &["megatron-te", "megatron-te", "llama3", "megatron-deepspeed", "eager"],
             &["none", "selective", "full", "selective-layer"],
             &[1, 2],
-            &["bf16", "fp8"],
+            &["bf16", "fp8", "fp8"],
         ),
+        extra in precision_extras(),
     ) {
+        let mut d = d;
+        d.extra.extend(extra);
         let Some(text) = export("megatron", &d) else {
             return Ok(());
         };
@@ -357,7 +392,12 @@ proptest! {
             &[1, 2],
             &["bf16", "fp8"],
         ),
+        fp8_params in prop::sample::select(vec!["", "on", "off"]),
     ) {
+        let mut d = d;
+        if !fp8_params.is_empty() {
+            d.extra.extend(strings(&["--fp8-params", fp8_params]));
+        }
         // torchtitan's FSDP keeps ZeRO 2 or 3 (or plain DDP), and its TP always shards the
         // sequence: what its TOML can say.
         let ddp = d.tp == 1 && d.pp == 1 && d.cp == 1;

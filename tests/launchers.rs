@@ -81,6 +81,22 @@ const DESIGNS: &[&[&str]] = &[
     &["--model", "8b", "--tokens", "1e12", "--tp", "2", "--pp", "1", "--cp", "2", "--zero", "2",
       "--replicate", "2", "--gpus", "64", "--gpu", "b200", "--memory", "detailed",
       "--precision", "mxfp8", "--stack", "torchtitan-compile"],
+    // FP8 recipes, FP8 weights, BF16 first and last layers, BF16 gradient reduction and the
+    // precision-aware optimizer.
+    &["--model", "70b", "--tokens", "1e12", "--tp", "4", "--pp", "8", "--zero", "1",
+      "--gpus", "64", "--memory", "detailed", "--precision", "fp8", "--fp8-recipe", "tensorwise",
+      "--fp8-params", "on", "--gradients", "bf16", "--fp8-bf16-layers", "1,1",
+      "--optimizer-states", "bf16", "--master-weights", "fp32"],
+    &["--model", "70b", "--tokens", "1e12", "--tp", "4", "--pp", "8", "--zero", "1",
+      "--gpus", "64", "--memory", "detailed", "--precision", "fp8", "--fp8-recipe", "blockwise",
+      "--optimizer-states", "bf16", "--master-weights", "remainders"],
+    &["--model", "8b", "--tokens", "1e12", "--tp", "1", "--pp", "1", "--zero", "3",
+      "--gpus", "64", "--gpu", "b200", "--memory", "detailed", "--precision", "mxfp8",
+      "--fp8-params", "on", "--master-weights", "fp16"],
+    // FP8 weights gathered by FSDP2 in float8 (torchao's enable_fsdp_float8_all_gather).
+    &["--model", "8b", "--tokens", "1e12", "--tp", "1", "--pp", "1", "--zero", "3",
+      "--gpus", "64", "--memory", "detailed", "--stack", "torchtitan", "--precision", "fp8",
+      "--fp8-params", "on"],
 ];
 
 /// Indices into [`DESIGNS`] of the designs with CP, FP8 and replicas.

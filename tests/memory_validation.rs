@@ -13,10 +13,11 @@ use trainplan::cost::step::Recompute;
 
 use trainplan::cost::step::detailed::{Detailed, Options};
 use trainplan::cost::step::precision::Precision;
+use trainplan::cost::step::recipe::{Fp8Recipe, MasterWeights, OptimizerStates};
 use trainplan::cost::step::stack::Kernels;
 use trainplan::cost::step::stack::{GradientPrecision, StageSplit};
 use trainplan::cost::step::{Schedule, Step};
-use trainplan::model::layout::{Layout, ZeroStage};
+use trainplan::model::layout::{Degrees, Layout, ZeroStage};
 use trainplan::model::{preset, Shape};
 use trainplan::Brief;
 
@@ -186,18 +187,57 @@ fn rows() -> Vec<Row> {
         tolerance: 1e-12,
         note: "6 + 12/DP = FP32 gradients with ZeRO 1",
     });
+    rows.push(Row {
+        what: "Megatron-LM, distributed optimizer, BF16 moments, DP 2048 (bytes per parameter)"
+            .into(),
+        predicted: states_with(
+            GradientPrecision::Fp32,
+            1,
+            OptimizerStates::Bf16,
+            MasterWeights::Fp32,
+        ),
+        measured: 6.0 + 8.0 / 2048.0,
+        tolerance: 1e-12,
+        note: "6 + 8/DP: --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16",
+    });
+    rows.push(Row {
+        what: "Megatron-LM, distributed optimizer, BF16 moments and remainders, DP 2048 (bytes per parameter)"
+            .into(),
+        predicted: states_with(
+            GradientPrecision::Fp32,
+            1,
+            OptimizerStates::Bf16,
+            MasterWeights::Remainders,
+        ),
+        measured: 6.0 + 6.0 / 2048.0,
+        tolerance: 1e-12,
+        note: "6 + 6/DP: store_param_remainders",
+    });
     rows
 }
 
 /// Weight, gradient and optimizer bytes per parameter of Llama 3 8B on 2,048 GPUs at TP 1,
 /// PP 1, with no reserve.
 fn states_per_param(gradients: GradientPrecision, zero: u8) -> f64 {
+    states_with(gradients, zero, OptimizerStates::Fp32, MasterWeights::Fp32)
+}
+
+/// [`states_per_param`] with the optimizer's moments and master weights in `states` and
+/// `master` (Megatron-core's precision-aware optimizer).
+fn states_with(
+    gradients: GradientPrecision,
+    zero: u8,
+    states: OptimizerStates,
+    master: MasterWeights,
+) -> f64 {
     let s: Shape = preset("8b").unwrap();
     let layout = Layout::new(&Brief::default(), &s, 1, 1, ZeroStage::new(zero).unwrap()).unwrap();
     let options = Options {
         gradients,
         reserve_gb: 0.0,
         fragmentation: 0.0,
+        optimizer_states: states,
+        master_weights: master,
         ..Options::default()
     };
     let m = Detailed {
@@ -406,11 +446,166 @@ fn published_runs_fit_where_they_ran_but_for_llama_3_interleaved() {
     }
 }
 
+/// A Megatron-Bridge H100 FP8 run that kept its weights in FP8
+/// (`bf16_with_fp8_current_scaling_mixed`: tensorwise current scaling, `fp8_param_gather =
+/// True`; its perf scripts reduce gradients in BF16, `grad_reduce_in_fp32 = False`), from
+/// `shared/published/megatron-bridge.json` (NVIDIA-NeMo/Megatron-Bridge
+/// `docs/performance-summary.md`, releases 25.09 to 26.06).
+struct Fp8Run {
+    rows: &'static str,
+    model: &'static str,
+    gpus: u64,
+    degrees: Degrees,
+    zero: u8,
+    schedule: Schedule,
+    recompute: Recompute,
+    sequences: u64,
+}
+
+fn fp8_runs() -> Vec<Fp8Run> {
+    let run = |rows, model, gpus, tp, pp, cp, schedule, sequences| Fp8Run {
+        rows,
+        model,
+        gpus,
+        degrees: Degrees {
+            cp,
+            ..Degrees::tp_pp(tp, pp)
+        },
+        zero: 1,
+        schedule,
+        recompute: Recompute::None,
+        sequences,
+    };
+    vec![
+        run(
+            "mb-{26.02,26.02.01,26.04,26.04.01}-llama3_70b-h100-64gpu-fp8_cs",
+            "70b",
+            64,
+            4,
+            8,
+            1,
+            Schedule::Interleaved(5),
+            256,
+        ),
+        run(
+            "mb-{25.09,25.11}-llama3_70b-h100-64gpu-fp8_cs",
+            "70b",
+            64,
+            4,
+            8,
+            1,
+            Schedule::Interleaved(5),
+            128,
+        ),
+        run(
+            "mb-{26.02,26.04.01,26.06}-llama31_405b-h100-1024gpu-fp8_cs",
+            "405b",
+            1024,
+            8,
+            8,
+            2,
+            Schedule::Interleaved(8),
+            1536,
+        ),
+        run(
+            "mb-{25.09,25.11}-llama31_405b-h100-1024gpu-fp8_cs",
+            "405b",
+            1024,
+            8,
+            8,
+            2,
+            Schedule::Interleaved(8),
+            512,
+        ),
+        Fp8Run {
+            zero: 3,
+            ..run(
+                "mb-25.09-llama3_8b-h100-8gpu-fp8_cs (Megatron-FSDP)",
+                "8b",
+                8,
+                1,
+                1,
+                1,
+                Schedule::OneFOneB,
+                128,
+            )
+        },
+    ]
+}
+
+/// Per-GPU memory of a Megatron-Bridge FP8 run, GB, with its weights in BF16 beside their FP8
+/// copies or (`fp8_params`) only in FP8.
+fn fp8_run_gb(r: &Fp8Run, fp8_params: bool) -> f64 {
+    let shape: Shape = preset(r.model).unwrap();
+    let brief = Brief {
+        gpus: r.gpus,
+        ..Brief::default()
+    };
+    let layout = Layout::with(&brief, &shape, r.degrees, ZeroStage::new(r.zero).unwrap()).unwrap();
+    let sp = r.degrees.tp > 1;
+    let step = Step {
+        micro_batch: 1,
+        seq_len: 8192,
+        recompute: r.recompute,
+        sequence_parallel: sp,
+        schedule: r.schedule,
+        tp_comm_overlap: sp,
+        precision: Precision::Fp8,
+        global_batch_tokens: r.sequences * 8192,
+    };
+    let options = Options {
+        gradients: GradientPrecision::Bf16,
+        fp8_recipe: Some(Fp8Recipe::Tensorwise),
+        fp8_params,
+        ..Options::default()
+    };
+    Detailed { step, options }
+        .memory(&shape, &layout)
+        .unwrap()
+        .total()
+        / 1e9
+}
+
+fn fp8_table() -> String {
+    let mut out = String::from("| rows | TP × PP × CP × DP, ZeRO | schedule | BF16 weights + FP8 copies, GB | --fp8-params, GB | card GB | fits with --fp8-params |\n|---|---|---|---|---|---|---|\n");
+    for r in fp8_runs() {
+        let d = r.degrees;
+        let (copies, fp8) = (fp8_run_gb(&r, false), fp8_run_gb(&r, true));
+        out.push_str(&format!(
+            "| {} | {} × {} × {} × {}, {} | {} | {:.1} | {:.1} | 80 | {} |\n",
+            r.rows,
+            d.tp,
+            d.pp,
+            d.cp,
+            r.gpus / (d.tp * d.pp * d.cp),
+            r.zero,
+            r.schedule,
+            copies,
+            fp8,
+            if fp8 <= 80.0 { "yes" } else { "**no**" }
+        ));
+    }
+    out
+}
+
+#[test]
+fn megatron_bridge_s_h100_fp8_runs_fit_their_cards_with_fp8_weights() {
+    for r in fp8_runs() {
+        let (copies, fp8) = (fp8_run_gb(&r, false), fp8_run_gb(&r, true));
+        assert!(fp8 <= 80.0, "{}: {fp8} GB", r.rows);
+        assert!(fp8 < copies, "{}: {fp8} GB against {copies}", r.rows);
+    }
+}
+
 #[test]
 fn the_results_tables_are_current() {
     common::generated_sections(
         "results/memory-validation.md",
         "tests/memory_validation.rs",
-        &[("table", table()), ("fits", fit_table())],
+        &[
+            ("table", table()),
+            ("fits", fit_table()),
+            ("fp8", fp8_table()),
+        ],
     );
 }

@@ -12,11 +12,13 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::args::{
-    DesignArgs, DispatcherArg, MemoryArg, MoeRecomputeArg, OnOff, RecomputeArg, SearchArgs,
-    StagesArg,
+    DesignArgs, DispatcherArg, GradientArg, MasterArg, MemoryArg, MoeRecomputeArg, OnOff,
+    RecomputeArg, SearchArgs, StagesArg, StatesArg,
 };
 use crate::cost::step::detailed::Options;
 use crate::cost::step::experts::Dispatcher;
+use crate::cost::step::recipe::{MasterWeights, OptimizerStates};
+use crate::cost::step::stack::GradientPrecision;
 use crate::cost::step::stack::{Stack, StageSplit};
 use crate::cost::step::{MoeRecompute, Recompute};
 use crate::cost::step::{Schedule, Step};
@@ -549,6 +551,37 @@ pub fn apply(d: &mut DesignArgs, mut f: FromFile, path: &str) -> Result<Vec<Stri
         }),
         kebab,
     )?;
+    set("--fp8-recipe", &mut x.fp8_recipe, f.fp8_recipe)?;
+    set_by("--fp8-params", &mut x.fp8_params, on(f.fp8_params), kebab)?;
+    set_by(
+        "--gradients",
+        &mut x.gradients,
+        f.gradients.map(|g| match g {
+            GradientPrecision::Bf16 => GradientArg::Bf16,
+            GradientPrecision::Fp32 => GradientArg::Fp32,
+        }),
+        kebab,
+    )?;
+    set_by(
+        "--optimizer-states",
+        &mut x.optimizer_states,
+        f.optimizer_states.map(|o| match o {
+            OptimizerStates::Fp32 => StatesArg::Fp32,
+            OptimizerStates::Bf16 => StatesArg::Bf16,
+        }),
+        kebab,
+    )?;
+    set_by(
+        "--master-weights",
+        &mut x.master_weights,
+        f.master_weights.map(|m| match m {
+            MasterWeights::Fp32 => MasterArg::Fp32,
+            MasterWeights::Fp16 => MasterArg::Fp16,
+            MasterWeights::Remainders => MasterArg::Remainders,
+        }),
+        kebab,
+    )?;
+    set("--fp8-bf16-layers", &mut x.fp8_bf16_layers, f.bf16_layers)?;
     d.detailed.memory = MemoryArg::Detailed;
     let mut notes: Vec<String> = f
         .notes

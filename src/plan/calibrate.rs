@@ -19,6 +19,7 @@ use crate::cost::chip::calibration::{golden_section, Calibration, SUSTAINED};
 use crate::cost::step::detailed::{Detailed, Options};
 use crate::cost::step::experts::Dispatcher;
 use crate::cost::step::precision::Precision;
+use crate::cost::step::recipe::{Bf16Layers, Fp8Recipe, MasterWeights, OptimizerStates};
 use crate::cost::step::stack::Stack;
 use crate::cost::step::stack::{GradientPrecision, StageSplit};
 use crate::cost::step::MoeRecompute;
@@ -137,6 +138,24 @@ pub struct Run {
     /// Gradient buffers (`bf16`, `fp32`), if not the stack's (NeMo's `grad_sync_dtype`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gradients: Option<GradientPrecision>,
+    /// The FP8 scaling recipe, if not the precision's default (`tensorwise`, `blockwise`;
+    /// Megatron-LM's `--fp8-recipe`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp8_recipe: Option<Fp8Recipe>,
+    /// The weights kept and gathered in FP8 (Megatron-core's `--fp8-param-gather`, NeMo's
+    /// `fp8_params`; default off).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fp8_params: bool,
+    /// Adam's moments (`bf16` under Megatron-core's precision-aware optimizer), if not FP32.
+    #[serde(default, skip_serializing_if = "OptimizerStates::is_default")]
+    pub optimizer_states: OptimizerStates,
+    /// The optimizer's master weights (`fp16`, `remainders`), if not FP32.
+    #[serde(default, skip_serializing_if = "MasterWeights::is_default")]
+    pub master_weights: MasterWeights,
+    /// Layers at the start and end kept in BF16 under FP8 (`{"start": 1, "end": 1}`,
+    /// Megatron-core's `--first-last-layers-bf16`), if any.
+    #[serde(default, skip_serializing_if = "Bf16Layers::is_none")]
+    pub bf16_layers: Bf16Layers,
     /// Stage split (`llama3`), if not the stack's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stages: Option<String>,
@@ -359,6 +378,11 @@ impl Run {
             .recompute_modules()
             .is_some_and(|m| m.iter().any(|m| m == "layernorm"));
         options.ep_dispatcher = self.ep_dispatcher();
+        options.fp8_recipe = self.fp8_recipe;
+        options.fp8_params = self.fp8_params;
+        options.optimizer_states = self.optimizer_states;
+        options.master_weights = self.master_weights;
+        options.bf16_layers = self.bf16_layers;
         match self.stages.as_deref() {
             None => {}
             Some("llama3") => options.stages = StageSplit::Llama3,

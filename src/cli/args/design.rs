@@ -346,6 +346,7 @@ impl DesignArgs {
             precision: s.precision.unwrap_or_default(),
             global_batch_tokens,
         };
+        let options = options.for_precision(step.precision)?;
         Ok(MemoryModel::Detailed(Detailed { step, options }))
     }
 }

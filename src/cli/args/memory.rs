@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 use super::parse::{stack_parser, OnOff};
 use crate::cost::step::detailed::Options;
 use crate::cost::step::experts::Dispatcher;
+use crate::cost::step::recipe::{Bf16Layers, Fp8Recipe, MasterWeights, OptimizerStates};
 use crate::cost::step::stack::{GradientPrecision, Kernels, LossPrecision, Stack, StageSplit};
 use crate::cost::step::MoeRecompute;
 use crate::error::{Error, Result};
@@ -75,6 +76,60 @@ pub struct DetailedArgs {
     /// (--moe-token-dispatcher-type flex --moe-enable-deepep) [detailed; default: alltoall].
     #[arg(long, value_enum)]
     pub ep_dispatcher: Option<DispatcherArg>,
+    /// FP8 scaling recipe (Megatron-LM's --fp8-recipe): delayed (per-tensor, from an amax
+    /// history), tensorwise (per-tensor current scaling), blockwise (DeepSeek-V3's 1×128 and
+    /// 128×128 blocks) under --precision fp8; mxfp8 is --precision mxfp8's own [detailed;
+    /// default: delayed for fp8].
+    #[arg(long, value_name = "RECIPE", value_parser = recipe_parser)]
+    pub fp8_recipe: Option<Fp8Recipe>,
+    /// Keep the layers' weights only in FP8 and gather them in FP8, no BF16 copy
+    /// (Megatron-core's --fp8-param-gather); the FP32 master stays [detailed; default: off].
+    #[arg(long, value_enum)]
+    pub fp8_params: Option<OnOff>,
+    /// Adam's moments: fp32, or bf16 (Megatron-core's precision-aware optimizer,
+    /// --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16) [detailed; default: fp32].
+    #[arg(long, value_enum)]
+    pub optimizer_states: Option<StatesArg>,
+    /// The optimizer's master weights: fp32, fp16 (--main-params-dtype fp16), or remainders,
+    /// the 16 bits of the FP32 master a BF16 weight lacks (store_param_remainders)
+    /// [detailed; default: fp32].
+    #[arg(long, value_enum)]
+    pub master_weights: Option<MasterArg>,
+    /// Layers at the start and at the end kept in BF16 under FP8, START,END (Megatron-core's
+    /// --first-last-layers-bf16 --num-layers-at-start-in-bf16 START
+    /// --num-layers-at-end-in-bf16 END) [detailed; default: 0,0].
+    #[arg(long, value_name = "START,END", value_parser = bf16_layers_parser)]
+    pub fp8_bf16_layers: Option<Bf16Layers>,
+}
+
+/// `--fp8-bf16-layers`'s value.
+fn bf16_layers_parser(text: &str) -> std::result::Result<Bf16Layers, String> {
+    Bf16Layers::parse(text).map_err(|e| e.to_string())
+}
+
+/// `--fp8-recipe`'s value, with the one-line error the recipe's own parser writes.
+fn recipe_parser(text: &str) -> std::result::Result<Fp8Recipe, String> {
+    text.parse::<Fp8Recipe>().map_err(|e| e.to_string())
+}
+
+/// Adam's moments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StatesArg {
+    /// 4 bytes each.
+    Fp32,
+    /// 2 bytes each.
+    Bf16,
+}
+
+/// Master weights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MasterArg {
+    /// 4 bytes a parameter.
+    Fp32,
+    /// 2 bytes a parameter.
+    Fp16,
+    /// 2 bytes a parameter beside the BF16 weight.
+    Remainders,
 }
 
 impl DetailedArgs {
@@ -173,7 +228,12 @@ impl DetailedArgs {
             || self.ep_overlap.is_some()
             || self.moe_recompute.is_some()
             || self.norm_recompute.is_some()
-            || self.ep_dispatcher.is_some();
+            || self.ep_dispatcher.is_some()
+            || self.fp8_recipe.is_some()
+            || self.fp8_params.is_some()
+            || self.optimizer_states.is_some()
+            || self.master_weights.is_some()
+            || self.fp8_bf16_layers.is_some();
         if self.memory == MemoryArg::Plate {
             if given {
                 return Err(Error::invalid(
@@ -227,6 +287,20 @@ impl DetailedArgs {
                 Some(DispatcherArg::Deepep) => Dispatcher::DeepEp,
                 None => d.ep_dispatcher,
             },
+            fp8_recipe: self.fp8_recipe.or(d.fp8_recipe),
+            fp8_params: self.fp8_params.map_or(d.fp8_params, |o| o == OnOff::On),
+            optimizer_states: match self.optimizer_states {
+                Some(StatesArg::Fp32) => OptimizerStates::Fp32,
+                Some(StatesArg::Bf16) => OptimizerStates::Bf16,
+                None => d.optimizer_states,
+            },
+            master_weights: match self.master_weights {
+                Some(MasterArg::Fp32) => MasterWeights::Fp32,
+                Some(MasterArg::Fp16) => MasterWeights::Fp16,
+                Some(MasterArg::Remainders) => MasterWeights::Remainders,
+                None => d.master_weights,
+            },
+            bf16_layers: self.fp8_bf16_layers.unwrap_or(d.bf16_layers),
         };
         options.validate()?;
         Ok(Some(options))

@@ -28,8 +28,8 @@ pub use check::{CheckArgs, CheckFormat, ExportArgs, LauncherFormat};
 pub use design::{AttentionArgs, DesignArgs, ModelArgs};
 pub use family::FamilyArgs;
 pub use memory::{
-    DetailedArgs, DispatcherArg, GradientArg, KernelsArg, LossArg, MemoryArg, MoeRecomputeArg,
-    StagesArg,
+    DetailedArgs, DispatcherArg, GradientArg, KernelsArg, LossArg, MasterArg, MemoryArg,
+    MoeRecomputeArg, StagesArg, StatesArg,
 };
 pub use parse::OnOff;
 pub use search::{

@@ -310,20 +310,29 @@ impl SearchArgs {
         }
         let memory = match self.detailed.options(self.step.given())? {
             None => MemorySpace::Plate,
-            Some(options) => MemorySpace::Detailed {
-                steps: self.step.steps(brief, options.stack)?,
-                interleave: self.step.interleave_all() && options.stack.settings().interleaving,
-                options,
-                // A listed batch is fixed; without one, each layout aims at the brief's.
-                batch: self
-                    .step
-                    .global_batch_tokens
-                    .is_empty()
-                    .then(|| brief.batch_target()),
-                parallel: self.step.parallel()?,
-                // Without a list, each layout's local batch's divisors too.
-                divisors: self.step.micro_batches.is_empty(),
-            },
+            Some(options) => {
+                let steps = self.step.steps(brief, options.stack)?;
+                // The recipe and FP8 weights go with every precision searched (checked once,
+                // by name), and a precision's default recipe reads as none.
+                let mut options = options;
+                for p in steps.iter().map(|s| s.precision) {
+                    options = options.for_precision(p)?;
+                }
+                MemorySpace::Detailed {
+                    steps,
+                    interleave: self.step.interleave_all() && options.stack.settings().interleaving,
+                    options,
+                    // A listed batch is fixed; without one, each layout aims at the brief's.
+                    batch: self
+                        .step
+                        .global_batch_tokens
+                        .is_empty()
+                        .then(|| brief.batch_target()),
+                    parallel: self.step.parallel()?,
+                    // Without a list, each layout's local batch's divisors too.
+                    divisors: self.step.micro_batches.is_empty(),
+                }
+            }
         };
         if let MemorySpace::Detailed { steps, options, .. } = &memory {
             for p in steps.iter().map(|s| s.precision).filter(|p| p.is_fp8()) {

@@ -49,6 +49,7 @@ use crate::cost::step::stack::Kernels;
 use crate::cost::chip::{Chip, FP8_BK, HBM_EFFICIENCY};
 use crate::cost::step::experts::Routed;
 use crate::cost::step::precision::{Precision, CAST_BYTES, FUSED_CAST_BYTES};
+use crate::cost::step::recipe::Fp8Recipe;
 use crate::cost::step::stack::Attention;
 use crate::cost::step::stack::LossKernel;
 use crate::cost::step::MoeRecompute;
@@ -107,8 +108,12 @@ pub struct Context<'a> {
     pub precision: Precision,
     /// Dense FP8 peak, FLOP/s (the brief's; 0 without FP8).
     pub fp8_peak_flops: f64,
-    /// The chip's FP8 GEMM ceiling ([`Chip::fp8_ceiling`]), 0 without FP8.
+    /// The chip's FP8 GEMM ceiling ([`Chip::fp8_ceiling`]) times the recipe's factor
+    /// ([`Fp8Recipe::gemm_factor`]), 0 without FP8.
     pub fp8_ceiling: f64,
+    /// The FP8 recipe, which sets the operands' and the casts' bytes
+    /// ([`crate::cost::step::recipe`]); `None`: BF16, or the precision's own bytes.
+    pub fp8_recipe: Option<Fp8Recipe>,
 }
 
 /// Seconds of one operation, or a group of them, forward and backward.
@@ -190,7 +195,10 @@ impl Context<'_> {
         let flops = 2.0 * m * n * k;
         let fraction = self.fp8_ceiling * self.chip.shape_fraction_deep(m, n, k, sms, FP8_BK);
         let rate = self.fp8_peak_flops * fraction * self.sustained;
-        let bytes = self.precision.operand_bytes() * (m * k + k * n) + 2.0 * m * n;
+        let operand = self
+            .fp8_recipe
+            .map_or(self.precision.operand_bytes(), Fp8Recipe::operand_bytes);
+        let bytes = operand * (m * k + k * n) + 2.0 * m * n;
         (flops / rate).max(bytes / (self.hbm_bytes_per_second * HBM_EFFICIENCY))
     }
 
@@ -317,8 +325,11 @@ impl Context<'_> {
         let f = shape.ffn as f64;
         let q = shape.attention_width() as f64;
         let g = f64::from(shape.kv_heads) * shape.head_dim() as f64;
-        let forward = (2.0 * FUSED_CAST_BYTES * h, CAST_BYTES * (q + f));
-        let backward = (2.0 * CAST_BYTES * h, CAST_BYTES * (q + 2.0 * g + 2.0 * f));
+        let (cast, fused) = self.fp8_recipe.map_or((CAST_BYTES, FUSED_CAST_BYTES), |r| {
+            (r.cast_bytes(), r.fused_cast_bytes())
+        });
+        let forward = (2.0 * fused * h, cast * (q + f));
+        let backward = (2.0 * cast * h, cast * (q + 2.0 * g + 2.0 * f));
         (forward, backward)
     }
 
@@ -472,6 +483,7 @@ mod tests {
             precision: Precision::Bf16,
             fp8_peak_flops: 1979e12,
             fp8_ceiling: chip.fp8_ceiling().unwrap(),
+            fp8_recipe: None,
         }
     }
 
@@ -597,6 +609,7 @@ mod tests {
             precision: Precision::Bf16,
             fp8_peak_flops: 0.0,
             fp8_ceiling: 0.0,
+            fp8_recipe: None,
         };
         let s = Shape::new("gpt3", 96, 12_288, 32_768, 96, 96, 51_200).unwrap();
         let a = c.attention(&s);

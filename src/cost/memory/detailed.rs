@@ -4,9 +4,9 @@
 //!
 //! | component | bytes | source |
 //! |---|---|---|
-//! | weights | `2·Ψᵢ`, ÷DP from ZeRO 3 | BF16 |
+//! | weights | `2·Ψᵢ`, ÷DP from ZeRO 3; under FP8 each layer's matrices' FP8 copy and transpose beside them (the recipe's bytes), and with `--fp8-params` that copy instead of their BF16 bytes (sharded: the recipe's stored bytes) | BF16; [`crate::cost::step::recipe`] |
 //! | gradients | `2·Ψᵢ` (BF16) or `4·Ψᵢ` (FP32 buffers), ÷DP from ZeRO 2 | Megatron-LM and DeepSpeed keep FP32 buffers: 18 bytes per parameter in all |
-//! | optimizer | `12·Ψᵢ`, ÷DP from ZeRO 1 | FP32 master weights, Adam m and v (Rajbhandari et al. 2020) |
+//! | optimizer | `12·Ψᵢ` (or the precision-aware optimizer's master and moments, 6 to 12), ÷DP from ZeRO 1 | FP32 master weights, Adam m and v (Rajbhandari et al. 2020); [`crate::cost::step::recipe::optimizer_bytes`] |
 //! | activations | per layer ([`crate::cost::memory::activations`]) × layers of the stage × micro-batches in flight ([`crate::cost::step::Step::in_flight`]) | Korthikanti et al. 2022; Narayanan et al. 2021 |
 //! | logits (last stage) | `c·s·b·V / TP + 4·s·b·h`, `c` = 4 bytes (FP32 loss) or 2 (BF16); the `4·s·b·h` (÷TP with sequence parallelism) are the final norm's and the head's inputs | vocabulary-parallel cross-entropy keeps the log-probabilities for backward |
 //! | transient | the larger of one layer's backward working set (recomputed activations and activation gradients, [`crate::cost::memory::activations`]) and, on the last stage, the loss's forward peak above what it keeps: `6·s·b·V/TP` (BF16 logits, their FP32 copy, FP32 softmax: 10 bytes a value at the peak) or `2·s·b·V/TP` with a BF16 loss | calibration: 4.47 GB kept, 10.91 GB at the forward peak for V = 128,256, s = 8,192 |
@@ -144,6 +144,17 @@ impl Detailed {
             0.0
         };
         let per_layer = setting.stored(shape, step.recompute);
+        // A layer kept in BF16 under FP8 (`--fp8-bf16-layers`) keeps what BF16 does.
+        let bf16_layers = if precision.is_fp8() {
+            opts.bf16_layers
+        } else {
+            Default::default()
+        };
+        let per_bf16_layer = Setting {
+            fp8: false,
+            ..setting
+        }
+        .stored(shape, step.recompute);
         let routed = Routed::of(
             shape,
             layout,
@@ -170,7 +181,18 @@ impl Detailed {
         let head_inputs = 2.0 * setting.layer_input(shape);
         // FP8 copies and transposes of the layers' matrices (Transformer Engine keeps them
         // across micro-batches), on this GPU's TP shard.
-        let fp8_copy = precision.weight_copy_bytes() * shape.layer_matrix_params() as f64 / tp;
+        // One layer's matrices on this GPU's TP shard, and their FP8 copies in the recipe's
+        // bytes ([`crate::cost::step::recipe`]).
+        let matrix = shape.layer_matrix_params() as f64 / tp;
+        let recipe = self.recipe();
+        let fp8_copy = recipe.map_or(0.0, |r| r.weight_copy_bytes()) * matrix;
+        // With FP8 weights (`--fp8-params`) the BF16 copy of the matrices is not kept: the
+        // bytes a parameter dropped from the weights unsharded (2) and sharded (2 less the FP8
+        // shard's), and ZeRO 3's two gathered units' BF16 matrices.
+        let fp8_weights = recipe.filter(|_| opts.fp8_params).map(|r| FpWeights {
+            matrix,
+            sharded: r.stored_weight_bytes(),
+        });
         // ZeRO 3's unit: the largest of the stage, a layer or on the last stage the output head.
         let layer_unit = if routed.is_some() {
             let moe_unit = stage_params_with(shape, layout.tp, 1, 1, false, false)
@@ -196,7 +218,10 @@ impl Detailed {
             } else {
                 0
             };
-            let stored = if moe == 0 {
+            let bf16 = bf16_layers.on_stage(i, layout.pp, n_layers);
+            let stored = if moe == 0 && bf16 > 0 {
+                per_layer * (n_layers - bf16) as f64 + per_bf16_layer * bf16 as f64
+            } else if moe == 0 {
                 per_layer * n_layers as f64
             } else {
                 per_layer * (n_layers - moe) as f64 + per_moe_layer * moe as f64
@@ -204,6 +229,7 @@ impl Detailed {
             *share = StageShare {
                 index: i,
                 layers: n_layers,
+                bf16,
                 stored_per_micro_batch: stored,
                 psi: stage_params_with(shape, layout.tp, n_layers, moe, first, last),
                 experts: stage_expert_params(shape, layout, moe),
@@ -226,6 +252,7 @@ impl Detailed {
             stages,
             len: kinds_list.len(),
             fp8_copy,
+            fp8_weights,
             hidden: shape.hidden,
         })
     }
@@ -238,27 +265,45 @@ impl Detailed {
         let (i, n_layers, psi, fp8_copy) = (share.index, share.layers, share.psi, shares.fp8_copy);
         let zero = layout.zero;
         let shards = layout.shard_group();
+        // Master weights and Adam's moments, 12 bytes a parameter unless lower
+        // ([`crate::cost::step::recipe`]).
+        let optimizer = opts.optimizer_bytes();
         // The routed experts' state shards over the expert data-parallel group instead.
         let (experts, expert_shards) = (share.experts, layout.expert_shard_group());
         // ZeRO 3 gathers a unit's weights a unit ahead (two units of BF16 weights whole) and
         // reduces one unit's gradients whole: the largest unit of the stage (FSDP2's and ZeRO
         // 3's prefetch of one unit). With FP8, the two gathered layers' FP8 copies too.
+        // With FP8 weights, the two gathered units' matrices come in FP8 (their copies
+        // above), not BF16 too.
         let gathered = if zero.shards_weights() {
-            (4.0 + opts.gradients.bytes()) * share.unit + 2.0 * fp8_copy
+            let bf16_matrices = shares.fp8_weights.map_or(0.0, |w| 4.0 * w.matrix);
+            (4.0 + opts.gradients.bytes()) * share.unit + 2.0 * fp8_copy - bf16_matrices
         } else {
             0.0
         };
+        // The layers in FP8 (all but those kept in BF16).
+        let fp8_layers = (n_layers - share.bf16) as f64;
         let copies = if zero.shards_weights() {
             0.0
         } else {
-            n_layers as f64 * fp8_copy
+            fp8_layers * fp8_copy
         };
+        // With FP8 weights the stage's matrices drop their BF16 bytes: all 2 where the FP8
+        // copies above are kept whole, 2 less the FP8 shard's under ZeRO 3.
+        let dropped = shares.fp8_weights.map_or(0.0, |w| {
+            let kept = if zero.shards_weights() {
+                w.sharded
+            } else {
+                0.0
+            };
+            (2.0 - kept) * fp8_layers * w.matrix
+        });
         StageBase {
             index: i,
             layers: n_layers,
             stored_per_micro_batch: share.stored_per_micro_batch,
             memory: Memory {
-                weights: shard(2.0 * psi, zero.shards_weights(), shards)
+                weights: shard(2.0 * psi - dropped, zero.shards_weights(), shards)
                     + copies
                     + shard(2.0 * experts, zero.shards_weights(), expert_shards),
                 gradients: shard(
@@ -270,8 +315,8 @@ impl Detailed {
                     zero.shards_gradients(),
                     expert_shards,
                 ),
-                optimizer: shard(12.0 * psi, zero.shards_optimizer(), shards)
-                    + shard(12.0 * experts, zero.shards_optimizer(), expert_shards),
+                optimizer: shard(optimizer * psi, zero.shards_optimizer(), shards)
+                    + shard(optimizer * experts, zero.shards_optimizer(), expert_shards),
                 activations: 0.0,
                 detail: Some(Detail {
                     logits: share.logits,
@@ -395,8 +440,20 @@ pub struct StageShares {
     len: usize,
     /// FP8 copies of one layer's matrices on this GPU's TP shard, bytes (0 in BF16).
     fp8_copy: f64,
+    /// With FP8 weights (`--fp8-params`), what replaces the BF16 matrices.
+    fp8_weights: Option<FpWeights>,
     /// The model's hidden size, which sizes TP overlap's [`userbuffers`].
     hidden: u64,
+}
+
+/// What FP8 weights (`--fp8-params`) change of a stage's weights.
+#[derive(Debug, Clone, PartialEq, Copy)]
+struct FpWeights {
+    /// One layer's matrix parameters on this GPU's TP shard.
+    matrix: f64,
+    /// Bytes a matrix parameter of FP8 weights sharded by ZeRO 3
+    /// ([`crate::cost::step::recipe::Fp8Recipe::stored_weight_bytes`]).
+    sharded: f64,
 }
 
 /// One representative stage's share of [`StageShares`].
@@ -404,6 +461,8 @@ pub struct StageShares {
 struct StageShare {
     index: u64,
     layers: u64,
+    /// Of its layers, those kept in BF16 under FP8 (no FP8 copies).
+    bf16: u64,
     stored_per_micro_batch: f64,
     /// Parameters on this GPU's TP shard (ψ), the routed experts' left out.
     psi: f64,
@@ -471,6 +530,7 @@ mod tests {
     use crate::brief::Brief;
     use crate::cost::step::detailed::Options;
     use crate::cost::step::pipeline::stage_kinds;
+    use crate::cost::step::recipe::{Bf16Layers, MasterWeights, OptimizerStates};
     use crate::cost::step::stack::Stack;
     use crate::cost::step::Recompute;
     use crate::cost::step::Schedule;
@@ -556,6 +616,51 @@ mod tests {
         let zero1 = memory("8b", 1, 1, 1, step(Recompute::Full, false), fp32);
         let per_param = (zero1.weights + zero1.gradients + zero1.optimizer) / n;
         assert!((per_param - (6.0 + 12.0 / 2048.0)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn fp8_weights_drop_the_bf16_matrices_and_bf16_layers_their_fp8_copies() {
+        // Llama 3 70B at TP 4 × PP 8, ZeRO 1, FP8: a layer's matrices are 855,638,016
+        // parameters, 213,909,504 on a TP rank; the first stage holds 10 layers.
+        let s = preset("70b").unwrap();
+        let l = Layout::new(&Brief::default(), &s, 4, 8, ZeroStage::new(1).unwrap()).unwrap();
+        assert_eq!(s.layer_matrix_params(), 855_638_016);
+        let matrix = 213_909_504.0;
+        let fp8 = Step {
+            precision: crate::cost::step::precision::Precision::Fp8,
+            ..step(Recompute::Full, true)
+        };
+        let memory = |options: Options| Detailed { step: fp8, options }.memory(&s, &l).unwrap();
+        let base = memory(bare());
+        // --fp8-params: 2 bytes a matrix parameter fewer, 10 layers: 4,278,190,080 bytes.
+        let params = memory(Options {
+            fp8_params: true,
+            ..bare()
+        });
+        assert_eq!(base.weights - params.weights, 2.0 * 10.0 * matrix);
+        assert_eq!(base.weights - params.weights, 4_278_190_080.0);
+        // The first and last layers in BF16 on one stage (PP 1): their FP8 copies and
+        // transposes (2 bytes a parameter) gone. (Under PP the first stage then needs less,
+        // and another stage may be the one reported.)
+        let one = Layout::new(&Brief::default(), &s, 4, 1, ZeroStage::new(1).unwrap()).unwrap();
+        let on_one = |options: Options| Detailed { step: fp8, options }.memory(&s, &one).unwrap();
+        let ends = on_one(Options {
+            bf16_layers: Bf16Layers { start: 1, end: 1 },
+            ..bare()
+        });
+        assert_eq!(on_one(bare()).weights - ends.weights, 2.0 * 2.0 * matrix);
+        // The precision-aware optimizer: 12 → 8 → 6 bytes a parameter of the sharded state.
+        let states = memory(Options {
+            optimizer_states: OptimizerStates::Bf16,
+            ..bare()
+        });
+        let remainders = memory(Options {
+            optimizer_states: OptimizerStates::Bf16,
+            master_weights: MasterWeights::Remainders,
+            ..bare()
+        });
+        assert_eq!(states.optimizer / base.optimizer, 8.0 / 12.0);
+        assert_eq!(remainders.optimizer / base.optimizer, 6.0 / 12.0);
     }
 
     #[test]

@@ -13,6 +13,10 @@ use crate::cost::step::pipeline::kinds_of;
 use crate::cost::step::pipeline::stage_kinds;
 use crate::cost::step::pipeline::stage_layers;
 use crate::cost::step::pipeline::StageKinds;
+use crate::cost::step::precision::Precision;
+use crate::cost::step::recipe::{
+    optimizer_bytes, Bf16Layers, Fp8Recipe, MasterWeights, OptimizerStates,
+};
 use crate::cost::step::stack::GradientPrecision;
 use crate::cost::step::stack::Kernels;
 use crate::cost::step::stack::LossPrecision;
@@ -74,6 +78,28 @@ pub struct Options {
     /// default) or DeepEP's, which sends a token once to each node its experts are on.
     #[serde(default, skip_serializing_if = "Dispatcher::is_default")]
     pub ep_dispatcher: Dispatcher,
+    /// The FP8 scaling recipe asked for (Megatron-LM's `--fp8-recipe`); `None`: the
+    /// precision's own, delayed scaling for FP8 and MXFP8's for MXFP8
+    /// ([`Fp8Recipe::of`]). Plan files written before recipes read as `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fp8_recipe: Option<Fp8Recipe>,
+    /// The layers' matrices kept only in FP8, and gathered in FP8 (Megatron-core's
+    /// `--fp8-param-gather`; [`crate::cost::step::recipe`]); default off: a BF16 copy beside
+    /// the FP8 one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fp8_params: bool,
+    /// The precision of Adam's moments (Megatron-core's `--exp-avg-dtype`,
+    /// `--exp-avg-sq-dtype`); default FP32.
+    #[serde(default, skip_serializing_if = "OptimizerStates::is_default")]
+    pub optimizer_states: OptimizerStates,
+    /// The optimizer's master weights (Megatron-core's `--main-params-dtype`,
+    /// `store_param_remainders`); default FP32.
+    #[serde(default, skip_serializing_if = "MasterWeights::is_default")]
+    pub master_weights: MasterWeights,
+    /// Layers at the start and end kept in BF16 under FP8 (Megatron-core's
+    /// `--first-last-layers-bf16`); default none.
+    #[serde(default, skip_serializing_if = "Bf16Layers::is_none")]
+    pub bf16_layers: Bf16Layers,
 }
 
 fn balanced() -> f64 {
@@ -99,11 +125,48 @@ impl Default for Options {
             moe_recompute: MoeRecompute::None,
             norm_recompute: false,
             ep_dispatcher: Dispatcher::AllToAll,
+            fp8_recipe: None,
+            fp8_params: false,
+            optimizer_states: OptimizerStates::Fp32,
+            master_weights: MasterWeights::Fp32,
+            bf16_layers: Bf16Layers { start: 0, end: 0 },
         }
     }
 }
 
 impl Options {
+    /// Bytes per parameter of the optimizer's state: master weights and Adam's m and v, 12
+    /// by default ([`crate::cost::step::recipe::optimizer_bytes`]).
+    pub fn optimizer_bytes(&self) -> f64 {
+        optimizer_bytes(self.master_weights, self.optimizer_states)
+    }
+
+    /// These settings for steps in `precision`: the recipe asked for checked against it
+    /// ([`Fp8Recipe::of`]: none in BF16, MXFP8's own under MXFP8), and FP8 weights only with
+    /// FP8; a recipe that is the precision's default (`delayed` under FP8, `mxfp8` under
+    /// MXFP8) reads as none, so a plan says it one way.
+    pub fn for_precision(mut self, precision: Precision) -> Result<Options> {
+        let recipe = Fp8Recipe::of(precision, self.fp8_recipe)?;
+        if self.fp8_params && recipe.is_none() {
+            return Err(Error::invalid(
+                "--fp8-params",
+                "on",
+                "off with --precision bf16 (FP8 weights need --precision fp8 or mxfp8)",
+            ));
+        }
+        if !self.bf16_layers.is_none() && recipe.is_none() {
+            return Err(Error::invalid(
+                "--fp8-bf16-layers",
+                self.bf16_layers,
+                "0,0 with --precision bf16 (every layer is BF16)",
+            ));
+        }
+        if self.fp8_recipe.is_some() && recipe == Fp8Recipe::of(precision, None)? {
+            self.fp8_recipe = None;
+        }
+        Ok(self)
+    }
+
     /// The settings `stack` implies, at the default reserve and fragmentation.
     pub fn for_stack(stack: Stack) -> Self {
         let s = stack.settings();
@@ -185,6 +248,7 @@ impl Detailed {
     pub fn unscheduled_pipeline(&self, shape: &Shape, layout: &Layout) -> Result<(Vec<u64>, u64)> {
         self.stack_allows(layout)?;
         self.experts_allowed(shape, layout)?;
+        self.bf16_layers_allowed(shape)?;
         let layers = stage_layers(u64::from(shape.layers), layout.pp, self.options.stages)?;
         let m = self.unscheduled_pipeline_in(layout, &kinds_of(&layers))?;
         Ok((layers, m))
@@ -195,6 +259,7 @@ impl Detailed {
     pub fn kinds(&self, shape: &Shape, layout: &Layout) -> Result<StageKinds> {
         self.stack_allows(layout)?;
         self.experts_allowed(shape, layout)?;
+        self.bf16_layers_allowed(shape)?;
         stage_kinds(shape, layout, self.options.stages)
     }
 
@@ -274,6 +339,109 @@ impl Detailed {
         Ok(())
     }
 
+    /// The FP8 recipe the step runs ([`Fp8Recipe::of`] its precision and the recipe asked
+    /// for), `None` in BF16 (or for a recipe the precision refuses, which every model refuses
+    /// first: [`Detailed::precision_allowed`]).
+    pub fn recipe(&self) -> Option<Fp8Recipe> {
+        Fp8Recipe::of(self.step.precision, self.options.fp8_recipe).unwrap_or(None)
+    }
+
+    /// Whether the step's FP8 recipe, FP8 weights and optimizer state go with its precision
+    /// and stack: a recipe asked for must be one the precision scales by and the stack runs;
+    /// FP8 weights need FP8 and a stack that gathers them (Megatron-core's
+    /// `--fp8-param-gather`, torchtitan's `enable_fsdp_float8_all_gather`), and keep an FP32
+    /// or FP16 master (the remainders are the low bits beside a BF16 weight); a lower-precision
+    /// optimizer state is Megatron-core's precision-aware optimizer.
+    pub fn precision_allowed(&self) -> Result<()> {
+        let (stack, opts) = (self.options.stack, &self.options);
+        let recipe = Fp8Recipe::of(self.step.precision, opts.fp8_recipe)?;
+        if let (Some(r), Some(_)) = (recipe, opts.fp8_recipe) {
+            r.allowed_on(stack)?;
+        }
+        if opts.fp8_params {
+            if recipe.is_none() {
+                return Err(Error::invalid(
+                    "--fp8-params",
+                    "on",
+                    "off with --precision bf16 (FP8 weights need --precision fp8 or mxfp8)",
+                ));
+            }
+            if !matches!(
+                stack,
+                Stack::MegatronTe | Stack::Torchtitan | Stack::TorchtitanCompile
+            ) {
+                return Err(Error::invalid(
+                    "--fp8-params",
+                    "on",
+                    format!("off on the {stack} stack (FP8 weight gathers are Megatron-core's and torchtitan's)"),
+                ));
+            }
+            if opts.master_weights == MasterWeights::Remainders {
+                return Err(Error::invalid(
+                    "--master-weights",
+                    "remainders",
+                    "fp32 or fp16 with --fp8-params (the remainders are an FP32 master's low 16 bits beside a BF16 weight)",
+                ));
+            }
+        }
+        let bf16 = opts.bf16_layers;
+        if !bf16.is_none() {
+            if recipe.is_none() {
+                return Err(Error::invalid(
+                    "--fp8-bf16-layers",
+                    bf16,
+                    "0,0 with --precision bf16 (every layer is BF16)",
+                ));
+            }
+            if stack != Stack::MegatronTe {
+                return Err(Error::invalid(
+                    "--fp8-bf16-layers",
+                    bf16,
+                    format!("0,0 on the {stack} stack (BF16 first and last layers are Megatron-core's --first-last-layers-bf16: --stack megatron-te)"),
+                ));
+            }
+        }
+        let lower = [
+            (
+                "--optimizer-states",
+                opts.optimizer_states.name(),
+                !opts.optimizer_states.is_default(),
+            ),
+            (
+                "--master-weights",
+                opts.master_weights.name(),
+                !opts.master_weights.is_default(),
+            ),
+        ];
+        if let Some((flag, value, _)) = lower.iter().find(|(_, _, set)| *set) {
+            if stack != Stack::MegatronTe {
+                return Err(Error::invalid(
+                    *flag,
+                    *value,
+                    format!("fp32 on the {stack} stack (lower-precision optimizer state is Megatron-core's precision-aware optimizer: --stack megatron-te)"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the BF16 first and last layers (`--fp8-bf16-layers`) are fewer than the
+    /// model's: at least one layer runs in FP8.
+    fn bf16_layers_allowed(&self, shape: &Shape) -> Result<()> {
+        let b = self.options.bf16_layers;
+        if u64::from(b.start) + u64::from(b.end) >= u64::from(shape.layers) && !b.is_none() {
+            return Err(Error::invalid(
+                "--fp8-bf16-layers",
+                b,
+                format!(
+                    "fewer than the {} layers of {} in all (--precision bf16 keeps every one)",
+                    shape.layers, shape.name
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Whether the stack runs the layout's CP and the step's precision.
     fn stack_allows(&self, layout: &Layout) -> Result<()> {
         let stack = self.options.stack;
@@ -296,6 +464,6 @@ impl Detailed {
                 format!("one the {stack} stack trains in (it has no {precision} recipe)"),
             ));
         }
-        Ok(())
+        self.precision_allowed()
     }
 }

@@ -3,6 +3,7 @@
 //! - this file: the [`Step`] (micro-batch, sequence, [`Recompute`], sequence parallelism, the
 //!   [`Schedule`], the precision, the global batch) and the batch a plan asks for;
 //! - [`precision`]: what BF16, FP8 and MXFP8 move and keep;
+//! - [`recipe`]: the FP8 scaling recipes, FP8 weights and the optimizer state's precision;
 //! - [`stack`]: the software presets and the kernels they run;
 //! - [`experts`]: a mixture of experts on the expert grid — its routes, its dispatcher;
 //! - [`pipeline`]: the stages — their layers, their kinds, the parameters each holds — and
@@ -20,6 +21,7 @@ pub mod detailed;
 pub mod experts;
 pub mod pipeline;
 pub mod precision;
+pub mod recipe;
 pub mod stack;
 
 use std::fmt;

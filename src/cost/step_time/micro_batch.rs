@@ -36,6 +36,9 @@ pub struct MicroBatch {
     /// One MoE layer's (all, forward, GEMMs), seconds, and its routing; `None` for a dense
     /// shape.
     pub(super) moe: Option<(StageCompute, Routed)>,
+    /// One layer's (all, forward, GEMMs) kept in BF16 under FP8 (`--fp8-bf16-layers`);
+    /// `None` where none is.
+    pub(super) bf16_layer: Option<StageCompute>,
 }
 
 /// What a [`MicroBatch`] depends on besides the shape, the machine and the options: TP, CP,
@@ -72,8 +75,10 @@ impl MicroBatch {
         let routed = Routed::of(shape, layout, tokens, d.options.moe_imbalance);
         if settings.per_operation {
             let chip = chip_for(machine, stack)?;
+            let recipe = d.recipe();
             let fp8_ceiling = if precision.is_fp8() {
-                fp8_for(machine, chip, precision)?
+                let factor = recipe.map_or(1.0, |r| r.gemm_factor(machine.mxfp8));
+                fp8_for(machine, chip, precision)? * factor
             } else {
                 0.0
             };
@@ -102,6 +107,7 @@ impl MicroBatch {
                 precision,
                 fp8_peak_flops: machine.fp8_tflops * FLOPS_PER_TFLOPS,
                 fp8_ceiling,
+                fp8_recipe: recipe,
             };
             let l = ctx.layer(shape, step.recompute);
             // TP collectives overlap the GEMMs, the recomputed forward's among them.
@@ -112,11 +118,26 @@ impl MicroBatch {
                 let gemm = l.gemm.forward + l.gemm.backward + l.recompute;
                 ((l.total(), l.forward(), gemm), r)
             });
+            // The layers kept in BF16 run as BF16 does.
+            let bf16_layer = (precision.is_fp8() && !d.options.bf16_layers.is_none()).then(|| {
+                let bf16 = Context {
+                    precision: crate::cost::step::precision::Precision::Bf16,
+                    fp8_recipe: None,
+                    ..ctx
+                };
+                let l = bf16.layer(shape, step.recompute);
+                (
+                    l.total(),
+                    l.forward(),
+                    l.gemm.forward + l.gemm.backward + l.recompute,
+                )
+            });
             Ok(MicroBatch {
                 layer: (l.total(), l.forward(), gemm),
                 head: (o.forward + o.backward, o.forward),
                 attention: (l.attention.forward, l.attention.backward),
                 moe,
+                bf16_layer,
             })
         } else if routed.is_some() {
             Err(Error::invalid(
@@ -138,6 +159,7 @@ impl MicroBatch {
                 head: (tokens * 3.0 * one_head / rate, tokens * one_head / rate),
                 attention: (attention, 2.5 * attention),
                 moe: None,
+                bf16_layer: None,
             })
         }
     }

@@ -39,7 +39,9 @@
 //!   exposed.
 //! - **Optimizer**: AdamW over the parameters this GPU updates is bound by memory bandwidth: 28
 //!   bytes moved per parameter at 60 % of the HBM's bandwidth (calibration: 2·10⁹ parameters in
-//!   19.3 ms on an H200, 2.9 of its 4.8 TB/s).
+//!   19.3 ms on an H200, 2.9 of its 4.8 TB/s), `28 − 2·(12 − s)` with a lower-precision state
+//!   of `s` bytes ([`crate::cost::step::recipe`]). With `--fp8-params` the weights' all-gather
+//!   moves the layers' matrices in FP8.
 //!
 //! A step's seconds are the sum of those parts; tokens per second follow from the global batch,
 //! MFU from model FLOPs `6·N_matrix + 6·L·s·h` per token (causal attention, no recomputation,
@@ -199,6 +201,7 @@ pub fn unscheduled_of(
         psi,
         experts,
         fp8_casts,
+        fp8_matrices,
         ..
     } = part;
     let (tp, m_f) = (layout.tp, m as f64);
@@ -220,7 +223,14 @@ pub fn unscheduled_of(
     let hide_step = opts.dp_overlap * (m_f - 1.0) * compute;
     let exposed = |t: f64, window: f64| (t - window).max(0.0);
     let mut reduce = reduce_scatter(dp_link, shards, grad_bytes * psi) + across(grad_bytes * psi);
-    let mut gather = reduce_scatter(dp_link, shards, 2.0 * psi);
+    // The weights gathered, BF16 but for FP8 weights' matrices (`--fp8-params`: the recipe's
+    // bytes, [`crate::cost::step::recipe::Fp8Recipe::gathered_weight_bytes`]).
+    let sharded_weights = layout.zero.shards_weights();
+    let fp8_saved = d.recipe().map_or(0.0, |r| {
+        (2.0 - r.gathered_weight_bytes(sharded_weights)) * fp8_matrices
+    });
+    let weights = 2.0 * psi - fp8_saved;
+    let mut gather = reduce_scatter(dp_link, shards, weights);
     let mut all_reduced = all_reduce(dp_link, shards, grad_bytes * psi);
     // The routed experts' state over its own group, the expert data-parallel ranks `ETP·EP`
     // apart (its replicas `ETP·EP·EDP/replicate` apart), after the rest on the same link.
@@ -249,7 +259,7 @@ pub fn unscheduled_of(
         // nothing before it to hide behind.
         _ => {
             let per_layer = |bytes: f64| bytes / (stage_layers.max(1) as f64);
-            let mut first_layer = reduce_scatter(dp_link, shards, per_layer(2.0 * psi));
+            let mut first_layer = reduce_scatter(dp_link, shards, per_layer(weights));
             if experts > 0.0 {
                 let link = link_for(machine, layout.etp * layout.ep, expert_shards);
                 first_layer += reduce_scatter(link, expert_shards, per_layer(2.0 * experts));
@@ -266,7 +276,11 @@ pub fn unscheduled_of(
     let updated = shard(psi, layout.zero.shards_optimizer(), shards)
         + shard(experts, layout.zero.shards_optimizer(), expert_shards);
     let hbm = machine.topology.hbm_gbps * 1e9 * OPTIMIZER_HBM_EFFICIENCY;
-    let optimizer = (updated * OPTIMIZER_BYTES_MOVED + fp8_casts) / hbm;
+    // Each byte of state a parameter saved (master weights, moments) is read and written
+    // once less: 28 − 2·(12 − s) bytes with s the state's bytes
+    // ([`crate::cost::step::detailed::Options::optimizer_bytes`]).
+    let moved = OPTIMIZER_BYTES_MOVED - 2.0 * (12.0 - d.options.optimizer_bytes());
+    let optimizer = (updated * moved + fp8_casts) / hbm;
     Unscheduled {
         part: part.clone(),
         dp_comm,
@@ -584,6 +598,66 @@ mod tests {
         );
         let psi = stage_params(&s, 8, 80, true, true);
         assert!((t.breakdown.optimizer - psi / 256.0 * 28.0 / (3350e9 * 0.6)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_lower_precision_optimizer_state_moves_fewer_bytes() {
+        // 28 bytes a parameter with FP32 master and moments; BF16 moments save 4 bytes, each
+        // read and written: 20; remainders 2 more: 16 (BF16 weights: no FP8 casts).
+        let with = |states, master| {
+            let d = Detailed {
+                options: Options {
+                    optimizer_states: states,
+                    master_weights: master,
+                    ..Options::for_stack(Stack::MegatronTe)
+                },
+                ..detailed(Recompute::Full, Schedule::OneFOneB)
+            };
+            time("70b", 8, 1, 1, d, &flat(0.5)).breakdown.optimizer
+        };
+        use crate::cost::step::recipe::{MasterWeights, OptimizerStates};
+        let fp32 = with(OptimizerStates::Fp32, MasterWeights::Fp32);
+        let bf16 = with(OptimizerStates::Bf16, MasterWeights::Fp32);
+        let remainders = with(OptimizerStates::Bf16, MasterWeights::Remainders);
+        assert!((bf16 / fp32 - 20.0 / 28.0).abs() < 1e-12);
+        assert!((remainders / fp32 - 16.0 / 28.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn fp8_weights_gather_one_byte_a_matrix_parameter() {
+        // ZeRO 1 at TP 8, PP 1: the weights' all-gather moves 2Ψ bytes, less one byte for each
+        // of the 80 layers' matrix parameters on the rank with --fp8-params.
+        let s = preset("70b").unwrap();
+        let b = Brief::default();
+        let l = Layout::new(&b, &s, 8, 1, ZeroStage::new(1).unwrap()).unwrap();
+        let machine = b.machine();
+        let mut opts = flat(0.5);
+        opts.dp_overlap = 0.0;
+        let fp8 = |fp8_params| Detailed {
+            step: Step {
+                precision: crate::cost::step::precision::Precision::Fp8,
+                ..detailed(Recompute::Full, Schedule::OneFOneB).step
+            },
+            options: Options {
+                fp8_params,
+                ..Options::for_stack(Stack::MegatronTe)
+            },
+        };
+        let dp = |d: Detailed| {
+            step_time(&machine, &s, &l, &d, &opts)
+                .unwrap()
+                .breakdown
+                .dp_comm
+        };
+        let psi = stage_params(&s, 8, 80, true, true);
+        let matrices = 80.0 * s.layer_matrix_params() as f64 / 8.0;
+        let link = link_for(&machine, 8, l.shard_group());
+        let n = l.shard_group();
+        let want =
+            reduce_scatter(link, n, 2.0 * psi) - reduce_scatter(link, n, 2.0 * psi - matrices);
+        let got = dp(fp8(false)) - dp(fp8(true));
+        assert!((got - want).abs() < 1e-12 * want, "{got} {want}");
+        assert!(want > 0.0);
     }
 
     #[test]

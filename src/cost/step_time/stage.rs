@@ -54,6 +54,9 @@ pub struct Unsharded {
     pub(super) ep_comm: f64,
     /// The FP8 casts of the slowest stage's matrices, bytes a step (0 in BF16).
     pub(super) fp8_casts: f64,
+    /// The stage's layer-matrix parameters on this GPU when they are kept in FP8
+    /// (`--fp8-params`), which the weights' all-gather moves in FP8; 0 otherwise.
+    pub(super) fp8_matrices: f64,
     pub(super) flops: (f64, f64, f64),
 }
 
@@ -82,6 +85,7 @@ pub fn unsharded_in(
         head,
         attention,
         moe,
+        bf16_layer,
     } = *micro_batch;
     if moe.is_some() {
         dispatcher_allowed(
@@ -164,9 +168,16 @@ pub fn unsharded_in(
                     )
                 }
                 None => {
+                    // The stage's layers kept in BF16 (`--fp8-bf16-layers`) at their own time.
+                    let bf16 = d.options.bf16_layers.on_stage(i, pp, l);
                     let l = l as f64;
-                    let all = l * layer.0 + if last { head.0 } else { 0.0 };
-                    let fwd = l * layer.1 + if last { head.1 } else { 0.0 };
+                    let (mut all, mut fwd) = (l * layer.0, l * layer.1);
+                    if let (Some(b), true) = (bf16_layer, bf16 > 0) {
+                        let (n, fp8) = (bf16 as f64, l - bf16 as f64);
+                        (all, fwd) = (fp8 * layer.0 + n * b.0, fp8 * layer.1 + n * b.1);
+                    }
+                    let all = all + if last { head.0 } else { 0.0 };
+                    let fwd = fwd + if last { head.1 } else { 0.0 };
                     (
                         i,
                         k.layers,
@@ -206,12 +217,28 @@ pub fn unsharded_in(
     let psi = stage_params_with(shape, tp, stage_layers, stage_moe, first, last);
     let experts = stage_expert_params(shape, layout, stage_moe);
     // With FP8, the stage's layer matrices cast to FP8 and transposed once a step: read 2,
-    // write 2 bytes a parameter.
+    // write 2 bytes a parameter (the recipe's: [`crate::cost::step::recipe`]); with FP8
+    // weights (`--fp8-params`) the optimizer writes them from the FP32 master it reads
+    // anyway, and the transpose reads the FP8 weight.
+    let recipe = d.recipe();
+    // The slowest stage's layers in FP8: all but those kept in BF16.
+    let fp8_layers = stage_layers - d.options.bf16_layers.on_stage(slowest, pp, stage_layers);
     let fp8_casts = if precision.is_fp8() {
-        (2.0 + precision.weight_copy_bytes())
-            * stage_layers as f64
-            * shape.layer_matrix_params() as f64
-            / tp as f64
+        let (reads, copy) = recipe.map_or((2.0, precision.weight_copy_bytes()), |r| {
+            let reads = if d.options.fp8_params {
+                r.fp8_weight_cast_reads()
+            } else {
+                r.weight_cast_reads()
+            };
+            (reads, r.weight_copy_bytes())
+        });
+        (reads + copy) * fp8_layers as f64 * shape.layer_matrix_params() as f64 / tp as f64
+    } else {
+        0.0
+    };
+    // With FP8 weights, the stage's layer matrices on this GPU, which ZeRO gathers in FP8.
+    let fp8_matrices = if d.options.fp8_params && recipe.is_some() {
+        fp8_layers as f64 * shape.layer_matrix_params() as f64 / tp as f64
     } else {
         0.0
     };
@@ -246,6 +273,7 @@ pub fn unsharded_in(
         experts,
         ep_comm,
         fp8_casts,
+        fp8_matrices,
         flops: (
             model_flops_per_token(shape, step.seq_len),
             hardware_per_token,

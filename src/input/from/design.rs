@@ -2,6 +2,8 @@
 
 use crate::cost::step::experts::Dispatcher;
 use crate::cost::step::precision::Precision;
+use crate::cost::step::recipe::{Bf16Layers, Fp8Recipe, MasterWeights, OptimizerStates};
+use crate::cost::step::stack::GradientPrecision;
 use crate::cost::step::stack::{Stack, StageSplit};
 use crate::cost::step::Schedule;
 use crate::cost::step::{MoeRecompute, Recompute};
@@ -156,6 +158,18 @@ pub struct FromFile {
     pub norm_recompute: Option<bool>,
     /// The experts' dispatcher.
     pub ep_dispatcher: Option<Dispatcher>,
+    /// The FP8 recipe, where the file names one other than its precision's default.
+    pub fp8_recipe: Option<Fp8Recipe>,
+    /// The weights kept and gathered in FP8 (`--fp8-param-gather`).
+    pub fp8_params: Option<bool>,
+    /// The gradient buffers' precision, where the file says it.
+    pub gradients: Option<GradientPrecision>,
+    /// Adam's moments' precision.
+    pub optimizer_states: Option<OptimizerStates>,
+    /// The optimizer's master weights.
+    pub master_weights: Option<MasterWeights>,
+    /// Layers at the start and end kept in BF16 under FP8.
+    pub bf16_layers: Option<Bf16Layers>,
     /// What was read and left alone: options that do not change the plan.
     pub unused: Vec<String>,
     /// What the reader read as bash does but the user should know (a variable the file does
@@ -196,6 +210,12 @@ impl FromFile {
             moe_recompute: None,
             norm_recompute: None,
             ep_dispatcher: None,
+            fp8_recipe: None,
+            fp8_params: None,
+            gradients: None,
+            optimizer_states: None,
+            master_weights: None,
+            bf16_layers: None,
             unused: Vec::new(),
             notes: Vec::new(),
         }

@@ -18,6 +18,8 @@ use std::collections::HashSet;
 
 use crate::cost::step::experts::Dispatcher;
 use crate::cost::step::precision::Precision;
+use crate::cost::step::recipe::{Bf16Layers, Fp8Recipe, MasterWeights, OptimizerStates};
+use crate::cost::step::stack::GradientPrecision;
 use crate::cost::step::stack::StageSplit;
 use crate::cost::step::Schedule;
 use crate::cost::step::{MoeRecompute, Recompute};
@@ -125,7 +127,12 @@ const FIXED: [(&str, &str); 4] = [
 ];
 
 /// Options that take no value.
-const SWITCHES: [&str; 29] = [
+const SWITCHES: [&str; 34] = [
+    "--first-last-layers-bf16",
+    "--grad-reduce-in-bf16",
+    "--accumulate-allreduce-grads-in-fp32",
+    "--use-precision-aware-optimizer",
+    "--no-store-param-remainders",
     "--moe-grouped-gemm",
     "--moe-enable-deepep",
     "--overlap-moe-expert-parallel-comm",
@@ -353,6 +360,9 @@ pub fn parse(text: &str) -> Result<FromFile> {
     let mut dims = DimsBuilder::default();
     let mut recompute = RecomputeBuilder::default();
     let mut fp8: (Option<String>, Option<String>) = (None, None);
+    let mut optimizer = OptimizerBuilder::default();
+    // --first-last-layers-bf16 and its counts (Megatron-LM's defaults: 1 and 1).
+    let mut bf16_layers: (bool, Option<u32>, Option<u32>) = (false, None, None);
     let (mut fsdp, mut distributed, mut strategy) = (false, false, None::<String>);
     let mut bf16 = false;
     let (mut iters, mut samples, mut virtual_layers) = (None, None, None);
@@ -466,6 +476,18 @@ pub fn parse(text: &str) -> Result<FromFile> {
             "--bf16" => bf16 = true,
             "--fp8-format" => fp8.0 = Some(need()?.to_string()),
             "--fp8-recipe" => fp8.1 = Some(need()?.to_string()),
+            "--fp8-param-gather" => from.fp8_params = Some(true),
+            "--first-last-layers-bf16" => bf16_layers.0 = true,
+            "--num-layers-at-start-in-bf16" => bf16_layers.1 = Some(count(name, need()?)?),
+            "--num-layers-at-end-in-bf16" => bf16_layers.2 = Some(count(name, need()?)?),
+            "--grad-reduce-in-bf16" => optimizer.grads_bf16 = true,
+            "--accumulate-allreduce-grads-in-fp32" => optimizer.grads_fp32 = true,
+            "--main-grads-dtype" => optimizer.main_grads = Some(need()?.to_string()),
+            "--use-precision-aware-optimizer" => optimizer.aware = true,
+            "--no-store-param-remainders" => optimizer.no_remainders = true,
+            "--main-params-dtype" => optimizer.main_params = Some(need()?.to_string()),
+            "--exp-avg-dtype" => optimizer.exp_avg = Some(need()?.to_string()),
+            "--exp-avg-sq-dtype" => optimizer.exp_avg_sq = Some(need()?.to_string()),
             option if LAUNCHER_OPTIONS.contains(&option) => {}
             option if STACK_OPTIONS.contains(&option) => from.stack_options.push(match value {
                 Some(v) => format!("{option} {v}"),
@@ -507,16 +529,57 @@ pub fn parse(text: &str) -> Result<FromFile> {
             "BF16 training (--bf16), the precision every plan keeps its weights in",
         ));
     }
-    from.precision = Some(match (fp8.0.as_deref(), fp8.1.as_deref()) {
-        (None, None) => Precision::Bf16,
-        (Some("hybrid"), Some("delayed")) => Precision::Fp8,
-        (Some("e4m3"), Some("mxfp8")) => Precision::Mxfp8,
+    // Delayed scaling is FP8's default recipe (and MXFP8's its own): read as none, the way a
+    // plan says it.
+    let (precision, recipe) = match (fp8.0.as_deref(), fp8.1.as_deref()) {
+        (None, None) => (Precision::Bf16, None),
+        (Some("hybrid"), Some("delayed")) => (Precision::Fp8, None),
+        (Some("hybrid" | "e4m3"), Some("tensorwise")) => {
+            (Precision::Fp8, Some(Fp8Recipe::Tensorwise))
+        }
+        (Some("hybrid" | "e4m3"), Some("blockwise")) => {
+            (Precision::Fp8, Some(Fp8Recipe::Blockwise))
+        }
+        (Some("e4m3"), Some("mxfp8")) => (Precision::Mxfp8, None),
         (format, recipe) => return Err(Error::invalid(
             "--fp8-format/--fp8-recipe",
             format!("{}/{}", format.unwrap_or("none"), recipe.unwrap_or("none")),
-            "hybrid/delayed (FP8) or e4m3/mxfp8 (MXFP8), the recipes the precision model counts",
+            "hybrid/delayed, hybrid/tensorwise, hybrid/blockwise (FP8) or e4m3/mxfp8 (MXFP8), the recipes the precision model counts",
+        )),
+    };
+    from.precision = Some(precision);
+    from.fp8_recipe = recipe;
+    if from.fp8_params == Some(true) && precision == Precision::Bf16 {
+        return Err(Error::invalid(
+            "--fp8-param-gather",
+            "given",
+            "an FP8 recipe beside it (--fp8-format, --fp8-recipe): the weights it keeps in FP8",
+        ));
+    }
+    // What the file leaves out is Megatron-LM's default, which the file then says: BF16
+    // weights, FP32 gradients, an FP32 optimizer state.
+    let fp8_params = from.fp8_params == Some(true);
+    from.fp8_params = Some(fp8_params);
+    from.bf16_layers = Some(match bf16_layers {
+        (false, None, None) => Bf16Layers::default(),
+        (true, start, end) if precision != Precision::Bf16 => Bf16Layers {
+            start: start.unwrap_or(1),
+            end: end.unwrap_or(1),
+        },
+        (true, _, _) => {
+            return Err(Error::invalid(
+                "--first-last-layers-bf16",
+                "given",
+                "an FP8 recipe beside it (--fp8-format, --fp8-recipe): the other layers run in FP8",
+            ))
+        }
+        (false, _, _) => return Err(Error::invalid(
+            "--num-layers-at-start-in-bf16/--num-layers-at-end-in-bf16",
+            "given",
+            "given with --first-last-layers-bf16, without which Megatron-LM keeps no layer in BF16",
         )),
     });
+    optimizer.apply(&mut from, fp8_params)?;
     // ZeRO: the distributed optimizer is stage 1; Megatron-FSDP's strategies 2 and 3.
     from.zero = Some(match (fsdp, strategy.as_deref()) {
         (false, None) => ZeroStage::new(u8::from(distributed))?,
@@ -1192,4 +1255,129 @@ mod tests {
             "{e}"
         );
     }
+}
+
+/// Megatron-LM's gradient-reduction and optimizer-state options, read together.
+#[derive(Debug, Default)]
+struct OptimizerBuilder {
+    /// `--grad-reduce-in-bf16`.
+    grads_bf16: bool,
+    /// `--accumulate-allreduce-grads-in-fp32` (Megatron-LM's default with `--bf16`).
+    grads_fp32: bool,
+    /// `--main-grads-dtype`.
+    main_grads: Option<String>,
+    /// `--use-precision-aware-optimizer`.
+    aware: bool,
+    /// `--no-store-param-remainders` (Megatron-LM after commit 000c4ac; before it an FP32
+    /// master beside BF16 weights is always stored as remainders).
+    no_remainders: bool,
+    /// `--main-params-dtype`.
+    main_params: Option<String>,
+    /// `--exp-avg-dtype`.
+    exp_avg: Option<String>,
+    /// `--exp-avg-sq-dtype`.
+    exp_avg_sq: Option<String>,
+}
+
+impl OptimizerBuilder {
+    /// The gradients' precision and the optimizer state's into `from`, or the option that says
+    /// what the model cannot: gradients in FP32 and BF16 at once, the dtypes without the
+    /// precision-aware optimizer (Megatron-LM uses them only with it), moments other than FP32
+    /// or BF16 or in two precisions. Under the precision-aware optimizer Megatron-core keeps
+    /// an FP32 master as remainders beside BF16 weights unless told not to
+    /// (`--no-store-param-remainders`) or the weights are FP8 (`--fp8-param-gather`).
+    fn apply(self, from: &mut FromFile, fp8_params: bool) -> Result<()> {
+        let bf16_grads = match self.main_grads.as_deref() {
+            None | Some("fp32") => self.grads_bf16,
+            Some("bf16") => true,
+            Some(other) => {
+                return Err(Error::invalid(
+                    "--main-grads-dtype",
+                    other,
+                    "fp32 or bf16, the gradient buffers the model counts",
+                ))
+            }
+        };
+        if bf16_grads && self.grads_fp32 {
+            return Err(Error::invalid(
+                "--accumulate-allreduce-grads-in-fp32",
+                "given",
+                "left out with --grad-reduce-in-bf16 or --main-grads-dtype bf16 (the gradients are one or the other)",
+            ));
+        }
+        from.gradients = Some(if bf16_grads {
+            GradientPrecision::Bf16
+        } else {
+            GradientPrecision::Fp32
+        });
+        from.optimizer_states = Some(OptimizerStates::Fp32);
+        from.master_weights = Some(MasterWeights::Fp32);
+        let dtypes = [
+            ("--main-params-dtype", &self.main_params),
+            ("--exp-avg-dtype", &self.exp_avg),
+            ("--exp-avg-sq-dtype", &self.exp_avg_sq),
+        ];
+        if !self.aware {
+            if let Some((option, Some(v))) = dtypes.iter().find(|(_, v)| v.is_some()) {
+                return Err(Error::invalid(
+                    *option,
+                    v,
+                    "given with --use-precision-aware-optimizer, which Megatron-LM's optimizer dtypes need",
+                ));
+            }
+            if self.no_remainders {
+                return Err(Error::invalid(
+                    "--no-store-param-remainders",
+                    "given",
+                    "given with --use-precision-aware-optimizer, whose remainders it turns off",
+                ));
+            }
+            return Ok(());
+        }
+        let moment = |option: &str, v: &Option<String>| match v.as_deref() {
+            None | Some("fp32") => Ok(OptimizerStates::Fp32),
+            Some("bf16") => Ok(OptimizerStates::Bf16),
+            Some(other) => Err(Error::invalid(
+                option,
+                other,
+                "fp32 or bf16, the moments the model counts",
+            )),
+        };
+        let (m, v) = (
+            moment("--exp-avg-dtype", &self.exp_avg)?,
+            moment("--exp-avg-sq-dtype", &self.exp_avg_sq)?,
+        );
+        if m != v {
+            return Err(Error::invalid(
+                "--exp-avg-sq-dtype",
+                v.name(),
+                format!(
+                    "{}, as --exp-avg-dtype: both moments in one precision",
+                    m.name()
+                ),
+            ));
+        }
+        let master = match self.main_params.as_deref() {
+            Some("fp16") => MasterWeights::Fp16,
+            None | Some("fp32") if self.no_remainders || fp8_params => MasterWeights::Fp32,
+            None | Some("fp32") => MasterWeights::Remainders,
+            Some(other) => {
+                return Err(Error::invalid(
+                    "--main-params-dtype",
+                    other,
+                    "fp32 or fp16, the master weights the model counts",
+                ))
+            }
+        };
+        from.optimizer_states = Some(m);
+        from.master_weights = Some(master);
+        Ok(())
+    }
+}
+
+/// A count of layers (0 or more, below 2^32) for `option`.
+fn count(option: &str, text: &str) -> Result<u32> {
+    text.trim()
+        .parse::<u32>()
+        .map_err(|_| Error::invalid(option, text, "a whole number of layers ≥ 0"))
 }

@@ -265,7 +265,11 @@ pub fn parse_with(text: &str, path: &Path, world: Option<u64>) -> Result<FromFil
         only(
             t,
             &section,
-            &["recipe_name", "filter_fqns"],
+            &[
+                "recipe_name",
+                "filter_fqns",
+                "enable_fsdp_float8_all_gather",
+            ],
             &mut Vec::new(),
         )?;
         match string(t, &section, "recipe_name")? {
@@ -291,6 +295,22 @@ pub fn parse_with(text: &str, path: &Path, world: Option<u64>) -> Result<FromFil
         [] => Precision::Bf16,
         ["quantize.linear.float8"] | ["float8"] => {
             recipe("float8", "tensorwise")?;
+            // FSDP2's float8 all-gather keeps and gathers the weights in FP8 (--fp8-params).
+            let gather = match linear.get("float8") {
+                Some(Value::Table(t)) => t.get("enable_fsdp_float8_all_gather"),
+                _ => None,
+            };
+            from.fp8_params = Some(match gather {
+                None => false,
+                Some(Value::Boolean(b)) => *b,
+                Some(v) => {
+                    return Err(error(
+                        "quantize.linear.float8.enable_fsdp_float8_all_gather",
+                        v,
+                        "true or false",
+                    ))
+                }
+            });
             Precision::Fp8
         }
         ["quantize.linear.mx"] | ["mx"] => {

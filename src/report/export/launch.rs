@@ -86,8 +86,8 @@ pub(super) fn serde_name(value: impl serde::Serialize) -> String {
 
 /// The settings of `options` that are not its stack's defaults ([`Options::for_stack`]), as
 /// `check`'s flags: what a launcher reading back to the stack's defaults would lose. In two
-/// kinds: the run's (`run`: gradients, loss, kernels, stages, and a mixture of experts' overlap,
-/// recomputation and dispatcher), which a launcher writes or refuses, and the memory model's
+/// kinds: the run's (`run`: gradients, loss, kernels, stages, a mixture of experts' overlap,
+/// recomputation and dispatcher, the FP8 recipe and weights, the optimizer state), which a launcher writes or refuses, and the memory model's
 /// assumptions (`assumed`: the reserve, fragmentation and routing imbalance), which no launcher
 /// sets and which `check --from` takes as flags alongside.
 pub fn beyond_stack(options: &Options) -> (Vec<Setting>, Vec<Setting>) {
@@ -134,6 +134,30 @@ pub fn beyond_stack(options: &Options) -> (Vec<Setting>, Vec<Setting>) {
         "--ep-dispatcher",
         serde_name(options.ep_dispatcher),
         serde_name(d.ep_dispatcher),
+    );
+    push(
+        "--fp8-recipe",
+        options
+            .fp8_recipe
+            .map_or("default".to_string(), |r| r.to_string()),
+        d.fp8_recipe
+            .map_or("default".to_string(), |r| r.to_string()),
+    );
+    push("--fp8-params", on(options.fp8_params), on(d.fp8_params));
+    push(
+        "--fp8-bf16-layers",
+        options.bf16_layers.to_string(),
+        d.bf16_layers.to_string(),
+    );
+    push(
+        "--optimizer-states",
+        options.optimizer_states.name().to_string(),
+        d.optimizer_states.name().to_string(),
+    );
+    push(
+        "--master-weights",
+        options.master_weights.name().to_string(),
+        d.master_weights.name().to_string(),
     );
     let mut assumed = Vec::new();
     for (flag, value, default) in [

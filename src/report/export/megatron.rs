@@ -35,7 +35,9 @@ use crate::cost::step::detailed::Options;
 use crate::cost::step::experts::Dispatcher;
 use crate::cost::step::pipeline::deepest_interleaving;
 use crate::cost::step::precision::Precision;
+use crate::cost::step::recipe::{Fp8Recipe, MasterWeights, OptimizerStates};
 use crate::cost::step::stack::Attention;
+use crate::cost::step::stack::GradientPrecision;
 use crate::cost::step::stack::Kernels;
 use crate::cost::step::stack::LossKernel;
 use crate::cost::step::MoeRecompute;
@@ -142,21 +144,64 @@ pub fn cp_comm_type(l: &Launch) -> &'static str {
     }
 }
 
-/// Transformer Engine's options for a precision, option and value: none for BF16; for FP8 the
-/// hybrid format with delayed scaling over 1,024 steps of amax history by its maximum
-/// (`DelayedScaling`'s defaults, NeMo's FP8 recipes); for MXFP8, E4M3 blocks of 32 with their
-/// own scales (`MXFP8BlockScaling`).
-pub fn fp8_arguments(precision: Precision) -> &'static [(&'static str, &'static str)] {
-    match precision {
-        Precision::Bf16 => &[],
-        Precision::Fp8 => &[
+/// Transformer Engine's options for a precision and recipe ([`Detailed::recipe`]), option and
+/// value: none for BF16; for delayed scaling the hybrid format over 1,024 steps of amax
+/// history by its maximum (`DelayedScaling`'s defaults, NeMo's FP8 recipes); for current
+/// (`tensorwise`) and blockwise scaling the hybrid format too (Megatron-Bridge's
+/// `bf16_with_fp8_current_scaling_mixed` and `bf16_with_fp8_subchannel_scaling_mixed`); for
+/// MXFP8, E4M3 blocks of 32 with their own scales (`MXFP8BlockScaling`).
+///
+/// [`Detailed::recipe`]: crate::cost::step::detailed::Detailed::recipe
+pub fn fp8_arguments(recipe: Option<Fp8Recipe>) -> &'static [(&'static str, &'static str)] {
+    match recipe {
+        None => &[],
+        Some(Fp8Recipe::Delayed) => &[
             ("--fp8-format", "hybrid"),
             ("--fp8-recipe", "delayed"),
             ("--fp8-amax-history-len", "1024"),
             ("--fp8-amax-compute-algo", "max"),
         ],
-        Precision::Mxfp8 => &[("--fp8-format", "e4m3"), ("--fp8-recipe", "mxfp8")],
+        Some(Fp8Recipe::Tensorwise) => {
+            &[("--fp8-format", "hybrid"), ("--fp8-recipe", "tensorwise")]
+        }
+        Some(Fp8Recipe::Blockwise) => &[("--fp8-format", "hybrid"), ("--fp8-recipe", "blockwise")],
+        Some(Fp8Recipe::Mxfp8) => &[("--fp8-format", "e4m3"), ("--fp8-recipe", "mxfp8")],
     }
+}
+
+/// Megatron-core's options for the optimizer state's precision
+/// ([`crate::cost::step::recipe`]): none at FP32; otherwise the precision-aware optimizer,
+/// with BF16 moments (`--exp-avg-dtype`, `--exp-avg-sq-dtype`) and an FP16 master
+/// (`--main-params-dtype fp16`) or an FP32 one (`--main-params-dtype fp32`), which Megatron-core
+/// stores as remainders beside BF16 weights (`OptimizerConfig.store_param_remainders`, default
+/// true: Megatron-Bridge's performance guide, "This is default enabled when using
+/// precision-aware optimizer") and whole beside FP8 ones; or the reason it cannot be said: an
+/// FP32 master whole beside BF16 weights, which `arguments.py` at commit 000c4ac has no option
+/// for.
+pub fn optimizer_arguments(options: &Options) -> Result<Vec<String>> {
+    let (master, states) = (options.master_weights, options.optimizer_states);
+    if master.is_default() && states.is_default() {
+        return Ok(Vec::new());
+    }
+    let mut args = vec!["--use-precision-aware-optimizer".to_string()];
+    match master {
+        MasterWeights::Fp32 if !options.fp8_params => {
+            return Err(Error::invalid(
+                "--format",
+                "megatron",
+                "a master Megatron-LM's precision-aware optimizer keeps: beside BF16 weights it stores an FP32 master as remainders (store_param_remainders, which arguments.py at commit 000c4ac has no option to turn off): --master-weights remainders, fp16, or --fp8-params on",
+            ))
+        }
+        MasterWeights::Fp32 | MasterWeights::Remainders => {
+            args.push("--main-params-dtype fp32".into())
+        }
+        MasterWeights::Fp16 => args.push("--main-params-dtype fp16".into()),
+    }
+    if states == OptimizerStates::Bf16 {
+        args.push("--exp-avg-dtype bf16".into());
+        args.push("--exp-avg-sq-dtype bf16".into());
+    }
+    Ok(args)
 }
 
 /// The arguments, one option (with its value) an entry.
@@ -174,6 +219,12 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
             "--moe-recompute",
             "--norm-recompute",
             "--ep-dispatcher",
+            "--gradients",
+            "--fp8-recipe",
+            "--fp8-params",
+            "--optimizer-states",
+            "--master-weights",
+            "--fp8-bf16-layers",
         ],
     )?;
     let chunks = step.schedule.chunks();
@@ -414,8 +465,31 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
         }
     }
     push("--bf16", None);
-    for &(option, value) in fp8_arguments(step.precision) {
+    let recipe = Fp8Recipe::of(step.precision, l.options.fp8_recipe)?;
+    for &(option, value) in fp8_arguments(recipe) {
         push(option, Some(value.into()));
+    }
+    // The weights kept and gathered in FP8 (Megatron-core's --fp8-param-gather).
+    if l.options.fp8_params {
+        push("--fp8-param-gather", None);
+    }
+    // Layers at the start and end kept in BF16.
+    let bf16 = l.options.bf16_layers;
+    if !bf16.is_none() {
+        push("--first-last-layers-bf16", None);
+        push(
+            "--num-layers-at-start-in-bf16",
+            Some(bf16.start.to_string()),
+        );
+        push("--num-layers-at-end-in-bf16", Some(bf16.end.to_string()));
+    }
+    // Gradients reduced in BF16 (Megatron-LM reduces them in FP32 with --bf16 by default:
+    // arguments.py sets accumulate_allreduce_grads_in_fp32 unless --grad-reduce-in-bf16).
+    if l.options.gradients == GradientPrecision::Bf16 {
+        push("--grad-reduce-in-bf16", None);
+    }
+    for a in optimizer_arguments(&l.options)? {
+        push(&a, None);
     }
     // The kernels and overlaps the stack's time model assumed (cost::step::stack::Settings), and the
     // step's TP overlap.
@@ -532,15 +606,30 @@ pub fn render(l: &Launch) -> Result<String> {
     match l.precision() {
         Precision::Bf16 => {}
         Precision::Fp8 => {
+            let weights = if l.options.fp8_params {
+                "weights kept and all-gathered in FP8 (--fp8-param-gather), the optimizer's master kept"
+            } else {
+                "weights kept in BF16"
+            };
+            let scaling = match l.options.fp8_recipe {
+                None | Some(Fp8Recipe::Delayed) => "delayed scaling, amax history 1024 by max (TE's DelayedScaling defaults, NeMo's FP8 recipes)",
+                Some(Fp8Recipe::Tensorwise) => "per-tensor current scaling (TE's Float8CurrentScaling)",
+                Some(Fp8Recipe::Blockwise) | Some(Fp8Recipe::Mxfp8) => "DeepSeek-V3's block scaling, 1×128 activations and 128×128 weights (TE's Float8BlockScaling)",
+            };
             let _ = writeln!(
                 out,
-                "# FP8 (Transformer Engine): hybrid E4M3/E5M2 with delayed scaling, amax history 1024 by max (TE's DelayedScaling defaults, NeMo's FP8 recipes); weights kept in BF16, the output layer in BF16."
+                "# FP8 (Transformer Engine): hybrid E4M3/E5M2 with {scaling}; {weights}, the output layer in BF16."
             );
         }
         Precision::Mxfp8 => {
+            let weights = if l.options.fp8_params {
+                "weights kept in MXFP8 and gathered (--fp8-param-gather), the optimizer's master kept"
+            } else {
+                "weights kept in BF16"
+            };
             let _ = writeln!(
                 out,
-                "# MXFP8 (Transformer Engine's MXFP8BlockScaling): E4M3 with a scale per 32 elements, Blackwell GPUs only; weights kept in BF16, the output layer in BF16."
+                "# MXFP8 (Transformer Engine's MXFP8BlockScaling): E4M3 with a scale per 32 elements, Blackwell GPUs only; {weights}, the output layer in BF16."
             );
         }
     }

@@ -327,6 +327,10 @@ pub fn render(l: &Launch) -> Result<String> {
                 out,
                 "\n[quantize.linear.float8]\nrecipe_name = \"tensorwise\"\nfilter_fqns = [\"output\"]"
             );
+            // FP8 weights: FSDP2 gathers the float8 linears' weights in float8.
+            if l.options.fp8_params {
+                let _ = writeln!(out, "enable_fsdp_float8_all_gather = true");
+            }
         }
         Precision::Mxfp8 => {
             let _ = writeln!(
@@ -374,7 +378,14 @@ fn runs_as_graded(l: &Launch) -> Result<()> {
             "a recomputation torchtitan has: Megatron-core's selective (core attention) has no torchtitan mode; selective-op is torchtitan's own".to_string(),
         );
     }
-    l.refuse_unwritten("torchtitan", "torchtitan", &[])
+    if l.options.fp8_params && l.precision() != Precision::Fp8 {
+        return Err(Error::invalid(
+            "--format",
+            "torchtitan",
+            format!("a plan whose FP8 weights torchtitan gathers: torchao's float8 all-gather (enable_fsdp_float8_all_gather) is for float8 linears, and this plan is {} (check it with --fp8-params off)", l.precision()),
+        ));
+    }
+    l.refuse_unwritten("torchtitan", "torchtitan", &["--fp8-params"])
 }
 
 impl Launcher for Torchtitan {

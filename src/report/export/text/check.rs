@@ -6,6 +6,7 @@ use std::fmt::Write;
 use super::sensitivity::sensitivity_section;
 use super::table::{table, verdict_word};
 use crate::brief::Brief;
+use crate::cost::step::recipe::{MasterWeights, OptimizerStates};
 use crate::cost::step::stack::{GradientPrecision, LossPrecision};
 use crate::format::{count, fixed, general, money, thousands};
 use crate::plan::check::CheckReport;
@@ -110,6 +111,35 @@ fn header(p: &Plan) -> String {
             if step.tp_comm_overlap { "on" } else { "off" },
             step.schedule
         );
+        // The FP8 recipe and weights, where asked for (the default FP8 prints as before).
+        if let Some(o) = p
+            .memory_model
+            .as_ref()
+            .filter(|o| o.fp8_recipe.is_some() || o.fp8_params || !o.bf16_layers.is_none())
+        {
+            let recipe = crate::cost::step::recipe::Fp8Recipe::of(step.precision, o.fp8_recipe)
+                .ok()
+                .flatten()
+                .map_or("none".to_string(), |r| r.to_string());
+            let b = o.bf16_layers;
+            let bf16 = if b.is_none() {
+                String::new()
+            } else {
+                format!(
+                    "; the first {} and last {} layers in BF16 (--fp8-bf16-layers)",
+                    b.start, b.end
+                )
+            };
+            let _ = writeln!(
+                out,
+                "fp8       recipe {recipe}, weights {}{bf16}",
+                if o.fp8_params {
+                    "kept and gathered in FP8 (--fp8-params)"
+                } else {
+                    "in BF16 with FP8 copies"
+                }
+            );
+        }
         let _ = writeln!(
             out,
             "stage     the {} stage ({} of {}) needs the most: {} layers, {} micro-batches in flight\n",
@@ -168,15 +198,38 @@ fn memory_rows(p: &Plan) -> Vec<Vec<String>> {
             format!("{bytes}Ψ")
         }
     };
-    let mut rows = vec![row(
-        "weights",
-        format!("BF16, {}", per(2, zero.shards_weights())),
-        m.weights,
-    )];
-    let optimizer = format!(
-        "FP32 master + Adam m, v, {}",
-        per(12, zero.shards_optimizer())
-    );
+    let options = p.memory_model.as_ref();
+    let weights = if options.is_some_and(|o| o.fp8_params) {
+        // The layers' matrices in FP8 only (--fp8-params), the norms and embeddings BF16.
+        format!(
+            "FP8 matrices, BF16 rest{}",
+            if zero.shards_weights() { ", /DP" } else { "" }
+        )
+    } else {
+        format!("BF16, {}", per(2, zero.shards_weights()))
+    };
+    let mut rows = vec![row("weights", weights, m.weights)];
+    let optimizer = match options {
+        Some(o) if !(o.master_weights.is_default() && o.optimizer_states.is_default()) => {
+            let master = match o.master_weights {
+                MasterWeights::Fp32 => "FP32 master",
+                MasterWeights::Fp16 => "FP16 master",
+                MasterWeights::Remainders => "master remainders",
+            };
+            let states = match o.optimizer_states {
+                OptimizerStates::Fp32 => "",
+                OptimizerStates::Bf16 => "BF16 ",
+            };
+            format!(
+                "{master} + {states}Adam m, v, {}",
+                per(o.optimizer_bytes() as u32, zero.shards_optimizer())
+            )
+        }
+        _ => format!(
+            "FP32 master + Adam m, v, {}",
+            per(12, zero.shards_optimizer())
+        ),
+    };
     match (&p.memory_model, &p.step, &p.worst_stage) {
         (Some(options), Some(step), Some(stage)) => {
             let (grad, bytes) = match options.gradients {
