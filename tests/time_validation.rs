@@ -432,12 +432,29 @@ fn bridge_run(r: &serde_json::Value) -> Result<Run, String> {
     } else {
         "fp32"
     };
+    if let Some(n) = r["recompute"]["recompute_num_layers"].as_u64() {
+        let per_stage = s["layers"].as_u64().unwrap() / l["pp"].as_u64().unwrap();
+        if r["recompute"]["recompute_method"] != "block" || n != per_stage / 2 {
+            return Err(format!(
+                "recomputes {n} of each stage's {per_stage} layers, which trainplan cannot \
+                 express (its block recomputation is half a stage's layers)"
+            ));
+        }
+    }
     let recompute = match r["recompute"]["recompute_granularity"].as_str() {
         Some("full") => "full",
         Some("selective") => "selective",
         _ => "none",
     };
     let zero = if l["megatron_fsdp"] == true { 3 } else { 1 };
+    let recipe = &r["precision"]["recipe"];
+    // FP8 current scaling is Megatron-core's `tensorwise`, subchannel scaling its `blockwise`;
+    // an FP8 row whose recipe the table leaves unstated is taken as the default (delayed).
+    let fp8_recipe = match recipe["fp8_recipe"].as_str() {
+        Some(name @ ("tensorwise" | "blockwise")) => Some(name),
+        _ => None,
+    };
+    let fp8_params = precision != "bf16" && recipe["fp8_param_gather"] == true;
     let run = json!({
         "id": r["id"],
         "gpu": gpu,
@@ -456,6 +473,8 @@ fn bridge_run(r: &serde_json::Value) -> Result<Run, String> {
         "stack": "megatron-te",
         "precision": precision,
         "gradients": gradients,
+        "fp8_recipe": fp8_recipe,
+        "fp8_params": fp8_params,
         "card_gb": bridge_card(chip),
         "shape": {
             "layers": s["layers"],
