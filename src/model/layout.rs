@@ -216,14 +216,23 @@ impl Degrees {
     }
 }
 
-/// The cluster as a layout sees it: how many GPUs, and how many share a node (and so the fast
-/// links tensor parallelism needs). A brief gives one (`Brief::cluster`, or `&brief` itself).
+/// The cluster as a layout sees it: how many GPUs, how many share a node (a host), and how
+/// many of a scale-up (NVLink) domain the ranks fill (and so the fast links tensor parallelism
+/// needs). A brief gives one (`Brief::cluster`, or `&brief` itself).
+///
+/// Ranks fill hosts and domains in order: ranks `j·S` to `(j+1)·S − 1` sit in domain `j`, for
+/// `S` = [`Cluster::scale_up`]; a GPU count that is not a multiple of `S` leaves the last
+/// domain part full (512 GPUs in domains of 72: seven full, 8 GPUs in the eighth).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cluster {
     /// GPUs in the cluster.
     pub gpus: u64,
-    /// GPUs per node; tensor parallelism stays inside a node.
+    /// GPUs per node (a host).
     pub gpus_per_node: u64,
+    /// GPUs of each scale-up domain the ranks fill (a multiple of the node's): the node's own
+    /// on an 8-GPU board; on an NVL72 rack 72, or the 64 of them a job uses. Tensor and expert
+    /// tensor parallelism stay inside one.
+    pub scale_up: u64,
 }
 
 /// A layout rule that a (TP, PP) pair breaks.

@@ -449,6 +449,7 @@ pub(crate) fn launch_with(
     let cluster = Cluster {
         gpus,
         gpus_per_node: 8,
+        scale_up: 8,
     };
     let layout = Layout::with(cluster, &shape, degrees, ZeroStage::new(zero).unwrap()).unwrap();
     Launch::new(
@@ -620,6 +621,7 @@ mod tests {
         let cluster = Cluster {
             gpus: 64,
             gpus_per_node: 8,
+            scale_up: 8,
         };
         let degrees = Degrees {
             ep: 1,
@@ -667,6 +669,7 @@ mod tests {
             Cluster {
                 gpus: 256,
                 gpus_per_node: 8,
+                scale_up: 8,
             },
             &shape,
             Degrees {
