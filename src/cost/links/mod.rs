@@ -8,24 +8,141 @@ pub mod exchanges;
 pub mod topology;
 
 use crate::cost::links::topology::Link;
+use crate::cost::step::experts::Placement;
 use crate::cost::Machine;
-/// The link a group of `size` ranks, `stride` apart, uses: NVLink when it fits in one node;
-/// otherwise the network, where NCCL spreads the ring over the NICs of the group's members in
-/// each node (one 400 Gb/s NIC per GPU), so the bus bandwidth is the per-NIC figure times the
-/// members per node, at most NVLink's.
+use crate::model::layout::Cluster;
+/// Whether every group of `size` ranks `stride` apart lies in one scale-up domain of
+/// `cluster`, the ranks filling domains of [`Cluster::scale_up`] GPUs in order (Megatron-core
+/// numbers ranks TP fastest, then CP, then EP or DP, then PP: `RankGenerator`'s order
+/// `tp-cp-ep-dp-pp`, `megatron/core/parallel_state.py`, so a kind's groups tile the world in
+/// runs of `S = stride·size` ranks, the first run `0 … S − 1`).
+///
+/// Exact: every group does when the whole cluster is one domain (`GPUs ≤ D`), or when `S`
+/// divides `D` (each run lies in a domain); otherwise the run over a domain boundary `j·D` that
+/// `S` does not divide holds a group with ranks on both sides (with `S` dividing the GPUs, as
+/// every group kind's does). So TP 8 × CP 2 × EP 4 (runs of 64) on 512 GPUs in domains of
+/// 72 straddles (ranks 64 to 127 are 8 in the first rack and 56 in the second), and in
+/// domains of 64 (64 of each 72 used) does not. A group of one rank `stride` apart within a
+/// domain counts as inside it, as it did when the domain was the node.
+pub fn in_one_domain(cluster: &Cluster, stride: u64, size: u64) -> bool {
+    let domain = cluster.scale_up;
+    let span = stride.saturating_mul(size);
+    cluster.gpus <= domain || (span <= domain && (size <= 1 || domain % span == 0))
+}
+
+/// The fewest ranks of one group of `size` ranks `stride` apart in one scale-up domain it is
+/// on, over every group of the cluster ([`in_one_domain`]'s order): where `stride` divides the
+/// domain, exactly as [`Placement::of`] counts them (EP 12 on domains of 8 is 8 + 4, so 4);
+/// where it does not, the `D/stride` members a domain holds of a group that fills it (at
+/// least 1), a bound from above for a group cut short at a domain's edge.
+pub fn fewest_per_domain(cluster: &Cluster, stride: u64, size: u64) -> u64 {
+    let (domain, stride, size) = (cluster.scale_up, stride.max(1), size.max(1));
+    let per = domain / stride;
+    if per == 0 || domain % stride != 0 {
+        return per.clamp(1, size);
+    }
+    let runs = cluster.gpus / stride.saturating_mul(size).max(1);
+    Placement::of(domain, stride, size, runs)
+        .fewest
+        .clamp(1, size)
+}
+
+/// The link a group of `size` ranks, `stride` apart, uses: NVLink when every such group lies
+/// in one scale-up domain ([`in_one_domain`]: the node, or an NVL72 rack); otherwise the
+/// network, where NCCL spreads the ring over the NICs of the group's members in each domain
+/// (one 400 Gb/s NIC per GPU), so the bus bandwidth is the per-NIC figure times the fewest
+/// members a domain holds of a group ([`fewest_per_domain`]: the slowest group sets the step),
+/// at most NVLink's.
 pub fn link_for(machine: &Machine, stride: u64, size: u64) -> Link {
-    let node = machine.cluster.gpus_per_node;
-    if stride.saturating_mul(size) <= node {
+    let cluster = &machine.cluster;
+    if in_one_domain(cluster, stride, size) {
         return machine.topology.intra();
     }
-    let per_node = (node / stride.max(1)).clamp(1, size);
+    let per_domain = fewest_per_domain(cluster, stride, size);
     let mut link = machine.topology.inter();
     link.bytes_per_second =
-        (link.bytes_per_second * per_node as f64).min(machine.topology.intra().bytes_per_second);
+        (link.bytes_per_second * per_domain as f64).min(machine.topology.intra().bytes_per_second);
     link
 }
 
 /// Seconds hidden of `comm` behind `window` seconds of compute, at most `overlap` of it.
 pub fn hidden(comm: f64, overlap: f64, window: f64) -> f64 {
     (overlap * comm).min(window.max(0.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::brief::Brief;
+
+    /// 512 GPUs on hosts of 4 in scale-up domains of `domain` (used) GPUs: B200 figures on
+    /// NVL72's hosts.
+    fn nvl(gpus: u64, domain: u64) -> Brief {
+        Brief {
+            gpus,
+            gpus_per_node: 4,
+            scale_up_gpus: Some(72),
+            scale_up_used: (domain != 72).then_some(domain),
+            ..Brief::default()
+        }
+    }
+
+    #[test]
+    fn groups_ride_nvlink_where_their_runs_divide_the_domain() {
+        // 512 GPUs in domains of 72: seven full, 8 GPUs in the eighth (ranks 504 to 511).
+        let c = nvl(512, 72).cluster();
+        assert_eq!(c.scale_up, 72);
+        // TP 8: runs of 8 divide 72, so every TP group is in one rack.
+        assert!(in_one_domain(&c, 1, 8));
+        // TP 8 × CP 2 × EP 4, runs of 64: ranks 64 to 127 are 8 in the first rack (64 to 71)
+        // and 56 in the second; CP 2 over TP 8 (runs of 16: ranks 64 to 79) straddles too.
+        assert!(!in_one_domain(&c, 1, 64));
+        assert!(!in_one_domain(&c, 8, 2));
+        // Using 64 of each 72 (eight domains of 64), every run of 64, 32 or 16 is in one.
+        let c = nvl(512, 64).cluster();
+        assert!(in_one_domain(&c, 1, 64) && in_one_domain(&c, 8, 2) && in_one_domain(&c, 8, 4));
+        assert!(!in_one_domain(&c, 64, 8));
+        // A job inside one domain never leaves it.
+        assert!(in_one_domain(&nvl(64, 72).cluster(), 1, 64));
+        // On nodes of 8 that are their own domain: runs of 8 stay; CP 3 over 24 GPUs (ranks 6
+        // to 8) straddles two nodes.
+        let b = Brief {
+            gpus: 24,
+            ..Brief::default()
+        };
+        assert!(in_one_domain(&b.cluster(), 1, 8) && !in_one_domain(&b.cluster(), 1, 3));
+    }
+
+    #[test]
+    fn the_fewest_ranks_of_a_group_in_a_domain_worked_by_hand() {
+        // Runs of 64 on 512 GPUs in domains of 72 start 0, 64, 56, 48, 40, 32, 24 and 16
+        // ranks into a rack: 64; 8 + 56; 16 + 48; 24 + 40; 32 + 32; 40 + 24; 48 + 16; 56 + 8.
+        let c = nvl(512, 72).cluster();
+        assert_eq!(fewest_per_domain(&c, 1, 64), 8);
+        // EP 4 at ETP 8 (runs of 32 in blocks of 8, nine blocks a rack): the run at rank 64
+        // has one block in the first rack and three in the second.
+        assert_eq!(fewest_per_domain(&c, 8, 4), 1);
+        // DP 32 sixteen ranks apart: 16 does not divide 72, so the bound 72/16 = 4.
+        assert_eq!(fewest_per_domain(&c, 16, 32), 4);
+        // Whole domains of 64: DP 8 at stride 64 has one rank in each.
+        assert_eq!(fewest_per_domain(&nvl(512, 64).cluster(), 64, 8), 1);
+    }
+
+    #[test]
+    fn a_straddling_group_rides_the_nics_of_its_fewest_members_in_a_domain() {
+        let b = nvl(512, 72);
+        let m = b.machine();
+        let (nvlink, nic) = (m.topology.intra(), m.topology.inter());
+        assert_eq!(link_for(&m, 1, 8), nvlink);
+        // Runs of 64 straddle with 8 ranks on one side: 8 NICs of 46 GB/s, 368 GB/s, under
+        // the 370 of NVLink.
+        let l = link_for(&m, 1, 64);
+        assert_eq!(l.latency, nic.latency);
+        assert!((l.bytes_per_second - 8.0 * 46e9).abs() < 1.0);
+        assert_eq!(link_for(&nvl(512, 64).machine(), 1, 64), nvlink);
+        // On the default's nodes of 8 nothing changes: 16 ranks ride 8 NICs a node.
+        let d = Brief::default().machine();
+        assert_eq!(link_for(&d, 1, 8), d.topology.intra());
+        assert!((link_for(&d, 1, 16).bytes_per_second - 368e9).abs() < 1.0);
+    }
 }
