@@ -5,6 +5,7 @@
 //! hides behind compute. Uses `step` and `chip` of [`crate::cost`].
 
 pub mod exchanges;
+pub mod placement;
 pub mod topology;
 
 use crate::cost::links::topology::Link;
@@ -31,20 +32,67 @@ pub fn in_one_domain(cluster: &Cluster, stride: u64, size: u64) -> bool {
 }
 
 /// The fewest ranks of one group of `size` ranks `stride` apart in one scale-up domain it is
-/// on, over every group of the cluster ([`in_one_domain`]'s order): where `stride` divides the
-/// domain, exactly as [`Placement::of`] counts them (EP 12 on domains of 8 is 8 + 4, so 4);
-/// where it does not, the `D/stride` members a domain holds of a group that fills it (at
-/// least 1), a bound from above for a group cut short at a domain's edge.
+/// on, over every group of the cluster ([`in_one_domain`]'s order). Where `stride` divides
+/// the domain, exactly as [`Placement::of`] counts them (EP 12 on domains of 8 is 8 + 4, so
+/// 4); where it is at least the domain, 1 (a domain holds one rank of a group); otherwise
+/// [`straddled`]'s count.
 pub fn fewest_per_domain(cluster: &Cluster, stride: u64, size: u64) -> u64 {
     let (domain, stride, size) = (cluster.scale_up, stride.max(1), size.max(1));
-    let per = domain / stride;
-    if per == 0 || domain % stride != 0 {
-        return per.clamp(1, size);
-    }
     let runs = cluster.gpus / stride.saturating_mul(size).max(1);
-    Placement::of(domain, stride, size, runs)
-        .fewest
-        .clamp(1, size)
+    if stride >= domain {
+        1
+    } else if domain % stride == 0 {
+        Placement::of(domain, stride, size, runs)
+            .fewest
+            .clamp(1, size)
+    } else {
+        straddled(domain, stride, size, runs)
+    }
+}
+
+/// Most group starts [`straddled`] looks at before it settles for 1, a bound from below.
+const STARTS: u64 = 1 << 14;
+
+/// The fewest ranks in one domain of `D` of a group of `n` ranks `s` apart, for `s < D` not
+/// dividing `D`, over `runs` runs of `S = s·n` ranks: the group starting `b` ranks into a
+/// domain has `min(n, ⌈(D − b)/s⌉)` ranks in its first domain and `⌊o/s⌋ + 1` in its last, `o`
+/// its last rank's place in that domain; a domain between them holds `⌊D/s⌋` or `⌈D/s⌉`,
+/// counted as `⌊D/s⌋` wherever a group reaches past a domain's length (a bound from below).
+/// The starts are `a + S·c` for `a < s` and `c` below `runs` and the period `D/gcd(S, D)`:
+/// exact at the first and last domain, beyond [`STARTS`] of them 1.
+fn straddled(domain: u64, stride: u64, size: u64, runs: u64) -> u64 {
+    let span = stride.saturating_mul(size);
+    let period = domain / gcd(span % domain, domain);
+    let cs = runs.clamp(1, period);
+    if cs.saturating_mul(stride) > STARTS {
+        return 1;
+    }
+    let reach = stride * (size - 1);
+    let mut fewest = if reach > domain {
+        (domain / stride).clamp(1, size)
+    } else {
+        size
+    };
+    for c in 0..cs {
+        let base = ((u128::from(span) * u128::from(c)) % u128::from(domain)) as u64;
+        for a in 0..stride {
+            let b = (base + a) % domain;
+            let first = (domain - b).div_ceil(stride).min(size);
+            if first < size {
+                let last = ((b + reach) % domain) / stride + 1;
+                fewest = fewest.min(first).min(last);
+            }
+        }
+    }
+    fewest.max(1)
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 /// The link a group of `size` ranks, `stride` apart, uses: NVLink when every such group lies
@@ -122,8 +170,30 @@ mod tests {
         // EP 4 at ETP 8 (runs of 32 in blocks of 8, nine blocks a rack): the run at rank 64
         // has one block in the first rack and three in the second.
         assert_eq!(fewest_per_domain(&c, 8, 4), 1);
-        // DP 32 sixteen ranks apart: 16 does not divide 72, so the bound 72/16 = 4.
-        assert_eq!(fewest_per_domain(&c, 16, 32), 4);
+        // DP 32 sixteen ranks apart (runs of 512, one): 16 does not divide 72; the group at
+        // rank 15 has ranks 15, 31, …, 63 (4) in the first rack, then 4 or 5 in each of the
+        // next six and one (rank 511) in the eighth's 8 GPUs.
+        assert_eq!(fewest_per_domain(&c, 16, 32), 1);
+        // Four ranks 32 apart (runs of 128): the one at rank 0 has ranks 0, 32 and 64 in the
+        // first rack and 96 in the second.
+        assert_eq!(fewest_per_domain(&c, 32, 4), 1);
+        // Two ranks 16 apart, runs of 32: the run at 64 holds ranks 64 to 95, and the group
+        // at 64 has 64 in the first rack and 80 in the second.
+        assert_eq!(fewest_per_domain(&c, 16, 2), 1);
+        // CP 3 on 24 GPUs on nodes of 8: runs 0–2, 3–5, 6–8 (2 + 1): 1.
+        let b = Brief {
+            gpus: 24,
+            ..Brief::default()
+        };
+        assert_eq!(fewest_per_domain(&b.cluster(), 1, 3), 1);
+        // Six ranks 3 apart on 72 GPUs in nodes of 8... on 36 GPUs in domains of 8 (runs of
+        // 18): the group at 0 is 0, 3, 6 | 9, 12, 15; the one at 1 is 1, 4, 7 | 10, 13 | 16:
+        // 1 in the third node.
+        let b = Brief {
+            gpus: 36,
+            ..Brief::default()
+        };
+        assert_eq!(fewest_per_domain(&b.cluster(), 3, 6), 1);
         // Whole domains of 64: DP 8 at stride 64 has one rank in each.
         assert_eq!(fewest_per_domain(&nvl(512, 64).cluster(), 64, 8), 1);
     }
