@@ -18,6 +18,7 @@ pub(crate) use patch::whole;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cost::links::placement::RankPlacement;
 use crate::cost::links::topology::Topology;
 use crate::cost::run::reliability::Reliability;
 use crate::cost::run::spend::Spend;
@@ -27,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::format::{exact, general, thousands};
 use crate::laws::{Effective, LawSize, LossLaw};
 use crate::model::family::FamilySpec;
-use crate::model::layout::Cluster;
+use crate::model::layout::{Cluster, Layout};
 use crate::units::{FLOPS_PER_TFLOPS, SECONDS_PER_DAY};
 
 /// The largest values a brief accepts: far beyond any real cluster, small enough that every
@@ -493,6 +494,14 @@ impl Brief {
                 .or(self.scale_up_gpus)
                 .unwrap_or(self.gpus_per_node),
         }
+    }
+
+    /// Where `layout`'s ranks sit on this brief's hosts and scale-up domains, and which groups
+    /// ride NVLink ([`RankPlacement`]): only when a domain is larger than the node (`None`
+    /// otherwise, so that no report of an 8-GPU board changes).
+    pub fn placement(&self, layout: &Layout) -> Option<RankPlacement> {
+        (self.domain_gpus() != self.gpus_per_node)
+            .then(|| RankPlacement::of(&self.cluster(), self.domain_gpus(), layout))
     }
 
     /// GPUs of one scale-up domain: [`Brief::scale_up_gpus`], else the node's.

@@ -26,6 +26,8 @@ pub const RANK_ORDER: &str = "tp-cp-ep-dp-pp";
 pub struct RankPlacement {
     /// The rank order, fastest first ([`RANK_ORDER`]).
     pub order: &'static str,
+    /// GPUs of the job.
+    pub gpus: u64,
     /// GPUs of a host (the failure domain).
     pub gpus_per_host: u64,
     /// Hosts the job uses, `⌈GPUs / host⌉`.
@@ -99,6 +101,7 @@ impl RankPlacement {
         let last = cluster.gpus % used;
         RankPlacement {
             order: RANK_ORDER,
+            gpus: cluster.gpus,
             gpus_per_host: cluster.gpus_per_node,
             hosts: cluster.gpus.div_ceil(cluster.gpus_per_node.max(1)),
             scale_up_gpus: domain_gpus,
