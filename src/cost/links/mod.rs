@@ -35,7 +35,7 @@ pub fn in_one_domain(cluster: &Cluster, stride: u64, size: u64) -> bool {
 /// on, over every group of the cluster ([`in_one_domain`]'s order). Where `stride` divides
 /// the domain, exactly as [`Placement::of`] counts them (EP 12 on domains of 8 is 8 + 4, so
 /// 4); where it is at least the domain, 1 (a domain holds one rank of a group); otherwise
-/// [`straddled`]'s count.
+/// counted over the groups' starts (`straddled`, below).
 pub fn fewest_per_domain(cluster: &Cluster, stride: u64, size: u64) -> u64 {
     let (domain, stride, size) = (cluster.scale_up, stride.max(1), size.max(1));
     let runs = cluster.gpus / stride.saturating_mul(size).max(1);

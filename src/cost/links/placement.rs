@@ -62,6 +62,23 @@ pub struct GroupPlacement {
     pub fewest_per_domain: Option<u64>,
 }
 
+impl GroupPlacement {
+    /// The group's name in words: `TP`, `CP`, `DP`, `replicas`, `ETP`, `EP`, `expert DP`,
+    /// `PP`.
+    pub fn label(&self) -> &'static str {
+        match self.group {
+            "tp" => "TP",
+            "cp" => "CP",
+            "dp" => "DP",
+            "replicas" => "replicas",
+            "etp" => "ETP",
+            "ep" => "EP",
+            "expert_dp" => "expert DP",
+            _ => "PP",
+        }
+    }
+}
+
 impl RankPlacement {
     /// The placement of `layout` on `cluster`, whose scale-up domains hold `domain_gpus` GPUs
     /// each (of which the ranks fill [`Cluster::scale_up`]).

@@ -79,21 +79,11 @@ pub fn placement_lines(p: &RankPlacement, of: &str) -> String {
             p.last_domain_gpus
         )
     };
-    let name = |g: &str| match g {
-        "tp" => "TP",
-        "cp" => "CP",
-        "dp" => "DP",
-        "replicas" => "replicas",
-        "etp" => "ETP",
-        "ep" => "EP",
-        "expert_dp" => "expert DP",
-        _ => "PP",
-    };
     let nvlink: Vec<String> = p
         .groups
         .iter()
         .filter(|g| g.fewest_per_domain.is_none())
-        .map(|g| format!("{} {}", name(g.group), g.size))
+        .map(|g| format!("{} {}", g.label(), g.size))
         .collect();
     let nic: Vec<String> = p
         .groups
@@ -102,7 +92,7 @@ pub fn placement_lines(p: &RankPlacement, of: &str) -> String {
             let fewest = g.fewest_per_domain?;
             Some(format!(
                 "{} {} ({fewest} of a group in a domain)",
-                name(g.group),
+                g.label(),
                 g.size
             ))
         })
