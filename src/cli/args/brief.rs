@@ -67,7 +67,8 @@ pub struct BriefArgs {
     /// Most memory a plan may use per GPU, GB [default: 72].
     #[arg(long, value_name = "GB")]
     pub memory_cap_gb: Option<f64>,
-    /// GPUs per node; TP stays inside a node [default: 8].
+    /// GPUs per node (a host); TP stays inside a node unless --scale-up-gpus makes the NVLink
+    /// domain larger [default: 8].
     #[arg(long, value_name = "N", value_parser = parse_whole)]
     pub gpus_per_node: Option<u64>,
     /// GPUs of one scale-up (NVLink) domain, a multiple of the node's (an NVL72 rack: 72 on
