@@ -253,7 +253,13 @@ pub fn dispatch(
     let reached = nodes_reached(r.experts, r.per_token, blocks);
     let remote = reached * (blocks - 1.0) / blocks;
     let per_domain = (domains.fewest / block.most).max(1) as f64;
-    let outside = (blocks - per_domain) / (blocks - 1.0);
+    // (One block a group, in a domain that splits DeepEP's blocks, which
+    // `dispatcher_allowed` refuses: every remote token over the NIC.)
+    let outside = if blocks > 1.0 {
+        (blocks - per_domain).max(0.0) / (blocks - 1.0)
+    } else {
+        1.0
+    };
     let far = tokens * remote * outside * bytes_per_route;
     // Every route off the rank crosses NVLink once, sent within the block or forwarded there;
     // the tokens for blocks in the rank's domain cross it once more.
@@ -356,6 +362,18 @@ mod tests {
             ..b72.clone()
         };
         let l = Layout::with(&small, &wide, twelve, ZeroStage::new(1).unwrap()).unwrap();
+        // 68 of each 72 used: DeepEP's blocks of 8 would straddle racks.
+        let sixty_eight = Brief {
+            scale_up_used: Some(68),
+            ..small.clone()
+        };
+        let e = dispatcher_allowed(&sixty_eight.cluster(), &l, Dispatcher::DeepEp).unwrap_err();
+        assert!(
+            e.to_string().contains(
+                "the 68 GPUs used of a scale-up domain are not whole blocks of DeepEP's 8 ranks"
+            ),
+            "{e}"
+        );
         let e = dispatcher_allowed(&small.cluster(), &l, Dispatcher::DeepEp).unwrap_err();
         assert_eq!(
             e.to_string(),

@@ -209,13 +209,24 @@ pub fn deepep_block(cluster: &Cluster) -> u64 {
 /// fewer than 8 ranks or a multiple of 8, `deepep/csrc/deep_ep.cpp`), so each EP group must lie
 /// inside one node or on whole nodes; EP 12 on nodes of 8 (8 + 4) is refused. In a scale-up
 /// domain larger than the node the same holds of DeepEP's blocks of 8 ranks
-/// ([`deepep_block`]). The `alltoall` dispatcher runs any placement.
+/// ([`deepep_block`]), and the GPUs used of a domain must be whole blocks (68 of a rack's 72
+/// are not). The `alltoall` dispatcher runs any placement.
 pub fn dispatcher_allowed(
     cluster: &Cluster,
     layout: &Layout,
     dispatcher: Dispatcher,
 ) -> Result<()> {
     let block = deepep_block(cluster);
+    if dispatcher == Dispatcher::DeepEp && cluster.scale_up % block != 0 {
+        return Err(Error::invalid(
+            "--ep-dispatcher",
+            "deepep",
+            format!(
+                "alltoall where the {} GPUs used of a scale-up domain are not whole blocks of DeepEP's {block} ranks (its RDMA rank is rank / {block}): a block would straddle two domains",
+                cluster.scale_up
+            ),
+        ));
+    }
     let p = placement(block, layout);
     if dispatcher == Dispatcher::DeepEp && !p.in_one_node() && !p.even() {
         let (nodes, node, one) = if block == cluster.gpus_per_node {
