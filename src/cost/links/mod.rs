@@ -9,7 +9,6 @@ pub mod placement;
 pub mod topology;
 
 use crate::cost::links::topology::Link;
-use crate::cost::step::experts::Placement;
 use crate::cost::Machine;
 use crate::model::layout::Cluster;
 /// Whether every group of `size` ranks `stride` apart lies in one scale-up domain of
@@ -33,7 +32,7 @@ pub fn in_one_domain(cluster: &Cluster, stride: u64, size: u64) -> bool {
 
 /// The fewest ranks of one group of `size` ranks `stride` apart in one scale-up domain it is
 /// on, over every group of the cluster ([`in_one_domain`]'s order). Where `stride` divides
-/// the domain, exactly as [`Placement::of`] counts them (EP 12 on domains of 8 is 8 + 4, so
+/// the domain, exactly as [`Placement::of`](crate::cost::step::experts::Placement::of) counts them (EP 12 on domains of 8 is 8 + 4, so
 /// 4); where it is at least the domain, 1 (a domain holds one rank of a group); otherwise
 /// counted over the groups' starts (`straddled`, below).
 pub fn fewest_per_domain(cluster: &Cluster, stride: u64, size: u64) -> u64 {
@@ -42,12 +41,32 @@ pub fn fewest_per_domain(cluster: &Cluster, stride: u64, size: u64) -> u64 {
     if stride >= domain {
         1
     } else if domain % stride == 0 {
-        Placement::of(domain, stride, size, runs)
-            .fewest
-            .clamp(1, size)
+        blocks_fewest(domain / stride, size, runs)
     } else {
         straddled(domain, stride, size, runs)
     }
+}
+
+/// [`Placement::of`](crate::cost::step::experts::Placement::of)'s `fewest` without walking each group's whole domains: runs of `n`
+/// blocks on domains of `p` blocks, run `j` starting `(j·n) mod p` blocks into a domain, hold
+/// `min(p − offset, n)` of a group in the first domain, then `p` in each whole one, then the
+/// rest; the offsets repeat every `p/gcd(n, p)` runs.
+fn blocks_fewest(p: u64, n: u64, runs: u64) -> u64 {
+    let period = p / gcd(n % p, p);
+    let mut fewest = n;
+    for j in 0..runs.clamp(1, period) {
+        let offset = ((u128::from(j) * u128::from(n)) % u128::from(p)) as u64;
+        let first = (p - offset).min(n);
+        let rest = n - first;
+        fewest = fewest.min(first);
+        if rest >= p {
+            fewest = fewest.min(p);
+        }
+        if rest % p > 0 {
+            fewest = fewest.min(rest % p);
+        }
+    }
+    fewest.max(1)
 }
 
 /// Most group starts [`straddled`] looks at before it settles for 1, a bound from below.
@@ -122,6 +141,7 @@ pub fn hidden(comm: f64, overlap: f64, window: f64) -> f64 {
 mod tests {
     use super::*;
     use crate::brief::Brief;
+    use crate::cost::step::experts::Placement;
 
     /// 512 GPUs on hosts of 4 in scale-up domains of `domain` (used) GPUs: B200 figures on
     /// NVL72's hosts.
@@ -196,6 +216,21 @@ mod tests {
         assert_eq!(fewest_per_domain(&b.cluster(), 3, 6), 1);
         // Whole domains of 64: DP 8 at stride 64 has one rank in each.
         assert_eq!(fewest_per_domain(&nvl(512, 64).cluster(), 64, 8), 1);
+    }
+
+    #[test]
+    fn the_fewest_of_blocks_is_placement_s() {
+        for p in 1..=12 {
+            for n in 1..=40 {
+                for runs in 1..=15 {
+                    assert_eq!(
+                        blocks_fewest(p, n, runs),
+                        Placement::of(p, 1, n, runs).fewest,
+                        "{p} {n} {runs}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
