@@ -58,6 +58,9 @@ pub struct Launch {
     pub detailed: bool,
     /// What the exporter should tell the user: choices made for them, nothing else.
     pub notes: Vec<String>,
+    /// GPUs of a host, the processes a launcher starts on each (torchrun's
+    /// `--nproc_per_node`): the brief's (4 on an NVL72 rack's hosts), 8 where no brief says.
+    pub gpus_per_host: u64,
 }
 
 /// What a launcher must keep of the placement the plan was graded on, NVLink domains larger
@@ -342,6 +345,7 @@ impl Launch {
             stages,
             detailed,
             notes,
+            gpus_per_host: 8,
         })
     }
 
@@ -379,6 +383,7 @@ impl Launch {
         if let Some(placement) = &report.placement {
             launch.notes.push(placement_note(placement));
         }
+        launch.gpus_per_host = report.brief.gpus_per_node;
         Ok(launch)
     }
 
@@ -546,6 +551,8 @@ mod tests {
         let design = crate::plan::Design::plate(&shape, 1_000_000_000_000, layout);
         let report = crate::plan::check::check(&rack, &design).unwrap();
         let l = Launch::from_check(&report).unwrap();
+        // torchrun starts one process a GPU of a host: 4 on a rack's hosts.
+        assert_eq!(l.gpus_per_host, 4);
         assert_eq!(
             l.notes.last().unwrap(),
             "the plan places ranks in Megatron-core's order (tp-cp-ep-dp-pp) on NVLink domains of 64 GPUs used, 16 hosts of 4 each: keep each domain's hosts in one rack (Slurm's --segment 16); over NVLink: TP 8, CP 2; over the NICs: DP 16, PP 4"
