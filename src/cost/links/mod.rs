@@ -218,6 +218,66 @@ mod tests {
         assert_eq!(fewest_per_domain(&nvl(512, 64).cluster(), 64, 8), 1);
     }
 
+    /// Every group of `size` ranks `stride` apart on `gpus` GPUs in domains of `domain`,
+    /// walked rank by rank: whether each lies in one domain, and the fewest of one in a domain
+    /// it is on.
+    fn walked(gpus: u64, domain: u64, stride: u64, size: u64) -> (bool, u64) {
+        let span = stride * size;
+        let (mut inside, mut fewest) = (true, size);
+        for start in (0..gpus).step_by(span as usize) {
+            for a in 0..stride {
+                let mut counts = std::collections::BTreeMap::new();
+                for i in 0..size {
+                    *counts
+                        .entry((start + a + i * stride) / domain)
+                        .or_insert(0u64) += 1;
+                }
+                if counts.len() > 1 {
+                    inside = false;
+                    fewest = fewest.min(*counts.values().min().unwrap());
+                }
+            }
+        }
+        (inside, fewest)
+    }
+
+    #[test]
+    fn the_rule_agrees_with_every_group_walked_rank_by_rank() {
+        for domain in 1..=12u64 {
+            for stride in 1..=14u64 {
+                for size in 1..=7u64 {
+                    for runs in 1..=6u64 {
+                        let gpus = stride * size * runs;
+                        let c = Cluster {
+                            gpus,
+                            gpus_per_node: 1,
+                            scale_up: domain,
+                        };
+                        let (inside, fewest) = walked(gpus, domain, stride, size);
+                        let case = format!(
+                            "{gpus} GPUs, domains of {domain}, {size} ranks {stride} apart"
+                        );
+                        // A lone rank sits where it sits: the rule's only inexactness, kept
+                        // as it was when the domain was the node.
+                        if size > 1 {
+                            assert_eq!(in_one_domain(&c, stride, size), inside, "{case}");
+                        }
+                        if inside {
+                            continue;
+                        }
+                        let counted = fewest_per_domain(&c, stride, size);
+                        if stride >= domain || domain % stride == 0 || stride * (size - 1) <= domain
+                        {
+                            assert_eq!(counted, fewest, "{case}");
+                        } else {
+                            assert!(counted <= fewest, "{case}: {counted} > {fewest}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn the_fewest_of_blocks_is_placement_s() {
         for p in 1..=12 {
