@@ -1328,3 +1328,138 @@ fn a_run_that_repeats_its_data_is_graded_by_its_effective_tokens() {
     ]);
     assert!(unlimited["shapes"][0]["token_window"].is_array());
 }
+
+/// B200 figures on NVL72's hosts of 4 in racks of 72 (the GB200 preset's shape), 512 GPUs:
+/// seven full racks and 8 GPUs of an eighth.
+const RACKS: [&str; 13] = [
+    "check",
+    "--model",
+    "70b",
+    "--tokens",
+    "1e12",
+    "--gpu",
+    "b200",
+    "--gpus",
+    "512",
+    "--gpus-per-node",
+    "4",
+    "--scale-up-gpus",
+    "72",
+];
+
+#[test]
+fn a_scale_up_domain_larger_than_the_host_states_where_the_ranks_sit() {
+    let args: Vec<&str> = RACKS
+        .iter()
+        .copied()
+        .chain(["--tp", "8", "--cp", "2", "--pp", "4"])
+        .collect();
+    // TP 8 on hosts of 4 is allowed inside a rack; CP 2 over it (runs of 16 ranks) straddles
+    // racks (ranks 64 to 79), and so does DP × CP (16 ranks 8 apart).
+    // (1e12 tokens fall short of the loss target: exit 1.)
+    trainplan()
+        .args(&args)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "placement 512 GPUs on 128 hosts of 4 (a failure takes a host) in 8 NVLink domains of 72 (7 full, 8 GPUs in the last)",
+        ))
+        .stdout(predicate::str::contains(
+            "over NVLink: TP 8; over the NICs: CP 2 (1 of a group in a domain), DP 16 (1 of a group in a domain), PP 4 (1 of a group in a domain)",
+        ));
+    let v = json(&[args.as_slice(), &["--json"]].concat());
+    let p = &v["placement"];
+    assert_eq!(p["order"], "tp-cp-ep-dp-pp");
+    assert_eq!(
+        (&p["hosts"], &p["domains"], &p["last_domain_gpus"]),
+        (&Value::from(128), &Value::from(8), &Value::from(8))
+    );
+    assert_eq!(
+        p["groups"][1],
+        serde_json::json!({"group": "cp", "size": 2, "stride": 8, "link": "nic", "fewest_per_domain": 1})
+    );
+    // NVIDIA's practice, 64 of each 72: CP's runs of 16 then lie in one rack.
+    let used = json(&[args.as_slice(), &["--scale-up-used", "64", "--json"]].concat());
+    assert_eq!(used["placement"]["groups"][1]["link"], "nvlink");
+    assert_eq!(used["placement"]["scale_up_used"], 64);
+    // Nodes that are their own domain say nothing new.
+    let plain = json(&[
+        "check", "--model", "70b", "--tokens", "1e12", "--tp", "8", "--json",
+    ]);
+    assert!(plain.get("placement").is_none());
+    assert!(plain["brief"].get("scale_up_gpus").is_none());
+}
+
+#[test]
+fn a_search_on_racks_states_each_plan_s_placement() {
+    let v = json(&[
+        "search",
+        "--gpu",
+        "b200",
+        "--gpus",
+        "512",
+        "--gpus-per-node",
+        "4",
+        "--scale-up-gpus",
+        "72",
+        "--models",
+        "70b",
+        "--max-days",
+        "60",
+        "--top",
+        "3",
+        "--json",
+    ]);
+    assert_eq!(v["brief"]["scale_up_gpus"], 72);
+    let plans = v["plans"].as_array().unwrap();
+    assert!(!plans.is_empty());
+    for p in plans {
+        assert_eq!(p["placement"]["domains"], 8, "{p}");
+        assert_eq!(p["placement"]["groups"][0]["group"], "tp");
+    }
+    trainplan()
+        .args([
+            "search",
+            "--gpu",
+            "b200",
+            "--gpus",
+            "512",
+            "--gpus-per-node",
+            "4",
+            "--scale-up-gpus",
+            "72",
+            "--models",
+            "70b",
+            "--max-days",
+            "60",
+            "--top",
+            "3",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "(4 per node, NVLink domains of 72)",
+        ))
+        .stdout(predicate::str::contains(
+            "placement of the first plan: 512 GPUs on 128 hosts of 4",
+        ));
+}
+
+#[test]
+fn a_scale_up_domain_that_is_not_whole_hosts_is_refused_by_name() {
+    let args: Vec<&str> = RACKS.to_vec();
+    let mut bad = args.clone();
+    bad[12] = "70";
+    refuses(
+        &bad,
+        "invalid brief.scale_up_gpus = 70: a multiple of the 4 GPUs per node (gpus_per_node), from 4 to 65,536",
+    );
+    refuses(
+        &[args.as_slice(), &["--scale-up-used", "80"]].concat(),
+        "invalid brief.scale_up_used = 80: a multiple of the 4 GPUs per node (gpus_per_node), from 4 to the 72 GPUs of a scale-up domain (scale_up_gpus)",
+    );
+    refuses(
+        &[args.as_slice(), &["--tp", "16", "--pp", "4"]].concat(),
+        "tp = 16 must divide the 72 GPUs of a scale-up domain used (TP stays inside one NVLink domain)",
+    );
+}

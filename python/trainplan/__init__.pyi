@@ -88,6 +88,8 @@ class Brief(_Result):
     gpu_memory_gb: float
     memory_cap_gb: float
     gpus_per_node: int
+    scale_up_gpus: Optional[int]
+    scale_up_used: Optional[int]
     mfu: float
     max_days: float
     loss_target: float

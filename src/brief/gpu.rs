@@ -35,8 +35,12 @@ pub struct Gpu {
     pub intra_node_gbps: f64,
     /// Bus bandwidth of one GPU's NIC between nodes, GB/s.
     pub inter_node_gbps: f64,
-    /// GPUs per node.
+    /// GPUs per node (a host: the failure domain, and what a launcher's `--nproc-per-node`
+    /// counts).
     pub gpus_per_node: u64,
+    /// GPUs of one scale-up (NVLink) domain: the node's 8 on an HGX/DGX board, 72 on an NVL72
+    /// rack of 18 hosts of 4 ([`crate::brief::Brief::scale_up_gpus`]).
+    pub scale_up_gpus: u64,
     /// Board power (TDP), W: what energy is counted at under load.
     pub tdp_w: f64,
 }
@@ -74,6 +78,8 @@ pub const CAP_FRACTION: f64 = 0.9;
 ///   400 W (A100 datasheet); H100 SXM up to 700 W and H100 PCIe 350 W (H100 datasheet); H200
 ///   SXM up to 700 W (H200 product page); B200 1,000 W (HGX B200 specifications); MI300X 750 W
 ///   (AMD Instinct MI300X specifications).
+/// - Scale-up domain: every preset here is an 8-GPU board whose NVLink (Infinity Fabric on
+///   the MI300X) reaches its own 8 GPUs and no further: the domain is the node.
 pub const PRESETS: [Gpu; 7] = [
     Gpu {
         name: "a100-40gb",
@@ -86,6 +92,7 @@ pub const PRESETS: [Gpu; 7] = [
         intra_node_gbps: 230.0,
         inter_node_gbps: 23.0,
         gpus_per_node: 8,
+        scale_up_gpus: 8,
         tdp_w: 400.0,
     },
     Gpu {
@@ -99,6 +106,7 @@ pub const PRESETS: [Gpu; 7] = [
         intra_node_gbps: 230.0,
         inter_node_gbps: 23.0,
         gpus_per_node: 8,
+        scale_up_gpus: 8,
         tdp_w: 400.0,
     },
     Gpu {
@@ -112,6 +120,7 @@ pub const PRESETS: [Gpu; 7] = [
         intra_node_gbps: 370.0,
         inter_node_gbps: 46.0,
         gpus_per_node: 8,
+        scale_up_gpus: 8,
         tdp_w: 700.0,
     },
     Gpu {
@@ -125,6 +134,7 @@ pub const PRESETS: [Gpu; 7] = [
         intra_node_gbps: 40.0,
         inter_node_gbps: 46.0,
         gpus_per_node: 8,
+        scale_up_gpus: 8,
         tdp_w: 350.0,
     },
     Gpu {
@@ -138,6 +148,7 @@ pub const PRESETS: [Gpu; 7] = [
         intra_node_gbps: 368.0,
         inter_node_gbps: 46.0,
         gpus_per_node: 8,
+        scale_up_gpus: 8,
         tdp_w: 700.0,
     },
     Gpu {
@@ -151,6 +162,7 @@ pub const PRESETS: [Gpu; 7] = [
         intra_node_gbps: 682.0,
         inter_node_gbps: 46.0,
         gpus_per_node: 8,
+        scale_up_gpus: 8,
         tdp_w: 1000.0,
     },
     Gpu {
@@ -164,6 +176,7 @@ pub const PRESETS: [Gpu; 7] = [
         intra_node_gbps: 313.0,
         inter_node_gbps: 46.0,
         gpus_per_node: 8,
+        scale_up_gpus: 8,
         tdp_w: 750.0,
     },
 ];
@@ -200,6 +213,7 @@ mod tests {
     use super::*;
     use crate::brief::Brief;
     use crate::brief::BriefPatch;
+    use crate::brief::GpuName;
 
     #[test]
     fn the_h100_preset_is_the_default_brief_with_its_board_power() {
@@ -219,6 +233,53 @@ mod tests {
             brief.validate().unwrap();
             assert_eq!(brief.memory_cap_gb, gpu.memory_gb * 0.9);
         }
+    }
+
+    #[test]
+    fn every_preset_here_is_its_own_scale_up_domain_and_says_nothing_of_it() {
+        for gpu in PRESETS {
+            assert_eq!(gpu.scale_up_gpus, gpu.gpus_per_node, "{}", gpu.name);
+            let brief = BriefPatch::gpu(&gpu).apply(Brief::default());
+            assert_eq!((brief.scale_up_gpus, brief.scale_up_used), (None, None));
+            assert_eq!(brief.cluster().scale_up, 8);
+        }
+    }
+
+    #[test]
+    fn a_scale_up_domain_is_whole_hosts_and_a_job_uses_whole_hosts_of_it() {
+        // B200 figures on NVL72-like hosts: 4 GPUs a host, 72 a domain.
+        let nvl = |domain: Option<u64>, used: Option<u64>| {
+            BriefPatch {
+                gpu: Some(GpuName(Gpu::named("b200").unwrap())),
+                gpus_per_node: Some(4),
+                scale_up_gpus: domain,
+                scale_up_used: used,
+                ..BriefPatch::default()
+            }
+            .apply(Brief::default())
+        };
+        let b = nvl(Some(72), None);
+        b.validate().unwrap();
+        assert_eq!((b.cluster().scale_up, b.domain_gpus()), (72, 72));
+        let b = nvl(Some(72), Some(64));
+        b.validate().unwrap();
+        assert_eq!((b.cluster().scale_up, b.domain_gpus()), (64, 72));
+        // A domain of one host is no domain of its own: the brief holds none.
+        assert_eq!(nvl(Some(4), None).scale_up_gpus, None);
+        let e = nvl(Some(70), None).validate().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid brief.scale_up_gpus = 70: a multiple of the 4 GPUs per node (gpus_per_node), from 4 to 65,536"
+        );
+        let e = nvl(Some(72), Some(66)).validate().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid brief.scale_up_used = 66: a multiple of the 4 GPUs per node (gpus_per_node), from 4 to the 72 GPUs of a scale-up domain (scale_up_gpus)"
+        );
+        let e = nvl(None, Some(8)).validate().unwrap_err().to_string();
+        assert!(e.starts_with("invalid brief.scale_up_used = 8:"), "{e}");
+        let e = nvl(Some(2), None).validate().unwrap_err().to_string();
+        assert!(e.starts_with("invalid brief.scale_up_gpus = 2:"), "{e}");
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub(crate) use patch::whole;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cost::links::placement::RankPlacement;
 use crate::cost::links::topology::Topology;
 use crate::cost::run::reliability::Reliability;
 use crate::cost::run::spend::Spend;
@@ -27,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::format::{exact, general, thousands};
 use crate::laws::{Effective, LawSize, LossLaw};
 use crate::model::family::FamilySpec;
-use crate::model::layout::Cluster;
+use crate::model::layout::{Cluster, Layout};
 use crate::units::{FLOPS_PER_TFLOPS, SECONDS_PER_DAY};
 
 /// The largest values a brief accepts: far beyond any real cluster, small enough that every
@@ -37,6 +38,8 @@ pub mod limits {
     pub const GPUS: u64 = 100_000_000;
     /// GPUs per node (an NVL72 rack is 72).
     pub const GPUS_PER_NODE: u64 = 1_024;
+    /// GPUs of one scale-up domain (NVL576 is 576).
+    pub const SCALE_UP_GPUS: u64 = 65_536;
     /// Sequence length, tokens.
     pub const SEQ_LEN: u64 = 100_000_000;
     /// Peak per GPU, TFLOP/s: an exaFLOP/s.
@@ -75,8 +78,21 @@ pub struct Brief {
     pub gpu_memory_gb: f64,
     /// The most a plan may use per GPU, GB; at most the card's memory.
     pub memory_cap_gb: f64,
-    /// GPUs per node; tensor parallelism stays inside a node.
+    /// GPUs per node (a host): the failure domain, and what a launcher starts a process per
+    /// GPU on.
     pub gpus_per_node: u64,
+    /// GPUs of one scale-up (NVLink) domain, a multiple of the node's; `None`: the node is
+    /// the domain (every 8-GPU board). An NVL72 rack is one domain of 72 GPUs on 18 hosts of
+    /// 4. TP, CP and EP groups ride NVLink where all their ranks sit in one domain
+    /// ([`Cluster::scale_up`] says how ranks fill the domains).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_up_gpus: Option<u64>,
+    /// GPUs of each scale-up domain the job uses, a multiple of the node's and at most the
+    /// domain's; `None`: all of them. NVIDIA's GB200 tables run 64 of a rack's 72, so that
+    /// groups of powers of two never straddle two racks (Megatron-Bridge's performance guide,
+    /// "Parallel mapping strategies with NVL72").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_up_used: Option<u64>,
     /// Assumed model FLOPs utilisation, a fraction in (0, 1].
     pub mfu: f64,
     /// Longest the run may take, days.
@@ -145,6 +161,8 @@ impl Default for Brief {
             gpu_memory_gb: 80.0,
             memory_cap_gb: 72.0,
             gpus_per_node: 8,
+            scale_up_gpus: None,
+            scale_up_used: None,
             mfu: 0.40,
             max_days: 30.0,
             loss_target: 1.955,
@@ -178,6 +196,7 @@ impl Brief {
         };
         count("gpus", self.gpus, limits::GPUS)?;
         count("gpus_per_node", self.gpus_per_node, limits::GPUS_PER_NODE)?;
+        self.validate_scale_up()?;
         count("seq_len", self.seq_len, limits::SEQ_LEN)?;
         count(
             "batch_target_tokens",
@@ -256,6 +275,37 @@ impl Brief {
         self.reliability.validate()?;
         self.validate_spend()?;
         self.validate_budget()
+    }
+
+    /// Checks the scale-up domain: whole hosts, at most [`limits::SCALE_UP_GPUS`]; and the GPUs
+    /// of it used: whole hosts, at most the domain.
+    fn validate_scale_up(&self) -> Result<()> {
+        let host = self.gpus_per_node;
+        let domain = self.scale_up_gpus.unwrap_or(host);
+        if let Some(d) = self.scale_up_gpus {
+            if d < host || d % host != 0 || d > limits::SCALE_UP_GPUS {
+                return Err(Error::invalid(
+                    "brief.scale_up_gpus",
+                    d,
+                    format!(
+                        "a multiple of the {host} GPUs per node (gpus_per_node), from {host} to {}",
+                        thousands(limits::SCALE_UP_GPUS)
+                    ),
+                ));
+            }
+        }
+        if let Some(u) = self.scale_up_used {
+            if u < host || u % host != 0 || u > domain {
+                return Err(Error::invalid(
+                    "brief.scale_up_used",
+                    u,
+                    format!(
+                        "a multiple of the {host} GPUs per node (gpus_per_node), from {host} to the {domain} GPUs of a scale-up domain (scale_up_gpus)"
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Checks the money and energy fields: each in its range, and each with what it needs (a
@@ -433,12 +483,30 @@ impl Brief {
         self.cluster_flops_per_second() * self.days_limit() * SECONDS_PER_DAY
     }
 
-    /// The cluster's GPUs and GPUs per node, as the layouts see them.
+    /// The cluster's GPUs, GPUs per node and the GPUs of a scale-up domain the ranks fill (the
+    /// used ones, [`Brief::scale_up_used`], else the whole domain), as the layouts see them.
     pub fn cluster(&self) -> Cluster {
         Cluster {
             gpus: self.gpus,
             gpus_per_node: self.gpus_per_node,
+            scale_up: self
+                .scale_up_used
+                .or(self.scale_up_gpus)
+                .unwrap_or(self.gpus_per_node),
         }
+    }
+
+    /// Where `layout`'s ranks sit on this brief's hosts and scale-up domains, and which groups
+    /// ride NVLink ([`RankPlacement`]): only when a domain is larger than the node (`None`
+    /// otherwise, so that no report of an 8-GPU board changes).
+    pub fn placement(&self, layout: &Layout) -> Option<RankPlacement> {
+        (self.domain_gpus() != self.gpus_per_node)
+            .then(|| RankPlacement::of(&self.cluster(), self.domain_gpus(), layout))
+    }
+
+    /// GPUs of one scale-up domain: [`Brief::scale_up_gpus`], else the node's.
+    pub fn domain_gpus(&self) -> u64 {
+        self.scale_up_gpus.unwrap_or(self.gpus_per_node)
     }
 
     /// The hardware the detailed time model runs a step on.

@@ -44,6 +44,12 @@ pub struct BriefPatch {
     /// See [`Brief::gpus_per_node`].
     #[serde(default, deserialize_with = "whole")]
     pub gpus_per_node: Option<u64>,
+    /// See [`Brief::scale_up_gpus`].
+    #[serde(default, deserialize_with = "whole")]
+    pub scale_up_gpus: Option<u64>,
+    /// See [`Brief::scale_up_used`].
+    #[serde(default, deserialize_with = "whole")]
+    pub scale_up_used: Option<u64>,
     /// See [`Brief::mfu`].
     #[serde(default, deserialize_with = "number")]
     pub mfu: Option<f64>,
@@ -179,6 +185,13 @@ impl BriefPatch {
             Some(GpuName(gpu)) => BriefPatch::gpu(&gpu).apply(brief),
             None => brief,
         };
+        let gpus_per_node = self.gpus_per_node.unwrap_or(brief.gpus_per_node);
+        // A domain of one node is no domain of its own: the brief says nothing of it (and
+        // prints nothing), as before there were domains.
+        let scale_up_gpus = self
+            .scale_up_gpus
+            .or(brief.scale_up_gpus)
+            .filter(|&d| d != gpus_per_node);
         Brief {
             gpus: self.gpus.unwrap_or(brief.gpus),
             peak_tflops: number_or(self.peak_tflops, brief.peak_tflops),
@@ -186,7 +199,9 @@ impl BriefPatch {
             mxfp8: self.mxfp8.unwrap_or(brief.mxfp8),
             gpu_memory_gb: number_or(self.gpu_memory_gb, brief.gpu_memory_gb),
             memory_cap_gb: number_or(self.memory_cap_gb, brief.memory_cap_gb),
-            gpus_per_node: self.gpus_per_node.unwrap_or(brief.gpus_per_node),
+            gpus_per_node,
+            scale_up_gpus,
+            scale_up_used: self.scale_up_used.or(brief.scale_up_used),
             mfu: number_or(self.mfu, brief.mfu),
             max_days: number_or(self.max_days, brief.max_days),
             loss_target: number_or(self.loss_target, brief.loss_target),
@@ -216,6 +231,7 @@ impl BriefPatch {
             gpu_memory_gb: Some(gpu.memory_gb),
             memory_cap_gb: Some(gpu.memory_gb * CAP_FRACTION),
             gpus_per_node: Some(gpu.gpus_per_node),
+            scale_up_gpus: Some(gpu.scale_up_gpus),
             topology: TopologyPatch {
                 intra_node_gbps: Some(gpu.intra_node_gbps),
                 inter_node_gbps: Some(gpu.inter_node_gbps),

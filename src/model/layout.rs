@@ -216,20 +216,48 @@ impl Degrees {
     }
 }
 
-/// The cluster as a layout sees it: how many GPUs, and how many share a node (and so the fast
-/// links tensor parallelism needs). A brief gives one (`Brief::cluster`, or `&brief` itself).
+/// The cluster as a layout sees it: how many GPUs, how many share a node (a host), and how
+/// many of a scale-up (NVLink) domain the ranks fill (and so the fast links tensor parallelism
+/// needs). A brief gives one (`Brief::cluster`, or `&brief` itself).
+///
+/// Ranks fill hosts and domains in order: ranks `j·S` to `(j+1)·S − 1` sit in domain `j`, for
+/// `S` = [`Cluster::scale_up`]; a GPU count that is not a multiple of `S` leaves the last
+/// domain part full (512 GPUs in domains of 72: seven full, 8 GPUs in the eighth).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cluster {
     /// GPUs in the cluster.
     pub gpus: u64,
-    /// GPUs per node; tensor parallelism stays inside a node.
+    /// GPUs per node (a host).
     pub gpus_per_node: u64,
+    /// GPUs of each scale-up domain the ranks fill (a multiple of the node's): the node's own
+    /// on an 8-GPU board; on an NVL72 rack 72, or the 64 of them a job uses. Tensor and expert
+    /// tensor parallelism stay inside one.
+    pub scale_up: u64,
+}
+
+impl Cluster {
+    /// The rule that `name = degree` breaks by not dividing the GPUs of a scale-up domain
+    /// ([`Cluster::scale_up`]): a group (`what`) that divides the domain never straddles two
+    /// (it divides the GPUs too); in words of the node where the node is the domain.
+    fn inside(&self, name: &str, degree: u64, what: &str) -> String {
+        if self.scale_up == self.gpus_per_node {
+            format!(
+                "{name} = {degree} must divide the {} GPUs per node ({what} stays inside a node)",
+                self.scale_up
+            )
+        } else {
+            format!(
+                "{name} = {degree} must divide the {} GPUs of a scale-up domain used ({what} stays inside one NVLink domain)",
+                self.scale_up
+            )
+        }
+    }
 }
 
 /// A layout rule that a (TP, PP) pair breaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Broken {
-    /// TP does not divide the GPUs per node.
+    /// TP does not divide the GPUs of a scale-up domain (the node's, unless larger).
     TpNode,
     /// TP does not divide the heads and the KV heads.
     TpHeads,
@@ -244,7 +272,7 @@ enum Broken {
 /// The first rule (TP, CP, PP) breaks for `shape` on `cluster`, if any. Allocation-free, so
 /// the enumeration can call it for every triple.
 fn broken_rule(cluster: &Cluster, shape: &Shape, tp: u64, cp: u64, pp: u64) -> Option<Broken> {
-    let node = cluster.gpus_per_node;
+    let node = cluster.scale_up;
     if tp == 0 || tp > node || node % tp != 0 {
         Some(Broken::TpNode)
     } else if u64::from(shape.heads) % tp != 0 || u64::from(shape.kv_heads) % tp != 0 {
@@ -331,10 +359,7 @@ impl Layout {
                     etp,
                 });
             }
-            Some(Broken::TpNode) => format!(
-                "tp = {tp} must divide the {} GPUs per node (TP stays inside a node)",
-                cluster.gpus_per_node
-            ),
+            Some(Broken::TpNode) => cluster.inside("tp", tp, "TP"),
             Some(Broken::TpHeads) => format!(
                 "tp = {tp} does not divide the {} attention heads and {} KV heads of {}",
                 shape.heads, shape.kv_heads, shape.name
@@ -375,11 +400,11 @@ impl Layout {
             etp,
             ..
         } = *self;
-        let node = cluster.gpus_per_node;
+        let node = cluster.scale_up;
         let in_node = |d: u64| d != 0 && d <= node && node % d == 0;
         let stage = tp.checked_mul(cp).and_then(|x| x.checked_mul(pp));
         let message = if !in_node(tp) {
-            format!("tp = {tp} must divide the {node} GPUs per node (TP stays inside a node)")
+            cluster.inside("tp", tp, "TP")
         } else if pp == 0 || cp == 0 {
             format!("cp = {cp} and pp = {pp} must be at least 1")
         } else if stage.is_none_or(|x| cluster.gpus % x != 0) {
@@ -396,7 +421,7 @@ impl Layout {
                     "replicate = {replicate} must divide DP = {dp}, and above 1 needs ZeRO 1 to 3"
                 )
             } else if !in_node(etp) {
-                format!("etp = {etp} must divide the {node} GPUs per node (expert TP stays inside a node)")
+                cluster.inside("etp", etp, "expert TP")
             } else if ep == 0 || ep.checked_mul(etp).is_none_or(|x| ranks % x != 0) {
                 format!(
                     "etp × ep = {etp} × {ep} must divide TP × CP × DP = {ranks} (the ranks of a pipeline stage)"
@@ -576,7 +601,7 @@ pub fn layouts_with(
     let cluster = cluster.into();
     // TP divides the KV heads (which divide the heads) and PP divides the GPUs, which bounds
     // the loops however large the node or the cluster.
-    let max_tp = cluster.gpus_per_node.min(u64::from(shape.kv_heads));
+    let max_tp = cluster.scale_up.min(u64::from(shape.kv_heads));
     let max_pp = u64::from(shape.layers).min(cluster.gpus);
     iproduct!(1..=max_tp, 1..=max_pp, cps.iter().copied())
         .filter(|&(tp, pp, cp)| broken_rule(&cluster, shape, tp, cp, pp).is_none())
@@ -632,14 +657,14 @@ fn experts_fit(
         }
         return Ok(());
     };
-    let node = cluster.gpus_per_node;
+    let node = cluster.scale_up;
     let message = if ep == 0 || u64::from(experts.routed) % ep != 0 {
         format!(
             "ep = {ep} must divide the {} routed experts of {}",
             experts.routed, shape.name
         )
     } else if etp == 0 || etp > node || node % etp != 0 {
-        format!("etp = {etp} must divide the {node} GPUs per node (expert TP stays inside a node)")
+        cluster.inside("etp", etp, "expert TP")
     } else if experts.ffn % etp != 0 {
         format!(
             "etp = {etp} must divide the experts' width {} of {}",
@@ -744,6 +769,42 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("6 attention heads"), "{e}");
+    }
+
+    #[test]
+    fn tp_stays_inside_a_scale_up_domain_not_a_host() {
+        // Megatron-Bridge's GB200 Llama 3 70B recipe runs TP 8 on hosts of 4 in one NVL72
+        // rack; on hosts of 4 that are their own domain TP 8 is refused.
+        let s = crate::model::preset("70b").unwrap();
+        let hosts = Brief {
+            gpus: 512,
+            gpus_per_node: 4,
+            ..Brief::default()
+        };
+        let e = Layout::new(&hosts, &s, 8, 8, ZeroStage::new(1).unwrap()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid layout: tp = 8 must divide the 4 GPUs per node (TP stays inside a node)"
+        );
+        let rack = Brief {
+            scale_up_gpus: Some(72),
+            ..hosts.clone()
+        };
+        let l = Layout::new(&rack, &s, 8, 8, ZeroStage::new(1).unwrap()).unwrap();
+        assert_eq!(l.dp, 8);
+        assert_eq!(layouts(&rack, &s).iter().map(|l| l.tp).max(), Some(8));
+        // TP 16 does not divide 72 (its groups would straddle racks); it divides 64.
+        let wide = Layout { tp: 16, ..l };
+        let e = wide.on_cluster(&rack).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid layout: tp = 16 must divide the 72 GPUs of a scale-up domain used (TP stays inside one NVLink domain)"
+        );
+        let used = Brief {
+            scale_up_used: Some(64),
+            ..rack
+        };
+        assert_eq!(wide.on_cluster(&used).unwrap().dp, 4);
     }
 
     #[test]

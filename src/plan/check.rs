@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use crate::brief::Brief;
+use crate::cost::links::placement::RankPlacement;
 use crate::error::Result;
 use crate::format::{count, fixed, money};
 use crate::model::layout::{layouts, Layout};
@@ -28,6 +29,10 @@ pub struct CheckReport {
     pub plan: Plan,
     /// One suggestion per line, each naming the check it fixes; empty when the plan passes.
     pub fixes: Vec<String>,
+    /// Where the ranks sit and which groups ride NVLink, when the brief's scale-up domain is
+    /// larger than its node ([`Brief::placement`]); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement: Option<RankPlacement>,
     /// With `--sensitivity`: the plan graded again with each uncertain input at the ends of
     /// its range ([`crate::plan::sensitivity`]); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -56,6 +61,7 @@ pub fn check(brief: &Brief, design: &Design) -> Result<CheckReport> {
     Ok(CheckReport {
         brief: brief.clone(),
         shape: design.shape.clone(),
+        placement: brief.placement(&design.layout),
         plan,
         fixes,
         sensitivity: None,

@@ -471,6 +471,18 @@ mod tests {
     }
 
     #[test]
+    fn the_api_takes_a_scale_up_domain_and_says_where_the_ranks_sit() {
+        let body = br#"{"model": "70b", "tokens": 1e12, "tp": 8, "pp": 4,
+            "brief": {"gpus": 512, "gpus_per_node": 4, "scale_up_gpus": 72, "scale_up_used": 64}}"#;
+        let json: serde_json::Value = serde_json::from_str(&api_check(body).unwrap()).unwrap();
+        assert_eq!(json["placement"]["scale_up_used"], 64);
+        assert_eq!(json["placement"]["groups"][0]["link"], "nvlink");
+        let bad = br#"{"model": "70b", "tokens": 1e12, "brief": {"gpus_per_node": 4, "scale_up_gpus": 6}}"#;
+        let e = api_check(bad).unwrap_err().to_string();
+        assert!(e.contains("brief.scale_up_gpus = 6"), "{e}");
+    }
+
+    #[test]
     fn requests_are_checked_as_the_command_line_checks_flags() {
         let cases: [(&[u8], &str); 7] = [
             (br#"{"model": "70b", "tokens": 1e12, "tp": 3}"#, "tp = 3"),

@@ -67,9 +67,18 @@ pub struct BriefArgs {
     /// Most memory a plan may use per GPU, GB [default: 72].
     #[arg(long, value_name = "GB")]
     pub memory_cap_gb: Option<f64>,
-    /// GPUs per node; TP stays inside a node [default: 8].
+    /// GPUs per node (a host); TP stays inside a node unless --scale-up-gpus makes the NVLink
+    /// domain larger [default: 8].
     #[arg(long, value_name = "N", value_parser = parse_whole)]
     pub gpus_per_node: Option<u64>,
+    /// GPUs of one scale-up (NVLink) domain, a multiple of the node's (an NVL72 rack: 72 on
+    /// hosts of 4); TP, CP and EP ride NVLink inside one [default: the node].
+    #[arg(long, value_name = "N", value_parser = parse_whole)]
+    pub scale_up_gpus: Option<u64>,
+    /// GPUs of each scale-up domain the job fills, in rank order, whole hosts (NVIDIA's GB200
+    /// tables: 64 of 72) [default: all of them].
+    #[arg(long, value_name = "N", value_parser = parse_whole)]
+    pub scale_up_used: Option<u64>,
     /// Assumed model FLOPs utilisation, a fraction [default: 0.4].
     #[arg(long, value_name = "FRACTION")]
     pub mfu: Option<f64>,
@@ -207,6 +216,8 @@ impl BriefArgs {
             gpu_memory_gb: self.gpu_memory_gb,
             memory_cap_gb: self.memory_cap_gb,
             gpus_per_node: self.gpus_per_node,
+            scale_up_gpus: self.scale_up_gpus,
+            scale_up_used: self.scale_up_used,
             mfu: self.mfu,
             max_days: self.max_days,
             loss_target: self.loss_target,

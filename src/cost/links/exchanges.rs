@@ -10,6 +10,7 @@
 use crate::cost::chip::operations::StageCompute;
 use crate::cost::chip::stack_chip;
 use crate::cost::links::hidden;
+use crate::cost::links::in_one_domain;
 use crate::cost::links::link_for;
 use crate::cost::links::topology::all_reduce;
 use crate::cost::links::topology::reduce_scatter;
@@ -17,6 +18,7 @@ use crate::cost::links::topology::send;
 use crate::cost::links::topology::Link;
 use crate::cost::links::topology::Topology;
 use crate::cost::step::detailed::Detailed;
+use crate::cost::step::experts::deepep_block;
 use crate::cost::step::experts::placement;
 use crate::cost::step::experts::Dispatcher;
 use crate::cost::step::experts::Placement;
@@ -25,7 +27,7 @@ use crate::cost::step::stack::CpComm;
 use crate::cost::step::MoeRecompute;
 use crate::cost::step::Recompute;
 use crate::cost::Machine;
-use crate::model::layout::Layout;
+use crate::model::layout::{Cluster, Layout};
 use crate::model::Shape;
 /// Exposed seconds of one layer's context-parallel exchange per micro-batch on the CP group
 /// (`CP` ranks `TP` apart), for `tokens` tokens of this rank and the layer's attention core
@@ -34,8 +36,8 @@ use crate::model::Shape;
 /// - **Ring** (Megatron-core): forward runs `CP − 1` steps, each sending the chunk in hand to
 ///   the next rank while attention runs on it, `1/CP` of the core; only what a send lasts
 ///   beyond its block is exposed. Backward sends the chunk and its gradients (twice the bytes)
-///   behind `1/CP` of the backward core. The sends are point to point: NVLink while the CP
-///   group fits in a node with its TP ranks, else one NIC.
+///   behind `1/CP` of the backward core. The sends are point to point: NVLink while every CP
+///   group lies in one scale-up domain with its TP ranks ([`in_one_domain`]), else one NIC.
 /// - **All-gather** (Llama 3): K and V all-gathered before attention and their gradients
 ///   reduce-scattered after, exposed, over the group's NICs.
 ///
@@ -64,7 +66,7 @@ pub fn cp_exchange(
     let n = cp as f64;
     match comm {
         Some(CpComm::Ring) => {
-            let link = if layout.tp.saturating_mul(cp) <= machine.cluster.gpus_per_node {
+            let link = if in_one_domain(&machine.cluster, layout.tp, cp) {
                 machine.topology.intra()
             } else {
                 machine.topology.inter()
@@ -131,8 +133,14 @@ pub fn moe_layer_comm(
     let tp_moe = tp_moe - hidden(tp_moe, overlap, compute.2);
     let h = shape.hidden as f64;
     let topology = &machine.topology;
-    let node = machine.cluster.gpus_per_node;
-    let a2a = dispatch(topology, node, layout, r, 2.0 * h, d.options.ep_dispatcher);
+    let a2a = dispatch(
+        topology,
+        &machine.cluster,
+        layout,
+        r,
+        2.0 * h,
+        d.options.ep_dispatcher,
+    );
     let etp = if layout.etp > 1 {
         2.0 * reduce_scatter(
             link_for(machine, 1, layout.etp),
@@ -213,33 +221,50 @@ fn exchange(topology: &Topology, across: bool, near: f64, far: f64) -> f64 {
 
 /// Seconds of one dispatch (or combine) of `r`'s routes over the EP group of `layout`, each
 /// route `bytes_per_route` (its token's `2h` BF16 bytes), by `dispatcher`: the `alltoall`
-/// dispatcher is [`all_to_all`] of the routes; DeepEP sends each of the rank's tokens once to
-/// each other node its experts are on ([`nodes_reached`]) and forwards within the node over
-/// NVLink, so the network carries tokens times remote nodes instead of routes off the node;
-/// DeepEP runs only groups inside a node or on whole nodes ([`crate::cost::step::experts::dispatcher_allowed`]).
+/// dispatcher is [`all_to_all`] of the routes, NVLink among the group's members in one
+/// scale-up domain (the node, or an NVL72 rack); DeepEP sends each of the rank's tokens once to
+/// each other block of ranks its experts are on ([`nodes_reached`]; a block is the node, or
+/// DeepEP's 8 ranks in a larger domain: [`deepep_block`]) and forwards within the block over
+/// NVLink, so the network carries tokens times remote blocks outside the rank's domain instead
+/// of routes off the domain (the remote blocks inside it are reached over NVLink); DeepEP runs
+/// only groups inside a block or on whole blocks
+/// ([`crate::cost::step::experts::dispatcher_allowed`]).
 pub fn dispatch(
     topology: &Topology,
-    gpus_per_node: u64,
+    cluster: &Cluster,
     layout: &Layout,
     r: &Routed,
     bytes_per_route: f64,
     dispatcher: Dispatcher,
 ) -> f64 {
     let n = layout.ep;
-    let placement = placement(gpus_per_node, layout);
+    let domains = placement(cluster.scale_up, layout);
     let bytes = bytes_per_route * r.sent;
-    if dispatcher == Dispatcher::AllToAll || placement.in_one_node() {
-        return all_to_all(topology, &placement, bytes);
+    if dispatcher == Dispatcher::AllToAll || domains.in_one_node() {
+        return all_to_all(topology, &domains, bytes);
     }
     let tokens = r.sent / r.per_token;
-    // Each node holds a token's experts with the same chance, `reached/nodes`; the other nodes'
-    // share is remote.
-    let nodes = n as f64 / placement.most as f64;
-    let reached = nodes_reached(r.experts, r.per_token, nodes);
-    let remote = reached * (nodes - 1.0) / nodes;
-    let far = tokens * remote * bytes_per_route;
-    // Every route off the rank crosses NVLink once, sent within the node or forwarded there.
-    let near = bytes * (n - 1) as f64 / n as f64;
+    // Each block holds a token's experts with the same chance, `reached/blocks`; the other
+    // blocks' share is remote, and of the `blocks − 1` others, those in the rank's domain
+    // (`per_domain − 1`, the domain's members over the block's, for the rank whose domain
+    // holds the fewest of its group: the step waits for it) are reached over NVLink.
+    let block = placement(deepep_block(cluster), layout);
+    let blocks = n as f64 / block.most as f64;
+    let reached = nodes_reached(r.experts, r.per_token, blocks);
+    let remote = reached * (blocks - 1.0) / blocks;
+    let per_domain = (domains.fewest / block.most).max(1) as f64;
+    // (One block a group, in a domain that splits DeepEP's blocks, which
+    // `dispatcher_allowed` refuses: every remote token over the NIC.)
+    let outside = if blocks > 1.0 {
+        (blocks - per_domain).max(0.0) / (blocks - 1.0)
+    } else {
+        1.0
+    };
+    let far = tokens * remote * outside * bytes_per_route;
+    // Every route off the rank crosses NVLink once, sent within the block or forwarded there;
+    // the tokens for blocks in the rank's domain cross it once more.
+    let near =
+        bytes * (n - 1) as f64 / n as f64 + tokens * remote * (1.0 - outside) * bytes_per_route;
     exchange(topology, true, near, far)
 }
 
@@ -273,6 +298,87 @@ mod tests {
         let strided = all_to_all(&t, &Placement::of(8, 2, 8, 2), 8.0 * gb);
         assert!((strided - (nic.latency + 4.0 * gb / nic.bytes_per_second)).abs() < 1e-12);
         assert_eq!(all_to_all(&t, &Placement::of(8, 1, 1, 8), gb), 0.0);
+    }
+
+    #[test]
+    fn ep_groups_ride_nvlink_inside_a_scale_up_domain_and_deepep_keeps_its_blocks_of_8() {
+        // Hosts of 4 in NVL72 racks, 256 GPUs, EP 32 at ETP 1 over 128 experts (8 a token).
+        let mut s = mixtral();
+        if let Some(e) = s.experts.as_mut() {
+            e.routed = 128;
+            e.per_token = 8;
+            e.ffn = 1536;
+        }
+        let rack = |used: Option<u64>| Brief {
+            gpus: 256,
+            gpus_per_node: 4,
+            scale_up_gpus: Some(72),
+            scale_up_used: used,
+            ..Brief::default()
+        };
+        let degrees = Degrees {
+            ep: 32,
+            etp: Some(1),
+            ..Degrees::tp_pp(1, 1)
+        };
+        let (b72, b64) = (rack(None), rack(Some(64)));
+        let l = Layout::with(&b72, &s, degrees, ZeroStage::new(1).unwrap()).unwrap();
+        let r = Routed::of(&s, &l, 4096.0, BALANCED).unwrap();
+        let t = Topology::default();
+        let (nvlink, nic) = (t.intra(), t.inter());
+        let route = 2.0 * 4096.0;
+        let bytes = route * r.sent;
+        // Racks of 64 used: each group of 32 is in one rack, all over NVLink.
+        let a2a = dispatch(&t, &b64.cluster(), &l, &r, route, Dispatcher::AllToAll);
+        let want = nvlink.latency + 31.0 / 32.0 * bytes / nvlink.bytes_per_second;
+        assert!((a2a - want).abs() < 1e-12, "{a2a} {want}");
+        // Racks of 72: runs of 32 start 0, 32, 64, 24, 56, 16, 48 and 8 ranks into a rack;
+        // the run at 64 is 8 + 24 and the one at 56 is 16 + 16, so the slowest rank sends
+        // 24/32 of its routes over its NIC.
+        let p = placement(72, &l);
+        assert_eq!((p.most, p.fewest), (32, 8));
+        let a2a = dispatch(&t, &b72.cluster(), &l, &r, route, Dispatcher::AllToAll);
+        let want = nic.latency + 24.0 / 32.0 * bytes / nic.bytes_per_second;
+        assert!((a2a - want).abs() < 1e-12, "{a2a} {want}");
+        // DeepEP moves 8 ranks at a time (4 blocks a group); the slowest rank's rack holds
+        // one of its blocks, so the 3 others it reaches are over the NIC.
+        let deepep = dispatch(&t, &b72.cluster(), &l, &r, route, Dispatcher::DeepEp);
+        let remote = nodes_reached(128.0, 8.0, 4.0) * 3.0 / 4.0;
+        let want = nic.latency + 4096.0 * remote * route / nic.bytes_per_second;
+        assert!((deepep - want).abs() < 1e-12, "{deepep} {want}");
+        assert!(dispatcher_allowed(&b72.cluster(), &l, Dispatcher::DeepEp).is_ok());
+        // EP 12 in a rack is still refused by DeepEP: its blocks of 8 split as 8 + 4.
+        let mut wide = s.clone();
+        if let Some(e) = wide.experts.as_mut() {
+            e.routed = 96;
+        }
+        let twelve = Degrees {
+            ep: 12,
+            etp: Some(1),
+            ..Degrees::tp_pp(1, 1)
+        };
+        let small = Brief {
+            gpus: 24,
+            ..b72.clone()
+        };
+        let l = Layout::with(&small, &wide, twelve, ZeroStage::new(1).unwrap()).unwrap();
+        // 68 of each 72 used: DeepEP's blocks of 8 would straddle racks.
+        let sixty_eight = Brief {
+            scale_up_used: Some(68),
+            ..small.clone()
+        };
+        let e = dispatcher_allowed(&sixty_eight.cluster(), &l, Dispatcher::DeepEp).unwrap_err();
+        assert!(
+            e.to_string().contains(
+                "the 68 GPUs used of a scale-up domain are not whole blocks of DeepEP's 8 ranks"
+            ),
+            "{e}"
+        );
+        let e = dispatcher_allowed(&small.cluster(), &l, Dispatcher::DeepEp).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid --ep-dispatcher = deepep: alltoall where EP 12 splits its groups unevenly over DeepEP's blocks of 8 ranks (its RDMA rank is rank / 8) (8 and 4 ranks of a group in a block; DeepEP needs each group inside one block or on whole blocks)"
+        );
     }
 
     #[test]
@@ -343,12 +449,13 @@ mod tests {
         let l = Layout::with(&brief, &s, degrees, ZeroStage::new(1).unwrap()).unwrap();
         let r = Routed::of(&s, &l, 4096.0, BALANCED).unwrap();
         let t = Topology::default();
+        let nodes = brief.cluster();
         let nic = t.inter();
         let route = 2.0 * 4096.0;
-        let a2a = dispatch(&t, 8, &l, &r, route, Dispatcher::AllToAll);
+        let a2a = dispatch(&t, &nodes, &l, &r, route, Dispatcher::AllToAll);
         let want = nic.latency + 24.0 / 32.0 * 32_768.0 * route / nic.bytes_per_second;
         assert!((a2a - want).abs() < 1e-12, "{a2a} {want}");
-        let deepep = dispatch(&t, 8, &l, &r, route, Dispatcher::DeepEp);
+        let deepep = dispatch(&t, &nodes, &l, &r, route, Dispatcher::DeepEp);
         let remote = nodes_reached(128.0, 8.0, 4.0) * 3.0 / 4.0;
         let want = nic.latency + 4096.0 * remote * route / nic.bytes_per_second;
         assert!((deepep - want).abs() < 1e-12, "{deepep} {want}");
@@ -368,12 +475,12 @@ mod tests {
             ..brief.clone()
         };
         let l = Layout::with(&small, &wide, twelve, ZeroStage::new(1).unwrap()).unwrap();
-        let refused = dispatcher_allowed(8, &l, Dispatcher::DeepEp).unwrap_err();
+        let refused = dispatcher_allowed(&nodes, &l, Dispatcher::DeepEp).unwrap_err();
         assert!(refused.to_string().contains("8 and 4 ranks"), "{refused}");
-        assert!(dispatcher_allowed(8, &l, Dispatcher::AllToAll).is_ok());
+        assert!(dispatcher_allowed(&nodes, &l, Dispatcher::AllToAll).is_ok());
         // Whole nodes (EP 32 on 4 nodes) and one node (EP 8) are DeepEP's.
         let whole = Layout::with(&brief, &s, degrees, ZeroStage::new(1).unwrap()).unwrap();
-        assert!(dispatcher_allowed(8, &whole, Dispatcher::DeepEp).is_ok());
+        assert!(dispatcher_allowed(&nodes, &whole, Dispatcher::DeepEp).is_ok());
         // Inside one node the two are the same.
         let degrees = Degrees {
             ep: 8,
@@ -383,8 +490,8 @@ mod tests {
         let l = Layout::with(&brief, &s, degrees, ZeroStage::new(1).unwrap()).unwrap();
         let r = Routed::of(&s, &l, 4096.0, BALANCED).unwrap();
         assert_eq!(
-            dispatch(&t, 8, &l, &r, route, Dispatcher::DeepEp),
-            dispatch(&t, 8, &l, &r, route, Dispatcher::AllToAll)
+            dispatch(&t, &nodes, &l, &r, route, Dispatcher::DeepEp),
+            dispatch(&t, &nodes, &l, &r, route, Dispatcher::AllToAll)
         );
     }
 }

@@ -3,6 +3,9 @@
 //! - Job mean time between failures `M = 1 / (λ · GPUs)` for a failure rate `λ` per GPU-hour.
 //!   The default λ is the Llama 3 405B run's: 419 unexpected interruptions in 54 days on 16,384
 //!   H100s (Llama Team 2024, §3.3.4), `419 / (54 · 24 · 16,384) = 1.97 × 10⁻⁵` per GPU-hour.
+//!   A failure stops the job whatever it takes out (a GPU, its host, a link), so the rate is
+//!   counted per GPU and neither the host nor the NVLink domain enters: an NVL72 rack's 72 GPUs
+//!   fail as 72 GPUs of hosts of 4, not as one unit ([`crate::cost::links::placement`]).
 //! - Checkpoint write time `δ = checkpoint bytes / storage bandwidth`. The checkpoint holds the
 //!   BF16 weights and the FP32 master weights and Adam moments, 14 bytes per parameter; the
 //!   storage bandwidth defaults to Llama 3's 2 TB/s sustained for 16,384 GPUs, 0.122 GB/s per GPU.

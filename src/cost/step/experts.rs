@@ -29,7 +29,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::model::layout::Layout;
+use crate::model::layout::{Cluster, Layout};
 use crate::model::Shape;
 
 /// How the dispatch and combine cross nodes. Megatron-core's `alltoall` dispatcher sends every
@@ -177,32 +177,74 @@ fn gcd(a: u64, b: u64) -> u64 {
     }
 }
 
-/// The placement of `layout`'s EP groups on nodes of `gpus_per_node` ([`Placement`]).
+/// The placement of `layout`'s EP groups on nodes (or scale-up domains) of `gpus_per_node`
+/// ([`Placement`]).
 pub fn placement(gpus_per_node: u64, layout: &Layout) -> Placement {
     let (n, stride) = (layout.ep, layout.etp);
     let groups = layout.gpus() / (n * stride).max(1);
     Placement::of(gpus_per_node, stride, n, groups)
 }
 
+/// DeepEP's NVLink peers: its `Buffer` numbers ranks `rdma_rank = rank / 8` and
+/// `nvl_rank = rank % 8` (`NUM_MAX_NVL_PEERS = 8`, `deepep/csrc/kernels/configs.cuh`), and
+/// sends between RDMA ranks over the network, within one over NVLink.
+pub const DEEPEP_NVL_PEERS: u64 = 8;
+
+/// The ranks DeepEP moves between as one ([`DEEPEP_NVL_PEERS`]): on a cluster whose node is
+/// its own NVLink domain, the node (8 GPUs on every such board the presets know); in a domain
+/// larger than the node (an NVL72 rack of hosts of 4), DeepEP's 8 ranks, two hosts of 4 over
+/// NVLink. DeepEP does not officially support NVLink domains larger than 8 (Megatron-LM's
+/// DeepSeek-V3 GB200 guide ran EP 32 on a community patch); HybridEP, which spans the rack,
+/// is not modelled.
+pub fn deepep_block(cluster: &Cluster) -> u64 {
+    if cluster.scale_up > cluster.gpus_per_node {
+        DEEPEP_NVL_PEERS.min(cluster.scale_up)
+    } else {
+        cluster.gpus_per_node
+    }
+}
+
 /// Whether `dispatcher` runs `layout`'s EP groups where they lie: DeepEP sends between nodes
 /// a whole node's ranks at a time (its `Buffer` takes `rdma_rank = rank / 8` and asserts
 /// fewer than 8 ranks or a multiple of 8, `deepep/csrc/deep_ep.cpp`), so each EP group must lie
-/// inside one node or on whole nodes; EP 12 on nodes of 8 (8 + 4) is refused. The `alltoall`
-/// dispatcher runs any placement.
+/// inside one node or on whole nodes; EP 12 on nodes of 8 (8 + 4) is refused. In a scale-up
+/// domain larger than the node the same holds of DeepEP's blocks of 8 ranks
+/// ([`deepep_block`]), and the GPUs used of a domain must be whole blocks (68 of a rack's 72
+/// are not). The `alltoall` dispatcher runs any placement.
 pub fn dispatcher_allowed(
-    gpus_per_node: u64,
+    cluster: &Cluster,
     layout: &Layout,
     dispatcher: Dispatcher,
 ) -> Result<()> {
-    let p = placement(gpus_per_node, layout);
-    if dispatcher == Dispatcher::DeepEp && !p.in_one_node() && !p.even() {
+    let block = deepep_block(cluster);
+    if dispatcher == Dispatcher::DeepEp && cluster.scale_up % block != 0 {
         return Err(Error::invalid(
             "--ep-dispatcher",
             "deepep",
             format!(
-                "alltoall where EP {} splits its groups unevenly over nodes of {gpus_per_node} \
-                 GPUs ({} and {} ranks of a group in a node; DeepEP needs each group inside one \
-                 node or on whole nodes)",
+                "alltoall where the {} GPUs used of a scale-up domain are not whole blocks of DeepEP's {block} ranks (its RDMA rank is rank / {block}): a block would straddle two domains",
+                cluster.scale_up
+            ),
+        ));
+    }
+    let p = placement(block, layout);
+    if dispatcher == Dispatcher::DeepEp && !p.in_one_node() && !p.even() {
+        let (nodes, node, one) = if block == cluster.gpus_per_node {
+            (format!("nodes of {block} GPUs"), "node", "node")
+        } else {
+            (
+                format!("DeepEP's blocks of {block} ranks (its RDMA rank is rank / {block})"),
+                "block",
+                "block",
+            )
+        };
+        return Err(Error::invalid(
+            "--ep-dispatcher",
+            "deepep",
+            format!(
+                "alltoall where EP {} splits its groups unevenly over {nodes} ({} and {} ranks \
+                 of a group in a {node}; DeepEP needs each group inside one {one} or on whole \
+                 {one}s)",
                 layout.ep, p.most, p.fewest
             ),
         ));

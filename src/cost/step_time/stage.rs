@@ -88,11 +88,7 @@ pub fn unsharded_in(
         bf16_layer,
     } = *micro_batch;
     if moe.is_some() {
-        dispatcher_allowed(
-            machine.cluster.gpus_per_node,
-            layout,
-            d.options.ep_dispatcher,
-        )?;
+        dispatcher_allowed(&machine.cluster, layout, d.options.ep_dispatcher)?;
     }
     let cp_per_layer = cp_exchange(
         machine,

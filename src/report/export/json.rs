@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::exporter::Exporter;
 use crate::brief::Brief;
+use crate::cost::links::placement::RankPlacement;
 use crate::error::{Error, Result};
 use crate::laws::ComputeOptimal;
 use crate::plan::check::CheckReport;
@@ -53,7 +54,8 @@ struct SearchDocument<'a> {
     evaluated: u64,
     /// Candidates that passed every check.
     passing: u64,
-    /// The best passing plans (or all, with `--all`), ranked.
+    /// The best passing plans (or all, with `--all`), ranked; each with its `placement` where
+    /// the brief's scale-up domain is larger than its node ([`Brief::placement`]).
     plans: Walked<'a>,
     /// With `--sensitivity`: the first plan graded again and the search run again with each
     /// uncertain input at the ends of its range.
@@ -61,12 +63,29 @@ struct SearchDocument<'a> {
     sensitivity: Option<&'a SearchSensitivity>,
 }
 
-/// Ranked plans serialized as an array while they are walked, never held.
-struct Walked<'a>(&'a dyn Ranked);
+/// Ranked plans serialized as an array while they are walked, never held; with the brief
+/// they were graded on, which says where each plan's ranks sit when its scale-up domain is
+/// larger than its node.
+struct Walked<'a>(&'a dyn Ranked, &'a Brief);
+
+/// A plan with where its ranks sit.
+#[derive(Serialize)]
+struct Placed {
+    #[serde(flatten)]
+    plan: Plan,
+    placement: RankPlacement,
+}
 
 impl Serialize for Walked<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.walk())
+        let brief = self.1;
+        if brief.domain_gpus() == brief.gpus_per_node {
+            return s.collect_seq(self.0.walk());
+        }
+        s.collect_seq(self.0.walk().map(|plan| Placed {
+            placement: RankPlacement::of(&brief.cluster(), brief.domain_gpus(), &plan.layout),
+            plan,
+        }))
     }
 }
 
@@ -80,8 +99,9 @@ struct FrontDocument<'a> {
     /// The objectives, both minimised.
     objectives: [&'static str; 2],
     /// Passing plans on the grid that no other passing plan on the grid beats on both
-    /// objectives, sorted by days.
-    front: &'a [Plan],
+    /// objectives, sorted by days; each with its `placement` where the brief's scale-up
+    /// domain is larger than its node.
+    front: Walked<'a>,
     /// With `--exact`: the front over every whole token count in the windows, as runs sorted
     /// by days, each its first and last plan with every count between them on the front, and
     /// whether the runs are complete.
@@ -137,7 +157,7 @@ impl Exporter for Json {
             shapes: &r.shapes,
             evaluated: r.evaluated,
             passing: r.passing,
-            plans: Walked(plans),
+            plans: Walked(plans, &r.brief),
             sensitivity: r.sensitivity.as_ref(),
         };
         write_json(&document, out)
@@ -148,7 +168,7 @@ impl Exporter for Json {
             schema_version: SCHEMA_VERSION,
             brief: &r.brief,
             objectives: ["loss", "days"],
-            front: &r.front,
+            front: Walked(&r.front.as_slice(), &r.brief),
             exact_front: r.front_runs.as_ref(),
         })
     }

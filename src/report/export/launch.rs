@@ -6,6 +6,7 @@
 //! `G = b · DP · m` for `m` micro-batches a replica, whatever CP is, and hybrid sharding only
 //! regroups the DP ranks (`replicate × DP/replicate`), leaving `G` as it is.
 
+use crate::cost::links::placement::RankPlacement;
 use crate::cost::step::detailed::Options;
 
 use crate::cost::step::pipeline::stage_layers;
@@ -57,6 +58,46 @@ pub struct Launch {
     pub detailed: bool,
     /// What the exporter should tell the user: choices made for them, nothing else.
     pub notes: Vec<String>,
+    /// GPUs of a host, the processes a launcher starts on each (torchrun's
+    /// `--nproc_per_node`): the brief's (4 on an NVL72 rack's hosts), 8 where no brief says.
+    pub gpus_per_host: u64,
+}
+
+/// What a launcher must keep of the placement the plan was graded on, NVLink domains larger
+/// than a host: the ranks in Megatron-core's order (torchrun's and Slurm's, host by host) on
+/// each domain's hosts together, which Slurm's `--segment` asks of a job (Megatron-Bridge's
+/// GB200 launcher, `scripts/performance/utils/executors.py`, segments of at most 18 hosts that
+/// divide the job's), and which groups the plan let cross the NICs.
+pub fn placement_note(p: &RankPlacement) -> String {
+    let hosts = p.scale_up_used / p.gpus_per_host.max(1);
+    let segment = if p.hosts % hosts.max(1) == 0 {
+        format!("Slurm's --segment {hosts}")
+    } else {
+        format!(
+            "Slurm's --segment cannot say it: {hosts} does not divide the {} hosts",
+            p.hosts
+        )
+    };
+    let names = |link: &str| {
+        let v: Vec<String> = p
+            .groups
+            .iter()
+            .filter(|g| g.link == link)
+            .map(|g| format!("{} {}", g.label(), g.size))
+            .collect();
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.join(", ")
+        }
+    };
+    format!(
+        "the plan places ranks in Megatron-core's order (tp-cp-ep-dp-pp) on NVLink domains of {} GPUs used, {hosts} hosts of {} each: keep each domain's hosts in one rack ({segment}); over NVLink: {}; over the NICs: {}",
+        p.scale_up_used,
+        p.gpus_per_host,
+        names("nvlink"),
+        names("nic")
+    )
 }
 
 /// One of the detailed model's settings as `check`'s flag names it and its value there.
@@ -328,6 +369,7 @@ impl Launch {
             stages,
             detailed,
             notes,
+            gpus_per_host: 8,
         })
     }
 
@@ -349,10 +391,11 @@ impl Launch {
         }
     }
 
-    /// The launch of a graded design.
+    /// The launch of a graded design, with a note of where its ranks were placed when the
+    /// brief's NVLink domain is larger than its node ([`placement_note`]).
     pub fn from_check(report: &CheckReport) -> Result<Launch> {
         let p = &report.plan;
-        Launch::new(
+        let mut launch = Launch::new(
             report.shape.clone(),
             p.tokens,
             p.layout,
@@ -360,7 +403,12 @@ impl Launch {
             report.brief.seq_len,
             &report.brief.batch_target(),
             p.memory_model,
-        )
+        )?;
+        if let Some(placement) = &report.placement {
+            launch.notes.push(placement_note(placement));
+        }
+        launch.gpus_per_host = report.brief.gpus_per_node;
+        Ok(launch)
     }
 
     /// GPUs, `TP · CP · PP · DP` (saturating; a layout from [`Layout::new`] is far below).
@@ -473,6 +521,7 @@ pub(crate) fn launch_with(
     let cluster = Cluster {
         gpus,
         gpus_per_node: 8,
+        scale_up: 8,
     };
     let layout = Layout::with(cluster, &shape, degrees, ZeroStage::new(zero).unwrap()).unwrap();
     Launch::new(
@@ -508,6 +557,41 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_plan_on_racks_tells_the_launcher_to_keep_each_rack_s_hosts_together() {
+        let shape = preset("70b").unwrap();
+        let rack = crate::brief::Brief {
+            gpus: 512,
+            gpus_per_node: 4,
+            scale_up_gpus: Some(72),
+            scale_up_used: Some(64),
+            ..crate::brief::Brief::default()
+        };
+        let degrees = Degrees {
+            cp: 2,
+            ..Degrees::tp_pp(8, 4)
+        };
+        let layout = Layout::with(&rack, &shape, degrees, ZeroStage::new(1).unwrap()).unwrap();
+        let design = crate::plan::Design::plate(&shape, 1_000_000_000_000, layout);
+        let report = crate::plan::check::check(&rack, &design).unwrap();
+        let l = Launch::from_check(&report).unwrap();
+        // torchrun starts one process a GPU of a host: 4 on a rack's hosts.
+        assert_eq!(l.gpus_per_host, 4);
+        assert_eq!(
+            l.notes.last().unwrap(),
+            "the plan places ranks in Megatron-core's order (tp-cp-ep-dp-pp) on NVLink domains of 64 GPUs used, 16 hosts of 4 each: keep each domain's hosts in one rack (Slurm's --segment 16); over NVLink: TP 8, CP 2; over the NICs: DP 16, PP 4"
+        );
+        // Racks of 72 used: 18 hosts a rack do not divide 128.
+        let full = crate::brief::Brief {
+            scale_up_used: None,
+            ..rack
+        };
+        let note = placement_note(&full.placement(&layout).unwrap());
+        assert!(
+            note.contains("(Slurm's --segment cannot say it: 18 does not divide the 128 hosts)"),
+            "{note}"
+        );
+    }
     #[test]
     fn a_plate_plan_gets_llama_3_s_batch_when_it_divides() {
         // 16 Mi tokens of 8,192 = 2,048 sequences; over DP 32 that is 64 micro-batches of 1.
@@ -644,6 +728,7 @@ mod tests {
         let cluster = Cluster {
             gpus: 64,
             gpus_per_node: 8,
+            scale_up: 8,
         };
         let degrees = Degrees {
             ep: 1,
@@ -691,6 +776,7 @@ mod tests {
             Cluster {
                 gpus: 256,
                 gpus_per_node: 8,
+                scale_up: 8,
             },
             &shape,
             Degrees {

@@ -60,8 +60,9 @@ pub fn render(l: &Launch) -> Result<String> {
     );
     let _ = writeln!(
         out,
-        "# Launch on {} GPUs: torchrun --nproc_per_node 8 ... -m torchtitan.train --job.config_file this.toml",
-        l.gpus()
+        "# Launch on {} GPUs: torchrun --nproc_per_node {} ... -m torchtitan.train --job.config_file this.toml",
+        l.gpus(),
+        l.gpus_per_host
     );
     let flavor = flavor(l);
     let a = &s.architecture;

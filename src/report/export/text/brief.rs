@@ -2,6 +2,7 @@
 //! spend.
 
 use crate::brief::Brief;
+use crate::cost::links::placement::RankPlacement;
 use crate::format::{fixed, general, money, thousands};
 
 /// The brief in two lines, and a third for its price, power and cost limit when it has them.
@@ -31,13 +32,20 @@ pub fn brief_lines(b: &Brief) -> String {
             general(x.e_max)
         ),
     };
+    let node = match (b.domain_gpus(), b.cluster().scale_up) {
+        (d, _) if d == b.gpus_per_node => format!("{} per node", b.gpus_per_node),
+        (d, used) if used == d => format!("{} per node, NVLink domains of {d}", b.gpus_per_node),
+        (d, used) => format!(
+            "{} per node, NVLink domains of {d} with {used} used",
+            b.gpus_per_node
+        ),
+    };
     let mut out = format!(
-        "brief     {} GPUs × {} TFLOP/s at {}% MFU ({} per node), at most {} days, {} GB cap of {} GB per GPU\n          \
+        "brief     {} GPUs × {} TFLOP/s at {}% MFU ({node}), at most {} days, {} GB cap of {} GB per GPU\n          \
          loss ≤ {} with {formula}, sequence {} tokens\n",
         thousands(b.gpus),
         general(b.peak_tflops),
         general(b.mfu * 100.0),
-        b.gpus_per_node,
         general(b.max_days),
         general(b.memory_cap_gb),
         general(b.gpu_memory_gb),
@@ -51,6 +59,63 @@ pub fn brief_lines(b: &Brief) -> String {
         out.push_str(&line);
     }
     out
+}
+
+/// Where a plan's ranks sit, in two lines headed `placement` (`of` says whose, for a search):
+/// the hosts and domains, the rank order, and which groups ride NVLink and which the NICs.
+pub fn placement_lines(p: &RankPlacement, of: &str) -> String {
+    let domains = if p.domains == 1 { "domain" } else { "domains" };
+    let used = if p.scale_up_used == p.scale_up_gpus {
+        String::new()
+    } else {
+        format!(" with {} used in each", p.scale_up_used)
+    };
+    let last = if p.last_domain_gpus == p.scale_up_used || p.domains == 1 {
+        String::new()
+    } else {
+        format!(
+            " ({} full, {} GPUs in the last)",
+            p.domains - 1,
+            p.last_domain_gpus
+        )
+    };
+    let nvlink: Vec<String> = p
+        .groups
+        .iter()
+        .filter(|g| g.fewest_per_domain.is_none())
+        .map(|g| format!("{} {}", g.label(), g.size))
+        .collect();
+    let nic: Vec<String> = p
+        .groups
+        .iter()
+        .filter_map(|g| {
+            let fewest = g.fewest_per_domain?;
+            Some(format!(
+                "{} {} ({fewest} of a group in a domain)",
+                g.label(),
+                g.size
+            ))
+        })
+        .collect();
+    let or_none = |v: Vec<String>| {
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.join(", ")
+        }
+    };
+    format!(
+        "placement {of}{} GPUs on {} hosts of {} (a failure takes a host) in {} NVLink {domains} of {}{used}{last}, \
+         ranks filling them in Megatron-core's order (TP fastest, then CP, EP, DP, PP)\n          \
+         over NVLink: {}; over the NICs: {}\n",
+        thousands(p.gpus),
+        thousands(p.hosts),
+        p.gpus_per_host,
+        thousands(p.domains),
+        p.scale_up_gpus,
+        or_none(nvlink),
+        or_none(nic),
+    )
 }
 
 /// The data line of a brief whose law values repeats (Muennighoff et al. 2023): the unique

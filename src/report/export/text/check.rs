@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use super::brief::placement_lines;
 use super::sensitivity::sensitivity_section;
 use super::table::{table, verdict_word};
 use crate::brief::Brief;
@@ -17,6 +18,10 @@ use crate::plan::Plan;
 pub(super) fn report(r: &CheckReport) -> String {
     let p = &r.plan;
     let mut out = header(p);
+    if let Some(placement) = &r.placement {
+        out.push_str(&placement_lines(placement, ""));
+        out.push('\n');
+    }
     out.push_str(&memory_section(p));
     if let Some(time) = time_section(p, &r.brief) {
         out.push_str(&time);

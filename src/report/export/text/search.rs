@@ -5,7 +5,7 @@
 use std::fmt::Write;
 use std::io;
 
-use super::brief::brief_lines;
+use super::brief::{brief_lines, placement_lines};
 use super::front;
 use super::plan_table::{step_text, write_plan_table};
 use super::sensitivity::search_sensitivity_section;
@@ -30,7 +30,12 @@ pub(super) fn write(r: &SearchReport, plans: &dyn Ranked, sink: &mut dyn io::Wri
     if plans.count() > 0 {
         written(write_plan_table(plans, sink))?;
     }
-    let mut out = front::summary(r);
+    let mut out = String::new();
+    if let Some(placement) = r.plans.first().and_then(|p| r.brief.placement(&p.layout)) {
+        out.push('\n');
+        out.push_str(&placement_lines(&placement, "of the first plan: "));
+    }
+    out.push_str(&front::summary(r));
     if let Some(sensitivity) = &r.sensitivity {
         out.push_str(&search_sensitivity_section(sensitivity, r.plans.first()));
     }
