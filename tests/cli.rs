@@ -778,10 +778,14 @@ fn every_stack_grades_a_run_and_names_itself_and_an_unknown_gpu_is_refused() {
     }
     // Fused, overlapped Megatron-core is faster than the eager curve.
     assert!(seen[0] > seen[6], "{seen:?}");
+    // Every preset has kernel figures; a brief near none of them has none.
     let mut mi300 = base.to_vec();
     mi300.extend(["megatron-te", "--gpu", "mi300x"]);
+    assert_eq!(json(&mi300)["memory_model"]["stack"], "megatron-te");
+    let mut odd = base.to_vec();
+    odd.extend(["megatron-te", "--gpu", "mi300x", "--peak-tflops", "400"]);
     refuses(
-        &mi300,
+        &odd,
         "invalid --stack = megatron-te: a GPU with published kernel figures",
     );
     // DeepSpeed's pipeline does not interleave.

@@ -414,6 +414,20 @@ mod tests {
     }
 
     #[test]
+    fn every_preset_finds_its_own_kernel_figures() {
+        // B200 and B300, GB200 and GB300 share peak and bandwidth, as do the GB200 and MI355X
+        // and the H100 and H800: the ties are broken by formats, FP4 peak and links.
+        for gpu in PRESETS {
+            let machine = BriefPatch::gpu(&gpu).apply(Brief::default()).machine();
+            let chip = crate::cost::chip::Chip::on(&machine).unwrap();
+            assert_eq!(chip.name, gpu.name);
+        }
+        // The default brief is the H100 SXM's.
+        let chip = crate::cost::chip::Chip::on(&Brief::default().machine()).unwrap();
+        assert_eq!(chip.name, "h100-sxm");
+    }
+
+    #[test]
     fn the_derived_link_figures_follow_their_rules() {
         let g = |n| Gpu::named(n).unwrap();
         // H800: the H100's ring scaled by NVLink 400 against 900 GB/s bidirectional.

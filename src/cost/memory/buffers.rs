@@ -49,7 +49,7 @@ pub fn userbuffers(stack: Stack, step: &Step, hidden: u64, layout: &Layout) -> f
         return 0.0;
     }
     let elements = (step.seq_len * step.micro_batch / layout.cp.max(1)) as f64 * hidden as f64;
-    let bytes_an_element = if step.precision.is_fp8() {
+    let bytes_an_element = if step.precision.is_narrow() {
         8.0 * 1.0 + 4.0 * 2.0
     } else {
         12.0 * 2.0

@@ -3,9 +3,9 @@
 //! pipeline — as one name (`--stack megatron-te`). Every field is a default; the flags that set
 //! it one by one still override it.
 //!
-//! | stack | kernels | attention | loss | TP / PP / DP overlap | stages | interleaving | CP | FP8 |
+//! | stack | kernels | attention | loss | TP / PP / DP overlap | stages | interleaving | CP | below BF16 |
 //! |---|---|---|---|---|---|---|---|---|
-//! | `megatron-te` | fused | cuDNN | fused FP32 | 1 / 1 / 1 | even | yes | ring | FP8, MXFP8 |
+//! | `megatron-te` | fused | cuDNN | fused FP32 | 1 / 1 / 1 | even | yes | ring | FP8, MXFP8, NVFP4 |
 //! | `llama3` | fused, SwiGLU product recomputed | FlashAttention-2 | fused FP32 | 0 / 1 / 1 | one fewer layer first and last where L + 2 divides, else even | yes | all-gather | — |
 //! | `torchtitan` | eager time, fused memory | FlashAttention-2 | eager FP32 | 0 / 0 / 1 | even | yes | all-gather | FP8, MXFP8 |
 //! | `torchtitan-compile` | fused | FlashAttention-2 | fused FP32 | 0 / 0 / 1 | even | yes | all-gather | FP8, MXFP8 |
@@ -207,6 +207,11 @@ pub struct Settings {
     pub fp8: bool,
     /// Whether it trains with MXFP8 (block scaling, where the GPU has it).
     pub mxfp8: bool,
+    /// Whether it trains with NVFP4 (Blackwell): Megatron-core with Transformer Engine's
+    /// `NVFP4BlockScaling` (Megatron-LM `--fp4-format e2m1 --fp4-recipe nvfp4`, its one FP4
+    /// recipe). No stack here has an MXFP4 training recipe (Megatron-LM's `--fp4-recipe`
+    /// offers only `nvfp4`), so none trains in MXFP4.
+    pub nvfp4: bool,
 }
 
 impl Settings {
@@ -217,6 +222,8 @@ impl Settings {
             Precision::Bf16 => true,
             Precision::Fp8 => self.fp8,
             Precision::Mxfp8 => self.mxfp8,
+            Precision::Nvfp4 => self.nvfp4,
+            Precision::Mxfp4 => false,
         }
     }
 }
@@ -283,6 +290,7 @@ impl Stack {
             cp: Some(CpComm::Ring),
             fp8: true,
             mxfp8: true,
+            nvfp4: true,
         };
         match self {
             Stack::MegatronTe => base,
@@ -290,6 +298,7 @@ impl Stack {
                 userbuffers: false,
                 cp: Some(CpComm::AllGather),
                 mxfp8: false,
+                nvfp4: false,
                 ..base
             },
             Stack::Llama3 => Settings {
@@ -301,6 +310,7 @@ impl Stack {
                 cp: Some(CpComm::AllGather),
                 fp8: false,
                 mxfp8: false,
+                nvfp4: false,
                 ..base
             },
             Stack::Torchtitan => Settings {
@@ -310,6 +320,7 @@ impl Stack {
                 tp_overlap: 0.0,
                 pp_overlap: 0.0,
                 cp: Some(CpComm::AllGather),
+                nvfp4: false,
                 ..base
             },
             Stack::TorchtitanCompile => Settings {
@@ -317,6 +328,7 @@ impl Stack {
                 tp_overlap: 0.0,
                 pp_overlap: 0.0,
                 cp: Some(CpComm::AllGather),
+                nvfp4: false,
                 ..base
             },
             Stack::MegatronDeepspeed => Settings {
@@ -329,6 +341,7 @@ impl Stack {
                 cp: None,
                 fp8: false,
                 mxfp8: false,
+                nvfp4: false,
                 ..base
             },
             Stack::Eager => Settings {
@@ -342,6 +355,7 @@ impl Stack {
                 cp: None,
                 fp8: false,
                 mxfp8: false,
+                nvfp4: false,
                 ..base
             },
         }

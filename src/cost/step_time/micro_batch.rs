@@ -5,7 +5,7 @@
 use crate::cost::chip::chip_for;
 use crate::cost::chip::flops::layer_flops;
 use crate::cost::chip::flops::layer_forward_flops;
-use crate::cost::chip::fp8_for;
+use crate::cost::chip::narrow_for;
 use crate::cost::chip::operations::Context;
 use crate::cost::chip::operations::StageCompute;
 use crate::cost::step::detailed::Detailed;
@@ -72,8 +72,8 @@ impl MicroBatch {
         let routed = Routed::of(shape, layout, tokens, d.options.moe_imbalance);
         if settings.per_operation {
             let chip = chip_for(machine, stack)?;
-            let fp8_ceiling = if precision.is_fp8() {
-                fp8_for(machine, chip, precision)?
+            let narrow_ceiling = if precision.is_narrow() {
+                narrow_for(machine, chip, stack, precision)?
             } else {
                 0.0
             };
@@ -100,8 +100,12 @@ impl MicroBatch {
                 cp,
                 cp_gathered: settings.cp == Some(CpComm::AllGather),
                 precision,
-                fp8_peak_flops: machine.fp8_tflops * FLOPS_PER_TFLOPS,
-                fp8_ceiling,
+                narrow_peak_flops: precision.peak_tflops(
+                    machine.peak_tflops,
+                    machine.fp8_tflops,
+                    machine.fp4_tflops,
+                ) * FLOPS_PER_TFLOPS,
+                narrow_ceiling,
             };
             let l = ctx.layer(shape, step.recompute);
             // TP collectives overlap the GEMMs, the recomputed forward's among them.

@@ -207,7 +207,7 @@ pub fn unsharded_in(
     let experts = stage_expert_params(shape, layout, stage_moe);
     // With FP8, the stage's layer matrices cast to FP8 and transposed once a step: read 2,
     // write 2 bytes a parameter.
-    let fp8_casts = if precision.is_fp8() {
+    let fp8_casts = if precision.is_narrow() {
         (2.0 + precision.weight_copy_bytes())
             * stage_layers as f64
             * shape.layer_matrix_params() as f64

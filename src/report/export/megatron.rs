@@ -145,7 +145,9 @@ pub fn cp_comm_type(l: &Launch) -> &'static str {
 /// Transformer Engine's options for a precision, option and value: none for BF16; for FP8 the
 /// hybrid format with delayed scaling over 1,024 steps of amax history by its maximum
 /// (`DelayedScaling`'s defaults, NeMo's FP8 recipes); for MXFP8, E4M3 blocks of 32 with their
-/// own scales (`MXFP8BlockScaling`).
+/// own scales (`MXFP8BlockScaling`); for NVFP4, Megatron-LM's FP4 options (`--fp4-format
+/// e2m1 --fp4-recipe nvfp4`, its one FP4 recipe: `choices=['nvfp4']`). MXFP4 has none:
+/// [`arguments`] refuses it.
 pub fn fp8_arguments(precision: Precision) -> &'static [(&'static str, &'static str)] {
     match precision {
         Precision::Bf16 => &[],
@@ -156,6 +158,8 @@ pub fn fp8_arguments(precision: Precision) -> &'static [(&'static str, &'static 
             ("--fp8-amax-compute-algo", "max"),
         ],
         Precision::Mxfp8 => &[("--fp8-format", "e4m3"), ("--fp8-recipe", "mxfp8")],
+        Precision::Nvfp4 => &[("--fp4-format", "e2m1"), ("--fp4-recipe", "nvfp4")],
+        Precision::Mxfp4 => &[],
     }
 }
 
@@ -163,6 +167,12 @@ pub fn fp8_arguments(precision: Precision) -> &'static [(&'static str, &'static 
 pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     let (s, step, layout) = (&l.shape, &l.step, &l.layout);
     let refuse = |what: String| Error::invalid("--format", "megatron", what);
+    if step.precision == Precision::Mxfp4 {
+        return Err(refuse(
+            "a precision Megatron-LM trains in: it has no MXFP4 recipe (--fp4-recipe nvfp4 only)"
+                .to_string(),
+        ));
+    }
     // The stage split is written as a layout string; a mixture of experts' settings as its
     // options; the rest of the plan's settings are its stack's or refused.
     l.refuse_unwritten(
@@ -543,6 +553,13 @@ pub fn render(l: &Launch) -> Result<String> {
                 "# MXFP8 (Transformer Engine's MXFP8BlockScaling): E4M3 with a scale per 32 elements, Blackwell GPUs only; weights kept in BF16, the output layer in BF16."
             );
         }
+        Precision::Nvfp4 => {
+            let _ = writeln!(
+                out,
+                "# NVFP4 (Transformer Engine's NVFP4BlockScaling): E2M1 with an E4M3 scale per 16 elements, random Hadamard transforms on the weight-gradient operands, Blackwell GPUs only; weights kept in BF16, the output layer in BF16."
+            );
+        }
+        Precision::Mxfp4 => {}
     }
     if layout.cp > 1 {
         let _ = writeln!(
