@@ -97,6 +97,9 @@ fn header(p: &Plan) -> String {
             options.stack
         );
     }
+    if let Some(k) = &p.kernel_figures {
+        out.push_str(&super::figures_lines(k));
+    }
     if let (Some(step), Some(stage)) = (&p.step, &p.worst_stage) {
         let _ = writeln!(
             out,
