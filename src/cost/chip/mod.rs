@@ -198,7 +198,7 @@ pub const fn combined(forward: f64, backward: f64) -> f64 {
 /// H100 cuDNN table's own ratios: 512 tokens at its 1,024's × 308/409, 16,384 at its 8,192's ×
 /// 522/521 (tested on the FlashAttention-2 tables, which have both ends:
 /// `tests::the_end_rule_reproduces_the_flash2_tables_ends`).
-const fn with_ends(mid: [f64; 4]) -> [f64; 6] {
+pub const fn with_ends(mid: [f64; 4]) -> [f64; 6] {
     [
         mid[0] * (CUDNN_H100[0] / CUDNN_H100[1]),
         mid[0],
@@ -228,7 +228,7 @@ const fn scaled(table: [f64; 6], to: f64, from: f64) -> [f64; 6] {
 /// is *derived* as their forward times this share (on the H100's cuDNN figures the rule
 /// reproduces each combined figure within 2 %:
 /// `tests::the_backward_share_rule_reproduces_the_h100_cudnn_table`).
-const SM100_BACKWARD_SHARE: f64 = 1_208.6 / 1_418.1;
+pub const SM100_BACKWARD_SHARE: f64 = 1_208.6 / 1_418.1;
 
 /// FlashAttention-4 / cuDNN on SM100 at the GB200's 2,500 TFLOP/s peak, causal, head dimension
 /// 128: forward 829, 1,172 and 1,431 TFLOP/s at 1,024, 2,048 and 4,096 tokens
