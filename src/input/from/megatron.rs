@@ -353,6 +353,7 @@ pub fn parse(text: &str) -> Result<FromFile> {
     let mut dims = DimsBuilder::default();
     let mut recompute = RecomputeBuilder::default();
     let mut fp8: (Option<String>, Option<String>) = (None, None);
+    let mut fp4: (Option<String>, Option<String>) = (None, None);
     let (mut fsdp, mut distributed, mut strategy) = (false, false, None::<String>);
     let mut bf16 = false;
     let (mut iters, mut samples, mut virtual_layers) = (None, None, None);
@@ -466,6 +467,8 @@ pub fn parse(text: &str) -> Result<FromFile> {
             "--bf16" => bf16 = true,
             "--fp8-format" => fp8.0 = Some(need()?.to_string()),
             "--fp8-recipe" => fp8.1 = Some(need()?.to_string()),
+            "--fp4-format" => fp4.0 = Some(need()?.to_string()),
+            "--fp4-recipe" => fp4.1 = Some(need()?.to_string()),
             option if LAUNCHER_OPTIONS.contains(&option) => {}
             option if STACK_OPTIONS.contains(&option) => from.stack_options.push(match value {
                 Some(v) => format!("{option} {v}"),
@@ -507,7 +510,18 @@ pub fn parse(text: &str) -> Result<FromFile> {
             "BF16 training (--bf16), the precision every plan keeps its weights in",
         ));
     }
+    // NVFP4: Megatron-LM's `--fp4-format e2m1`, its one `--fp4-recipe` (`nvfp4`, the default).
+    match (fp4.0.as_deref(), fp4.1.as_deref()) {
+        (None, None) => {}
+        (Some("e2m1"), None | Some("nvfp4")) if fp8 == (None, None) => {}
+        (format, recipe) => return Err(Error::invalid(
+            "--fp4-format/--fp4-recipe",
+            format!("{}/{}", format.unwrap_or("none"), recipe.unwrap_or("none")),
+            "e2m1/nvfp4 (NVFP4) without an FP8 recipe, the FP4 recipe the precision model counts",
+        )),
+    }
     from.precision = Some(match (fp8.0.as_deref(), fp8.1.as_deref()) {
+        (None, None) if fp4.0.is_some() => Precision::Nvfp4,
         (None, None) => Precision::Bf16,
         (Some("hybrid"), Some("delayed")) => Precision::Fp8,
         (Some("e4m3"), Some("mxfp8")) => Precision::Mxfp8,
@@ -1002,6 +1016,30 @@ mod tests {
         let e = parse(text).unwrap_err().to_string();
         assert!(!e.contains('\n'), "{e}");
         e
+    }
+
+    #[test]
+    fn megatron_lm_s_fp4_options_read_as_nvfp4_and_the_export_s_read_back() {
+        let nvfp4 = |extra: &str| parse(&script(extra, "")).map(|f| f.precision);
+        assert_eq!(
+            nvfp4("--fp4-format e2m1 --fp4-recipe nvfp4").unwrap(),
+            Some(Precision::Nvfp4)
+        );
+        assert_eq!(nvfp4("--fp4-format e2m1").unwrap(), Some(Precision::Nvfp4));
+        let exported: Vec<String> =
+            crate::report::export::megatron::fp8_arguments(Precision::Nvfp4)
+                .iter()
+                .map(|(o, v)| format!("{o} {v}"))
+                .collect();
+        assert_eq!(nvfp4(&exported.join(" ")).unwrap(), Some(Precision::Nvfp4));
+        let e = refusal(&script(
+            "--fp4-format e2m1 --fp8-format hybrid --fp8-recipe delayed",
+            "",
+        ));
+        assert!(
+            e.starts_with("invalid --fp4-format/--fp4-recipe = e2m1/none"),
+            "{e}"
+        );
     }
 
     #[test]
