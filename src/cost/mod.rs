@@ -58,16 +58,3 @@ pub struct Machine {
     /// Failures, checkpoints and restarts.
     pub reliability: Reliability,
 }
-
-impl Machine {
-    /// The low-precision formats its tensor cores run.
-    pub fn formats(&self) -> step::precision::Formats {
-        step::precision::Formats {
-            fp8_tflops: self.fp8_tflops,
-            mxfp8: self.mxfp8,
-            fp4_tflops: self.fp4_tflops,
-            nvfp4: self.nvfp4,
-            mxfp4: self.mxfp4,
-        }
-    }
-}

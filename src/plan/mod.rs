@@ -292,7 +292,8 @@ pub fn evaluate_cached(
     let n_active = shape.active_params();
     let d = design.tokens;
     if let Some(step) = design.memory.step() {
-        step.precision.supported_on(brief.machine().formats())?;
+        step.precision
+            .supported_on(crate::cost::chip::formats(&brief.machine()))?;
     }
     let mem = design.memory.memory(brief.seq_len, shape, &design.layout)?;
     let plate_days = time::days(brief.cluster_flops_per_second(), n_active as f64, d as f64);

@@ -352,7 +352,7 @@ pub fn searchable_precision(brief: &Brief, stack: Stack, precision: Precision) -
         }
     }
     precision
-        .supported_on(machine.formats())
+        .supported_on(crate::cost::chip::formats(&machine))
         .map_err(|_| {
             Error::invalid(
                 "--precisions",

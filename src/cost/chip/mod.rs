@@ -788,6 +788,18 @@ pub fn chip_for(machine: &Machine, stack: Stack) -> Result<&'static Chip> {
     })
 }
 
+/// The low-precision formats `machine`'s tensor cores run, as [`Precision::supported_on`]
+/// reads them.
+pub fn formats(machine: &Machine) -> crate::cost::step::precision::Formats {
+    crate::cost::step::precision::Formats {
+        fp8_tflops: machine.fp8_tflops,
+        mxfp8: machine.mxfp8,
+        fp4_tflops: machine.fp4_tflops,
+        nvfp4: machine.nvfp4,
+        mxfp4: machine.mxfp4,
+    }
+}
+
 /// Whether `stack`'s recipe for `precision` runs on `chip`'s vendor's software, or why not.
 /// On NVIDIA every recipe a stack has runs (the hardware is checked apart,
 /// [`Precision::supported_on`]). On AMD (ROCm):
@@ -836,7 +848,7 @@ pub fn narrow_for(
     stack: Stack,
     precision: Precision,
 ) -> Result<f64> {
-    precision.supported_on(machine.formats())?;
+    precision.supported_on(formats(machine))?;
     recipe_runs(chip, stack, precision)?;
     let ceiling = if precision.is_fp4() {
         chip.fp4_ceiling()

@@ -98,7 +98,7 @@ fn header(p: &Plan) -> String {
         );
     }
     if let Some(k) = &p.kernel_figures {
-        out.push_str(&super::figures_lines(k));
+        out.push_str(&super::brief::figures_lines(k));
     }
     if let (Some(step), Some(stage)) = (&p.step, &p.worst_stage) {
         let _ = writeln!(

@@ -27,7 +27,6 @@ use crate::plan::check::CheckReport;
 use crate::search::{Ranked, SearchReport};
 
 pub use brief::brief_lines;
-use brief::figures_lines;
 
 /// Plain text for a terminal.
 #[derive(Debug, Clone, Copy, Default)]

@@ -27,7 +27,7 @@ pub(super) fn write(r: &SearchReport, plans: &dyn Ranked, sink: &mut dyn io::Wri
     out.push_str(&shapes_section(r));
     if let Some(k) = r.plans.iter().find_map(|p| p.kernel_figures.as_ref()) {
         out.push('\n');
-        out.push_str(&super::figures_lines(k));
+        out.push_str(&super::brief::figures_lines(k));
     }
     out.push_str(&ranked_heading(r, plans));
     written(sink.write_all(out.as_bytes()))?;
@@ -374,7 +374,7 @@ fn runnable_lines(brief: &Brief, shapes: &[&ShapeVerdict]) -> String {
         general(brief.mfu * 100.0)
     );
     if let Some(k) = crate::plan::kernel_figures(brief, stack) {
-        out.push_str(&super::figures_lines(&k));
+        out.push_str(&super::brief::figures_lines(&k));
     }
     out.push_str(&table(
         &[
