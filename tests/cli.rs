@@ -1203,6 +1203,79 @@ fn fp8_on_a_gpu_without_fp8_tensor_cores_is_refused_whatever_the_time_model() {
 }
 
 #[test]
+fn a_detailed_report_names_the_kernel_figures_not_measured_on_its_gpu() {
+    let args = |gpu: &'static str, stack: &'static str| {
+        vec![
+            "check", "--model", "70b", "--tokens", "4e12", "--tp", "8", "--pp", "4", "--memory",
+            "detailed", "--time", "detailed", "--gpu", gpu, "--stack", stack,
+        ]
+    };
+    // GB300: no GEMM is published, so its ceilings are the GB200's, and the JSON says so.
+    let mut gb300 = args("gb300", "megatron-te");
+    gb300.push("--json");
+    let plan = json(&gb300);
+    assert_eq!(plan["kernel_figures"]["chip"], "gb300");
+    let derived = plan["kernel_figures"]["derived"].as_array().unwrap();
+    assert!(derived
+        .iter()
+        .any(|d| d == "BF16 GEMM ceiling: the gb200's (sibling rule)"));
+    let text = trainplan()
+        .args(args("gb300", "megatron-te"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.contains("figures   the gb300's kernel figures; derived, not measured:"),
+        "{text}"
+    );
+    // The eager curve on a B200: measured on an H200, and the report says so.
+    let mut eager = args("b200", "eager");
+    eager.push("--json");
+    let plan = json(&eager);
+    let derived = plan["kernel_figures"]["derived"][0].as_str().unwrap();
+    assert!(
+        derived.starts_with("the eager curve: measured on an H200"),
+        "{derived}"
+    );
+    // On the H100 every figure is measured: nothing is added.
+    let mut h100 = args("h100", "megatron-te");
+    h100.push("--json");
+    assert!(json(&h100).get("kernel_figures").is_none());
+}
+
+#[test]
+fn each_new_precision_is_refused_where_it_does_not_run_and_runs_where_it_does() {
+    let base = [
+        "check", "--model", "70b", "--tokens", "4e12", "--tp", "8", "--pp", "4", "--memory",
+        "detailed", "--time", "detailed", "--json", "--gpu",
+    ];
+    let with = |gpu: &'static str, precision: &'static str| {
+        let mut a = base.to_vec();
+        a.extend([gpu, "--precision", precision]);
+        a
+    };
+    let bf16 = json(&with("b200", "bf16"))["mfu"].as_f64().unwrap();
+    let mxfp8 = json(&with("b200", "mxfp8"))["mfu"].as_f64().unwrap();
+    let nvfp4 = json(&with("b200", "nvfp4"))["mfu"].as_f64().unwrap();
+    assert!(bf16 < mxfp8 && mxfp8 < nvfp4, "{bf16} {mxfp8} {nvfp4}");
+    refuses(
+        &with("h100", "mxfp8"),
+        "invalid --precision = mxfp8: bf16, or a GPU that scales FP8 by blocks",
+    );
+    refuses(
+        &with("mi355x", "nvfp4"),
+        "invalid --precision = nvfp4: bf16, or a GPU with NVFP4 tensor cores",
+    );
+    refuses(
+        &with("b200", "mxfp4"),
+        "invalid --precision = mxfp4: one the megatron-te stack trains in",
+    );
+    let mut titan = with("mi355x", "mxfp8");
+    titan.extend(["--stack", "torchtitan"]);
+    assert_eq!(json(&titan)["step"]["precision"], "mxfp8");
+}
+
+#[test]
 fn a_search_over_both_precisions_says_what_fp8_buys_over_bf16() {
     let out = trainplan()
         .args([
