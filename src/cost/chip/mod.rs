@@ -594,29 +594,45 @@ impl Chip {
         hbm_gbps: f64,
         ties: impl Fn(&Chip) -> (u8, f64, f64),
     ) -> Option<&'static Chip> {
-        let distance = |c: &Chip| {
-            let p = (peak_tflops / c.peak_tflops).ln().abs();
-            let m = (hbm_gbps / c.hbm_gbps).ln().abs();
-            (p, m)
-        };
         let near = 1.25f64.ln();
-        CHIPS
-            .iter()
-            .filter(|c| {
-                let (p, m) = distance(c);
-                p <= near && m <= near
-            })
-            .min_by(|a, b| {
-                let (pa, ma) = distance(a);
-                let (pb, mb) = distance(b);
-                let (da, fa, ra) = ties(a);
-                let (db, fb, rb) = ties(b);
-                (pa + ma)
-                    .total_cmp(&(pb + mb))
-                    .then(da.cmp(&db))
-                    .then(fa.total_cmp(&fb))
-                    .then(ra.total_cmp(&rb))
-            })
+        let mut best: Option<(&'static Chip, f64)> = None;
+        // A preset's own figures are at distance 0, the nearest there is: only the chips
+        // that match exactly can be chosen, and no logarithm is needed to find them.
+        let exact = |c: &Chip| c.peak_tflops == peak_tflops && c.hbm_gbps == hbm_gbps;
+        let any_exact = CHIPS.iter().any(exact);
+        for c in CHIPS.iter().filter(|c| !any_exact || exact(c)) {
+            let (p, m) = if any_exact {
+                (0.0, 0.0)
+            } else {
+                (
+                    (peak_tflops / c.peak_tflops).ln().abs(),
+                    (hbm_gbps / c.hbm_gbps).ln().abs(),
+                )
+            };
+            if p > near || m > near {
+                continue;
+            }
+            let d = p + m;
+            best = match best {
+                None => Some((c, d)),
+                Some((b, bd)) => match d.total_cmp(&bd) {
+                    std::cmp::Ordering::Less => Some((c, d)),
+                    std::cmp::Ordering::Greater => Some((b, bd)),
+                    // As near: the tie-breaks, the first listed where they tie too.
+                    std::cmp::Ordering::Equal => {
+                        let (da, fa, ra) = ties(c);
+                        let (db, fb, rb) = ties(b);
+                        let closer = da
+                            .cmp(&db)
+                            .then(fa.total_cmp(&fb))
+                            .then(ra.total_cmp(&rb))
+                            .is_lt();
+                        Some(if closer { (c, d) } else { (b, bd) })
+                    }
+                },
+            };
+        }
+        best.map(|(c, _)| c)
     }
 
     /// What was derived among this chip's figures, and by which rule, one phrase each: its
