@@ -38,7 +38,9 @@ pub fn cp_buffers(shape: &Shape, layout: &Layout, tokens: f64, comm: Option<CpCo
 /// buffer holds the activation type, BF16, except that under an FP8 recipe the eight
 /// all-gather buffers hold one byte an element:
 ///
-/// `(s·b/CP)·h·24` bytes in BF16, `(s·b/CP)·h·(8·1 + 4·2)` in FP8 or MXFP8.
+/// `(s·b/CP)·h·24` bytes in BF16, `(s·b/CP)·h·(8·1 + 4·2)` in FP8 or MXFP8, and the same in
+/// NVFP4 or MXFP4 (a byte an element for the all-gather buffers: an upper bound, the FP4
+/// buffers' own layout not being modelled).
 ///
 /// Llama 3 70B at s = 8,192, b = 1, CP 1: 8,192 · 8,192 · 24 = 1.61 GB. The buffers are
 /// allocated once at start-up, before the step's churn, so the fragmentation share is not
