@@ -1268,8 +1268,12 @@ fn each_new_precision_is_refused_where_it_does_not_run_and_runs_where_it_does() 
     );
     refuses(
         &with("b200", "mxfp4"),
-        "invalid --precision = mxfp4: one the megatron-te stack trains in",
+        "invalid --precision = mxfp4: a precision the megatron-te stack has a CUDA recipe for on the b200",
     );
+    // MXFP4 runs on the MI355X under AMD's Primus, and is faster than its BF16.
+    let mi355x = json(&with("mi355x", "bf16"))["mfu"].as_f64().unwrap();
+    let mxfp4 = json(&with("mi355x", "mxfp4"))["mfu"].as_f64().unwrap();
+    assert!(mi355x < mxfp4, "{mi355x} {mxfp4}");
     let mut titan = with("mi355x", "mxfp8");
     titan.extend(["--stack", "torchtitan"]);
     assert_eq!(json(&titan)["step"]["precision"], "mxfp8");

@@ -816,39 +816,50 @@ pub fn formats(machine: &Machine) -> crate::cost::step::precision::Formats {
     }
 }
 
-/// Whether `stack`'s recipe for `precision` runs on `chip`'s vendor's software, or why not.
-/// On NVIDIA every recipe a stack has runs (the hardware is checked apart,
-/// [`Precision::supported_on`]). On AMD (ROCm):
+/// Whether `stack`'s recipe for `precision` runs on `chip`'s vendor's software, or why not
+/// (the tensor cores are checked apart, [`Precision::supported_on`]; the stack's recipes,
+/// [`crate::cost::step::stack::Settings::trains`]).
+///
+/// On NVIDIA every recipe a stack has runs but MXFP4: Megatron-LM's `--fp4-recipe` offers
+/// `nvfp4` alone. On AMD (ROCm; AMD's Primus runs the Megatron-LM, TorchTitan and MaxText
+/// backends on the MI300X, MI325X and MI355X, rocm.docs.amd.com/projects/primus):
 /// - FP8 runs under Megatron-core with ROCm's Transformer Engine port ("using 8-bit floating
 ///   point (FP8) precision on MI300 GPUs ... fp8 recipe: fully supported", ROCm/TransformerEngine
-///   README) and under torchtitan with torchao's float8 (PyTorch's `_scaled_mm` runs on
-///   ROCm's FP8); MaxText's FP8 under XLA on ROCm has no published recipe and is refused.
+///   README), under torchtitan with torchao's float8 (PyTorch's `_scaled_mm` on ROCm's FP8),
+///   and under MaxText, whose ROCm JAX image ships Transformer Engine for JAX.
 /// - MXFP8 runs under torchtitan with torchao's MX formats on the MI355X (pytorch/ao PR #2066,
-///   hipBLASLt's MX kernels, gfx950); ROCm's Transformer Engine port publishes no MXFP8
-///   recipe, so `megatron-te` is refused.
-/// - NVFP4 does not run on AMD's tensor cores at all (the hardware check refuses it).
+///   hipBLASLt's MX kernels, gfx950); no MXFP8 recipe was found for ROCm's Transformer Engine
+///   port or Primus's Megatron backend, so `megatron-te` is refused.
+/// - MXFP4 runs under Megatron-core on the MI355X (Primus; AMD's MLPerf Training v6.0 MXFP4
+///   recipe: E2M1 with an E8M0 scale per 32 and a 16-point Hadamard rotation).
 pub fn recipe_runs(chip: &Chip, stack: Stack, precision: Precision) -> Result<()> {
-    if chip.vendor == Vendor::Nvidia || !precision.is_narrow() {
-        return Ok(());
-    }
-    let runs = match precision {
-        Precision::Fp8 => !matches!(stack, Stack::Maxtext),
-        Precision::Mxfp8 => matches!(stack, Stack::Torchtitan | Stack::TorchtitanCompile),
-        _ => false,
+    let runs = match (chip.vendor, precision) {
+        (_, Precision::Bf16) => true,
+        (Vendor::Nvidia, Precision::Mxfp4) => false,
+        (Vendor::Nvidia, _) => true,
+        (Vendor::Amd, Precision::Fp8 | Precision::Mxfp4) => true,
+        (Vendor::Amd, Precision::Mxfp8) => {
+            matches!(stack, Stack::Torchtitan | Stack::TorchtitanCompile)
+        }
+        (Vendor::Amd, Precision::Nvfp4) => false,
     };
     if runs {
         return Ok(());
     }
+    let software = match chip.vendor {
+        Vendor::Nvidia => "CUDA",
+        Vendor::Amd => "ROCm",
+    };
     Err(Error::invalid(
         "--precision",
         precision,
         format!(
-            "a precision the {stack} stack has a ROCm recipe for on the {}: bf16{}",
+            "a precision the {stack} stack has a {software} recipe for on the {}{}",
             chip.name,
-            if matches!(stack, Stack::Maxtext) {
-                ""
+            if precision == Precision::Mxfp4 {
+                " (Megatron-LM's --fp4-recipe is nvfp4 alone on NVIDIA; MXFP4 runs under AMD's Primus on the MI355X)"
             } else {
-                " or fp8"
+                ""
             }
         ),
     ))
@@ -1098,14 +1109,17 @@ mod tests {
         assert_eq!(
             e,
             "invalid --precision = mxfp8: a precision the megatron-te stack has a ROCm recipe \
-             for on the mi355x: bf16 or fp8"
+             for on the mi355x"
         );
-        assert!(recipe_runs(mi300x, Stack::Maxtext, Precision::Fp8).is_err());
+        assert!(recipe_runs(mi300x, Stack::Maxtext, Precision::Fp8).is_ok());
+        assert!(recipe_runs(mi355x, Stack::MegatronTe, Precision::Mxfp4).is_ok());
+        let e = recipe_runs(b200, Stack::MegatronTe, Precision::Mxfp4)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("nvfp4 alone on NVIDIA"), "{e}");
         assert!(Stack::MegatronTe.settings().trains(Precision::Nvfp4));
+        assert!(Stack::MegatronTe.settings().trains(Precision::Mxfp4));
         assert!(!Stack::Torchtitan.settings().trains(Precision::Nvfp4));
-        assert!(Stack::ALL
-            .iter()
-            .all(|s| !s.settings().trains(Precision::Mxfp4)));
     }
 
     #[test]

@@ -311,7 +311,7 @@ impl Context<'_> {
         }
     }
 
-    /// Seconds of NVFP4's random Hadamard transform on one layer's weight-gradient operands
+    /// Seconds of an FP4 step's Hadamard transform on one layer's weight-gradient operands
     /// ([`Precision::hadamard`] FLOPs an element, at the BF16 GEMM ceiling: a 16 × 16 product
     /// on the tensor cores), 0 in the other precisions. Per token the operands are the
     /// column-parallel projections' inputs, gathered whole (`h` each, QKV and gate/up), the

@@ -14,7 +14,7 @@
 //! | projection GEMMs | BF16 peak | FP8 peak × the chip's FP8 ceiling | the same, Blackwell and MI355X only | FP4 peak × the chip's FP4 ceiling, Blackwell only | the same, Blackwell and MI355X |
 //! | GEMM operands moved (roofline) | 2 bytes | 1 byte | 1 + 1/32 byte (a scale per 32) | 1/2 + 1/16 (an E4M3 scale per 16) | 1/2 + 1/32 (an E8M0 scale per 32) |
 //! | casts | — | each GEMM input and output gradient written as FP8 and its transpose (2 bytes an element), and read in BF16 (2 more) where no kernel before it fuses the cast (the attention output, SwiGLU's output, every output gradient): [`CAST_BYTES`] | the same | the same passes, FP4 writes counted as FP8's (an overcount of under 1 byte an element) | the same |
-//! | Hadamard transform | — | — | — | the 16-point random Hadamard transform on the weight-gradient GEMM's operands ([`Precision::hadamard`]): 2·16 FLOPs an element at the BF16 GEMM rate | — |
+//! | Hadamard transform | — | — | — | the 16-point random Hadamard transform on the weight-gradient GEMM's operands ([`Precision::hadamard`]): 2·16 FLOPs an element at the BF16 GEMM rate | the same (AMD's recipe's 16-point rotation) |
 //! | weights' low-precision copies | — | the layers' matrices cast once a step (Transformer Engine caches them across micro-batches): read 2, write 2 bytes a parameter, and kept, 2 bytes a parameter ([`Precision::weight_copy_bytes`]) | 2 + 2/32 | 1 + 2/16 | 1 + 2/32 |
 //! | activations kept | BF16 | the inputs a GEMM alone keeps for its weight gradient in FP8: the QKV and gate/up inputs (the norms' outputs) and SwiGLU's output, 1 byte an element; the attention output, which attention's backward needs in BF16, is kept in both | the same | counted as FP8's (1 byte; an overcount) | the same |
 //! | master weights, gradients, optimizer | unchanged | unchanged | unchanged | unchanged | unchanged |
@@ -150,9 +150,11 @@ impl Precision {
     /// FLOPs of the random Hadamard transform NVFP4 applies before the columnwise cast of each
     /// weight-gradient GEMM's two operands (TE: "applied to columnwise quantization of inputs
     /// and gradients, which are operands for the wgrad GEMM ... d = 16"), per element of those
-    /// operands: a 16-point product, `2·16`; 0 in the other precisions.
+    /// operands: a 16-point product, `2·16`. AMD's MXFP4 recipe (Primus, MLPerf Training v6.0)
+    /// applies "a deterministic 16-point Hadamard rotation" too; which operands it rotates is
+    /// not published, so TE's are taken. 0 in FP8 and BF16.
     pub fn hadamard(self) -> f64 {
-        if self == Precision::Nvfp4 {
+        if self.is_fp4() {
             2.0 * 16.0
         } else {
             0.0
@@ -258,7 +260,8 @@ mod tests {
         assert_eq!(Precision::Nvfp4.peak_tflops(2250.0, 4500.0, 9000.0), 9000.0);
         assert_eq!(Precision::Mxfp8.peak_tflops(2250.0, 4500.0, 9000.0), 4500.0);
         assert_eq!(Precision::Nvfp4.hadamard(), 32.0);
-        assert_eq!(Precision::Mxfp4.hadamard(), 0.0);
+        assert_eq!(Precision::Mxfp4.hadamard(), 32.0);
+        assert_eq!(Precision::Mxfp8.hadamard(), 0.0);
         assert!(Precision::Nvfp4.is_narrow() && !Precision::Nvfp4.is_fp8());
     }
 

@@ -169,7 +169,7 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     let refuse = |what: String| Error::invalid("--format", "megatron", what);
     if step.precision == Precision::Mxfp4 {
         return Err(refuse(
-            "a precision Megatron-LM trains in: it has no MXFP4 recipe (--fp4-recipe nvfp4 only)"
+            "a precision Megatron-LM trains in: it has no MXFP4 recipe (--fp4-recipe nvfp4 only; AMD's Primus runs one, which this exporter does not write)"
                 .to_string(),
         ));
     }
