@@ -778,10 +778,14 @@ fn every_stack_grades_a_run_and_names_itself_and_an_unknown_gpu_is_refused() {
     }
     // Fused, overlapped Megatron-core is faster than the eager curve.
     assert!(seen[0] > seen[6], "{seen:?}");
+    // Every preset has kernel figures; a brief near none of them has none.
     let mut mi300 = base.to_vec();
     mi300.extend(["megatron-te", "--gpu", "mi300x"]);
+    assert_eq!(json(&mi300)["memory_model"]["stack"], "megatron-te");
+    let mut odd = base.to_vec();
+    odd.extend(["megatron-te", "--gpu", "mi300x", "--peak-tflops", "400"]);
     refuses(
-        &mi300,
+        &odd,
         "invalid --stack = megatron-te: a GPU with published kernel figures",
     );
     // DeepSpeed's pipeline does not interleave.
@@ -1199,6 +1203,83 @@ fn fp8_on_a_gpu_without_fp8_tensor_cores_is_refused_whatever_the_time_model() {
 }
 
 #[test]
+fn a_detailed_report_names_the_kernel_figures_not_measured_on_its_gpu() {
+    let args = |gpu: &'static str, stack: &'static str| {
+        vec![
+            "check", "--model", "70b", "--tokens", "4e12", "--tp", "8", "--pp", "4", "--memory",
+            "detailed", "--time", "detailed", "--gpu", gpu, "--stack", stack,
+        ]
+    };
+    // GB300: no GEMM is published, so its ceilings are the GB200's, and the JSON says so.
+    let mut gb300 = args("gb300", "megatron-te");
+    gb300.push("--json");
+    let plan = json(&gb300);
+    assert_eq!(plan["kernel_figures"]["chip"], "gb300");
+    let derived = plan["kernel_figures"]["derived"].as_array().unwrap();
+    assert!(derived
+        .iter()
+        .any(|d| d == "BF16 GEMM ceiling: the gb200's (sibling rule)"));
+    let text = trainplan()
+        .args(args("gb300", "megatron-te"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.contains("figures   the gb300's kernel figures; derived, not measured:"),
+        "{text}"
+    );
+    // The eager curve on a B200: measured on an H200, and the report says so.
+    let mut eager = args("b200", "eager");
+    eager.push("--json");
+    let plan = json(&eager);
+    let derived = plan["kernel_figures"]["derived"][0].as_str().unwrap();
+    assert!(
+        derived.starts_with("the eager curve: measured on an H200"),
+        "{derived}"
+    );
+    // On the H100 every figure is measured: nothing is added.
+    let mut h100 = args("h100", "megatron-te");
+    h100.push("--json");
+    assert!(json(&h100).get("kernel_figures").is_none());
+}
+
+#[test]
+fn each_new_precision_is_refused_where_it_does_not_run_and_runs_where_it_does() {
+    let base = [
+        "check", "--model", "70b", "--tokens", "4e12", "--tp", "8", "--pp", "4", "--memory",
+        "detailed", "--time", "detailed", "--json", "--gpu",
+    ];
+    let with = |gpu: &'static str, precision: &'static str| {
+        let mut a = base.to_vec();
+        a.extend([gpu, "--precision", precision]);
+        a
+    };
+    let bf16 = json(&with("b200", "bf16"))["mfu"].as_f64().unwrap();
+    let mxfp8 = json(&with("b200", "mxfp8"))["mfu"].as_f64().unwrap();
+    let nvfp4 = json(&with("b200", "nvfp4"))["mfu"].as_f64().unwrap();
+    assert!(bf16 < mxfp8 && mxfp8 < nvfp4, "{bf16} {mxfp8} {nvfp4}");
+    refuses(
+        &with("h100", "mxfp8"),
+        "invalid --precision = mxfp8: bf16, or a GPU that scales FP8 by blocks",
+    );
+    refuses(
+        &with("mi355x", "nvfp4"),
+        "invalid --precision = nvfp4: bf16, or a GPU with NVFP4 tensor cores",
+    );
+    refuses(
+        &with("b200", "mxfp4"),
+        "invalid --precision = mxfp4: a precision the megatron-te stack has a CUDA recipe for on the b200",
+    );
+    // MXFP4 runs on the MI355X under AMD's Primus, and is faster than its BF16.
+    let mi355x = json(&with("mi355x", "bf16"))["mfu"].as_f64().unwrap();
+    let mxfp4 = json(&with("mi355x", "mxfp4"))["mfu"].as_f64().unwrap();
+    assert!(mi355x < mxfp4, "{mi355x} {mxfp4}");
+    let mut titan = with("mi355x", "mxfp8");
+    titan.extend(["--stack", "torchtitan"]);
+    assert_eq!(json(&titan)["step"]["precision"], "mxfp8");
+}
+
+#[test]
 fn a_search_over_both_precisions_says_what_fp8_buys_over_bf16() {
     let out = trainplan()
         .args([
@@ -1395,13 +1476,9 @@ fn a_search_on_racks_states_each_plan_s_placement() {
     let v = json(&[
         "search",
         "--gpu",
-        "b200",
+        "gb200",
         "--gpus",
         "512",
-        "--gpus-per-node",
-        "4",
-        "--scale-up-gpus",
-        "72",
         "--models",
         "70b",
         "--max-days",
@@ -1413,21 +1490,30 @@ fn a_search_on_racks_states_each_plan_s_placement() {
     assert_eq!(v["brief"]["scale_up_gpus"], 72);
     let plans = v["plans"].as_array().unwrap();
     assert!(!plans.is_empty());
+    // The command: 512 GB200s are 7 racks of 72 and 8 GPUs of an eighth; each plan
+    // says which of its groups ride NVLink inside a rack and which the NICs.
     for p in plans {
-        assert_eq!(p["placement"]["domains"], 8, "{p}");
-        assert_eq!(p["placement"]["groups"][0]["group"], "tp");
+        let placement = &p["placement"];
+        assert_eq!(placement["domains"], 8, "{p}");
+        assert_eq!(placement["last_domain_gpus"], 8, "{p}");
+        assert_eq!(placement["gpus_per_host"], 4, "{p}");
+        let groups = placement["groups"].as_array().unwrap();
+        assert!(!groups.is_empty());
+        for g in groups {
+            let tp_like = g["group"] == "tp" || g["group"] == "cp" || g["group"] == "ep";
+            // TP, CP and EP groups of these plans fit a rack: NVLink.
+            if tp_like {
+                assert_eq!(g["link"], "nvlink", "{g}");
+            }
+        }
     }
     trainplan()
         .args([
             "search",
             "--gpu",
-            "b200",
+            "gb200",
             "--gpus",
             "512",
-            "--gpus-per-node",
-            "4",
-            "--scale-up-gpus",
-            "72",
             "--models",
             "70b",
             "--max-days",

@@ -2,12 +2,14 @@
 //! use. `--gpu h200` (or `gpu = "h200"` in a brief file) lays one over the brief; any field can
 //! still be set after it.
 //!
-//! Figures per GPU: dense BF16 peak (no sparsity), memory as marketed (GB = 10^9 bytes), HBM
-//! bandwidth, the all-reduce bus bandwidth NCCL reaches inside an 8-GPU node with its ring
+//! Figures per GPU: dense BF16, FP8 and FP4 peaks (no sparsity) and the block-scaled formats
+//! the tensor cores run, memory as marketed (GB = 10^9 bytes), HBM
+//! bandwidth, the all-reduce bus bandwidth NCCL reaches inside a node (an NVL72's NVLink domain
+//! for the GB200 and GB300) with its ring
 //! algorithm (the time model's collectives are ring collectives, and reduce-scatter and
 //! all-gather stay near the ring figure even where NVLink SHARP lifts all-reduce), and the
 //! bus bandwidth of one NIC between nodes: 46 GB/s for 400 Gb/s (the default brief's, SPEC.md
-//! §4), 23 GB/s for 200 Gb/s in proportion. The memory cap is 90 % of the card, the default
+//! §4), 23 GB/s for 200 Gb/s and 92 GB/s for 800 Gb/s in proportion. The memory cap is 90 % of the card, the default
 //! brief's 72 of 80 GB.
 
 use serde::Serialize;
@@ -27,6 +29,13 @@ pub struct Gpu {
     pub fp8_tflops: f64,
     /// Whether it runs MXFP8 (block-scaled FP8).
     pub mxfp8: bool,
+    /// Dense FP4 (E2M1) peak, TFLOP/s; 0 without FP4 tensor cores.
+    pub fp4_tflops: f64,
+    /// Whether it runs NVFP4 (E2M1 with an E4M3 scale per 16 elements: Blackwell only).
+    pub nvfp4: bool,
+    /// Whether it runs MXFP4 (E2M1 with an E8M0 scale per 32 elements, OCP microscaling:
+    /// Blackwell and the MI355X).
+    pub mxfp4: bool,
     /// Memory, GB.
     pub memory_gb: f64,
     /// HBM bandwidth, GB/s.
@@ -68,7 +77,8 @@ pub const CAP_FRACTION: f64 = 0.9;
 ///   dense); ring all-reduce 682 GB/s (stas00/ml-engineering, 8×B200, NCCL 2.27).
 /// - FP8 (dense, no sparsity), from the same datasheets: H100 SXM and H200 1,979 TFLOP/s, H100
 ///   PCIe 1,513, B200 4,500 (FP8 and MXFP8 alike on Blackwell's fifth-generation tensor cores;
-///   only Blackwell scales FP8 by blocks in hardware, so only it has MXFP8), MI300X 2,614.9;
+///   Blackwell and the MI355X scale FP8 by blocks in hardware, so only they have MXFP8),
+///   MI300X 2,614.9;
 ///   the A100 has no FP8 tensor cores (0).
 /// - MI300X: AMD Instinct MI300X specifications (1,307.4 TFLOP/s BF16 dense, 192 GB HBM3,
 ///   5,300 GB/s); 8 per platform, 400 Gb/s NICs 1:1 (ROCm docs); RCCL all-reduce 313 GB/s
@@ -78,15 +88,79 @@ pub const CAP_FRACTION: f64 = 0.9;
 ///   400 W (A100 datasheet); H100 SXM up to 700 W and H100 PCIe 350 W (H100 datasheet); H200
 ///   SXM up to 700 W (H200 product page); B200 1,000 W (HGX B200 specifications); MI300X 750 W
 ///   (AMD Instinct MI300X specifications).
-/// - Scale-up domain: every preset here is an 8-GPU board whose NVLink (Infinity Fabric on
-///   the MI300X) reaches its own 8 GPUs and no further: the domain is the node.
-pub const PRESETS: [Gpu; 7] = [
+///
+/// The 2026 presets (issue 40). Sources are collected, with quotes, in the issue's research
+/// notes; "MLE" is stas00/ml-engineering @744d01e (`compute/accelerator/README.md`, its
+/// TFLOPS, memory, power and network tables, each row citing the vendor's datasheet), "XLA"
+/// the device captures in openxla/xla `xla/backends/gpu/target_config/specs/`. Where a figure
+/// is *derived* the rule is given; where sources disagree, the one chosen and why.
+/// - FP4 and the formats (dense, no sparsity): NVFP4 runs on Blackwell only and MXFP4 and
+///   MXFP8 on Blackwell and the MI355X (Transformer Engine's MXFP8 and NVFP4 recipes: "SM
+///   10.0, SM 10.3"; MLE marks MX formats "X" on the MI300X and MI325X and NVFP4 "X" on the
+///   MI355X). B200 9,000 TFLOP/s (DGX B200 datasheet via MLE: 72 PFLOP/s dense for 8; 18 PF
+///   sparse per GPU); MXFP4 and NVFP4 alike run at the FP4 rate.
+/// - H800 SXM: no NVIDIA specification page was found; it is the H100 SXM's die with
+///   NVLink cut to 400 GB/s bidirectional against the H100's 900 (third-party tables:
+///   feifeibear/LLMRoofline `"H800": {"flops": 989.5, "bwd": 3.35}`, LLM-Prof
+///   `interconnect_bandwidth: 400` against the H100's 900). Compute, memory, HBM, NIC
+///   (ConnectX-7 400 Gb/s, DeepEP's ~50 GB/s per GPU) and board power are the H100 SXM's
+///   (*derived*: the same board); the ring all-reduce figure is *derived* as the H100's 370
+///   GB/s × 400/900 = 164 GB/s (a ring's bus bandwidth scales with the link's).
+/// - B300 (HGX, Blackwell Ultra): 2,250 TFLOP/s BF16 and 4,500 FP8 dense (DGX B300 datasheet
+///   via MLE); FP4 12,600 dense from MLE's table, the one figure citing the DGX B300 datasheet
+///   (glennklockwood 13,125, Verda 14,000 and MLE's unexplained "nvfp4" column 15,000 cite no
+///   vendor page); 288 GB (MLE's memory table, DGX B300; the XLA capture sees 297.0 GB of
+///   device memory, HGX's "2.1 TB" for 8 and Verda's 270 are the lower readings), 8,000 GB/s
+///   (NVIDIA via MLE; XLA 7,936); NVLink 5 as the B200's, so the ring figure is the B200's
+///   measured 682 GB/s (*derived*: the same links and switches); 8 ConnectX-8 at 800 Gb/s
+///   (MLE: "100GBps per accelerator ... 8x ConnectX-8, as on DGX B300"), so 92 GB/s, twice the
+///   400 Gb/s figure (*derived* in proportion); 1,000 W, the DGX B300 power-capping document's
+///   maximum TGP (MLE; Verda 1.1 kW and glennklockwood's 1,400 W are GB300 figures or
+///   unsourced).
+/// - GB200 NVL72 (per GPU): 2,500 TFLOP/s BF16, 5,000 FP8 and 10,000 FP4 dense — the Blackwell
+///   technical brief's rack totals (180, 360 and 720 PFLOP/s) ÷ 72 (MLE; marin-community/marin
+///   PR #7334) — not the HGX B200's 2,250 that some tables copy into a GB200 column (Verda);
+///   186 GB (NVIDIA's MIG table via MLE; MLCommons v6.1 Crusoe GB200-NVL72
+///   `"accelerator_memory_capacity": "186 GB"`), 8,000 GB/s (XLA capture 7,928); NVLink 5 at
+///   900 GB/s a direction in a 72-GPU domain (Megatron-LM's DeepSeek-V3 GB200 guide), ring
+///   figure the B200's 682 (*derived* as for the B300); one ConnectX-7 at 400 Gb/s per GPU,
+///   46 GB/s (scaling-book's rack egress `4 * 18 * 400 / 8 = 3.6TB/s`, i.e. 72 × 400 Gb/s);
+///   1,200 W (NVIDIA Mission Control power FAQ via MLE).
+/// - GB300 NVL72 (per GPU): 2,500 / 5,000 / 15,000 TFLOP/s dense (rack 180 / 360 / 1,080
+///   PFLOP/s ÷ 72: Verda's "without sparsity" table, glennklockwood's "1.1 EF dense FP4");
+///   288 GB (MLE; Verda 279, XLA 297.0 GB of device memory); 8,000 GB/s (Verda); the ring
+///   figure the B200's 682 (*derived*); a ConnectX-8 at 800 Gb/s per GPU (glennklockwood: "72
+///   ConnectX-8 NICs"), 92 GB/s (*derived* in proportion); 1,400 W (MLE: NVIDIA's GB300
+///   rack-planning example, "four 1.4kW GPUs").
+/// - Scale-up domains: every preset but the NVL72 ones is an 8-GPU board whose NVLink
+///   (Infinity Fabric on AMD's) reaches its own 8 GPUs and no further: the domain is the node.
+///   GB200 and GB300 NVL72 racks are one NVLink domain of 72 GPUs (`scale_up_gpus`) on 18
+///   hosts of 4 (`gpus_per_node`: Megatron-Bridge `NUM_GPUS_PER_NODE_MAP`: `"gb200": 4,
+///   "gb300": 4`; MLCommons v6.1 Crusoe GB200-NVL72 `"accelerators_per_node": 4`), so TP, CP
+///   and EP groups may span the rack over NVLink while the host is what fails and restarts.
+/// - MI325X: the MI300X's compute (the same 304 CUs of CDNA3 at the same clock: ROCm's
+///   `gpu-arch-specs.rst`; MLE rounds both to 1,300 and 2,610), 256 GB HBM3e at 6,000 GB/s
+///   and 1,000 W typical board power (MLE, AMD's specifications); the MI300X's Infinity
+///   Fabric (MLE: "MI300X/MI325X are 64GBps GPU-to-GPU"), so its measured 313 GB/s ring
+///   figure (*derived*); ConnectX-7 400 Gb/s 1:1 (ROCm MoRI guide), 46 GB/s.
+/// - MI355X: 2,500 TFLOP/s BF16 and 5,000 FP8 dense (AMD, via MLE: "AMD's dense figures ...
+///   10.1 PFLOPS for OCP-FP8" with sparsity); MXFP8 at the FP8 rate (no separate figure);
+///   MXFP4 10,100 dense (MLE: the FP4 entry "carries no sparsity qualifier ... and is dense";
+///   Tom's Hardware's 20.1 PFLOPS would be four times the FP8 rate where every other chip's
+///   FP4 is twice, so it is read as sparse); 288 GB HBM3e at 8,000 GB/s and 1,400 W (MLE);
+///   Infinity Fabric at 76.5 GB/s a link against the MI300X's 64 (MLE), so the ring figure
+///   is *derived* as 313 × 76.5/64 = 374 GB/s; Pollara 400 Gb/s NICs 1:1 (ROCm MoRI guide;
+///   MLCommons Crusoe MI355X), 46 GB/s.
+pub const PRESETS: [Gpu; 13] = [
     Gpu {
         name: "a100-40gb",
         title: "NVIDIA A100 SXM 40 GB",
         peak_tflops: 312.0,
         fp8_tflops: 0.0,
         mxfp8: false,
+        fp4_tflops: 0.0,
+        nvfp4: false,
+        mxfp4: false,
         memory_gb: 40.0,
         hbm_gbps: 1_555.0,
         intra_node_gbps: 230.0,
@@ -101,6 +175,9 @@ pub const PRESETS: [Gpu; 7] = [
         peak_tflops: 312.0,
         fp8_tflops: 0.0,
         mxfp8: false,
+        fp4_tflops: 0.0,
+        nvfp4: false,
+        mxfp4: false,
         memory_gb: 80.0,
         hbm_gbps: 2_039.0,
         intra_node_gbps: 230.0,
@@ -115,6 +192,9 @@ pub const PRESETS: [Gpu; 7] = [
         peak_tflops: 989.0,
         fp8_tflops: 1_979.0,
         mxfp8: false,
+        fp4_tflops: 0.0,
+        nvfp4: false,
+        mxfp4: false,
         memory_gb: 80.0,
         hbm_gbps: 3_350.0,
         intra_node_gbps: 370.0,
@@ -129,6 +209,9 @@ pub const PRESETS: [Gpu; 7] = [
         peak_tflops: 756.0,
         fp8_tflops: 1_513.0,
         mxfp8: false,
+        fp4_tflops: 0.0,
+        nvfp4: false,
+        mxfp4: false,
         memory_gb: 80.0,
         hbm_gbps: 2_000.0,
         intra_node_gbps: 40.0,
@@ -143,9 +226,29 @@ pub const PRESETS: [Gpu; 7] = [
         peak_tflops: 989.0,
         fp8_tflops: 1_979.0,
         mxfp8: false,
+        fp4_tflops: 0.0,
+        nvfp4: false,
+        mxfp4: false,
         memory_gb: 141.0,
         hbm_gbps: 4_800.0,
         intra_node_gbps: 368.0,
+        inter_node_gbps: 46.0,
+        gpus_per_node: 8,
+        scale_up_gpus: 8,
+        tdp_w: 700.0,
+    },
+    Gpu {
+        name: "h800",
+        title: "NVIDIA H800 SXM 80 GB",
+        peak_tflops: 989.0,
+        fp8_tflops: 1_979.0,
+        mxfp8: false,
+        fp4_tflops: 0.0,
+        nvfp4: false,
+        mxfp4: false,
+        memory_gb: 80.0,
+        hbm_gbps: 3_350.0,
+        intra_node_gbps: 164.0,
         inter_node_gbps: 46.0,
         gpus_per_node: 8,
         scale_up_gpus: 8,
@@ -157,6 +260,9 @@ pub const PRESETS: [Gpu; 7] = [
         peak_tflops: 2_250.0,
         fp8_tflops: 4_500.0,
         mxfp8: true,
+        fp4_tflops: 9_000.0,
+        nvfp4: true,
+        mxfp4: true,
         memory_gb: 180.0,
         hbm_gbps: 8_000.0,
         intra_node_gbps: 682.0,
@@ -166,11 +272,67 @@ pub const PRESETS: [Gpu; 7] = [
         tdp_w: 1000.0,
     },
     Gpu {
+        name: "b300",
+        title: "NVIDIA B300 (HGX) 288 GB",
+        peak_tflops: 2_250.0,
+        fp8_tflops: 4_500.0,
+        mxfp8: true,
+        fp4_tflops: 12_600.0,
+        nvfp4: true,
+        mxfp4: true,
+        memory_gb: 288.0,
+        hbm_gbps: 8_000.0,
+        intra_node_gbps: 682.0,
+        inter_node_gbps: 92.0,
+        gpus_per_node: 8,
+        scale_up_gpus: 8,
+        tdp_w: 1000.0,
+    },
+    Gpu {
+        name: "gb200",
+        title: "NVIDIA GB200 NVL72 186 GB",
+        peak_tflops: 2_500.0,
+        fp8_tflops: 5_000.0,
+        mxfp8: true,
+        fp4_tflops: 10_000.0,
+        nvfp4: true,
+        mxfp4: true,
+        memory_gb: 186.0,
+        hbm_gbps: 8_000.0,
+        intra_node_gbps: 682.0,
+        inter_node_gbps: 46.0,
+
+        gpus_per_node: 4,
+        scale_up_gpus: 72,
+        tdp_w: 1200.0,
+    },
+    Gpu {
+        name: "gb300",
+        title: "NVIDIA GB300 NVL72 288 GB",
+        peak_tflops: 2_500.0,
+        fp8_tflops: 5_000.0,
+        mxfp8: true,
+        fp4_tflops: 15_000.0,
+        nvfp4: true,
+        mxfp4: true,
+        memory_gb: 288.0,
+        hbm_gbps: 8_000.0,
+        intra_node_gbps: 682.0,
+        inter_node_gbps: 92.0,
+
+        gpus_per_node: 4,
+        scale_up_gpus: 72,
+        tdp_w: 1400.0,
+    },
+    Gpu {
         name: "mi300x",
         title: "AMD Instinct MI300X 192 GB",
         peak_tflops: 1_307.4,
         fp8_tflops: 2_614.9,
         mxfp8: false,
+        fp4_tflops: 0.0,
+        nvfp4: false,
+        mxfp4: false,
         memory_gb: 192.0,
         hbm_gbps: 5_300.0,
         intra_node_gbps: 313.0,
@@ -179,18 +341,55 @@ pub const PRESETS: [Gpu; 7] = [
         scale_up_gpus: 8,
         tdp_w: 750.0,
     },
+    Gpu {
+        name: "mi325x",
+        title: "AMD Instinct MI325X 256 GB",
+        peak_tflops: 1_307.4,
+        fp8_tflops: 2_614.9,
+        mxfp8: false,
+        fp4_tflops: 0.0,
+        nvfp4: false,
+        mxfp4: false,
+        memory_gb: 256.0,
+        hbm_gbps: 6_000.0,
+        intra_node_gbps: 313.0,
+        inter_node_gbps: 46.0,
+        gpus_per_node: 8,
+        scale_up_gpus: 8,
+        tdp_w: 1000.0,
+    },
+    Gpu {
+        name: "mi355x",
+        title: "AMD Instinct MI355X 288 GB",
+        peak_tflops: 2_500.0,
+        fp8_tflops: 5_000.0,
+        mxfp8: true,
+        fp4_tflops: 10_100.0,
+        nvfp4: false,
+        mxfp4: true,
+        memory_gb: 288.0,
+        hbm_gbps: 8_000.0,
+        intra_node_gbps: 374.0,
+        inter_node_gbps: 46.0,
+        gpus_per_node: 8,
+        scale_up_gpus: 8,
+        tdp_w: 1400.0,
+    },
 ];
 
 /// Other names people use for the presets.
-const ALIASES: [(&str, &str); 4] = [
+const ALIASES: [(&str, &str); 7] = [
     ("a100", "a100-80gb"),
     ("h100", "h100-sxm"),
     ("h200-sxm", "h200"),
+    ("h800-sxm", "h800"),
     ("mi300", "mi300x"),
+    ("mi325", "mi325x"),
+    ("mi355", "mi355x"),
 ];
 
 impl Gpu {
-    /// The preset called `name` (any case; `a100`, `h100` and `mi300` are aliases).
+    /// The preset called `name` (any case; `a100`, `h100`, `mi300`, `mi325` and `mi355` are aliases).
     pub fn named(name: &str) -> Result<Gpu> {
         let wanted = name.trim().to_ascii_lowercase();
         let wanted = ALIASES
@@ -236,12 +435,66 @@ mod tests {
     }
 
     #[test]
-    fn every_preset_here_is_its_own_scale_up_domain_and_says_nothing_of_it() {
+    fn every_preset_but_the_nvl72_racks_is_its_own_scale_up_domain_and_says_nothing_of_it() {
         for gpu in PRESETS {
-            assert_eq!(gpu.scale_up_gpus, gpu.gpus_per_node, "{}", gpu.name);
             let brief = BriefPatch::gpu(&gpu).apply(Brief::default());
+            if gpu.name.starts_with("gb") {
+                // 18 hosts of 4 in one NVLink domain of 72.
+                assert_eq!((gpu.gpus_per_node, gpu.scale_up_gpus), (4, 72));
+                assert_eq!(brief.scale_up_gpus, Some(72));
+                assert_eq!(brief.cluster().scale_up, 72);
+                continue;
+            }
+            assert_eq!(gpu.scale_up_gpus, gpu.gpus_per_node, "{}", gpu.name);
             assert_eq!((brief.scale_up_gpus, brief.scale_up_used), (None, None));
             assert_eq!(brief.cluster().scale_up, 8);
+        }
+    }
+
+    #[test]
+
+    fn every_preset_finds_its_own_kernel_figures() {
+        // B200 and B300, GB200 and GB300 share peak and bandwidth, as do the GB200 and MI355X
+        // and the H100 and H800: the ties are broken by formats, FP4 peak and links.
+        for gpu in PRESETS {
+            let machine = BriefPatch::gpu(&gpu).apply(Brief::default()).machine();
+            let chip = crate::cost::chip::Chip::on(&machine).unwrap();
+            assert_eq!(chip.name, gpu.name);
+        }
+        // The default brief is the H100 SXM's.
+        let chip = crate::cost::chip::Chip::on(&Brief::default().machine()).unwrap();
+        assert_eq!(chip.name, "h100-sxm");
+    }
+
+    #[test]
+    fn the_derived_link_figures_follow_their_rules() {
+        let g = |n| Gpu::named(n).unwrap();
+        // H800: the H100's ring scaled by NVLink 400 against 900 GB/s bidirectional.
+        assert_eq!(
+            g("h800").intra_node_gbps,
+            (370.0_f64 * 400.0 / 900.0).round()
+        );
+        assert_eq!(g("h800").peak_tflops, g("h100").peak_tflops);
+        // MI355X: the MI300X's ring scaled by Infinity Fabric 76.5 against 64 GB/s a link.
+        assert_eq!(
+            g("mi355x").intra_node_gbps,
+            (313.0_f64 * 76.5 / 64.0).round()
+        );
+        // ConnectX-8 at 800 Gb/s: twice the 400 Gb/s figure.
+        assert_eq!(g("b300").inter_node_gbps, 2.0 * g("b200").inter_node_gbps);
+        assert_eq!(g("gb300").inter_node_gbps, 92.0);
+        // NVL72: hosts of 4 in an NVLink domain of 72.
+        assert_eq!(
+            (g("gb200").gpus_per_node, g("gb200").scale_up_gpus),
+            (4, 72)
+        );
+        // NVFP4 on Blackwell only; MXFP4 and MXFP8 on Blackwell and the MI355X.
+        for gpu in PRESETS {
+            let blackwell = gpu.name.starts_with('b') || gpu.name.starts_with("gb");
+            assert_eq!(gpu.nvfp4, blackwell, "{}", gpu.name);
+            assert_eq!(gpu.mxfp4, blackwell || gpu.name == "mi355x", "{}", gpu.name);
+            assert_eq!(gpu.mxfp8, gpu.mxfp4, "{}", gpu.name);
+            assert_eq!(gpu.fp4_tflops > 0.0, gpu.mxfp4, "{}", gpu.name);
         }
     }
 

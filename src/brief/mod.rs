@@ -74,6 +74,17 @@ pub struct Brief {
     /// Whether the GPU runs MXFP8 (block-scaled FP8, Blackwell's tensor cores).
     #[serde(default)]
     pub mxfp8: bool,
+    /// Dense FP4 (E2M1) peak per GPU, TFLOP/s; 0 (the default, and then not written) for a
+    /// GPU without FP4 tensor cores.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fp4_tflops: f64,
+    /// Whether the GPU runs NVFP4 (a scale per 16 elements: Blackwell); written only when set.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub nvfp4: bool,
+    /// Whether the GPU runs MXFP4 (a scale per 32 elements: Blackwell, MI355X); written only
+    /// when set.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub mxfp4: bool,
     /// Memory of one card, GB (10^9 bytes).
     pub gpu_memory_gb: f64,
     /// The most a plan may use per GPU, GB; at most the card's memory.
@@ -133,6 +144,14 @@ pub struct Brief {
     pub family: Option<FamilySpec>,
 }
 
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 fn default_fp8_tflops() -> f64 {
     DEFAULT_FP8_TFLOPS
 }
@@ -158,6 +177,9 @@ impl Default for Brief {
             peak_tflops: 989.0,
             fp8_tflops: DEFAULT_FP8_TFLOPS,
             mxfp8: false,
+            fp4_tflops: 0.0,
+            nvfp4: false,
+            mxfp4: false,
             gpu_memory_gb: 80.0,
             memory_cap_gb: 72.0,
             gpus_per_node: 8,
@@ -229,6 +251,17 @@ impl Brief {
                 exact(self.fp8_tflops),
                 format!(
                     "a number from 0 (no FP8) to {}",
+                    general(limits::PEAK_TFLOPS)
+                ),
+            ));
+        }
+        if !(self.fp4_tflops.is_finite() && (0.0..=limits::PEAK_TFLOPS).contains(&self.fp4_tflops))
+        {
+            return Err(Error::invalid(
+                "brief.fp4_tflops",
+                exact(self.fp4_tflops),
+                format!(
+                    "a number from 0 (no FP4) to {}",
                     general(limits::PEAK_TFLOPS)
                 ),
             ));
@@ -516,6 +549,9 @@ impl Brief {
             peak_tflops: self.peak_tflops,
             fp8_tflops: self.fp8_tflops,
             mxfp8: self.mxfp8,
+            fp4_tflops: self.fp4_tflops,
+            nvfp4: self.nvfp4,
+            mxfp4: self.mxfp4,
             topology: self.topology,
             reliability: self.reliability,
         }

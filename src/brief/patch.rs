@@ -35,6 +35,15 @@ pub struct BriefPatch {
     /// See [`Brief::mxfp8`].
     #[serde(default)]
     pub mxfp8: Option<bool>,
+    /// See [`Brief::fp4_tflops`].
+    #[serde(default, deserialize_with = "number")]
+    pub fp4_tflops: Option<f64>,
+    /// See [`Brief::nvfp4`].
+    #[serde(default)]
+    pub nvfp4: Option<bool>,
+    /// See [`Brief::mxfp4`].
+    #[serde(default)]
+    pub mxfp4: Option<bool>,
     /// See [`Brief::gpu_memory_gb`].
     #[serde(default, deserialize_with = "number")]
     pub gpu_memory_gb: Option<f64>,
@@ -197,6 +206,9 @@ impl BriefPatch {
             peak_tflops: number_or(self.peak_tflops, brief.peak_tflops),
             fp8_tflops: number_or(self.fp8_tflops, brief.fp8_tflops),
             mxfp8: self.mxfp8.unwrap_or(brief.mxfp8),
+            fp4_tflops: number_or(self.fp4_tflops, brief.fp4_tflops),
+            nvfp4: self.nvfp4.unwrap_or(brief.nvfp4),
+            mxfp4: self.mxfp4.unwrap_or(brief.mxfp4),
             gpu_memory_gb: number_or(self.gpu_memory_gb, brief.gpu_memory_gb),
             memory_cap_gb: number_or(self.memory_cap_gb, brief.memory_cap_gb),
             gpus_per_node,
@@ -228,6 +240,9 @@ impl BriefPatch {
             peak_tflops: Some(gpu.peak_tflops),
             fp8_tflops: Some(gpu.fp8_tflops),
             mxfp8: Some(gpu.mxfp8),
+            fp4_tflops: Some(gpu.fp4_tflops),
+            nvfp4: Some(gpu.nvfp4),
+            mxfp4: Some(gpu.mxfp4),
             gpu_memory_gb: Some(gpu.memory_gb),
             memory_cap_gb: Some(gpu.memory_gb * CAP_FRACTION),
             gpus_per_node: Some(gpu.gpus_per_node),

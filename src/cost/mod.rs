@@ -47,6 +47,12 @@ pub struct Machine {
     pub fp8_tflops: f64,
     /// Whether the GPU runs MXFP8.
     pub mxfp8: bool,
+    /// Dense FP4 peak per GPU, TFLOP/s; 0 without FP4.
+    pub fp4_tflops: f64,
+    /// Whether the GPU runs NVFP4.
+    pub nvfp4: bool,
+    /// Whether the GPU runs MXFP4.
+    pub mxfp4: bool,
     /// Links and memory bandwidth.
     pub topology: Topology,
     /// Failures, checkpoints and restarts.

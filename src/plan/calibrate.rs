@@ -512,11 +512,9 @@ impl Run {
             }
         };
         // trainplan's MFU is against the BF16 peak; an FP8 run may go up to its own peak.
-        let peak = if self.precision.is_fp8() {
-            brief.fp8_tflops
-        } else {
-            brief.peak_tflops
-        };
+        let peak =
+            self.precision
+                .peak_tflops(brief.peak_tflops, brief.fp8_tflops, brief.fp4_tflops);
         let most = peak / brief.peak_tflops;
         if let Some(tps) = self.published.tokens_per_s_per_gpu {
             if !(measured_mfu > 0.0 && measured_mfu <= most) {

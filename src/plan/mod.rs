@@ -32,6 +32,7 @@ use crate::cost::run::reliability::Outage;
 use crate::cost::run::spend::Spent;
 use crate::cost::run::TimeModel;
 use crate::cost::step::detailed::Options;
+use crate::cost::step::stack::Stack;
 use crate::cost::step::Step;
 use crate::cost::step_time::micro_batch::MicroBatchCache;
 use crate::cost::step_time::Breakdown;
@@ -194,6 +195,55 @@ pub struct Plan {
     /// equal (plate plans only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runnable: Option<Runnable>,
+    /// Under the detailed time model, the kernel figures the step was timed on where some of
+    /// them are not measured on this GPU ([`kernel_figures`]); absent where all are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_figures: Option<KernelFigures>,
+}
+
+/// The kernel figures a detailed step was timed on, where some were not measured on the
+/// brief's GPU: which chip's, and which of its figures were derived, by which rule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelFigures {
+    /// The preset whose figures they are: the chip found for the brief
+    /// ([`crate::cost::chip::Chip::on`]), or under the eager stack the H200 its curve was
+    /// measured on.
+    pub chip: String,
+    /// What was derived rather than measured, one phrase each, with its rule.
+    pub derived: Vec<String>,
+}
+
+/// What the detailed time model's step under `stack` on `brief`'s GPU rests on that was not
+/// measured there, or `None` where everything was: for a stack costed by operation, the
+/// chip's derived figures ([`crate::cost::chip::Chip::derived_figures`]); for the eager
+/// stack, its curve, measured on an H200 (`data/calibration/`) and taken as a fraction of
+/// peak elsewhere — on the H100 SXM and H800, the H200's die and clocks, as its own.
+pub fn kernel_figures(brief: &Brief, stack: Stack) -> Option<KernelFigures> {
+    let machine = brief.machine();
+    let chip = crate::cost::chip::Chip::on(&machine);
+    if stack.settings().per_operation {
+        let chip = chip?;
+        let derived = chip.derived_figures();
+        return (!derived.is_empty()).then(|| KernelFigures {
+            chip: chip.name.to_string(),
+            derived,
+        });
+    }
+    let name = chip.map(|c| c.name);
+    if matches!(name, Some("h200" | "h100-sxm" | "h800")) {
+        return None;
+    }
+    let here = name.map_or_else(
+        || format!("a GPU of {} TFLOP/s", machine.peak_tflops),
+        |n| format!("the {n}"),
+    );
+    Some(KernelFigures {
+        chip: "h200".to_string(),
+        derived: vec![format!(
+            "the eager curve: measured on an H200 (data/calibration), not on {here}; its \
+             fractions of peak are taken as this GPU's"
+        )],
+    })
 }
 
 /// What a plan's tokens and parameters are worth under a law that values repeats
@@ -242,7 +292,8 @@ pub fn evaluate_cached(
     let n_active = shape.active_params();
     let d = design.tokens;
     if let Some(step) = design.memory.step() {
-        step.precision.supported_on(brief.fp8_tflops, brief.mxfp8)?;
+        step.precision
+            .supported_on(crate::cost::chip::formats(&brief.machine()))?;
     }
     let mem = design.memory.memory(brief.seq_len, shape, &design.layout)?;
     let plate_days = time::days(brief.cluster_flops_per_second(), n_active as f64, d as f64);
@@ -343,6 +394,10 @@ pub fn evaluate_cached(
         reasons,
         runnable: (design.memory == MemoryModel::Plate && run.is_none())
             .then(|| Runnable::from_grade(brief, &grade(), d)),
+        kernel_figures: match (run, design.memory) {
+            (Some(_), MemoryModel::Detailed(m)) => kernel_figures(brief, m.options.stack),
+            _ => None,
+        },
     })
 }
 

@@ -345,13 +345,19 @@ pub fn searchable_precision(brief: &Brief, stack: Stack, precision: Precision) -
             format!("precisions the {stack} stack trains in (it has no {precision} recipe)"),
         ));
     }
+    let machine = brief.machine();
+    if let Some(chip) = crate::cost::chip::Chip::on(&machine) {
+        if stack.settings().per_operation {
+            crate::cost::chip::recipe_runs(chip, stack, precision)?;
+        }
+    }
     precision
-        .supported_on(brief.fp8_tflops, brief.mxfp8)
+        .supported_on(crate::cost::chip::formats(&machine))
         .map_err(|_| {
             Error::invalid(
                 "--precisions",
                 precision,
-                "precisions the GPU has tensor cores for (brief.fp8_tflops > 0; mxfp8 needs brief.mxfp8, Blackwell)",
+                "precisions the GPU has tensor cores for (brief.fp8_tflops > 0; mxfp8 needs brief.mxfp8, Blackwell or MI355X; nvfp4 brief.nvfp4, Blackwell; mxfp4 brief.mxfp4, Blackwell or MI355X)",
             )
         })
 }

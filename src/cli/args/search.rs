@@ -335,7 +335,7 @@ impl SearchArgs {
             }
         };
         if let MemorySpace::Detailed { steps, options, .. } = &memory {
-            for p in steps.iter().map(|s| s.precision).filter(|p| p.is_fp8()) {
+            for p in steps.iter().map(|s| s.precision).filter(|p| p.is_narrow()) {
                 crate::search::searchable_precision(brief, options.stack, p)?;
             }
         }

@@ -69,7 +69,8 @@ pub struct CheckStepArgs {
     /// nearest --batch-target, within --batch-tolerance].
     #[arg(long, value_name = "TOKENS", value_parser = parse_whole)]
     pub global_batch_tokens: Option<u64>,
-    /// Precision of the matrix products: bf16, fp8, or mxfp8 (Blackwell) [default: bf16].
+    /// Precision of the matrix products: bf16, fp8, mxfp8 (Blackwell, MI355X), nvfp4
+    /// (Blackwell) or mxfp4 (Blackwell, MI355X) [default: bf16].
     #[arg(long, value_name = "PRECISION", value_parser = parse_precision)]
     pub precision: Option<Precision>,
 }

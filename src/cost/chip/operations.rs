@@ -46,7 +46,7 @@ use crate::cost::step::Recompute;
 
 use crate::cost::step::stack::Kernels;
 
-use crate::cost::chip::{Chip, FP8_BK, HBM_EFFICIENCY};
+use crate::cost::chip::{Chip, FP4_BK, FP8_BK, HBM_EFFICIENCY};
 use crate::cost::step::experts::Routed;
 use crate::cost::step::precision::{Precision, CAST_BYTES, FUSED_CAST_BYTES};
 use crate::cost::step::recipe::Fp8Recipe;
@@ -106,11 +106,14 @@ pub struct Context<'a> {
     pub cp_gathered: bool,
     /// The precision of the four projections (the head and attention stay BF16).
     pub precision: Precision,
-    /// Dense FP8 peak, FLOP/s (the brief's; 0 without FP8).
-    pub fp8_peak_flops: f64,
-    /// The chip's FP8 GEMM ceiling ([`Chip::fp8_ceiling`]) times the recipe's factor
-    /// ([`Fp8Recipe::gemm_factor`]), 0 without FP8.
-    pub fp8_ceiling: f64,
+    /// The dense peak the projections run at below BF16, FLOP/s: the brief's FP8 peak for FP8
+    /// and MXFP8, its FP4 peak for NVFP4 and MXFP4 ([`Precision::peak_tflops`]); unused in
+    /// BF16.
+    pub narrow_peak_flops: f64,
+    /// The chip's GEMM ceiling in that precision ([`Chip::fp8_ceiling`],
+    /// [`Chip::fp4_ceiling`]) times the FP8 recipe's factor ([`Fp8Recipe::gemm_factor`]), 0
+    /// in BF16.
+    pub narrow_ceiling: f64,
     /// The FP8 recipe, which sets the operands' and the casts' bytes
     /// ([`crate::cost::step::recipe`]); `None`: BF16, or the precision's own bytes.
     pub fp8_recipe: Option<Fp8Recipe>,
@@ -185,16 +188,22 @@ impl Context<'_> {
     }
 
     /// Seconds of one `m × n × k` projection GEMM on `sms` of the SMs in the step's
-    /// precision: BF16 as [`Context::gemm_on`], or FP8 at the FP8 peak times the chip's FP8
-    /// ceiling and the shape's losses, reading 1-byte operands (MXFP8: and a scale per 32) and
-    /// writing a BF16 result.
+    /// precision: BF16 as [`Context::gemm_on`], or FP8 (FP4) at the FP8 (FP4) peak times the
+    /// chip's ceiling in it and the shape's losses (K blocks [`FP8_BK`] or [`FP4_BK`] deep),
+    /// reading the precision's operands ([`Precision::operand_bytes`]) and writing a BF16
+    /// result.
     fn matmul_on(&self, m: f64, n: f64, k: f64, sms: f64) -> f64 {
-        if !self.precision.is_fp8() || m * n * k == 0.0 {
+        if !self.precision.is_narrow() || m * n * k == 0.0 {
             return self.gemm_on(m, n, k, sms);
         }
         let flops = 2.0 * m * n * k;
-        let fraction = self.fp8_ceiling * self.chip.shape_fraction_deep(m, n, k, sms, FP8_BK);
-        let rate = self.fp8_peak_flops * fraction * self.sustained;
+        let bk = if self.precision.is_fp4() {
+            FP4_BK
+        } else {
+            FP8_BK
+        };
+        let fraction = self.narrow_ceiling * self.chip.shape_fraction_deep(m, n, k, sms, bk);
+        let rate = self.narrow_peak_flops * fraction * self.sustained;
         let operand = self
             .fp8_recipe
             .map_or(self.precision.operand_bytes(), Fp8Recipe::operand_bytes);
@@ -306,8 +315,29 @@ impl Context<'_> {
             |wide: f64, split: f64| self.traffic(self.tokens() * (wide / wide_share + split / t));
         Op {
             forward: forward + cast(fw, fs),
-            backward: 2.0 * forward + again + cast(bw, bs),
+            backward: 2.0 * forward + again + cast(bw, bs) + self.hadamard(shape),
         }
+    }
+
+    /// Seconds of an FP4 step's Hadamard transform on one layer's weight-gradient operands
+    /// ([`Precision::hadamard`] FLOPs an element, at the BF16 GEMM ceiling: a 16 × 16 product
+    /// on the tensor cores), 0 in the other precisions. Per token the operands are the
+    /// column-parallel projections' inputs, gathered whole (`h` each, QKV and gate/up), the
+    /// row-parallel ones' (`q/t`, `f/t`), the output gradients of the column-parallel
+    /// projections (`(q + 2g)/t`, `2f/t`) and of the row-parallel ones, gathered whole (`h`
+    /// each): `4h + (2q + 2g + 3f)/t`.
+    fn hadamard(&self, shape: &Shape) -> f64 {
+        let flops = self.precision.hadamard();
+        if flops == 0.0 {
+            return 0.0;
+        }
+        let t = self.tp as f64;
+        let h = shape.hidden as f64;
+        let f = shape.ffn as f64;
+        let q = shape.attention_width() as f64;
+        let g = f64::from(shape.kv_heads) * shape.head_dim() as f64;
+        let elements = self.tokens() * (4.0 * h + (2.0 * q + 2.0 * g + 3.0 * f) / t);
+        elements * flops / (self.peak_flops * self.gemm_ceiling * self.sustained)
     }
 
     /// Bytes per token the FP8 casts of one layer move, (h-wide, split over TP), forward and
@@ -318,7 +348,7 @@ impl Context<'_> {
     /// output's and the down projection's (`h` wide), the QKV's (`q + 2g`) and the gate/up's
     /// (`2f`).
     fn cast_bytes(&self, shape: &Shape) -> ((f64, f64), (f64, f64)) {
-        if !self.precision.is_fp8() {
+        if !self.precision.is_narrow() {
             return ((0.0, 0.0), (0.0, 0.0));
         }
         let h = shape.hidden as f64;
@@ -481,8 +511,8 @@ mod tests {
             cp: 1,
             cp_gathered: false,
             precision: Precision::Bf16,
-            fp8_peak_flops: 1979e12,
-            fp8_ceiling: chip.fp8_ceiling().unwrap(),
+            narrow_peak_flops: 1979e12,
+            narrow_ceiling: chip.fp8_ceiling().unwrap(),
             fp8_recipe: None,
         }
     }
@@ -607,8 +637,8 @@ mod tests {
             cp: 1,
             cp_gathered: false,
             precision: Precision::Bf16,
-            fp8_peak_flops: 0.0,
-            fp8_ceiling: 0.0,
+            narrow_peak_flops: 0.0,
+            narrow_ceiling: 0.0,
             fp8_recipe: None,
         };
         let s = Shape::new("gpt3", 96, 12_288, 32_768, 96, 96, 51_200).unwrap();

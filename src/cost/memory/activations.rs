@@ -236,7 +236,8 @@ pub struct Setting {
     /// Sequence parallelism (splits the replicated tensors along the sequence).
     pub sequence_parallel: bool,
     /// The inputs a GEMM alone keeps for its weight gradient are kept in FP8 (Transformer
-    /// Engine's FP8 recipes), 1 byte an element.
+    /// Engine's FP8 recipes), 1 byte an element; NVFP4 and MXFP4 steps are counted the same
+    /// (their 1/2 + scales bytes would be less: an upper bound, not modelled finer yet).
     pub fp8: bool,
 }
 

@@ -38,7 +38,9 @@ pub fn cp_buffers(shape: &Shape, layout: &Layout, tokens: f64, comm: Option<CpCo
 /// buffer holds the activation type, BF16, except that under an FP8 recipe the eight
 /// all-gather buffers hold one byte an element:
 ///
-/// `(s·b/CP)·h·24` bytes in BF16, `(s·b/CP)·h·(8·1 + 4·2)` in FP8 or MXFP8.
+/// `(s·b/CP)·h·24` bytes in BF16, `(s·b/CP)·h·(8·1 + 4·2)` in FP8 or MXFP8, and the same in
+/// NVFP4 or MXFP4 (a byte an element for the all-gather buffers: an upper bound, the FP4
+/// buffers' own layout not being modelled).
 ///
 /// Llama 3 70B at s = 8,192, b = 1, CP 1: 8,192 · 8,192 · 24 = 1.61 GB. The buffers are
 /// allocated once at start-up, before the step's churn, so the fragmentation share is not
@@ -49,7 +51,7 @@ pub fn userbuffers(stack: Stack, step: &Step, hidden: u64, layout: &Layout) -> f
         return 0.0;
     }
     let elements = (step.seq_len * step.micro_batch / layout.cp.max(1)) as f64 * hidden as f64;
-    let bytes_an_element = if step.precision.is_fp8() {
+    let bytes_an_element = if step.precision.is_narrow() {
         8.0 * 1.0 + 4.0 * 2.0
     } else {
         12.0 * 2.0

@@ -133,7 +133,7 @@ impl Detailed {
             micro_batch: step.micro_batch,
             tp: layout.tp,
             sequence_parallel: step.sequence_parallel,
-            fp8: precision.is_fp8(),
+            fp8: precision.is_narrow(),
         };
         // Megatron-core's `layernorm` module recomputes an MoE layer's pre-MLP norm
         // ([`Setting::norm_output`]; the modules go with none or selective recomputation

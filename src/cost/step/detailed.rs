@@ -287,11 +287,11 @@ impl Detailed {
                 "on for a mixture of experts under TP > 1 (Megatron-core requires it)",
             ));
         }
-        if step.precision.is_fp8() {
+        if step.precision.is_narrow() {
             return Err(Error::invalid(
                 "--precision",
                 step.precision,
-                "bf16 for a mixture of experts: FP8 experts are not modelled yet",
+                "bf16 for a mixture of experts: FP8 and FP4 experts are not modelled yet",
             ));
         }
         if matches!(step.recompute, Recompute::SaveQkv | Recompute::SelectiveOp) {

@@ -126,6 +126,12 @@ impl Fp8Recipe {
                 r,
                 "mxfp8 (or none) with --precision mxfp8, whose scales are the recipe",
             )),
+            (Precision::Nvfp4 | Precision::Mxfp4, None) => Ok(None),
+            (p @ (Precision::Nvfp4 | Precision::Mxfp4), Some(r)) => Err(Error::invalid(
+                "--fp8-recipe",
+                r,
+                format!("none with --precision {p} (a recipe scales FP8; an FP4 format carries its own scales)"),
+            )),
         }
     }
 

@@ -3,9 +3,9 @@
 //! pipeline — as one name (`--stack megatron-te`). Every field is a default; the flags that set
 //! it one by one still override it.
 //!
-//! | stack | kernels | attention | loss | TP / PP / DP overlap | stages | interleaving | CP | FP8 |
+//! | stack | kernels | attention | loss | TP / PP / DP overlap | stages | interleaving | CP | below BF16 |
 //! |---|---|---|---|---|---|---|---|---|
-//! | `megatron-te` | fused | cuDNN | fused FP32 | 1 / 1 / 1 | even | yes | ring | FP8, MXFP8 |
+//! | `megatron-te` | fused | cuDNN | fused FP32 | 1 / 1 / 1 | even | yes | ring | FP8, MXFP8, NVFP4 (MXFP4 on AMD) |
 //! | `llama3` | fused, SwiGLU product recomputed | FlashAttention-2 | fused FP32 | 0 / 1 / 1 | one fewer layer first and last where L + 2 divides, else even | yes | all-gather | — |
 //! | `torchtitan` | eager time, fused memory | FlashAttention-2 | eager FP32 | 0 / 0 / 1 | even | yes | all-gather | FP8, MXFP8 |
 //! | `torchtitan-compile` | fused | FlashAttention-2 | fused FP32 | 0 / 0 / 1 | even | yes | all-gather | FP8, MXFP8 |
@@ -207,6 +207,13 @@ pub struct Settings {
     pub fp8: bool,
     /// Whether it trains with MXFP8 (block scaling, where the GPU has it).
     pub mxfp8: bool,
+    /// Whether it trains with FP4 projections, in its vendor's 4-bit format: Megatron-core
+    /// alone — NVFP4 on NVIDIA with Transformer Engine's `NVFP4BlockScaling` (Megatron-LM
+    /// `--fp4-format e2m1 --fp4-recipe nvfp4`, its one FP4 recipe), MXFP4 on the MI355X with
+    /// AMD's Primus (its Megatron-LM backend; AMD's MLPerf Training v6.0 submission, "a
+    /// production-ready MXFP4 (FP4) training recipe for the LLM benchmarks"). Which format runs
+    /// on which vendor's software is [`crate::cost::chip::recipe_runs`]'s.
+    pub fp4: bool,
 }
 
 impl Settings {
@@ -217,6 +224,7 @@ impl Settings {
             Precision::Bf16 => true,
             Precision::Fp8 => self.fp8,
             Precision::Mxfp8 => self.mxfp8,
+            Precision::Nvfp4 | Precision::Mxfp4 => self.fp4,
         }
     }
 }
@@ -283,6 +291,7 @@ impl Stack {
             cp: Some(CpComm::Ring),
             fp8: true,
             mxfp8: true,
+            fp4: true,
         };
         match self {
             Stack::MegatronTe => base,
@@ -290,6 +299,7 @@ impl Stack {
                 userbuffers: false,
                 cp: Some(CpComm::AllGather),
                 mxfp8: false,
+                fp4: false,
                 ..base
             },
             Stack::Llama3 => Settings {
@@ -301,6 +311,7 @@ impl Stack {
                 cp: Some(CpComm::AllGather),
                 fp8: false,
                 mxfp8: false,
+                fp4: false,
                 ..base
             },
             Stack::Torchtitan => Settings {
@@ -310,6 +321,7 @@ impl Stack {
                 tp_overlap: 0.0,
                 pp_overlap: 0.0,
                 cp: Some(CpComm::AllGather),
+                fp4: false,
                 ..base
             },
             Stack::TorchtitanCompile => Settings {
@@ -317,6 +329,7 @@ impl Stack {
                 tp_overlap: 0.0,
                 pp_overlap: 0.0,
                 cp: Some(CpComm::AllGather),
+                fp4: false,
                 ..base
             },
             Stack::MegatronDeepspeed => Settings {
@@ -329,6 +342,7 @@ impl Stack {
                 cp: None,
                 fp8: false,
                 mxfp8: false,
+                fp4: false,
                 ..base
             },
             Stack::Eager => Settings {
@@ -342,6 +356,7 @@ impl Stack {
                 cp: None,
                 fp8: false,
                 mxfp8: false,
+                fp4: false,
                 ..base
             },
         }

@@ -5,7 +5,7 @@
 use crate::cost::chip::chip_for;
 use crate::cost::chip::flops::layer_flops;
 use crate::cost::chip::flops::layer_forward_flops;
-use crate::cost::chip::fp8_for;
+use crate::cost::chip::narrow_for;
 use crate::cost::chip::operations::Context;
 use crate::cost::chip::operations::StageCompute;
 use crate::cost::step::detailed::Detailed;
@@ -76,9 +76,9 @@ impl MicroBatch {
         if settings.per_operation {
             let chip = chip_for(machine, stack)?;
             let recipe = d.recipe();
-            let fp8_ceiling = if precision.is_fp8() {
+            let narrow_ceiling = if precision.is_narrow() {
                 let factor = recipe.map_or(1.0, |r| r.gemm_factor(machine.mxfp8));
-                fp8_for(machine, chip, precision)? * factor
+                narrow_for(machine, chip, stack, precision)? * factor
             } else {
                 0.0
             };
@@ -105,8 +105,12 @@ impl MicroBatch {
                 cp,
                 cp_gathered: settings.cp == Some(CpComm::AllGather),
                 precision,
-                fp8_peak_flops: machine.fp8_tflops * FLOPS_PER_TFLOPS,
-                fp8_ceiling,
+                narrow_peak_flops: precision.peak_tflops(
+                    machine.peak_tflops,
+                    machine.fp8_tflops,
+                    machine.fp4_tflops,
+                ) * FLOPS_PER_TFLOPS,
+                narrow_ceiling,
                 fp8_recipe: recipe,
             };
             let l = ctx.layer(shape, step.recompute);

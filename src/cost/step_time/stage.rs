@@ -213,13 +213,14 @@ pub fn unsharded_in(
     let psi = stage_params_with(shape, tp, stage_layers, stage_moe, first, last);
     let experts = stage_expert_params(shape, layout, stage_moe);
     // With FP8, the stage's layer matrices cast to FP8 and transposed once a step: read 2,
-    // write 2 bytes a parameter (the recipe's: [`crate::cost::step::recipe`]); with FP8
+    // write 2 bytes a parameter (FP8: the recipe's, [`crate::cost::step::recipe`]; FP4: the
+    // format's copy, [`Precision::weight_copy_bytes`]); with FP8
     // weights (`--fp8-params`) the optimizer writes them from the FP32 master it reads
     // anyway, and the transpose reads the FP8 weight.
     let recipe = d.recipe();
-    // The slowest stage's layers in FP8: all but those kept in BF16.
+    // The slowest stage's layers below BF16: all but those kept in BF16.
     let fp8_layers = stage_layers - d.options.bf16_layers.on_stage(slowest, pp, stage_layers);
-    let fp8_casts = if precision.is_fp8() {
+    let fp8_casts = if precision.is_narrow() {
         let (reads, copy) = recipe.map_or((2.0, precision.weight_copy_bytes()), |r| {
             let reads = if d.options.fp8_params {
                 r.fp8_weight_cast_reads()

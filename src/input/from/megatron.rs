@@ -363,6 +363,7 @@ pub fn parse(text: &str) -> Result<FromFile> {
     let mut optimizer = OptimizerBuilder::default();
     // --first-last-layers-bf16 and its counts (Megatron-LM's defaults: 1 and 1).
     let mut bf16_layers: (bool, Option<u32>, Option<u32>) = (false, None, None);
+    let mut fp4: (Option<String>, Option<String>) = (None, None);
     let (mut fsdp, mut distributed, mut strategy) = (false, false, None::<String>);
     let mut bf16 = false;
     let (mut iters, mut samples, mut virtual_layers) = (None, None, None);
@@ -488,6 +489,8 @@ pub fn parse(text: &str) -> Result<FromFile> {
             "--main-params-dtype" => optimizer.main_params = Some(need()?.to_string()),
             "--exp-avg-dtype" => optimizer.exp_avg = Some(need()?.to_string()),
             "--exp-avg-sq-dtype" => optimizer.exp_avg_sq = Some(need()?.to_string()),
+            "--fp4-format" => fp4.0 = Some(need()?.to_string()),
+            "--fp4-recipe" => fp4.1 = Some(need()?.to_string()),
             option if LAUNCHER_OPTIONS.contains(&option) => {}
             option if STACK_OPTIONS.contains(&option) => from.stack_options.push(match value {
                 Some(v) => format!("{option} {v}"),
@@ -529,9 +532,20 @@ pub fn parse(text: &str) -> Result<FromFile> {
             "BF16 training (--bf16), the precision every plan keeps its weights in",
         ));
     }
+    // NVFP4: Megatron-LM's `--fp4-format e2m1`, its one `--fp4-recipe` (`nvfp4`, the default).
+    match (fp4.0.as_deref(), fp4.1.as_deref()) {
+        (None, None) => {}
+        (Some("e2m1"), None | Some("nvfp4")) if fp8 == (None, None) => {}
+        (format, recipe) => return Err(Error::invalid(
+            "--fp4-format/--fp4-recipe",
+            format!("{}/{}", format.unwrap_or("none"), recipe.unwrap_or("none")),
+            "e2m1/nvfp4 (NVFP4) without an FP8 recipe, the FP4 recipe the precision model counts",
+        )),
+    }
     // Delayed scaling is FP8's default recipe (and MXFP8's its own): read as none, the way a
     // plan says it.
     let (precision, recipe) = match (fp8.0.as_deref(), fp8.1.as_deref()) {
+        (None, None) if fp4.0.is_some() => (Precision::Nvfp4, None),
         (None, None) => (Precision::Bf16, None),
         (Some("hybrid"), Some("delayed")) => (Precision::Fp8, None),
         (Some("hybrid" | "e4m3"), Some("tensorwise")) => {
@@ -549,7 +563,7 @@ pub fn parse(text: &str) -> Result<FromFile> {
     };
     from.precision = Some(precision);
     from.fp8_recipe = recipe;
-    if from.fp8_params == Some(true) && precision == Precision::Bf16 {
+    if from.fp8_params == Some(true) && !precision.is_fp8() {
         return Err(Error::invalid(
             "--fp8-param-gather",
             "given",
@@ -1065,6 +1079,30 @@ mod tests {
         let e = parse(text).unwrap_err().to_string();
         assert!(!e.contains('\n'), "{e}");
         e
+    }
+
+    #[test]
+    fn megatron_lm_s_fp4_options_read_as_nvfp4_and_the_export_s_read_back() {
+        let nvfp4 = |extra: &str| parse(&script(extra, "")).map(|f| f.precision);
+        assert_eq!(
+            nvfp4("--fp4-format e2m1 --fp4-recipe nvfp4").unwrap(),
+            Some(Precision::Nvfp4)
+        );
+        assert_eq!(nvfp4("--fp4-format e2m1").unwrap(), Some(Precision::Nvfp4));
+        let exported: Vec<String> =
+            crate::report::export::megatron::fp8_arguments(Precision::Nvfp4, None)
+                .iter()
+                .map(|(o, v)| format!("{o} {v}"))
+                .collect();
+        assert_eq!(nvfp4(&exported.join(" ")).unwrap(), Some(Precision::Nvfp4));
+        let e = refusal(&script(
+            "--fp4-format e2m1 --fp8-format hybrid --fp8-recipe delayed",
+            "",
+        ));
+        assert!(
+            e.starts_with("invalid --fp4-format/--fp4-recipe = e2m1/none"),
+            "{e}"
+        );
     }
 
     #[test]

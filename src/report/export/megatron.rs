@@ -144,28 +144,36 @@ pub fn cp_comm_type(l: &Launch) -> &'static str {
     }
 }
 
-/// Transformer Engine's options for a precision and recipe ([`Detailed::recipe`]), option and
-/// value: none for BF16; for delayed scaling the hybrid format over 1,024 steps of amax
-/// history by its maximum (`DelayedScaling`'s defaults, NeMo's FP8 recipes); for current
+/// Transformer Engine's options for a precision and its FP8 recipe ([`Detailed::recipe`]),
+/// option and value: none for BF16; for delayed scaling the hybrid format over 1,024 steps of
+/// amax history by its maximum (`DelayedScaling`'s defaults, NeMo's FP8 recipes); for current
 /// (`tensorwise`) and blockwise scaling the hybrid format too (Megatron-Bridge's
 /// `bf16_with_fp8_current_scaling_mixed` and `bf16_with_fp8_subchannel_scaling_mixed`); for
-/// MXFP8, E4M3 blocks of 32 with their own scales (`MXFP8BlockScaling`).
+/// MXFP8, E4M3 blocks of 32 with their own scales (`MXFP8BlockScaling`); for NVFP4,
+/// Megatron-LM's FP4 options (`--fp4-format e2m1 --fp4-recipe nvfp4`, its one FP4 recipe:
+/// `choices=['nvfp4']`). MXFP4 has none: [`arguments`] refuses it.
 ///
 /// [`Detailed::recipe`]: crate::cost::step::detailed::Detailed::recipe
-pub fn fp8_arguments(recipe: Option<Fp8Recipe>) -> &'static [(&'static str, &'static str)] {
-    match recipe {
-        None => &[],
-        Some(Fp8Recipe::Delayed) => &[
+pub fn fp8_arguments(
+    precision: Precision,
+    recipe: Option<Fp8Recipe>,
+) -> &'static [(&'static str, &'static str)] {
+    match (precision, recipe) {
+        (Precision::Nvfp4, _) => &[("--fp4-format", "e2m1"), ("--fp4-recipe", "nvfp4")],
+        (Precision::Bf16 | Precision::Mxfp4, _) | (_, None) => &[],
+        (_, Some(Fp8Recipe::Delayed)) => &[
             ("--fp8-format", "hybrid"),
             ("--fp8-recipe", "delayed"),
             ("--fp8-amax-history-len", "1024"),
             ("--fp8-amax-compute-algo", "max"),
         ],
-        Some(Fp8Recipe::Tensorwise) => {
+        (_, Some(Fp8Recipe::Tensorwise)) => {
             &[("--fp8-format", "hybrid"), ("--fp8-recipe", "tensorwise")]
         }
-        Some(Fp8Recipe::Blockwise) => &[("--fp8-format", "hybrid"), ("--fp8-recipe", "blockwise")],
-        Some(Fp8Recipe::Mxfp8) => &[("--fp8-format", "e4m3"), ("--fp8-recipe", "mxfp8")],
+        (_, Some(Fp8Recipe::Blockwise)) => {
+            &[("--fp8-format", "hybrid"), ("--fp8-recipe", "blockwise")]
+        }
+        (_, Some(Fp8Recipe::Mxfp8)) => &[("--fp8-format", "e4m3"), ("--fp8-recipe", "mxfp8")],
     }
 }
 
@@ -208,6 +216,12 @@ pub fn optimizer_arguments(options: &Options) -> Result<Vec<String>> {
 pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     let (s, step, layout) = (&l.shape, &l.step, &l.layout);
     let refuse = |what: String| Error::invalid("--format", "megatron", what);
+    if step.precision == Precision::Mxfp4 {
+        return Err(refuse(
+            "a precision Megatron-LM trains in: it has no MXFP4 recipe (--fp4-recipe nvfp4 only; AMD's Primus runs one, which this exporter does not write)"
+                .to_string(),
+        ));
+    }
     // The stage split is written as a layout string; a mixture of experts' settings as its
     // options; the rest of the plan's settings are its stack's or refused.
     l.refuse_unwritten(
@@ -466,7 +480,7 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     }
     push("--bf16", None);
     let recipe = Fp8Recipe::of(step.precision, l.options.fp8_recipe)?;
-    for &(option, value) in fp8_arguments(recipe) {
+    for &(option, value) in fp8_arguments(step.precision, recipe) {
         push(option, Some(value.into()));
     }
     // The weights kept and gathered in FP8 (Megatron-core's --fp8-param-gather).
@@ -632,6 +646,13 @@ pub fn render(l: &Launch) -> Result<String> {
                 "# MXFP8 (Transformer Engine's MXFP8BlockScaling): E4M3 with a scale per 32 elements, Blackwell GPUs only; {weights}, the output layer in BF16."
             );
         }
+        Precision::Nvfp4 => {
+            let _ = writeln!(
+                out,
+                "# NVFP4 (Transformer Engine's NVFP4BlockScaling): E2M1 with an E4M3 scale per 16 elements, random Hadamard transforms on the weight-gradient operands, Blackwell GPUs only; weights kept in BF16, the output layer in BF16."
+            );
+        }
+        Precision::Mxfp4 => {}
     }
     if layout.cp > 1 {
         let _ = writeln!(

@@ -66,6 +66,16 @@ pub fn render(l: &Launch) -> Result<String> {
     );
     let flavor = flavor(l);
     let a = &s.architecture;
+    if l.precision().is_fp4() {
+        return Err(Error::invalid(
+            "--format",
+            "torchtitan",
+            format!(
+                "a precision torchtitan trains in (bf16, fp8, mxfp8): it has no {} recipe",
+                l.precision()
+            ),
+        ));
+    }
     // torchtitan's MoE models (deepseek_v3, llama4, qwen3) set their experts in Python model
     // args, not in the job TOML this writes for its llama3 model.
     if s.experts.is_some() {
@@ -217,6 +227,8 @@ pub fn render(l: &Launch) -> Result<String> {
             );
             Some("quantize.linear.mx")
         }
+        // Refused above.
+        Precision::Nvfp4 | Precision::Mxfp4 => None,
     };
     let _ = writeln!(
         out,
@@ -339,6 +351,7 @@ pub fn render(l: &Launch) -> Result<String> {
                 "\n[quantize.linear.mx]\nrecipe_name = \"mxfp8_cublas\"\nfilter_fqns = [\"output\"]"
             );
         }
+        Precision::Nvfp4 | Precision::Mxfp4 => {}
     }
     Ok(out)
 }

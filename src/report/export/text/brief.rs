@@ -1,5 +1,5 @@
 //! What a text report says of the brief: its GPUs, limits and loss law, its data and its
-//! spend.
+//! spend, and which of its GPU's kernel figures were derived.
 
 use crate::brief::Brief;
 use crate::cost::links::placement::RankPlacement;
@@ -173,4 +173,19 @@ fn minus(x: f64) -> String {
     } else {
         format!("− {}", general(x))
     }
+}
+
+/// The kernel figures a detailed step was timed on that were not measured on the brief's GPU
+/// ([`crate::plan::kernel_figures`]): a line naming the chip, then one per derived figure.
+pub fn figures_lines(k: &crate::plan::KernelFigures) -> String {
+    let mut out = format!(
+        "figures   the {}'s kernel figures; derived, not measured:\n",
+        k.chip
+    );
+    for d in &k.derived {
+        out.push_str("            - ");
+        out.push_str(d);
+        out.push('\n');
+    }
+    out
 }

@@ -103,6 +103,9 @@ fn header(p: &Plan) -> String {
             options.stack
         );
     }
+    if let Some(k) = &p.kernel_figures {
+        out.push_str(&super::brief::figures_lines(k));
+    }
     if let (Some(step), Some(stage)) = (&p.step, &p.worst_stage) {
         let _ = writeln!(
             out,
@@ -355,8 +358,10 @@ fn time_section(p: &Plan, brief: &Brief) -> Option<String> {
     let (b, seconds) = (p.breakdown?, p.step_seconds?);
     let (failures, mfu) = (p.failures?, p.mfu?);
     let share = |x: f64| format!("{} %", fixed(100.0 * x / seconds, 1));
-    let fp8 = p.step.is_some_and(|s| s.precision.is_fp8());
-    let optimizer = if fp8 {
+    let precision = p.step.map(|s| s.precision).unwrap_or_default();
+    let optimizer = if precision.is_fp4() {
+        "AdamW step and FP4 weight casts, HBM-bound"
+    } else if precision.is_fp8() {
         "AdamW step and FP8 weight casts, HBM-bound"
     } else {
         "AdamW step, HBM-bound"
@@ -388,11 +393,13 @@ fn time_section(p: &Plan, brief: &Brief) -> Option<String> {
         "llrr",
         "  ",
     ));
-    let fp8_peak = if fp8 && brief.fp8_tflops > 0.0 {
+    let narrow_peak = precision.peak_tflops(0.0, brief.fp8_tflops, brief.fp4_tflops);
+    let fp8_peak = if precision.is_narrow() && narrow_peak > 0.0 {
         format!(
-            " against the BF16 peak ({} % of the {} TFLOP/s FP8 peak)",
-            fixed(100.0 * mfu * brief.peak_tflops / brief.fp8_tflops, 1),
-            general(brief.fp8_tflops)
+            " against the BF16 peak ({} % of the {} TFLOP/s {} peak)",
+            fixed(100.0 * mfu * brief.peak_tflops / narrow_peak, 1),
+            general(narrow_peak),
+            if precision.is_fp4() { "FP4" } else { "FP8" }
         )
     } else {
         String::new()

@@ -183,7 +183,7 @@ pub(super) fn step_text(s: &Step) -> String {
         (false, true) => " o",
         (false, false) => "",
     };
-    let precision = if s.precision.is_fp8() {
+    let precision = if s.precision.is_narrow() {
         format!(" {}", s.precision)
     } else {
         String::new()

@@ -25,6 +25,10 @@ pub(super) fn write(r: &SearchReport, plans: &dyn Ranked, sink: &mut dyn io::Wri
     let mut out = brief_lines(&r.brief);
     out.push_str(&budget_lines(r));
     out.push_str(&shapes_section(r));
+    if let Some(k) = r.plans.iter().find_map(|p| p.kernel_figures.as_ref()) {
+        out.push('\n');
+        out.push_str(&super::brief::figures_lines(k));
+    }
     out.push_str(&ranked_heading(r, plans));
     written(sink.write_all(out.as_bytes()))?;
     if plans.count() > 0 {
@@ -374,6 +378,9 @@ fn runnable_lines(brief: &Brief, shapes: &[&ShapeVerdict]) -> String {
         count(brief.batch_target_tokens as f64),
         general(brief.mfu * 100.0)
     );
+    if let Some(k) = crate::plan::kernel_figures(brief, stack) {
+        out.push_str(&super::brief::figures_lines(&k));
+    }
     out.push_str(&table(
         &[
             "model",
