@@ -1549,3 +1549,37 @@ fn a_scale_up_domain_that_is_not_whole_hosts_is_refused_by_name() {
         "tp = 16 must divide the 72 GPUs of a scale-up domain used (TP stays inside one NVLink domain)",
     );
 }
+
+#[test]
+fn fp8_params_alone_keeps_the_weights_in_fp8_as_on_does() {
+    let args = |extra: &[&'static str]| {
+        let mut a = vec![
+            "check",
+            "--model",
+            "70b",
+            "--tokens",
+            "1e12",
+            "--gpus",
+            "64",
+            "--tp",
+            "4",
+            "--pp",
+            "8",
+            "--precision",
+            "fp8",
+            "--memory",
+            "detailed",
+            "--time",
+            "detailed",
+            "--json",
+        ];
+        a.extend_from_slice(extra);
+        json(&a)
+    };
+    let bare = args(&["--fp8-params"]);
+    assert_eq!(bare, args(&["--fp8-params", "on"]));
+    let off = args(&["--fp8-params", "off"]);
+    assert!(
+        bare["memory_gb"]["total"].as_f64().unwrap() < off["memory_gb"]["total"].as_f64().unwrap()
+    );
+}

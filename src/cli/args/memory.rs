@@ -83,8 +83,9 @@ pub struct DetailedArgs {
     #[arg(long, value_name = "RECIPE", value_parser = recipe_parser)]
     pub fp8_recipe: Option<Fp8Recipe>,
     /// Keep the layers' weights only in FP8 and gather them in FP8, no BF16 copy
-    /// (Megatron-core's --fp8-param-gather); the FP32 master stays [detailed; default: off].
-    #[arg(long, value_enum)]
+    /// (Megatron-core's --fp8-param-gather); the FP32 master stays; `--fp8-params` alone is on
+    /// [detailed; default: off].
+    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "on")]
     pub fp8_params: Option<OnOff>,
     /// Adam's moments: fp32, or bf16 (Megatron-core's precision-aware optimizer,
     /// --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16) [detailed; default: fp32].
