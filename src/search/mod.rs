@@ -25,7 +25,8 @@
 //! - `all.rs` and `ordered.rs`: every passing plan (`--all`) in ranking order, made one at a
 //!   time from each configuration's interval of passing grid counts ([`search_all`],
 //!   [`AllPlans`]), so memory does not grow with them.
-//! - `shard.rs` (`--shard I/N` partials and `merge`), `sensitivity.rs` (`search
+//! - `shard/` (`--shard I/N` partials and `merge`; what `merge` checks in a partial),
+//!   `sensitivity.rs` (`search
 //!   --sensitivity`), `progress.rs` (the [`progress::Progress`] callback).
 
 mod all;
