@@ -183,6 +183,15 @@ pub fn from_value<T: serde::de::DeserializeOwned>(
         .map_err(|e| parse_error(path, kind, &e.path().to_string(), e.inner()))
 }
 
+/// The line and column, from 1, of byte `offset` of `text` (columns in characters): where a
+/// TOML reader's span starts.
+pub(crate) fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
 /// Parses a TOML document of type `T` under the discipline of [`strict`]; errors name the
 /// field and the line and column.
 pub fn parse_toml<T: serde::de::DeserializeOwned>(
@@ -195,9 +204,7 @@ pub fn parse_toml<T: serde::de::DeserializeOwned>(
     serde_path_to_error::deserialize(Strict::new(de, Nulls::Refused)).map_err(|e| {
         let inner = e.inner();
         let at = inner.span().map_or(String::new(), |span| {
-            let before = &text[..span.start.min(text.len())];
-            let line = before.matches('\n').count() + 1;
-            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            let (line, column) = line_column(text, span.start);
             format!(" at line {line} column {column}")
         });
         let message = format!("{}{at}", inner.message().trim().replace('\n', ": "));

@@ -135,8 +135,7 @@ pub fn parse_with(text: &str, path: &Path, world: Option<u64>) -> Result<FromFil
             .filter(|l| !l.is_empty())
             .collect();
         let at = e.span().map_or(String::new(), |span| {
-            let before = &text[..span.start.min(text.len())];
-            format!(" at line {}", before.matches('\n').count() + 1)
+            format!(" at line {}", crate::input::line_column(text, span.start).0)
         });
         Error::Parse {
             path: path.to_path_buf(),

@@ -21,7 +21,7 @@
 use serde_json::{json, Value};
 
 use super::exporter::Launcher;
-use super::launch::{beyond_stack, serde_name, Launch, Setting};
+use super::launch::{beyond_stack, Launch, Setting};
 use crate::cost::step::precision::Precision;
 use crate::cost::step::Recompute;
 use crate::error::{Error, Result};
@@ -149,7 +149,7 @@ pub fn script_flags(l: &Launch) -> Vec<String> {
         format!("--seq-len {}", step.seq_len),
         format!("--tp {}", l.layout.tp),
         format!("--pp {}", l.layout.pp),
-        format!("--recompute {}", serde_name(step.recompute)),
+        format!("--recompute {}", step.recompute.name()),
         format!("--sequence-parallel {}", on(step.sequence_parallel)),
         format!("--schedule {}", step.schedule),
         format!("--tp-comm-overlap {}", on(step.tp_comm_overlap)),

@@ -73,17 +73,20 @@ struct Walked<'a>(&'a dyn Ranked, &'a Brief);
 struct Placed {
     #[serde(flatten)]
     plan: Plan,
-    placement: RankPlacement,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    placement: Option<RankPlacement>,
 }
 
 impl Serialize for Walked<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         let brief = self.1;
+        // Where nodes are their own domains no plan states a placement: the plans go out as
+        // they are, without the flattened map.
         if brief.domain_gpus() == brief.gpus_per_node {
             return s.collect_seq(self.0.walk());
         }
         s.collect_seq(self.0.walk().map(|plan| Placed {
-            placement: RankPlacement::of(&brief.cluster(), brief.domain_gpus(), &plan.layout),
+            placement: brief.placement(&plan.layout),
             plan,
         }))
     }

@@ -591,14 +591,13 @@ pub fn render(l: &Launch) -> Result<String> {
         // check --from grades the plan as it was written.
         let _ = writeln!(
             out,
-            "# Stages: {} layers, the plan's {} split (--stages {}).",
+            "# Stages: {} layers, the plan's {split} split (--stages {split}).",
             l.stages
                 .iter()
                 .map(u64::to_string)
                 .collect::<Vec<_>>()
                 .join(", "),
-            super::launch::serde_name(split),
-            super::launch::serde_name(split)
+            split = super::launch::serde_name(split),
         );
     }
     if layout.replicate > 1 {

@@ -393,11 +393,7 @@ fn runs_as_graded(l: &Launch) -> Result<()> {
         );
     }
     if l.options.fp8_params && l.precision() != Precision::Fp8 {
-        return Err(Error::invalid(
-            "--format",
-            "torchtitan",
-            format!("a plan whose FP8 weights torchtitan gathers: torchao's float8 all-gather (enable_fsdp_float8_all_gather) is for float8 linears, and this plan is {} (check it with --fp8-params off)", l.precision()),
-        ));
+        return refuse(format!("a plan whose FP8 weights torchtitan gathers: torchao's float8 all-gather (enable_fsdp_float8_all_gather) is for float8 linears, and this plan is {} (check it with --fp8-params off)", l.precision()));
     }
     l.refuse_unwritten("torchtitan", "torchtitan", &["--fp8-params"])
 }
