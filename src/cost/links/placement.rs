@@ -80,6 +80,22 @@ impl GroupPlacement {
 }
 
 impl RankPlacement {
+    /// The groups that ride `link` (`nvlink` or `nic`), each as `each` writes it, joined with
+    /// commas; `none` where no group does. What the reports and the launchers' notes list.
+    pub fn listed(&self, link: &str, each: impl Fn(&GroupPlacement) -> String) -> String {
+        let v: Vec<String> = self
+            .groups
+            .iter()
+            .filter(|g| g.link == link)
+            .map(each)
+            .collect();
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.join(", ")
+        }
+    }
+
     /// The placement of `layout` on `cluster`, whose scale-up domains hold `domain_gpus` GPUs
     /// each (of which the ranks fill [`Cluster::scale_up`]).
     pub fn of(cluster: &Cluster, domain_gpus: u64, layout: &Layout) -> RankPlacement {

@@ -78,19 +78,7 @@ pub fn placement_note(p: &RankPlacement) -> String {
             p.hosts
         )
     };
-    let names = |link: &str| {
-        let v: Vec<String> = p
-            .groups
-            .iter()
-            .filter(|g| g.link == link)
-            .map(|g| format!("{} {}", g.label(), g.size))
-            .collect();
-        if v.is_empty() {
-            "none".to_string()
-        } else {
-            v.join(", ")
-        }
-    };
+    let names = |link: &str| p.listed(link, |g| format!("{} {}", g.label(), g.size));
     format!(
         "the plan places ranks in Megatron-core's order (tp-cp-ep-dp-pp) on NVLink domains of {} GPUs used, {hosts} hosts of {} each: keep each domain's hosts in one rack ({segment}); over NVLink: {}; over the NICs: {}",
         p.scale_up_used,

@@ -2,7 +2,7 @@
 //! spend, and which of its GPU's kernel figures were derived.
 
 use crate::brief::Brief;
-use crate::cost::links::placement::RankPlacement;
+use crate::cost::links::placement::{GroupPlacement, RankPlacement};
 use crate::format::{fixed, general, money, thousands};
 
 /// The brief in two lines, and a third for its price, power and cost limit when it has them.
@@ -79,30 +79,9 @@ pub fn placement_lines(p: &RankPlacement, of: &str) -> String {
             p.last_domain_gpus
         )
     };
-    let nvlink: Vec<String> = p
-        .groups
-        .iter()
-        .filter(|g| g.fewest_per_domain.is_none())
-        .map(|g| format!("{} {}", g.label(), g.size))
-        .collect();
-    let nic: Vec<String> = p
-        .groups
-        .iter()
-        .filter_map(|g| {
-            let fewest = g.fewest_per_domain?;
-            Some(format!(
-                "{} {} ({fewest} of a group in a domain)",
-                g.label(),
-                g.size
-            ))
-        })
-        .collect();
-    let or_none = |v: Vec<String>| {
-        if v.is_empty() {
-            "none".to_string()
-        } else {
-            v.join(", ")
-        }
+    let each = |g: &GroupPlacement| match g.fewest_per_domain {
+        Some(fewest) => format!("{} {} ({fewest} of a group in a domain)", g.label(), g.size),
+        None => format!("{} {}", g.label(), g.size),
     };
     format!(
         "placement {of}{} GPUs on {} hosts of {} (a failure takes a host) in {} NVLink {domains} of {}{used}{last}, \
@@ -113,8 +92,8 @@ pub fn placement_lines(p: &RankPlacement, of: &str) -> String {
         p.gpus_per_host,
         thousands(p.domains),
         p.scale_up_gpus,
-        or_none(nvlink),
-        or_none(nic),
+        p.listed("nvlink", each),
+        p.listed("nic", each),
     )
 }
 
