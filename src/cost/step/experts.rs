@@ -216,8 +216,11 @@ pub fn dispatcher_allowed(
     layout: &Layout,
     dispatcher: Dispatcher,
 ) -> Result<()> {
+    if dispatcher != Dispatcher::DeepEp {
+        return Ok(());
+    }
     let block = deepep_block(cluster);
-    if dispatcher == Dispatcher::DeepEp && cluster.scale_up % block != 0 {
+    if cluster.scale_up % block != 0 {
         return Err(Error::invalid(
             "--ep-dispatcher",
             "deepep",
@@ -228,13 +231,12 @@ pub fn dispatcher_allowed(
         ));
     }
     let p = placement(block, layout);
-    if dispatcher == Dispatcher::DeepEp && !p.in_one_node() && !p.even() {
-        let (nodes, node, one) = if block == cluster.gpus_per_node {
-            (format!("nodes of {block} GPUs"), "node", "node")
+    if !p.in_one_node() && !p.even() {
+        let (nodes, unit) = if block == cluster.gpus_per_node {
+            (format!("nodes of {block} GPUs"), "node")
         } else {
             (
                 format!("DeepEP's blocks of {block} ranks (its RDMA rank is rank / {block})"),
-                "block",
                 "block",
             )
         };
@@ -243,8 +245,8 @@ pub fn dispatcher_allowed(
             "deepep",
             format!(
                 "alltoall where EP {} splits its groups unevenly over {nodes} ({} and {} ranks \
-                 of a group in a {node}; DeepEP needs each group inside one {one} or on whole \
-                 {one}s)",
+                 of a group in a {unit}; DeepEP needs each group inside one {unit} or on whole \
+                 {unit}s)",
                 layout.ep, p.most, p.fewest
             ),
         ));
