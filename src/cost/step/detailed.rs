@@ -141,12 +141,9 @@ impl Options {
         optimizer_bytes(self.master_weights, self.optimizer_states)
     }
 
-    /// These settings for steps in `precision`: the recipe asked for checked against it
-    /// ([`Fp8Recipe::of`]: none in BF16, MXFP8's own under MXFP8), and FP8 weights only with
-    /// FP8; a recipe that is the precision's default (`delayed` under FP8, `mxfp8` under
-    /// MXFP8) reads as none, so a plan says it one way.
-    pub fn for_precision(mut self, precision: Precision) -> Result<Options> {
-        let recipe = Fp8Recipe::of(precision, self.fp8_recipe)?;
+    /// FP8 weights and BF16 first and last layers are FP8's settings: refused where the step
+    /// scales by no FP8 `recipe` (BF16, or a 4-bit format).
+    fn fp8_settings_have(&self, recipe: Option<Fp8Recipe>) -> Result<()> {
         if self.fp8_params && recipe.is_none() {
             return Err(Error::invalid(
                 "--fp8-params",
@@ -161,6 +158,16 @@ impl Options {
                 "0,0 with --precision bf16 (every layer is BF16)",
             ));
         }
+        Ok(())
+    }
+
+    /// These settings for steps in `precision`: the recipe asked for checked against it
+    /// ([`Fp8Recipe::of`]: none in BF16, MXFP8's own under MXFP8), and FP8 weights only with
+    /// FP8; a recipe that is the precision's default (`delayed` under FP8, `mxfp8` under
+    /// MXFP8) reads as none, so a plan says it one way.
+    pub fn for_precision(mut self, precision: Precision) -> Result<Options> {
+        let recipe = Fp8Recipe::of(precision, self.fp8_recipe)?;
+        self.fp8_settings_have(recipe)?;
         if self.fp8_recipe.is_some() && recipe == Fp8Recipe::of(precision, None)? {
             self.fp8_recipe = None;
         }
@@ -358,14 +365,8 @@ impl Detailed {
         if let (Some(r), Some(_)) = (recipe, opts.fp8_recipe) {
             r.allowed_on(stack)?;
         }
+        opts.fp8_settings_have(recipe)?;
         if opts.fp8_params {
-            if recipe.is_none() {
-                return Err(Error::invalid(
-                    "--fp8-params",
-                    "on",
-                    "off with --precision bf16 (FP8 weights need --precision fp8 or mxfp8)",
-                ));
-            }
             if !matches!(
                 stack,
                 Stack::MegatronTe | Stack::Torchtitan | Stack::TorchtitanCompile
@@ -385,21 +386,12 @@ impl Detailed {
             }
         }
         let bf16 = opts.bf16_layers;
-        if !bf16.is_none() {
-            if recipe.is_none() {
-                return Err(Error::invalid(
-                    "--fp8-bf16-layers",
-                    bf16,
-                    "0,0 with --precision bf16 (every layer is BF16)",
-                ));
-            }
-            if stack != Stack::MegatronTe {
-                return Err(Error::invalid(
-                    "--fp8-bf16-layers",
-                    bf16,
-                    format!("0,0 on the {stack} stack (BF16 first and last layers are Megatron-core's --first-last-layers-bf16: --stack megatron-te)"),
-                ));
-            }
+        if !bf16.is_none() && stack != Stack::MegatronTe {
+            return Err(Error::invalid(
+                "--fp8-bf16-layers",
+                bf16,
+                format!("0,0 on the {stack} stack (BF16 first and last layers are Megatron-core's --first-last-layers-bf16: --stack megatron-te)"),
+            ));
         }
         let lower = [
             (
