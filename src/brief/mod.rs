@@ -79,11 +79,11 @@ pub struct Brief {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub fp4_tflops: f64,
     /// Whether the GPU runs NVFP4 (a scale per 16 elements: Blackwell); written only when set.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub nvfp4: bool,
     /// Whether the GPU runs MXFP4 (a scale per 32 elements: Blackwell, MI355X); written only
     /// when set.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mxfp4: bool,
     /// Memory of one card, GB (10^9 bytes).
     pub gpu_memory_gb: f64,
@@ -146,10 +146,6 @@ pub struct Brief {
 
 fn is_zero(x: &f64) -> bool {
     *x == 0.0
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
 }
 
 fn default_fp8_tflops() -> f64 {
@@ -314,7 +310,7 @@ impl Brief {
     /// of it used: whole hosts, at most the domain.
     fn validate_scale_up(&self) -> Result<()> {
         let host = self.gpus_per_node;
-        let domain = self.scale_up_gpus.unwrap_or(host);
+        let domain = self.domain_gpus();
         if let Some(d) = self.scale_up_gpus {
             if d < host || d % host != 0 || d > limits::SCALE_UP_GPUS {
                 return Err(Error::invalid(
@@ -522,10 +518,7 @@ impl Brief {
         Cluster {
             gpus: self.gpus,
             gpus_per_node: self.gpus_per_node,
-            scale_up: self
-                .scale_up_used
-                .or(self.scale_up_gpus)
-                .unwrap_or(self.gpus_per_node),
+            scale_up: self.scale_up_used.unwrap_or_else(|| self.domain_gpus()),
         }
     }
 
