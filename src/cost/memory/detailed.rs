@@ -181,11 +181,14 @@ impl Detailed {
         let head_inputs = 2.0 * setting.layer_input(shape);
         // FP8 copies and transposes of the layers' matrices (Transformer Engine keeps them
         // across micro-batches), on this GPU's TP shard.
-        // One layer's matrices on this GPU's TP shard, and their FP8 copies in the recipe's
-        // bytes ([`crate::cost::step::recipe`]).
+        // One layer's matrices on this GPU's TP shard, and their low-precision copies: FP8's in
+        // the recipe's bytes ([`crate::cost::step::recipe`]), FP4's in the format's (its
+        // rowwise and columnwise copies with their scales, [`Precision::weight_copy_bytes`]),
+        // which the step's time casts too.
         let matrix = shape.layer_matrix_params() as f64 / tp;
         let recipe = self.recipe();
-        let fp8_copy = recipe.map_or(0.0, |r| r.weight_copy_bytes()) * matrix;
+        let fp8_copy =
+            recipe.map_or(precision.weight_copy_bytes(), |r| r.weight_copy_bytes()) * matrix;
         // With FP8 weights (`--fp8-params`) the BF16 copy of the matrices is not kept: the
         // bytes a parameter dropped from the weights unsharded (2) and sharded (2 less the FP8
         // shard's), and ZeRO 3's two gathered units' BF16 matrices.
@@ -661,6 +664,37 @@ mod tests {
         });
         assert_eq!(states.optimizer / base.optimizer, 8.0 / 12.0);
         assert_eq!(remainders.optimizer / base.optimizer, 6.0 / 12.0);
+    }
+
+    #[test]
+    fn fp4_steps_keep_their_weights_fp4_copies_as_fp8_steps_keep_theirs() {
+        // Llama 3 70B at TP 4 × PP 8, ZeRO 1: 10 layers of 213,909,504 matrix parameters on a
+        // TP rank. Transformer Engine caches each step's low-precision weights across the
+        // micro-batches in every recipe: FP8's copy and transpose, 2 bytes a parameter; NVFP4's
+        // rowwise and columnwise copies, each half a byte and an E4M3 scale per 16: 2 × 9/16 =
+        // 1.125 bytes (MXFP4's E8M0 scale per 32: 2 × 17/32 = 1.0625). The step's time casts
+        // them once a step, so memory keeps them.
+        let s = preset("70b").unwrap();
+        let l = Layout::new(&Brief::default(), &s, 4, 8, ZeroStage::new(1).unwrap()).unwrap();
+        let matrix = 10.0 * 213_909_504.0;
+        let weights = |precision| {
+            let step = Step {
+                precision,
+                ..step(Recompute::Full, true)
+            };
+            Detailed {
+                step,
+                options: bare(),
+            }
+            .memory(&s, &l)
+            .unwrap()
+            .weights
+        };
+        use crate::cost::step::precision::Precision;
+        let bf16 = weights(Precision::Bf16);
+        assert_eq!(weights(Precision::Fp8) - bf16, 2.0 * matrix);
+        assert_eq!(weights(Precision::Nvfp4) - bf16, 1.125 * matrix);
+        assert_eq!(weights(Precision::Mxfp4) - bf16, 1.0625 * matrix);
     }
 
     #[test]

@@ -214,7 +214,16 @@ fn memory_rows(p: &Plan) -> Vec<Vec<String>> {
             if zero.shards_weights() { ", /DP" } else { "" }
         )
     } else {
-        format!("BF16, {}", per(2, zero.shards_weights()))
+        // Below BF16, the layers' low-precision copies Transformer Engine keeps beside them.
+        let precision = p.step.map(|s| s.precision).unwrap_or_default();
+        let copies = if precision.is_fp4() {
+            " + FP4 copies"
+        } else if precision.is_fp8() {
+            " + FP8 copies"
+        } else {
+            ""
+        };
+        format!("BF16, {}{copies}", per(2, zero.shards_weights()))
     };
     let mut rows = vec![row("weights", weights, m.weights)];
     let optimizer = match options {
