@@ -340,6 +340,10 @@ struct BridgeRow {
     matched: bool,
     /// The run as trainplan reads one, or why it cannot be graded.
     run: Result<Run, String>,
+    /// The chip and whether the model is split over GPUs (TP × PP × CP above 1), which the
+    /// errors follow: the rows whose model is whole on each GPU ran with CUDA graphs and no
+    /// model-parallel exchange.
+    split: String,
 }
 
 /// The card's memory per chip, GB: H100 SXM 80, B200 (HGX) 180, GB200 186 (the NVL72 GPU's
@@ -387,6 +391,19 @@ fn bridge_rows() -> Vec<BridgeRow> {
                 .to_string(),
             matched: r["config_match"] == "layout_match",
             run: bridge_run(r),
+            split: {
+                let l = &r["layout"];
+                let ways = ["tp", "pp", "cp"]
+                    .iter()
+                    .map(|k| l[k].as_u64().unwrap_or(1))
+                    .product::<u64>();
+                let chip = r["gpu"].as_str().unwrap();
+                if ways == 1 {
+                    format!("{chip}, TP × PP × CP = 1")
+                } else {
+                    format!("{chip}, TP × PP × CP > 1")
+                }
+            },
         })
         .collect()
 }
@@ -589,6 +606,7 @@ fn bridge_table() -> String {
     for (title, groups) in [
         ("chip", bridge_groups(&with, |r| r.chip.as_str())),
         ("precision", bridge_groups(&with, |r| r.precision.as_str())),
+        ("chip and split", bridge_groups(&with, |r| r.split.as_str())),
     ] {
         out.push_str(&format!(
             "\n| {title} | rows graded | mean absolute error | mean error |\n|---|---|---|---|\n"
