@@ -481,6 +481,9 @@ fn bridge_run(r: &serde_json::Value) -> Result<Run, String> {
         _ => None,
     };
     let fp8_params = matches!(precision, "fp8" | "mxfp8") && recipe["fp8_param_gather"] == true;
+    // TP communication overlap where the recipe does not turn it off (Megatron-Bridge's perf
+    // scripts turn it off under NVFP4).
+    let tp_comm_overlap = r["other_settings"]["comm_overlap.tp_comm_overlap"].as_bool();
     let run = json!({
         "id": r["id"],
         "gpu": gpu,
@@ -491,6 +494,7 @@ fn bridge_run(r: &serde_json::Value) -> Result<Run, String> {
         "vp": l["vp"],
         "zero": zero,
         "sequence_parallel": l["sequence_parallel"],
+        "tp_comm_overlap": tp_comm_overlap,
         "micro_batch": l["micro_batch"],
         "global_batch": l["global_batch"],
         "seq_len": l["seq_len"],
@@ -644,11 +648,12 @@ fn bridge_table() -> String {
 
 /// The H100 rows' mean absolute error is at most this, MFU points (all of them outside the fit).
 const BRIDGE_H100_MAE: f64 = 4.0;
-/// The Blackwell rows' (B200, GB200) mean absolute error per chip is at most this: far from the
-/// issue's 3 points. The model over-predicts them (FP8 current scaling by about 3 points,
-/// MXFP8 by 11 and NVFP4 by 20 on average, most at 405B's scale); `results/time-validation.md`
-/// lists each row. A guard against getting worse while the Blackwell model is mended.
-const BRIDGE_BLACKWELL_MAE: f64 = 13.0;
+/// The Blackwell rows' (B200, GB200) mean absolute error per chip is at most this: short of the
+/// issue's 3 points (B200 9.4, GB200 6.5). The rows whose model is whole on each GPU are within
+/// 2 points; those split over GPUs are over-predicted, most the 405B's at TP 4 × CP 2 on 128
+/// GPUs; `results/time-validation.md` lists each row. A guard against getting worse while the
+/// Blackwell model is mended.
+const BRIDGE_BLACKWELL_MAE: f64 = 10.0;
 
 #[test]
 fn every_bridge_row_is_graded_or_says_why_and_each_chip_is_within_its_bound() {

@@ -120,6 +120,12 @@ pub struct Run {
     /// Sequence parallelism (default: on when TP > 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequence_parallel: Option<bool>,
+    /// TP communication overlapped with the GEMMs (Megatron-core's `--tp-comm-overlap`);
+    /// default: where the stack overlaps it and sequence parallelism is on, as the published
+    /// recipes turn it on (NeMo's `ub_tp_comm_overlap: True`). Megatron-Bridge's NVFP4
+    /// recipes turn it off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tp_comm_overlap: Option<bool>,
     /// Sequences per micro-batch.
     pub micro_batch: u64,
     /// Sequences per step.
@@ -407,8 +413,9 @@ impl Run {
                 _ => Schedule::OneFOneB,
             },
             // Where the stack overlaps TP communication, the published recipes turn it on
-            // (NeMo's `ub_tp_comm_overlap: True`).
-            tp_comm_overlap: Step::stack_overlap(stack, sequence_parallel),
+            // (NeMo's `ub_tp_comm_overlap: True`) unless the run says otherwise.
+            tp_comm_overlap: Step::stack_overlap(stack, sequence_parallel)
+                && self.tp_comm_overlap.unwrap_or(true),
             precision: self.precision,
             global_batch_tokens: self.global_batch.checked_mul(self.seq_len).ok_or_else(|| {
                 Error::invalid(

@@ -276,8 +276,9 @@ pub(crate) const H800: Chip = Chip {
 /// `core_count: 148`, `shared_memory_per_core: 233472`; NVIDIA's Blackwell tuning guide, "228
 /// KB" per SM for compute capability 10.0), the epilogue's share taken as Hopper's; MAMF BF16
 /// 1,745.0 TFLOP/s at 1792 × 16128 × 3072 and FP8 3,432.5 at 15360 × 4096 × 3072
-/// (stas00/ml-engineering @744d01e); FP4: DeepGEMM's MXFP4 8192³, 5,702 TFLOP/s
-/// (deepseek-ai/DeepGEMM PR #348, "Dense GEMM perf (B200, CUDA 12.9 …)").
+/// (stas00/ml-engineering @744d01e); FP4: cuBLAS's MXFP4 8192³, 5,239 TFLOP/s, the library
+/// Transformer Engine and PyTorch call (deepseek-ai/DeepGEMM PR #348, "Dense GEMM perf (B200,
+/// CUDA 12.9, vs cublasTest 13.3 direct binary)", whose own kernel runs the product at 5,702).
 pub(crate) const B200: Chip = Chip {
     name: "b200",
     vendor: Vendor::Nvidia,
@@ -292,7 +293,7 @@ pub(crate) const B200: Chip = Chip {
     cudnn: scaled(ATTENTION_GB200, 2_250.0, 2_500.0),
     fp8: Some((4_500.0, measured(15360.0, 4096.0, 3072.0, 3_432.5))),
     mxfp8: true,
-    fp4: Some((9_000.0, Ceiling::Measured(cubed(5_702.0)))),
+    fp4: Some((9_000.0, Ceiling::Measured(cubed(5_239.0)))),
     fp4_formats: (true, true),
     derived: &[
         "attention: the GB200's SM100 tables at the same fraction of peak (sibling rule)",

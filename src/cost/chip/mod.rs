@@ -47,8 +47,8 @@
 //!   `compute/accelerator/README.md`); the A100 has no FP8 tensor cores.
 //! - **Blackwell and AMD** (issue 40): the same MAMF table's B200, B300, GB200, MI300X, MI325X
 //!   and MI355X rows at their published best shapes (BF16; FP8 for the three NVIDIA ones; its
-//!   FP8 rows are tensor-wise scaled `_scaled_mm`, taken for MXFP8 too), DeepGEMM's MXFP4 on
-//!   the B200, FlashAttention-4 on SM100 and AMD's aiter kernels for attention; SMs, shared
+//!   FP8 rows are tensor-wise scaled `_scaled_mm`, taken for MXFP8 at the block-scaled
+//!   factor [`crate::cost::step::recipe::BLOCK_SCALED_GEMM`]), cuBLAS's MXFP4 on the B200, FlashAttention-4 on SM100 and AMD's aiter kernels for attention; SMs, shared
 //!   memory and LDS from XLA's device captures and ROCm's tables. Each chip's constant says
 //!   which, with its shapes.
 
@@ -533,8 +533,10 @@ mod tests {
     fn every_ceiling_is_a_fraction_of_its_peak() {
         for c in CHIPS {
             let all = [Some(c.gemm_ceiling()), c.fp8_ceiling(), c.fp4_ceiling()];
+            // FP4's run lowest: the MI355X's, narrowed from its FP8 one by the B200's
+            // cuBLAS ratio, is 0.48.
             for x in all.into_iter().flatten() {
-                assert!(x > 0.5 && x < 1.0, "{} {x}", c.name);
+                assert!(x > 0.45 && x < 1.0, "{} {x}", c.name);
             }
             assert_eq!(c.fp8.is_some(), c.fp8_ceiling().is_some(), "{}", c.name);
             assert_eq!(c.fp4.is_some(), c.fp4_ceiling().is_some(), "{}", c.name);
@@ -550,8 +552,8 @@ mod tests {
         assert!((b200.gemm_ceiling() - by_hand).abs() < 1e-12);
         // The GB200's 4096 × 9728 × 2048: 32 × 38 = 1,216 tiles, 8 whole waves of 152.
         assert!((chip("gb200").gemm_ceiling() - 1822.0 / 2500.0).abs() < 1e-12);
-        // FP4: DeepGEMM's 8192³ MXFP4, 2,048 tiles in 14 waves of 148 (2,072).
-        let fp4 = 5702.0 / 9000.0 / (2048.0 / 2072.0);
+        // FP4: cuBLAS's 8192³ MXFP4, 2,048 tiles in 14 waves of 148 (2,072).
+        let fp4 = 5239.0 / 9000.0 / (2048.0 / 2072.0);
         assert!((b200.fp4_ceiling().unwrap() - fp4).abs() < 1e-12);
     }
 
@@ -602,18 +604,21 @@ mod tests {
     }
 
     #[test]
-    fn the_fp4_ceiling_predicts_deepgemm_s_other_large_product() {
-        // DeepGEMM PR #348 on the B200: MXFP4 4096 × 4096 × 7168 at 5,332 TFLOP/s; the model
-        // from the 8192³ anchor says 5,702 (1,024 tiles of 128 × 128 in 7 waves: 1024/1036),
-        // 7 % over. Its small products (1,024 rows: 2,056 measured at K = 2,048, flashinfer's
-        // NVFP4 3,370 at K = 4,608) run far below the model, which has no fixed cost per kernel.
+    fn the_fp4_ceiling_over_rates_cublas_s_smaller_products() {
+        // DeepGEMM PR #348's cuBLAS column on the B200, MXFP4: 8192³ at 5,239 TFLOP/s (the
+        // anchor), 4096 × 4096 × 7168 at 3,939 and 1024 × 7168 × 2048 at 1,399. The model from
+        // the anchor says 5,239 for the second too (1,024 tiles of 128 × 128 in 7 waves of 148,
+        // 1024/1036, the 8192³'s 2048/2072), 33 % over: cuBLAS's FP4 kernels lose more than
+        // tiles and waves at smaller products (DeepGEMM's own run the second at 5,332, 0.94 of
+        // its 8192³), and the model has no fixed cost per kernel, so an FP4 step of small
+        // products is over-rated. Pinned, so a change of the FP4 rule says what it does here.
         let b200 = chip("b200");
         let at = |m, n, k| {
             b200.fp4_ceiling().unwrap() * b200.shape_fraction_deep(m, n, k, 148.0, FP4_BK) * 9000.0
         };
         let big = at(4096.0, 4096.0, 7168.0);
-        assert!((big / 5332.0 - 1.0).abs() < 0.08, "{big}");
-        assert!(at(1024.0, 7168.0, 4608.0) > 3370.0);
+        assert!((big / 3939.0 - 1.33).abs() < 0.01, "{big}");
+        assert!(at(1024.0, 7168.0, 2048.0) > 1399.0);
     }
 
     #[test]
