@@ -156,6 +156,11 @@ pub struct Run {
     /// Megatron-core's `--first-last-layers-bf16`), if any.
     #[serde(default, skip_serializing_if = "Bf16Layers::is_none")]
     pub bf16_layers: Bf16Layers,
+    /// Layers whose activations go to host memory (Megatron-core's
+    /// `--cpu-offloading-num-layers`, the GB200 and GB300 recipes' `cpu_offloading_num_layers`),
+    /// if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offload_activations: Option<u16>,
     /// Stage split (`llama3`), if not the stack's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stages: Option<String>,
@@ -383,6 +388,7 @@ impl Run {
         options.optimizer_states = self.optimizer_states;
         options.master_weights = self.master_weights;
         options.bf16_layers = self.bf16_layers;
+        options.offload_activations = self.offload_activations.unwrap_or(0);
         match self.stages.as_deref() {
             None => {}
             Some("llama3") => options.stages = StageSplit::Llama3,

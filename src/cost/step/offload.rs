@@ -156,6 +156,98 @@ mod tests {
         assert!((t - 0.100).abs() < 1e-12, "{t}");
     }
 
+    /// Llama 3 8B (32 layers) on one GPU's stage, TP 1 × PP 1, ZeRO 1, no recomputation, one
+    /// sequence of 8,192 a micro-batch, with `offloaded` layers offloaded.
+    fn detailed(offloaded: u16) -> crate::cost::step::detailed::Detailed {
+        use crate::cost::step::{Schedule, Step};
+        crate::cost::step::detailed::Detailed {
+            step: Step {
+                micro_batch: 1,
+                seq_len: 8192,
+                recompute: Recompute::None,
+                sequence_parallel: false,
+                schedule: Schedule::OneFOneB,
+                tp_comm_overlap: false,
+                precision: crate::cost::step::precision::Precision::Bf16,
+                global_batch_tokens: 16 * 1024 * 1024,
+            },
+            options: crate::cost::step::detailed::Options {
+                offload_activations: offloaded,
+                ..Default::default()
+            },
+        }
+    }
+
+    fn layout(brief: &crate::brief::Brief) -> (crate::model::Shape, crate::model::layout::Layout) {
+        use crate::model::layout::{Layout, ZeroStage};
+        let s = crate::model::preset("8b").unwrap();
+        let l = Layout::new(brief, &s, 1, 1, ZeroStage::new(1).unwrap()).unwrap();
+        (s, l)
+    }
+
+    #[test]
+    fn offloading_n_of_l_layers_keeps_l_minus_n_on_the_gpu_and_the_rest_in_host_memory() {
+        // 8B, 32 layers, 16 offloaded: the GPU keeps 16 of the 32 layers' activations (TE: at
+        // most L − N sets), half of them, and the host the other half, one micro-batch in flight
+        // at PP 1. Everything else is the same to the bit.
+        let brief = crate::brief::Brief::default();
+        let (s, l) = layout(&brief);
+        let all = detailed(0).memory(&s, &l).unwrap();
+        let half = detailed(16).memory(&s, &l).unwrap();
+        assert_eq!(half.activations, all.activations / 2.0);
+        let stage = half.detail.unwrap().stage;
+        assert_eq!((stage.offloaded_layers, stage.in_flight), (16, 1.0));
+        assert_eq!(stage.host_gb, all.activations / 2.0 / 1e9);
+        assert_eq!(all.detail.unwrap().stage.host_gb, 0.0);
+        let rest = |m: &crate::cost::memory::Memory| (m.weights, m.gradients, m.optimizer);
+        assert_eq!(rest(&half), rest(&all));
+    }
+
+    #[test]
+    fn the_step_waits_for_the_copies_only_when_the_link_is_slower_than_the_compute() {
+        use crate::cost::step_time::{options::TimeOptions, step_time};
+        // 8B as above, 16 layers offloaded. A layer's saved activations: 1,141,899,264 bytes
+        // (about 34·s·h, s = 8,192, h = 4,096), 17.8 ms a copy over PCIe Gen5's 64 GB/s and
+        // 5.1 ms over a GB200's 225 GB/s share of NVLink-C2C.
+        let mut brief = crate::brief::Brief::default();
+        let (s, l) = layout(&brief);
+        let opts = TimeOptions::default();
+        let time = |brief: &crate::brief::Brief, n: u16| {
+            step_time(&brief.machine(), &s, &l, &detailed(n), &opts).unwrap()
+        };
+        let memory = |n| detailed(n).memory(&s, &l).unwrap();
+        let a = (memory(0).activations - memory(16).activations) / 16.0;
+        assert_eq!(a, 1_141_899_264.0);
+        let off = time(&brief, 0);
+        // PCIe: 16 copies, 285 ms each way a micro-batch, outlast 30 layers' forward: a wait.
+        assert_eq!(brief.topology.host_link_gbps, 64.0);
+        assert!(time(&brief, 16).breakdown.offload > 0.0);
+        // NVLink-C2C: 82 ms each way hide behind the compute; the step is the one without.
+        brief.topology.host_link_gbps = 225.0;
+        let on = time(&brief, 16);
+        assert_eq!(on.breakdown.offload, 0.0);
+        assert_eq!(on.step_seconds, off.step_seconds);
+        // Links slow enough that both directions wait: the difference between two of them is
+        // m micro-batches × 2 directions × N layers × A bytes × (1/B₁ − 1/B₂), the compute
+        // cancelling. A from the memory model: the activations the GPU no longer keeps, a layer.
+        let m = memory(0).detail.unwrap().stage.micro_batches as f64;
+        brief.topology.host_link_gbps = 0.5;
+        let slow = time(&brief, 16).breakdown.offload;
+        brief.topology.host_link_gbps = 0.25;
+        let slower = time(&brief, 16).breakdown.offload;
+        assert!(slow > 0.0);
+        let expected = m * 2.0 * 16.0 * a * (1.0 / 0.25e9 - 1.0 / 0.5e9);
+        assert!(
+            ((slower - slow) / expected - 1.0).abs() < 1e-9,
+            "{slow} {slower} {expected}"
+        );
+        // The wait is a part of the step.
+        assert_eq!(
+            time(&brief, 16).step_seconds,
+            time(&brief, 16).breakdown.total()
+        );
+    }
+
     #[test]
     fn megatron_s_refusals_name_the_value() {
         let ok = offload_allowed(30, 80, "70b", Stack::MegatronTe, 1, Recompute::None);
