@@ -5,7 +5,7 @@
 //!
 //! What Megatron-core and Transformer Engine do (Megatron-LM @d98e8a64,
 //! `megatron/core/transformer/transformer_config.py` and `megatron/training/arguments.py`;
-//! Transformer Engine @d0067d0d, `docs/features/other_optimizations/cpu_offloading`):
+//! Transformer Engine @d0067d0d, its CPU-offloading guide, docs/features/other_optimizations/cpu_offloading):
 //!
 //! - `N` counts transformer layers of the whole model: `--cpu-offloading-num-layers N > 0`
 //!   turns `cpu_offloading` on (`arguments.py`, since Megatron-LM 310671436c, Oct 2025), and
