@@ -697,6 +697,34 @@ mod tests {
     }
 
     #[test]
+    fn a_run_that_offloads_is_graded_with_its_layers_offloaded() {
+        // The GB200/GB300 recipes' `cpu_offloading_num_layers`, here 40 of GPT-3's 96 layers
+        // at PP 1 without recomputation (Megatron-core's terms): the design carries it, the
+        // GPU keeps 56 layers' activations, and PP 8 is refused by name as Megatron-core does.
+        let offloads = |pp: u64| {
+            run(
+                serde_json::json!({"pp": pp, "vp": null, "tp": 8, "recompute": "none",
+                                   "offload_activations": 40}),
+            )
+        };
+        let brief = Brief::default();
+        let (shape, layout, d) = offloads(1).design(&brief).unwrap();
+        assert_eq!(d.options.offload_activations, 40);
+        let stage = d.memory(&shape, &layout).unwrap().detail.unwrap().stage;
+        assert_eq!((stage.offloaded_layers, stage.layers), (40, 96));
+        let e = offloads(8)
+            .predict(Calibration::default(), None)
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("--offload-activations = 40: 0 under PP 8"),
+            "{e}"
+        );
+        // A run that says nothing offloads nothing.
+        assert_eq!(run(serde_json::json!({})).offload_activations, None);
+    }
+
+    #[test]
     fn a_measured_mfu_at_or_below_zero_or_above_100_percent_is_refused_by_name() {
         for pct in [-5.0, 0.0, 120.0] {
             let e = refused(serde_json::json!({"published": {"mfu_pct": pct}}));
