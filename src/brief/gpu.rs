@@ -14,6 +14,7 @@
 
 use serde::Serialize;
 
+use crate::cost::links::topology::PCIE_GEN5_X16_GBPS;
 use crate::error::{Error, Result};
 
 /// One accelerator's figures.
@@ -44,6 +45,10 @@ pub struct Gpu {
     pub intra_node_gbps: f64,
     /// Bus bandwidth of one GPU's NIC between nodes, GB/s.
     pub inter_node_gbps: f64,
+    /// One GPU's link to host memory, GB/s each way (PCIe, or its share of a Grace
+    /// superchip's NVLink-C2C); listed where it is not PCIe Gen5 x16's 64.
+    #[serde(skip_serializing_if = "is_pcie_gen5")]
+    pub host_link_gbps: f64,
     /// GPUs per node (a host: the failure domain, and what a launcher's `--nproc-per-node`
     /// counts).
     pub gpus_per_node: u64,
@@ -54,8 +59,23 @@ pub struct Gpu {
     pub tdp_w: f64,
 }
 
+fn is_pcie_gen5(x: &f64) -> bool {
+    *x == PCIE_GEN5_X16_GBPS
+}
+
 /// Share of the card a plan may use: SPEC.md §1's 72 GB of 80.
 pub const CAP_FRACTION: f64 = 0.9;
+
+/// PCIe Gen4 x16, GB/s each way (16 GT/s × 16 lanes ÷ 8): the A100's host link (A100
+/// datasheet: "PCIe Gen4: 64 GB/s", both ways together).
+pub const PCIE_GEN4_X16_GBPS: f64 = 32.0;
+
+/// One GPU's share of a Grace superchip's NVLink-C2C, GB/s each way: 900 GB/s bidirectional
+/// between the Grace CPU and its GPUs (NVIDIA GB200 NVL72 and GB300 NVL72 specifications;
+/// Transformer Engine's CPU-offloading guide: "900 GB/s bidirectional ... The GB200 pairs a
+/// Grace CPU ... and two Blackwell GPUs"), 450 each way, shared by the superchip's two GPUs,
+/// which offload at once in data-parallel training: 225 (*derived*).
+pub const GRACE_C2C_PER_GPU_GBPS: f64 = 225.0;
 
 /// The presets that others are built from (`..BASE`), with their own figures; sources in
 /// [`PRESETS`]'s comment.
@@ -72,6 +92,7 @@ const A100_80GB: Gpu = Gpu {
     hbm_gbps: 2_039.0,
     intra_node_gbps: 230.0,
     inter_node_gbps: 23.0,
+    host_link_gbps: PCIE_GEN4_X16_GBPS,
     gpus_per_node: 8,
     scale_up_gpus: 8,
     tdp_w: 400.0,
@@ -90,6 +111,7 @@ const H100_SXM: Gpu = Gpu {
     hbm_gbps: 3_350.0,
     intra_node_gbps: 370.0,
     inter_node_gbps: 46.0,
+    host_link_gbps: PCIE_GEN5_X16_GBPS,
     gpus_per_node: 8,
     scale_up_gpus: 8,
     tdp_w: 700.0,
@@ -108,6 +130,7 @@ const B200: Gpu = Gpu {
     hbm_gbps: 8_000.0,
     intra_node_gbps: 682.0,
     inter_node_gbps: 46.0,
+    host_link_gbps: PCIE_GEN5_X16_GBPS,
     gpus_per_node: 8,
     scale_up_gpus: 8,
     tdp_w: 1000.0,
@@ -126,6 +149,7 @@ const GB200: Gpu = Gpu {
     hbm_gbps: 8_000.0,
     intra_node_gbps: 682.0,
     inter_node_gbps: 46.0,
+    host_link_gbps: GRACE_C2C_PER_GPU_GBPS,
     gpus_per_node: 4,
     scale_up_gpus: 72,
     tdp_w: 1200.0,
@@ -144,6 +168,7 @@ const MI300X: Gpu = Gpu {
     hbm_gbps: 5_300.0,
     intra_node_gbps: 313.0,
     inter_node_gbps: 46.0,
+    host_link_gbps: PCIE_GEN5_X16_GBPS,
     gpus_per_node: 8,
     scale_up_gpus: 8,
     tdp_w: 750.0,
@@ -224,6 +249,14 @@ const MI300X: Gpu = Gpu {
 ///   figure the B200's 682 (*derived*); a ConnectX-8 at 800 Gb/s per GPU (glennklockwood: "72
 ///   ConnectX-8 NICs"), 92 GB/s (*derived* in proportion); 1,400 W (MLE: NVIDIA's GB300
 ///   rack-planning example, "four 1.4kW GPUs").
+/// - Host links (`host_link_gbps`, GB/s each way, nominal): PCIe Gen5 x16, 64, for the H100
+///   (SXM and PCIe), H200, H800, B200 (DGX B200 user guide: Xeon Platinum 8570 hosts, PCIe
+///   Gen5) and the MI300X, MI325X and MI355X (AMD's specifications: "PCIe Gen 5 x16"); PCIe
+///   Gen4 x16, 32, for the A100; the B300 64 too (*derived*: Blackwell Ultra and its
+///   ConnectX-8 switches speak PCIe Gen6, but DGX B300's Xeon 6 hosts are Gen5, which bounds
+///   the path to host memory); GB200 and GB300 225, their share of Grace's NVLink-C2C
+///   ([`GRACE_C2C_PER_GPU_GBPS`]). Copies reach some 80–90 % of a PCIe link's nominal figure
+///   (its packet overheads); `--host-link-gbps` sets a measured one.
 /// - Scale-up domains: every preset but the NVL72 ones is an 8-GPU board whose NVLink
 ///   (Infinity Fabric on AMD's) reaches its own 8 GPUs and no further: the domain is the node.
 ///   GB200 and GB300 NVL72 racks are one NVLink domain of 72 GPUs (`scale_up_gpus`) on 18
@@ -318,6 +351,7 @@ pub const PRESETS: [Gpu; 13] = [
         hbm_gbps: 8_000.0,
         intra_node_gbps: 374.0,
         inter_node_gbps: 46.0,
+        host_link_gbps: PCIE_GEN5_X16_GBPS,
         gpus_per_node: 8,
         scale_up_gpus: 8,
         tdp_w: 1400.0,

@@ -251,6 +251,7 @@ impl BriefPatch {
                 intra_node_gbps: Some(gpu.intra_node_gbps),
                 inter_node_gbps: Some(gpu.inter_node_gbps),
                 hbm_gbps: Some(gpu.hbm_gbps),
+                host_link_gbps: Some(gpu.host_link_gbps),
                 ..TopologyPatch::default()
             },
             spend: SpendPatch {
@@ -281,6 +282,9 @@ pub struct TopologyPatch {
     /// See [`Topology::hbm_gbps`].
     #[serde(default, deserialize_with = "number")]
     pub hbm_gbps: Option<f64>,
+    /// See [`Topology::host_link_gbps`].
+    #[serde(default, deserialize_with = "number")]
+    pub host_link_gbps: Option<f64>,
 }
 
 impl TopologyPatch {
@@ -292,6 +296,7 @@ impl TopologyPatch {
             inter_node_gbps: number_or(self.inter_node_gbps, t.inter_node_gbps),
             inter_node_latency_us: number_or(self.inter_node_latency_us, t.inter_node_latency_us),
             hbm_gbps: number_or(self.hbm_gbps, t.hbm_gbps),
+            host_link_gbps: number_or(self.host_link_gbps, t.host_link_gbps),
         }
     }
 }

@@ -582,6 +582,11 @@ pub fn apply(d: &mut DesignArgs, mut f: FromFile, path: &str) -> Result<Vec<Stri
         kebab,
     )?;
     set("--fp8-bf16-layers", &mut x.fp8_bf16_layers, f.bf16_layers)?;
+    set(
+        "--offload-activations",
+        &mut x.offload_activations,
+        f.offload_activations,
+    )?;
     d.detailed.memory = MemoryArg::Detailed;
     let mut notes: Vec<String> = f
         .notes

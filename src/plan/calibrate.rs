@@ -162,6 +162,11 @@ pub struct Run {
     /// Megatron-core's `--first-last-layers-bf16`), if any.
     #[serde(default, skip_serializing_if = "Bf16Layers::is_none")]
     pub bf16_layers: Bf16Layers,
+    /// Layers whose activations go to host memory (Megatron-core's
+    /// `--cpu-offloading-num-layers`, the GB200 and GB300 recipes' `cpu_offloading_num_layers`),
+    /// if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offload_activations: Option<u16>,
     /// Stage split (`llama3`), if not the stack's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stages: Option<String>,
@@ -389,6 +394,7 @@ impl Run {
         options.optimizer_states = self.optimizer_states;
         options.master_weights = self.master_weights;
         options.bf16_layers = self.bf16_layers;
+        options.offload_activations = self.offload_activations.unwrap_or(0);
         match self.stages.as_deref() {
             None => {}
             Some("llama3") => options.stages = StageSplit::Llama3,
@@ -695,6 +701,34 @@ mod tests {
             .unwrap();
         assert!((p.measured_mfu - 0.529).abs() < 1e-3, "{}", p.measured_mfu);
         assert!(p.memory_gb <= p.card_gb);
+    }
+
+    #[test]
+    fn a_run_that_offloads_is_graded_with_its_layers_offloaded() {
+        // The GB200/GB300 recipes' `cpu_offloading_num_layers`, here 40 of GPT-3's 96 layers
+        // at PP 1 without recomputation (Megatron-core's terms): the design carries it, the
+        // GPU keeps 56 layers' activations, and PP 8 is refused by name as Megatron-core does.
+        let offloads = |pp: u64| {
+            run(
+                serde_json::json!({"pp": pp, "vp": null, "tp": 8, "recompute": "none",
+                                   "offload_activations": 40}),
+            )
+        };
+        let brief = Brief::default();
+        let (shape, layout, d) = offloads(1).design(&brief).unwrap();
+        assert_eq!(d.options.offload_activations, 40);
+        let stage = d.memory(&shape, &layout).unwrap().detail.unwrap().stage;
+        assert_eq!((stage.offloaded_layers, stage.layers), (40, 96));
+        let e = offloads(8)
+            .predict(Calibration::default(), None)
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("--offload-activations = 40: 0 under PP 8"),
+            "{e}"
+        );
+        // A run that says nothing offloads nothing.
+        assert_eq!(run(serde_json::json!({})).offload_activations, None);
     }
 
     #[test]

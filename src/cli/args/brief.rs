@@ -130,6 +130,10 @@ pub struct BriefArgs {
     /// GPU memory bandwidth, GB/s [default: 3350, H100 SXM].
     #[arg(long, value_name = "GB/s")]
     pub hbm_gbps: Option<f64>,
+    /// One GPU's link to host memory, GB/s each way, which offloaded activations cross
+    /// [default: 64, PCIe Gen5 x16; a GPU preset's own, 225 on GB200 and GB300].
+    #[arg(long, value_name = "GB/s")]
+    pub host_link_gbps: Option<f64>,
     /// Unexpected interruptions per GPU-hour [default: Llama 3's, 419 in 54 days on 16,384].
     #[arg(long, value_name = "RATE")]
     pub failures_per_gpu_hour: Option<f64>,
@@ -241,6 +245,7 @@ impl BriefArgs {
                 intra_node_gbps: self.intra_node_gbps,
                 inter_node_gbps: self.inter_node_gbps,
                 hbm_gbps: self.hbm_gbps,
+                host_link_gbps: self.host_link_gbps,
                 ..TopologyPatch::default()
             },
             reliability: ReliabilityPatch {

@@ -101,6 +101,12 @@ pub struct DetailedArgs {
     /// --num-layers-at-end-in-bf16 END) [detailed; default: 0,0].
     #[arg(long, value_name = "START,END", value_parser = bf16_layers_parser)]
     pub fp8_bf16_layers: Option<Bf16Layers>,
+    /// Layers whose saved activations go to host memory after their forward and come back
+    /// before their backward, over the host link (--host-link-gbps); Megatron-core's
+    /// --cpu-offloading-num-layers N: fewer than the model's layers, PP 1, no recomputation
+    /// [detailed; default: 0].
+    #[arg(long, value_name = "N")]
+    pub offload_activations: Option<u16>,
 }
 
 /// `--fp8-bf16-layers`'s value.
@@ -234,8 +240,16 @@ impl DetailedArgs {
             || self.fp8_params.is_some()
             || self.optimizer_states.is_some()
             || self.master_weights.is_some()
-            || self.fp8_bf16_layers.is_some();
+            || self.fp8_bf16_layers.is_some()
+            || self.offload_activations.is_some();
         if self.memory == MemoryArg::Plate {
+            if let Some(n) = self.offload_activations {
+                return Err(Error::invalid(
+                    "--offload-activations",
+                    n,
+                    "none with --memory plate (offload moves the detailed model's activations: --memory detailed)",
+                ));
+            }
             if given {
                 return Err(Error::invalid(
                     "--memory",
@@ -302,6 +316,7 @@ impl DetailedArgs {
                 None => d.master_weights,
             },
             bf16_layers: self.fp8_bf16_layers.unwrap_or(d.bf16_layers),
+            offload_activations: self.offload_activations.unwrap_or(d.offload_activations),
         };
         options.validate()?;
         Ok(Some(options))

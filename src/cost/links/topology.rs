@@ -31,6 +31,25 @@ pub struct Topology {
     pub inter_node_latency_us: f64,
     /// Memory (HBM) bandwidth per GPU, GB/s (H100 SXM: 3,350); the optimizer step is bound by it.
     pub hbm_gbps: f64,
+    /// One GPU's link to host memory, GB/s each way: PCIe Gen5 x16's 64 by default (the H100
+    /// SXM's), NVLink-C2C's share on a Grace superchip ([`crate::brief::gpu`]); offloaded
+    /// activations cross it (`--offload-activations`). Briefs written before it, and briefs
+    /// at the default, say nothing of it.
+    #[serde(default = "pcie_gen5", skip_serializing_if = "is_pcie_gen5")]
+    pub host_link_gbps: f64,
+}
+
+/// PCIe Gen5 x16, GB/s each way: 32 GT/s × 16 lanes ÷ 8 bits (128b/130b encoding, under 2 %,
+/// left out), the figure PCI-SIG and NVIDIA quote ("128 GB/s bidirectional": Transformer
+/// Engine's CPU-offloading guide).
+pub const PCIE_GEN5_X16_GBPS: f64 = 64.0;
+
+fn pcie_gen5() -> f64 {
+    PCIE_GEN5_X16_GBPS
+}
+
+fn is_pcie_gen5(x: &f64) -> bool {
+    *x == PCIE_GEN5_X16_GBPS
 }
 
 impl Default for Topology {
@@ -41,6 +60,7 @@ impl Default for Topology {
             inter_node_gbps: 46.0,
             inter_node_latency_us: 10.0,
             hbm_gbps: 3_350.0,
+            host_link_gbps: PCIE_GEN5_X16_GBPS,
         }
     }
 }
@@ -79,6 +99,7 @@ impl Topology {
             ("inter_node_gbps", self.inter_node_gbps, false),
             ("inter_node_latency_us", self.inter_node_latency_us, true),
             ("hbm_gbps", self.hbm_gbps, false),
+            ("host_link_gbps", self.host_link_gbps, false),
         ];
         check_numbers("brief.topology.", &fields, 1e9)?;
         // Below 1 MB/s a link is a typo, and its times would overflow what can be printed.
@@ -86,6 +107,7 @@ impl Topology {
             ("intra_node_gbps", self.intra_node_gbps),
             ("inter_node_gbps", self.inter_node_gbps),
             ("hbm_gbps", self.hbm_gbps),
+            ("host_link_gbps", self.host_link_gbps),
         ] {
             if v < 1e-3 {
                 return Err(crate::error::Error::invalid(

@@ -88,6 +88,20 @@ pub struct StageInfo {
     pub in_flight: f64,
     /// Micro-batches per step for each replica, `m`.
     pub micro_batches: u64,
+    /// Layers whose activations go to host memory (`--offload-activations`; absent for none).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub offloaded_layers: u64,
+    /// Host memory the offloaded activations take per GPU, GB (absent for none).
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub host_gb: f64,
+}
+
+fn is_zero_u64(x: &u64) -> bool {
+    *x == 0
+}
+
+fn is_zero_f64(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl Memory {

@@ -28,6 +28,7 @@ use super::breakdown::{Detail, Memory, StageInfo, StageRole};
 use super::plate::shard;
 use crate::cost::memory::activations::{Layer, Setting};
 use crate::cost::step::experts::Routed;
+use crate::cost::step::offload;
 use crate::cost::step::pipeline::{StageKinds, MAX_STAGE_KINDS};
 use crate::error::Result;
 use crate::model::layout::Layout;
@@ -229,11 +230,24 @@ impl Detailed {
             } else {
                 per_layer * (n_layers - moe) as f64 + per_moe_layer * moe as f64
             };
+            // Offloaded layers (`--offload-activations`, PP 1: the stage is the model) leave
+            // the GPU but the `L − N` sets Transformer Engine keeps, each the stage's mean
+            // layer ([`crate::cost::step::offload`]).
+            let offloaded = u64::from(opts.offload_activations).min(n_layers);
+            let (stored, host) = if offloaded > 0 {
+                let kept = offload::kept_layers(n_layers, offloaded) as f64;
+                let mean = stored / n_layers as f64;
+                (mean * kept, mean * offloaded as f64)
+            } else {
+                (stored, 0.0)
+            };
             *share = StageShare {
                 index: i,
                 layers: n_layers,
                 bf16,
                 stored_per_micro_batch: stored,
+                offloaded,
+                host_per_micro_batch: host,
                 psi: stage_params_with(shape, layout.tp, n_layers, moe, first, last),
                 experts: stage_expert_params(shape, layout, moe),
                 logits: if last {
@@ -305,6 +319,7 @@ impl Detailed {
             index: i,
             layers: n_layers,
             stored_per_micro_batch: share.stored_per_micro_batch,
+            host_per_micro_batch: share.host_per_micro_batch,
             memory: Memory {
                 weights: shard(2.0 * psi - dropped, zero.shards_weights(), shards)
                     + copies
@@ -333,6 +348,8 @@ impl Detailed {
                         layers: n_layers,
                         in_flight: 0.0,
                         micro_batches: shares.m,
+                        offloaded_layers: share.offloaded,
+                        host_gb: 0.0,
                     },
                 }),
             },
@@ -387,6 +404,7 @@ impl Detailed {
         mem.activations = stage.stored_per_micro_batch * in_flight;
         if let Some(d) = mem.detail.as_mut() {
             d.stage.in_flight = in_flight;
+            d.stage.host_gb = stage.host_per_micro_batch * in_flight / BYTES_PER_GB;
         }
         let allocated = mem.total();
         if let Some(d) = mem.detail.as_mut() {
@@ -404,6 +422,8 @@ struct StageBase {
     index: u64,
     layers: u64,
     stored_per_micro_batch: f64,
+    /// Activations offloaded to host memory a micro-batch, bytes (`--offload-activations`).
+    host_per_micro_batch: f64,
     memory: Memory,
 }
 
@@ -449,6 +469,17 @@ pub struct StageShares {
     hidden: u64,
 }
 
+impl StageShares {
+    /// The offloaded activations of one layer a micro-batch, bytes, on the stage `index`
+    /// (`--offload-activations`): its host bytes over its offloaded layers; 0 for none.
+    pub fn offloaded_layer_bytes(&self, index: u64) -> f64 {
+        self.stages[..self.len]
+            .iter()
+            .find(|s| s.index == index && s.offloaded > 0)
+            .map_or(0.0, |s| s.host_per_micro_batch / s.offloaded as f64)
+    }
+}
+
 /// What FP8 weights (`--fp8-params`) change of a stage's weights.
 #[derive(Debug, Clone, PartialEq, Copy)]
 struct FpWeights {
@@ -467,6 +498,10 @@ struct StageShare {
     /// Of its layers, those kept in BF16 under FP8 (no FP8 copies).
     bf16: u64,
     stored_per_micro_batch: f64,
+    /// Of its layers, those whose activations go to host memory, and their bytes a
+    /// micro-batch.
+    offloaded: u64,
+    host_per_micro_batch: f64,
     /// Parameters on this GPU's TP shard (ψ), the routed experts' left out.
     psi: f64,
     /// Routed-expert parameters on this GPU ([`stage_expert_params`]; 0 for a dense model).

@@ -100,6 +100,16 @@ pub struct Options {
     /// `--first-last-layers-bf16`); default none.
     #[serde(default, skip_serializing_if = "Bf16Layers::is_none")]
     pub bf16_layers: Bf16Layers,
+    /// Layers whose saved activations go to host memory after their forward and come back
+    /// before their backward (Megatron-core's `--cpu-offloading-num-layers`,
+    /// [`crate::cost::step::offload`]); default 0. At most 65,535, more layers than any
+    /// model has: two bytes keep these settings small enough to copy by value everywhere.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub offload_activations: u16,
+}
+
+fn is_zero(x: &u16) -> bool {
+    *x == 0
 }
 
 fn balanced() -> f64 {
@@ -130,6 +140,7 @@ impl Default for Options {
             optimizer_states: OptimizerStates::Fp32,
             master_weights: MasterWeights::Fp32,
             bf16_layers: Bf16Layers { start: 0, end: 0 },
+            offload_activations: 0,
         }
     }
 }
@@ -256,6 +267,7 @@ impl Detailed {
         self.stack_allows(layout)?;
         self.experts_allowed(shape, layout)?;
         self.bf16_layers_allowed(shape)?;
+        self.offload_allowed(shape, layout)?;
         let layers = stage_layers(u64::from(shape.layers), layout.pp, self.options.stages)?;
         let m = self.unscheduled_pipeline_in(layout, &kinds_of(&layers))?;
         Ok((layers, m))
@@ -267,6 +279,7 @@ impl Detailed {
         self.stack_allows(layout)?;
         self.experts_allowed(shape, layout)?;
         self.bf16_layers_allowed(shape)?;
+        self.offload_allowed(shape, layout)?;
         stage_kinds(shape, layout, self.options.stages)
     }
 
@@ -432,6 +445,20 @@ impl Detailed {
             ));
         }
         Ok(())
+    }
+
+    /// Whether the offloaded layers (`--offload-activations`) go with the model, the stack,
+    /// the layout and the recomputation as Megatron-core allows them
+    /// ([`crate::cost::step::offload::offload_allowed`]).
+    fn offload_allowed(&self, shape: &Shape, layout: &Layout) -> Result<()> {
+        crate::cost::step::offload::offload_allowed(
+            u64::from(self.options.offload_activations),
+            u64::from(shape.layers),
+            &shape.name,
+            self.options.stack,
+            layout.pp,
+            self.step.recompute,
+        )
     }
 
     /// Whether the stack runs the layout's CP and the step's precision.

@@ -19,6 +19,7 @@
 
 pub mod detailed;
 pub mod experts;
+pub mod offload;
 pub mod pipeline;
 pub mod precision;
 pub mod recipe;

@@ -96,6 +96,10 @@ pub struct Breakdown {
     /// combine, and its expert-TP gathers (absent for a dense model).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub ep_comm: f64,
+    /// Waits for offloaded activations' copies to and from host memory, past the compute
+    /// they hide behind (`--offload-activations`; absent for none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub offload: f64,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -113,6 +117,7 @@ impl Breakdown {
             + self.bubble
             + self.optimizer
             + self.ep_comm
+            + self.offload
     }
 }
 
@@ -345,6 +350,7 @@ pub fn scheduled_breakdown(
         bubble: (pp - 1) as f64 / chunks * per_micro_batch,
         optimizer,
         ep_comm: m_f * part.ep_comm,
+        offload: m_f * part.offload,
     })
 }
 

@@ -57,6 +57,9 @@ pub struct Unsharded {
     /// The stage's layer-matrix parameters on this GPU when they are kept in FP8
     /// (`--fp8-params`), which the weights' all-gather moves in FP8; 0 otherwise.
     pub(super) fp8_matrices: f64,
+    /// The slowest stage's waits for its offloaded activations' copies per micro-batch
+    /// (`--offload-activations`, [`crate::cost::step::offload::exposed`]), seconds; 0 for none.
+    pub(super) offload: f64,
     pub(super) flops: (f64, f64, f64),
 }
 
@@ -239,6 +242,25 @@ pub fn unsharded_in(
     } else {
         0.0
     };
+    // Offloaded activations (PP 1: the stage is the model): each offloaded layer's saved bytes
+    // to the host after its forward and back before its backward, behind the stage's mean
+    // layer's forward and backward (the head's left out).
+    let offloaded = u64::from(d.options.offload_activations);
+    let offload = if offloaded > 0 {
+        let bytes = d
+            .stage_shares_in(shape, layout, kinds)?
+            .offloaded_layer_bytes(slowest);
+        let (head_all, head_fwd) = if last { head } else { (0.0, 0.0) };
+        let l = stage_layers.max(1) as f64;
+        let per_layer = (
+            (forward - head_fwd) / l,
+            (compute - forward - (head_all - head_fwd)) / l,
+        );
+        let link = machine.topology.host_link_gbps * 1e9;
+        crate::cost::step::offload::exposed(stage_layers, offloaded, bytes, link, per_layer)
+    } else {
+        0.0
+    };
     let cluster_peak = machine.cluster.gpus as f64 * peak;
     let (full_layer, _) = layer_flops(shape, 1, step.seq_len, step.recompute);
     let moe_layers = shape.moe_layers();
@@ -271,6 +293,7 @@ pub fn unsharded_in(
         ep_comm,
         fp8_casts,
         fp8_matrices,
+        offload,
         flops: (
             model_flops_per_token(shape, step.seq_len),
             hardware_per_token,

@@ -170,6 +170,9 @@ pub struct FromFile {
     pub master_weights: Option<MasterWeights>,
     /// Layers at the start and end kept in BF16 under FP8.
     pub bf16_layers: Option<Bf16Layers>,
+    /// Layers whose activations go to host memory (Megatron-LM's
+    /// `--cpu-offloading-num-layers`).
+    pub offload_activations: Option<u16>,
     /// What was read and left alone: options that do not change the plan.
     pub unused: Vec<String>,
     /// What the reader read as bash does but the user should know (a variable the file does
@@ -216,6 +219,7 @@ impl FromFile {
             optimizer_states: None,
             master_weights: None,
             bf16_layers: None,
+            offload_activations: None,
             unused: Vec::new(),
             notes: Vec::new(),
         }

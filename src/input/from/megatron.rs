@@ -478,6 +478,13 @@ pub fn parse(text: &str) -> Result<FromFile> {
             "--fp8-format" => fp8.0 = Some(need()?.to_string()),
             "--fp8-recipe" => fp8.1 = Some(need()?.to_string()),
             "--fp8-param-gather" => from.fp8_params = Some(true),
+            "--cpu-offloading-num-layers" => {
+                let v = need()?;
+                let n = v.trim().parse::<u16>().map_err(|_| {
+                    Error::invalid(name.as_str(), v, "a whole number of layers, 0 to 65,535")
+                })?;
+                from.offload_activations = Some(n);
+            }
             "--first-last-layers-bf16" => bf16_layers.0 = true,
             "--num-layers-at-start-in-bf16" => bf16_layers.1 = Some(count(name, need()?)?),
             "--num-layers-at-end-in-bf16" => bf16_layers.2 = Some(count(name, need()?)?),
@@ -574,6 +581,7 @@ pub fn parse(text: &str) -> Result<FromFile> {
     // weights, FP32 gradients, an FP32 optimizer state.
     let fp8_params = from.fp8_params == Some(true);
     from.fp8_params = Some(fp8_params);
+    from.offload_activations = Some(from.offload_activations.unwrap_or(0));
     from.bf16_layers = Some(match bf16_layers {
         (false, None, None) => Bf16Layers::default(),
         (true, start, end) if precision != Precision::Bf16 => Bf16Layers {

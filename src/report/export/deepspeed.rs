@@ -64,6 +64,14 @@ pub fn config(l: &Launch) -> Result<Value> {
             layout.replicate
         )));
     }
+    // DeepSpeed offloads to the host only what it checkpoints (activation_checkpointing's
+    // cpu_checkpointing), inputs of recomputed layers, not a layer's saved activations.
+    if l.options.offload_activations > 0 {
+        return Err(refuse(format!(
+            "a plan without activation offload: --offload-activations {} sends layers' saved activations to host memory (Megatron-core's --cpu-offloading-num-layers), and DeepSpeed's config offloads only activation checkpoints (cpu_checkpointing), which need recomputation; --format megatron writes it",
+            l.options.offload_activations
+        )));
+    }
     // DeepSpeed's PipelineEngine asserts ZeRO stage < 2 (runtime/pipe/engine.py).
     if l.layout.pp > 1 && stage >= 2 {
         return Err(Error::invalid(

@@ -188,6 +188,11 @@ pub fn beyond_stack(options: &Options) -> (Vec<Setting>, Vec<Setting>) {
         options.master_weights.name().to_string(),
         d.master_weights.name().to_string(),
     );
+    push(
+        "--offload-activations",
+        options.offload_activations.to_string(),
+        d.offload_activations.to_string(),
+    );
     let mut assumed = Vec::new();
     for (flag, value, default) in [
         ("--reserve-gb", options.reserve_gb, d.reserve_gb),

@@ -239,6 +239,7 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
             "--optimizer-states",
             "--master-weights",
             "--fp8-bf16-layers",
+            "--offload-activations",
         ],
     )?;
     let chunks = step.schedule.chunks();
@@ -496,6 +497,15 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
             Some(bf16.start.to_string()),
         );
         push("--num-layers-at-end-in-bf16", Some(bf16.end.to_string()));
+    }
+    // Activations of the first N layers offloaded to host memory: Megatron-LM's one flag turns
+    // cpu_offloading on, activations only (arguments.py; cpu_offloading_activations is on and
+    // cpu_offloading_weights off by default in ModelParallelConfig, neither a flag).
+    if l.options.offload_activations > 0 {
+        push(
+            "--cpu-offloading-num-layers",
+            Some(l.options.offload_activations.to_string()),
+        );
     }
     // Gradients reduced in BF16 (Megatron-LM reduces them in FP32 with --bf16 by default:
     // arguments.py sets accumulate_allreduce_grads_in_fp32 unless --grad-reduce-in-bf16).

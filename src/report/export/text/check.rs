@@ -261,12 +261,22 @@ fn memory_rows(p: &Plan) -> Vec<Vec<String>> {
             } else {
                 "micro-batches"
             };
+            // Offloaded layers' activations are in host memory, not in the GPU's figure.
+            let offloaded = if stage.offloaded_layers > 0 {
+                format!(
+                    ", {} more offloaded to host memory ({} GB a GPU)",
+                    stage.offloaded_layers,
+                    fixed(stage.host_gb, 1)
+                )
+            } else {
+                String::new()
+            };
             rows.push(row(
                 "activations",
                 format!(
-                    "recompute {}, {} layers × {} {mb}",
+                    "recompute {}, {} layers × {} {mb}{offloaded}",
                     step.recompute.name(),
-                    stage.layers,
+                    stage.layers - stage.offloaded_layers,
                     general(stage.in_flight)
                 ),
                 m.activations,
@@ -366,6 +376,10 @@ fn check_rows(r: &CheckReport) -> Vec<Vec<String>> {
 fn time_section(p: &Plan, brief: &Brief) -> Option<String> {
     let (b, seconds) = (p.breakdown?, p.step_seconds?);
     let (failures, mfu) = (p.failures?, p.mfu?);
+    let offloads = p
+        .memory_model
+        .as_ref()
+        .is_some_and(|o| o.offload_activations > 0);
     let share = |x: f64| format!("{} %", fixed(100.0 * x / seconds, 1));
     let precision = p.step.map(|s| s.precision).unwrap_or_default();
     let optimizer = if precision.is_fp4() {
@@ -388,9 +402,15 @@ fn time_section(p: &Plan, brief: &Brief) -> Option<String> {
         ),
         ("bubble", "pipeline fill and drain", b.bubble),
         ("optimizer", optimizer, b.optimizer),
+        (
+            "offload",
+            "activations to and from host memory, exposed",
+            b.offload,
+        ),
         ("step", "", seconds),
     ]
     .iter()
+    .filter(|(name, ..)| *name != "offload" || b.offload > 0.0 || offloads)
     .filter(|(name, ..)| *name != "cp_comm" || p.layout.cp > 1)
     .filter(|(name, ..)| *name != "ep_comm" || p.active_params.is_some())
     .map(|(name, how, s)| vec![name.to_string(), how.to_string(), fixed(*s, 3), share(*s)])
