@@ -439,11 +439,12 @@ fn bridge_run(r: &serde_json::Value) -> Result<Run, String> {
     } else {
         2 * ffn / 3
     };
-    if let Some(n) = r["cpu_offloading_num_layers"].as_u64() {
-        return Err(format!(
-            "offloads {n} layers' activations to host memory, which is not modelled"
-        ));
-    }
+    // Layers whose activations go to host memory (Megatron-core's `cpu_offloading_num_layers`,
+    // which runs at PP 1 only): a recipe found for another layout (†) that offloads under PP 1
+    // says nothing of the row's pipelined one, which cannot offload.
+    let offload = r["cpu_offloading_num_layers"]
+        .as_u64()
+        .filter(|_| l["pp"].as_u64() == Some(1));
     let statements = r["config"]["statements"].to_string();
     let gradients = if statements.contains("grad_reduce_in_fp32 = False") {
         "bf16"
@@ -495,6 +496,7 @@ fn bridge_run(r: &serde_json::Value) -> Result<Run, String> {
         "zero": zero,
         "sequence_parallel": l["sequence_parallel"],
         "tp_comm_overlap": tp_comm_overlap,
+        "offload_activations": offload,
         "micro_batch": l["micro_batch"],
         "global_batch": l["global_batch"],
         "seq_len": l["seq_len"],
