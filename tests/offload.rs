@@ -126,9 +126,7 @@ fn a_plan_says_what_it_offloads_and_what_the_copies_cost() {
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
-        text.contains(
-            "recompute none, 50 layers × 1 micro-batch, 30 more offloaded to host memory"
-        ),
+        text.contains("recompute none, 50 layers × 1 micro-batch; 30 on the host, "),
         "{text}"
     );
     assert!(

@@ -264,7 +264,7 @@ fn memory_rows(p: &Plan) -> Vec<Vec<String>> {
             // Offloaded layers' activations are in host memory, not in the GPU's figure.
             let offloaded = if stage.offloaded_layers > 0 {
                 format!(
-                    ", {} more offloaded to host memory ({} GB a GPU)",
+                    "; {} on the host, {} GB",
                     stage.offloaded_layers,
                     fixed(stage.host_gb, 1)
                 )
