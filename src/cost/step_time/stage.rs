@@ -10,8 +10,8 @@ use crate::cost::links::exchanges::cp_exchange;
 use crate::cost::links::exchanges::moe_layer_comm;
 use crate::cost::links::hidden;
 use crate::cost::links::link_for;
-use crate::cost::links::topology::all_reduce;
 use crate::cost::links::topology::send;
+use crate::cost::links::topology::{all_reduce, reduce_scatter};
 use crate::cost::step::detailed::Detailed;
 use crate::cost::step::experts::dispatcher_allowed;
 use crate::cost::step::pipeline::stage_expert_params;
@@ -103,8 +103,13 @@ pub fn unsharded_in(
         settings.cp,
     );
 
-    // TP collectives per layer per micro-batch, each of one BF16 activation; a recomputed
-    // forward repeats its two (torchtitan's op-level policy keeps the reduce-scatters' outputs).
+    // TP collectives per layer per micro-batch, each an all-reduce's worth of one activation:
+    // with sequence parallelism a reduce-scatter of the BF16 output and an all-gather of an
+    // input, which below BF16 Transformer Engine gathers quantized, the projections' operand
+    // bytes (the QKV and FC1 inputs forward, the output gradients into the row-parallel
+    // projections' backward; its userbuffers hold them in FP8, [`crate::cost::memory`]);
+    // without it two BF16 all-reduces, forward and backward. A recomputed forward repeats its
+    // two (torchtitan's op-level policy keeps the reduce-scatters' outputs).
     // A recomputed forward repeats its collectives: all of them under full recomputation (and
     // MaxText's save-qkv, which recomputes both projections' outputs), half under
     // selective-layer, and under torchtitan's op-level policy the all-gathers before the
@@ -115,7 +120,15 @@ pub fn unsharded_in(
         Recompute::SelectiveLayer | Recompute::SelectiveOp => 5.0,
         Recompute::None | Recompute::Selective => 4.0,
     };
-    let tp_one = all_reduce(machine.topology.intra(), tp, 2.0 * tokens * h);
+    let tp_one = if step.sequence_parallel && precision.is_narrow() {
+        let gathered = d
+            .recipe()
+            .map_or(precision.operand_bytes(), |r| r.operand_bytes());
+        let link = machine.topology.intra();
+        reduce_scatter(link, tp, 2.0 * tokens * h) + reduce_scatter(link, tp, gathered * tokens * h)
+    } else {
+        all_reduce(machine.topology.intra(), tp, 2.0 * tokens * h)
+    };
     let tp_layer = tp_calls * tp_one;
     let overlap = if overlaps(step, opts) {
         opts.tp_overlap
