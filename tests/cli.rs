@@ -442,6 +442,19 @@ fn help_shows_examples_and_exits_0() {
 }
 
 #[test]
+fn the_gpu_flag_s_help_names_every_preset() {
+    let out = trainplan().args(["check", "--help"]).output().unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    for gpu in trainplan::brief::gpu::PRESETS {
+        assert!(
+            help.contains(gpu.name),
+            "{} missing from --gpu's help",
+            gpu.name
+        );
+    }
+}
+
+#[test]
 fn a_reader_that_goes_away_is_not_an_error() {
     use std::io::Read;
     use std::process::{Command as Process, Stdio};

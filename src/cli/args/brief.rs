@@ -47,8 +47,8 @@ pub struct BriefArgs {
     #[arg(long, value_name = "FILE")]
     pub brief: Option<PathBuf>,
     /// A GPU preset laid over the brief: peak, memory (cap 90 %), GPUs per node and links;
-    /// flags still override each [a100-40gb, a100-80gb, h100-sxm, h100-pcie, h200, b200,
-    /// mi300x].
+    /// flags still override each [a100-40gb, a100-80gb, h100-sxm, h100-pcie, h200, h800, b200,
+    /// b300, gb200, gb300, mi300x, mi325x, mi355x].
     #[arg(long, value_name = "GPU", value_parser = parse_gpu)]
     pub gpu: Option<Gpu>,
     /// GPUs in the cluster [default: 2048].
