@@ -166,6 +166,22 @@ fn megatron_lm_s_arguments_carry_the_offload_and_read_back_and_other_exporters_r
     assert_eq!(from["memory_model"]["offload_activations"], 30);
     assert_eq!(from["worst_stage"], direct["worst_stage"]);
     assert_eq!(from["memory_gb"], direct["memory_gb"]);
+    // Scripts for Megatron-LM before Oct 2025 turn it on with switches beside the count.
+    let older = script.replace(
+        "--cpu-offloading-num-layers 30",
+        "--cpu-offloading --cpu-offloading-activations --cpu-offloading-num-layers 30",
+    );
+    assert_ne!(older, script);
+    std::fs::write(&file, &older).unwrap();
+    let from_older = json(&[
+        "check",
+        "--from",
+        file.to_str().unwrap(),
+        "--gpu",
+        "gb300",
+        "--json",
+    ]);
+    assert_eq!(from_older["memory_gb"], direct["memory_gb"]);
     // torchtitan and DeepSpeed have no such setting.
     refuses(
         &args(&["--offload-activations", "30", "--format", "torchtitan"]),
@@ -175,4 +191,42 @@ fn megatron_lm_s_arguments_carry_the_offload_and_read_back_and_other_exporters_r
         &args(&["--offload-activations", "30", "--format", "deepspeed"]),
         "invalid --format = deepspeed: a plan without activation offload",
     );
+}
+
+#[test]
+fn a_search_that_offloads_leaves_out_the_layouts_megatron_core_cannot_offload() {
+    // Megatron-core offloads at PP 1 without recomputation only: the search weighs the rest as
+    // left out, by name, and still ranks the one-stage layouts (it once stopped on them).
+    let out = trainplan()
+        .args([
+            "search",
+            "--models",
+            "70b",
+            "--memory",
+            "detailed",
+            "--offload-activations",
+            "30",
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("configurations left out by --offload-activations"),
+        "{text}"
+    );
+    // Every ranked plan is one stage.
+    let ranked: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("#  model"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    assert!(!ranked.is_empty(), "{text}");
+    for line in ranked {
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        // #, model, tokens (value and unit), TP, CP, PP.
+        assert_eq!(cols[6], "1", "{line}");
+    }
 }

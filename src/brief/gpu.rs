@@ -14,7 +14,7 @@
 
 use serde::Serialize;
 
-use crate::cost::links::topology::PCIE_GEN5_X16_GBPS;
+use crate::cost::links::topology::{is_pcie_gen5, PCIE_GEN4_X16_GBPS, PCIE_GEN5_X16_GBPS};
 use crate::error::{Error, Result};
 
 /// One accelerator's figures.
@@ -59,22 +59,18 @@ pub struct Gpu {
     pub tdp_w: f64,
 }
 
-fn is_pcie_gen5(x: &f64) -> bool {
-    *x == PCIE_GEN5_X16_GBPS
-}
-
 /// Share of the card a plan may use: SPEC.md §1's 72 GB of 80.
 pub const CAP_FRACTION: f64 = 0.9;
-
-/// PCIe Gen4 x16, GB/s each way (16 GT/s × 16 lanes ÷ 8): the A100's host link (A100
-/// datasheet: "PCIe Gen4: 64 GB/s", both ways together).
-pub const PCIE_GEN4_X16_GBPS: f64 = 32.0;
 
 /// One GPU's share of a Grace superchip's NVLink-C2C, GB/s each way: 900 GB/s bidirectional
 /// between the Grace CPU and its GPUs (NVIDIA GB200 NVL72 and GB300 NVL72 specifications;
 /// Transformer Engine's CPU-offloading guide: "900 GB/s bidirectional ... The GB200 pairs a
 /// Grace CPU ... and two Blackwell GPUs"), 450 each way, shared by the superchip's two GPUs,
-/// which offload at once in data-parallel training: 225 (*derived*).
+/// which offload at once in data-parallel training: 225 (*derived*; read as 900 a GPU the link
+/// would give 450). The PCIe presets keep each GPU's own x16 link whole: on an HGX board each
+/// GPU has one to its PCIe switch, and what the eight share beyond it (the CPUs' root ports and
+/// DRAM) is not divided here, so eight GPUs offloading at once may see less; `--host-link-gbps`
+/// says what a cluster measures.
 pub const GRACE_C2C_PER_GPU_GBPS: f64 = 225.0;
 
 /// The presets that others are built from (`..BASE`), with their own figures; sources in

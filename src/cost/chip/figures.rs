@@ -410,6 +410,12 @@ pub(crate) const MI355X: Chip = Chip {
     mxfp8: true,
     fp4: Some((10_100.0, Ceiling::Narrowed)),
     fp4_formats: (false, true),
+    derived: &[
+        "attention at 512 and 16,384 tokens (end rule)",
+        "FlashAttention-2 stacks' attention: aiter's table (PyTorch's flash backend on ROCm is AMD's kernel)",
+        "GEMM tiles: NVIDIA's (hipBLASLt's tiles not modelled)",
+        "block-scaled (MXFP8, blockwise) GEMMs at the B300's 0.866 of per-tensor FP8 (Transformer Engine's table; not measured on CDNA4)",
+    ],
     ..MI300X
 };
 

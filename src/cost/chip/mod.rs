@@ -48,7 +48,8 @@
 //! - **Blackwell and AMD** (issue 40): the same MAMF table's B200, B300, GB200, MI300X, MI325X
 //!   and MI355X rows at their published best shapes (BF16; FP8 for the three NVIDIA ones; its
 //!   FP8 rows are tensor-wise scaled `_scaled_mm`, taken for MXFP8 at the block-scaled
-//!   factor [`crate::cost::step::recipe::BLOCK_SCALED_GEMM`]), cuBLAS's MXFP4 on the B200, FlashAttention-4 on SM100 and AMD's aiter kernels for attention; SMs, shared
+//!   factor [`crate::cost::step::recipe::BLOCK_SCALED_GEMM`]), cuBLAS's MXFP4 on the
+//!   B200, FlashAttention-4 on SM100 and AMD's aiter kernels for attention; SMs, shared
 //!   memory and LDS from XLA's device captures and ROCm's tables. Each chip's constant says
 //!   which, with its shapes.
 
@@ -696,6 +697,12 @@ mod tests {
         assert!(mi355x
             .iter()
             .any(|d| d == "FP8 GEMM ceiling: narrowing rule"));
+        // The block-scaled GEMM factor was measured on a B300 alone.
+        assert!(mi355x.iter().any(|d| d.starts_with("block-scaled")));
+        assert!(!chip("b200")
+            .derived_figures()
+            .iter()
+            .any(|d| d.starts_with("block-scaled")));
         assert!(chip("h800").derived_figures().len() >= 3);
     }
 }

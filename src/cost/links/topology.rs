@@ -48,9 +48,14 @@ fn pcie_gen5() -> f64 {
     PCIE_GEN5_X16_GBPS
 }
 
-fn is_pcie_gen5(x: &f64) -> bool {
+/// Whether a host link is [`PCIE_GEN5_X16_GBPS`]: the figure JSON leaves out as the default.
+pub(crate) fn is_pcie_gen5(x: &f64) -> bool {
     *x == PCIE_GEN5_X16_GBPS
 }
+
+/// PCIe Gen4 x16, GB/s each way (16 GT/s × 16 lanes ÷ 8): the A100's host link (A100
+/// datasheet: "PCIe Gen4: 64 GB/s", both ways together).
+pub const PCIE_GEN4_X16_GBPS: f64 = 32.0;
 
 impl Default for Topology {
     fn default() -> Self {

@@ -288,6 +288,7 @@ impl Detailed {
     /// schedule: [`Detailed::unscheduled_pipeline`] with the stages worked out once.
     pub fn unscheduled_pipeline_in(&self, layout: &Layout, kinds: &StageKinds) -> Result<u64> {
         self.stack_allows(layout)?;
+        self.offload_allowed_in(layout, kinds)?;
         self.step.unscheduled().micro_batches_in(layout, kinds)
     }
 
@@ -455,6 +456,28 @@ impl Detailed {
             u64::from(self.options.offload_activations),
             u64::from(shape.layers),
             &shape.name,
+            self.options.stack,
+            layout.pp,
+            self.step.recompute,
+        )
+    }
+
+    /// [`Detailed::offload_allowed`] where the shape is not at hand (a search's weighing,
+    /// which reaches every step through [`Detailed::unscheduled_pipeline_in`]): the model's
+    /// layers are the one stage's at PP 1, the only depth Megatron-core offloads at; under
+    /// deeper pipelines the PP rule refuses first.
+    fn offload_allowed_in(&self, layout: &Layout, kinds: &StageKinds) -> Result<()> {
+        if self.options.offload_activations == 0 {
+            return Ok(());
+        }
+        let layers = match (layout.pp, kinds.kinds()) {
+            (1, [only, ..]) => only.layers,
+            _ => u64::MAX,
+        };
+        crate::cost::step::offload::offload_allowed(
+            u64::from(self.options.offload_activations),
+            layers,
+            "the model",
             self.options.stack,
             layout.pp,
             self.step.recompute,

@@ -18,6 +18,7 @@ use crate::cost::step::pipeline::stage_expert_params;
 use crate::cost::step::pipeline::stage_layers;
 use crate::cost::step::pipeline::stage_params_with;
 use crate::cost::step::pipeline::StageKinds;
+use crate::cost::step::stack::Stack;
 use crate::cost::step::MoeRecompute;
 use crate::cost::step::Recompute;
 use crate::cost::step_time::micro_batch::MicroBatch;
@@ -105,7 +106,8 @@ pub fn unsharded_in(
 
     // TP collectives per layer per micro-batch, each an all-reduce's worth of one activation:
     // with sequence parallelism a reduce-scatter of the BF16 output and an all-gather of an
-    // input, which below BF16 Transformer Engine gathers quantized, the projections' operand
+    // input, which below BF16 Transformer Engine (the megatron-te stack; the others are taken
+    // to gather BF16) gathers quantized, the projections' operand
     // bytes (the QKV and FC1 inputs forward, the output gradients into the row-parallel
     // projections' backward; its userbuffers hold them in FP8, [`crate::cost::memory`]);
     // without it two BF16 all-reduces, forward and backward. A recomputed forward repeats its
@@ -120,7 +122,10 @@ pub fn unsharded_in(
         Recompute::SelectiveLayer | Recompute::SelectiveOp => 5.0,
         Recompute::None | Recompute::Selective => 4.0,
     };
-    let tp_one = if step.sequence_parallel && precision.is_narrow() {
+    let tp_one = if step.sequence_parallel
+        && precision.is_narrow()
+        && d.options.stack == Stack::MegatronTe
+    {
         let gathered = d
             .recipe()
             .map_or(precision.operand_bytes(), |r| r.operand_bytes());

@@ -127,7 +127,9 @@ const FIXED: [(&str, &str); 4] = [
 ];
 
 /// Options that take no value.
-const SWITCHES: [&str; 34] = [
+const SWITCHES: [&str; 36] = [
+    "--cpu-offloading",
+    "--cpu-offloading-activations",
     "--first-last-layers-bf16",
     "--grad-reduce-in-bf16",
     "--accumulate-allreduce-grads-in-fp32",
@@ -478,6 +480,9 @@ pub fn parse(text: &str) -> Result<FromFile> {
             "--fp8-format" => fp8.0 = Some(need()?.to_string()),
             "--fp8-recipe" => fp8.1 = Some(need()?.to_string()),
             "--fp8-param-gather" => from.fp8_params = Some(true),
+            // Megatron-LM before 310671436c (Oct 2025) turned offloading on with these
+            // switches beside the count; the count alone says it now, and is what is read.
+            "--cpu-offloading" | "--cpu-offloading-activations" => {}
             "--cpu-offloading-num-layers" => {
                 let v = need()?;
                 let n = v.trim().parse::<u16>().map_err(|_| {

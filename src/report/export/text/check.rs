@@ -214,9 +214,12 @@ fn memory_rows(p: &Plan) -> Vec<Vec<String>> {
             if zero.shards_weights() { ", /DP" } else { "" }
         )
     } else {
-        // Below BF16, the layers' low-precision copies Transformer Engine keeps beside them.
+        // Below BF16, the layers' low-precision copies Transformer Engine keeps beside them
+        // (with sharded weights they are the gathered units', counted as transient).
         let precision = p.step.map(|s| s.precision).unwrap_or_default();
-        let copies = if precision.is_fp4() {
+        let copies = if zero.shards_weights() {
+            ""
+        } else if precision.is_fp4() {
             " + FP4 copies"
         } else if precision.is_fp8() {
             " + FP8 copies"
