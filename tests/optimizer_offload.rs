@@ -245,3 +245,20 @@ fn megatron_lm_s_arguments_carry_the_offload_and_read_back_and_other_exporters_r
         "invalid --format = deepspeed: a plan without optimizer offload",
     );
 }
+
+#[test]
+fn deepspeed_s_zero_offload_stays_refused_on_from_by_name() {
+    // ZeRO-Offload moves the whole state to DeepSpeedCPUAdam with its own copies and
+    // overlap: not the hybrid optimizer --offload-optimizer plans.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ds_config.json");
+    std::fs::write(
+        &file,
+        r#"{"train_batch_size": 64, "train_micro_batch_size_per_gpu": 1, "bf16": {"enabled": true}, "zero_optimization": {"stage": 1, "offload_optimizer": {"device": "cpu"}}}"#,
+    )
+    .unwrap();
+    refuses(
+        &["check", "--from", file.to_str().unwrap(), "--model", "8b"],
+        "DeepSpeed's ZeRO-Offload is not planned (--offload-optimizer is Megatron-core's hybrid optimizer, another engine)",
+    );
+}
