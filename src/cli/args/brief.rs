@@ -130,7 +130,8 @@ pub struct BriefArgs {
     /// GPU memory bandwidth, GB/s [default: 3350, H100 SXM].
     #[arg(long, value_name = "GB/s")]
     pub hbm_gbps: Option<f64>,
-    /// One GPU's link to host memory, GB/s each way, which offloaded activations cross
+    /// One GPU's link to host memory, GB/s each way, which offloaded activations and an
+    /// offloaded optimizer's gradients and weights cross
     /// [default: 64, PCIe Gen5 x16; a GPU preset's own, 225 on GB200 and GB300].
     #[arg(long, value_name = "GB/s")]
     pub host_link_gbps: Option<f64>,

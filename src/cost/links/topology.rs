@@ -33,7 +33,8 @@ pub struct Topology {
     pub hbm_gbps: f64,
     /// One GPU's link to host memory, GB/s each way: PCIe Gen5 x16's 64 by default (the H100
     /// SXM's), NVLink-C2C's share on a Grace superchip ([`crate::brief::gpu`]); offloaded
-    /// activations cross it (`--offload-activations`). Briefs written before it, and briefs
+    /// activations and an offloaded optimizer's copies cross it (`--offload-activations`,
+    /// `--offload-optimizer`). Briefs written before it, and briefs
     /// at the default, say nothing of it.
     #[serde(default = "pcie_gen5", skip_serializing_if = "is_pcie_gen5")]
     pub host_link_gbps: f64,
