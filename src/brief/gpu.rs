@@ -14,7 +14,9 @@
 
 use serde::Serialize;
 
-use crate::cost::links::topology::{is_pcie_gen5, PCIE_GEN4_X16_GBPS, PCIE_GEN5_X16_GBPS};
+use crate::cost::links::topology::{
+    is_pcie_gen5, DGX_H100_HOST_MEMORY_GBPS, PCIE_GEN4_X16_GBPS, PCIE_GEN5_X16_GBPS,
+};
 use crate::error::{Error, Result};
 
 /// One accelerator's figures.
@@ -49,6 +51,10 @@ pub struct Gpu {
     /// superchip's NVLink-C2C); listed where it is not PCIe Gen5 x16's 64.
     #[serde(skip_serializing_if = "is_pcie_gen5")]
     pub host_link_gbps: f64,
+    /// The host's memory bandwidth per GPU, GB/s (its DRAM's over the GPUs it serves); listed
+    /// where it is not a DGX H100's 76.8.
+    #[serde(skip_serializing_if = "is_dgx_h100_host")]
+    pub host_memory_gbps: f64,
     /// GPUs per node (a host: the failure domain, and what a launcher's `--nproc-per-node`
     /// counts).
     pub gpus_per_node: u64,
@@ -58,6 +64,30 @@ pub struct Gpu {
     /// Board power (TDP), W: what energy is counted at under load.
     pub tdp_w: f64,
 }
+
+fn is_dgx_h100_host(x: &f64) -> bool {
+    *x == DGX_H100_HOST_MEMORY_GBPS
+}
+
+/// A DGX A100's host memory bandwidth per GPU, GB/s: two AMD EPYC 7742 (DGX A100 user guide:
+/// "Dual AMD Rome 7742"), 8 channels of DDR4-3200 each (AMD's EPYC 7742 specifications): 8 ×
+/// 3,200 MT/s × 8 bytes = 204.8 GB/s a socket, 409.6 over 8 GPUs (*derived*, nominal).
+pub const DGX_A100_HOST_MEMORY_GBPS: f64 = 51.2;
+
+/// A DGX B200's host memory bandwidth per GPU, GB/s: two Intel Xeon Platinum 8570 (DGX B200
+/// user guide), 8 channels of DDR5-5600 each (Intel's 5th-generation Xeon Scalable
+/// specifications): 358.4 GB/s a socket, 716.8 over 8 GPUs (*derived*, nominal).
+pub const DGX_B200_HOST_MEMORY_GBPS: f64 = 89.6;
+
+/// One GPU's share of a Grace CPU's LPDDR5X, GB/s: "up to 512 GB/s" a GB200 superchip (NVIDIA
+/// GB200 NVL72 specifications, CPU memory bandwidth of one Grace), shared by its two GPUs,
+/// which step their optimizers at once: 256 (*derived*).
+pub const GRACE_HOST_MEMORY_PER_GPU_GBPS: f64 = 256.0;
+
+/// An MI300X platform's host memory bandwidth per GPU, GB/s, *assumed*: two AMD EPYC 9004
+/// (Genoa), the hosts of AMD's MI300X reference platforms, 12 channels of DDR5-4800 each
+/// (AMD's EPYC 9004 specifications): 460.8 GB/s a socket, 921.6 over 8 GPUs; OEM hosts vary.
+pub const EPYC_9004_HOST_MEMORY_GBPS: f64 = 115.2;
 
 /// Share of the card a plan may use: SPEC.md §1's 72 GB of 80.
 pub const CAP_FRACTION: f64 = 0.9;
@@ -89,6 +119,7 @@ const A100_80GB: Gpu = Gpu {
     intra_node_gbps: 230.0,
     inter_node_gbps: 23.0,
     host_link_gbps: PCIE_GEN4_X16_GBPS,
+    host_memory_gbps: DGX_A100_HOST_MEMORY_GBPS,
     gpus_per_node: 8,
     scale_up_gpus: 8,
     tdp_w: 400.0,
@@ -108,6 +139,7 @@ const H100_SXM: Gpu = Gpu {
     intra_node_gbps: 370.0,
     inter_node_gbps: 46.0,
     host_link_gbps: PCIE_GEN5_X16_GBPS,
+    host_memory_gbps: DGX_H100_HOST_MEMORY_GBPS,
     gpus_per_node: 8,
     scale_up_gpus: 8,
     tdp_w: 700.0,
@@ -127,6 +159,7 @@ const B200: Gpu = Gpu {
     intra_node_gbps: 682.0,
     inter_node_gbps: 46.0,
     host_link_gbps: PCIE_GEN5_X16_GBPS,
+    host_memory_gbps: DGX_B200_HOST_MEMORY_GBPS,
     gpus_per_node: 8,
     scale_up_gpus: 8,
     tdp_w: 1000.0,
@@ -146,6 +179,7 @@ const GB200: Gpu = Gpu {
     intra_node_gbps: 682.0,
     inter_node_gbps: 46.0,
     host_link_gbps: GRACE_C2C_PER_GPU_GBPS,
+    host_memory_gbps: GRACE_HOST_MEMORY_PER_GPU_GBPS,
     gpus_per_node: 4,
     scale_up_gpus: 72,
     tdp_w: 1200.0,
@@ -165,6 +199,7 @@ const MI300X: Gpu = Gpu {
     intra_node_gbps: 313.0,
     inter_node_gbps: 46.0,
     host_link_gbps: PCIE_GEN5_X16_GBPS,
+    host_memory_gbps: EPYC_9004_HOST_MEMORY_GBPS,
     gpus_per_node: 8,
     scale_up_gpus: 8,
     tdp_w: 750.0,
@@ -253,6 +288,15 @@ const MI300X: Gpu = Gpu {
 ///   the path to host memory); GB200 and GB300 225, their share of Grace's NVLink-C2C
 ///   ([`GRACE_C2C_PER_GPU_GBPS`]). Copies reach some 80–90 % of a PCIe link's nominal figure
 ///   (its packet overheads); `--host-link-gbps` sets a measured one.
+/// - Host memory (`host_memory_gbps`, GB/s per GPU, nominal DRAM bandwidth of the host over
+///   its GPUs, which an offloaded optimizer's CPU step reads and writes): DGX A100 51.2
+///   ([`DGX_A100_HOST_MEMORY_GBPS`]); DGX H100 76.8, for the H100 (SXM and PCIe), H200 and
+///   H800 ([`DGX_H100_HOST_MEMORY_GBPS`]; the H100 PCIe's and H800's hosts *assumed* alike);
+///   DGX B200 89.6 ([`DGX_B200_HOST_MEMORY_GBPS`]), the B300's too (*assumed*: DGX B300's Xeon
+///   6 hosts not checked); GB200 and GB300 256, half a Grace's LPDDR5X
+///   ([`GRACE_HOST_MEMORY_PER_GPU_GBPS`]); the MI300X, MI325X and MI355X 115.2, two EPYC 9004
+///   hosts (*assumed*, [`EPYC_9004_HOST_MEMORY_GBPS`]). `--host-memory-gbps` sets a measured
+///   one.
 /// - Scale-up domains: every preset but the NVL72 ones is an 8-GPU board whose NVLink
 ///   (Infinity Fabric on AMD's) reaches its own 8 GPUs and no further: the domain is the node.
 ///   GB200 and GB300 NVL72 racks are one NVLink domain of 72 GPUs (`scale_up_gpus`) on 18
@@ -348,6 +392,7 @@ pub const PRESETS: [Gpu; 13] = [
         intra_node_gbps: 374.0,
         inter_node_gbps: 46.0,
         host_link_gbps: PCIE_GEN5_X16_GBPS,
+        host_memory_gbps: EPYC_9004_HOST_MEMORY_GBPS,
         gpus_per_node: 8,
         scale_up_gpus: 8,
         tdp_w: 1400.0,

@@ -252,6 +252,7 @@ impl BriefPatch {
                 inter_node_gbps: Some(gpu.inter_node_gbps),
                 hbm_gbps: Some(gpu.hbm_gbps),
                 host_link_gbps: Some(gpu.host_link_gbps),
+                host_memory_gbps: Some(gpu.host_memory_gbps),
                 ..TopologyPatch::default()
             },
             spend: SpendPatch {
@@ -285,6 +286,9 @@ pub struct TopologyPatch {
     /// See [`Topology::host_link_gbps`].
     #[serde(default, deserialize_with = "number")]
     pub host_link_gbps: Option<f64>,
+    /// See [`Topology::host_memory_gbps`].
+    #[serde(default, deserialize_with = "number")]
+    pub host_memory_gbps: Option<f64>,
 }
 
 impl TopologyPatch {
@@ -297,6 +301,7 @@ impl TopologyPatch {
             inter_node_latency_us: number_or(self.inter_node_latency_us, t.inter_node_latency_us),
             hbm_gbps: number_or(self.hbm_gbps, t.hbm_gbps),
             host_link_gbps: number_or(self.host_link_gbps, t.host_link_gbps),
+            host_memory_gbps: number_or(self.host_memory_gbps, t.host_memory_gbps),
         }
     }
 }

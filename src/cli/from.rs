@@ -587,6 +587,12 @@ pub fn apply(d: &mut DesignArgs, mut f: FromFile, path: &str) -> Result<Vec<Stri
         &mut x.offload_activations,
         f.offload_activations,
     )?;
+    set_by(
+        "--offload-optimizer",
+        &mut x.offload_optimizer,
+        f.offload_optimizer,
+        |v| crate::format::exact(*v),
+    )?;
     d.detailed.memory = MemoryArg::Detailed;
     let mut notes: Vec<String> = f
         .notes

@@ -18,6 +18,7 @@ use crate::brief::{Brief, BriefPatch};
 use crate::cost::chip::calibration::{golden_section, Calibration, SUSTAINED};
 use crate::cost::step::detailed::{Detailed, Options};
 use crate::cost::step::experts::Dispatcher;
+use crate::cost::step::optimizer_offload::Fraction;
 use crate::cost::step::precision::Precision;
 use crate::cost::step::recipe::{Bf16Layers, Fp8Recipe, MasterWeights, OptimizerStates};
 use crate::cost::step::stack::Stack;
@@ -167,6 +168,10 @@ pub struct Run {
     /// if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offload_activations: Option<u16>,
+    /// The fraction of the optimizer offloaded to host memory (Megatron-core's
+    /// `--optimizer-cpu-offload --optimizer-offload-fraction F`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offload_optimizer: Option<f64>,
     /// Stage split (`llama3`), if not the stack's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stages: Option<String>,
@@ -395,6 +400,8 @@ impl Run {
         options.master_weights = self.master_weights;
         options.bf16_layers = self.bf16_layers;
         options.offload_activations = self.offload_activations.unwrap_or(0);
+        options.offload_optimizer =
+            Fraction::new("--offload-optimizer", self.offload_optimizer.unwrap_or(0.0))?;
         match self.stages.as_deref() {
             None => {}
             Some("llama3") => options.stages = StageSplit::Llama3,
@@ -729,6 +736,36 @@ mod tests {
         );
         // A run that says nothing offloads nothing.
         assert_eq!(run(serde_json::json!({})).offload_activations, None);
+    }
+
+    #[test]
+    fn a_run_that_offloads_its_optimizer_is_graded_with_it() {
+        // Half the optimizer on the host at ZeRO 1: the design carries it and the GPU's
+        // optimizer state halves; at ZeRO 0 it is refused by name, as Megatron-core does
+        // (the precision-aware optimizer it needs runs only as the distributed optimizer).
+        let offloads = |zero: u8| {
+            run(
+                serde_json::json!({"pp": 1, "vp": null, "tp": 8, "recompute": "none",
+                                   "zero": zero, "offload_optimizer": 0.5}),
+            )
+        };
+        let brief = Brief::default();
+        let (shape, layout, d) = offloads(1).design(&brief).unwrap();
+        assert_eq!(d.options.offload_optimizer.get(), 0.5);
+        let half = d.memory(&shape, &layout).unwrap();
+        let mut whole = d;
+        whole.options.offload_optimizer = Fraction::ZERO;
+        let all = whole.memory(&shape, &layout).unwrap();
+        assert_eq!(half.optimizer, all.optimizer * 0.5);
+        let e = offloads(0)
+            .predict(Calibration::default(), None)
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("--offload-optimizer = 0.5: 0 at ZeRO 0"),
+            "{e}"
+        );
+        assert_eq!(run(serde_json::json!({})).offload_optimizer, None);
     }
 
     #[test]

@@ -130,10 +130,16 @@ pub struct BriefArgs {
     /// GPU memory bandwidth, GB/s [default: 3350, H100 SXM].
     #[arg(long, value_name = "GB/s")]
     pub hbm_gbps: Option<f64>,
-    /// One GPU's link to host memory, GB/s each way, which offloaded activations cross
+    /// One GPU's link to host memory, GB/s each way, which offloaded activations and an
+    /// offloaded optimizer's gradients and weights cross
     /// [default: 64, PCIe Gen5 x16; a GPU preset's own, 225 on GB200 and GB300].
     #[arg(long, value_name = "GB/s")]
     pub host_link_gbps: Option<f64>,
+    /// Host memory bandwidth per GPU, GB/s, which an offloaded optimizer's CPU step is bound
+    /// by [default: 76.8, a DGX H100's DDR5 over 8 GPUs; a GPU preset's own, 256 on GB200 and
+    /// GB300].
+    #[arg(long, value_name = "GB/s")]
+    pub host_memory_gbps: Option<f64>,
     /// Unexpected interruptions per GPU-hour [default: Llama 3's, 419 in 54 days on 16,384].
     #[arg(long, value_name = "RATE")]
     pub failures_per_gpu_hour: Option<f64>,
@@ -246,6 +252,7 @@ impl BriefArgs {
                 inter_node_gbps: self.inter_node_gbps,
                 hbm_gbps: self.hbm_gbps,
                 host_link_gbps: self.host_link_gbps,
+                host_memory_gbps: self.host_memory_gbps,
                 ..TopologyPatch::default()
             },
             reliability: ReliabilityPatch {

@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 use super::parse::{stack_parser, OnOff};
 use crate::cost::step::detailed::Options;
 use crate::cost::step::experts::Dispatcher;
+use crate::cost::step::optimizer_offload::Fraction;
 use crate::cost::step::recipe::{Bf16Layers, Fp8Recipe, MasterWeights, OptimizerStates};
 use crate::cost::step::stack::{GradientPrecision, Kernels, LossPrecision, Stack, StageSplit};
 use crate::cost::step::MoeRecompute;
@@ -107,6 +108,13 @@ pub struct DetailedArgs {
     /// [detailed; default: 0].
     #[arg(long, value_name = "N")]
     pub offload_activations: Option<u16>,
+    /// The fraction, 0 to 1, of the optimizer's parameters whose FP32 master and Adam moments
+    /// live in host memory and step on the CPU, their gradients and weights crossing the host
+    /// link (--host-link-gbps) and the CPU bound by --host-memory-gbps; Megatron-core's
+    /// --optimizer-cpu-offload --optimizer-offload-fraction F: megatron-te, ZeRO 1, FP32
+    /// master and moments; `--offload-optimizer` alone is 1 [detailed; default: 0].
+    #[arg(long, value_name = "F", num_args = 0..=1, default_missing_value = "1")]
+    pub offload_optimizer: Option<f64>,
 }
 
 /// `--fp8-bf16-layers`'s value.
@@ -241,8 +249,16 @@ impl DetailedArgs {
             || self.optimizer_states.is_some()
             || self.master_weights.is_some()
             || self.fp8_bf16_layers.is_some()
-            || self.offload_activations.is_some();
+            || self.offload_activations.is_some()
+            || self.offload_optimizer.is_some();
         if self.memory == MemoryArg::Plate {
+            if let Some(f) = self.offload_optimizer {
+                return Err(Error::invalid(
+                    "--offload-optimizer",
+                    crate::format::exact(f),
+                    "none with --memory plate (offload moves the detailed model's optimizer state: --memory detailed)",
+                ));
+            }
             if let Some(n) = self.offload_activations {
                 return Err(Error::invalid(
                     "--offload-activations",
@@ -317,6 +333,10 @@ impl DetailedArgs {
             },
             bf16_layers: self.fp8_bf16_layers.unwrap_or(d.bf16_layers),
             offload_activations: self.offload_activations.unwrap_or(d.offload_activations),
+            offload_optimizer: match self.offload_optimizer {
+                Some(f) => Fraction::new("--offload-optimizer", f)?,
+                None => d.offload_optimizer,
+            },
         };
         options.validate()?;
         Ok(Some(options))

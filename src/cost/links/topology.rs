@@ -33,10 +33,32 @@ pub struct Topology {
     pub hbm_gbps: f64,
     /// One GPU's link to host memory, GB/s each way: PCIe Gen5 x16's 64 by default (the H100
     /// SXM's), NVLink-C2C's share on a Grace superchip ([`crate::brief::gpu`]); offloaded
-    /// activations cross it (`--offload-activations`). Briefs written before it, and briefs
+    /// activations and an offloaded optimizer's copies cross it (`--offload-activations`,
+    /// `--offload-optimizer`). Briefs written before it, and briefs
     /// at the default, say nothing of it.
     #[serde(default = "pcie_gen5", skip_serializing_if = "is_pcie_gen5")]
     pub host_link_gbps: f64,
+    /// Host memory bandwidth per GPU, GB/s: the host's DRAM bandwidth over its GPUs, 76.8 by
+    /// default (a DGX H100's two Xeons' DDR5, [`DGX_H100_HOST_MEMORY_GBPS`]); an offloaded
+    /// optimizer's CPU step is bound by it (`--offload-optimizer`). Briefs written before it,
+    /// and briefs at the default, say nothing of it.
+    #[serde(default = "dgx_h100_host", skip_serializing_if = "is_dgx_h100_host")]
+    pub host_memory_gbps: f64,
+}
+
+/// A DGX H100's (and DGX H200's) host memory bandwidth per GPU, GB/s: two Intel Xeon
+/// Platinum 8480C (MLCommons' DGX H200 system description: `"host_processor_model_name":
+/// "Intel(R) Xeon(R) Platinum 8480C"`, `"host_processors_per_node": 2`), each with 8 channels
+/// of DDR5-4800 (Intel's 4th-generation Xeon Scalable specifications): 8 × 4,800 MT/s × 8
+/// bytes = 307.2 GB/s a socket, 614.4 over 8 GPUs (*derived*, nominal).
+pub const DGX_H100_HOST_MEMORY_GBPS: f64 = 76.8;
+
+fn dgx_h100_host() -> f64 {
+    DGX_H100_HOST_MEMORY_GBPS
+}
+
+fn is_dgx_h100_host(x: &f64) -> bool {
+    *x == DGX_H100_HOST_MEMORY_GBPS
 }
 
 /// PCIe Gen5 x16, GB/s each way: 32 GT/s × 16 lanes ÷ 8 bits (128b/130b encoding, under 2 %,
@@ -66,6 +88,7 @@ impl Default for Topology {
             inter_node_latency_us: 10.0,
             hbm_gbps: 3_350.0,
             host_link_gbps: PCIE_GEN5_X16_GBPS,
+            host_memory_gbps: DGX_H100_HOST_MEMORY_GBPS,
         }
     }
 }
@@ -105,6 +128,7 @@ impl Topology {
             ("inter_node_latency_us", self.inter_node_latency_us, true),
             ("hbm_gbps", self.hbm_gbps, false),
             ("host_link_gbps", self.host_link_gbps, false),
+            ("host_memory_gbps", self.host_memory_gbps, false),
         ];
         check_numbers("brief.topology.", &fields, 1e9)?;
         // Below 1 MB/s a link is a typo, and its times would overflow what can be printed.
@@ -113,6 +137,7 @@ impl Topology {
             ("inter_node_gbps", self.inter_node_gbps),
             ("hbm_gbps", self.hbm_gbps),
             ("host_link_gbps", self.host_link_gbps),
+            ("host_memory_gbps", self.host_memory_gbps),
         ] {
             if v < 1e-3 {
                 return Err(crate::error::Error::invalid(

@@ -94,6 +94,10 @@ pub struct StageInfo {
     /// Host memory the offloaded activations take per GPU, GB (absent for none).
     #[serde(default, skip_serializing_if = "is_zero_f64")]
     pub host_gb: f64,
+    /// Host memory the offloaded optimizer takes per GPU, GB (`--offload-optimizer`; absent for
+    /// none): [`crate::cost::step::optimizer_offload::host_bytes`].
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub optimizer_host_gb: f64,
 }
 
 fn is_zero_u64(x: &u64) -> bool {

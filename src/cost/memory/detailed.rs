@@ -29,6 +29,7 @@ use super::plate::shard;
 use crate::cost::memory::activations::{Layer, Setting};
 use crate::cost::step::experts::Routed;
 use crate::cost::step::offload;
+use crate::cost::step::optimizer_offload as offload_optimizer;
 use crate::cost::step::pipeline::{StageKinds, MAX_STAGE_KINDS};
 use crate::error::Result;
 use crate::model::layout::Layout;
@@ -287,6 +288,10 @@ impl Detailed {
         let optimizer = opts.optimizer_bytes();
         // The routed experts' state shards over the expert data-parallel group instead.
         let (experts, expert_shards) = (share.experts, layout.expert_shard_group());
+        // An offloaded fraction of it lives in host memory ([`offload_optimizer`]).
+        let state = shard(optimizer * psi, zero.shards_optimizer(), shards)
+            + shard(optimizer * experts, zero.shards_optimizer(), expert_shards);
+        let host = offload_optimizer::host_bytes(state / optimizer, opts.offload_optimizer.get());
         // ZeRO 3 gathers a unit's weights a unit ahead (two units of BF16 weights whole) and
         // reduces one unit's gradients whole: the largest unit of the stage (FSDP2's and ZeRO
         // 3's prefetch of one unit). With FP8, the two gathered layers' FP8 copies too.
@@ -333,8 +338,7 @@ impl Detailed {
                     zero.shards_gradients(),
                     expert_shards,
                 ),
-                optimizer: shard(optimizer * psi, zero.shards_optimizer(), shards)
-                    + shard(optimizer * experts, zero.shards_optimizer(), expert_shards),
+                optimizer: state * (1.0 - opts.offload_optimizer.get()),
                 activations: 0.0,
                 detail: Some(Detail {
                     logits: share.logits,
@@ -350,6 +354,7 @@ impl Detailed {
                         micro_batches: shares.m,
                         offloaded_layers: share.offloaded,
                         host_gb: 0.0,
+                        optimizer_host_gb: host / BYTES_PER_GB,
                     },
                 }),
             },

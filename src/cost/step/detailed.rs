@@ -9,6 +9,7 @@
 use crate::cost::step::experts::Dispatcher;
 use crate::cost::step::experts::BALANCED;
 use crate::cost::step::experts::MAX_IMBALANCE;
+use crate::cost::step::optimizer_offload::Fraction;
 use crate::cost::step::pipeline::kinds_of;
 use crate::cost::step::pipeline::stage_kinds;
 use crate::cost::step::pipeline::stage_layers;
@@ -106,6 +107,11 @@ pub struct Options {
     /// model has: two bytes keep these settings small enough to copy by value everywhere.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub offload_activations: u16,
+    /// The fraction of this GPU's optimizer parameters whose master weights and moments live
+    /// in host memory and step on the CPU (Megatron-core's `--optimizer-cpu-offload
+    /// --optimizer-offload-fraction F`, [`crate::cost::step::optimizer_offload`]); default 0.
+    #[serde(default, skip_serializing_if = "Fraction::is_zero")]
+    pub offload_optimizer: Fraction,
 }
 
 fn is_zero(x: &u16) -> bool {
@@ -141,6 +147,7 @@ impl Default for Options {
             master_weights: MasterWeights::Fp32,
             bf16_layers: Bf16Layers { start: 0, end: 0 },
             offload_activations: 0,
+            offload_optimizer: Fraction::ZERO,
         }
     }
 }
@@ -268,6 +275,7 @@ impl Detailed {
         self.experts_allowed(shape, layout)?;
         self.bf16_layers_allowed(shape)?;
         self.offload_allowed(shape, layout)?;
+        self.optimizer_offload_allowed(layout)?;
         let layers = stage_layers(u64::from(shape.layers), layout.pp, self.options.stages)?;
         let m = self.unscheduled_pipeline_in(layout, &kinds_of(&layers))?;
         Ok((layers, m))
@@ -280,6 +288,7 @@ impl Detailed {
         self.experts_allowed(shape, layout)?;
         self.bf16_layers_allowed(shape)?;
         self.offload_allowed(shape, layout)?;
+        self.optimizer_offload_allowed(layout)?;
         stage_kinds(shape, layout, self.options.stages)
     }
 
@@ -289,6 +298,7 @@ impl Detailed {
     pub fn unscheduled_pipeline_in(&self, layout: &Layout, kinds: &StageKinds) -> Result<u64> {
         self.stack_allows(layout)?;
         self.offload_allowed_in(layout, kinds)?;
+        self.optimizer_offload_allowed(layout)?;
         self.step.unscheduled().micro_batches_in(layout, kinds)
     }
 
@@ -481,6 +491,24 @@ impl Detailed {
             self.options.stack,
             layout.pp,
             self.step.recompute,
+        )
+    }
+
+    /// Whether the optimizer's offloaded fraction (`--offload-optimizer`) goes with the stack,
+    /// the layout's ZeRO stage and the optimizer's state as Megatron-core allows it
+    /// ([`crate::cost::step::optimizer_offload::offload_allowed`]).
+    fn optimizer_offload_allowed(&self, layout: &Layout) -> Result<()> {
+        let o = &self.options;
+        crate::cost::step::optimizer_offload::offload_allowed(
+            o.offload_optimizer.get(),
+            crate::cost::step::optimizer_offload::Setting {
+                stack: o.stack,
+                zero: layout.zero.get(),
+                master: o.master_weights,
+                states: o.optimizer_states,
+                fp8_params_not_delayed: o.fp8_params
+                    && self.recipe().is_some_and(|r| r != Fp8Recipe::Delayed),
+            },
         )
     }
 

@@ -20,6 +20,7 @@
 pub mod detailed;
 pub mod experts;
 pub mod offload;
+pub mod optimizer_offload;
 pub mod pipeline;
 pub mod precision;
 pub mod recipe;

@@ -100,6 +100,11 @@ pub struct Breakdown {
     /// they hide behind (`--offload-activations`; absent for none).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub offload: f64,
+    /// What an offloaded optimizer's host part (`--offload-optimizer`: gradients to the host,
+    /// the CPU's Adam, weights back, pipelined) adds past the GPU's own share of the optimizer
+    /// step, [`crate::cost::step::optimizer_offload::added`] (absent for none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub optimizer_offload: f64,
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -118,6 +123,7 @@ impl Breakdown {
             + self.optimizer
             + self.ep_comm
             + self.offload
+            + self.optimizer_offload
     }
 }
 
@@ -173,6 +179,7 @@ pub struct Unscheduled {
     part: Unsharded,
     dp_comm: f64,
     optimizer: f64,
+    optimizer_offload: f64,
 }
 
 /// [`Unscheduled`] for the step `d` (whatever its schedule) under `layout`.
@@ -285,11 +292,21 @@ pub fn unscheduled_of(
     // once less: 28 − 2·(12 − s) bytes with s the state's bytes
     // ([`crate::cost::step::detailed::Options::optimizer_bytes`]).
     let moved = OPTIMIZER_BYTES_MOVED - 2.0 * (12.0 - d.options.optimizer_bytes());
-    let optimizer = (updated * moved + fp8_casts) / hbm;
+    // An offloaded fraction F steps on the CPU instead, its copies and CPU step pipelined
+    // beside the GPU's share ([`crate::cost::step::optimizer_offload`]).
+    let f = d.options.offload_optimizer.get();
+    let optimizer = (updated * (1.0 - f) * moved + fp8_casts) / hbm;
+    let host = (
+        machine.topology.host_link_gbps * 1e9,
+        machine.topology.host_memory_gbps * 1e9,
+    );
+    let optimizer_offload =
+        crate::cost::step::optimizer_offload::added(optimizer, updated, f, moved, host);
     Unscheduled {
         part: part.clone(),
         dp_comm,
         optimizer,
+        optimizer_offload,
     }
 }
 
@@ -327,6 +344,7 @@ pub fn scheduled_breakdown(
 ) -> Result<Breakdown> {
     let step = &d.step;
     let (part, dp_comm, optimizer) = (&base.part, base.dp_comm, base.optimizer);
+    let optimizer_offload = base.optimizer_offload;
     step.interleaving_allowed_in(layout, &part.kinds, part.m)?;
     let pp = layout.pp;
     let (compute, forward) = (part.compute, part.forward);
@@ -351,6 +369,7 @@ pub fn scheduled_breakdown(
         optimizer,
         ep_comm: m_f * part.ep_comm,
         offload: m_f * part.offload,
+        optimizer_offload,
     })
 }
 

@@ -195,11 +195,19 @@ pub fn parse(text: &str, path: &Path) -> Result<FromFile> {
                     }
                     _ => false,
                 };
+                // DeepSpeed's ZeRO-Offload is not Megatron-core's hybrid optimizer, which
+                // `--offload-optimizer` plans: it offloads the whole state to DeepSpeedCPUAdam
+                // with its own copies and overlap, so it stays refused.
                 if !off {
+                    let why = if k == "offload_optimizer" {
+                        "a ZeRO key trainplan maps (stage) or knows to leave the plan alone (bucket sizes, overlap, prefetch); DeepSpeed's ZeRO-Offload is not planned (--offload-optimizer is Megatron-core's hybrid optimizer, another engine)"
+                    } else {
+                        "a ZeRO key trainplan maps (stage) or knows to leave the plan alone (bucket sizes, overlap, prefetch); offloading is not planned"
+                    };
                     return Err(Error::invalid(
                         format!("zero_optimization.{}", k.escape_debug()),
                         value.to_string().escape_debug(),
-                        "a ZeRO key trainplan maps (stage) or knows to leave the plan alone (bucket sizes, overlap, prefetch); offloading is not planned",
+                        why,
                     ));
                 }
             }

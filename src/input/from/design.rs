@@ -173,6 +173,9 @@ pub struct FromFile {
     /// Layers whose activations go to host memory (Megatron-LM's
     /// `--cpu-offloading-num-layers`).
     pub offload_activations: Option<u16>,
+    /// The fraction of the optimizer offloaded to host memory (Megatron-LM's
+    /// `--optimizer-cpu-offload --optimizer-offload-fraction F`).
+    pub offload_optimizer: Option<f64>,
     /// What was read and left alone: options that do not change the plan.
     pub unused: Vec<String>,
     /// What the reader read as bash does but the user should know (a variable the file does
@@ -220,6 +223,7 @@ impl FromFile {
             master_weights: None,
             bf16_layers: None,
             offload_activations: None,
+            offload_optimizer: None,
             unused: Vec::new(),
             notes: Vec::new(),
         }

@@ -497,6 +497,13 @@ pub fn parse(text: &str) -> Result<FromFile> {
             "--accumulate-allreduce-grads-in-fp32" => optimizer.grads_fp32 = true,
             "--main-grads-dtype" => optimizer.main_grads = Some(need()?.to_string()),
             "--use-precision-aware-optimizer" => optimizer.aware = true,
+            "--optimizer-cpu-offload" => optimizer.cpu_offload = true,
+            "--optimizer-offload-fraction" => {
+                optimizer.offload_fraction = Some(float(name, need()?)?)
+            }
+            "--overlap-cpu-optimizer-d2h-h2d" => optimizer.overlap_cpu = true,
+            // Adam's classes are the same with it (megatron/core/optimizer/__init__.py).
+            "--use-torch-optimizer-for-cpu-offload" => {}
             "--no-store-param-remainders" => optimizer.no_remainders = true,
             "--main-params-dtype" => optimizer.main_params = Some(need()?.to_string()),
             "--exp-avg-dtype" => optimizer.exp_avg = Some(need()?.to_string()),
@@ -1328,6 +1335,12 @@ struct OptimizerBuilder {
     exp_avg: Option<String>,
     /// `--exp-avg-sq-dtype`.
     exp_avg_sq: Option<String>,
+    /// `--optimizer-cpu-offload`.
+    cpu_offload: bool,
+    /// `--optimizer-offload-fraction` (Megatron-LM's default 1.0).
+    offload_fraction: Option<f64>,
+    /// `--overlap-cpu-optimizer-d2h-h2d`.
+    overlap_cpu: bool,
 }
 
 impl OptimizerBuilder {
@@ -1363,6 +1376,10 @@ impl OptimizerBuilder {
         });
         from.optimizer_states = Some(OptimizerStates::Fp32);
         from.master_weights = Some(MasterWeights::Fp32);
+        from.offload_optimizer = Some(0.0);
+        if self.cpu_offload {
+            return self.offloaded(from);
+        }
         let dtypes = [
             ("--main-params-dtype", &self.main_params),
             ("--exp-avg-dtype", &self.exp_avg),
@@ -1422,6 +1439,40 @@ impl OptimizerBuilder {
         };
         from.optimizer_states = Some(m);
         from.master_weights = Some(master);
+        Ok(())
+    }
+}
+
+impl OptimizerBuilder {
+    /// Megatron-core's hybrid optimizer (`--optimizer-cpu-offload`) into `from`: FP32 master
+    /// and moments whatever the precision-aware optimizer's dtypes say (it passes them no
+    /// dtype: [`crate::cost::step::optimizer_offload`]), the fraction (default 1.0), or the
+    /// option it lacks: `--use-precision-aware-optimizer` (arguments.py asserts it) and
+    /// `--overlap-cpu-optimizer-d2h-h2d` (the plan is timed with the copies pipelined).
+    fn offloaded(self, from: &mut FromFile) -> Result<()> {
+        if !self.aware {
+            return Err(Error::invalid(
+                "--optimizer-cpu-offload",
+                "given",
+                "given with --use-precision-aware-optimizer (Megatron-LM's arguments.py asserts it)",
+            ));
+        }
+        if !self.overlap_cpu {
+            return Err(Error::invalid(
+                "--optimizer-cpu-offload",
+                "given",
+                "given with --overlap-cpu-optimizer-d2h-h2d: trainplan times the copies and CPU steps pipelined, as Megatron-core's guide recommends",
+            ));
+        }
+        let f = self.offload_fraction.unwrap_or(1.0);
+        if !(f.is_finite() && (0.0..=1.0).contains(&f)) {
+            return Err(Error::invalid(
+                "--optimizer-offload-fraction",
+                crate::format::exact(f),
+                "a fraction from 0 to 1",
+            ));
+        }
+        from.offload_optimizer = Some(f);
         Ok(())
     }
 }

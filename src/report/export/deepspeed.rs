@@ -72,6 +72,15 @@ pub fn config(l: &Launch) -> Result<Value> {
             l.options.offload_activations
         )));
     }
+    // DeepSpeed's ZeRO-Offload (zero_optimization.offload_optimizer) is its own engine: the
+    // whole state and DeepSpeedCPUAdam, its own copies and overlap; the plan timed
+    // Megatron-core's hybrid optimizer.
+    if l.options.offload_optimizer.get() > 0.0 {
+        return Err(refuse(format!(
+            "a plan without optimizer offload: --offload-optimizer {} is timed as Megatron-core's hybrid optimizer (--optimizer-cpu-offload, its fraction, copies and overlap), not DeepSpeed's ZeRO-Offload; --format megatron writes it",
+            l.options.offload_optimizer
+        )));
+    }
     // DeepSpeed's PipelineEngine asserts ZeRO stage < 2 (runtime/pipe/engine.py).
     if l.layout.pp > 1 && stage >= 2 {
         return Err(Error::invalid(

@@ -193,6 +193,11 @@ pub fn beyond_stack(options: &Options) -> (Vec<Setting>, Vec<Setting>) {
         options.offload_activations.to_string(),
         d.offload_activations.to_string(),
     );
+    push(
+        "--offload-optimizer",
+        options.offload_optimizer.to_string(),
+        d.offload_optimizer.to_string(),
+    );
     let mut assumed = Vec::new();
     for (flag, value, default) in [
         ("--reserve-gb", options.reserve_gb, d.reserve_gb),

@@ -188,6 +188,18 @@ pub fn fp8_arguments(
 /// for.
 pub fn optimizer_arguments(options: &Options) -> Result<Vec<String>> {
     let (master, states) = (options.master_weights, options.optimizer_states);
+    // An offloaded optimizer (FP32 master and moments, the plan's rule): Megatron-core's hybrid
+    // optimizer, on the precision-aware optimizer's path (arguments.py asserts it), with the
+    // copies and CPU steps pipelined as the plan timed them
+    // ([`crate::cost::step::optimizer_offload`]).
+    if options.offload_optimizer.get() > 0.0 {
+        return Ok(vec![
+            "--use-precision-aware-optimizer".to_string(),
+            "--optimizer-cpu-offload".to_string(),
+            format!("--optimizer-offload-fraction {}", options.offload_optimizer),
+            "--overlap-cpu-optimizer-d2h-h2d".to_string(),
+        ]);
+    }
     if master.is_default() && states.is_default() {
         return Ok(Vec::new());
     }
@@ -240,6 +252,7 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
             "--master-weights",
             "--fp8-bf16-layers",
             "--offload-activations",
+            "--offload-optimizer",
         ],
     )?;
     let chunks = step.schedule.chunks();

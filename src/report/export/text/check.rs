@@ -258,6 +258,16 @@ fn memory_rows(p: &Plan) -> Vec<Vec<String>> {
             };
             let gradients = format!("{grad}, {}", per(bytes, zero.shards_gradients()));
             rows.push(row("gradients", gradients, m.gradients));
+            // An offloaded fraction's state is in host memory, not in the GPU's figure.
+            let optimizer = if options.offload_optimizer.get() > 0.0 {
+                format!(
+                    "{optimizer}; {} on the host, {} GB",
+                    general(options.offload_optimizer.get()),
+                    fixed(stage.optimizer_host_gb, 1)
+                )
+            } else {
+                optimizer
+            };
             rows.push(row("optimizer", optimizer, m.optimizer));
             let mb = if stage.in_flight == 1.0 {
                 "micro-batch"
@@ -383,6 +393,10 @@ fn time_section(p: &Plan, brief: &Brief) -> Option<String> {
         .memory_model
         .as_ref()
         .is_some_and(|o| o.offload_activations > 0);
+    let offloads_optimizer = p
+        .memory_model
+        .as_ref()
+        .is_some_and(|o| o.offload_optimizer.get() > 0.0);
     let share = |x: f64| format!("{} %", fixed(100.0 * x / seconds, 1));
     let precision = p.step.map(|s| s.precision).unwrap_or_default();
     let optimizer = if precision.is_fp4() {
@@ -410,10 +424,18 @@ fn time_section(p: &Plan, brief: &Brief) -> Option<String> {
             "activations to and from host memory, exposed",
             b.offload,
         ),
+        (
+            "optimizer_offload",
+            "host's optimizer share: copies and CPU AdamW, past the GPU's",
+            b.optimizer_offload,
+        ),
         ("step", "", seconds),
     ]
     .iter()
     .filter(|(name, ..)| *name != "offload" || b.offload > 0.0 || offloads)
+    .filter(|(name, ..)| {
+        *name != "optimizer_offload" || b.optimizer_offload > 0.0 || offloads_optimizer
+    })
     .filter(|(name, ..)| *name != "cp_comm" || p.layout.cp > 1)
     .filter(|(name, ..)| *name != "ep_comm" || p.active_params.is_some())
     .map(|(name, how, s)| vec![name.to_string(), how.to_string(), fixed(*s, 3), share(*s)])
