@@ -4,7 +4,7 @@
 //! What Megatron-core does (Megatron-LM @d98e8a64: `megatron/core/optimizer/cpu_offloading/
 //! hybrid_optimizer.py`, `megatron/core/optimizer/__init__.py`,
 //! `megatron/core/optimizer/optimizer_config.py`, `megatron/training/arguments.py`,
-//! `docs/user-guide/features/optimizer_cpu_offload.md`):
+//! and its user guide's page on optimizer CPU offload):
 //!
 //! - Flags: `--optimizer-cpu-offload` turns it on; `--optimizer-offload-fraction F` (default
 //!   1.0 in `arguments.py`) is the share of this rank's optimizer parameters moved to the CPU,

@@ -62,8 +62,8 @@ pub const BLOCKWISE_HOPPER_GEMM: f64 = 1.41 / 1.69;
 
 /// The GEMM rate of block-scaled FP8 (MXFP8, and blockwise, which Blackwell runs as MXFP8)
 /// relative to per-tensor FP8 on a GPU that scales blocks in hardware: Transformer Engine's
-/// `speedups.rst` (NVIDIA/TransformerEngine@8f2e635, `docs/features/low_precision_training/
-/// speedups.rst`), per-layer GEMMs of a 5B model on a B300, "MXFP8 delivers ~1.42x" against
+/// `speedups.rst` (NVIDIA/TransformerEngine@8f2e635, its low-precision training features'
+/// docs), per-layer GEMMs of a 5B model on a B300, "MXFP8 delivers ~1.42x" against
 /// "FP8 DelayedScaling reaches 1.64x" over BF16 (an earlier text of the page: 1.44× and
 /// 1.61×, 0.894): `1.42 / 1.64` ≈ 0.866. The benchmark quantizes under both recipes in one
 /// pass that reads the BF16 tensor once and writes both orientations, so the gap is the
