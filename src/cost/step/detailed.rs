@@ -161,19 +161,28 @@ impl Options {
 
     /// FP8 weights and BF16 first and last layers are FP8's settings: refused where the step
     /// scales by no FP8 `recipe` (BF16, or a 4-bit format).
-    fn fp8_settings_have(&self, recipe: Option<Fp8Recipe>) -> Result<()> {
+    fn fp8_settings_have(&self, precision: Precision, recipe: Option<Fp8Recipe>) -> Result<()> {
         if self.fp8_params && recipe.is_none() {
             return Err(Error::invalid(
                 "--fp8-params",
                 "on",
-                "off with --precision bf16 (FP8 weights need --precision fp8 or mxfp8)",
+                format!(
+                    "off with --precision {precision} (FP8 weights need --precision fp8 or mxfp8)"
+                ),
             ));
         }
         if !self.bf16_layers.is_none() && recipe.is_none() {
+            // In BF16 every layer is BF16 already; the FP4 recipes' own BF16 layers are not a
+            // setting here.
+            let why = if precision.is_narrow() {
+                "BF16 layers are an FP8 recipe's setting: --precision fp8 or mxfp8"
+            } else {
+                "every layer is BF16"
+            };
             return Err(Error::invalid(
                 "--fp8-bf16-layers",
                 self.bf16_layers,
-                "0,0 with --precision bf16 (every layer is BF16)",
+                format!("0,0 with --precision {precision} ({why})"),
             ));
         }
         Ok(())
@@ -185,7 +194,7 @@ impl Options {
     /// MXFP8) reads as none, so a plan says it one way.
     pub fn for_precision(mut self, precision: Precision) -> Result<Options> {
         let recipe = Fp8Recipe::of(precision, self.fp8_recipe)?;
-        self.fp8_settings_have(recipe)?;
+        self.fp8_settings_have(precision, recipe)?;
         if self.fp8_recipe.is_some() && recipe == Fp8Recipe::of(precision, None)? {
             self.fp8_recipe = None;
         }
@@ -389,7 +398,7 @@ impl Detailed {
         if let (Some(r), Some(_)) = (recipe, opts.fp8_recipe) {
             r.allowed_on(stack)?;
         }
-        opts.fp8_settings_have(recipe)?;
+        opts.fp8_settings_have(self.step.precision, recipe)?;
         if opts.fp8_params {
             if !matches!(
                 stack,
