@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{json, refuses, trainplan};
+use common::{json, ranked_rows, refuses, trainplan};
 
 /// Llama 3 70B on 64 GB300s, one stage, ZeRO 3, no recomputation: the published GB300 BF16
 /// recipe's layout, with `extra` after.
@@ -217,16 +217,10 @@ fn a_search_that_offloads_leaves_out_the_layouts_megatron_core_cannot_offload() 
         "{text}"
     );
     // Every ranked plan is one stage.
-    let ranked: Vec<&str> = text
-        .lines()
-        .skip_while(|l| !l.trim_start().starts_with("#  model"))
-        .skip(1)
-        .take_while(|l| !l.trim().is_empty())
-        .collect();
+    let ranked = ranked_rows(&text);
     assert!(!ranked.is_empty(), "{text}");
-    for line in ranked {
-        let cols: Vec<&str> = line.split_whitespace().collect();
+    for cols in ranked {
         // #, model, tokens (value and unit), TP, CP, PP.
-        assert_eq!(cols[6], "1", "{line}");
+        assert_eq!(cols[6], "1", "{cols:?}");
     }
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{json, refuses, trainplan};
+use common::{json, ranked_rows, refuses, trainplan};
 
 /// Llama 3 70B on 64 H100s, TP 4 × PP 4 × DP 4, ZeRO 1 (the distributed optimizer), with
 /// `extra` after. The worst stage (the first: 20 layers and the embedding) holds ψ =
@@ -286,16 +286,10 @@ fn a_search_that_offloads_the_optimizer_leaves_out_the_zero_stages_megatron_core
         text.contains("configurations left out by --offload-optimizer"),
         "{text}"
     );
-    let ranked: Vec<&str> = text
-        .lines()
-        .skip_while(|l| !l.trim_start().starts_with("#  model"))
-        .skip(1)
-        .take_while(|l| !l.trim().is_empty())
-        .collect();
+    let ranked = ranked_rows(&text);
     assert!(!ranked.is_empty(), "{text}");
-    for line in ranked {
+    for cols in ranked {
         // #, model, tokens (value and unit), TP, CP, PP, DP, ZeRO.
-        let cols: Vec<&str> = line.split_whitespace().collect();
-        assert_eq!(cols[8], "1", "{line}");
+        assert_eq!(cols[8], "1", "{cols:?}");
     }
 }

@@ -78,3 +78,15 @@ pub fn gpt(name: &str, layers: u32, hidden: u64, heads: u32) -> trainplan::model
     let ffn = (8.0 * hidden as f64 / 3.0).round() as u64;
     trainplan::model::Shape::new(name, layers, hidden, ffn, heads, heads, 51_200).unwrap()
 }
+
+/// The ranked rows of a search's text table: the lines after its `#  model` header up to the
+/// first blank one, each split into its columns.
+#[allow(dead_code)] // Not every test file that shares these helpers uses this one.
+pub fn ranked_rows(text: &str) -> Vec<Vec<&str>> {
+    text.lines()
+        .skip_while(|l| !l.trim_start().starts_with("#  model"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().collect())
+        .collect()
+}

@@ -508,6 +508,11 @@ impl Detailed {
     /// ([`crate::cost::step::optimizer_offload::offload_allowed`]).
     fn optimizer_offload_allowed(&self, layout: &Layout) -> Result<()> {
         let o = &self.options;
+        // Nothing to check, and nothing worked out, for a step that keeps its optimizer: the
+        // search's weighing asks for every configuration.
+        if o.offload_optimizer.is_zero() {
+            return Ok(());
+        }
         crate::cost::step::optimizer_offload::offload_allowed(
             o.offload_optimizer.get(),
             crate::cost::step::optimizer_offload::Setting {
