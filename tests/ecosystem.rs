@@ -135,20 +135,87 @@ fn an_ad_hoc_shape_is_named_so_check_reads_the_name_back() {
 }
 
 #[test]
-fn models_that_cannot_be_planned_are_refused_by_name() {
-    refuses(
-        &["search", "--model-config", &fixture("deepseek-v3")],
-        "multi-head latent attention (671,026,419,200 parameters), which trainplan counts but does not yet plan",
-    );
+fn deepseek_v3_s_latent_attention_is_planned_on_its_own_layout() {
+    // DeepSeek-V3's config on its report's 2,048 H800s (PP 16, EP 64, no TP), graded by the
+    // detailed models: its counts, and a step whose time and memory are the latent layers'.
+    let check: Value = serde_json::from_str(&stdout(&[
+        "check",
+        "--model-config",
+        &fixture("deepseek-v3"),
+        "--gpu",
+        "h800",
+        "--gpus",
+        "2048",
+        "--tp",
+        "1",
+        "--pp",
+        "16",
+        "--ep",
+        "64",
+        "--tokens",
+        "1e12",
+        "--seq-len",
+        "4096",
+        "--global-batch-tokens",
+        "62914560",
+        "--recompute",
+        "full",
+        "--memory",
+        "detailed",
+        "--time",
+        "detailed",
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(check["params"], 671_026_419_200u64);
+    assert_eq!(check["active_params"], 37_552_297_472u64);
+    let mfu = check["mfu"].as_f64().unwrap();
+    assert!(mfu > 0.05 && mfu < 0.6, "{mfu}");
+    assert!(check["breakdown"]["ep_comm"].as_f64().unwrap() > 0.0);
+    // The eager stack's curve was measured on grouped-query layers: refused by name.
     refuses(
         &[
             "check",
             "--model-config",
             &fixture("deepseek-v3"),
+            "--gpu",
+            "h800",
+            "--gpus",
+            "2048",
+            "--tp",
+            "1",
+            "--pp",
+            "16",
+            "--ep",
+            "64",
+            "--tokens",
+            "1e12",
+            "--memory",
+            "detailed",
+            "--time",
+            "detailed",
+            "--stack",
+            "eager",
+        ],
+        "fused kernels for multi-head latent attention",
+    );
+}
+
+#[test]
+fn models_that_cannot_be_planned_are_refused_by_name() {
+    refuses(
+        &["search", "--model-config", &fixture("gpt-oss-20b")],
+        "a sliding window on some layers only, which trainplan counts but does not yet plan",
+    );
+    refuses(
+        &[
+            "check",
+            "--model-config",
+            &fixture("gpt-oss-20b"),
             "--tokens",
             "1e12",
         ],
-        "multi-head latent attention (671,026,419,200 parameters), which trainplan counts but does not yet plan",
+        "a sliding window on some layers only, which trainplan counts but does not yet plan",
     );
     refuses(
         &["search", "--model-config", &fixture("gemma-2b")],

@@ -195,19 +195,19 @@ fn a_layer_rule_in_the_config_moves_the_experts() {
 }
 
 #[test]
-fn a_mixture_of_experts_is_read_and_latent_attention_refused_with_its_counts() {
-    // `read` gives what the layouts and the step model plan: a mixture of experts with
-    // grouped-query attention among them; latent attention is refused in one line with its
-    // counts.
+fn a_mixture_of_experts_and_latent_attention_are_read_and_planned() {
+    // `read` gives what the layouts and the step model plan: mixtures of experts with
+    // grouped-query or latent attention; a window on some layers only is refused in one line
+    // with its counts.
     let mixtral = hf::read(&fixture("mixtral-8x7b-v0.1")).unwrap();
     assert_eq!(mixtral.params(), 46_702_792_704);
     assert_eq!(mixtral.active_params(), 12_879_925_248);
-    let e = hf::read(&fixture("deepseek-v3")).unwrap_err().to_string();
-    assert!(e.contains("deepseek-v3/config.json"), "{e}");
-    assert!(
-        e.contains("multi-head latent attention (671,026,419,200 parameters)"),
-        "{e}"
-    );
+    let v3 = hf::read(&fixture("deepseek-v3")).unwrap();
+    assert_eq!(v3.params(), 671_026_419_200);
+    assert!(v3.attention.latent.is_some());
+    let e = hf::read(&fixture("gpt-oss-20b")).unwrap_err().to_string();
+    assert!(e.contains("gpt-oss-20b/config.json"), "{e}");
+    assert!(e.contains("a sliding window on some layers only"), "{e}");
     assert!(!e.contains('\n'), "{e}");
     // An expert field on a dense architecture is refused by name.
     let dense = std::fs::read_to_string(fixture("llama-3.1-8b"))

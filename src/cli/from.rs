@@ -161,10 +161,31 @@ fn differs(shape: &Shape, d: &Dims) -> Option<String> {
             return Some(format!("{what}: the model has {model}, the file {file}"));
         }
     }
-    if shape.attention.qk_norm != d.qk_norm {
+    if shape.attention.latent != d.latent {
+        let say = |l: &Option<crate::model::Latent>| match l {
+            None => "none".to_string(),
+            Some(l) => format!(
+                "q rank {}, kv rank {}, heads {} + {}, values {}",
+                l.q_rank.map_or("none".to_string(), |r| r.to_string()),
+                l.kv_rank,
+                l.nope_dim,
+                l.rope_dim,
+                l.v_dim
+            ),
+        };
+        return Some(format!(
+            "--multi-latent-attention: the model has {}, the file {}",
+            say(&shape.attention.latent),
+            say(&d.latent)
+        ));
+    }
+    // With latent attention `--qk-layernorm` builds the latents' norms, which every latent
+    // shape has (DeepSeek-V2 and V3).
+    let qk_norm = shape.attention.qk_norm || shape.attention.latent.is_some();
+    if qk_norm != d.qk_norm {
         return Some(format!(
             "--qk-layernorm: the model has {}, the file {}",
-            shape.attention.qk_norm, d.qk_norm
+            qk_norm, d.qk_norm
         ));
     }
     if let Some(why) = experts_differ(shape, d) {
@@ -289,6 +310,8 @@ fn model(d: &mut DesignArgs, f: &FromFile) -> Result<()> {
             })?;
             let unstated = if dims.experts.is_some() {
                 Some("experts")
+            } else if dims.latent.is_some() {
+                Some("--multi-latent-attention")
             } else if dims.qk_norm {
                 Some("--qk-layernorm")
             } else if dims.biases != crate::model::Biases::default() {

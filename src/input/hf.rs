@@ -154,8 +154,8 @@ pub fn read_planned(path: &Path) -> Result<Shape> {
     }
 }
 
-/// The shape the config text describes, if trainplan plans it ([`Shape::unplanned`]): latent
-/// attention and windows on some layers are refused with their counts.
+/// The shape the config text describes, if trainplan plans it ([`Shape::unplanned`]): windows
+/// on some layers are refused with their counts.
 pub fn parse(text: &str, path: &Path) -> Result<Shape> {
     let shape = parse_model(text, path)?;
     match shape.unplanned() {

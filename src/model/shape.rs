@@ -92,18 +92,11 @@ impl TryFrom<ShapeSpec> for Shape {
         let shape = spec.build()?;
         match shape.unplanned() {
             None => Ok(shape),
-            Some(why) => {
-                let field = if shape.attention.latent.is_some() {
-                    "attention.latent"
-                } else {
-                    "architecture.window_layers"
-                };
-                Err(Error::invalid(
-                    format!("{}.{field}", shape.name),
-                    "present",
-                    format!("a shape trainplan plans: {why}"),
-                ))
-            }
+            Some(why) => Err(Error::invalid(
+                format!("{}.architecture.window_layers", shape.name),
+                "present",
+                format!("a shape trainplan plans: {why}"),
+            )),
         }
     }
 }
@@ -205,6 +198,63 @@ impl ShapeSpec {
             ));
         }
         Ok(shape)
+    }
+}
+
+/// One layer's attention per token, by tensor, in elements (all heads, before TP splits them).
+///
+/// | tensor | grouped-query | latent (DeepSeek-V2 §2.1) |
+/// |---|---|---|
+/// | queries `query` | `a·d` | `a·(d_nope + d_rope)` |
+/// | keys `key` as the core reads them | `kv·d` | `a·(d_nope + d_rope)`: each head's own, the shared RoPE key repeated |
+/// | values `value` | `kv·d` | `a·d_v` |
+/// | output `output`, the output projection's input | `a·d` | `a·d_v` |
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AttentionWidths {
+    /// Queries of every head.
+    pub query: f64,
+    /// Keys as the attention core reads them.
+    pub key: f64,
+    /// Values.
+    pub value: f64,
+    /// The core's output.
+    pub output: f64,
+    /// The latents of multi-head latent attention; `None` for grouped-query attention.
+    pub latent: Option<LatentWidths>,
+}
+
+/// Multi-head latent attention's widths per token beyond the core's ([`crate::model::Latent`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LatentWidths {
+    /// The query latent's rank `r_q`; `None` where the query is projected from `h` directly.
+    pub q_rank: Option<f64>,
+    /// The key-value latent's rank `r_kv`.
+    pub kv_rank: f64,
+    /// The shared RoPE key's width `d_rope`.
+    pub rope: f64,
+    /// The key-value up-projection's output, `a·(d_nope + d_v)`.
+    pub kv_up: f64,
+    /// The queries' RoPE part, `a·d_rope`.
+    pub query_rope: f64,
+}
+
+impl AttentionWidths {
+    /// The attention input projections' output on all heads, what TP splits: `q + 2g` for
+    /// grouped-query attention (Q, K and V), the up-projections' `a·d_qk + a·(d_nope + d_v)`
+    /// for latent attention.
+    pub fn projected(&self) -> f64 {
+        match &self.latent {
+            None => self.query + self.key + self.value,
+            Some(l) => self.query + l.kv_up,
+        }
+    }
+}
+
+impl LatentWidths {
+    /// The down-projections' output, `r_q + r_kv + d_rope` (without a query latent
+    /// `r_kv + d_rope`): what they write per token from the layer's normalised input.
+    pub fn down(&self) -> f64 {
+        self.q_rank.unwrap_or(0.0) + self.kv_rank + self.rope
     }
 }
 
@@ -445,6 +495,52 @@ impl Shape {
         u64::from(self.heads) * self.head_dim
     }
 
+    /// The widths per token of one layer's attention, tensor by tensor
+    /// ([`AttentionWidths`]): grouped-query attention's, or multi-head latent attention's.
+    pub fn attention_widths(&self) -> AttentionWidths {
+        let a = f64::from(self.heads);
+        match &self.attention.latent {
+            None => {
+                let q = a * self.head_dim as f64;
+                let g = f64::from(self.kv_heads) * self.head_dim as f64;
+                AttentionWidths {
+                    query: q,
+                    key: g,
+                    value: g,
+                    output: q,
+                    latent: None,
+                }
+            }
+            Some(l) => {
+                let qk = (l.nope_dim + l.rope_dim) as f64;
+                AttentionWidths {
+                    query: a * qk,
+                    key: a * qk,
+                    value: a * l.v_dim as f64,
+                    output: a * l.v_dim as f64,
+                    latent: Some(LatentWidths {
+                        q_rank: l.q_rank.map(|r| r as f64),
+                        kv_rank: l.kv_rank as f64,
+                        rope: l.rope_dim as f64,
+                        kv_up: a * (l.nope_dim + l.v_dim) as f64,
+                        query_rope: a * l.rope_dim as f64,
+                    }),
+                }
+            }
+        }
+    }
+
+    /// The attention core's width in FLOPs, `(q + o)/2` with `q` the queries' and `o` the
+    /// output's width: causal attention runs `s·(q + o)` forward FLOPs a token (`QKᵀ` at `2·s·q`
+    /// and `PV` at `2·s·o` over the keys before it, half of `s` on average). For grouped-query
+    /// attention `a·d`, which [`Shape::attention_width`] gives; DeepSeek-V3's latent attention
+    /// `128·(192 + 128)/2 = 20,480` (DeepSeek-V2 §2.1.2: query and key heads `d_nope + d_rope`
+    /// wide, values `d_v`).
+    pub fn attention_core_width(&self) -> f64 {
+        let w = self.attention_widths();
+        (w.query + w.output) / 2.0
+    }
+
     /// Parameters of one transformer layer (SPEC.md §2):
     /// `2h·(a·d) + 2·h·(kv·d) + 3·h·f + 2h` plus any biases — the query and output
     /// projections, the key and value projections of grouped-query attention, SwiGLU's gate, up
@@ -558,23 +654,15 @@ impl Shape {
     }
 
     /// Why trainplan's layouts and cost model cannot plan this shape, `None` when they can (a
-    /// decoder with grouped-query attention on every layer, dense or a mixture of experts).
-    /// Latent attention and a window on some layers only are counted exactly but not planned.
+    /// decoder with grouped-query or multi-head latent attention on every layer, dense or a
+    /// mixture of experts). A window on some layers only is counted exactly but not planned.
     pub fn unplanned(&self) -> Option<String> {
-        let what = match &self.attention.latent {
-            Some(_) => format!(
-                "multi-head latent attention ({} parameters)",
-                crate::format::thousands(self.params())
-            ),
-            None if self.architecture.window_layers.is_some() => {
-                "a sliding window on some layers only".to_string()
-            }
-            None => return None,
-        };
-        Some(format!(
-            "{what}, which trainplan counts but does not yet plan: its step model covers \
-             decoders with grouped-query attention, dense or mixtures of experts"
-        ))
+        self.architecture.window_layers.as_ref().map(|_| {
+            "a sliding window on some layers only, which trainplan counts but does not yet \
+             plan: its step model covers decoders with the same attention on every layer, \
+             dense or mixtures of experts"
+                .to_string()
+        })
     }
 
     /// Parameters that multiply each token, `N_matrix = L·(matrices of a layer) + V·h`: the
@@ -788,7 +876,20 @@ mod tests {
             shape.params_per_layer(),
             187_105_280 + mlp + 1_536 + 512 + 14_336
         );
-        assert!(shape.unplanned().unwrap().contains("latent attention"));
+        // Planned, its attention widths per head d_qk = 128 + 64 and d_v = 128.
+        assert_eq!(shape.unplanned(), None);
+        let w = shape.attention_widths();
+        assert_eq!(
+            (w.query, w.key, w.value, w.output),
+            (24_576.0, 24_576.0, 16_384.0, 16_384.0)
+        );
+        let l = w.latent.unwrap();
+        assert_eq!(
+            (l.down(), l.kv_up, l.query_rope),
+            (2_112.0, 32_768.0, 8_192.0)
+        );
+        // The core's FLOPs a token, s·(q + o): 2·s·20,480 at its (q + o)/2.
+        assert_eq!(shape.attention_core_width(), 20_480.0);
     }
 
     #[test]

@@ -7,15 +7,20 @@ use crate::model::Shape;
 /// counted over the parameters that multiply, leaving out the input embedding (a lookup, as
 /// PaLM's MFU does) and the RMSNorm and bias vectors (elementwise): `N_matrix =
 /// Shape::matrix_params`, which is `N − V·h − (2L + 1)·h` for Llama 3. Attention's width is
-/// `a·d` (`h` for Llama). So hardware FLOPs are never fewer than model FLOPs: HFU ≥ MFU.
+/// `a·d` (`h` for Llama), and for latent attention `a·(d_qk + d_v)/2`
+/// ([`Shape::attention_core_width`]: its query-key products are wider than its values). So
+/// hardware FLOPs are never fewer than model FLOPs: HFU ≥ MFU.
 pub fn model_flops_per_token(shape: &Shape, seq_len: u64) -> f64 {
     let l = f64::from(shape.layers);
-    let width = shape.attention_width() as f64;
+    let width = shape.attention_core_width();
     6.0 * shape.matrix_params() as f64 + 6.0 * l * seq_len as f64 * width
 }
 
 /// Forward FLOPs per token of one layer on one TP rank: `(2·P_matrices + 2·s·a·d) / t`
-/// (`a·d = h` for Llama); the first term the matrices, the second causal attention.
+/// (`a·d = h` for Llama; [`Shape::attention_core_width`] in its place for latent attention);
+/// the first term the matrices, the second causal attention. Latent attention's
+/// down-projections count as split too: under sequence parallelism each rank runs them on its
+/// `1/t` of the tokens (Megatron-core gathers their small outputs).
 pub fn layer_forward_flops(shape: &Shape, tp: u64, seq_len: u64) -> (f64, f64) {
     layer_forward_flops_with(shape, shape.layer_matrix_params(), tp, seq_len)
 }
@@ -23,7 +28,7 @@ pub fn layer_forward_flops(shape: &Shape, tp: u64, seq_len: u64) -> (f64, f64) {
 /// [`layer_forward_flops`] of a layer whose matrices that multiply a token hold `matrices`
 /// parameters (an MoE layer's: [`Shape::moe_layer_matrix_params`]).
 pub fn layer_forward_flops_with(shape: &Shape, matrices: u64, tp: u64, seq_len: u64) -> (f64, f64) {
-    let width = shape.attention_width() as f64;
+    let width = shape.attention_core_width();
     let matrices = 2.0 * matrices as f64 / tp as f64;
     let attention = 2.0 * seq_len as f64 * width / tp as f64;
     (matrices, attention)
@@ -64,4 +69,21 @@ pub fn layer_flops_with(
         }
     };
     (3.0 * forward + again, forward)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latent_attention_counts_its_query_key_and_value_widths() {
+        // DeepSeek-V3's 61 layers at s = 4,096: 6·L·s·a·(d_qk + d_v)/2 = 6 · 61 · 4,096 ·
+        // 128 · (192 + 128)/2 = 30,702,305,280 FLOPs a token beside the matrices' 6·N_matrix.
+        let shape = crate::model::testing::latent(61);
+        let attention = model_flops_per_token(&shape, 4_096) - 6.0 * shape.matrix_params() as f64;
+        assert_eq!(attention, 30_702_305_280.0);
+        // A layer's forward on one of 8 TP ranks: 2·s·20,480/8 a token.
+        let (_, core) = layer_forward_flops(&shape, 8, 4_096);
+        assert_eq!(core, 2.0 * 4_096.0 * 20_480.0 / 8.0);
+    }
 }

@@ -55,6 +55,7 @@ use crate::cost::step::stack::LossKernel;
 use crate::cost::step::MoeRecompute;
 use crate::model::Shape;
 use crate::model::{moe_dense_part, without_shared};
+use crate::model::{AttentionWidths, LatentWidths};
 
 /// SMs a Transformer Engine userbuffers reduce-scatter takes while it overlaps its GEMM's
 /// chunks: `num_sm: 24` for `proj_fprop` and `fc2_fprop` (the `pipeline` method) in NVIDIA's
@@ -224,6 +225,15 @@ impl Context<'_> {
         }
     }
 
+    /// A forward GEMM and its two backward GEMMs in the step's precision, on every SM, with
+    /// no TP collective beside it: latent attention's down- and up-projections.
+    fn dense(&self, m: f64, n: f64, k: f64) -> Op {
+        Op {
+            forward: self.matmul(m, n, k),
+            backward: self.matmul(m, k, n) + self.matmul(k, n, m),
+        }
+    }
+
     /// A projection whose TP collective overlaps it: the forward and the input gradient in
     /// [`Context::tp_chunks`] pieces of rows; the weight gradient whole. A projection whose
     /// output is reduce-scattered (`reduces`: the attention output and the down projection)
@@ -255,7 +265,7 @@ impl Context<'_> {
         let t = self.tp as f64;
         let cp = self.cp.max(1) as f64;
         let (b, s) = (self.micro_batch as f64, self.seq_len as f64);
-        let q = shape.attention_width() as f64;
+        let q = shape.attention_core_width();
         let kernel_seq = if self.cp_gathered { s } else { s / cp };
         match self.chip.attention_fraction(self.attention, kernel_seq) {
             Some(fraction) => {
@@ -270,30 +280,50 @@ impl Context<'_> {
             None => {
                 // Batched GEMMs over the `b·a/t` (sequence, head) pairs, whose tiles fill the
                 // waves together: QKᵀ and PV forward; dP = dO·Vᵀ, dV = Pᵀ·dO, dQ = dS·K and
-                // dK = dSᵀ·Q backward.
-                let d = shape.head_dim() as f64;
-                let products = b * f64::from(shape.heads) / t;
+                // dK = dSᵀ·Q backward; the query-key products `d_qk` deep or wide, the
+                // value products `d_v` (the same `d` but for latent attention).
+                let a = f64::from(shape.heads);
+                let w = shape.attention_widths();
+                let (d_qk, d_v) = (w.query / a, w.output / a);
+                let products = b * a / t;
                 let scores = products * s * s;
                 let rows = products * s;
-                let square = self.gemm(rows, s, d);
-                let thin = self.gemm(rows, d, s);
+                let scores_of = |d: f64| self.gemm(rows, s, d);
+                let thin = |d: f64| self.gemm(rows, d, s);
                 Op {
-                    forward: square + thin + self.traffic(4.0 * scores),
-                    backward: square + 3.0 * thin + self.traffic(6.0 * scores),
+                    forward: scores_of(d_qk) + thin(d_v) + self.traffic(4.0 * scores),
+                    backward: scores_of(d_v)
+                        + thin(d_v)
+                        + 2.0 * thin(d_qk)
+                        + self.traffic(6.0 * scores),
                 }
             }
         }
     }
 
-    /// Element-wise bytes per token of one layer's forward: (h-wide, split over TP).
-    fn elementwise_bytes(&self, shape: &Shape) -> (f64, f64) {
+    /// Element-wise bytes per token of one layer's forward: (h-wide, split over TP, whole on
+    /// every TP rank).
+    ///
+    /// Latent attention (fused kernels) replaces RoPE on Q and K, `4(q + g)`, by: RoPE on the
+    /// queries' and the shared key's RoPE parts, `4(a·d_rope + d_rope)`; the two latent
+    /// RMSNorms, read and write `4(r_q + r_kv)`; and assembling each head's Q and K from their
+    /// parts and V from the up-projection's output (Megatron-core's `MLASelfAttention` writes
+    /// them contiguous for the core), read and write `4(q_qk + k_qk + v)`. The latents are whole
+    /// on every TP rank, gathered from the sequence-parallel shards before the up-projections;
+    /// the rest is split by heads.
+    fn elementwise_bytes(&self, shape: &Shape) -> (f64, f64, f64) {
         let h = shape.hidden as f64;
         let f = shape.ffn as f64;
-        let q = shape.attention_width() as f64;
-        let g = f64::from(shape.kv_heads) * shape.head_dim() as f64;
-        match self.elementwise {
-            Kernels::Fused | Kernels::Lean => (20.0 * h, 4.0 * (q + g) + 6.0 * f),
-            Kernels::Eager => (84.0 * h, 20.0 * (q + g) + 4.0 * q + 4.0 * g + 10.0 * f),
+        let w = shape.attention_widths();
+        let (q, g) = (w.query, w.key);
+        match (self.elementwise, w.latent) {
+            (Kernels::Fused | Kernels::Lean, None) => (20.0 * h, 4.0 * (q + g) + 6.0 * f, 0.0),
+            (Kernels::Fused | Kernels::Lean, Some(l)) => (
+                20.0 * h,
+                4.0 * l.query_rope + 4.0 * (w.query + w.key + w.value) + 6.0 * f,
+                4.0 * l.rope + 4.0 * (l.q_rank.unwrap_or(0.0) + l.kv_rank),
+            ),
+            (Kernels::Eager, _) => (84.0 * h, 20.0 * (q + g) + 4.0 * q + 4.0 * g + 10.0 * f, 0.0),
         }
     }
 
@@ -302,20 +332,20 @@ impl Context<'_> {
     /// operands ([`Context::cast_bytes`]) are added.
     fn elementwise(&self, shape: &Shape) -> Op {
         let t = self.tp as f64;
-        let (wide, split) = self.elementwise_bytes(shape);
         let wide_share = if self.sequence_parallel { t } else { 1.0 };
-        let forward = self.traffic(self.tokens() * (wide / wide_share + split / t));
+        let moved = |(wide, split, whole): (f64, f64, f64)| {
+            self.traffic(self.tokens() * (wide / wide_share + split / t + whole))
+        };
+        let forward = moved(self.elementwise_bytes(shape));
         let again = if self.elementwise == Kernels::Lean {
             self.traffic(self.tokens() * 6.0 * shape.ffn as f64 / t)
         } else {
             0.0
         };
-        let ((fw, fs), (bw, bs)) = self.cast_bytes(shape);
-        let cast =
-            |wide: f64, split: f64| self.traffic(self.tokens() * (wide / wide_share + split / t));
+        let (cast_forward, cast_backward) = self.cast_bytes(shape);
         Op {
-            forward: forward + cast(fw, fs),
-            backward: 2.0 * forward + again + cast(bw, bs) + self.hadamard(shape),
+            forward: forward + moved(cast_forward),
+            backward: 2.0 * forward + again + moved(cast_backward) + self.hadamard(shape),
         }
     }
 
@@ -325,7 +355,9 @@ impl Context<'_> {
     /// column-parallel projections' inputs, gathered whole (`h` each, QKV and gate/up), the
     /// row-parallel ones' (`q/t`, `f/t`), the output gradients of the column-parallel
     /// projections (`(q + 2g)/t`, `2f/t`) and of the row-parallel ones, gathered whole (`h`
-    /// each): `4h + (2q + 2g + 3f)/t`.
+    /// each): `4h + (2q + 2g + 3f)/t`; with latent attention the up-projections' outputs
+    /// (`a·d_qk + a·(d_nope + d_v)`) in place of `q + 2g` (its down-projections' small
+    /// latents left out).
     fn hadamard(&self, shape: &Shape) -> f64 {
         let flops = self.precision.hadamard();
         if flops == 0.0 {
@@ -334,9 +366,8 @@ impl Context<'_> {
         let t = self.tp as f64;
         let h = shape.hidden as f64;
         let f = shape.ffn as f64;
-        let q = shape.attention_width() as f64;
-        let g = f64::from(shape.kv_heads) * shape.head_dim() as f64;
-        let elements = self.tokens() * (4.0 * h + (2.0 * q + 2.0 * g + 3.0 * f) / t);
+        let w = shape.attention_widths();
+        let elements = self.tokens() * (4.0 * h + (w.output + w.projected() + 3.0 * f) / t);
         elements * flops / (self.peak_flops * self.gemm_ceiling * self.sustained)
     }
 
@@ -347,20 +378,65 @@ impl Context<'_> {
     /// Backward: each projection's output gradient cast with its transpose: the attention
     /// output's and the down projection's (`h` wide), the QKV's (`q + 2g`) and the gate/up's
     /// (`2f`).
-    fn cast_bytes(&self, shape: &Shape) -> ((f64, f64), (f64, f64)) {
+    ///
+    /// Latent attention's projections are cast on their own: forward the down-projections'
+    /// input (`h`, Megatron-core's MLA norm is a module of its own, not fused into a GEMM) and
+    /// the up-projections' latents (`r_q + r_kv`, whole on every TP rank); backward the
+    /// down-projections' output gradient (`r_q + r_kv + d_rope`, on the sequence shard) and the
+    /// up-projections' (`a·d_qk + a·(d_nope + d_v)`) in place of the QKV's.
+    fn cast_bytes(&self, shape: &Shape) -> ((f64, f64, f64), (f64, f64, f64)) {
         if !self.precision.is_narrow() {
-            return ((0.0, 0.0), (0.0, 0.0));
+            return ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0));
         }
         let h = shape.hidden as f64;
         let f = shape.ffn as f64;
-        let q = shape.attention_width() as f64;
-        let g = f64::from(shape.kv_heads) * shape.head_dim() as f64;
+        let w = shape.attention_widths();
         let (cast, fused) = self.fp8_recipe.map_or((CAST_BYTES, FUSED_CAST_BYTES), |r| {
             (r.cast_bytes(), r.fused_cast_bytes())
         });
-        let forward = (2.0 * fused * h, cast * (q + f));
-        let backward = (2.0 * cast * h, cast * (q + 2.0 * g + 2.0 * f));
-        (forward, backward)
+        match w.latent {
+            None => (
+                (2.0 * fused * h, cast * (w.output + f), 0.0),
+                (2.0 * cast * h, cast * (w.projected() + 2.0 * f), 0.0),
+            ),
+            Some(l) => (
+                (
+                    (fused + cast) * h,
+                    cast * (w.output + f),
+                    cast * (l.q_rank.unwrap_or(0.0) + l.kv_rank),
+                ),
+                (
+                    cast * (2.0 * h + l.down()),
+                    cast * (w.projected() + 2.0 * f),
+                    0.0,
+                ),
+            ),
+        }
+    }
+
+    /// Latent attention's input projections (DeepSeek-V2 §2.1; Megatron-core's
+    /// `MLASelfAttention`): the down-projections `h → r_q + r_kv + d_rope`, run on each rank's
+    /// sequence-parallel shard of the tokens (`T/t`; without sequence parallelism every rank
+    /// runs them on all `T`, Megatron-core's duplicated linears), then the column-parallel
+    /// up-projections on the gathered latents, `r_q → a·d_qk/t` and `r_kv → a·(d_nope +
+    /// d_v)/t`. Without a query latent the queries are projected from `h` directly, a
+    /// column-parallel projection like grouped-query attention's QKV. None overlaps a TP
+    /// collective but that one.
+    fn latent_projections(&self, h: f64, l: &LatentWidths, w: &AttentionWidths) -> Op {
+        let t = self.tp as f64;
+        let tokens = self.tokens();
+        let down_tokens = if self.sequence_parallel {
+            tokens / t
+        } else {
+            tokens
+        };
+        let down = self.dense(down_tokens, l.down(), h);
+        let query = match l.q_rank {
+            Some(r) => self.dense(tokens, w.query / t, r),
+            None => self.projection(tokens, w.query / t, h, false),
+        };
+        down.add(query)
+            .add(self.dense(tokens, l.kv_up / t, l.kv_rank))
     }
 
     /// One layer's seconds per micro-batch under `recompute`.
@@ -369,10 +445,13 @@ impl Context<'_> {
         let tokens = self.tokens();
         let h = shape.hidden as f64;
         let f = shape.ffn as f64;
-        let q = shape.attention_width() as f64;
-        let g = f64::from(shape.kv_heads) * shape.head_dim() as f64;
-        let qkv = self.projection(tokens, (q + 2.0 * g) / t, h, false);
-        let out = self.projection(tokens, h, q / t, true);
+        let w = shape.attention_widths();
+        let (q, g) = (w.query, w.key);
+        let qkv = match w.latent {
+            None => self.projection(tokens, w.projected() / t, h, false),
+            Some(l) => self.latent_projections(h, &l, &w),
+        };
+        let out = self.projection(tokens, h, w.output / t, true);
         let gate_up = self.projection(tokens, 2.0 * f / t, h, false);
         let down = self.projection(tokens, h, f / t, true);
         let gemm = qkv.add(out).add(gate_up).add(down);
@@ -551,6 +630,45 @@ mod tests {
             let got = attention_block(shared);
             assert!((got - want).abs() < 1e-15, "{shared}: {got} {want}");
         }
+    }
+
+    #[test]
+    fn latent_attention_runs_its_four_projections_and_a_wider_core() {
+        // DeepSeek-V3's attention at TP 4, s = 8,192: the down-projections
+        // 7,168 → 1,536 + 512 + 64 on each rank's 2,048 tokens under sequence parallelism (all
+        // 8,192 without it), the up-projections 1,536 → 128·192/4 and 512 → 128·256/4 on all
+        // 8,192, the output 128·128/4 → 7,168; the MLP as any other.
+        let shape = crate::model::testing::latent(1);
+        let mut c = context(4, Attention::Cudnn, Kernels::Fused);
+        let dense = |c: &Context, m: f64, n: f64, k: f64| {
+            c.gemm(m, n, k) + c.gemm(m, k, n) + c.gemm(k, n, m)
+        };
+        let (t, h, f) = (8_192.0, 7_168.0, 18_432.0);
+        let attention_gemms = |c: &Context, down_tokens: f64| {
+            dense(c, down_tokens, 2_112.0, h)
+                + dense(c, t, 6_144.0, 1_536.0)
+                + dense(c, t, 8_192.0, 512.0)
+                + dense(c, t, h, 4_096.0)
+        };
+        let mlp = dense(&c, t, 2.0 * f / 4.0, h) + dense(&c, t, h, f / 4.0);
+        let layer = c.layer(&shape, Recompute::None);
+        let got = layer.gemm.forward + layer.gemm.backward;
+        let want = attention_gemms(&c, t / 4.0) + mlp;
+        assert!((got - want).abs() < 1e-12 * want, "{got} {want}");
+        c.sequence_parallel = false;
+        let layer = c.layer(&shape, Recompute::None);
+        let got = layer.gemm.forward + layer.gemm.backward;
+        let want = attention_gemms(&c, t) + mlp;
+        assert!((got - want).abs() < 1e-12 * want, "{got} {want}");
+        // The core runs s·(q + o)/t causal FLOPs a token forward, q = 128·192 and o = 128·128:
+        // 8,192 · 40,960 / 4 a token, at cuDNN's 8,192-token rate; backward 2.5 times that.
+        let rate = 989e12
+            * c.chip
+                .attention_fraction(Attention::Cudnn, 8_192.0)
+                .unwrap();
+        let flops = t * t * 40_960.0 / 4.0;
+        assert!((layer.attention.forward - flops / rate).abs() < 1e-12);
+        assert!((layer.attention.backward - 2.5 * flops / rate).abs() < 1e-12);
     }
 
     #[test]

@@ -61,8 +61,10 @@ pub fn cp_exchange(
         Recompute::SelectiveLayer => 1.5,
         Recompute::Full | Recompute::Selective | Recompute::SaveQkv => 2.0,
     };
-    let g = f64::from(shape.kv_heads) * shape.head_dim() as f64;
-    let chunk = 4.0 * g * tokens / layout.tp as f64;
+    // A rank's K and V in BF16, `2·(k + v)·T/t` bytes (`4·g·T/t` for grouped-query attention;
+    // latent attention exchanges every head's own K and V, not the latent).
+    let w = shape.attention_widths();
+    let chunk = 2.0 * (w.key + w.value) * tokens / layout.tp as f64;
     let n = cp as f64;
     match comm {
         Some(CpComm::Ring) => {

@@ -7,7 +7,8 @@ use crate::cost::step::Step;
 use crate::model::layout::Layout;
 use crate::model::Shape;
 /// Bytes one rank holds for the context-parallel exchange of one layer, at `tokens` tokens
-/// of its own: a chunk of K and V is `4·g·T/t` bytes (BF16, the KV heads' width `g`). The
+/// of its own: a chunk of K and V is `4·g·T/t` bytes (BF16, the KV heads' width `g`; with
+/// latent attention every head's own K and V, `2·(a·d_qk + a·d_v)·T/t`). The
 /// ring keeps the chunk being sent and the one arriving, and in backward their gradients too:
 /// four chunks. The all-gather holds every rank's chunk, and in backward their gradients:
 /// `2·CP` chunks. Nothing without CP.
@@ -15,8 +16,8 @@ pub fn cp_buffers(shape: &Shape, layout: &Layout, tokens: f64, comm: Option<CpCo
     if layout.cp <= 1 {
         return 0.0;
     }
-    let g = f64::from(shape.kv_heads) * shape.head_dim() as f64;
-    let chunk = 4.0 * g * tokens / layout.tp as f64;
+    let w = shape.attention_widths();
+    let chunk = 2.0 * (w.key + w.value) * tokens / layout.tp as f64;
     match comm {
         Some(CpComm::Ring) => 4.0 * chunk,
         Some(CpComm::AllGather) => 2.0 * layout.cp as f64 * chunk,

@@ -281,6 +281,7 @@ impl Detailed {
     /// step.
     pub fn unscheduled_pipeline(&self, shape: &Shape, layout: &Layout) -> Result<(Vec<u64>, u64)> {
         self.stack_allows(layout)?;
+        self.attention_allowed(shape)?;
         self.experts_allowed(shape, layout)?;
         self.bf16_layers_allowed(shape)?;
         self.offload_allowed(shape, layout)?;
@@ -294,6 +295,7 @@ impl Detailed {
     /// [`Detailed::unscheduled_pipeline`] checks them in).
     pub fn kinds(&self, shape: &Shape, layout: &Layout) -> Result<StageKinds> {
         self.stack_allows(layout)?;
+        self.attention_allowed(shape)?;
         self.experts_allowed(shape, layout)?;
         self.bf16_layers_allowed(shape)?;
         self.offload_allowed(shape, layout)?;
@@ -309,6 +311,46 @@ impl Detailed {
         self.offload_allowed_in(layout, kinds)?;
         self.optimizer_offload_allowed(layout)?;
         self.step.unscheduled().micro_batches_in(layout, kinds)
+    }
+
+    /// Whether the step goes with the shape's attention as the model costs it: multi-head
+    /// latent attention's activations are derived for fused kernels (Megatron-core's and
+    /// torchtitan's, [`crate::cost::memory::activations`]) under no, selective, full or
+    /// selective-layer recomputation; the eager stack's efficiency curve and the eager kernels'
+    /// activations were measured on grouped-query layers, and MaxText's and torchtitan's
+    /// op-level policies are written for them. Always for grouped-query attention.
+    fn attention_allowed(&self, shape: &Shape) -> Result<()> {
+        if shape.attention.latent.is_none() {
+            return Ok(());
+        }
+        let opts = &self.options;
+        if opts.stack == Stack::Eager || opts.kernels == Kernels::Eager {
+            return Err(Error::invalid(
+                if opts.stack == Stack::Eager {
+                    "--stack"
+                } else {
+                    "--kernels"
+                },
+                if opts.stack == Stack::Eager {
+                    opts.stack.name()
+                } else {
+                    "eager"
+                },
+                "a stack with fused kernels for multi-head latent attention (megatron-te, \
+                 torchtitan): the eager curve and kernels were measured on grouped-query layers",
+            ));
+        }
+        if matches!(
+            self.step.recompute,
+            Recompute::SaveQkv | Recompute::SelectiveOp
+        ) {
+            return Err(Error::invalid(
+                "--recompute",
+                self.step.recompute.name(),
+                "none, selective, full or selective-layer for multi-head latent attention",
+            ));
+        }
+        Ok(())
     }
 
     /// Whether the step goes with a mixture of experts as the model costs it: sequence

@@ -62,8 +62,11 @@ pub struct Dims {
     pub norm_eps: f64,
     /// Sliding attention window, tokens.
     pub sliding_window: Option<u64>,
-    /// An RMSNorm on each head's query and key (`--qk-layernorm`).
+    /// An RMSNorm on each head's query and key (`--qk-layernorm`; with latent attention, the
+    /// latents' norms).
     pub qk_norm: bool,
+    /// Multi-head latent attention (`--multi-latent-attention` and its ranks and widths).
+    pub latent: Option<crate::model::Latent>,
     /// A mixture of experts, when the arguments build one.
     pub experts: Option<FileExperts>,
 }

@@ -127,7 +127,8 @@ const FIXED: [(&str, &str); 4] = [
 ];
 
 /// Options that take no value.
-const SWITCHES: [&str; 36] = [
+const SWITCHES: [&str; 37] = [
+    "--multi-latent-attention",
     "--cpu-offloading",
     "--cpu-offloading-activations",
     "--first-last-layers-bf16",
@@ -417,6 +418,12 @@ pub fn parse(text: &str) -> Result<FromFile> {
             "--expert-model-parallel-size" => from.ep = Some(n()?),
             "--expert-tensor-parallel-size" => from.etp = Some(n()?),
             "--qk-layernorm" => dims.qk_norm = true,
+            "--multi-latent-attention" => dims.latent = true,
+            "--q-lora-rank" => dims.q_lora_rank = Some(n()?),
+            "--kv-lora-rank" => dims.kv_lora_rank = Some(n()?),
+            "--qk-head-dim" => dims.qk_head_dim = Some(n()?),
+            "--qk-pos-emb-head-dim" => dims.qk_pos_emb_head_dim = Some(n()?),
+            "--v-head-dim" => dims.v_head_dim = Some(n()?),
             "--recompute-modules" => recompute.modules = Some(need()?.to_string()),
             "--tp-comm-overlap" => from.tp_comm_overlap = Some(true),
             "--use-distributed-optimizer" => distributed = true,
@@ -976,6 +983,12 @@ struct DimsBuilder {
     qkv_bias: bool,
     max_positions: Option<u64>,
     qk_norm: bool,
+    latent: bool,
+    q_lora_rank: Option<u64>,
+    kv_lora_rank: Option<u64>,
+    qk_head_dim: Option<u64>,
+    qk_pos_emb_head_dim: Option<u64>,
+    v_head_dim: Option<u64>,
 }
 
 struct Built {
@@ -1036,6 +1049,21 @@ impl DimsBuilder {
                 "--disable-bias-linear --add-qkv-bias (q/k/v biases only), or neither (all biases)",
             )),
         };
+        // Multi-head latent attention (`--multi-latent-attention`) at Megatron-core's
+        // `MLATransformerConfig` defaults where an option is left out: no query latent, a
+        // key-value latent of 32, query-key heads of 128 + 64, values of 128; its latent norms
+        // are `--qk-layernorm`.
+        let latent = self.latent.then(|| crate::model::Latent {
+            q_rank: self.q_lora_rank,
+            kv_rank: self.kv_lora_rank.unwrap_or(32),
+            nope_dim: self.qk_head_dim.unwrap_or(128),
+            rope_dim: self.qk_pos_emb_head_dim.unwrap_or(64),
+            v_dim: self.v_head_dim.unwrap_or(128),
+        });
+        let head_dim = match &latent {
+            Some(l) => Some(l.nope_dim + l.rope_dim),
+            None => self.head_dim,
+        };
         let vocab = self.vocab.or_else(|| number_after(comments, "vocabulary "));
         if let (Some(v), Some(d)) = (vocab, divisor) {
             if v % d.saturating_mul(tp) != 0 {
@@ -1053,7 +1081,7 @@ impl DimsBuilder {
                 ffn,
                 heads,
                 kv_heads,
-                head_dim: self.head_dim,
+                head_dim,
                 vocab,
                 tied_embeddings: !self.untied,
                 biases,
@@ -1063,6 +1091,7 @@ impl DimsBuilder {
                 norm_eps: self.norm_eps.unwrap_or(1e-5),
                 sliding_window: self.sliding_window,
                 qk_norm: self.qk_norm,
+                latent,
                 experts: None,
             },
             layers,

@@ -346,7 +346,19 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
         push("--group-query-attention", None);
         push("--num-query-groups", Some(s.kv_heads.to_string()));
     }
-    if s.hidden % u64::from(s.heads) != 0 || s.hidden / u64::from(s.heads) != s.head_dim() {
+    if let Some(l) = &s.attention.latent {
+        // Megatron-core's `MLASelfAttention`: its ranks and head widths, and the latents'
+        // norms, which `--qk-layernorm` builds under latent attention.
+        push("--multi-latent-attention", None);
+        if let Some(r) = l.q_rank {
+            push("--q-lora-rank", Some(r.to_string()));
+        }
+        push("--kv-lora-rank", Some(l.kv_rank.to_string()));
+        push("--qk-head-dim", Some(l.nope_dim.to_string()));
+        push("--qk-pos-emb-head-dim", Some(l.rope_dim.to_string()));
+        push("--v-head-dim", Some(l.v_dim.to_string()));
+        push("--qk-layernorm", None);
+    } else if s.hidden % u64::from(s.heads) != 0 || s.hidden / u64::from(s.heads) != s.head_dim() {
         push("--kv-channels", Some(s.head_dim().to_string()));
     }
     push("--swiglu", None);
@@ -420,7 +432,7 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
             ))
         }
     }
-    if s.attention.qk_norm {
+    if s.attention.qk_norm && s.attention.latent.is_none() {
         push("--qk-layernorm", None);
     }
     if s.attention.sinks {
@@ -852,6 +864,45 @@ mod tests {
         // the first stage's first chunk holds the embedding alone, the last's last the loss.
         assert_eq!(pipeline_layout(&[3, 3], 2), "Et|(t*2|)*2,tL");
         assert_eq!(pipeline_layout(&[3, 3], 4), "E|(t|)*6,L");
+    }
+
+    #[test]
+    fn latent_attention_is_written_and_read_back() {
+        // DeepSeek-V3's attention on dense layers: Megatron-core's MLA options, its latents'
+        // norms as `--qk-layernorm`, no `--kv-channels` (the head widths are the MLA
+        // options'); the reader builds the same latent from them.
+        let mut l = launch("8b", 1, 4, 64, 1);
+        let shape = crate::model::testing::latent(4);
+        l = Launch::new(
+            shape.clone(),
+            1e12 as u64,
+            l.layout,
+            None,
+            4096,
+            &BatchTarget::default(),
+            None,
+        )
+        .unwrap();
+        let args = arguments(&l).unwrap();
+        for want in [
+            "--multi-latent-attention",
+            "--q-lora-rank 1536",
+            "--kv-lora-rank 512",
+            "--qk-head-dim 128",
+            "--qk-pos-emb-head-dim 64",
+            "--v-head-dim 128",
+            "--qk-layernorm",
+        ] {
+            assert!(args.iter().any(|a| a == want), "{want} not in {args:?}");
+        }
+        assert_eq!(value(&args, "--kv-channels"), None);
+        let read = crate::input::from::megatron::parse(&render(&l).unwrap()).unwrap();
+        let crate::input::from::design::FileModel::Dims(dims) = read.model else {
+            panic!("no dimensions read")
+        };
+        assert_eq!(dims.latent, shape.attention.latent);
+        assert!(dims.qk_norm);
+        assert_eq!(dims.head_dim, Some(192));
     }
 
     #[test]
