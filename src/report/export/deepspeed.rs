@@ -41,6 +41,12 @@ pub fn config(l: &Launch) -> Result<Value> {
             l.shape.name
         )));
     }
+    if l.shape.attention.latent.is_some() {
+        return Err(refuse(format!(
+            "grouped-query attention: {} has multi-head latent attention, which the training script builds, not DeepSpeed's config; --format megatron writes one",
+            l.shape.name
+        )));
+    }
     if layout.cp > 1 {
         return Err(refuse(format!(
             "a plan without context parallelism: cp = {} splits each sequence with K/V exchanged between its slices, and DeepSpeed's config has no such scheme (its sequence_parallel_size is DeepSpeed-Ulysses, an all-to-all splitting attention by heads, a different one)",

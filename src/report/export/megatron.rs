@@ -903,6 +903,15 @@ mod tests {
         assert_eq!(dims.latent, shape.attention.latent);
         assert!(dims.qk_norm);
         assert_eq!(dims.head_dim, Some(192));
+        // The launchers whose configs cannot build it refuse it by name.
+        let e = crate::report::export::torchtitan::render(&l)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("multi-head latent attention"), "{e}");
+        let e = crate::report::export::deepspeed::config(&l)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("multi-head latent attention"), "{e}");
     }
 
     #[test]

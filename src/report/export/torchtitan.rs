@@ -88,6 +88,18 @@ pub fn render(l: &Launch) -> Result<String> {
             ),
         ));
     }
+    // Its llama3 model's attention is grouped-query; latent attention is its deepseek_v3
+    // model's, set in Python model args.
+    if s.attention.latent.is_some() {
+        return Err(Error::invalid(
+            "--format",
+            "torchtitan",
+            format!(
+                "grouped-query attention: {} has multi-head latent attention, which torchtitan's llama3 model does not build (its deepseek_v3 model sets it in Python model args, which a job config cannot); --format megatron writes one",
+                s.name
+            ),
+        ));
+    }
     // torchtitan's llama3 model has no attention window; its flavors fix Llama 3.1's RoPE
     // and ε (the TOML cannot set them), so a plan with others is refused, not mistrained.
     if let Some(w) = a.sliding_window {
