@@ -15,9 +15,10 @@ fn fixture(name: &str) -> PathBuf {
 /// Published parameter counts: the Hugging Face Hub's safetensors totals for the Llama
 /// checkpoints (Llama 3.2's from the Instruct models, the same shapes), GGUF
 /// `general.parameter_count` for Mistral 7B, Mistral NeMo and Qwen2.5 7B, the Hub's count for
-/// Qwen2.5 0.5B (model card: "0.49B, 0.36B non-embedding"), and TinyLlama's safetensors header
-/// (`{"F32": 1100048384}`).
-const PUBLISHED: [(&str, u64); 10] = [
+/// Qwen2.5 0.5B (model card: "0.49B, 0.36B non-embedding"), TinyLlama's safetensors header
+/// (`{"F32": 1100048384}`), and Qwen3-8B's safetensors index (`total_size` 16,381,470,720
+/// bytes of BF16).
+const PUBLISHED: [(&str, u64); 11] = [
     ("llama-3.1-8b", 8_030_261_248),
     ("llama-3.1-70b", 70_553_706_496),
     ("llama-3.1-405b", 405_853_388_800),
@@ -28,6 +29,7 @@ const PUBLISHED: [(&str, u64); 10] = [
     ("qwen2.5-0.5b", 494_032_768),
     ("qwen2.5-7b", 7_615_616_512),
     ("tinyllama-1.1b", 1_100_048_384),
+    ("qwen3-8b", 8_190_735_360),
 ];
 
 #[test]
@@ -64,6 +66,12 @@ fn what_each_architecture_adds_is_read() {
     assert_eq!((nemo.head_dim(), nemo.attention_width()), (128, 4_096));
     // Per layer, worked by hand: 2·5120·4096 + 2·5120·1024 + 3·5120·14336 + 2·5120.
     assert_eq!(nemo.params_per_layer(), 272_640_000);
+    // Qwen3 dense: an RMSNorm of the 128-wide head on each query and key, no biases:
+    // 2·4096·4096 + 2·4096·1024 + 3·4096·12288 + 2·4096 + 2·128 = 192,946,432 a layer.
+    let qwen3 = hf::read(&fixture("qwen3-8b")).unwrap();
+    assert!(qwen3.attention.qk_norm && qwen3.experts.is_none());
+    assert_eq!(qwen3.biases, trainplan::model::Biases::default());
+    assert_eq!(qwen3.params_per_layer(), 192_946_432);
 }
 
 /// Published parameter counts of the mixtures of experts, every expert counted: Mixtral 8x7B,

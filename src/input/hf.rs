@@ -16,7 +16,9 @@
 //!   shared expert of `shared_expert_intermediate_size` and its gate (`h → 1`); a layer is a
 //!   mixture when `(i + 1) % decoder_sparse_step == 0` and it is not in `mlp_only_layers`,
 //!   else a dense MLP of `intermediate_size`.
-//! - `Qwen3MoeForCausalLM`: the same layer rule, no shared expert, biases on q, k, v and o when
+//! - `Qwen3ForCausalLM`: dense; biases on q, k, v and o when `attention_bias`, none on the MLP,
+//!   and an RMSNorm of `head_dim` on each head's query and key (`q_norm`, `k_norm`).
+//! - `Qwen3MoeForCausalLM`: the same layer rule as Qwen2-MoE, no shared expert, biases on q, k, v and o when
 //!   `attention_bias`, and an RMSNorm of `head_dim` on each head's query and key.
 //! - `DeepseekV3ForCausalLM`: multi-head latent attention (`q_lora_rank`, `kv_lora_rank`,
 //!   `qk_nope_head_dim`, `qk_rope_head_dim`, `v_head_dim`); dense layers of
@@ -67,10 +69,11 @@ use crate::model::{
 const MAX_LISTED_LAYERS: u32 = 1 << 20;
 
 /// The architectures [`read_model`] accepts, as `architectures` names them.
-pub const SUPPORTED: [&str; 10] = [
+pub const SUPPORTED: [&str; 11] = [
     "LlamaForCausalLM",
     "MistralForCausalLM",
     "Qwen2ForCausalLM",
+    "Qwen3ForCausalLM",
     "MixtralForCausalLM",
     "Qwen2MoeForCausalLM",
     "Qwen3MoeForCausalLM",
@@ -96,6 +99,7 @@ enum Architecture {
     Llama,
     Mistral,
     Qwen2,
+    Qwen3,
     Mixtral,
     Qwen2Moe,
     Qwen3Moe,
@@ -109,7 +113,7 @@ impl Architecture {
     fn sparse(self) -> bool {
         !matches!(
             self,
-            Architecture::Llama | Architecture::Mistral | Architecture::Qwen2
+            Architecture::Llama | Architecture::Mistral | Architecture::Qwen2 | Architecture::Qwen3
         )
     }
 
@@ -120,6 +124,7 @@ impl Architecture {
             Architecture::Llama
             | Architecture::Mistral
             | Architecture::Qwen2
+            | Architecture::Qwen3
             | Architecture::Qwen2Moe
             | Architecture::Qwen3Moe
             | Architecture::DeepseekV3 => (10_000.0, 1e-6),
@@ -222,7 +227,7 @@ pub fn parse_model(text: &str, path: &Path) -> Result<Shape> {
             qkv: fields.flag_or("qkv_bias", true)?,
             ..Biases::default()
         },
-        Architecture::Qwen3Moe | Architecture::GptOss => Biases {
+        Architecture::Qwen3 | Architecture::Qwen3Moe | Architecture::GptOss => Biases {
             qkv: attention_bias,
             output: attention_bias,
             mlp: false,
@@ -292,7 +297,7 @@ pub fn parse_model(text: &str, path: &Path) -> Result<Shape> {
         experts: fields.experts(architecture, layers)?,
         attention: Attention {
             latent,
-            qk_norm: architecture == Architecture::Qwen3Moe,
+            qk_norm: matches!(architecture, Architecture::Qwen3 | Architecture::Qwen3Moe),
             sinks: architecture == Architecture::GptOss,
         },
     };
@@ -432,6 +437,7 @@ impl Fields<'_> {
             (Some("LlamaForCausalLM"), _) | (None, Some("llama")) => Architecture::Llama,
             (Some("MistralForCausalLM"), _) | (None, Some("mistral")) => Architecture::Mistral,
             (Some("Qwen2ForCausalLM"), _) | (None, Some("qwen2")) => Architecture::Qwen2,
+            (Some("Qwen3ForCausalLM"), _) | (None, Some("qwen3")) => Architecture::Qwen3,
             (Some("MixtralForCausalLM"), _) | (None, Some("mixtral")) => Architecture::Mixtral,
             (Some("Qwen2MoeForCausalLM"), _) | (None, Some("qwen2_moe")) => Architecture::Qwen2Moe,
             (Some("Qwen3MoeForCausalLM"), _) | (None, Some("qwen3_moe")) => Architecture::Qwen3Moe,
@@ -503,7 +509,10 @@ impl Fields<'_> {
     /// then as the rule that gives it ([`LayerSet::from_list`]).
     fn experts(&self, architecture: Architecture, layers: u32) -> Result<Option<Experts>> {
         let (routed_key, ffn_key) = match architecture {
-            Architecture::Llama | Architecture::Mistral | Architecture::Qwen2 => return Ok(None),
+            Architecture::Llama
+            | Architecture::Mistral
+            | Architecture::Qwen2
+            | Architecture::Qwen3 => return Ok(None),
             Architecture::Mixtral | Architecture::GptOss => {
                 ("num_local_experts", "intermediate_size")
             }
@@ -712,7 +721,10 @@ impl Fields<'_> {
                 Some(_) => self.optional("sliding_window")?,
             },
             Architecture::Mixtral => self.optional("sliding_window")?,
-            Architecture::Qwen2 | Architecture::Qwen2Moe | Architecture::Qwen3Moe => {
+            Architecture::Qwen2
+            | Architecture::Qwen3
+            | Architecture::Qwen2Moe
+            | Architecture::Qwen3Moe => {
                 if self.flag("use_sliding_window")? {
                     return Err(self.unsupported(
                         "use_sliding_window = true: Qwen2 windows only the layers from max_window_layers on, which trainplan cannot hand a launcher as one window".into(),
