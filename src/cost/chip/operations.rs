@@ -496,6 +496,24 @@ impl Context<'_> {
         }
     }
 
+    /// Seconds of the FP8 casts of the routed experts' GEMM operands, forward and backward
+    /// (nothing in BF16), per route as [`Context::cast_bytes`] counts a dense MLP's: forward
+    /// the dispatched input (`h`) and SwiGLU's output (`f_e/ETP`), backward the down
+    /// projection's output gradient (`h`) and the gate/up's (`2f_e/ETP`). The dispatch and
+    /// combine move BF16 (Megatron-core's all-to-all dispatcher; an FP8 dispatch is DeepEP's
+    /// option, not modelled).
+    fn routed_casts(&self, shape: &Shape, r: &Routed) -> (f64, f64) {
+        if !self.precision.is_narrow() {
+            return (0.0, 0.0);
+        }
+        let h = shape.hidden as f64;
+        let cast = self.fp8_recipe.map_or(CAST_BYTES, Fp8Recipe::cast_bytes);
+        (
+            self.traffic(r.routes * cast * (h + r.width)),
+            self.traffic(r.routes * cast * (h + 2.0 * r.width)),
+        )
+    }
+
     /// One MoE layer's seconds per micro-batch under `recompute` ([`crate::cost::step::experts`]): its
     /// dense part as a dense layer ([`Context::layer`] of [`crate::model::moe_dense_part`]: attention, the
     /// shared experts), the router (`T/t × E × h`, on the sequence-parallel shard), the routed
@@ -525,11 +543,12 @@ impl Context<'_> {
             .add(self.grouped(r, h, r.width));
         let elementwise =
             self.traffic(r.routes * (6.0 * r.width + 8.0 * h) + tokens * 12.0 * r.experts);
-        let forward = router.forward + experts.forward + elementwise;
+        let (cast_forward, cast_backward) = self.routed_casts(shape, r);
+        let forward = router.forward + experts.forward + elementwise + cast_forward;
         time.gemm = time.gemm.add(router).add(experts);
         time.elementwise = time.elementwise.add(Op {
-            forward: elementwise,
-            backward: 2.0 * elementwise,
+            forward: elementwise + cast_forward,
+            backward: 2.0 * elementwise + cast_backward,
         });
         time.recompute += match (recompute, moe) {
             (Recompute::Full, _) => forward,
@@ -630,6 +649,32 @@ mod tests {
             let got = attention_block(shared);
             assert!((got - want).abs() < 1e-15, "{shared}: {got} {want}");
         }
+    }
+
+    #[test]
+    fn fp8_experts_cast_each_route_s_operands() {
+        // 16,384 routes of an expert of 14,336 (h 4,096): forward each route's dispatched input
+        // and SwiGLU output cast, 4 bytes an element (read 2, write the FP8 value and its
+        // transpose): 16,384 · 4 · 18,432 bytes; backward the two output gradients, 16,384 · 4 ·
+        // (4,096 + 28,672); at the element-wise share of the H100's 3.35 TB/s. Nothing in BF16.
+        let mut shape = preset("8b").unwrap();
+        shape.experts = Some(crate::model::Experts::plain(8, 2, 14_336));
+        let r = Routed {
+            routes: 16_384.0,
+            sent: 16_384.0,
+            local_experts: 8.0,
+            width: 14_336.0,
+            shared: 0.0,
+            experts: 8.0,
+            per_token: 2.0,
+        };
+        let mut c = context(1, Attention::Cudnn, Kernels::Fused);
+        assert_eq!(c.routed_casts(&shape, &r), (0.0, 0.0));
+        c.precision = Precision::Fp8;
+        let rate = 3350e9 * HBM_EFFICIENCY;
+        let (forward, backward) = c.routed_casts(&shape, &r);
+        assert!((forward - 16_384.0 * 4.0 * 18_432.0 / rate).abs() < 1e-15);
+        assert!((backward - 16_384.0 * 4.0 * 32_768.0 / rate).abs() < 1e-15);
     }
 
     #[test]

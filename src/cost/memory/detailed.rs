@@ -33,6 +33,7 @@ use crate::cost::step::optimizer_offload as offload_optimizer;
 use crate::cost::step::pipeline::{StageKinds, MAX_STAGE_KINDS};
 use crate::error::Result;
 use crate::model::layout::Layout;
+use crate::model::moe_dense_part;
 use crate::model::Shape;
 use crate::units::BYTES_PER_GB;
 
@@ -189,13 +190,21 @@ impl Detailed {
         // which the step's time casts too.
         let matrix = shape.layer_matrix_params() as f64 / tp;
         let recipe = self.recipe();
-        let fp8_copy =
-            recipe.map_or(precision.weight_copy_bytes(), |r| r.weight_copy_bytes()) * matrix;
+        let copy_bytes = recipe.map_or(precision.weight_copy_bytes(), |r| r.weight_copy_bytes());
+        let fp8_copy = copy_bytes * matrix;
+        // An MoE layer's: its dense part's matrices (attention, the shared experts) on this
+        // TP shard; its routed experts' copies go with the stage's expert parameters.
+        let moe_matrix = if routed.is_some() {
+            moe_dense_part(shape).layer_matrix_params() as f64 / tp
+        } else {
+            0.0
+        };
         // With FP8 weights (`--fp8-params`) the BF16 copy of the matrices is not kept: the
         // bytes a parameter dropped from the weights unsharded (2) and sharded (2 less the FP8
         // shard's), and ZeRO 3's two gathered units' BF16 matrices.
         let fp8_weights = recipe.filter(|_| opts.fp8_params).map(|r| FpWeights {
             matrix,
+            moe_matrix,
             sharded: r.stored_weight_bytes(),
         });
         // ZeRO 3's unit: the largest of the stage, a layer or on the last stage the output head.
@@ -245,6 +254,7 @@ impl Detailed {
             *share = StageShare {
                 index: i,
                 layers: n_layers,
+                moe,
                 bf16,
                 stored_per_micro_batch: stored,
                 offloaded,
@@ -270,6 +280,8 @@ impl Detailed {
             stages,
             len: kinds_list.len(),
             fp8_copy,
+            moe_copy: copy_bytes * moe_matrix,
+            copy_bytes,
             fp8_weights,
             hidden: shape.hidden,
         })
@@ -303,23 +315,37 @@ impl Detailed {
         } else {
             0.0
         };
-        // The layers in FP8 (all but those kept in BF16).
+        // The layers in FP8 (all but those kept in BF16), the MoE layers among them (the
+        // BF16 ones taken from the dense layers first), and their routed experts' parameters.
         let fp8_layers = (n_layers - share.bf16) as f64;
+        let moe_fp8 = share.moe.min(n_layers - share.bf16) as f64;
+        let dense_fp8 = fp8_layers - moe_fp8;
+        let experts_fp8 = if share.moe > 0 {
+            experts * moe_fp8 / share.moe as f64
+        } else {
+            0.0
+        };
         let copies = if zero.shards_weights() {
             0.0
         } else {
-            fp8_layers * fp8_copy
+            dense_fp8 * fp8_copy + moe_fp8 * shares.moe_copy + shares.copy_bytes * experts_fp8
         };
         // With FP8 weights the stage's matrices drop their BF16 bytes: all 2 where the FP8
-        // copies above are kept whole, 2 less the FP8 shard's under ZeRO 3.
-        let dropped = shares.fp8_weights.map_or(0.0, |w| {
-            let kept = if zero.shards_weights() {
+        // copies above are kept whole, 2 less the FP8 shard's under ZeRO 3; the routed
+        // experts' theirs too.
+        let kept = |w: &FpWeights| {
+            if zero.shards_weights() {
                 w.sharded
             } else {
                 0.0
-            };
-            (2.0 - kept) * fp8_layers * w.matrix
+            }
+        };
+        let dropped = shares.fp8_weights.map_or(0.0, |w| {
+            (2.0 - kept(&w)) * dense_fp8 * w.matrix + (2.0 - kept(&w)) * moe_fp8 * w.moe_matrix
         });
+        let experts_dropped = shares
+            .fp8_weights
+            .map_or(0.0, |w| (2.0 - kept(&w)) * experts_fp8);
         StageBase {
             index: i,
             layers: n_layers,
@@ -328,7 +354,11 @@ impl Detailed {
             memory: Memory {
                 weights: shard(2.0 * psi - dropped, zero.shards_weights(), shards)
                     + copies
-                    + shard(2.0 * experts, zero.shards_weights(), expert_shards),
+                    + shard(
+                        2.0 * experts - experts_dropped,
+                        zero.shards_weights(),
+                        expert_shards,
+                    ),
                 gradients: shard(
                     opts.gradients.bytes() * psi,
                     zero.shards_gradients(),
@@ -468,6 +498,12 @@ pub struct StageShares {
     len: usize,
     /// FP8 copies of one layer's matrices on this GPU's TP shard, bytes (0 in BF16).
     fp8_copy: f64,
+    /// The same of one MoE layer's dense part (attention, the shared experts; 0 for a dense
+    /// model).
+    moe_copy: f64,
+    /// Bytes of the low-precision copies a matrix parameter (0 in BF16): the routed experts'
+    /// copies are this times their parameters.
+    copy_bytes: f64,
     /// With FP8 weights (`--fp8-params`), what replaces the BF16 matrices.
     fp8_weights: Option<FpWeights>,
     /// The model's hidden size, which sizes TP overlap's [`userbuffers`].
@@ -490,6 +526,8 @@ impl StageShares {
 struct FpWeights {
     /// One layer's matrix parameters on this GPU's TP shard.
     matrix: f64,
+    /// One MoE layer's dense part's (0 for a dense model).
+    moe_matrix: f64,
     /// Bytes a matrix parameter of FP8 weights sharded by ZeRO 3
     /// ([`crate::cost::step::recipe::Fp8Recipe::stored_weight_bytes`]).
     sharded: f64,
@@ -500,6 +538,8 @@ struct FpWeights {
 struct StageShare {
     index: u64,
     layers: u64,
+    /// Of its layers, the mixtures of experts.
+    moe: u64,
     /// Of its layers, those kept in BF16 under FP8 (no FP8 copies).
     bf16: u64,
     stored_per_micro_batch: f64,
@@ -704,6 +744,61 @@ mod tests {
         });
         assert_eq!(states.optimizer / base.optimizer, 8.0 / 12.0);
         assert_eq!(remainders.optimizer / base.optimizer, 6.0 / 12.0);
+    }
+
+    #[test]
+    fn fp8_experts_keep_their_copies_and_with_fp8_weights_drop_their_bf16_bytes() {
+        // Llama 3 8B's attention with 8 experts of 14,336 (top 2) on every layer, TP 1, EP 8:
+        // a layer's attention matrices 2·4096² + 2·4096·1024 = 41,943,040 and its one local
+        // expert 3·4096·14,336 = 176,160,768: 218,103,808 a layer, 6,979,321,856 over 32
+        // layers, whose FP8 copy and transpose (delayed scaling) take 2 bytes each.
+        let mut s = preset("8b").unwrap();
+        s.experts = Some(crate::model::Experts::plain(8, 2, 14_336));
+        let mut l = Layout::new(&Brief::default(), &s, 1, 1, ZeroStage::new(1).unwrap()).unwrap();
+        (l.ep, l.etp) = (8, 1);
+        let at = |precision, fp8_params| {
+            let step = Step {
+                precision,
+                ..step(Recompute::Full, false)
+            };
+            let options = Options {
+                fp8_params,
+                ..bare()
+            };
+            Detailed { step, options }.memory(&s, &l).unwrap()
+        };
+        let bf16 = at(crate::cost::step::precision::Precision::Bf16, false);
+        let fp8 = at(crate::cost::step::precision::Precision::Fp8, false);
+        assert_eq!(fp8.weights - bf16.weights, 2.0 * 6_979_321_856.0);
+        // --fp8-params: their BF16 bytes (2 a parameter) go, the experts' with the rest.
+        let params = at(crate::cost::step::precision::Precision::Fp8, true);
+        assert_eq!(fp8.weights - params.weights, 2.0 * 6_979_321_856.0);
+        // FP4 experts, and FP8 experts under ZeRO 3, are refused by name.
+        let nvfp4 = Step {
+            precision: crate::cost::step::precision::Precision::Nvfp4,
+            ..step(Recompute::Full, false)
+        };
+        let e = Detailed {
+            step: nvfp4,
+            options: bare(),
+        }
+        .memory(&s, &l)
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("FP4 experts"), "{e}");
+        l.zero = ZeroStage::new(3).unwrap();
+        let fp8_step = Step {
+            precision: crate::cost::step::precision::Precision::Fp8,
+            ..step(Recompute::Full, false)
+        };
+        let e = Detailed {
+            step: fp8_step,
+            options: bare(),
+        }
+        .memory(&s, &l)
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("--zero = 3"), "{e}");
     }
 
     #[test]

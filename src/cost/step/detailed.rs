@@ -354,8 +354,8 @@ impl Detailed {
     }
 
     /// Whether the step goes with a mixture of experts as the model costs it: sequence
-    /// parallelism under TP (Megatron-core requires it for MoE), BF16 (FP8 experts are not
-    /// modelled yet), and a recomputation the MoE layer's activations are derived for (none,
+    /// parallelism under TP (Megatron-core requires it for MoE), BF16 or FP8 (FP4 experts, and
+    /// FP8 ones under ZeRO 3, are not modelled yet), and a recomputation the MoE layer's activations are derived for (none,
     /// selective, full, selective-layer). Always for a dense shape.
     fn experts_allowed(&self, shape: &Shape, layout: &Layout) -> Result<()> {
         if shape.experts.is_none() {
@@ -369,11 +369,22 @@ impl Detailed {
                 "on for a mixture of experts under TP > 1 (Megatron-core requires it)",
             ));
         }
-        if step.precision.is_narrow() {
+        if step.precision.is_fp4() {
             return Err(Error::invalid(
                 "--precision",
                 step.precision,
-                "bf16 for a mixture of experts: FP8 and FP4 experts are not modelled yet",
+                "bf16, fp8 or mxfp8 for a mixture of experts: FP4 experts are not modelled yet",
+            ));
+        }
+        if step.precision.is_narrow() && layout.zero.shards_weights() {
+            return Err(Error::invalid(
+                "--zero",
+                layout.zero.get(),
+                format!(
+                    "0 to 2 for a mixture of experts in {}: the FP8 copies of the experts ZeRO 3 \
+                     gathers are not modelled yet",
+                    step.precision
+                ),
             ));
         }
         if matches!(step.recompute, Recompute::SaveQkv | Recompute::SelectiveOp) {
