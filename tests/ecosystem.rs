@@ -197,7 +197,7 @@ fn deepseek_v3_s_latent_attention_is_planned_on_its_own_layout() {
             "--stack",
             "eager",
         ],
-        "fused kernels for multi-head latent attention",
+        "--stack = eager: a stack that builds multi-head latent attention",
     );
 }
 

@@ -269,7 +269,10 @@ pub fn parse_model(text: &str, path: &Path) -> Result<Shape> {
         hidden: fields.count("hidden_size")?,
         ffn: fields.count(ffn_key)?,
         heads,
+        // Latent attention gives every head its own keys and values (transformers'
+        // `DeepseekV3Attention` reads no `num_key_value_heads`).
         kv_heads: match fields.optional("num_key_value_heads")? {
+            _ if latent.is_some() => heads,
             Some(kv) => fields.narrow("num_key_value_heads", kv)?,
             None => heads,
         },

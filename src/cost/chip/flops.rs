@@ -20,7 +20,8 @@ pub fn model_flops_per_token(shape: &Shape, seq_len: u64) -> f64 {
 /// (`a·d = h` for Llama; [`Shape::attention_core_width`] in its place for latent attention);
 /// the first term the matrices, the second causal attention. Latent attention's
 /// down-projections count as split too: under sequence parallelism each rank runs them on its
-/// `1/t` of the tokens (Megatron-core gathers their small outputs).
+/// `1/t` of the tokens; without it every rank runs them whole (Megatron-core's duplicated
+/// linears), which this count leaves out (a lower bound on the hardware FLOPs there).
 pub fn layer_forward_flops(shape: &Shape, tp: u64, seq_len: u64) -> (f64, f64) {
     layer_forward_flops_with(shape, shape.layer_matrix_params(), tp, seq_len)
 }

@@ -308,9 +308,9 @@ impl Context<'_> {
     /// queries' and the shared key's RoPE parts, `4(a·d_rope + d_rope)`; the two latent
     /// RMSNorms, read and write `4(r_q + r_kv)`; and assembling each head's Q and K from their
     /// parts and V from the up-projection's output (Megatron-core's `MLASelfAttention` writes
-    /// them contiguous for the core), read and write `4(q_qk + k_qk + v)`. The latents are whole
-    /// on every TP rank, gathered from the sequence-parallel shards before the up-projections;
-    /// the rest is split by heads.
+    /// them contiguous for the core), read and write `4(q_qk + k_qk + v)`. The latents' norms
+    /// run on the sequence-parallel shard (h-wide's share), the shared RoPE key whole on every
+    /// TP rank (gathered), the rest split by heads.
     fn elementwise_bytes(&self, shape: &Shape) -> (f64, f64, f64) {
         let h = shape.hidden as f64;
         let f = shape.ffn as f64;
@@ -319,9 +319,9 @@ impl Context<'_> {
         match (self.elementwise, w.latent) {
             (Kernels::Fused | Kernels::Lean, None) => (20.0 * h, 4.0 * (q + g) + 6.0 * f, 0.0),
             (Kernels::Fused | Kernels::Lean, Some(l)) => (
-                20.0 * h,
+                20.0 * h + 4.0 * (l.q_rank.unwrap_or(0.0) + l.kv_rank),
                 4.0 * l.query_rope + 4.0 * (w.query + w.key + w.value) + 6.0 * f,
-                4.0 * l.rope + 4.0 * (l.q_rank.unwrap_or(0.0) + l.kv_rank),
+                4.0 * l.rope,
             ),
             (Kernels::Eager, _) => (84.0 * h, 20.0 * (q + g) + 4.0 * q + 4.0 * g + 10.0 * f, 0.0),
         }
@@ -380,10 +380,10 @@ impl Context<'_> {
     /// (`2f`).
     ///
     /// Latent attention's projections are cast on their own: forward the down-projections'
-    /// input (`h`, Megatron-core's MLA norm is a module of its own, not fused into a GEMM) and
-    /// the up-projections' latents (`r_q + r_kv`, whole on every TP rank); backward the
-    /// down-projections' output gradient (`r_q + r_kv + d_rope`, on the sequence shard) and the
-    /// up-projections' (`a·d_qk + a·(d_nope + d_v)`) in place of the QKV's.
+    /// input (`h`, once for each of the two, Megatron-core's MLA norm being a module of its own,
+    /// not fused into a GEMM) and the up-projections' latents (`r_q + r_kv`), all on the
+    /// sequence shard; backward the down-projections' output gradient (`r_q + r_kv + d_rope`) and
+    /// the up-projections' (`a·d_qk + a·(d_nope + d_v)`) in place of the QKV's.
     fn cast_bytes(&self, shape: &Shape) -> ((f64, f64, f64), (f64, f64, f64)) {
         if !self.precision.is_narrow() {
             return ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0));
@@ -401,9 +401,9 @@ impl Context<'_> {
             ),
             Some(l) => (
                 (
-                    (fused + cast) * h,
+                    (fused + 2.0 * cast) * h + cast * (l.q_rank.unwrap_or(0.0) + l.kv_rank),
                     cast * (w.output + f),
-                    cast * (l.q_rank.unwrap_or(0.0) + l.kv_rank),
+                    0.0,
                 ),
                 (
                     cast * (2.0 * h + l.down()),

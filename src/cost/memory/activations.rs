@@ -54,22 +54,27 @@
 //!
 //! ## Multi-head latent attention (DeepSeek-V2 and V3, fused kernels)
 //! Megatron-core's `MLASelfAttention` with Transformer Engine: the attention RMSNorm is a
-//! module of its own whose output both down-projections read, the latents `r_q` and `r_kv`
-//! are normalised and gathered whole to every TP rank, and the up-projections write each
-//! head's queries, keys and values, `d_qk = d_nope + d_rope` and `d_v` wide, which the core
-//! keeps. In place of grouped-query attention's rows:
+//! module of its own whose output both down-projections read; the latents `r_q` and `r_kv`
+//! stay on the sequence-parallel shard, where their norms run, and the column-parallel
+//! up-projections gather them inside the linear (keeping the shard, gathered again in
+//! backward), as any column-parallel projection does its input; only the shared RoPE key,
+//! `d_rope` wide, is gathered whole. The up-projections write each head's queries, keys and
+//! values, `d_qk = d_nope + d_rope` and `d_v` wide, which the core keeps. In place of
+//! grouped-query attention's rows:
 //!
 //! | tensor | bytes / token | split |
 //! |---|---|---|
 //! | attention RMSNorm input; its output, the down-projections' input | 2h + 2h | replicated |
-//! | the latents' RMSNorm inputs | 2r_q + 2r_kv | whole |
-//! | the up-projections' inputs (the normalised latents) | 2r_q + 2r_kv (1 byte an element in FP8) | whole |
+//! | the latents' RMSNorm inputs | 2r_q + 2r_kv | replicated |
+//! | the up-projections' inputs (the normalised latents) | 2r_q + 2r_kv (1 byte an element in FP8) | replicated |
+//! | the shared RoPE key | 2d_rope | whole |
 //! | Q, K (each head's, the shared RoPE key repeated), V | 2a·d_qk + 2a·d_qk + 2a·d_v | tensor |
 //! | attention output O | 2a·d_v | tensor |
 //!
-//! DeepSeek-V3 (h 7,168, a 128, d_qk 192, d_v 128, r_q 1,536, r_kv 512): 8h replicated, 8,192
-//! whole and 163,840 + 512 split per token before the MLP (22.9h; Llama 3 70B's attention
-//! keeps 4h + 4g + 4a, 4.5h): 128 heads of 192-wide queries and keys and 128-wide values.
+//! DeepSeek-V3 (h 7,168, a 128, d_qk 192, d_v 128, r_q 1,536, r_kv 512, d_rope 64): before the
+//! MLP 4h + 8,192 replicated, 128 whole and 163,840 + 512 split per token (the split part
+//! 22.9h; Llama 3 70B's attention keeps 4h + 4g + 4a, 4.5h): 128 heads of 192-wide queries and
+//! keys and 128-wide values.
 //!
 //! ## Llama in eager PyTorch ([`Kernels::Eager`])
 //! The layer `data/calibration/measure_layers.py` measured: RMSNorm in FP32 (it keeps the FP32
@@ -121,7 +126,7 @@ enum Split {
     /// Whole on each TP rank; divided by TP along the sequence under sequence parallelism.
     Replicated,
     /// Whole on each TP rank for every token, with or without sequence parallelism: latent
-    /// attention's latents, gathered from the sequence shards before the up-projections.
+    /// attention's shared RoPE key, gathered from the sequence shards.
     Whole,
 }
 
@@ -180,17 +185,18 @@ fn tensors(layer: Layer, shape: &Shape, s: f64, fp8: bool) -> Tensors {
                 kept(2.0 * h, Replicated), // attention RMSNorm input
                 // The down-projections' input: one BF16 tensor, or each projection's FP8 copy.
                 kept(2.0 * h, Replicated),
-                kept(2.0 * q_rank + 2.0 * l.kv_rank, Whole), // the latents' RMSNorm inputs
-                kept(input * (q_rank + l.kv_rank), Whole),   // the up-projections' inputs
-                kept(2.0 * w.query, Tensor),                 // Q, RoPE applied
-                kept(2.0 * w.key, Tensor),                   // K, the shared RoPE key in each head
-                kept(2.0 * w.value, Tensor),                 // V
+                kept(2.0 * q_rank + 2.0 * l.kv_rank, Replicated), // the latents' RMSNorm inputs
+                kept(input * (q_rank + l.kv_rank), Replicated),   // the up-projections' inputs
+                kept(2.0 * l.rope, Whole), // the shared RoPE key, gathered whole
+                kept(2.0 * w.query, Tensor), // Q, RoPE applied
+                kept(2.0 * w.key, Tensor), // K, the shared RoPE key in each head
+                kept(2.0 * w.value, Tensor), // V
                 kept(2.0 * w.output + output_copy, Tensor), // attention output O (and its FP8 copy)
-                core(4.0 * a),                              // log-sum-exp, FP32
-                kept(2.0 * h, Replicated),                  // MLP RMSNorm input
-                kept(input * h, Replicated),                // gate/up input
-                kept(4.0 * f, Tensor),                      // gate and up outputs
-                kept(input * f, Tensor),                    // SwiGLU output (last: see Lean)
+                core(4.0 * a),             // log-sum-exp, FP32
+                kept(2.0 * h, Replicated), // MLP RMSNorm input
+                kept(input * h, Replicated), // gate/up input
+                kept(4.0 * f, Tensor),     // gate and up outputs
+                kept(input * f, Tensor),   // SwiGLU output (last: see Lean)
             ])
         }
         Layer::Llama(Kernels::Fused) => {
@@ -249,8 +255,8 @@ struct Tensors {
     len: usize,
 }
 
-/// The most tensors a layer of [`tensors`] keeps (a latent-attention layer's fifteen).
-const MAX_TENSORS: usize = 15;
+/// The most tensors a layer of [`tensors`] keeps (a latent-attention layer's sixteen).
+const MAX_TENSORS: usize = 16;
 
 impl Tensors {
     fn of(list: &[Kept]) -> Tensors {
@@ -519,10 +525,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn latent_attention_keeps_its_latents_whole_and_every_head_s_keys() {
+    fn latent_attention_keeps_its_latents_on_the_sequence_shard_and_every_head_s_keys() {
         // DeepSeek-V3's attention with its dense MLP (f 18,432), BF16, s = 4,096, no
-        // recomputation, by hand from the table: replicated 8h = 57,344, whole 2(r_q + r_kv)·2
-        // = 8,192, split 2q + 2k + 2v + 2o + 4a = 163,840 + 512 and the MLP's 6f = 110,592.
+        // recomputation, by hand from the table: replicated 8h + 2(r_q + r_kv)·2 = 57,344 +
+        // 8,192, whole 2·d_rope = 128, split 2q + 2k + 2v + 2o + 4a = 163,840 + 512 and the
+        // MLP's 6f = 110,592.
         let shape = crate::model::testing::latent(1);
         let at = |tp: u64, sequence_parallel: bool| {
             Setting {
@@ -535,9 +542,9 @@ mod tests {
             }
             .stored(&shape, Recompute::None)
         };
-        assert_eq!(at(1, false), 4_096.0 * 340_480.0);
-        // TP 8 with sequence parallelism splits all but the latents.
-        let per_token = 57_344.0 / 8.0 + 8_192.0 + (164_352.0 + 110_592.0) / 8.0;
+        assert_eq!(at(1, false), 4_096.0 * 340_608.0);
+        // TP 8 with sequence parallelism splits all but the shared RoPE key.
+        let per_token = (57_344.0 + 8_192.0) / 8.0 + 128.0 + (164_352.0 + 110_592.0) / 8.0;
         assert_eq!(at(8, true), 4_096.0 * per_token);
     }
     use crate::model::preset;

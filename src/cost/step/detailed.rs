@@ -314,30 +314,37 @@ impl Detailed {
     }
 
     /// Whether the step goes with the shape's attention as the model costs it: multi-head
-    /// latent attention's activations are derived for fused kernels (Megatron-core's and
-    /// torchtitan's, [`crate::cost::memory::activations`]) under no, selective, full or
-    /// selective-layer recomputation; the eager stack's efficiency curve and the eager kernels'
-    /// activations were measured on grouped-query layers, and MaxText's and torchtitan's
-    /// op-level policies are written for them. Always for grouped-query attention.
+    /// latent attention on a stack that builds it, its activations derived for fused kernels
+    /// ([`crate::cost::memory::activations`]) under no, selective, full or selective-layer
+    /// recomputation; the eager stack's efficiency curve and the eager kernels' activations
+    /// were measured on grouped-query layers, and MaxText's and torchtitan's op-level policies
+    /// are written for them. Always for grouped-query attention.
     fn attention_allowed(&self, shape: &Shape) -> Result<()> {
         if shape.attention.latent.is_none() {
             return Ok(());
         }
         let opts = &self.options;
-        if opts.stack == Stack::Eager || opts.kernels == Kernels::Eager {
+        // The stacks that build latent attention: Megatron-core's `MLASelfAttention`,
+        // torchtitan's and MaxText's DeepSeek-V3 models. Meta's Llama 3 stack and
+        // Megatron-DeepSpeed have none; the eager curve was measured on grouped-query layers.
+        let builds = matches!(
+            opts.stack,
+            Stack::MegatronTe | Stack::Torchtitan | Stack::TorchtitanCompile | Stack::Maxtext
+        );
+        if !builds {
             return Err(Error::invalid(
-                if opts.stack == Stack::Eager {
-                    "--stack"
-                } else {
-                    "--kernels"
-                },
-                if opts.stack == Stack::Eager {
-                    opts.stack.name()
-                } else {
-                    "eager"
-                },
-                "a stack with fused kernels for multi-head latent attention (megatron-te, \
-                 torchtitan): the eager curve and kernels were measured on grouped-query layers",
+                "--stack",
+                opts.stack.name(),
+                "a stack that builds multi-head latent attention (megatron-te, torchtitan, \
+                 torchtitan-compile, maxtext)",
+            ));
+        }
+        if opts.kernels == Kernels::Eager {
+            return Err(Error::invalid(
+                "--kernels",
+                "eager",
+                "fused or lean for multi-head latent attention: the eager kernels' activations \
+                 were measured on grouped-query layers",
             ));
         }
         if matches!(

@@ -561,6 +561,29 @@ mod tests {
     }
 
     #[test]
+    fn latent_attention_gathers_its_latents_not_the_hidden_size() {
+        // DeepSeek-V3's attention on 4 dense layers at TP 8 with sequence parallelism, BF16:
+        // of a layer's 8 gathers and reduce-scatters of 2·8192·h bytes, the attention input's
+        // gather forward and its gradient's reduce-scatter backward move the latents and the
+        // shared RoPE key, 1,536 + 512 + 64 = 2,112 a token: 6 of h and 2 of 2,112, each
+        // 7α + 7/8 · S/B at 370 GB/s and α = 3 µs; m = 8 micro-batches.
+        let b = Brief::default();
+        let s = crate::model::testing::latent(4);
+        let l = Layout::new(&b, &s, 8, 1, ZeroStage::new(1).unwrap()).unwrap();
+        let mut d = detailed(Recompute::None, Schedule::OneFOneB);
+        d.options = Options::for_stack(Stack::MegatronTe);
+        let t = step_time(&b.machine(), &s, &l, &d, &flat(0.5)).unwrap();
+        let rs = |width: f64| 7.0 * 3e-6 + 7.0 / 8.0 * 2.0 * 8192.0 * width / 370e9;
+        let layer = 6.0 * rs(7_168.0) + 2.0 * rs(2_112.0);
+        let want = 8.0 * 4.0 * layer;
+        assert!(
+            (t.breakdown.tp_comm - want).abs() < 1e-9 * want,
+            "{} {want}",
+            t.breakdown.tp_comm
+        );
+    }
+
+    #[test]
     fn tp_communication_is_four_all_reduces_a_layer_six_with_full_recompute() {
         // One all-reduce of 2·8192·8192 B over 8 GPUs at 370 GB/s: 634.81 µs; 80 layers, m = 8.
         let one = 2.0 * 7.0 / 8.0 * 2.0 * 8192.0 * 8192.0 / 370e9 + 2.0 * 7.0 * 3e-6;

@@ -134,7 +134,12 @@ pub fn unsharded_in(
     } else {
         all_reduce(machine.topology.intra(), tp, 2.0 * tokens * h)
     };
-    let tp_layer = tp_calls * tp_one;
+    let tp_layer = match shape.attention_widths().latent {
+        None => tp_calls * tp_one,
+        Some(l) => {
+            tp_calls * tp_one - latent_gathers(machine, step, d, tp, tokens, h, &l, tp_calls)
+        }
+    };
     let overlap = if overlaps(step, opts) {
         opts.tp_overlap
     } else {
@@ -323,6 +328,44 @@ pub fn unsharded_in(
             cluster_peak,
         ),
     })
+}
+
+/// What latent attention's TP collectives save over [`Unscheduled`]'s `h`-wide count
+/// (Megatron-core's `MLASelfAttention`): with sequence parallelism the attention's input
+/// all-gather forward (in the step's operand bytes below BF16 on megatron-te, as the
+/// projections' gathers) and its reduce-scatter backward (BF16) move the latents and the shared
+/// RoPE key, `r_q + r_kv + d_rope` a token, not `h`: a gather each forward pass (the
+/// recomputed ones too, `tp_calls/2 − 1` of them) and one reduce-scatter a backward. Without
+/// it, the down-projections run whole on every rank, and the one all-reduce of the attention's
+/// input gradient a backward moves the latents' gradients instead.
+#[allow(clippy::too_many_arguments)]
+fn latent_gathers(
+    machine: &Machine,
+    step: &crate::cost::step::Step,
+    d: &Detailed,
+    tp: u64,
+    tokens: f64,
+    h: f64,
+    l: &crate::model::LatentWidths,
+    tp_calls: f64,
+) -> f64 {
+    let link = machine.topology.intra();
+    let latent = l.down();
+    if step.sequence_parallel {
+        let gathered = if step.precision.is_narrow() && d.options.stack == Stack::MegatronTe {
+            d.recipe()
+                .map_or(step.precision.operand_bytes(), |r| r.operand_bytes())
+        } else {
+            2.0
+        };
+        let one = |bytes: f64| {
+            reduce_scatter(link, tp, bytes * tokens * h)
+                - reduce_scatter(link, tp, bytes * tokens * latent)
+        };
+        (tp_calls / 2.0 - 1.0) * one(gathered) + one(2.0)
+    } else {
+        all_reduce(link, tp, 2.0 * tokens * h) - all_reduce(link, tp, 2.0 * tokens * latent)
+    }
 }
 
 /// The matrix parameters on one GPU of a stage's `fp8_layers` layers below BF16, of which

@@ -1049,10 +1049,10 @@ impl DimsBuilder {
                 "--disable-bias-linear --add-qkv-bias (q/k/v biases only), or neither (all biases)",
             )),
         };
-        // Multi-head latent attention (`--multi-latent-attention`) at Megatron-core's
-        // `MLATransformerConfig` defaults where an option is left out: no query latent, a
-        // key-value latent of 32, query-key heads of 128 + 64, values of 128; its latent norms
-        // are `--qk-layernorm`.
+        // Multi-head latent attention (`--multi-latent-attention`) at Megatron-LM's argument
+        // defaults where an option is left out (`arguments.py`): no query latent, a key-value
+        // latent of 32, query-key heads of 128 + 64, values of 128; its latent norms are
+        // `--qk-layernorm`.
         let latent = self.latent.then(|| crate::model::Latent {
             q_rank: self.q_lora_rank,
             kv_rank: self.kv_lora_rank.unwrap_or(32),

@@ -342,7 +342,7 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     push("--hidden-size", Some(s.hidden.to_string()));
     push("--ffn-hidden-size", Some(s.ffn.to_string()));
     push("--num-attention-heads", Some(s.heads.to_string()));
-    if s.kv_heads < s.heads {
+    if s.kv_heads < s.heads && s.attention.latent.is_none() {
         push("--group-query-attention", None);
         push("--num-query-groups", Some(s.kv_heads.to_string()));
     }
