@@ -255,6 +255,13 @@ impl Detailed {
                 index: i,
                 layers: n_layers,
                 moe,
+                moe_bf16: crate::cost::step::pipeline::moe_bf16_layers(
+                    shape,
+                    opts.bf16_layers,
+                    (i, layout.pp),
+                    n_layers,
+                    moe,
+                ),
                 bf16,
                 stored_per_micro_batch: stored,
                 offloaded,
@@ -315,10 +322,10 @@ impl Detailed {
         } else {
             0.0
         };
-        // The layers in FP8 (all but those kept in BF16), the MoE layers among them (the
-        // BF16 ones taken from the dense layers first), and their routed experts' parameters.
+        // The layers in FP8 (all but those kept in BF16), the MoE layers among them, and their
+        // routed experts' parameters.
         let fp8_layers = (n_layers - share.bf16) as f64;
-        let moe_fp8 = share.moe.min(n_layers - share.bf16) as f64;
+        let moe_fp8 = (share.moe - share.moe_bf16) as f64;
         let dense_fp8 = fp8_layers - moe_fp8;
         let experts_fp8 = if share.moe > 0 {
             experts * moe_fp8 / share.moe as f64
@@ -538,8 +545,9 @@ struct FpWeights {
 struct StageShare {
     index: u64,
     layers: u64,
-    /// Of its layers, the mixtures of experts.
+    /// Of its layers, the mixtures of experts, and of those the ones kept in BF16 under FP8.
     moe: u64,
+    moe_bf16: u64,
     /// Of its layers, those kept in BF16 under FP8 (no FP8 copies).
     bf16: u64,
     stored_per_micro_batch: f64,
@@ -773,6 +781,44 @@ mod tests {
         // --fp8-params: their BF16 bytes (2 a parameter) go, the experts' with the rest.
         let params = at(crate::cost::step::precision::Precision::Fp8, true);
         assert_eq!(fp8.weights - params.weights, 2.0 * 6_979_321_856.0);
+        // The first and last layers kept in BF16, both MoE layers: their copies go, the
+        // experts' with them, 2 · 2 · 218,103,808 bytes.
+        let ends = Detailed {
+            step: Step {
+                precision: crate::cost::step::precision::Precision::Fp8,
+                ..step(Recompute::Full, false)
+            },
+            options: Options {
+                bf16_layers: Bf16Layers { start: 1, end: 1 },
+                ..bare()
+            },
+        }
+        .memory(&s, &l)
+        .unwrap();
+        assert_eq!(fp8.weights - ends.weights, 2.0 * 2.0 * 218_103_808.0);
+        // Experts of 7,168 from the second layer on: the first layer is dense (218,103,808
+        // matrix parameters), an MoE layer 41,943,040 + 3·4096·7168 = 130,023,424; a BF16 layer
+        // at either end drops its own kind's copies.
+        let mut e = crate::model::Experts::plain(8, 2, 7_168);
+        e.layers = crate::model::LayerSet::Every { first: 1, step: 1 };
+        s.experts = Some(e);
+        let end = |start: u32, end: u32| {
+            Detailed {
+                step: Step {
+                    precision: crate::cost::step::precision::Precision::Fp8,
+                    ..step(Recompute::Full, false)
+                },
+                options: Options {
+                    bf16_layers: Bf16Layers { start, end },
+                    ..bare()
+                },
+            }
+            .memory(&s, &l)
+            .unwrap()
+            .weights
+        };
+        assert_eq!(end(0, 0) - end(1, 0), 2.0 * 218_103_808.0);
+        assert_eq!(end(0, 0) - end(0, 1), 2.0 * 130_023_424.0);
         // FP4 experts, and FP8 experts under ZeRO 3, are refused by name.
         let nvfp4 = Step {
             precision: crate::cost::step::precision::Precision::Nvfp4,

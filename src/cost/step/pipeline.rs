@@ -238,6 +238,35 @@ pub(crate) fn kinds_of(layers: &[u64]) -> StageKinds {
     StageKinds::of(layers).expect("stage_layers gives one to four kinds of stage")
 }
 
+/// Of the layers stage `index` of `pp` keeps in BF16 under FP8 ([`Bf16Layers::on_stage`]: the
+/// model's first `start` on the first stage, its last `end` on the last), the mixtures of
+/// experts, at most `moe`, the stage's own (0 for a dense shape).
+pub fn moe_bf16_layers(
+    shape: &Shape,
+    bf16: crate::cost::step::recipe::Bf16Layers,
+    (index, pp): (u64, u64),
+    stage_layers: u64,
+    moe: u64,
+) -> u64 {
+    if moe == 0 || bf16.is_none() {
+        return 0;
+    }
+    let l = u64::from(shape.layers);
+    let start = u64::from(bf16.start).min(stage_layers);
+    let end = u64::from(bf16.end).min(stage_layers);
+    let first = if index == 0 {
+        moe_layers_in(shape, 0, start)
+    } else {
+        0
+    };
+    let last = if index + 1 == pp {
+        moe_layers_in(shape, l.saturating_sub(end), end)
+    } else {
+        0
+    };
+    (first + last).min(moe)
+}
+
 /// MoE layers among layers `start .. start + n` of `shape` (0 for a dense shape).
 pub fn moe_layers_in(shape: &Shape, start: u64, n: u64) -> u64 {
     let Some(e) = &shape.experts else {

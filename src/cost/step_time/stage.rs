@@ -246,6 +246,15 @@ pub fn unsharded_in(
     let recipe = d.recipe();
     // The slowest stage's layers below BF16: all but those kept in BF16.
     let fp8_layers = stage_layers - d.options.bf16_layers.on_stage(slowest, pp, stage_layers);
+    // Of the stage's MoE layers, those below BF16.
+    let moe_fp8 = stage_moe
+        - crate::cost::step::pipeline::moe_bf16_layers(
+            shape,
+            d.options.bf16_layers,
+            (slowest, pp),
+            stage_layers,
+            stage_moe,
+        );
     let fp8_casts = if precision.is_narrow() {
         let (reads, copy) = recipe.map_or((2.0, precision.weight_copy_bytes()), |r| {
             let reads = if d.options.fp8_params {
@@ -258,7 +267,7 @@ pub fn unsharded_in(
         if stage_moe == 0 {
             (reads + copy) * fp8_layers as f64 * shape.layer_matrix_params() as f64 / tp as f64
         } else {
-            (reads + copy) * narrow_matrices(shape, tp, fp8_layers, stage_moe, experts)
+            (reads + copy) * narrow_matrices(shape, tp, fp8_layers, moe_fp8, stage_moe, experts)
         }
     } else {
         0.0
@@ -266,7 +275,7 @@ pub fn unsharded_in(
     // With FP8 weights, the stage's layer matrices on this GPU, which ZeRO gathers in FP8 (the
     // routed experts', gathered over their own group, counted in BF16: an upper bound).
     let fp8_matrices = if d.options.fp8_params && recipe.is_some() {
-        narrow_matrices(shape, tp, fp8_layers, stage_moe, 0.0)
+        narrow_matrices(shape, tp, fp8_layers, moe_fp8, stage_moe, 0.0)
     } else {
         0.0
     };
@@ -369,16 +378,22 @@ fn latent_gathers(
 }
 
 /// The matrix parameters on one GPU of a stage's `fp8_layers` layers below BF16, of which
-/// `moe` are mixtures of experts (the BF16 layers taken from the dense ones first): a dense
-/// layer's matrices over TP, an MoE layer's dense part's (attention, the shared experts) over
-/// TP, and the `experts` routed-expert parameters of its MoE layers on this GPU, all of them
-/// in low precision under an FP8 recipe (Transformer Engine's grouped GEMMs cast and cache
-/// them as its linear layers do).
-fn narrow_matrices(shape: &Shape, tp: u64, fp8_layers: u64, moe: u64, experts: f64) -> f64 {
+/// `moe_fp8` are mixtures of experts (of the stage's `moe`): a dense layer's matrices over TP,
+/// an MoE layer's dense part's (attention, the shared experts) over TP, and the routed
+/// experts' share of the `experts` parameters of the stage's MoE layers on this GPU, all of
+/// them in low precision under an FP8 recipe (Transformer Engine's grouped GEMMs cast and
+/// cache them as its linear layers do).
+fn narrow_matrices(
+    shape: &Shape,
+    tp: u64,
+    fp8_layers: u64,
+    moe_fp8: u64,
+    moe: u64,
+    experts: f64,
+) -> f64 {
     if moe == 0 {
         return fp8_layers as f64 * shape.layer_matrix_params() as f64 / tp as f64;
     }
-    let moe_fp8 = moe.min(fp8_layers);
     let dense = (fp8_layers - moe_fp8) as f64 * shape.layer_matrix_params() as f64 / tp as f64;
     let moe_part = moe_fp8 as f64
         * crate::model::moe_dense_part(shape).layer_matrix_params() as f64
