@@ -238,9 +238,10 @@ pub(crate) fn kinds_of(layers: &[u64]) -> StageKinds {
     StageKinds::of(layers).expect("stage_layers gives one to four kinds of stage")
 }
 
-/// Of the layers stage `index` of `pp` keeps in BF16 under FP8 ([`Bf16Layers::on_stage`]: the
-/// model's first `start` on the first stage, its last `end` on the last), the mixtures of
-/// experts, at most `moe`, the stage's own (0 for a dense shape).
+/// Of the layers stage `index` of `pp` keeps in BF16 under FP8
+/// ([`crate::cost::step::recipe::Bf16Layers::on_stage`]: the model's first `start` on the
+/// first stage, its last `end` on the last), the mixtures of experts, at most `moe`, the
+/// stage's own (0 for a dense shape).
 pub fn moe_bf16_layers(
     shape: &Shape,
     bf16: crate::cost::step::recipe::Bf16Layers,
