@@ -138,10 +138,10 @@ fn an_ad_hoc_shape_is_named_so_check_reads_the_name_back() {
 fn deepseek_v3_s_latent_attention_is_planned_on_its_own_layout() {
     // DeepSeek-V3's config on its report's 2,048 H800s (PP 16, EP 64, no TP), graded by the
     // detailed models: its counts, and a step whose time and memory are the latent layers'.
-    let check: Value = serde_json::from_str(&stdout(&[
-        "check",
+    let config = fixture("deepseek-v3");
+    let layout = [
         "--model-config",
-        &fixture("deepseek-v3"),
+        &config,
         "--gpu",
         "h800",
         "--gpus",
@@ -154,49 +154,34 @@ fn deepseek_v3_s_latent_attention_is_planned_on_its_own_layout() {
         "64",
         "--tokens",
         "1e12",
+        "--memory",
+        "detailed",
+        "--time",
+        "detailed",
+    ];
+    let mut args = vec!["check"];
+    args.extend(layout);
+    args.extend([
         "--seq-len",
         "4096",
         "--global-batch-tokens",
         "62914560",
         "--recompute",
         "full",
-        "--memory",
-        "detailed",
-        "--time",
-        "detailed",
         "--json",
-    ]))
-    .unwrap();
+    ]);
+    let check: Value = serde_json::from_str(&stdout(&args)).unwrap();
     assert_eq!(check["params"], 671_026_419_200u64);
     assert_eq!(check["active_params"], 37_552_297_472u64);
     let mfu = check["mfu"].as_f64().unwrap();
     assert!(mfu > 0.05 && mfu < 0.6, "{mfu}");
     assert!(check["breakdown"]["ep_comm"].as_f64().unwrap() > 0.0);
     // The eager stack's curve was measured on grouped-query layers: refused by name.
+    let mut eager = vec!["check"];
+    eager.extend(layout);
+    eager.extend(["--stack", "eager"]);
     refuses(
-        &[
-            "check",
-            "--model-config",
-            &fixture("deepseek-v3"),
-            "--gpu",
-            "h800",
-            "--gpus",
-            "2048",
-            "--tp",
-            "1",
-            "--pp",
-            "16",
-            "--ep",
-            "64",
-            "--tokens",
-            "1e12",
-            "--memory",
-            "detailed",
-            "--time",
-            "detailed",
-            "--stack",
-            "eager",
-        ],
+        &eager,
         "--stack = eager: a stack that builds multi-head latent attention",
     );
 }

@@ -843,33 +843,7 @@ mod tests {
         // d_rope 64, d_v 128), by hand: q_a 7168·1536 = 11,010,048; q_b 1536·128·192 =
         // 37,748,736; kv_a 7168·576 = 4,128,768; kv_b 512·128·256 = 16,777,216; o 128·128·7168
         // = 117,440,512 (187,105,280); norms 1,536 + 512 + 2·7,168.
-        let shape = ShapeSpec {
-            name: "mla".into(),
-            layers: 1,
-            hidden: 7_168,
-            ffn: 18_432,
-            heads: 128,
-            kv_heads: 128,
-            vocab: 1,
-            head_dim: Some(192),
-            tied_embeddings: false,
-            biases: Biases::default(),
-            architecture: Architecture::default(),
-            experts: None,
-            attention: Attention {
-                latent: Some(crate::model::Latent {
-                    q_rank: Some(1_536),
-                    kv_rank: 512,
-                    nope_dim: 128,
-                    rope_dim: 64,
-                    v_dim: 128,
-                }),
-                qk_norm: false,
-                sinks: false,
-            },
-        }
-        .build()
-        .unwrap();
+        let shape = crate::model::testing::latent(1);
         let mlp = 3 * 7_168 * 18_432;
         assert_eq!(shape.layer_matrix_params(), 187_105_280 + mlp);
         assert_eq!(

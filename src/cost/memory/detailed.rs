@@ -760,90 +760,55 @@ mod tests {
         // a layer's attention matrices 2·4096² + 2·4096·1024 = 41,943,040 and its one local
         // expert 3·4096·14,336 = 176,160,768: 218,103,808 a layer, 6,979,321,856 over 32
         // layers, whose FP8 copy and transpose (delayed scaling) take 2 bytes each.
-        let mut s = preset("8b").unwrap();
-        s.experts = Some(crate::model::Experts::plain(8, 2, 14_336));
-        let mut l = Layout::new(&Brief::default(), &s, 1, 1, ZeroStage::new(1).unwrap()).unwrap();
-        (l.ep, l.etp) = (8, 1);
-        let at = |precision, fp8_params| {
+        use crate::cost::step::precision::Precision::{self, Bf16, Fp8, Nvfp4};
+        fn at(s: &Shape, l: &Layout, precision: Precision, options: Options) -> Result<Memory> {
             let step = Step {
                 precision,
                 ..step(Recompute::Full, false)
             };
-            let options = Options {
-                fp8_params,
-                ..bare()
-            };
-            Detailed { step, options }.memory(&s, &l).unwrap()
+            Detailed { step, options }.memory(s, l)
+        }
+        let with_params = |fp8_params| Options {
+            fp8_params,
+            ..bare()
         };
-        let bf16 = at(crate::cost::step::precision::Precision::Bf16, false);
-        let fp8 = at(crate::cost::step::precision::Precision::Fp8, false);
-        assert_eq!(fp8.weights - bf16.weights, 2.0 * 6_979_321_856.0);
+        let ends = |start, end| Options {
+            bf16_layers: Bf16Layers { start, end },
+            ..bare()
+        };
+        let mut s = preset("8b").unwrap();
+        s.experts = Some(crate::model::Experts::plain(8, 2, 14_336));
+        let mut l = Layout::new(&Brief::default(), &s, 1, 1, ZeroStage::new(1).unwrap()).unwrap();
+        (l.ep, l.etp) = (8, 1);
+        let weights =
+            |s: &Shape, precision, options| at(s, &l, precision, options).unwrap().weights;
+        let fp8 = weights(&s, Fp8, bare());
+        assert_eq!(fp8 - weights(&s, Bf16, bare()), 2.0 * 6_979_321_856.0);
         // --fp8-params: their BF16 bytes (2 a parameter) go, the experts' with the rest.
-        let params = at(crate::cost::step::precision::Precision::Fp8, true);
-        assert_eq!(fp8.weights - params.weights, 2.0 * 6_979_321_856.0);
+        assert_eq!(
+            fp8 - weights(&s, Fp8, with_params(true)),
+            2.0 * 6_979_321_856.0
+        );
         // The first and last layers kept in BF16, both MoE layers: their copies go, the
         // experts' with them, 2 · 2 · 218,103,808 bytes.
-        let ends = Detailed {
-            step: Step {
-                precision: crate::cost::step::precision::Precision::Fp8,
-                ..step(Recompute::Full, false)
-            },
-            options: Options {
-                bf16_layers: Bf16Layers { start: 1, end: 1 },
-                ..bare()
-            },
-        }
-        .memory(&s, &l)
-        .unwrap();
-        assert_eq!(fp8.weights - ends.weights, 2.0 * 2.0 * 218_103_808.0);
+        assert_eq!(
+            fp8 - weights(&s, Fp8, ends(1, 1)),
+            2.0 * 2.0 * 218_103_808.0
+        );
         // Experts of 7,168 from the second layer on: the first layer is dense (218,103,808
         // matrix parameters), an MoE layer 41,943,040 + 3·4096·7168 = 130,023,424; a BF16 layer
         // at either end drops its own kind's copies.
         let mut e = crate::model::Experts::plain(8, 2, 7_168);
         e.layers = crate::model::LayerSet::Every { first: 1, step: 1 };
         s.experts = Some(e);
-        let end = |start: u32, end: u32| {
-            Detailed {
-                step: Step {
-                    precision: crate::cost::step::precision::Precision::Fp8,
-                    ..step(Recompute::Full, false)
-                },
-                options: Options {
-                    bf16_layers: Bf16Layers { start, end },
-                    ..bare()
-                },
-            }
-            .memory(&s, &l)
-            .unwrap()
-            .weights
-        };
-        assert_eq!(end(0, 0) - end(1, 0), 2.0 * 218_103_808.0);
-        assert_eq!(end(0, 0) - end(0, 1), 2.0 * 130_023_424.0);
+        let none = weights(&s, Fp8, ends(0, 0));
+        assert_eq!(none - weights(&s, Fp8, ends(1, 0)), 2.0 * 218_103_808.0);
+        assert_eq!(none - weights(&s, Fp8, ends(0, 1)), 2.0 * 130_023_424.0);
         // FP4 experts, and FP8 experts under ZeRO 3, are refused by name.
-        let nvfp4 = Step {
-            precision: crate::cost::step::precision::Precision::Nvfp4,
-            ..step(Recompute::Full, false)
-        };
-        let e = Detailed {
-            step: nvfp4,
-            options: bare(),
-        }
-        .memory(&s, &l)
-        .unwrap_err()
-        .to_string();
+        let e = at(&s, &l, Nvfp4, bare()).unwrap_err().to_string();
         assert!(e.contains("FP4 experts"), "{e}");
         l.zero = ZeroStage::new(3).unwrap();
-        let fp8_step = Step {
-            precision: crate::cost::step::precision::Precision::Fp8,
-            ..step(Recompute::Full, false)
-        };
-        let e = Detailed {
-            step: fp8_step,
-            options: bare(),
-        }
-        .memory(&s, &l)
-        .unwrap_err()
-        .to_string();
+        let e = at(&s, &l, Fp8, bare()).unwrap_err().to_string();
         assert!(e.contains("--zero = 3"), "{e}");
     }
 

@@ -11,6 +11,7 @@ use crate::cost::links::exchanges::moe_layer_comm;
 use crate::cost::links::hidden;
 use crate::cost::links::link_for;
 use crate::cost::links::topology::send;
+use crate::cost::links::topology::Link;
 use crate::cost::links::topology::{all_reduce, reduce_scatter};
 use crate::cost::step::detailed::Detailed;
 use crate::cost::step::experts::dispatcher_allowed;
@@ -122,22 +123,26 @@ pub fn unsharded_in(
         Recompute::SelectiveLayer | Recompute::SelectiveOp => 5.0,
         Recompute::None | Recompute::Selective => 4.0,
     };
-    let tp_one = if step.sequence_parallel
-        && precision.is_narrow()
-        && d.options.stack == Stack::MegatronTe
-    {
-        let gathered = d
-            .recipe()
-            .map_or(precision.operand_bytes(), |r| r.operand_bytes());
-        let link = machine.topology.intra();
-        reduce_scatter(link, tp, 2.0 * tokens * h) + reduce_scatter(link, tp, gathered * tokens * h)
-    } else {
-        all_reduce(machine.topology.intra(), tp, 2.0 * tokens * h)
+    // The bytes an element the all-gathers move where they gather quantized.
+    let quantized =
+        (step.sequence_parallel && precision.is_narrow() && d.options.stack == Stack::MegatronTe)
+            .then(|| {
+                d.recipe()
+                    .map_or(precision.operand_bytes(), |r| r.operand_bytes())
+            });
+    let link = machine.topology.intra();
+    let tp_one = match quantized {
+        Some(gathered) => {
+            reduce_scatter(link, tp, 2.0 * tokens * h)
+                + reduce_scatter(link, tp, gathered * tokens * h)
+        }
+        None => all_reduce(link, tp, 2.0 * tokens * h),
     };
     let tp_layer = match shape.attention_widths().latent {
         None => tp_calls * tp_one,
         Some(l) => {
-            tp_calls * tp_one - latent_gathers(machine, step, d, tp, tokens, h, &l, tp_calls)
+            let gathered = step.sequence_parallel.then(|| quantized.unwrap_or(2.0));
+            tp_calls * tp_one - latent_gathers(link, tp, tokens, (h, l.down()), tp_calls, gathered)
         }
     };
     let overlap = if overlaps(step, opts) {
@@ -264,6 +269,7 @@ pub fn unsharded_in(
             };
             (reads, r.weight_copy_bytes())
         });
+        // A dense stage's count in the order it has always been summed (the same to the bit).
         if stage_moe == 0 {
             (reads + copy) * fp8_layers as f64 * shape.layer_matrix_params() as f64 / tp as f64
         } else {
@@ -340,40 +346,32 @@ pub fn unsharded_in(
 }
 
 /// What latent attention's TP collectives save over [`Unscheduled`]'s `h`-wide count
-/// (Megatron-core's `MLASelfAttention`): with sequence parallelism the attention's input
-/// all-gather forward (in the step's operand bytes below BF16 on megatron-te, as the
-/// projections' gathers) and its reduce-scatter backward (BF16) move the latents and the shared
-/// RoPE key, `r_q + r_kv + d_rope` a token, not `h`: a gather each forward pass (the
-/// recomputed ones too, `tp_calls/2 − 1` of them) and one reduce-scatter a backward. Without
-/// it, the down-projections run whole on every rank, and the one all-reduce of the attention's
-/// input gradient a backward moves the latents' gradients instead.
-#[allow(clippy::too_many_arguments)]
+/// (Megatron-core's `MLASelfAttention`): with sequence parallelism (`gathered`: the bytes an
+/// element its all-gathers move) the attention's input all-gather forward and its
+/// reduce-scatter backward (BF16) move the latents and the shared RoPE key, `latent = r_q +
+/// r_kv + d_rope` a token, not `h`: a gather each forward pass (the recomputed ones too,
+/// `tp_calls/2 − 1` of them) and one reduce-scatter a backward. Without it, the
+/// down-projections run whole on every rank, and the one all-reduce of the attention's input
+/// gradient a backward moves the latents' gradients instead.
 fn latent_gathers(
-    machine: &Machine,
-    step: &crate::cost::step::Step,
-    d: &Detailed,
+    link: Link,
     tp: u64,
     tokens: f64,
-    h: f64,
-    l: &crate::model::LatentWidths,
+    (h, latent): (f64, f64),
     tp_calls: f64,
+    gathered: Option<f64>,
 ) -> f64 {
-    let link = machine.topology.intra();
-    let latent = l.down();
-    if step.sequence_parallel {
-        let gathered = if step.precision.is_narrow() && d.options.stack == Stack::MegatronTe {
-            d.recipe()
-                .map_or(step.precision.operand_bytes(), |r| r.operand_bytes())
-        } else {
-            2.0
-        };
-        let one = |bytes: f64| {
-            reduce_scatter(link, tp, bytes * tokens * h)
-                - reduce_scatter(link, tp, bytes * tokens * latent)
-        };
-        (tp_calls / 2.0 - 1.0) * one(gathered) + one(2.0)
-    } else {
-        all_reduce(link, tp, 2.0 * tokens * h) - all_reduce(link, tp, 2.0 * tokens * latent)
+    match gathered {
+        Some(gathered) => {
+            let one = |bytes: f64| {
+                reduce_scatter(link, tp, bytes * tokens * h)
+                    - reduce_scatter(link, tp, bytes * tokens * latent)
+            };
+            (tp_calls / 2.0 - 1.0) * one(gathered) + one(2.0)
+        }
+        None => {
+            all_reduce(link, tp, 2.0 * tokens * h) - all_reduce(link, tp, 2.0 * tokens * latent)
+        }
     }
 }
 
