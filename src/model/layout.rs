@@ -607,28 +607,28 @@ pub fn layouts_with(
         .filter(|&(tp, pp, cp)| broken_rule(&cluster, shape, tp, cp, pp).is_none())
         .flat_map(|(tp, pp, cp)| {
             let dp = cluster.gpus / (tp * cp * pp);
-            let degrees = expert_degrees(experts, shape, tp);
-            iproduct!(ZeroStage::ALL, replicates.iter().copied())
-                .filter(move |&(zero, r)| replicas_fit(dp, r, zero))
-                .flat_map(move |(zero, replicate)| {
-                    degrees
-                        .clone()
-                        .into_iter()
-                        .filter(move |&(ep, etp)| {
-                            experts_fit(&cluster, shape, tp, tp * cp * dp, replicate, ep, etp)
-                                .is_ok()
-                        })
-                        .map(move |(ep, etp)| Layout {
-                            tp,
-                            cp,
-                            pp,
-                            dp,
-                            zero,
-                            replicate,
-                            ep,
-                            etp,
-                        })
-                })
+            // The expert degrees outside ZeRO and replicas: the layouts that differ only in
+            // those come one after another, as the search's shared work needs (its stage
+            // shares and unsharded times hold for one set of degrees, experts' included).
+            iproduct!(
+                expert_degrees(experts, shape, tp),
+                ZeroStage::ALL,
+                replicates.iter().copied()
+            )
+            .filter(move |&((ep, etp), zero, replicate)| {
+                replicas_fit(dp, replicate, zero)
+                    && experts_fit(&cluster, shape, tp, tp * cp * dp, replicate, ep, etp).is_ok()
+            })
+            .map(move |((ep, etp), zero, replicate)| Layout {
+                tp,
+                cp,
+                pp,
+                dp,
+                zero,
+                replicate,
+                ep,
+                etp,
+            })
         })
         .collect()
 }

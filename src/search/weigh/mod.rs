@@ -141,7 +141,7 @@ pub(crate) fn weighed_configurations(
         MemorySpace::Detailed { options, .. } => options.stack.overlaps_tp(),
         MemorySpace::Plate => false,
     };
-    // The degrees (TP, CP, PP, DP) whose steps and stage kinds the buffers hold.
+    // The degrees (TP, CP, PP, DP, EP, ETP) whose steps, stage kinds and shares the buffers hold.
     let mut steps_of = None;
     let mut kinds = None;
     // The days a token of the kept slower depths.
@@ -152,9 +152,12 @@ pub(crate) fn weighed_configurations(
         // The layout's steps and its stage kinds (`None`: the split refuses the layout, and
         // each step is graded the whole way for its error) depend on its degrees alone, not
         // on its ZeRO stage or replicas: worked out once for the layouts that share them,
-        // which come one after another.
+        // which come one after another ([`layouts_with`]'s order). The expert degrees are
+        // among them: the slots' shares (stage memory, unsharded time) split the experts.
         if let MemorySpace::Detailed { options, .. } = space {
-            let degrees = (layout.tp, layout.cp, layout.pp, layout.dp);
+            let degrees = (
+                layout.tp, layout.cp, layout.pp, layout.dp, layout.ep, layout.etp,
+            );
             if steps_of != Some(degrees) {
                 space.steps_into(shape, &layout, steps, refused, extra);
                 detailed.clear();
