@@ -80,8 +80,10 @@ fn what_each_architecture_adds_is_read() {
 /// with its routers' score corrections (671,026,419,200: the Hub's 684,531,386,000 adds the
 /// multi-token-prediction layer and the FP8 block scales, neither built by transformers); gpt-oss as its GGUF `general.parameter_count` and its model card's Table 1
 /// (116.83B, 20.91B); Llama 4 Maverick's language model (400,711,848,960: the checkpoint's
-/// 401,583,781,376 less its vision encoder and projector, 871,932,416).
-const PUBLISHED_MOE: [(&str, u64); 8] = [
+/// 401,583,781,376 less its vision encoder and projector, 871,932,416); Kimi K2 as its
+/// checkpoint's logical parameters (the FP8 block scales left out), which its GGUF conversions
+/// report as `n_params`.
+const PUBLISHED_MOE: [(&str, u64); 9] = [
     ("mixtral-8x7b-v0.1", 46_702_792_704),
     ("qwen1.5-moe-a2.7b", 14_315_784_192),
     ("qwen3-30b-a3b", 30_532_122_624),
@@ -90,6 +92,7 @@ const PUBLISHED_MOE: [(&str, u64); 8] = [
     ("gpt-oss-20b", 20_914_757_184),
     ("gpt-oss-120b", 116_829_156_672),
     ("llama-4-maverick-17b-128e-instruct", 400_711_848_960),
+    ("kimi-k2-instruct", 1_026_408_232_448),
 ];
 
 #[test]
@@ -123,6 +126,11 @@ fn the_parameters_a_token_goes_through_are_the_published_active_counts() {
     assert_eq!(n - table, 3_608_307_264);
     let (n, table) = active("deepseek-v3");
     assert_eq!(n - table, 36_625_618_432);
+    // Kimi K2 ("32B activated"): an audit of the matrices a decoded token runs through,
+    // 31,686,066,176 with the head, plus the vectors (61 layers' four norms, 16,384, the final
+    // norm and 60 routers' 384 score corrections): 999,424 + 7,168 + 23,040.
+    let (n, table) = active("kimi-k2-instruct");
+    assert_eq!(n - table, 31_686_066_176 + 1_029_632);
     assert_eq!(active("mixtral-8x7b-v0.1").0, 12_879_925_248);
     let (n, table) = active("qwen1.5-moe-a2.7b");
     assert_eq!((n, n - 2 * table), (2_689_173_504, 2_066_843_648));
