@@ -136,13 +136,15 @@ impl Schedule {
         }
     }
 
-    /// Parses `1f1b` or `interleaved:V`.
+    /// Parses `1f1b` or `interleaved:V`; `interleaved:1`, one chunk a stage (Megatron-core's
+    /// interleaved schedule at a virtual size of 1, as launch configs often write it), is
+    /// 1F1B: the same bubble, the same micro-batches in flight.
     pub fn parse(text: &str) -> Result<Self> {
         let bad = || {
             Error::invalid(
                 "--schedule",
                 text,
-                "1f1b or interleaved:V with V ≥ 2 chunks",
+                "1f1b or interleaved:V with V ≥ 1 chunks (interleaved:1 is 1f1b)",
             )
         };
         match text.trim().to_ascii_lowercase().as_str() {
@@ -150,6 +152,7 @@ impl Schedule {
             other => {
                 let v = other.strip_prefix("interleaved:").ok_or_else(bad)?;
                 match v.parse::<u32>() {
+                    Ok(1) => Ok(Schedule::OneFOneB),
                     Ok(v) if v >= 2 => Ok(Schedule::Interleaved(v)),
                     _ => Err(bad()),
                 }
@@ -344,7 +347,11 @@ mod tests {
             Schedule::Interleaved(4)
         );
         assert_eq!(Schedule::Interleaved(4).to_string(), "interleaved:4");
-        assert!(Schedule::parse("interleaved:1").is_err());
+        assert_eq!(
+            Schedule::parse("interleaved:1").unwrap(),
+            Schedule::OneFOneB
+        );
+        assert!(Schedule::parse("interleaved:0").is_err());
         assert!(Schedule::parse("gpipe").is_err());
     }
 }
