@@ -173,6 +173,8 @@ fn deepseek_v3_s_latent_attention_is_planned_on_its_own_layout() {
     let check: Value = serde_json::from_str(&stdout(&args)).unwrap();
     assert_eq!(check["params"], 671_026_419_200u64);
     assert_eq!(check["active_params"], 37_552_297_472u64);
+    // Its multi-token-prediction depth, counted apart and run on the last stage.
+    assert_eq!(check["mtp_params"], 11_610_068_224u64);
     let mfu = check["mfu"].as_f64().unwrap();
     assert!(mfu > 0.05 && mfu < 0.6, "{mfu}");
     assert!(check["breakdown"]["ep_comm"].as_f64().unwrap() > 0.0);
@@ -184,6 +186,39 @@ fn deepseek_v3_s_latent_attention_is_planned_on_its_own_layout() {
         &eager,
         "--stack = eager: a stack that builds multi-head latent attention",
     );
+}
+
+#[test]
+fn kimi_k2_is_planned_by_search_with_expert_parallelism() {
+    // Kimi K2's config (DeepSeek-V3's architecture, 384 experts) on 2,048 H800s: the detailed
+    // search finds passing plans, each with its experts split over EP.
+    let search: Value = serde_json::from_str(&stdout(&[
+        "search",
+        "--model-config",
+        &fixture("kimi-k2-instruct"),
+        "--gpu",
+        "h800",
+        "--gpus",
+        "2048",
+        "--max-days",
+        "400",
+        "--memory",
+        "detailed",
+        "--time",
+        "detailed",
+        "--ep",
+        "16,32",
+        "--top",
+        "3",
+        "--json",
+    ]))
+    .unwrap();
+    let plans = search["plans"].as_array().unwrap();
+    assert_eq!(plans.len(), 3);
+    for p in plans {
+        assert_eq!(p["params"], 1_026_408_232_448u64);
+        assert!(p["layout"]["ep"] == 16 || p["layout"]["ep"] == 32, "{p}");
+    }
 }
 
 #[test]

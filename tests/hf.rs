@@ -110,6 +110,38 @@ fn every_mixture_of_experts_counts_its_published_parameters() {
 }
 
 #[test]
+fn deepseek_v3_s_multi_token_prediction_is_counted_apart_and_closes_its_checkpoint() {
+    // One MTP depth: an MoE layer as the model's last, 11,507,286,272 (MLA 187,107,328, two
+    // norms, 257 experts of 3·7,168·2,048 and the router's 256·7,168 + 256), its projection
+    // 2·7,168² = 102,760,448 and three norms of 7,168.
+    let v3 = hf::read_model(&fixture("deepseek-v3")).unwrap();
+    assert_eq!(v3.mtp, 1);
+    assert_eq!(v3.mtp_params(), 11_507_286_272 + 102_760_448 + 3 * 7_168);
+    assert!(v3.mtp_is_moe());
+    // The checkpoint stores the depth with its own embedding and head (2·V·h) and the FP8
+    // weights' 128 × 128 block scales beside every quantized matrix (attention's five, the
+    // MLPs'; not the embedding, head, routers or the depth's projection): 684,531,386,000,
+    // the Hub's count ("671B + 14B").
+    let blocks = |rows: u64, cols: u64| rows.div_ceil(128) * cols.div_ceil(128);
+    let h = 7_168;
+    let attention = blocks(1_536, h)
+        + blocks(128 * 192, 1_536)
+        + blocks(576, h)
+        + blocks(128 * 256, 512)
+        + blocks(h, 128 * 128);
+    let mlp = |f: u64| 2 * blocks(f, h) + blocks(h, f);
+    let scales = 3 * (attention + mlp(18_432)) + (58 + 1) * (attention + 257 * mlp(2_048));
+    assert_eq!(scales, 41_540_496);
+    let copies = 2 * v3.embedding_params();
+    assert_eq!(
+        v3.params() + v3.mtp_params() + copies + scales,
+        684_531_386_000
+    );
+    // Kimi K2 trains none (its config's 0).
+    assert_eq!(hf::read_model(&fixture("kimi-k2-instruct")).unwrap().mtp, 0);
+}
+
+#[test]
 fn the_parameters_a_token_goes_through_are_the_published_active_counts() {
     // Where a publication says which tables it counts, the same count. gpt-oss's card counts
     // the unembedding but not the embedding (Table 1: 5.13B and 3.61B); DeepSeek-V3's

@@ -413,6 +413,44 @@ fn a_search_over_expert_degrees_grades_each_as_a_search_of_that_degree_alone() {
 }
 
 #[test]
+fn multi_token_prediction_runs_on_the_last_stage_and_counts_as_megatron_counts_it() {
+    use trainplan::cost::step::pipeline::{mtp_on_stage, stage_expert_params, stage_params_with};
+    let v3 = hf::read_planned(std::path::Path::new(&fixture("deepseek-v3"))).unwrap();
+    let without = Shape {
+        mtp: 0,
+        ..v3.clone()
+    };
+    // Model FLOPs a token (Megatron-core's counter): the depth's MoE layer as a token goes
+    // through it (attention's five matrices 187,105,280, the router's 1,835,008, the shared
+    // expert's and 8 routed experts' 9 · 44,040,192), its projection 2·7,168² and the head's
+    // 129,280·7,168 once more, six FLOPs each, and its attention, 6·s·128·(192 + 128)/2.
+    let matrices = 187_105_280 + 1_835_008 + 9 * 44_040_192 + 102_760_448 + 926_679_040u64;
+    let extra = model_flops_per_token(&v3, 4_096) - model_flops_per_token(&without, 4_096);
+    assert_eq!(extra, 6.0 * matrices as f64 + 6.0 * 4_096.0 * 20_480.0);
+    // Its report's layout, TP 1 × PP 16 × EP 64: the last of 16 stages runs the depth after
+    // its own layers; a GPU of it holds the depth's layer but for 252 of its 256 experts
+    // (232,997,120 + 4 · 44,040,192), its projection and norms (102,760,448 + 21,504) and a
+    // copy of the embedding the depth reads (926,679,040): 1,438,618,880 parameters more.
+    let brief = Brief {
+        gpus: 2_048,
+        ..Brief::default()
+    };
+    let layout = layout(&brief, &v3, 1, 16, 64, Some(1));
+    assert_eq!(mtp_on_stage(&v3, 15, 16), (1, 1));
+    assert_eq!(mtp_on_stage(&v3, 14, 16), (0, 0));
+    let held = |shape: &Shape, layers: u64| {
+        stage_params_with(shape, 1, layers, layers, false, true)
+            + stage_expert_params(shape, &layout, layers)
+    };
+    assert_eq!(held(&v3, 5) - held(&without, 4), 1_438_618_880.0);
+    // Before the last stage nothing changes.
+    assert_eq!(
+        stage_params_with(&v3, 1, 4, 4, false, false),
+        stage_params_with(&without, 1, 4, 4, false, false)
+    );
+}
+
+#[test]
 fn megatron_s_recompute_modules_keep_less_and_cost_what_they_recompute() {
     let mixtral = fixture("mixtral-8x7b-v0.1");
     let plan = |extra: &[&str]| {

@@ -179,6 +179,12 @@ fn differs(shape: &Shape, d: &Dims) -> Option<String> {
             say(&d.latent)
         ));
     }
+    if shape.mtp != d.mtp {
+        return Some(format!(
+            "--mtp-num-layers: the model has {}, the file {}",
+            shape.mtp, d.mtp
+        ));
+    }
     // With latent attention `--qk-layernorm` builds the latents' norms, which every latent
     // shape has (DeepSeek-V2 and V3).
     let qk_norm = shape.attention.qk_norm || shape.attention.latent.is_some();
@@ -312,6 +318,8 @@ fn model(d: &mut DesignArgs, f: &FromFile) -> Result<()> {
                 Some("experts")
             } else if dims.latent.is_some() {
                 Some("--multi-latent-attention")
+            } else if dims.mtp > 0 {
+                Some("--mtp-num-layers")
             } else if dims.qk_norm {
                 Some("--qk-layernorm")
             } else if dims.biases != crate::model::Biases::default() {
@@ -415,7 +423,7 @@ fn stages(d: &mut DesignArgs, f: &FromFile, shape: &Shape) -> Result<()> {
     let builds = |split: StageSplit| {
         crate::cost::step::pipeline::stage_layers(layers, pp, split).is_ok_and(|stages| match &text
         {
-            Some(text) => megatron::pipeline_layout(&stages, chunks) == *text,
+            Some(text) => megatron::pipeline_layout(&stages, chunks, shape.mtp) == *text,
             None => stages.iter().all(|&n| n == stages[0] && n % chunks == 0),
         })
     };

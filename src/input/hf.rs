@@ -28,8 +28,8 @@
 //!   parameter in DeepSeek's own `inference/model.py`, stored in the checkpoint and counted in
 //!   its published 671,026,419,200, so counted here).
 //!   The `moe_layer_freq` rule is DeepSeek's own code's (transformers leaves it out; it is 1 in
-//!   every released config). The multi-token-prediction layers (`num_nextn_predict_layers`) are
-//!   not built by transformers and not counted.
+//!   every released config). The multi-token-prediction depths (`num_nextn_predict_layers`,
+//!   none when absent, as transformers builds none) are [`Shape::mtp`], counted apart.
 //! - `GptOssForCausalLM`: every layer a mixture of `num_local_experts` of `intermediate_size`
 //!   with biases on the experts and the router; biases on q, k, v and o (`attention_bias`); a
 //!   learned sink per head; the `sliding_window` on the layers `layer_types` marks
@@ -302,6 +302,14 @@ pub fn parse_model(text: &str, path: &Path) -> Result<Shape> {
             latent,
             qk_norm: matches!(architecture, Architecture::Qwen3 | Architecture::Qwen3Moe),
             sinks: architecture == Architecture::GptOss,
+        },
+        // DeepSeek-V3's multi-token-prediction depths (its own config class's field; absent,
+        // none, as transformers builds none).
+        mtp: match architecture {
+            Architecture::DeepseekV3 => fields
+                .whole("num_nextn_predict_layers")?
+                .map_or(Ok(0), |n| fields.narrow("num_nextn_predict_layers", n))?,
+            _ => 0,
         },
     };
     // The shape's checks name its own fields; say the config's keys instead.

@@ -444,6 +444,7 @@ impl Family {
                             architecture: Architecture::default(),
                             experts,
                             attention: Attention::default(),
+                            mtp: 0,
                         }
                         .build_named()?;
                         shapes.push(shape);

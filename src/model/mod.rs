@@ -49,6 +49,7 @@ pub(crate) mod testing {
                 qk_norm: false,
                 sinks: false,
             },
+            mtp: 0,
         }
         .build()
         .unwrap()

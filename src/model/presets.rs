@@ -169,6 +169,7 @@ fn family_shape(name: &str) -> Result<Option<Shape>> {
         architecture: Architecture::default(),
         experts,
         attention: Attention::default(),
+        mtp: 0,
     }
     .build()
     .map(Some)
@@ -209,6 +210,7 @@ mod tests {
             architecture: Architecture::default(),
             experts: None,
             attention: Attention::default(),
+            mtp: 0,
         };
         let name = nemo.dimension_name();
         assert_eq!(name, "L40-h5120-f14336-a32-d128-v131072");

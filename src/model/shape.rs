@@ -42,6 +42,12 @@ pub struct Shape {
     pub experts: Option<Experts>,
     /// Latent attention and the vectors some families add to attention.
     pub attention: Attention,
+    /// Multi-token-prediction depths D (DeepSeek-V3 §2.2; Megatron-core's `--mtp-num-layers`):
+    /// each a layer of the kind of the model's last (dense or MoE), a projection `2h → h` of
+    /// the normalised hidden state and next embedding, and three norms, sharing the embedding
+    /// and the output head; trained beside the model, left out of [`Shape::params`] and
+    /// counted apart ([`Shape::mtp_params`]). 0 for none.
+    pub mtp: u32,
 }
 
 /// A shape as written in a file or built by a reader, before [`ShapeSpec::build`] checks it.
@@ -82,6 +88,13 @@ pub struct ShapeSpec {
     /// Latent attention, query-key norms and sinks, when the model has them.
     #[serde(default, skip_serializing_if = "Attention::is_plain")]
     pub attention: Attention,
+    /// Multi-token-prediction depths ([`Shape::mtp`]), when the model has them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mtp: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A shape read from a document (a shard, a request) is one trainplan plans
@@ -119,6 +132,7 @@ impl From<Shape> for ShapeSpec {
             architecture: s.architecture,
             experts: s.experts,
             attention: s.attention,
+            mtp: s.mtp,
         }
     }
 }
@@ -189,6 +203,7 @@ impl ShapeSpec {
             architecture: self.architecture,
             experts: self.experts,
             attention: self.attention,
+            mtp: self.mtp,
         };
         if shape.counts().is_none() {
             return Err(Error::invalid(
@@ -302,6 +317,11 @@ struct Counts {
     /// What one token goes through, `N_active`: `N` with `k` routed experts of each MoE layer
     /// in place of all `E`.
     active: u64,
+    /// The multi-token-prediction modules, `D·(last layer + 2·h² + 3h)`.
+    mtp: u64,
+    /// The matrices they multiply a token with, `D·(last layer's + 2·h² + V·h)`: the layer's
+    /// (its `k` routed experts if MoE), the projection and the shared head again.
+    mtp_matrices: u64,
 }
 
 impl Shape {
@@ -330,6 +350,7 @@ impl Shape {
             architecture: Architecture::default(),
             experts: None,
             attention: Attention::default(),
+            mtp: 0,
         }
         .build()
     }
@@ -440,7 +461,25 @@ impl Shape {
             )?,
             embedding,
         )?;
+        // Each multi-token-prediction depth: a layer of the last layer's kind (Megatron-core's
+        // `MultiTokenPredictionLayer` builds the decoder's last layer spec; DeepSeek-V3's is
+        // MoE), `eh_proj` of `2h·h`, `enorm`, `hnorm` and the final norm.
+        let last_moe = self
+            .experts
+            .as_ref()
+            .is_some_and(|e| e.layers.contains(self.layers - 1));
+        let (last_layer, last_matrices) = if last_moe {
+            (moe_layer, moe_active_matrices)
+        } else {
+            (per_layer, layer_matrices)
+        };
+        let projection = mul(mul(h, h)?, 2)?;
+        let depths = u64::from(self.mtp);
+        let mtp = mul(add(add(last_layer, projection)?, mul(h, 3)?)?, depths)?;
+        let mtp_matrices = mul(add(add(last_matrices, projection)?, embedding)?, depths)?;
         Some(Counts {
+            mtp,
+            mtp_matrices,
             layer_matrices,
             matrices,
             layer_split_biases,
@@ -673,6 +712,34 @@ impl Shape {
     pub fn matrix_params(&self) -> u64 {
         self.counted().matrices
     }
+
+    /// Parameters of the multi-token-prediction modules ([`Shape::mtp`]), `D·(P_last + 2·h² +
+    /// 3h)`: each a layer of the kind of the model's last, its projection and three norms,
+    /// the embedding and head shared with the model (Megatron-core's modules). DeepSeek-V3's
+    /// one: 11,507,286,272 + 102,760,448 + 21,504 = 11,610,068,224; its checkpoint stores each
+    /// module with its own copies of the embedding and head (`2·V·h` more, 13,463,426,304 in
+    /// all: the paper's "671B + 14B"). 0 without.
+    pub fn mtp_params(&self) -> u64 {
+        self.counted().mtp
+    }
+
+    /// The matrices the multi-token-prediction modules multiply a token with,
+    /// `D·(M_last + 2·h² + V·h)`: the layer's (an MoE layer's `k` routed experts,
+    /// [`Shape::moe_layer_matrix_params`]), the projection and the shared head once more. 0
+    /// without.
+    pub fn mtp_matrix_params(&self) -> u64 {
+        self.counted().mtp_matrices
+    }
+
+    /// Whether the multi-token-prediction layers are mixtures of experts (the model's last
+    /// layer is one).
+    pub fn mtp_is_moe(&self) -> bool {
+        self.mtp > 0
+            && self
+                .experts
+                .as_ref()
+                .is_some_and(|e| e.layers.contains(self.layers - 1))
+    }
 }
 
 #[cfg(test)]
@@ -731,6 +798,7 @@ mod tests {
             architecture: Architecture::default(),
             experts: None,
             attention: Attention::default(),
+            mtp: 0,
         };
         let shape = spec.clone().build().unwrap();
         // By hand, per layer: q and o 2·5120·4096 = 41,943,040; k and v 2·5120·1024 =
@@ -791,6 +859,7 @@ mod tests {
                 layers: crate::model::LayerSet::ALL,
             }),
             attention: Attention::default(),
+            mtp: 0,
         }
     }
 

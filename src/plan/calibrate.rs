@@ -371,6 +371,7 @@ impl Run {
                 qk_norm: s.qk_norm,
                 ..Attention::default()
             },
+            mtp: 0,
         }
         .build()?;
         let zero = ZeroStage::new(self.zero)?;

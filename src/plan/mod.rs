@@ -122,6 +122,11 @@ pub struct Plan {
     /// where it is N.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub active_params: Option<u64>,
+    /// The multi-token-prediction modules' parameters
+    /// ([`crate::model::Shape::mtp_params`]), trained beside
+    /// the model and not in `params`; absent without them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtp_params: Option<u64>,
     /// The model's RoPE, norm ε and attention window, for a launcher (left out when they
     /// are Llama 3's).
     #[serde(default, skip_serializing_if = "Architecture::is_default")]
@@ -361,6 +366,7 @@ pub fn evaluate_cached(
         model: shape.name.clone(),
         params: n,
         active_params: (n_active != n).then_some(n_active),
+        mtp_params: (shape.mtp > 0).then(|| shape.mtp_params()),
         architecture: shape.architecture.clone(),
         tokens: d,
         layout: design.layout,

@@ -173,6 +173,7 @@ impl AttentionArgs {
             },
             experts: None,
             attention: Attention::default(),
+            mtp: 0,
         }
         .build_named()
         .map_err(|e| e.renamed(|field| format!("--{}", field.replace('_', "-"))))

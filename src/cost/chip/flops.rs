@@ -10,10 +10,17 @@ use crate::model::Shape;
 /// `a·d` (`h` for Llama), and for latent attention `a·(d_qk + d_v)/2`
 /// ([`Shape::attention_core_width`]: its query-key products are wider than its values). So
 /// hardware FLOPs are never fewer than model FLOPs: HFU ≥ MFU.
+///
+/// Multi-token-prediction depths count as Megatron-core's FLOP counter counts them
+/// (`num_floating_point_operations`, `mtp_num_layers`): each a layer of the last layer's kind
+/// with its attention, its `2h → h` projection and the head once more
+/// ([`Shape::mtp_matrix_params`]), so an MFU with MTP is comparable with one Megatron reports;
+/// the objective's extra tokens are trained, not overhead.
 pub fn model_flops_per_token(shape: &Shape, seq_len: u64) -> f64 {
-    let l = f64::from(shape.layers);
+    let l = f64::from(shape.layers + shape.mtp);
     let width = shape.attention_core_width();
-    6.0 * shape.matrix_params() as f64 + 6.0 * l * seq_len as f64 * width
+    6.0 * (shape.matrix_params() + shape.mtp_matrix_params()) as f64
+        + 6.0 * l * seq_len as f64 * width
 }
 
 /// Forward FLOPs per token of one layer on one TP rank: `(2·P_matrices + 2·s·a·d) / t`

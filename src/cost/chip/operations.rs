@@ -567,7 +567,9 @@ impl Context<'_> {
         time
     }
 
-    /// The output head and the loss, per micro-batch on the last stage.
+    /// The output head and the loss, per micro-batch on the last stage; and for each
+    /// multi-token-prediction depth ([`Shape::mtp`]) the head and loss again and its `2h → h`
+    /// projection (column-parallel, Megatron-core's `eh_proj`; its layer is costed as a layer).
     pub fn head(&self, shape: &Shape) -> Op {
         let t = self.tp as f64;
         let tokens = self.tokens();
@@ -575,9 +577,18 @@ impl Context<'_> {
         let h = shape.hidden as f64;
         let gemm = self.linear(tokens, v / t, h);
         let loss = self.traffic(tokens * v / t * self.loss.bytes_per_logit());
-        Op {
+        let one = Op {
             forward: gemm.forward + loss / 2.0,
             backward: gemm.backward + loss / 2.0,
+        };
+        if shape.mtp == 0 {
+            return one;
+        }
+        let d = f64::from(shape.mtp);
+        let projection = self.linear(tokens, h / t, 2.0 * h);
+        Op {
+            forward: (1.0 + d) * one.forward + d * projection.forward,
+            backward: (1.0 + d) * one.backward + d * projection.backward,
         }
     }
 }

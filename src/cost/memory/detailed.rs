@@ -8,7 +8,7 @@
 //! | gradients | `2·Ψᵢ` (BF16) or `4·Ψᵢ` (FP32 buffers), ÷DP from ZeRO 2 | Megatron-LM and DeepSpeed keep FP32 buffers: 18 bytes per parameter in all |
 //! | optimizer | `12·Ψᵢ` (or the precision-aware optimizer's master and moments, 6 to 12), ÷DP from ZeRO 1 | FP32 master weights, Adam m and v (Rajbhandari et al. 2020); [`crate::cost::step::recipe::optimizer_bytes`] |
 //! | activations | per layer ([`crate::cost::memory::activations`]) × layers of the stage × micro-batches in flight ([`crate::cost::step::Step::in_flight`]) | Korthikanti et al. 2022; Narayanan et al. 2021 |
-//! | logits (last stage) | `c·s·b·V / TP + 4·s·b·h`, `c` = 4 bytes (FP32 loss) or 2 (BF16); the `4·s·b·h` (÷TP with sequence parallelism) are the final norm's and the head's inputs | vocabulary-parallel cross-entropy keeps the log-probabilities for backward |
+//! | logits (last stage) | `c·s·b·V / TP + 4·s·b·h`, `c` = 4 bytes (FP32 loss) or 2 (BF16); the `4·s·b·h` (÷TP with sequence parallelism) are the final norm's and the head's inputs; each multi-token-prediction depth keeps them again and `4·s·b·h` of its own (its norms' and projection's inputs) | vocabulary-parallel cross-entropy keeps the log-probabilities for backward |
 //! | transient | the larger of one layer's backward working set (recomputed activations and activation gradients, [`crate::cost::memory::activations`]) and, on the last stage, the loss's forward peak above what it keeps: `6·s·b·V/TP` (BF16 logits, their FP32 copy, FP32 softmax: 10 bytes a value at the peak) or `2·s·b·V/TP` with a BF16 loss | calibration: 4.47 GB kept, 10.91 GB at the forward peak for V = 128,256, s = 8,192 |
 //! | ZeRO 3 buffers | with sharded weights, two units (the next one prefetched) of BF16 weights and one unit's gradients whole, the unit a layer or the output head | FSDP2 and DeepSpeed ZeRO 3 prefetch one unit |
 //! | reserve | a fixed reserve plus a fraction of everything else | see [`crate::cost::step::detailed::Options::reserve_gb`] |
@@ -30,7 +30,7 @@ use crate::cost::memory::activations::{Layer, Setting};
 use crate::cost::step::experts::Routed;
 use crate::cost::step::offload;
 use crate::cost::step::optimizer_offload as offload_optimizer;
-use crate::cost::step::pipeline::{StageKinds, MAX_STAGE_KINDS};
+use crate::cost::step::pipeline::{mtp_on_stage, StageKinds, MAX_STAGE_KINDS};
 use crate::error::Result;
 use crate::model::layout::Layout;
 use crate::model::moe_dense_part;
@@ -227,12 +227,23 @@ impl Detailed {
             let (first, last) = (i == 0, i == layout.pp - 1);
             let logits_values = if last { tokens * v / tp } else { 0.0 };
             let loss_peak = logits_values * opts.loss.peak_extra_bytes();
-            let moe = if routed.is_some() {
+            let decoder_moe = if routed.is_some() {
                 crate::cost::step::pipeline::moe_layers_of_run(shape, &stage_list, i)
             } else {
                 0
             };
+            // The last stage's multi-token-prediction layers keep what a layer of their kind
+            // keeps; the BF16 layers are the decoder's.
             let bf16 = bf16_layers.on_stage(i, layout.pp, n_layers);
+            let moe_bf16 = crate::cost::step::pipeline::moe_bf16_layers(
+                shape,
+                opts.bf16_layers,
+                (i, layout.pp),
+                n_layers,
+                decoder_moe,
+            );
+            let (mtp, mtp_moe) = mtp_on_stage(shape, i, layout.pp);
+            let (n_layers, moe) = (n_layers + mtp, decoder_moe + mtp_moe);
             let stored = if moe == 0 && bf16 > 0 {
                 per_layer * (n_layers - bf16) as f64 + per_bf16_layer * bf16 as f64
             } else if moe == 0 {
@@ -255,21 +266,19 @@ impl Detailed {
                 index: i,
                 layers: n_layers,
                 moe,
-                moe_bf16: crate::cost::step::pipeline::moe_bf16_layers(
-                    shape,
-                    opts.bf16_layers,
-                    (i, layout.pp),
-                    n_layers,
-                    moe,
-                ),
+                moe_bf16,
                 bf16,
                 stored_per_micro_batch: stored,
                 offloaded,
                 host_per_micro_batch: host,
                 psi: stage_params_with(shape, layout.tp, n_layers, moe, first, last),
                 experts: stage_expert_params(shape, layout, moe),
+                // Each multi-token-prediction depth keeps its own logits and head inputs, and
+                // its two norms' inputs (the hidden state and the next token's embedding) and
+                // its projection's (both, normalised): `4·s·b·h` in BF16 more.
                 logits: if last {
-                    logits_values * opts.loss.kept_bytes() + head_inputs
+                    (1 + mtp) as f64 * (logits_values * opts.loss.kept_bytes() + head_inputs)
+                        + mtp as f64 * 2.0 * head_inputs
                 } else {
                     0.0
                 },

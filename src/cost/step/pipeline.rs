@@ -179,16 +179,37 @@ pub fn stage_layers(layers: u64, pp: u64, split: StageSplit) -> Result<Vec<u64>>
 /// whole, the input embedding (first stage) and the output head (last stage) split over TP by
 /// vocabulary, the final norm (last stage) whole. Tied embeddings on one stage are one matrix;
 /// over several stages the last keeps its own copy of the head, as Megatron-LM does.
+///
+/// The last stage's `layers` count its multi-token-prediction layers ([`mtp_on_stage`]); it
+/// holds their projections (`2h·h` each, column-parallel) and three norms each too, and,
+/// when it is not the first, a copy of the input embedding the modules read (Megatron-core
+/// builds it on the stage that runs them and keeps it in step with the first stage's; with
+/// tied embeddings the head it holds is that copy).
 #[inline]
 pub fn stage_params(shape: &Shape, tp: u64, layers: u64, first: bool, last: bool) -> f64 {
     let (h, e) = (shape.hidden as f64, shape.embedding_params() as f64);
     let l = layers as f64;
     let head = last && !(first && shape.tied_embeddings);
+    let mtp = if last { f64::from(shape.mtp) } else { 0.0 };
+    let mtp_embedding = mtp > 0.0 && !first && !shape.tied_embeddings;
     let split = l * shape.layer_split_params() as f64
-        + if first { e } else { 0.0 }
-        + if head { e } else { 0.0 };
-    let whole = l * shape.layer_whole_params() as f64 + if last { h } else { 0.0 };
+        + if first || mtp_embedding { e } else { 0.0 }
+        + if head { e } else { 0.0 }
+        + mtp * 2.0 * h * h;
+    let whole = l * shape.layer_whole_params() as f64 + if last { h } else { 0.0 } + mtp * 3.0 * h;
     split / tp as f64 + whole
+}
+
+/// The multi-token-prediction layers on stage `index` of `pp`, `(layers, MoE layers)`: all
+/// `D` of them on the last stage, after its own (Megatron-core's placement without a
+/// `--pipeline-model-parallel-layout`), MoE when the model's last layer is; none elsewhere.
+#[inline]
+pub fn mtp_on_stage(shape: &Shape, index: u64, pp: u64) -> (u64, u64) {
+    if index + 1 != pp || shape.mtp == 0 {
+        return (0, 0);
+    }
+    let d = u64::from(shape.mtp);
+    (d, if shape.mtp_is_moe() { d } else { 0 })
 }
 
 /// [`stage_params`] of a stage whose `layers` include `moe` MoE layers, leaving out their

@@ -154,7 +154,9 @@ impl MicroBatch {
             let rate = peak * opts.efficiency.at(h / tp as f64);
             let (per_layer, forward_per_layer) =
                 layer_flops(shape, tp, step.seq_len, step.recompute);
-            let one_head = 2.0 * v * h / tp as f64;
+            // The head, and each multi-token-prediction depth's head and projection.
+            let depths = f64::from(shape.mtp);
+            let one_head = (2.0 * v * h * (1.0 + depths) + 2.0 * 2.0 * h * h * depths) / tp as f64;
             let all = tokens * per_layer / rate;
             let (_, attention_per_token) = layer_forward_flops(shape, tp, step.seq_len);
             let attention = tokens * attention_per_token / rate;

@@ -15,6 +15,7 @@ use crate::cost::links::topology::Link;
 use crate::cost::links::topology::{all_reduce, reduce_scatter};
 use crate::cost::step::detailed::Detailed;
 use crate::cost::step::experts::dispatcher_allowed;
+use crate::cost::step::pipeline::mtp_on_stage;
 use crate::cost::step::pipeline::stage_expert_params;
 use crate::cost::step::pipeline::stage_layers;
 use crate::cost::step::pipeline::stage_params_with;
@@ -178,14 +179,19 @@ pub fn unsharded_in(
             let (i, l) = (k.index, k.layers);
             let last = i == pp - 1;
             let (head_all, head_fwd) = if last { head } else { (0.0, 0.0) };
+            // The last stage runs its multi-token-prediction layers after its own, each a
+            // layer of its kind (the depths' heads and projections are in `head`).
+            let (mtp, mtp_moe) = mtp_on_stage(shape, i, pp);
             match moe_layer {
                 Some(((all_moe, fwd_moe, _), tp_moe, ep_moe)) => {
                     let n_moe =
-                        crate::cost::step::pipeline::moe_layers_of_run(shape, &stage_list, i);
+                        crate::cost::step::pipeline::moe_layers_of_run(shape, &stage_list, i)
+                            + mtp_moe;
+                    let l = l + mtp;
                     let (dense, m) = ((l - n_moe) as f64, n_moe as f64);
                     (
                         i,
-                        k.layers,
+                        l,
                         dense * layer.0 + m * all_moe + head_all,
                         dense * layer.1 + m * fwd_moe + head_fwd,
                         dense * tp_per_layer + m * tp_moe,
@@ -197,6 +203,8 @@ pub fn unsharded_in(
                 None => {
                     // The stage's layers kept in BF16 (`--fp8-bf16-layers`) at their own time.
                     let bf16 = d.options.bf16_layers.on_stage(i, pp, l);
+                    let l = l + mtp;
+                    let layers = l;
                     let l = l as f64;
                     let (mut all, mut fwd) = (l * layer.0, l * layer.1);
                     if let (Some(b), true) = (bf16_layer, bf16 > 0) {
@@ -207,7 +215,7 @@ pub fn unsharded_in(
                     let fwd = fwd + if last { head.1 } else { 0.0 };
                     (
                         i,
-                        k.layers,
+                        layers,
                         all,
                         fwd,
                         l * tp_per_layer,
@@ -307,8 +315,11 @@ pub fn unsharded_in(
     let cluster_peak = machine.cluster.gpus as f64 * peak;
     let (full_layer, _) = layer_flops(shape, 1, step.seq_len, step.recompute);
     let moe_layers = shape.moe_layers();
+    // The multi-token-prediction layers count as layers of their kind.
+    let (mtp, mtp_moe) = mtp_on_stage(shape, 0, 1);
+    let (layers, moe_layers) = (u64::from(shape.layers) + mtp, moe_layers + mtp_moe);
     let hardware_layers = if moe_layers == 0 {
-        f64::from(shape.layers) * full_layer
+        layers as f64 * full_layer
     } else {
         // An MoE layer multiplies the matrices a token goes through (k routed experts).
         let matrices = shape.moe_layer_matrix_params();
@@ -319,9 +330,12 @@ pub fn unsharded_in(
             let attention = without_shared(&moe_dense_part(shape)).layer_matrix_params();
             full_moe += 2.0 * matrices.saturating_sub(attention) as f64;
         }
-        (u64::from(shape.layers) - moe_layers) as f64 * full_layer + moe_layers as f64 * full_moe
+        (layers - moe_layers) as f64 * full_layer + moe_layers as f64 * full_moe
     };
-    let hardware_per_token = hardware_layers + 3.0 * 2.0 * v * h;
+    // The head, and each multi-token-prediction depth's head and `2h → h` projection.
+    let depths = f64::from(shape.mtp);
+    let hardware_per_token =
+        hardware_layers + 3.0 * 2.0 * v * h * (1.0 + depths) + 3.0 * 2.0 * 2.0 * h * h * depths;
     Ok(Unsharded {
         kinds: *kinds,
         m,

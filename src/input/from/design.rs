@@ -67,6 +67,8 @@ pub struct Dims {
     pub qk_norm: bool,
     /// Multi-head latent attention (`--multi-latent-attention` and its ranks and widths).
     pub latent: Option<crate::model::Latent>,
+    /// Multi-token-prediction depths (`--mtp-num-layers`), 0 for none.
+    pub mtp: u32,
     /// A mixture of experts, when the arguments build one.
     pub experts: Option<FileExperts>,
 }

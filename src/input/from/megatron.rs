@@ -66,7 +66,7 @@ const LAUNCHER_OPTIONS: [&str; 16] = [
 
 /// Prefixes of options that do not change the plan: data, tokenizer, optimizer and its
 /// schedule, logging, checkpoints, evaluation, seeds, initialisation, dropout, timeouts.
-const UNUSED_PREFIXES: [&str; 48] = [
+const UNUSED_PREFIXES: [&str; 49] = [
     "--attention-softmax-in-fp32",
     "--calculate-per-token-loss",
     "--empty-unused-memory-level",
@@ -115,6 +115,7 @@ const UNUSED_PREFIXES: [&str; 48] = [
     "--fp8-amax-",
     "--fp8-margin",
     "--no-gradient-accumulation-fusion",
+    "--mtp-loss-scaling-factor",
 ];
 
 /// Options the exporter writes whose value is a fact of every design here (Llama-style
@@ -186,7 +187,7 @@ pub fn layout_entries(text: &str) -> Result<u64> {
         Error::invalid(
             "--pipeline-model-parallel-layout",
             text,
-            "Megatron-LM's layout: entries of E, t, t*n and L joined by |, runs as (entry|)*n,",
+            "Megatron-LM's layout: entries of E, t, t*n, m and L joined by |, runs as (entry|)*n,",
         )
     };
     let mut count: u64 = 0;
@@ -204,7 +205,7 @@ pub fn layout_entries(text: &str) -> Result<u64> {
             let entry = &rest[..end];
             if !entry
                 .chars()
-                .all(|c| matches!(c, 'E' | 't' | 'L' | '*') || c.is_ascii_digit())
+                .all(|c| matches!(c, 'E' | 't' | 'm' | 'L' | '*') || c.is_ascii_digit())
             {
                 return Err(bad());
             }
@@ -424,6 +425,7 @@ pub fn parse(text: &str) -> Result<FromFile> {
             "--qk-head-dim" => dims.qk_head_dim = Some(n()?),
             "--qk-pos-emb-head-dim" => dims.qk_pos_emb_head_dim = Some(n()?),
             "--v-head-dim" => dims.v_head_dim = Some(n()?),
+            "--mtp-num-layers" => dims.mtp = Some(n()?),
             "--recompute-modules" => recompute.modules = Some(need()?.to_string()),
             "--tp-comm-overlap" => from.tp_comm_overlap = Some(true),
             "--use-distributed-optimizer" => distributed = true,
@@ -989,6 +991,7 @@ struct DimsBuilder {
     qk_head_dim: Option<u64>,
     qk_pos_emb_head_dim: Option<u64>,
     v_head_dim: Option<u64>,
+    mtp: Option<u64>,
 }
 
 struct Built {
@@ -1064,6 +1067,16 @@ impl DimsBuilder {
             Some(l) => Some(l.nope_dim + l.rope_dim),
             None => self.head_dim,
         };
+        let mtp = match self.mtp {
+            None => 0,
+            Some(d) => u32::try_from(d).map_err(|_| {
+                Error::invalid(
+                    "--mtp-num-layers",
+                    d,
+                    "a whole number of at most 4294967295",
+                )
+            })?,
+        };
         let vocab = self.vocab.or_else(|| number_after(comments, "vocabulary "));
         if let (Some(v), Some(d)) = (vocab, divisor) {
             if v % d.saturating_mul(tp) != 0 {
@@ -1092,6 +1105,7 @@ impl DimsBuilder {
                 sliding_window: self.sliding_window,
                 qk_norm: self.qk_norm,
                 latent,
+                mtp,
                 experts: None,
             },
             layers,

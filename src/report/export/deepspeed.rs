@@ -47,6 +47,12 @@ pub fn config(l: &Launch) -> Result<Value> {
             l.shape.name
         )));
     }
+    if l.shape.mtp > 0 {
+        return Err(refuse(format!(
+            "a model without multi-token prediction: {} trains {} MTP depth(s), which the training script builds, not DeepSpeed's config; --format megatron writes them (--mtp-num-layers)",
+            l.shape.name, l.shape.mtp
+        )));
+    }
     if layout.cp > 1 {
         return Err(refuse(format!(
             "a plan without context parallelism: cp = {} splits each sequence with K/V exchanged between its slices, and DeepSpeed's config has no such scheme (its sequence_parallel_size is DeepSpeed-Ulysses, an all-to-all splitting attention by heads, a different one)",

@@ -54,9 +54,10 @@ pub struct Megatron;
 /// The pipeline layout of a plan's stages as Megatron-LM's `--pipeline-model-parallel-layout`
 /// string (`megatron/core/transformer/pipeline_parallel_layer_layout.py`): one entry per
 /// (chunk, stage), chunk-major, `|` between entries, `E` the embedding (first entry), `t` a
-/// decoder layer (`t*n` for `n`), `L` the loss (last entry), a run of `n` equal entries
-/// `(entry|)*n`. Each stage's layers split over its `chunks` as evenly as they go.
-pub fn pipeline_layout(stages: &[u64], chunks: u64) -> String {
+/// decoder layer (`t*n` for `n`), `m` a multi-token-prediction depth (`mtp` of them, before the
+/// loss), `L` the loss (last entry), a run of `n` equal entries `(entry|)*n`. Each stage's
+/// layers split over its `chunks` as evenly as they go.
+pub fn pipeline_layout(stages: &[u64], chunks: u64, mtp: u32) -> String {
     let pp = stages.len();
     let mut entries = Vec::with_capacity(pp * chunks as usize);
     for c in 0..chunks {
@@ -82,6 +83,7 @@ pub fn pipeline_layout(stages: &[u64], chunks: u64) -> String {
                 k => entry.push_str(&format!("t*{k}")),
             }
             if p == pp - 1 && c == chunks - 1 {
+                entry.push_str(&"m".repeat(mtp as usize));
                 entry.push('L');
             }
             entries.push(entry);
@@ -289,7 +291,7 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     if !even {
         push(
             "--pipeline-model-parallel-layout",
-            Some(format!("\"{}\"", pipeline_layout(&l.stages, chunks))),
+            Some(format!("\"{}\"", pipeline_layout(&l.stages, chunks, s.mtp))),
         );
     } else if let Schedule::Interleaved(v) = step.schedule {
         push(
@@ -360,6 +362,11 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
         push("--qk-layernorm", None);
     } else if s.hidden % u64::from(s.heads) != 0 || s.hidden / u64::from(s.heads) != s.head_dim() {
         push("--kv-channels", Some(s.head_dim().to_string()));
+    }
+    // Multi-token prediction: Megatron-core builds its depths on the last stage, as the plan
+    // costs them.
+    if s.mtp > 0 {
+        push("--mtp-num-layers", Some(s.mtp.to_string()));
     }
     push("--swiglu", None);
     push("--normalization", Some("RMSNorm".into()));
@@ -848,7 +855,10 @@ mod tests {
         // last.
         let l = launch("70b", 8, 64, 4, 3);
         assert_eq!(l.stages.iter().sum::<u64>(), 80);
-        assert_eq!(pipeline_layout(&l.stages, 1), "Et|(t|)*47,(t*2|)*15,t*2L");
+        assert_eq!(
+            pipeline_layout(&l.stages, 1, 0),
+            "Et|(t|)*47,(t*2|)*15,t*2L"
+        );
         // Megatron-Core unrolls `(x)*n` then `x*n`: 80 decoder layers in 64 stages.
         let args = arguments(&l).unwrap();
         assert!(args
@@ -862,8 +872,11 @@ mod tests {
             .any(|a| a.contains("layout")));
         // Chunks of a stage differ by a layer at most; with one layer short of a chunk each,
         // the first stage's first chunk holds the embedding alone, the last's last the loss.
-        assert_eq!(pipeline_layout(&[3, 3], 2), "Et|(t*2|)*2,tL");
-        assert_eq!(pipeline_layout(&[3, 3], 4), "E|(t|)*6,L");
+        assert_eq!(pipeline_layout(&[3, 3], 2, 0), "Et|(t*2|)*2,tL");
+        assert_eq!(pipeline_layout(&[3, 3], 4, 0), "E|(t|)*6,L");
+        // Multi-token-prediction depths sit after the last stage's layers, before the loss
+        // (DeepSeek-V3's recipe: `Et|(tt|)*30mL`).
+        assert_eq!(pipeline_layout(&[3, 3], 1, 1), "Et*3|t*3mL");
     }
 
     #[test]
@@ -903,6 +916,7 @@ mod tests {
         assert_eq!(dims.latent, shape.attention.latent);
         assert!(dims.qk_norm);
         assert_eq!(dims.head_dim, Some(192));
+        assert_eq!(dims.mtp, 0);
         // The launchers whose configs cannot build it refuse it by name.
         let e = crate::report::export::torchtitan::render(&l)
             .unwrap_err()
@@ -912,6 +926,56 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("multi-head latent attention"), "{e}");
+    }
+
+    #[test]
+    fn multi_token_prediction_is_written_and_read_back_and_refused_where_it_cannot_be() {
+        // DeepSeek-V3's one depth: `--mtp-num-layers 1`, read back as the file's depth; the
+        // launchers whose configs cannot build it refuse it by name.
+        let shape = Shape {
+            mtp: 1,
+            ..crate::model::testing::latent(4)
+        };
+        let l = Launch::new(
+            shape,
+            1e12 as u64,
+            launch("8b", 1, 4, 64, 1).layout,
+            None,
+            4096,
+            &BatchTarget::default(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            value(&arguments(&l).unwrap(), "--mtp-num-layers"),
+            Some("1")
+        );
+        let read = crate::input::from::megatron::parse(&render(&l).unwrap()).unwrap();
+        let crate::input::from::design::FileModel::Dims(dims) = read.model else {
+            panic!("no dimensions read")
+        };
+        assert_eq!(dims.mtp, 1);
+        let dense = Launch::new(
+            Shape {
+                mtp: 1,
+                ..crate::model::preset("8b").unwrap()
+            },
+            1e12 as u64,
+            launch("8b", 1, 4, 64, 1).layout,
+            None,
+            4096,
+            &BatchTarget::default(),
+            None,
+        )
+        .unwrap();
+        let e = crate::report::export::torchtitan::render(&dense)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("multi-token prediction"), "{e}");
+        let e = crate::report::export::deepspeed::config(&dense)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("multi-token prediction"), "{e}");
     }
 
     #[test]

@@ -100,6 +100,16 @@ pub fn render(l: &Launch) -> Result<String> {
             ),
         ));
     }
+    if s.mtp > 0 {
+        return Err(Error::invalid(
+            "--format",
+            "torchtitan",
+            format!(
+                "a model without multi-token prediction: {} trains {} MTP depth(s), which torchtitan's models do not build; --format megatron writes them (--mtp-num-layers)",
+                s.name, s.mtp
+            ),
+        ));
+    }
     // torchtitan's llama3 model has no attention window; its flavors fix Llama 3.1's RoPE
     // and ε (the TOML cannot set them), so a plan with others is refused, not mistrained.
     if let Some(w) = a.sliding_window {

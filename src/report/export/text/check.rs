@@ -80,14 +80,13 @@ pub(super) fn report(r: &CheckReport) -> String {
 fn header(p: &Plan) -> String {
     let l = &p.layout;
     let mut out = String::new();
-    let params = match p.active_params {
-        Some(active) => format!(
-            "{} parameters, {} active",
-            thousands(p.params),
-            thousands(active)
-        ),
-        None => format!("{} parameters", thousands(p.params)),
-    };
+    let mut params = format!("{} parameters", thousands(p.params));
+    if let Some(mtp) = p.mtp_params {
+        let _ = write!(params, " + {} of multi-token prediction", thousands(mtp));
+    }
+    if let Some(active) = p.active_params {
+        let _ = write!(params, ", {} active", thousands(active));
+    }
     let _ = writeln!(
         out,
         "{} ({params}) on {} tokens ({}), {}\n",
