@@ -373,7 +373,7 @@ fn calculon_problem(c: &mut Criterion) {
 /// Mixtral 8x7B beside the presets on 256 H100s under the joint MoE law, in the default
 /// detailed space with every EP and ETP the default rule gives Mixtral: issue 20's search.
 fn moe_search(c: &mut Criterion) {
-    let mixtral = hf::read_planned(std::path::Path::new(concat!(
+    let mixtral = hf::read(std::path::Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/hf/mixtral-8x7b-v0.1/config.json"
     )))

@@ -222,21 +222,65 @@ fn kimi_k2_is_planned_by_search_with_expert_parallelism() {
 }
 
 #[test]
-fn models_that_cannot_be_planned_are_refused_by_name() {
-    refuses(
-        &["search", "--model-config", &fixture("gpt-oss-20b")],
-        "a sliding window on some layers only, which trainplan counts but does not yet plan",
-    );
+fn gpt_oss_s_alternating_windows_are_planned_and_cost_less_attention() {
+    // gpt-oss-20b: a 128-token window on every second layer, the others full, graded by the
+    // detailed models; the same config without its window computes longer (its windowed
+    // layers' attention: `src/cost/chip/flops.rs` has the counts).
+    let config = fixture("gpt-oss-20b");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let mut full: Value = serde_json::from_str(&text).unwrap();
+    full["sliding_window"] = Value::Null;
+    let dir = tempfile::tempdir().unwrap();
+    let unwindowed = dir.path().join("config.json");
+    std::fs::write(&unwindowed, full.to_string()).unwrap();
+    let check = |config: &str| {
+        serde_json::from_str::<Value>(&stdout(&[
+            "check",
+            "--model-config",
+            config,
+            "--gpus",
+            "64",
+            "--ep",
+            "8",
+            "--tokens",
+            "1e12",
+            "--seq-len",
+            "4096",
+            "--memory",
+            "detailed",
+            "--time",
+            "detailed",
+            "--json",
+        ]))
+        .unwrap()
+    };
+    let (windowed, full) = (check(&config), check(unwindowed.to_str().unwrap()));
+    assert_eq!(windowed["params"], 20_914_757_184u64);
+    let compute = |v: &Value| v["breakdown"]["compute"].as_f64().unwrap();
+    assert!(compute(&windowed) < compute(&full));
+    // Under context parallelism the megatron-te stack's ring has no window: refused by name.
     refuses(
         &[
             "check",
             "--model-config",
-            &fixture("gpt-oss-20b"),
+            &config,
+            "--gpus",
+            "64",
+            "--cp",
+            "2",
             "--tokens",
             "1e12",
+            "--seq-len",
+            "8192",
+            "--memory",
+            "detailed",
         ],
-        "a sliding window on some layers only, which trainplan counts but does not yet plan",
+        "--cp = 2: 1 for gpt-oss-20b's sliding window on the megatron-te stack",
     );
+}
+
+#[test]
+fn models_that_cannot_be_planned_are_refused_by_name() {
     refuses(
         &["search", "--model-config", &fixture("gemma-2b")],
         "architecture GemmaForCausalLM is not supported",

@@ -28,7 +28,7 @@ fn fixture(name: &str) -> String {
 }
 
 fn mixtral() -> Shape {
-    hf::read_planned(std::path::Path::new(&fixture("mixtral-8x7b-v0.1"))).unwrap()
+    hf::read(std::path::Path::new(&fixture("mixtral-8x7b-v0.1"))).unwrap()
 }
 
 fn brief(gpus: u64) -> Brief {
@@ -250,12 +250,12 @@ fn the_expansion_is_total_over_active_expert_width() {
     // Mixtral: 8 experts at top-2, every layer: 8·f / 2·f = 4.
     assert_eq!(mixtral().expansion(), 4.0);
     // Qwen3-30B-A3B: 128 experts at top-8, no shared expert: 16.
-    let qwen = hf::read_planned(std::path::Path::new(&fixture("qwen3-30b-a3b"))).unwrap();
+    let qwen = hf::read(std::path::Path::new(&fixture("qwen3-30b-a3b"))).unwrap();
     assert_eq!(qwen.expansion(), 16.0);
     // Llama 4 Maverick: MoE on every second of 48 layers, 128 experts of 8,192 at top-1 beside
     // a shared expert of 8,192; the dense layers' MLPs 16,384 wide:
     // (16,384 + 128·8,192 + 8,192) / (16,384 + 8,192 + 8,192) = 1,073,152 / 32,768 = 32.75.
-    let maverick = hf::read_model(std::path::Path::new(&fixture(
+    let maverick = hf::read(std::path::Path::new(&fixture(
         "llama-4-maverick-17b-128e-instruct",
     )))
     .unwrap();
@@ -415,7 +415,7 @@ fn a_search_over_expert_degrees_grades_each_as_a_search_of_that_degree_alone() {
 #[test]
 fn multi_token_prediction_runs_on_the_last_stage_and_counts_as_megatron_counts_it() {
     use trainplan::cost::step::pipeline::{mtp_on_stage, stage_expert_params, stage_params_with};
-    let v3 = hf::read_planned(std::path::Path::new(&fixture("deepseek-v3"))).unwrap();
+    let v3 = hf::read(std::path::Path::new(&fixture("deepseek-v3"))).unwrap();
     let without = Shape {
         mtp: 0,
         ..v3.clone()

@@ -92,7 +92,7 @@ fn recompute_arg(r: Recompute) -> RecomputeArg {
 /// The first way `shape` differs from the file's dimensions, if any.
 fn differs(shape: &Shape, d: &Dims) -> Option<String> {
     let a = &shape.architecture;
-    let checks: [(&str, String, String); 12] = [
+    let checks: [(&str, String, String); 13] = [
         (
             "--num-layers",
             shape.layers.to_string(),
@@ -154,6 +154,11 @@ fn differs(shape: &Shape, d: &Dims) -> Option<String> {
             "--window-size",
             format!("{:?}", a.sliding_window),
             format!("{:?}", d.sliding_window),
+        ),
+        (
+            "--window-attn-skip-freq",
+            windowed(&a.window_layers, shape.layers),
+            windowed(&d.window_layers, shape.layers),
         ),
     ];
     for (what, model, file) in checks {
@@ -320,6 +325,8 @@ fn model(d: &mut DesignArgs, f: &FromFile) -> Result<()> {
                 Some("--multi-latent-attention")
             } else if dims.mtp > 0 {
                 Some("--mtp-num-layers")
+            } else if dims.window_layers.is_some() {
+                Some("--window-attn-skip-freq")
             } else if dims.qk_norm {
                 Some("--qk-layernorm")
             } else if dims.biases != crate::model::Biases::default() {
@@ -820,5 +827,14 @@ impl Read {
             .map_err(|e| Error::invalid("--from", "JSON", e.to_string()))?
             .replace('\n', "\n  ");
         Ok(format!("{},\n  \"from\": {from}\n}}\n", body.trim_end()))
+    }
+}
+
+/// The layers a window applies to, as a list (every layer when `None`), for comparing two
+/// ways of writing the same set.
+fn windowed(set: &Option<crate::model::LayerSet>, layers: u32) -> String {
+    match set {
+        None => "every layer".to_string(),
+        Some(set) => format!("layers {:?}", set.indices(layers).collect::<Vec<u32>>()),
     }
 }

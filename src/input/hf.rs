@@ -49,7 +49,7 @@
 //! to false (their config classes' defaults). The expert fields are required where the
 //! architecture has experts, and refused on a dense architecture; any other architecture is
 //! refused by name rather than approximated. [`read`] gives the shapes trainplan plans (dense,
-//! grouped-query attention) and refuses the others with their counts; [`read_model`] gives
+//! grouped-query attention) and refuses the others with their counts; [`read`] gives
 //! every accepted shape.
 
 use std::path::Path;
@@ -68,7 +68,7 @@ use crate::model::{
 /// bound): more than any decoder has, few enough to hold.
 const MAX_LISTED_LAYERS: u32 = 1 << 20;
 
-/// The architectures [`read_model`] accepts, as `architectures` names them.
+/// The architectures [`read`] accepts, as `architectures` names them.
 pub const SUPPORTED: [&str; 11] = [
     "LlamaForCausalLM",
     "MistralForCausalLM",
@@ -135,46 +135,15 @@ impl Architecture {
     }
 }
 
-/// Reads the shape a `config.json` describes, if trainplan plans it (see [`parse`]).
+/// Reads the shape a `config.json` describes (see [`parse`]): dense, mixtures of experts,
+/// latent attention and windows on some layers, every one planned.
 pub fn read(path: &Path) -> Result<Shape> {
     parse(&read_text(path, HF_CONFIG)?, path)
 }
 
-/// Reads the shape a `config.json` describes, mixtures of experts and latent attention
-/// included (see [`parse_model`]).
-pub fn read_model(path: &Path) -> Result<Shape> {
-    parse_model(&read_text(path, HF_CONFIG)?, path)
-}
-
-/// Reads the shape a `config.json` describes if trainplan plans it ([`Shape::unplanned`]):
-/// what `check` and the single-design commands take, a mixture of experts among them.
-pub fn read_planned(path: &Path) -> Result<Shape> {
-    let shape = read_model(path)?;
-    match shape.unplanned() {
-        None => Ok(shape),
-        Some(reason) => Err(Error::Unsupported {
-            path: path.to_path_buf(),
-            reason,
-        }),
-    }
-}
-
-/// The shape the config text describes, if trainplan plans it ([`Shape::unplanned`]): windows
-/// on some layers are refused with their counts.
-pub fn parse(text: &str, path: &Path) -> Result<Shape> {
-    let shape = parse_model(text, path)?;
-    match shape.unplanned() {
-        None => Ok(shape),
-        Some(reason) => Err(Error::Unsupported {
-            path: path.to_path_buf(),
-            reason,
-        }),
-    }
-}
-
 /// The shape the config text describes; `path` names it in errors and gives the shape its
 /// name when the config has no `_name_or_path`.
-pub fn parse_model(text: &str, path: &Path) -> Result<Shape> {
+pub fn parse(text: &str, path: &Path) -> Result<Shape> {
     // transformers writes `null` for a field it leaves unset (`"rope_scaling": null`).
     let value: Value = parse_json_with(text, path, HF_CONFIG.what, Nulls::Absent)?;
     let Value::Object(config) = value else {

@@ -119,7 +119,7 @@ impl PlanFile {
     pub fn shape(&self, model_config: Option<&Path>) -> Result<Shape> {
         let fields = &self.fields;
         let shape = match model_config {
-            Some(config) => hf::read_planned(config)?,
+            Some(config) => hf::read(config)?,
             None => model::preset(&fields.model).map_err(|_| {
                 Error::invalid(
                     "--plan",

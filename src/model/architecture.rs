@@ -24,7 +24,7 @@ pub struct Biases {
 }
 
 impl Biases {
-    pub(super) fn is_none(&self) -> bool {
+    pub(crate) fn is_none(&self) -> bool {
         *self == Biases::default()
     }
 }

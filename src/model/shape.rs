@@ -37,8 +37,8 @@ pub struct Shape {
     /// RoPE, the norm's ε and the attention window, for the launchers.
     pub architecture: Architecture,
     /// The mixture of experts of the MoE layers, `None` for a dense model. A mixture of
-    /// experts is counted exactly ([`Shape::params`], [`Shape::active_params`]); the layouts
-    /// and the cost model plan dense shapes, and [`Shape::unplanned`] says why not the others.
+    /// experts is counted exactly ([`Shape::params`], [`Shape::active_params`]) and planned on
+    /// the expert grid.
     pub experts: Option<Experts>,
     /// Latent attention and the vectors some families add to attention.
     pub attention: Attention,
@@ -97,20 +97,11 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
-/// A shape read from a document (a shard, a request) is one trainplan plans
-/// ([`Shape::unplanned`]).
+/// A shape read from a document (a shard, a request), checked ([`ShapeSpec::build`]).
 impl TryFrom<ShapeSpec> for Shape {
     type Error = Error;
     fn try_from(spec: ShapeSpec) -> Result<Self> {
-        let shape = spec.build()?;
-        match shape.unplanned() {
-            None => Ok(shape),
-            Some(why) => Err(Error::invalid(
-                format!("{}.architecture.window_layers", shape.name),
-                "present",
-                format!("a shape trainplan plans: {why}"),
-            )),
-        }
+        spec.build()
     }
 }
 
@@ -580,6 +571,37 @@ impl Shape {
         (w.query + w.output) / 2.0
     }
 
+    /// The layers under a sliding window and its tokens, `(n, w)`, where a window is shorter
+    /// than `seq` (a longer one sees every earlier token, as full causal attention does).
+    pub fn windowed(&self, seq: u64) -> Option<(u32, u64)> {
+        let a = &self.architecture;
+        let w = a.sliding_window.filter(|&w| w < seq)?;
+        let n = a
+            .window_layers
+            .as_ref()
+            .map_or(self.layers, |set| set.count(self.layers));
+        (n > 0).then_some((n, w))
+    }
+
+    /// The sequence the attention core of a mean layer costs as, in causal attention's count
+    /// (`s·width` a token, the causal half of `2·s·width`): `s` for full causal attention. A
+    /// query at position `p` under a window of `w` tokens attends to `min(p, w)` keys, so a
+    /// windowed layer's mean is `w − w²/(2s)` keys a query against full attention's `s/2`
+    /// (FlashAttention's sliding window skips the blocks outside it); with `n` of the `L`
+    /// layers windowed, `(n·(2w − w²/s) + (L − n)·s)/L`. gpt-oss at s = 4,096, w = 128 on
+    /// half its layers: (252 + 4,096)/2 = 2,174. Megatron-core's FLOP counter has counted windows either way
+    /// across releases; this is the work the kernels do.
+    pub fn attention_sequence(&self, seq: u64) -> f64 {
+        let s = seq as f64;
+        match self.windowed(seq) {
+            None => s,
+            Some((n, w)) => {
+                let (n, l, w) = (f64::from(n), f64::from(self.layers), w as f64);
+                (n * (2.0 * w - w * w / s) + (l - n) * s) / l
+            }
+        }
+    }
+
     /// Parameters of one transformer layer (SPEC.md §2):
     /// `2h·(a·d) + 2·h·(kv·d) + 3·h·f + 2h` plus any biases — the query and output
     /// projections, the key and value projections of grouped-query attention, SwiGLU's gate, up
@@ -692,18 +714,6 @@ impl Shape {
         self.counted().moe_active_matrices
     }
 
-    /// Why trainplan's layouts and cost model cannot plan this shape, `None` when they can (a
-    /// decoder with grouped-query or multi-head latent attention on every layer, dense or a
-    /// mixture of experts). A window on some layers only is counted exactly but not planned.
-    pub fn unplanned(&self) -> Option<String> {
-        self.architecture.window_layers.as_ref().map(|_| {
-            "a sliding window on some layers only, which trainplan counts but does not yet \
-             plan: its step model covers decoders with the same attention on every layer, \
-             dense or mixtures of experts"
-                .to_string()
-        })
-    }
-
     /// Parameters that multiply each token, `N_matrix = L·(matrices of a layer) + V·h`: the
     /// layers' matrices and the output head, leaving out the input embedding (a lookup, as
     /// PaLM's MFU counts) and the vectors (norms, biases; elementwise). An MoE layer counts what
@@ -745,6 +755,21 @@ impl Shape {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_window_s_mean_keys_are_the_count_of_the_keys_each_position_sees() {
+        // A query at position p (1 to s) sees min(p, w) keys; the causal count's convention
+        // (s/2 for full attention, the diagonal counted half) takes w/(2s) off their mean, so
+        // twice it is `2w − w²/s`, the windowed layers' term of `attention_sequence`.
+        for (s, w) in [(4_096u64, 128u64), (8_192, 4_096), (1_000, 7), (64, 64)] {
+            let seen: u64 = (1..=s).map(|p| p.min(w)).sum();
+            let mean = seen as f64 / s as f64 - w as f64 / (2.0 * s as f64);
+            let mut shape = crate::model::preset("8b").unwrap();
+            shape.architecture.sliding_window = Some(w);
+            let closed = shape.attention_sequence(s);
+            assert!((2.0 * mean - closed).abs() < 1e-9, "s {s}, w {w}: {closed}");
+        }
+    }
     use crate::model::{preset, presets};
 
     #[test]
@@ -876,12 +901,10 @@ mod tests {
         assert_eq!(shape.params(), 32 * (common + 8 * 176_160_768) + outside);
         assert_eq!(shape.params(), 46_702_792_704);
         assert_eq!(shape.active_params(), 12_879_925_248);
-        assert_eq!(shape.unplanned(), None);
         // A dense model's active parameters are all of them.
         let dense = preset("70b").unwrap();
         assert_eq!(dense.active_params(), dense.params());
         assert_eq!(dense.moe_layer_params(), 0);
-        assert_eq!(dense.unplanned(), None);
     }
 
     #[test]
@@ -920,7 +943,6 @@ mod tests {
             187_105_280 + mlp + 1_536 + 512 + 14_336
         );
         // Planned, its attention widths per head d_qk = 128 + 64 and d_v = 128.
-        assert_eq!(shape.unplanned(), None);
         let w = shape.attention_widths();
         assert_eq!(
             (w.query, w.key, w.value, w.output),

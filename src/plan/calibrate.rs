@@ -56,6 +56,18 @@ pub struct RunShape {
     /// RMSNorm on each head's query and key (Qwen3).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub qk_norm: bool,
+    /// A sliding attention window, tokens (gpt-oss: 128).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sliding_window: Option<u64>,
+    /// The layers the window applies to, when not all (gpt-oss: every second from the first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_layers: Option<crate::model::LayerSet>,
+    /// A learned attention sink a head (gpt-oss).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sinks: bool,
+    /// The linear layers' biases (gpt-oss: on q, k, v and o).
+    #[serde(default, skip_serializing_if = "Biases::is_none")]
+    pub biases: Biases,
     /// The mixture of experts, for an MoE run (its `ffn_swiglu_equivalent` is then the dense
     /// layers' width).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -364,11 +376,16 @@ impl Run {
             vocab: s.vocab,
             head_dim: s.head_dim,
             tied_embeddings: false,
-            biases: Biases::default(),
-            architecture: Architecture::default(),
+            biases: s.biases,
+            architecture: Architecture {
+                sliding_window: s.sliding_window,
+                window_layers: s.window_layers.clone(),
+                ..Architecture::default()
+            },
             experts: s.experts.clone(),
             attention: Attention {
                 qk_norm: s.qk_norm,
+                sinks: s.sinks,
                 ..Attention::default()
             },
             mtp: 0,

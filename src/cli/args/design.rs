@@ -185,7 +185,7 @@ impl ModelArgs {
     pub fn shape(&self) -> Result<Shape> {
         match (&self.model, &self.model_config, self.layers) {
             (Some(name), None, None) => model::preset(name),
-            (None, Some(path), None) => hf::read_planned(path),
+            (None, Some(path), None) => hf::read(path),
             (None, None, Some(layers)) => {
                 let (Some(hidden), Some(ffn)) = (self.hidden, self.ffn) else {
                     return Err(Error::invalid(

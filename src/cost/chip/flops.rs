@@ -8,8 +8,10 @@ use crate::model::Shape;
 /// PaLM's MFU does) and the RMSNorm and bias vectors (elementwise): `N_matrix =
 /// Shape::matrix_params`, which is `N − V·h − (2L + 1)·h` for Llama 3. Attention's width is
 /// `a·d` (`h` for Llama), and for latent attention `a·(d_qk + d_v)/2`
-/// ([`Shape::attention_core_width`]: its query-key products are wider than its values). So
-/// hardware FLOPs are never fewer than model FLOPs: HFU ≥ MFU.
+/// ([`Shape::attention_core_width`]: its query-key products are wider than its values); a
+/// layer under a sliding window counts the keys its window lets a query see, `s` becoming
+/// [`Shape::attention_sequence`]. So hardware FLOPs are never fewer than model FLOPs:
+/// HFU ≥ MFU.
 ///
 /// Multi-token-prediction depths count as Megatron-core's FLOP counter counts them
 /// (`num_floating_point_operations`, `mtp_num_layers`): each a layer of the last layer's kind
@@ -20,7 +22,7 @@ pub fn model_flops_per_token(shape: &Shape, seq_len: u64) -> f64 {
     let l = f64::from(shape.layers + shape.mtp);
     let width = shape.attention_core_width();
     6.0 * (shape.matrix_params() + shape.mtp_matrix_params()) as f64
-        + 6.0 * l * seq_len as f64 * width
+        + 6.0 * l * shape.attention_sequence(seq_len) * width
 }
 
 /// Forward FLOPs per token of one layer on one TP rank: `(2·P_matrices + 2·s·a·d) / t`
@@ -38,7 +40,7 @@ pub fn layer_forward_flops(shape: &Shape, tp: u64, seq_len: u64) -> (f64, f64) {
 pub fn layer_forward_flops_with(shape: &Shape, matrices: u64, tp: u64, seq_len: u64) -> (f64, f64) {
     let width = shape.attention_core_width();
     let matrices = 2.0 * matrices as f64 / tp as f64;
-    let attention = 2.0 * seq_len as f64 * width / tp as f64;
+    let attention = 2.0 * shape.attention_sequence(seq_len) * width / tp as f64;
     (matrices, attention)
 }
 
@@ -93,5 +95,24 @@ mod tests {
         // A layer's forward on one of 8 TP ranks: 2·s·20,480/8 a token.
         let (_, core) = layer_forward_flops(&shape, 8, 4_096);
         assert_eq!(core, 2.0 * 4_096.0 * 20_480.0 / 8.0);
+    }
+
+    #[test]
+    fn a_sliding_window_on_every_second_layer_counts_the_keys_it_lets_a_query_see() {
+        // Llama 3 8B's 32 layers with gpt-oss's pattern, a 128-token window on every second
+        // from the first: at s = 4,096 the windowed layers attend to 2·128 − 128²/4,096 = 252
+        // of the causal count's 4,096, the mean layer to (252 + 4,096)/2 = 2,174, so
+        // 6·32·(4,096 − 2,174)·4,096 = 1,511,522,304 model FLOPs a token fewer.
+        let full = crate::model::preset("8b").unwrap();
+        let mut windowed = full.clone();
+        windowed.architecture.sliding_window = Some(128);
+        windowed.architecture.window_layers =
+            Some(crate::model::LayerSet::Every { first: 0, step: 2 });
+        assert_eq!(windowed.attention_sequence(4_096), 2_174.0);
+        let fewer = model_flops_per_token(&full, 4_096) - model_flops_per_token(&windowed, 4_096);
+        assert_eq!(fewer, 1_511_522_304.0);
+        // A window as long as the sequence is full causal attention.
+        assert_eq!(windowed.attention_sequence(128), 128.0);
+        assert_eq!(windowed.windowed(128), None);
     }
 }

@@ -261,6 +261,13 @@ impl Context<'_> {
     /// causal FLOPs (the load-balanced split gives every rank the same share) on its `s/CP`
     /// queries, at the kernel's throughput for blocks of `s/CP` in a ring, or for the whole
     /// sequence's keys once they are gathered.
+    ///
+    /// Under a sliding window of `w` tokens a layer's fused kernel runs only the blocks the
+    /// window reaches, `w − w²/(2s)` keys a query ([`Shape::attention_sequence`]), each query
+    /// block against about `2w` keys of which the diagonal ones are partly masked, as the
+    /// causal kernel does on a sequence of `2w`: at the chip's rate there. The mean layer's
+    /// time, where some layers are windowed and the others not (gpt-oss's alternation). The
+    /// unfused kernels compute every score and mask them: no window changes their work.
     pub fn attention(&self, shape: &Shape) -> Op {
         let t = self.tp as f64;
         let cp = self.cp.max(1) as f64;
@@ -269,9 +276,26 @@ impl Context<'_> {
         let kernel_seq = if self.cp_gathered { s } else { s / cp };
         match self.chip.attention_fraction(self.attention, kernel_seq) {
             Some(fraction) => {
-                let forward_flops = 2.0 * b * s * s * q / (t * cp);
-                let rate = self.peak_flops * fraction * self.sustained;
-                let all = 3.5 * forward_flops / rate;
+                // Seconds of a layer's forward and backward attending to a mean of
+                // `keys·s/2` FLOP-keys a query at the kernel's rate for `seq`.
+                let time = |keys: f64, fraction: f64| {
+                    let forward_flops = 2.0 * b * s * keys * q / (t * cp);
+                    3.5 * forward_flops / (self.peak_flops * fraction * self.sustained)
+                };
+                let all = match shape.windowed(self.seq_len) {
+                    None => time(s, fraction),
+                    Some((n, w)) => {
+                        let w = w as f64;
+                        let window_seq = (2.0 * w).min(kernel_seq);
+                        let windowed = self
+                            .chip
+                            .attention_fraction(self.attention, window_seq)
+                            .unwrap_or(fraction);
+                        let share = f64::from(n) / f64::from(shape.layers);
+                        share * time(2.0 * w - w * w / s, windowed)
+                            + (1.0 - share) * time(s, fraction)
+                    }
+                };
                 Op {
                     forward: all / 3.5,
                     backward: all * 2.5 / 3.5,
@@ -758,6 +782,36 @@ mod tests {
         let all = 3.5 * 2.0 * 8192.0f64.powi(3) / 521e12;
         assert!((a.forward + a.backward - all).abs() < 1e-12);
         assert!((a.forward - all / 3.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_sliding_window_runs_the_blocks_it_reaches_at_the_rate_of_twice_its_length() {
+        // Llama 3 8B (32 heads × 128 = 4,096 wide) with a 1,024-token window on every layer at
+        // s = 8,192: 2·8,192·(2,048 − 1,024²/8,192)·4,096 forward FLOPs, 3.5× with backward,
+        // at cuDNN's rate for a sequence of 2,048.
+        let c = context(1, Attention::Cudnn, Kernels::Fused);
+        let mut s = preset("8b").unwrap();
+        s.architecture.sliding_window = Some(1_024);
+        let a = c.attention(&s);
+        let rate = c
+            .chip
+            .attention_fraction(Attention::Cudnn, 2_048.0)
+            .unwrap()
+            * 989e12;
+        let all = 3.5 * 2.0 * 8_192.0 * 1_920.0 * 4_096.0 / rate;
+        assert!((a.forward + a.backward - all).abs() < 1e-12);
+        // Half the layers windowed: the mean of the two layers' times.
+        let full = c.attention(&preset("8b").unwrap());
+        s.architecture.window_layers = Some(crate::model::LayerSet::Every { first: 0, step: 2 });
+        let half = c.attention(&s);
+        let mean = (all + full.forward + full.backward) / 2.0;
+        assert!((half.forward + half.backward - mean).abs() < 1e-12);
+        // The unfused kernels compute every score whatever the window.
+        let unfused = context(1, Attention::Unfused, Kernels::Fused);
+        assert_eq!(
+            unfused.attention(&s),
+            unfused.attention(&preset("8b").unwrap())
+        );
     }
 
     #[test]

@@ -281,7 +281,7 @@ impl Detailed {
     /// step.
     pub fn unscheduled_pipeline(&self, shape: &Shape, layout: &Layout) -> Result<(Vec<u64>, u64)> {
         self.stack_allows(layout)?;
-        self.attention_allowed(shape)?;
+        self.attention_allowed(shape, layout)?;
         self.experts_allowed(shape, layout)?;
         self.bf16_layers_allowed(shape)?;
         self.offload_allowed(shape, layout)?;
@@ -295,7 +295,7 @@ impl Detailed {
     /// [`Detailed::unscheduled_pipeline`] checks them in).
     pub fn kinds(&self, shape: &Shape, layout: &Layout) -> Result<StageKinds> {
         self.stack_allows(layout)?;
-        self.attention_allowed(shape)?;
+        self.attention_allowed(shape, layout)?;
         self.experts_allowed(shape, layout)?;
         self.bf16_layers_allowed(shape)?;
         self.offload_allowed(shape, layout)?;
@@ -319,11 +319,29 @@ impl Detailed {
     /// recomputation; the eager stack's efficiency curve and the eager kernels' activations
     /// were measured on grouped-query layers, and MaxText's and torchtitan's op-level policies
     /// are written for them. Always for grouped-query attention.
-    fn attention_allowed(&self, shape: &Shape) -> Result<()> {
+    fn attention_allowed(&self, shape: &Shape, layout: &Layout) -> Result<()> {
+        let opts = &self.options;
+        // A sliding window under context parallelism: Transformer Engine's ring (p2p) has no
+        // window (its all-gather and all-to-all have); the stacks that gather K/V run one.
+        if layout.cp > 1
+            && shape.windowed(self.step.seq_len).is_some()
+            && opts.stack.settings().cp != Some(crate::cost::step::stack::CpComm::AllGather)
+        {
+            return Err(Error::invalid(
+                "--cp",
+                layout.cp,
+                format!(
+                    "1 for {}'s sliding window on the {} stack, whose context parallelism \
+                     passes K/V around a ring (Transformer Engine's p2p), which has no window; \
+                     a stack whose CP gathers K/V (torchtitan, maxtext) runs one",
+                    shape.name,
+                    opts.stack.name()
+                ),
+            ));
+        }
         if shape.attention.latent.is_none() {
             return Ok(());
         }
-        let opts = &self.options;
         // The stacks that build latent attention: Megatron-core's `MLASelfAttention`,
         // torchtitan's and MaxText's DeepSeek-V3 models. Meta's Llama 3 stack and
         // Megatron-DeepSpeed have none; the eager curve was measured on grouped-query layers.

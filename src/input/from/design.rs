@@ -62,6 +62,8 @@ pub struct Dims {
     pub norm_eps: f64,
     /// Sliding attention window, tokens.
     pub sliding_window: Option<u64>,
+    /// The layers under the window when not all (`--window-attn-skip-freq`).
+    pub window_layers: Option<crate::model::LayerSet>,
     /// An RMSNorm on each head's query and key (`--qk-layernorm`; with latent attention, the
     /// latents' norms).
     pub qk_norm: bool,

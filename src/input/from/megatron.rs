@@ -471,6 +471,7 @@ pub fn parse(text: &str) -> Result<FromFile> {
                     })?;
                 dims.sliding_window = Some(window);
             }
+            "--window-attn-skip-freq" => dims.window_skip = Some(need()?.to_string()),
             "--make-vocab-size-divisible-by" => divisor = Some(n()?),
             "--untie-embeddings-and-output-weights" => dims.untied = true,
             "--disable-bias-linear" => dims.no_bias = true,
@@ -933,19 +934,28 @@ impl ExpertsBuilder {
 /// `--moe-layer-freq` as a flag a layer: a list of 1 (MoE) and 0 (dense), one a layer, or a
 /// whole number `n`, every `n`-th layer from the first (Megatron-LM's two forms).
 fn layer_pattern(text: &str, layers: u64) -> Result<Vec<bool>> {
-    let bad = || {
-        Error::invalid(
-            "--moe-layer-freq",
-            text,
-            format!("a list of {layers} flags, 1 for an MoE layer and 0 for a dense one ([1,0,…]), or a whole number n, every n-th layer"),
-        )
-    };
     if let Ok(n) = text.trim().parse::<u64>() {
         if n == 0 {
-            return Err(bad());
+            return Err(Error::invalid(
+                "--moe-layer-freq",
+                text,
+                format!("a list of {layers} flags, 1 for an MoE layer and 0 for a dense one ([1,0,…]), or a whole number n, every n-th layer"),
+            ));
         }
         return Ok((0..layers).map(|i| i % n == 0).collect());
     }
+    flags_of("--moe-layer-freq", text, layers)
+}
+
+/// A Python list of `layers` flags, 1 and 0 (`[1,0,…]`), for `option`.
+fn flags_of(option: &str, text: &str, layers: u64) -> Result<Vec<bool>> {
+    let bad = || {
+        Error::invalid(
+            option,
+            text,
+            format!("a list of {layers} flags of 1 and 0 ([1,0,…]), or a whole number n ≥ 1"),
+        )
+    };
     let inner = text
         .trim()
         .strip_prefix('[')
@@ -992,6 +1002,7 @@ struct DimsBuilder {
     qk_pos_emb_head_dim: Option<u64>,
     v_head_dim: Option<u64>,
     mtp: Option<u64>,
+    window_skip: Option<String>,
 }
 
 struct Built {
@@ -1067,6 +1078,21 @@ impl DimsBuilder {
             Some(l) => Some(l.nope_dim + l.rope_dim),
             None => self.head_dim,
         };
+        // Megatron-core's `window_attn_skip_freq`: an integer N windows every layer but each
+        // N-th (1-indexed, `layer_number % N != 0`), a list names them (1 windowed, 0 full).
+        let window_layers = match &self.window_skip {
+            None => None,
+            Some(text) => {
+                let flags = match text.trim().parse::<u64>() {
+                    Ok(n) if n > 0 => (0..layers).map(|i| (i + 1) % n != 0).collect(),
+                    _ => flags_of("--window-attn-skip-freq", text, layers)?,
+                };
+                let windowed: Vec<u32> =
+                    (0..layers as u32).filter(|&i| flags[i as usize]).collect();
+                (windowed.len() as u64 != layers)
+                    .then(|| crate::model::LayerSet::from_list(windowed, layers as u32))
+            }
+        };
         let mtp = match self.mtp {
             None => 0,
             Some(d) => u32::try_from(d).map_err(|_| {
@@ -1103,6 +1129,7 @@ impl DimsBuilder {
                 rope_scaling: self.rope_scaling,
                 norm_eps: self.norm_eps.unwrap_or(1e-5),
                 sliding_window: self.sliding_window,
+                window_layers,
                 qk_norm: self.qk_norm,
                 latent,
                 mtp,
@@ -1142,6 +1169,44 @@ mod tests {
         let e = parse(text).unwrap_err().to_string();
         assert!(!e.contains('\n'), "{e}");
         e
+    }
+
+    #[test]
+    fn a_window_on_some_layers_reads_in_megatron_s_two_forms() {
+        // `--window-attn-skip-freq N`: every layer windowed but each N-th (1-indexed), so 2 is
+        // every second from the first; a list names them; a window everywhere is no set.
+        let dims = |extra: &str| match parse(&script(extra, "")).unwrap().model {
+            FileModel::Dims(d) => d,
+            _ => panic!("no dimensions read"),
+        };
+        // The script's two layers: the first windowed, the second full.
+        let windowed = |extra: &str| {
+            dims(extra)
+                .window_layers
+                .map(|set| set.indices(2).collect::<Vec<u32>>())
+        };
+        let d = dims("  --window-size 127,0 --window-attn-skip-freq 2");
+        assert_eq!(d.sliding_window, Some(128));
+        assert_eq!(
+            windowed("  --window-size 127,0 --window-attn-skip-freq 2"),
+            Some(vec![0])
+        );
+        assert_eq!(
+            windowed("  --window-size 127,0 --window-attn-skip-freq \"[1,0]\""),
+            Some(vec![0])
+        );
+        assert_eq!(
+            windowed("  --window-size 127,0 --window-attn-skip-freq \"[1,1]\""),
+            None
+        );
+        let e = refusal(&script(
+            "  --window-size 127,0 --window-attn-skip-freq \"[1,0,1]\"",
+            "",
+        ));
+        assert!(
+            e.contains("--window-attn-skip-freq = [1,0,1]: a list of 2 flags"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -409,6 +409,17 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
         // FlashAttention's window (left, right): a token sees the `left` before it and
         // itself, so W tokens are W − 1 to the left, none to the right (causal).
         push("--window-size", Some(format!("{},0", w - 1)));
+        // The layers the window applies to, when not all: Megatron-core's
+        // `window_attn_skip_freq` as a list, 1 for a windowed layer and 0 for a full one.
+        if let Some(set) = &a.window_layers {
+            let pattern: Vec<&str> = (0..s.layers)
+                .map(|i| if set.contains(i) { "1" } else { "0" })
+                .collect();
+            push(
+                "--window-attn-skip-freq",
+                Some(format!("\"[{}]\"", pattern.join(","))),
+            );
+        }
     }
     let divisor = vocab_divisor(s.vocab, layout.tp).ok_or_else(|| {
         refuse(format!(
@@ -1024,6 +1035,22 @@ mod tests {
         assert!(arguments(&l)
             .unwrap()
             .contains(&"--window-size 4095,0".to_string()));
+        // On every second layer only (gpt-oss's pattern): Megatron-core's skip list, 1 for a
+        // windowed layer, which the reader turns back into the set.
+        let every_second = LayerSet::Every { first: 0, step: 2 };
+        l.shape.architecture.window_layers = Some(every_second.clone());
+        let pattern = ["1", "0"].repeat(16).join(",");
+        assert_eq!(
+            value(&arguments(&l).unwrap(), "--window-attn-skip-freq"),
+            Some(format!("\"[{pattern}]\"").as_str())
+        );
+        let read = crate::input::from::megatron::parse(&render(&l).unwrap()).unwrap();
+        let crate::input::from::design::FileModel::Dims(dims) = read.model else {
+            panic!("no dimensions read")
+        };
+        assert_eq!(dims.window_layers, Some(every_second));
+        assert_eq!(dims.sliding_window, Some(4096));
+        l.shape.architecture.window_layers = None;
         // A ring of K/V has no window in Transformer Engine; an all-gather has.
         let degrees = Degrees {
             ep: 1,
