@@ -319,6 +319,7 @@ fn the_results_tables_are_current() {
             ("capped", capped_table()),
             ("moe", moe_table()),
             ("bridge", bridge_table()),
+            ("bridge-moe", bridge_moe_table()),
         ],
     );
 }
@@ -337,6 +338,8 @@ fn the_results_tables_are_current() {
 /// `f` is written as SwiGLU of `2f/3`, the same matrix FLOPs.
 struct BridgeRow {
     id: String,
+    /// The table's model (`deepseek_v3`, `qwen3_30b_a3b`, …).
+    model: String,
     chip: String,
     precision: String,
     /// Whether the recipe found for the row has the row's layout (`config_match`); where it
@@ -372,12 +375,17 @@ fn bridge_vocab(model: &str) -> Option<u64> {
         Some(51_200)
     } else if model.starts_with("Nemotron-4") {
         Some(256_000)
+    } else if model.starts_with("Mixtral") {
+        // Mixtral 8x7B's and 8x22B's config.json (tests/fixtures/hf/mixtral-8x7b-v0.1).
+        Some(32_000)
     } else {
         None
     }
 }
 
-fn bridge_rows() -> Vec<BridgeRow> {
+/// The table's current rows: the dense ones, or (`moe`) the mixtures of experts, hybrid Mamba
+/// ones among them.
+fn bridge_rows(moe: bool) -> Vec<BridgeRow> {
     let text = std::fs::read_to_string("data/published/megatron-bridge.json").unwrap();
     let value: serde_json::Value = serde_json::from_str(&text).unwrap();
     value["runs"]
@@ -385,9 +393,17 @@ fn bridge_rows() -> Vec<BridgeRow> {
         .unwrap()
         .iter()
         .filter(|r| r["status"] == "current")
-        .filter(|r| r["shape"]["experts"].is_null() && r["shape"]["mamba_layers"].is_null())
+        .filter(|r| {
+            let experts = !r["shape"]["experts"].is_null();
+            if moe {
+                experts
+            } else {
+                !experts && r["shape"]["mamba_layers"].is_null()
+            }
+        })
         .map(|r| BridgeRow {
             id: r["id"].as_str().unwrap().to_string(),
+            model: r["model_key"].as_str().unwrap().to_string(),
             chip: r["gpu"].as_str().unwrap().to_string(),
             precision: r["precision"]["config_compute_dtype"]
                 .as_str()
@@ -431,14 +447,23 @@ fn bridge_run(r: &serde_json::Value) -> Result<Run, String> {
         "nvfp4" => "nvfp4",
         other => return Err(format!("precision {other} is not modelled")),
     };
+    if !s["mamba_layers"].is_null() {
+        return Err("hybrid Mamba-2 layers, which trainplan does not plan yet".into());
+    }
     let vocab = match s["vocab"].as_u64() {
         Some(v) => v,
         None => bridge_vocab(s["model"].as_str().unwrap())
             .ok_or("the table's shape gives no vocabulary")?,
     };
-    let ffn = s["ffn"].as_u64().unwrap();
+    // A mixture of experts' dense width (DeepSeek-V3's first three layers), or where every
+    // layer is MoE the unused one the table gives (or the experts').
+    let ffn = ["ffn", "ffn_dense", "ffn_dense_unused", "expert_ffn"]
+        .iter()
+        .find_map(|k| s[*k].as_u64())
+        .unwrap();
     let mlp = s["mlp"].as_str().unwrap();
-    let ffn = if mlp.starts_with("swiglu") {
+    // gpt-oss's clamped GLU has SwiGLU's three matrices.
+    let ffn = if mlp.starts_with("swiglu") || mlp.starts_with("gated GLU") {
         ffn
     } else {
         2 * ffn / 3
@@ -524,7 +549,73 @@ fn bridge_run(r: &serde_json::Value) -> Result<Run, String> {
         },
         "published": {"tokens_per_s_per_gpu": r["published"]["tokens_per_s_per_gpu"]},
     });
+    let mut run = run;
+    if let Some(routed) = s["experts"].as_u64() {
+        bridge_experts(r, routed, &mut run);
+    }
     serde_json::from_value(run).map_err(|e| e.to_string())
+}
+
+/// A mixture of experts' shape and settings on its run: the experts (the first
+/// `dense_layers` dense), DeepSeek-V3's latent attention and multi-token prediction, gpt-oss's
+/// windows, sinks and biases (its Hugging Face config's, `tests/fixtures/hf/gpt-oss-120b`),
+/// the expert grid, the dispatcher (HybridEP, DeepEP's successor for NVLink domains, costed
+/// as DeepEP), the all-to-all overlap and the recomputed modules.
+fn bridge_experts(r: &serde_json::Value, routed: u64, run: &mut serde_json::Value) {
+    use serde_json::json;
+    let s = &r["shape"];
+    let l = &r["layout"];
+    let gpt_oss = r["model_key"].as_str().unwrap().starts_with("gpt_oss");
+    let shape = &mut run["shape"];
+    shape["experts"] = json!({
+        "routed": routed,
+        "per_token": s["top_k"],
+        "ffn": s["expert_ffn"],
+        "shared_ffn": s["shared_experts"].as_u64().unwrap_or(0)
+            * s["shared_expert_ffn"].as_u64().unwrap_or(0),
+        "shared_gate": false,
+        "biases": gpt_oss,
+        "router_bias": gpt_oss,
+        "score_bias": s["q_lora_rank"].is_u64(),
+        "layers": {"first": s["dense_layers"].as_u64().unwrap_or(0), "step": 1},
+    });
+    if let Some(q_rank) = s["q_lora_rank"].as_u64() {
+        let (nope, rope) = (
+            s["qk_nope_head_dim"].as_u64().unwrap(),
+            s["qk_rope_head_dim"].as_u64().unwrap(),
+        );
+        shape["latent"] = json!({
+            "q_rank": q_rank,
+            "kv_rank": s["kv_lora_rank"],
+            "nope_dim": nope,
+            "rope_dim": rope,
+            "v_dim": s["v_head_dim"],
+        });
+        shape["head_dim"] = json!(nope + rope);
+        shape["kv_heads"] = s["heads"].clone();
+    }
+    shape["mtp"] = json!(s["mtp_layers_in_run"].as_u64().unwrap_or(0));
+    if gpt_oss {
+        shape["sliding_window"] = json!(128);
+        shape["window_layers"] = json!({"first": 0, "step": 2});
+        shape["sinks"] = json!(true);
+        shape["biases"] = json!({"qkv": true, "output": true});
+    }
+    let moe = &r["moe"];
+    run["ep"] = l["ep"].clone();
+    run["etp"] = l["etp"].clone();
+    run["ep_overlap"] = json!(moe["overlap_moe_expert_parallel_comm"] == true);
+    run["dispatcher"] = json!(if moe["moe_token_dispatcher_type"] == "flex" {
+        "flex/deepep"
+    } else {
+        "alltoall"
+    });
+    if let Some(modules) = r["recompute"]["recompute_modules"].as_array() {
+        if r["recompute"]["recompute_granularity"] == "selective" && !modules.is_empty() {
+            let names: Vec<&str> = modules.iter().filter_map(|m| m.as_str()).collect();
+            run["recompute"] = json!(format!("selective ({})", names.join(", ")));
+        }
+    }
 }
 
 /// A row's grade: its prediction (on a card as large as need be where the model puts the run
@@ -570,8 +661,8 @@ type BridgeGrades = (
     Vec<(usize, String)>,
 );
 
-fn bridge_graded() -> BridgeGrades {
-    let rows = bridge_rows();
+fn bridge_graded(moe: bool) -> BridgeGrades {
+    let rows = bridge_rows(moe);
     let mut graded = Vec::new();
     let mut refused = Vec::new();
     for (i, row) in rows.iter().enumerate() {
@@ -589,7 +680,7 @@ fn bridge_graded() -> BridgeGrades {
 }
 
 fn bridge_table() -> String {
-    let (rows, graded, refused) = bridge_graded();
+    let (rows, graded, refused) = bridge_graded(false);
     let mut out = String::from(
         "| row | chip | precision | measured MFU | predicted | error | memory GB | card GB |\n|---|---|---|---|---|---|---|---|\n",
     );
@@ -652,6 +743,88 @@ fn bridge_table() -> String {
     out
 }
 
+/// The table's mixtures of experts, each graded as the dense rows are (every one outside the
+/// fit, which saw no MoE run), with its experts, grid and dispatcher: by model, then by chip.
+fn bridge_moe_table() -> String {
+    let (rows, graded, refused) = bridge_graded(true);
+    let mut out = String::from(
+        "| row | chip | precision | measured MFU | predicted | error | memory GB | card GB |\n|---|---|---|---|---|---|---|---|\n",
+    );
+    for (i, p, over) in &graded {
+        let r = &rows[*i];
+        out.push_str(&format!(
+            "| {}{} | {} | {} | {:.1} % | {:.1} % | {:+.1} | {:.1}{} | {} |\n",
+            r.id,
+            if r.matched { "" } else { " †" },
+            r.chip,
+            r.precision,
+            100.0 * p.measured_mfu,
+            100.0 * p.mfu,
+            p.error_points,
+            p.memory_gb,
+            if *over { " (over)" } else { "" },
+            p.card_gb,
+        ));
+    }
+    let with: Vec<(&BridgeRow, Prediction, bool)> = graded
+        .iter()
+        .map(|(i, p, o)| (&rows[*i], p.clone(), *o))
+        .collect();
+    for (title, groups) in [
+        ("model", bridge_groups(&with, |r| r.model.as_str())),
+        ("chip", bridge_groups(&with, |r| r.chip.as_str())),
+    ] {
+        out.push_str(&format!(
+            "\n| {title} | rows graded | mean absolute error | mean error |\n|---|---|---|---|\n"
+        ));
+        for (k, ps) in groups {
+            let bias = ps.iter().map(|p| p.error_points).sum::<f64>() / ps.len() as f64;
+            out.push_str(&format!(
+                "| {k} | {} | {:.1} | {bias:+.1} |\n",
+                ps.len(),
+                mae(&ps)
+            ));
+        }
+    }
+    let over = with.iter().filter(|(_, _, o)| *o).count();
+    out.push_str(&format!(
+        "\n{} of {} MoE rows graded ({over} predicted over their card, graded on a larger one). \
+         Not graded:\n\n",
+        graded.len(),
+        rows.len()
+    ));
+    for (i, why) in &refused {
+        out.push_str(&format!("- `{}`: {why}.\n", rows[*i].id));
+    }
+    out
+}
+
+#[test]
+fn every_bridge_moe_row_is_graded_or_says_why() {
+    // Every model of the table but the hybrid Mamba one is graded on some chip: DeepSeek-V3
+    // (latent attention, multi-token prediction), Qwen3-30B-A3B, gpt-oss 120B (windows),
+    // Llama 4 Scout and the Mixtrals. No bound yet: issue 41's (≤ 5 MFU points per model) is
+    // not met, and the table says by how much.
+    let (rows, graded, refused) = bridge_graded(true);
+    assert_eq!(graded.len() + refused.len(), rows.len());
+    assert!(rows.len() >= 50, "{}", rows.len());
+    for (i, why) in &refused {
+        assert!(!why.is_empty(), "{}", rows[*i].id);
+    }
+    for model in [
+        "deepseek_v3",
+        "qwen3_30b_a3b",
+        "gpt_oss_120b",
+        "llama4_scout",
+        "mixtral_8x7b",
+    ] {
+        assert!(
+            graded.iter().any(|(i, _, _)| rows[*i].model == model),
+            "{model} not graded"
+        );
+    }
+}
+
 /// The H100 rows' mean absolute error is at most this, MFU points (all of them outside the fit).
 const BRIDGE_H100_MAE: f64 = 4.0;
 /// The Blackwell rows' (B200, GB200) mean absolute error per chip is at most this: short of the
@@ -663,7 +836,7 @@ const BRIDGE_BLACKWELL_MAE: f64 = 10.0;
 
 #[test]
 fn every_bridge_row_is_graded_or_says_why_and_each_chip_is_within_its_bound() {
-    let (rows, graded, refused) = bridge_graded();
+    let (rows, graded, refused) = bridge_graded(false);
     assert_eq!(graded.len() + refused.len(), rows.len());
     assert!(rows.len() >= 70, "{}", rows.len());
     assert!(refused.iter().all(|(_, why)| !why.is_empty()));

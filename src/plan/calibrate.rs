@@ -35,6 +35,10 @@ use crate::model::{Architecture, Attention, Biases, Experts, Shape, ShapeSpec};
 use crate::plan::limits::memory_fits;
 use crate::units::BYTES_PER_GB;
 
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
+}
+
 /// A model's dimensions as a run gives them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunShape {
@@ -68,6 +72,12 @@ pub struct RunShape {
     /// The linear layers' biases (gpt-oss: on q, k, v and o).
     #[serde(default, skip_serializing_if = "Biases::is_none")]
     pub biases: Biases,
+    /// Multi-head latent attention (DeepSeek-V3's ranks and head widths), if the model has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latent: Option<crate::model::Latent>,
+    /// Multi-token-prediction depths the run trains (DeepSeek-V3's recipes: 1).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub mtp: u32,
     /// The mixture of experts, for an MoE run (its `ffn_swiglu_equivalent` is then the dense
     /// layers' width).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -386,9 +396,9 @@ impl Run {
             attention: Attention {
                 qk_norm: s.qk_norm,
                 sinks: s.sinks,
-                ..Attention::default()
+                latent: s.latent,
             },
-            mtp: 0,
+            mtp: s.mtp,
         }
         .build()?;
         let zero = ZeroStage::new(self.zero)?;
