@@ -258,6 +258,27 @@ fn gpt_oss_s_alternating_windows_are_planned_and_cost_less_attention() {
     assert_eq!(windowed["params"], 20_914_757_184u64);
     let compute = |v: &Value| v["breakdown"]["compute"].as_f64().unwrap();
     assert!(compute(&windowed) < compute(&full));
+    // A search at 8K tokens weighs CP 2 too and keeps none of it on megatron-te's ring.
+    let search = serde_json::from_str::<Value>(&stdout(&[
+        "search",
+        "--model-config",
+        &config,
+        "--gpus",
+        "64",
+        "--memory",
+        "detailed",
+        "--time",
+        "detailed",
+        "--loss-target",
+        "2.5",
+        "--json",
+    ]))
+    .unwrap();
+    let plans = search["plans"].as_array().unwrap();
+    assert!(!plans.is_empty());
+    assert!(plans
+        .iter()
+        .all(|p| p["layout"]["cp"].as_u64().unwrap_or(1) == 1));
     // Under context parallelism the megatron-te stack's ring has no window: refused by name.
     refuses(
         &[
@@ -277,6 +298,44 @@ fn gpt_oss_s_alternating_windows_are_planned_and_cost_less_attention() {
         ],
         "--cp = 2: 1 for gpt-oss-20b's sliding window on the megatron-te stack",
     );
+}
+
+#[test]
+fn mistral_s_window_shortens_fused_attention_and_not_the_eager_stack_s() {
+    // Mistral 7B's 4,096-token window on every layer at s = 8,192: the fused kernels attend
+    // to 3,072 keys a query of the causal count's 4,096; the eager stack masks every score.
+    let config = fixture("mistral-7b-v0.1");
+    let text = std::fs::read_to_string(&config).unwrap();
+    let mut full: Value = serde_json::from_str(&text).unwrap();
+    full["sliding_window"] = Value::Null;
+    let dir = tempfile::tempdir().unwrap();
+    let unwindowed = dir.path().join("config.json");
+    std::fs::write(&unwindowed, full.to_string()).unwrap();
+    let compute = |config: &str, stack: &str| {
+        let v: Value = serde_json::from_str(&stdout(&[
+            "check",
+            "--model-config",
+            config,
+            "--gpus",
+            "64",
+            "--tokens",
+            "1e12",
+            "--seq-len",
+            "8192",
+            "--memory",
+            "detailed",
+            "--time",
+            "detailed",
+            "--stack",
+            stack,
+            "--json",
+        ]))
+        .unwrap();
+        v["breakdown"]["compute"].as_f64().unwrap()
+    };
+    let full = unwindowed.to_str().unwrap();
+    assert!(compute(&config, "megatron-te") < compute(full, "megatron-te"));
+    assert_eq!(compute(&config, "eager"), compute(full, "eager"));
 }
 
 #[test]

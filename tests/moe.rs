@@ -413,6 +413,45 @@ fn a_search_over_expert_degrees_grades_each_as_a_search_of_that_degree_alone() {
 }
 
 #[test]
+fn every_plan_of_a_search_with_experts_is_graded_alike_by_all_and_top() {
+    // `--all` keeps a layout's detailed grade for its every token count; it once kept it by
+    // TP, PP and ZeRO alone, so every EP and ETP of those took the first's (1,956 of Mixtral's
+    // 2,454 plans here graded with another layout's memory).
+    let mixtral = fixture("mixtral-8x7b-v0.1");
+    let search = |extra: &[&str]| {
+        let mut args = vec![
+            "search",
+            "--model-config",
+            &mixtral,
+            "--gpus",
+            "64",
+            "--loss-target",
+            "2.1",
+            "--tokens-step",
+            "1e11",
+            "--distinct",
+            "plan",
+            "--json",
+        ];
+        args.extend(extra);
+        json(&args)["plans"].as_array().unwrap().clone()
+    };
+    let (all, top) = (search(&["--all"]), search(&["--top", "3000"]));
+    assert_eq!(all.len(), top.len());
+    let key = |p: &serde_json::Value| (p["layout"].to_string(), p["tokens"].to_string());
+    let graded: std::collections::HashMap<_, _> = all
+        .iter()
+        .map(|p| (key(p), p["runnable"].clone()))
+        .collect();
+    let eps: std::collections::BTreeSet<String> =
+        top.iter().map(|p| p["layout"]["ep"].to_string()).collect();
+    assert!(eps.len() > 1, "{eps:?}");
+    for p in &top {
+        assert_eq!(graded[&key(p)], p["runnable"], "{}", key(p).0);
+    }
+}
+
+#[test]
 fn multi_token_prediction_runs_on_the_last_stage_and_counts_as_megatron_counts_it() {
     use trainplan::cost::step::pipeline::{mtp_on_stage, stage_expert_params, stage_params_with};
     let v3 = hf::read(std::path::Path::new(&fixture("deepseek-v3"))).unwrap();

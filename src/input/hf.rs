@@ -48,9 +48,8 @@
 //! All of them: `num_key_value_heads` defaults to `num_attention_heads`, `tie_word_embeddings`
 //! to false (their config classes' defaults). The expert fields are required where the
 //! architecture has experts, and refused on a dense architecture; any other architecture is
-//! refused by name rather than approximated. [`read`] gives the shapes trainplan plans (dense,
-//! grouped-query attention) and refuses the others with their counts; [`read`] gives
-//! every accepted shape.
+//! refused by name rather than approximated. [`read`] gives every accepted shape, each of
+//! which trainplan plans.
 
 use std::path::Path;
 

@@ -505,8 +505,8 @@ impl Layout {
 }
 
 /// Every valid layout for `shape` on `cluster` (a brief, or its [`Cluster`]), ordered by TP,
-/// then PP, then ZeRO (then EP and ETP for a mixture of experts, by [`expert_degrees`]'s
-/// default rule).
+/// then PP, then EP and ETP for a mixture of experts (by [`expert_degrees`]'s default rule),
+/// then ZeRO.
 pub fn layouts(cluster: impl Into<Cluster>, shape: &Shape) -> Vec<Layout> {
     layouts_with(cluster, shape, &[1], &[1], &ExpertSpace::default())
 }
@@ -589,8 +589,9 @@ pub fn expert_degrees(space: &ExpertSpace, shape: &Shape, tp: u64) -> Vec<(u64, 
 
 /// Every valid layout for `shape` on `cluster` with each CP degree of `cps`, each replica
 /// count of `replicates` and, for a mixture of experts, each (EP, ETP) of `experts` (those
-/// that break a rule left out), ordered by TP, then PP, then CP, then ZeRO, then replicas,
-/// then EP and ETP. With `cps = replicates = [1]` these are [`layouts`].
+/// that break a rule left out), ordered by TP, then PP, then CP, then EP and ETP, then ZeRO,
+/// then replicas (the layouts that differ only in ZeRO and replicas one after another, as the
+/// search's shared work needs). With `cps = replicates = [1]` these are [`layouts`].
 pub fn layouts_with(
     cluster: impl Into<Cluster>,
     shape: &Shape,

@@ -493,10 +493,18 @@ pub fn plate_lightest(brief: &Brief, shape: &Shape) -> Option<Lightest> {
     )
 }
 
-/// Orders layouts by TP, then PP, then CP, then ZeRO stage, then replicas: the tie-break when
-/// all else is equal.
+/// Orders layouts by TP, then PP, then CP, then ZeRO stage, then replicas, then EP and ETP:
+/// the tie-break when all else is equal.
 pub fn layout_order(a: &Layout, b: &Layout) -> std::cmp::Ordering {
-    (a.tp, a.pp, a.cp, a.zero, a.replicate).cmp(&(b.tp, b.pp, b.cp, b.zero, b.replicate))
+    (a.tp, a.pp, a.cp, a.zero, a.replicate, a.ep, a.etp).cmp(&(
+        b.tp,
+        b.pp,
+        b.cp,
+        b.zero,
+        b.replicate,
+        b.ep,
+        b.etp,
+    ))
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 use crate::brief::Brief;
 use crate::cost::run::TimeModel;
+use crate::model::layout::Layout;
 use crate::model::Shape;
 use crate::plan::runnable::{detailed_grade, DetailedGrade};
 use crate::plan::Plan;
@@ -64,8 +65,9 @@ impl Ranked for AllPlans<'_> {
     }
     fn walk(&self) -> Box<dyn Iterator<Item = Plan> + '_> {
         // A plate plan's detailed grade depends on its shape and layout alone: kept, so the
-        // plans of one layout (every token count of it) grade it once.
-        type Key = (usize, u64, u64, u8);
+        // plans of one layout (every token count of it) grade it once. The whole layout is the
+        // key: its expert degrees, CP and replicas change the grade too.
+        type Key = (usize, Layout);
         type Grade = std::result::Result<DetailedGrade, String>;
         let kept = std::cell::RefCell::new(std::collections::HashMap::<Key, Grade>::new());
         let micro_batches = MicroBatches::default();
@@ -75,7 +77,7 @@ impl Ranked for AllPlans<'_> {
             let shape = &self.shapes[c.shape];
             let detailed = || {
                 kept.borrow_mut()
-                    .entry((c.shape, l.tp, l.pp, l.zero.get()))
+                    .entry((c.shape, l))
                     .or_insert_with(|| {
                         detailed_grade(self.brief, shape, &l).map_err(|e| e.to_string())
                     })

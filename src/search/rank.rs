@@ -152,8 +152,18 @@ impl Distinct {
             ..*s
         });
         match self {
-            Distinct::Plan => (shape, Some((l.tp, l.pp, l.zero.get())), step, tokens),
-            Distinct::Layout => (shape, Some((l.tp, l.pp, l.zero.get())), step, 0),
+            Distinct::Plan => (
+                shape,
+                Some((l.tp, l.pp, l.zero.get(), l.ep, l.etp)),
+                step,
+                tokens,
+            ),
+            Distinct::Layout => (
+                shape,
+                Some((l.tp, l.pp, l.zero.get(), l.ep, l.etp)),
+                step,
+                0,
+            ),
             Distinct::Shape => (shape, None, None, 0),
         }
     }
@@ -164,8 +174,9 @@ impl Distinct {
     }
 }
 
-/// A choice's identity: shape, (TP, PP, ZeRO), step, tokens, as [`Distinct::key`] fills them.
-pub type ChoiceKey = (usize, Option<(u64, u64, u8)>, Option<Step>, u64);
+/// A choice's identity: shape, (TP, PP, ZeRO, EP, ETP), step, tokens, as [`Distinct::key`]
+/// fills them (a mixture of experts on another expert grid is another choice).
+pub type ChoiceKey = (usize, Option<(u64, u64, u8, u64, u64)>, Option<Step>, u64);
 
 /// Between plans equal on loss and days: runnable first (of plate plans, the one the detailed
 /// model runs fastest among those that fit it), then less memory per GPU, then smaller TP, PP,

@@ -183,10 +183,11 @@ fn run_of(
     tokens: u64,
 ) -> Result<RunTime> {
     let compute_seconds = tokens as f64 / step.tokens_per_second;
-    let outage =
-        machine
-            .reliability
-            .outage(shape.params(), machine.cluster.gpus, compute_seconds)?;
+    let outage = machine.reliability.outage(
+        shape.params() + shape.mtp_params(),
+        machine.cluster.gpus,
+        compute_seconds,
+    )?;
     let days_per_token = days_per_token(step.step_seconds, d, outage.goodput);
     Ok(RunTime {
         step,

@@ -319,7 +319,7 @@ impl Detailed {
     /// recomputation; the eager stack's efficiency curve and the eager kernels' activations
     /// were measured on grouped-query layers, and MaxText's and torchtitan's op-level policies
     /// are written for them. Always for grouped-query attention.
-    fn attention_allowed(&self, shape: &Shape, layout: &Layout) -> Result<()> {
+    pub(crate) fn attention_allowed(&self, shape: &Shape, layout: &Layout) -> Result<()> {
         let opts = &self.options;
         // A sliding window under context parallelism: Transformer Engine's ring (p2p) has no
         // window (its all-gather and all-to-all have); the stacks that gather K/V run one.
@@ -332,8 +332,9 @@ impl Detailed {
                 layout.cp,
                 format!(
                     "1 for {}'s sliding window on the {} stack, whose context parallelism \
-                     passes K/V around a ring (Transformer Engine's p2p), which has no window; \
-                     a stack whose CP gathers K/V (torchtitan, maxtext) runs one",
+                     trainplan costs as a ring of K/V (Transformer Engine's p2p), which has no \
+                     window (its a2a and all-gather have); a stack whose CP gathers K/V \
+                     (torchtitan, maxtext) runs one",
                     shape.name,
                     opts.stack.name()
                 ),

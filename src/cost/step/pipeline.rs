@@ -183,15 +183,15 @@ pub fn stage_layers(layers: u64, pp: u64, split: StageSplit) -> Result<Vec<u64>>
 /// The last stage's `layers` count its multi-token-prediction layers ([`mtp_on_stage`]); it
 /// holds their projections (`2h·h` each, column-parallel) and three norms each too, and,
 /// when it is not the first, a copy of the input embedding the modules read (Megatron-core
-/// builds it on the stage that runs them and keeps it in step with the first stage's; with
-/// tied embeddings the head it holds is that copy).
+/// builds it on the stage that runs them and keeps it in step with the first stage's, beside
+/// its own output layer even when the two are tied).
 #[inline]
 pub fn stage_params(shape: &Shape, tp: u64, layers: u64, first: bool, last: bool) -> f64 {
     let (h, e) = (shape.hidden as f64, shape.embedding_params() as f64);
     let l = layers as f64;
     let head = last && !(first && shape.tied_embeddings);
     let mtp = if last { f64::from(shape.mtp) } else { 0.0 };
-    let mtp_embedding = mtp > 0.0 && !first && !shape.tied_embeddings;
+    let mtp_embedding = mtp > 0.0 && !first;
     let split = l * shape.layer_split_params() as f64
         + if first || mtp_embedding { e } else { 0.0 }
         + if head { e } else { 0.0 }

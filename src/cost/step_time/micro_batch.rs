@@ -152,6 +152,18 @@ impl MicroBatch {
             ))
         } else {
             let rate = peak * opts.efficiency.at(h / tp as f64);
+            // The eager stack's attention takes a window as a mask over every score: the work
+            // of full causal attention.
+            let unwindowed;
+            let shape = if shape.windowed(step.seq_len).is_some() {
+                let mut full = shape.clone();
+                full.architecture.sliding_window = None;
+                full.architecture.window_layers = None;
+                unwindowed = full;
+                &unwindowed
+            } else {
+                shape
+            };
             let (per_layer, forward_per_layer) =
                 layer_flops(shape, tp, step.seq_len, step.recompute);
             // The head, and each multi-token-prediction depth's head and projection.

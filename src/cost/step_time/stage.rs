@@ -78,6 +78,7 @@ pub fn unsharded_in(
     kinds: &StageKinds,
 ) -> Result<Unsharded> {
     let step = &d.step;
+    d.attention_allowed(shape, layout)?;
     let m = d.unscheduled_pipeline_in(layout, kinds)?;
     let (tp, cp, pp, dp) = (layout.tp, layout.cp, layout.pp, layout.dp);
     let (h, v) = (shape.hidden as f64, shape.vocab as f64);
@@ -257,16 +258,19 @@ pub fn unsharded_in(
     // weights (`--fp8-params`) the optimizer writes them from the FP32 master it reads
     // anyway, and the transpose reads the FP8 weight.
     let recipe = d.recipe();
-    // The slowest stage's layers below BF16: all but those kept in BF16.
-    let fp8_layers = stage_layers - d.options.bf16_layers.on_stage(slowest, pp, stage_layers);
+    // The slowest stage's layers below BF16: all but those kept in BF16, which are the
+    // decoder's (not the multi-token-prediction layers), as the memory counts them.
+    let (depths, moe_depths) = mtp_on_stage(shape, slowest, pp);
+    let (decoder, decoder_moe) = (stage_layers - depths, stage_moe - moe_depths);
+    let fp8_layers = stage_layers - d.options.bf16_layers.on_stage(slowest, pp, decoder);
     // Of the stage's MoE layers, those below BF16.
     let moe_fp8 = stage_moe
         - crate::cost::step::pipeline::moe_bf16_layers(
             shape,
             d.options.bf16_layers,
             (slowest, pp),
-            stage_layers,
-            stage_moe,
+            decoder,
+            decoder_moe,
         );
     let fp8_casts = if precision.is_narrow() {
         let (reads, copy) = recipe.map_or((2.0, precision.weight_copy_bytes()), |r| {

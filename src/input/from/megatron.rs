@@ -956,8 +956,19 @@ fn flags_of(option: &str, text: &str, layers: u64) -> Result<Vec<bool>> {
             format!("a list of {layers} flags of 1 and 0 ([1,0,…]), or a whole number n ≥ 1"),
         )
     };
-    let inner = text
-        .trim()
+    // A list, or a list repeated (`[1,0]*18`, a Python expression Megatron-LM evaluates).
+    let (list, times) = match text.trim().rsplit_once("]*") {
+        Some((list, n)) => (
+            format!("{list}]"),
+            n.trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(bad)?,
+        ),
+        None => (text.trim().to_string(), 1),
+    };
+    let inner = list
         .strip_prefix('[')
         .and_then(|t| t.strip_suffix(']'))
         .ok_or_else(bad)?;
@@ -968,7 +979,8 @@ fn flags_of(option: &str, text: &str, layers: u64) -> Result<Vec<bool>> {
             "0" => Ok(false),
             _ => Err(bad()),
         })
-        .collect::<Result<Vec<bool>>>()?;
+        .collect::<Result<Vec<bool>>>()?
+        .repeat(times);
     if flags.len() as u64 != layers {
         return Err(bad());
     }
@@ -1079,8 +1091,10 @@ impl DimsBuilder {
             None => self.head_dim,
         };
         // Megatron-core's `window_attn_skip_freq`: an integer N windows every layer but each
-        // N-th (1-indexed, `layer_number % N != 0`), a list names them (1 windowed, 0 full).
+        // N-th (1-indexed, `layer_number % N != 0`), a list names them (1 windowed, 0 full);
+        // without `--window-size` it is read and not used, as Megatron-core ignores it.
         let window_layers = match &self.window_skip {
+            _ if self.sliding_window.is_none() => None,
             None => None,
             Some(text) => {
                 let flags = match text.trim().parse::<u64>() {
@@ -1199,6 +1213,13 @@ mod tests {
             windowed("  --window-size 127,0 --window-attn-skip-freq \"[1,1]\""),
             None
         );
+        // A list repeated, as Megatron-LM evaluates it.
+        assert_eq!(
+            windowed("  --window-size 127,0 --window-attn-skip-freq \"[1,0]*1\""),
+            Some(vec![0])
+        );
+        // Without a window Megatron-core ignores it.
+        assert_eq!(windowed("  --window-attn-skip-freq 2"), None);
         let e = refusal(&script(
             "  --window-size 127,0 --window-attn-skip-freq \"[1,0,1]\"",
             "",

@@ -129,7 +129,11 @@ pub(crate) fn weighed_configurations(
     // Failures cost the same share of any run of a shape on the machine.
     let goodput = machine
         .reliability
-        .outage(shape.params(), machine.cluster.gpus, 1.0)
+        .outage(
+            shape.params() + shape.mtp_params(),
+            machine.cluster.gpus,
+            1.0,
+        )
         .ok()
         .map(|o| o.goodput);
     let plate_models = match space {
