@@ -601,6 +601,15 @@ fn bridge_experts(r: &serde_json::Value, routed: u64, run: &mut serde_json::Valu
         shape["sinks"] = json!(true);
         shape["biases"] = json!({"qkv": true, "output": true});
     }
+    // Megatron-Bridge's DeepSeek-V3 recipes lay the pipeline out from their helper's table
+    // (`set_deepseek_v3_pipeline_model_parallel_layout`): for each (PP, VP) it knows, the
+    // loss and the prediction depth weigh three layers on the last stage, the split
+    // `--stages loss` makes; for another, no layout.
+    let (pp, vp) = (l["pp"].as_u64().unwrap(), l["vp"].as_u64().unwrap_or(1));
+    let known = [(4, 1), (8, 1), (4, 2), (16, 1), (8, 2), (4, 4)];
+    if s["q_lora_rank"].is_u64() && known.contains(&(pp, vp)) {
+        run["stages"] = json!("loss");
+    }
     let moe = &r["moe"];
     run["ep"] = l["ep"].clone();
     run["etp"] = l["etp"].clone();

@@ -428,22 +428,25 @@ fn stages(d: &mut DesignArgs, f: &FromFile, shape: &Shape) -> Result<()> {
     let chunks = f.schedule.map_or(1, Schedule::chunks);
     let text = f.pipeline_layout.as_ref().map(|(_, t)| t.replace('"', ""));
     let builds = |split: StageSplit| {
-        crate::cost::step::pipeline::stage_layers(layers, pp, split).is_ok_and(|stages| match &text
-        {
-            Some(text) => megatron::pipeline_layout(&stages, chunks, shape.mtp) == *text,
-            None => stages.iter().all(|&n| n == stages[0] && n % chunks == 0),
-        })
+        crate::cost::step::pipeline::shape_stages(shape, pp, split).is_ok_and(
+            |stages| match &text {
+                Some(text) => megatron::pipeline_layout(&stages, chunks, shape.mtp) == *text,
+                None => stages.iter().all(|&n| n == stages[0] && n % chunks == 0),
+            },
+        )
     };
     let arg = |split: StageSplit| match split {
         StageSplit::Even => StagesArg::Even,
         StageSplit::Llama3 => StagesArg::Llama3,
         StageSplit::Balanced => StagesArg::Balanced,
+        StageSplit::Loss => StagesArg::Loss,
     };
     let default = Options::for_stack(d.detailed.stack()).stages;
     let given = d.detailed.stages.map(|s| match s {
         StagesArg::Even => StageSplit::Even,
         StagesArg::Llama3 => StageSplit::Llama3,
         StagesArg::Balanced => StageSplit::Balanced,
+        StagesArg::Loss => StageSplit::Loss,
     });
     let candidates = [
         given.or(f.stages).unwrap_or(default),
@@ -451,6 +454,7 @@ fn stages(d: &mut DesignArgs, f: &FromFile, shape: &Shape) -> Result<()> {
         StageSplit::Even,
         StageSplit::Llama3,
         StageSplit::Balanced,
+        StageSplit::Loss,
     ];
     match candidates.into_iter().find(|&s| builds(s)) {
         Some(split) if given.is_some_and(|g| g != split) => Err(Error::invalid(

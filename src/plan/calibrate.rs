@@ -435,6 +435,7 @@ impl Run {
             Some("llama3") => options.stages = StageSplit::Llama3,
             Some("even") => options.stages = StageSplit::Even,
             Some("balanced") => options.stages = StageSplit::Balanced,
+            Some("loss") => options.stages = StageSplit::Loss,
             Some(other) => {
                 return Err(Error::invalid(
                     format!("runs[{}].stages", self.id),

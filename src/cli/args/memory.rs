@@ -220,6 +220,9 @@ pub enum StagesArg {
     /// The embedding and the head counted as a layer each (DeepSpeed's
     /// type:transformer|embedding).
     Balanced,
+    /// The loss counted as a layer and each multi-token-prediction depth as two, the
+    /// embedding as none (Megatron-core's --account-for-loss-in-pipeline-split).
+    Loss,
 }
 
 impl DetailedArgs {
@@ -298,6 +301,7 @@ impl DetailedArgs {
                 Some(StagesArg::Llama3) => StageSplit::Llama3,
                 Some(StagesArg::Even) => StageSplit::Even,
                 Some(StagesArg::Balanced) => StageSplit::Balanced,
+                Some(StagesArg::Loss) => StageSplit::Loss,
                 None => d.stages,
             },
             reserve_gb: self.reserve_gb.unwrap_or(d.reserve_gb),

@@ -40,8 +40,8 @@ use crate::units::BYTES_PER_GB;
 use crate::cost::memory::buffers::cp_buffers;
 use crate::cost::memory::buffers::userbuffers;
 use crate::cost::step::detailed::Detailed;
+use crate::cost::step::pipeline::shape_stages;
 use crate::cost::step::pipeline::stage_expert_params;
-use crate::cost::step::pipeline::stage_layers;
 use crate::cost::step::pipeline::stage_params;
 use crate::cost::step::pipeline::stage_params_with;
 pub use crate::cost::step::stack::{GradientPrecision, LossPrecision, StageSplit};
@@ -175,7 +175,7 @@ impl Detailed {
         });
         // Each stage's MoE layers (the most of its run), from the stages' layers; none dense.
         let stage_list = if routed.is_some() {
-            stage_layers(u64::from(shape.layers), layout.pp, opts.stages)?
+            shape_stages(shape, layout.pp, opts.stages)?
         } else {
             Vec::new()
         };
@@ -671,6 +671,7 @@ mod tests {
 
     #[test]
     fn stages_split_evenly_or_as_llama_3_did() {
+        use crate::cost::step::pipeline::stage_layers;
         assert_eq!(stage_layers(80, 8, StageSplit::Even).unwrap(), [10; 8]);
         assert_eq!(
             stage_layers(126, 4, StageSplit::Even).unwrap(),
@@ -693,6 +694,21 @@ mod tests {
             [3; 35]
         );
         assert!(stage_layers(80, 81, StageSplit::Even).is_err());
+        // The loss as a layer and DeepSeek-V3's prediction depth as two: 61 + 3 = 64 units,
+        // 4 a stage on PP 16 and one layer on the last, as Megatron-Bridge's layout
+        // `Et*4|(t*4|)*14,tmL`; on PP 4, 16 a stage and 13 on the last (its `t*13mL`).
+        let mut v3 = crate::model::testing::latent(61);
+        v3.mtp = 1;
+        let loss = |pp| crate::cost::step::pipeline::shape_stages(&v3, pp, StageSplit::Loss);
+        let sixteen = loss(16).unwrap();
+        assert_eq!((sixteen[0], sixteen[14], sixteen[15]), (4, 4, 1));
+        assert_eq!(loss(4).unwrap(), [16, 16, 16, 13]);
+        // Without a depth the loss alone: 80 + 1 units do not divide over 8 stages.
+        assert_eq!(stage_layers(80, 8, StageSplit::Loss).unwrap(), [10; 8]);
+        assert_eq!(
+            stage_layers(79, 8, StageSplit::Loss).unwrap(),
+            [10, 10, 10, 10, 10, 10, 10, 9]
+        );
     }
 
     #[test]

@@ -11,8 +11,8 @@ use crate::cost::step::experts::BALANCED;
 use crate::cost::step::experts::MAX_IMBALANCE;
 use crate::cost::step::optimizer_offload::Fraction;
 use crate::cost::step::pipeline::kinds_of;
+use crate::cost::step::pipeline::shape_stages;
 use crate::cost::step::pipeline::stage_kinds;
-use crate::cost::step::pipeline::stage_layers;
 use crate::cost::step::pipeline::StageKinds;
 use crate::cost::step::precision::Precision;
 use crate::cost::step::recipe::{
@@ -286,7 +286,7 @@ impl Detailed {
         self.bf16_layers_allowed(shape)?;
         self.offload_allowed(shape, layout)?;
         self.optimizer_offload_allowed(layout)?;
-        let layers = stage_layers(u64::from(shape.layers), layout.pp, self.options.stages)?;
+        let layers = shape_stages(shape, layout.pp, self.options.stages)?;
         let m = self.unscheduled_pipeline_in(layout, &kinds_of(&layers))?;
         Ok((layers, m))
     }

@@ -123,8 +123,20 @@ impl StageKinds {
     }
 }
 
-/// Layers on each of `pp` stages of a model with `layers` layers.
+/// Layers on each of `pp` stages of `shape` (its multi-token-prediction depths weigh on the
+/// last stage under [`StageSplit::Loss`]).
+pub fn shape_stages(shape: &Shape, pp: u64, split: StageSplit) -> Result<Vec<u64>> {
+    split_stages(u64::from(shape.layers), u64::from(shape.mtp), pp, split)
+}
+
+/// Layers on each of `pp` stages of a model with `layers` layers and no multi-token
+/// prediction.
 pub fn stage_layers(layers: u64, pp: u64, split: StageSplit) -> Result<Vec<u64>> {
+    split_stages(layers, 0, pp, split)
+}
+
+/// Layers on each of `pp` stages of a model with `layers` layers and `mtp` prediction depths.
+fn split_stages(layers: u64, mtp: u64, pp: u64, split: StageSplit) -> Result<Vec<u64>> {
     if pp == 0 || pp > layers {
         return Err(Error::invalid(
             "pp",
@@ -163,12 +175,24 @@ pub fn stage_layers(layers: u64, pp: u64, split: StageSplit) -> Result<Vec<u64>>
         // Where L + 2 units do not divide evenly, or leave an end stage without a layer, the
         // layers alone spread evenly.
         StageSplit::Balanced if pp == 1 || (layers + 2) % pp != 0 || (layers + 2) / pp < 2 => {
-            stage_layers(layers, pp, StageSplit::Even)
+            split_stages(layers, mtp, pp, StageSplit::Even)
         }
         StageSplit::Balanced => {
             let units = (layers + 2) / pp;
             Ok((0..pp)
                 .map(|i| units - u64::from(i == 0 || i == pp - 1))
+                .collect())
+        }
+        StageSplit::Loss => {
+            // The last stage's share after its `1 + 2D` units, at least one layer.
+            let extra = 1 + 2 * mtp;
+            let units = layers + extra;
+            if pp == 1 || units % pp != 0 || units / pp <= extra {
+                return split_stages(layers, mtp, pp, StageSplit::Even);
+            }
+            let per = units / pp;
+            Ok((0..pp)
+                .map(|i| if i == pp - 1 { per - extra } else { per })
                 .collect())
         }
     }
@@ -250,7 +274,7 @@ pub fn stage_expert_params(shape: &Shape, layout: &Layout, moe: u64) -> f64 {
 
 /// The kinds of stage of `layout`'s pipeline of `shape` under `split` ([`StageKinds`]).
 pub fn stage_kinds(shape: &Shape, layout: &Layout, split: StageSplit) -> Result<StageKinds> {
-    let layers = stage_layers(u64::from(shape.layers), layout.pp, split)?;
+    let layers = shape_stages(shape, layout.pp, split)?;
     Ok(kinds_of(&layers))
 }
 
@@ -566,7 +590,12 @@ mod tests {
         // Every split of up to 130 layers over every PP: at most four kinds, the same deepest
         // interleaving, and the same verdict on every depth (the first short stage's layers in
         // the error) as the stage-by-stage rule.
-        for split in [StageSplit::Even, StageSplit::Llama3, StageSplit::Balanced] {
+        for split in [
+            StageSplit::Even,
+            StageSplit::Llama3,
+            StageSplit::Balanced,
+            StageSplit::Loss,
+        ] {
             for layers in 1..=130u64 {
                 for pp in 1..=layers.min(40) {
                     let Ok(stages) = stage_layers(layers, pp, split) else {

@@ -132,6 +132,12 @@ pub enum StageSplit {
     /// stages, 5 + 10 × 6 + 5); where they do not, the layers alone spread evenly, as
     /// `type:transformer` does.
     Balanced,
+    /// The loss counted as a layer and each multi-token-prediction depth as two (its layer and
+    /// its head), the embedding as none, where those `L + 1 + 2D` units divide evenly over the
+    /// stages, so the last stage holds `1 + 2D` fewer layers: Megatron-core's
+    /// `--account-for-loss-in-pipeline-split`, and Megatron-Bridge's DeepSeek-V3 layouts
+    /// (`Et*4|(t*4|)*14,tmL` on PP 16); where they do not, the layers alone spread evenly.
+    Loss,
 }
 
 /// How a stack exchanges keys and values between context-parallel ranks.

@@ -16,8 +16,8 @@ use crate::cost::links::topology::{all_reduce, reduce_scatter};
 use crate::cost::step::detailed::Detailed;
 use crate::cost::step::experts::dispatcher_allowed;
 use crate::cost::step::pipeline::mtp_on_stage;
+use crate::cost::step::pipeline::shape_stages;
 use crate::cost::step::pipeline::stage_expert_params;
-use crate::cost::step::pipeline::stage_layers;
 use crate::cost::step::pipeline::stage_params_with;
 use crate::cost::step::pipeline::StageKinds;
 use crate::cost::step::stack::Stack;
@@ -166,7 +166,7 @@ pub fn unsharded_in(
     });
     // Each stage's MoE layers (the most of its run), from the stages' layers; none dense.
     let stage_list = if moe.is_some() {
-        stage_layers(u64::from(shape.layers), pp, d.options.stages)?
+        shape_stages(shape, pp, d.options.stages)?
     } else {
         Vec::new()
     };

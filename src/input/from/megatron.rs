@@ -749,15 +749,20 @@ pub fn parse(text: &str) -> Result<FromFile> {
     // The split the export names where it is not the stack's (`(--stages llama3)`).
     from.stages = comments.iter().find_map(|c| {
         let name = c.split_once("(--stages ")?.1.split_once(')')?.0;
-        [StageSplit::Even, StageSplit::Llama3, StageSplit::Balanced]
-            .into_iter()
-            .find(|s| {
-                serde_json::to_value(s)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .as_deref()
-                    == Some(name)
-            })
+        [
+            StageSplit::Even,
+            StageSplit::Llama3,
+            StageSplit::Balanced,
+            StageSplit::Loss,
+        ]
+        .into_iter()
+        .find(|s| {
+            serde_json::to_value(s)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .as_deref()
+                == Some(name)
+        })
     });
     Ok(from)
 }

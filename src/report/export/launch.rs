@@ -9,7 +9,7 @@
 use crate::cost::links::placement::RankPlacement;
 use crate::cost::step::detailed::Options;
 
-use crate::cost::step::pipeline::stage_layers;
+use crate::cost::step::pipeline::shape_stages;
 use crate::cost::step::precision::Precision;
 use crate::cost::step::stack::Stack;
 use crate::cost::step::{BatchTarget, Step};
@@ -49,7 +49,7 @@ pub struct Launch {
     /// The detailed settings the plan was graded under (for a plate plan, the default
     /// stack's): the stack whose overlaps and kernels the time model assumed.
     pub options: Options,
-    /// Layers on each pipeline stage, as the plan was graded ([`stage_layers`] under the
+    /// Layers on each pipeline stage, as the plan was graded ([`shape_stages`] under the
     /// settings' split), so the launcher builds the same stages.
     pub stages: Vec<u64>,
     /// Whether the plan was graded under the detailed model (it names its step and settings,
@@ -356,7 +356,7 @@ impl Launch {
                 flags.join(", ")
             ));
         }
-        let stages = stage_layers(u64::from(shape.layers), layout.pp, options.stages)?;
+        let stages = shape_stages(&shape, layout.pp, options.stages)?;
         Ok(Launch {
             shape,
             tokens,

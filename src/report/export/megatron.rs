@@ -888,6 +888,9 @@ mod tests {
         // Multi-token-prediction depths sit after the last stage's layers, before the loss
         // (DeepSeek-V3's recipe: `Et|(tt|)*30mL`).
         assert_eq!(pipeline_layout(&[3, 3], 1, 1), "Et*3|t*3mL");
+        let mut v3 = vec![4; 15];
+        v3.push(1);
+        assert_eq!(pipeline_layout(&v3, 1, 1), "Et*4|(t*4|)*14,tmL");
     }
 
     #[test]
