@@ -49,11 +49,12 @@ pub fn brief_toml(data: &[u8]) {
 /// Target 3: a Hugging Face `config.json`, and the parameter counts of the shape it gives.
 pub fn hf_config(data: &[u8]) {
     let Some(text) = text(data) else { return };
-    if let Ok(shape) = trainplan::input::hf::parse_model(text, Path::new("fuzz/config.json")) {
+    if let Ok(shape) = trainplan::input::hf::parse(text, Path::new("fuzz/config.json")) {
         let _ = shape.params();
         let _ = shape.active_params();
         let _ = shape.moe_layer_params();
-        let _ = shape.unplanned();
+        let _ = shape.mtp_params();
+        let _ = shape.attention_sequence(4_096);
         let _ = shape.params_per_layer();
         let _ = shape.matrix_params();
         let _ = shape.layer_split_params();
