@@ -221,18 +221,24 @@ fn kimi_k2_is_planned_by_search_with_expert_parallelism() {
     }
 }
 
+/// A copy of the config at `config` without its sliding window, written into `dir`.
+fn without_window(config: &str, dir: &std::path::Path) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(config).unwrap();
+    let mut full: Value = serde_json::from_str(&text).unwrap();
+    full["sliding_window"] = Value::Null;
+    let path = dir.join("config.json");
+    std::fs::write(&path, full.to_string()).unwrap();
+    path
+}
+
 #[test]
 fn gpt_oss_s_alternating_windows_are_planned_and_cost_less_attention() {
     // gpt-oss-20b: a 128-token window on every second layer, the others full, graded by the
     // detailed models; the same config without its window computes longer (its windowed
     // layers' attention: `src/cost/chip/flops.rs` has the counts).
     let config = fixture("gpt-oss-20b");
-    let text = std::fs::read_to_string(&config).unwrap();
-    let mut full: Value = serde_json::from_str(&text).unwrap();
-    full["sliding_window"] = Value::Null;
     let dir = tempfile::tempdir().unwrap();
-    let unwindowed = dir.path().join("config.json");
-    std::fs::write(&unwindowed, full.to_string()).unwrap();
+    let unwindowed = without_window(&config, dir.path());
     let check = |config: &str| {
         serde_json::from_str::<Value>(&stdout(&[
             "check",
@@ -305,12 +311,8 @@ fn mistral_s_window_shortens_fused_attention_and_not_the_eager_stack_s() {
     // Mistral 7B's 4,096-token window on every layer at s = 8,192: the fused kernels attend
     // to 3,072 keys a query of the causal count's 4,096; the eager stack masks every score.
     let config = fixture("mistral-7b-v0.1");
-    let text = std::fs::read_to_string(&config).unwrap();
-    let mut full: Value = serde_json::from_str(&text).unwrap();
-    full["sliding_window"] = Value::Null;
     let dir = tempfile::tempdir().unwrap();
-    let unwindowed = dir.path().join("config.json");
-    std::fs::write(&unwindowed, full.to_string()).unwrap();
+    let unwindowed = without_window(&config, dir.path());
     let compute = |config: &str, stack: &str| {
         let v: Value = serde_json::from_str(&stdout(&[
             "check",

@@ -688,12 +688,12 @@ fn bridge_graded(moe: bool) -> BridgeGrades {
     (rows, graded, refused)
 }
 
-fn bridge_table() -> String {
-    let (rows, graded, refused) = bridge_graded(false);
+/// The graded rows, one a line: measured and predicted MFU, error, memory against the card.
+fn bridge_row_table(rows: &[BridgeRow], graded: &[(usize, Prediction, bool)]) -> String {
     let mut out = String::from(
         "| row | chip | precision | measured MFU | predicted | error | memory GB | card GB |\n|---|---|---|---|---|---|---|---|\n",
     );
-    for (i, p, over) in &graded {
+    for (i, p, over) in graded {
         let r = &rows[*i];
         out.push_str(&format!(
             "| {}{} | {} | {} | {:.1} % | {:.1} % | {:+.1} | {:.1}{} | {} |\n",
@@ -709,6 +709,28 @@ fn bridge_table() -> String {
             p.card_gb,
         ));
     }
+    out
+}
+
+/// Each group's rows, mean absolute error and mean error, under `title`.
+fn group_table(title: &str, groups: Vec<(String, Vec<&Prediction>)>) -> String {
+    let mut out = format!(
+        "\n| {title} | rows graded | mean absolute error | mean error |\n|---|---|---|---|\n"
+    );
+    for (k, ps) in groups {
+        let bias = ps.iter().map(|p| p.error_points).sum::<f64>() / ps.len() as f64;
+        out.push_str(&format!(
+            "| {k} | {} | {:.1} | {bias:+.1} |\n",
+            ps.len(),
+            mae(&ps)
+        ));
+    }
+    out
+}
+
+fn bridge_table() -> String {
+    let (rows, graded, refused) = bridge_graded(false);
+    let mut out = bridge_row_table(&rows, &graded);
     let with: Vec<(&BridgeRow, Prediction, bool)> = graded
         .iter()
         .map(|(i, p, o)| (&rows[*i], p.clone(), *o))
@@ -718,17 +740,7 @@ fn bridge_table() -> String {
         ("precision", bridge_groups(&with, |r| r.precision.as_str())),
         ("chip and split", bridge_groups(&with, |r| r.split.as_str())),
     ] {
-        out.push_str(&format!(
-            "\n| {title} | rows graded | mean absolute error | mean error |\n|---|---|---|---|\n"
-        ));
-        for (k, ps) in groups {
-            let bias = ps.iter().map(|p| p.error_points).sum::<f64>() / ps.len() as f64;
-            out.push_str(&format!(
-                "| {k} | {} | {:.1} | {bias:+.1} |\n",
-                ps.len(),
-                mae(&ps)
-            ));
-        }
+        out.push_str(&group_table(title, groups));
     }
     let matched: Vec<&Prediction> = with
         .iter()
@@ -756,25 +768,7 @@ fn bridge_table() -> String {
 /// fit, which saw no MoE run), with its experts, grid and dispatcher: by model, then by chip.
 fn bridge_moe_table() -> String {
     let (rows, graded, refused) = bridge_graded(true);
-    let mut out = String::from(
-        "| row | chip | precision | measured MFU | predicted | error | memory GB | card GB |\n|---|---|---|---|---|---|---|---|\n",
-    );
-    for (i, p, over) in &graded {
-        let r = &rows[*i];
-        out.push_str(&format!(
-            "| {}{} | {} | {} | {:.1} % | {:.1} % | {:+.1} | {:.1}{} | {} |\n",
-            r.id,
-            if r.matched { "" } else { " †" },
-            r.chip,
-            r.precision,
-            100.0 * p.measured_mfu,
-            100.0 * p.mfu,
-            p.error_points,
-            p.memory_gb,
-            if *over { " (over)" } else { "" },
-            p.card_gb,
-        ));
-    }
+    let mut out = bridge_row_table(&rows, &graded);
     let with: Vec<(&BridgeRow, Prediction, bool)> = graded
         .iter()
         .map(|(i, p, o)| (&rows[*i], p.clone(), *o))
@@ -783,17 +777,7 @@ fn bridge_moe_table() -> String {
         ("model", bridge_groups(&with, |r| r.model.as_str())),
         ("chip", bridge_groups(&with, |r| r.chip.as_str())),
     ] {
-        out.push_str(&format!(
-            "\n| {title} | rows graded | mean absolute error | mean error |\n|---|---|---|---|\n"
-        ));
-        for (k, ps) in groups {
-            let bias = ps.iter().map(|p| p.error_points).sum::<f64>() / ps.len() as f64;
-            out.push_str(&format!(
-                "| {k} | {} | {:.1} | {bias:+.1} |\n",
-                ps.len(),
-                mae(&ps)
-            ));
-        }
+        out.push_str(&group_table(title, groups));
     }
     let over = with.iter().filter(|(_, _, o)| *o).count();
     out.push_str(&format!(

@@ -320,7 +320,8 @@ pub fn unsharded_in(
     let (full_layer, _) = layer_flops(shape, 1, step.seq_len, step.recompute);
     let moe_layers = shape.moe_layers();
     // The multi-token-prediction layers count as layers of their kind.
-    let (mtp, mtp_moe) = mtp_on_stage(shape, 0, 1);
+    let mtp = u64::from(shape.mtp);
+    let mtp_moe = if shape.mtp_is_moe() { mtp } else { 0 };
     let (layers, moe_layers) = (u64::from(shape.layers) + mtp, moe_layers + mtp_moe);
     let hardware_layers = if moe_layers == 0 {
         layers as f64 * full_layer

@@ -950,16 +950,20 @@ mod tests {
             mtp: 1,
             ..crate::model::testing::latent(4)
         };
-        let l = Launch::new(
-            shape,
-            1e12 as u64,
-            launch("8b", 1, 4, 64, 1).layout,
-            None,
-            4096,
-            &BatchTarget::default(),
-            None,
-        )
-        .unwrap();
+        // The shape on the 8B's layout at TP 1 × PP 4, 4,096 tokens a sequence.
+        let launch_of = |shape: Shape| {
+            Launch::new(
+                shape,
+                1e12 as u64,
+                launch("8b", 1, 4, 64, 1).layout,
+                None,
+                4096,
+                &BatchTarget::default(),
+                None,
+            )
+            .unwrap()
+        };
+        let l = launch_of(shape);
         assert_eq!(
             value(&arguments(&l).unwrap(), "--mtp-num-layers"),
             Some("1")
@@ -969,19 +973,10 @@ mod tests {
             panic!("no dimensions read")
         };
         assert_eq!(dims.mtp, 1);
-        let dense = Launch::new(
-            Shape {
-                mtp: 1,
-                ..crate::model::preset("8b").unwrap()
-            },
-            1e12 as u64,
-            launch("8b", 1, 4, 64, 1).layout,
-            None,
-            4096,
-            &BatchTarget::default(),
-            None,
-        )
-        .unwrap();
+        let dense = launch_of(Shape {
+            mtp: 1,
+            ..crate::model::preset("8b").unwrap()
+        });
         let e = crate::report::export::torchtitan::render(&dense)
             .unwrap_err()
             .to_string();
