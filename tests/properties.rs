@@ -10,7 +10,7 @@ use trainplan::cost::memory;
 use trainplan::cost::run::TimeModel;
 use trainplan::cost::step::detailed::Options;
 use trainplan::cost::step::stack::Kernels;
-use trainplan::cost::step::stack::{GradientPrecision, StageSplit};
+use trainplan::cost::step::stack::{GradientPrecision, Stack, StageSplit};
 use trainplan::cost::step::{BatchTarget, Schedule, Step};
 use trainplan::cost::step_time::options::TimeOptions;
 use trainplan::model::layout::{layouts, Layout};
@@ -158,7 +158,12 @@ fn space() -> impl Strategy<Value = MemorySpace> {
         prop::sample::select(vec![2048u64, 4096]),
         prop::sample::select(Recompute::ALL.to_vec()),
         any::<bool>(),
-        prop::sample::select(vec![Schedule::OneFOneB, Schedule::Interleaved(2)]),
+        prop::sample::select(vec![
+            Schedule::OneFOneB,
+            Schedule::Interleaved(2),
+            Schedule::ZeroBubbleV,
+            Schedule::DualPipeV,
+        ]),
         prop::sample::select(vec![6144u64, 12_288]),
         any::<bool>(),
     )
@@ -184,12 +189,15 @@ fn space() -> impl Strategy<Value = MemorySpace> {
             StageSplit::Balanced,
         ]),
         0.0f64..4.0,
+        // Stacks with and without the V schedules (torchtitan's, DeepSeek's DualPipe).
+        prop::sample::select(vec![Stack::MegatronTe, Stack::Torchtitan, Stack::DeepSeek]),
     )
-        .prop_map(|(gradients, kernels, stages, reserve_gb)| Options {
+        .prop_map(|(gradients, kernels, stages, reserve_gb, stack)| Options {
             gradients,
             kernels,
             stages,
             reserve_gb,
+            stack,
             ..Options::default()
         });
     prop_oneof![
@@ -206,6 +214,8 @@ fn space() -> impl Strategy<Value = MemorySpace> {
                     steps,
                     options,
                     interleave,
+                    // The V schedules go with the interleavings, where the stack runs them.
+                    v_schedules: interleave,
                     batch: nearest.then(BatchTarget::default),
                     parallel: Default::default(),
                     divisors,
@@ -426,8 +436,8 @@ proptest! {
             }
             let step = p.step.map(|s| Step {
                 schedule: match s.schedule {
-                    Schedule::Interleaved(_) => Schedule::Interleaved(2),
-                    one => one,
+                    Schedule::OneFOneB => Schedule::OneFOneB,
+                    _ => Schedule::Interleaved(2),
                 },
                 ..s
             });
@@ -780,6 +790,7 @@ fn an_exact_front_cut_short_is_the_beginning_of_the_front() {
                 ..Options::default()
             },
             interleave: false,
+            v_schedules: false,
             batch: None,
             parallel: Default::default(),
             divisors: false,

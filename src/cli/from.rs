@@ -377,7 +377,7 @@ fn model(d: &mut DesignArgs, f: &FromFile) -> Result<()> {
 
 /// The stacks a Megatron-LM file may be run with, most likely first: where its options fit
 /// several, the first is taken and the others named.
-const PREFERENCE: [Stack; 7] = [
+const PREFERENCE: [Stack; 8] = [
     Stack::MegatronTe,
     Stack::Llama3,
     Stack::MegatronDeepspeed,
@@ -385,6 +385,7 @@ const PREFERENCE: [Stack; 7] = [
     Stack::Torchtitan,
     Stack::TorchtitanCompile,
     Stack::Maxtext,
+    Stack::DeepSeek,
 ];
 
 /// The stack options Megatron-LM's export writes for `stack`, sorted.
@@ -552,6 +553,7 @@ pub fn apply(d: &mut DesignArgs, mut f: FromFile, path: &str) -> Result<Vec<Stri
         let text = match schedule {
             Schedule::OneFOneB => "1f1b".to_string(),
             Schedule::Interleaved(v) => format!("interleaved:{v}"),
+            Schedule::ZeroBubbleV | Schedule::DualPipeV => schedule.to_string(),
         };
         match s.schedule.as_deref().map(Schedule::parse).transpose()? {
             Some(given) if given != schedule => {

@@ -269,6 +269,8 @@ impl Run {
             Stack::Maxtext
         } else if f.contains("deepspeed") {
             Stack::MegatronDeepspeed
+        } else if f.starts_with("deepseek") || f.contains("hai-llm") {
+            Stack::DeepSeek
         } else {
             return Err(Error::invalid(
                 format!("runs[{}].framework", self.id),

@@ -129,7 +129,7 @@ impl Distinct {
     }
 
     /// What makes a candidate one choice: its shape, and for `Layout` its layout and step
-    /// (any interleaving depth the same); for `Plan` also its tokens.
+    /// (any interleaving depth or V schedule the same: a schedule beyond 1F1B is one choice, its fastest kept); for `Plan` also its tokens.
     pub fn key(self, c: &Candidate) -> ChoiceKey {
         self.key_of(c.shape, &c.layout, c.model.step(), c.tokens)
     }
@@ -147,7 +147,9 @@ impl Distinct {
         let step = step.map(|s| Step {
             schedule: match s.schedule {
                 Schedule::OneFOneB => Schedule::OneFOneB,
-                Schedule::Interleaved(_) => Schedule::Interleaved(2),
+                Schedule::Interleaved(_) | Schedule::ZeroBubbleV | Schedule::DualPipeV => {
+                    Schedule::Interleaved(2)
+                }
             },
             ..*s
         });

@@ -12,6 +12,7 @@ use crate::cost::step::detailed::{Detailed, Options};
 use crate::cost::step::pipeline::stage_kinds;
 use crate::cost::step::precision::Precision;
 use crate::cost::step::stack::Stack;
+use crate::cost::step::stack::VSchedules;
 use crate::cost::step::Recompute;
 use crate::cost::step::{BatchTarget, Schedule, Step};
 use crate::cost::step_time::micro_batch::MicroBatchCache;
@@ -38,6 +39,11 @@ pub enum MemorySpace {
         /// more on the first and last stage for the embedding or the head), where the
         /// micro-batches are a multiple of the stages (Megatron-LM's rule).
         interleave: bool,
+        /// Also the V schedules the stack runs ([`crate::cost::step::stack::VSchedules`]): for
+        /// each 1F1B step of a pipeline whose stages have room for two chunks each, ZB-V and
+        /// DualPipeV where the micro-batches are at least the schedule's fewest
+        /// ([`Step::fewest_micro_batches`]).
+        v_schedules: bool,
         /// The batch each layout aims at, when no step fixes it: each step's
         /// `global_batch_tokens` is then replaced, layout by layout, by the whole rounds of
         /// `b·s·DP` nearest the target ([`BatchTarget::resolve`]); `None` keeps the steps'
@@ -201,6 +207,7 @@ impl MemorySpace {
             steps,
             options,
             interleave,
+            v_schedules,
             batch,
             divisors,
             ..
@@ -251,33 +258,52 @@ impl MemorySpace {
         }
         all.sort_unstable();
         all.dedup();
-        if !(*interleave && layout.pp >= 2) {
+        if !((*interleave || *v_schedules) && layout.pp >= 2) {
             return;
         }
-        // The deepest interleaving every stage allows (Step's rule).
+        // The deepest interleaving every stage allows (Step's rule); the V schedules need two.
         let deepest = stage_kinds(shape, layout, options.stages)
             .map_or(0, |k| k.deepest_interleaving())
             .min(u64::from(u32::MAX)) as u32;
-        // Whether the step's micro-batches are a multiple of the stages.
-        let interleaves = |s: &Step| {
+        let interleave_to = if *interleave { deepest } else { 0 };
+        // The micro-batches of a step, where they are whole.
+        let micro_batches = |s: &Step| {
             s.micro_batch
                 .checked_mul(s.seq_len)
                 .and_then(|t| t.checked_mul(layout.dp))
                 .filter(|&t| t > 0 && s.global_batch_tokens % t == 0)
-                .is_some_and(|t| (s.global_batch_tokens / t) % layout.pp == 0)
+                .map(|t| s.global_batch_tokens / t)
+        };
+        // Whether the step's micro-batches are a multiple of the stages.
+        let interleaves = |s: &Step| micro_batches(s).is_some_and(|m| m % layout.pp == 0);
+        // The V schedules the space adds, and whether a step's micro-batches are enough.
+        let vs: &[Schedule] = if *v_schedules && deepest >= 2 {
+            &[Schedule::ZeroBubbleV, Schedule::DualPipeV]
+        } else {
+            &[]
+        };
+        let v_runs = |s: &Step, schedule: Schedule| {
+            let v = Step { schedule, ..*s };
+            micro_batches(s).is_some_and(|m| m >= v.fewest_micro_batches(layout.pp))
         };
         let n = all.len();
         if all.iter().any(|s| s.schedule != Schedule::OneFOneB) {
             // Schedules given by name may repeat the depths: sorted and deduplicated.
             for i in 0..n {
                 let s = all[i];
-                if s.schedule == Schedule::OneFOneB && interleaves(&s) {
-                    for v in 2..=deepest {
+                if s.schedule != Schedule::OneFOneB {
+                    continue;
+                }
+                if interleaves(&s) {
+                    for v in 2..=interleave_to {
                         all.push(Step {
                             schedule: Schedule::Interleaved(v),
                             ..s
                         });
                     }
+                }
+                for &schedule in vs.iter().filter(|&&v| v_runs(&s, v)) {
+                    all.push(Step { schedule, ..s });
                 }
             }
             all.sort_unstable();
@@ -285,10 +311,11 @@ impl MemorySpace {
             return;
         }
         // Every step 1F1B: each run of steps equal but for TP overlap, precision and batch,
-        // followed by its depths in order, is the order sorting them all gives (the schedule
-        // comes before the overlap, the precision and the batch in a step's order), with
-        // nothing to deduplicate. The 1F1B steps move to `extra` (no longer needed) and are
-        // written back run by run, each followed by its depths.
+        // followed by its depths in order and then its V schedules (ZB-V, then DualPipeV), is
+        // the order sorting them all gives (the schedule comes before the overlap, the
+        // precision and the batch in a step's order), with nothing to deduplicate. The 1F1B
+        // steps move to `extra` (no longer needed) and are written back run by run, each
+        // followed by its depths and V schedules.
         std::mem::swap(all, extra);
         all.clear();
         let mut start = 0;
@@ -301,7 +328,7 @@ impl MemorySpace {
             let end = start + run.iter().take_while(|s| same(s, &run[0])).count();
             let run = &extra[start..end];
             all.extend_from_slice(run);
-            if deepest >= 2 {
+            if interleave_to >= 2 {
                 // The run's steps that interleave, at depth 2, then each deeper depth in turn.
                 let first = all.len();
                 all.extend(run.iter().filter(|s| interleaves(s)).map(|s| Step {
@@ -309,7 +336,7 @@ impl MemorySpace {
                     ..*s
                 }));
                 let width = all.len() - first;
-                for v in 3..=deepest {
+                for v in 3..=interleave_to {
                     for i in first..first + width {
                         let s = Step {
                             schedule: Schedule::Interleaved(v),
@@ -318,6 +345,13 @@ impl MemorySpace {
                         all.push(s);
                     }
                 }
+            }
+            for &schedule in vs {
+                all.extend(
+                    run.iter()
+                        .filter(|s| v_runs(s, schedule))
+                        .map(|s| Step { schedule, ..*s }),
+                );
             }
             start = end;
         }
@@ -372,6 +406,7 @@ impl MemorySpace {
                 steps,
                 options,
                 interleave,
+                v_schedules,
                 batch,
                 divisors,
                 ..
@@ -389,6 +424,7 @@ impl MemorySpace {
                     steps,
                     options,
                     interleave,
+                    v_schedules,
                     batch,
                     parallel,
                     divisors,
@@ -437,6 +473,7 @@ impl MemorySpace {
         MemorySpace::Detailed {
             steps,
             interleave: options.stack.settings().interleaving,
+            v_schedules: options.stack.settings().v_schedules != VSchedules::None,
             options,
             batch: Some(brief.batch_target()),
             parallel: ParallelSpace::default(),
@@ -546,6 +583,7 @@ mod tests {
             steps: vec![step],
             options: Options::default(),
             interleave: true,
+            v_schedules: false,
             batch: None,
             parallel: Default::default(),
             divisors: false,

@@ -15,6 +15,7 @@ use super::step::SearchStepArgs;
 use super::time::{TimeArg, TimeArgs};
 use crate::brief::Brief;
 use crate::cost::chip::stack_chip;
+use crate::cost::step::stack::VSchedules;
 use crate::error::{Error, Result};
 use crate::input::hf;
 use crate::model::{self, Shape};
@@ -321,6 +322,9 @@ impl SearchArgs {
                 MemorySpace::Detailed {
                     steps,
                     interleave: self.step.interleave_all() && options.stack.settings().interleaving,
+                    // By default, the V schedules the stack runs; listed, by name.
+                    v_schedules: self.step.schedules.is_empty()
+                        && options.stack.settings().v_schedules != VSchedules::None,
                     options,
                     // A listed batch is fixed; without one, each layout aims at the brief's.
                     batch: self

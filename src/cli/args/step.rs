@@ -57,7 +57,8 @@ pub struct CheckStepArgs {
     /// Sequence parallelism with TP [default: on when tp > 1].
     #[arg(long, value_enum)]
     pub sequence_parallel: Option<OnOff>,
-    /// Pipeline schedule: 1f1b or interleaved:V [default: 1f1b].
+    /// Pipeline schedule: 1f1b, interleaved:V, or a V schedule, zbv or dualpipev (torchtitan)
+    /// [default: 1f1b].
     #[arg(long, value_name = "SCHEDULE")]
     pub schedule: Option<String>,
     /// TP communication overlapped with the GEMMs (Megatron-core's --tp-comm-overlap; needs
@@ -92,11 +93,12 @@ pub struct SearchStepArgs {
     /// Sequence parallelism settings [default: on,off; on needs tp > 1].
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_enum)]
     pub sequence_parallel: Vec<OnOff>,
-    /// Pipeline schedules: 1f1b, interleaved:V, or interleaved:all for every depth from 2 to
+    /// Pipeline schedules: 1f1b, interleaved:V, interleaved:all for every depth from 2 to
     /// the most every stage of a layout allows (a chunk a layer, and one more for the
     /// embedding or the head on the first and last stage) where the micro-batches are a
-    /// multiple of PP
-    /// [default: 1f1b,interleaved:all, where the stack interleaves].
+    /// multiple of PP, zbv or dualpipev (two chunks a GPU in a V, at least 2·PP − 1 and 2·PP
+    /// micro-batches) [default: 1f1b,interleaved:all where the stack interleaves, and zbv and
+    /// dualpipev where it runs them (torchtitan)].
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub schedules: Vec<String>,
     /// TP-communication overlap settings (on needs sequence parallelism and a stack that has

@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 
 /// A stack's own `sustained`, by stack, in [`Stack::ALL`]'s order.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct PerStack([Option<f64>; 7]);
+pub struct PerStack([Option<f64>; 8]);
 
 impl PerStack {
     fn index(stack: Stack) -> usize {

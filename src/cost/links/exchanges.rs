@@ -110,7 +110,9 @@ pub const COMM_SMS: f64 = 20.0;
 /// each, BF16) over the EP group (ranks `ETP` apart), and with ETP > 1 an all-gather and a
 /// reduce-scatter of its routes over the ETP group (inside a node). Full recomputation repeats
 /// the forward's two of each, selective-layer half of them. Megatron-core runs them exposed
-/// unless `--overlap-moe-expert-parallel-comm` is set (`ep_overlap`): then each micro-batch's
+/// unless `--overlap-moe-expert-parallel-comm` is set (`ep_overlap`), or DualPipe pairs the
+/// chunks (DualPipeV on a stack that overlaps it, [`crate::cost::step::stack::VSchedules`]):
+/// then each micro-batch's
 /// all-to-alls run beside another's compute, hidden behind the MoE layer's compute as far as it
 /// lasts (the ETP gathers stay exposed), and that compute, short of the SMs the
 /// communication holds ([`COMM_SMS`] of the chip's), takes `1/(1 − COMM_SMS/SMs)` as long.
@@ -159,7 +161,11 @@ pub fn moe_layer_comm(
         _ => 2.0,
     };
     let all_to_alls = pairs * 2.0 * a2a;
-    let exposed = if d.options.ep_overlap {
+    // DualPipe pairs each forward chunk with a backward chunk and runs the one's all-to-alls
+    // beside the other's compute (DeepSeek-V3 §3.2.1, Figure 4), as the overlap does.
+    let paired = d.step.schedule == crate::cost::step::Schedule::DualPipeV
+        && d.options.stack.settings().v_schedules.overlaps();
+    let exposed = if d.options.ep_overlap || paired {
         // While they run beside compute, the dispatch and combine kernels hold
         // `COMM_SMS` of the chip's SMs, and the compute beside them runs on the rest.
         let share = stack_chip(machine, d.options.stack)

@@ -267,11 +267,33 @@ impl Detailed {
     /// checks.
     pub fn schedule_allowed(&self) -> Result<()> {
         let stack = self.options.stack;
-        if !stack.settings().interleaving && self.step.schedule.chunks() > 1 {
+        if !stack.settings().interleaving
+            && matches!(
+                self.step.schedule,
+                crate::cost::step::Schedule::Interleaved(_)
+            )
+        {
             return Err(Error::invalid(
                 "--schedule",
                 self.step.schedule,
                 format!("1f1b: the {stack} stack has no interleaved schedule"),
+            ));
+        }
+        let schedule = self.step.schedule;
+        if !schedule.runs_on(stack.settings().v_schedules) {
+            let with = if stack == Stack::DeepSeek {
+                " (DeepSeek's stack runs DualPipe, planned as dualpipev)"
+            } else if stack == Stack::TorchtitanCompile {
+                " (PyTorch's split-backward schedules refuse compiled stages: plan --stack torchtitan)"
+            } else {
+                " (torchtitan runs zbv and dualpipev: --stack torchtitan)"
+            };
+            return Err(Error::invalid(
+                "--schedule",
+                schedule,
+                format!(
+                    "1f1b or interleaved:V: the {stack} stack has no {schedule} schedule{with}"
+                ),
             ));
         }
         Ok(())
@@ -344,18 +366,23 @@ impl Detailed {
             return Ok(());
         }
         // The stacks that build latent attention: Megatron-core's `MLASelfAttention`,
-        // torchtitan's and MaxText's DeepSeek-V3 models. Meta's Llama 3 stack and
-        // Megatron-DeepSpeed have none; the eager curve was measured on grouped-query layers.
+        // torchtitan's and MaxText's DeepSeek-V3 models, DeepSeek's own. Meta's Llama 3 stack
+        // and Megatron-DeepSpeed have none; the eager curve was measured on grouped-query
+        // layers.
         let builds = matches!(
             opts.stack,
-            Stack::MegatronTe | Stack::Torchtitan | Stack::TorchtitanCompile | Stack::Maxtext
+            Stack::MegatronTe
+                | Stack::Torchtitan
+                | Stack::TorchtitanCompile
+                | Stack::Maxtext
+                | Stack::DeepSeek
         );
         if !builds {
             return Err(Error::invalid(
                 "--stack",
                 opts.stack.name(),
                 "a stack that builds multi-head latent attention (megatron-te, torchtitan, \
-                 torchtitan-compile, maxtext)",
+                 torchtitan-compile, maxtext, deepseek)",
             ));
         }
         if opts.kernels == Kernels::Eager {

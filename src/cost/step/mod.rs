@@ -119,36 +119,75 @@ impl BatchTarget {
 }
 
 /// A pipeline schedule.
+///
+/// The two V schedules put two chunks of layers on each of the `p` GPUs, in a V: GPU `r`
+/// runs the model's chunks `r` and `2p − 1 − r` of `2p` (Qi et al. 2024, "Zero Bubble
+/// Pipeline Parallelism", §6; DeepSeek-AI, `deepseek-ai/DualPipe` README), and split each
+/// backward into the input-gradient pass B and the weight-gradient pass W, which they run
+/// later to fill the pipeline's bubble ([`crate::cost::step_time`] costs them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Schedule {
     /// One forward, one backward (PipeDream-Flush).
     OneFOneB,
     /// Interleaved 1F1B with this many model chunks (virtual stages) per GPU, at least 2.
     Interleaved(u32),
+    /// ZB-V (Qi et al. 2024, §6): the V of two chunks a GPU, zero bubble when the forward,
+    /// the input gradient and the weight gradient take as long as each other, at 1F1B's
+    /// peak activations (PyTorch's `ScheduleZBVZeroBubble`).
+    ZeroBubbleV,
+    /// DualPipeV (DeepSeek-AI's DualPipe cut in half, Sea AI Lab): the V of two chunks a GPU,
+    /// fed from both ends, each forward chunk paired with a backward chunk whose
+    /// all-to-alls it can hide (PyTorch's `ScheduleDualPipeV`; `deepseek-ai/DualPipe`).
+    DualPipeV,
 }
 
 impl Schedule {
-    /// Model chunks per GPU: 1 for 1F1B.
+    /// Model chunks per GPU: 1 for 1F1B, 2 for the V schedules.
     pub fn chunks(self) -> u64 {
         match self {
             Schedule::OneFOneB => 1,
             Schedule::Interleaved(v) => u64::from(v),
+            Schedule::ZeroBubbleV | Schedule::DualPipeV => 2,
         }
     }
 
-    /// Parses `1f1b` or `interleaved:V`; `interleaved:1`, one chunk a stage (Megatron-core's
-    /// interleaved schedule at a virtual size of 1, as launch configs often write it), is
-    /// 1F1B: the same bubble, the same micro-batches in flight.
+    /// Whether the schedule is one of the V schedules (two chunks a GPU in a V, the backward
+    /// split into input and weight gradients).
+    pub fn is_v(self) -> bool {
+        matches!(self, Schedule::ZeroBubbleV | Schedule::DualPipeV)
+    }
+
+    /// Whether a stack whose V schedules are `v` runs this schedule (every one but the V
+    /// schedules, and those it has).
+    pub fn runs_on(self, v: crate::cost::step::stack::VSchedules) -> bool {
+        use crate::cost::step::stack::VSchedules;
+        match v {
+            VSchedules::None => !self.is_v(),
+            VSchedules::Torch => true,
+            VSchedules::DualPipe => self != Schedule::ZeroBubbleV,
+        }
+    }
+
+    /// Parses `1f1b`, `interleaved:V`, `zbv` or `dualpipev`; `interleaved:1`, one chunk a
+    /// stage (Megatron-core's interleaved schedule at a virtual size of 1, as launch configs
+    /// often write it), is 1F1B: the same bubble, the same micro-batches in flight. DualPipe
+    /// itself, which keeps two copies of every GPU's parameters, is refused by name:
+    /// DualPipeV is its one-copy form with the same bubble.
     pub fn parse(text: &str) -> Result<Self> {
-        let bad = || {
-            Error::invalid(
-                "--schedule",
-                text,
-                "1f1b or interleaved:V with V ≥ 1 chunks (interleaved:1 is 1f1b)",
-            )
-        };
+        const ACCEPTED: &str =
+            "1f1b, interleaved:V with V ≥ 1 chunks (interleaved:1 is 1f1b), zbv or dualpipev";
+        let bad = || Error::invalid("--schedule", text, ACCEPTED);
         match text.trim().to_ascii_lowercase().as_str() {
             "1f1b" => Ok(Schedule::OneFOneB),
+            "zbv" | "zb-v" | "zbvzerobubble" => Ok(Schedule::ZeroBubbleV),
+            "dualpipev" => Ok(Schedule::DualPipeV),
+            "dualpipe" => Err(Error::invalid(
+                "--schedule",
+                text,
+                format!(
+                    "{ACCEPTED}: DualPipe keeps two copies of each GPU's parameters, which trainplan does not plan; dualpipev is its one-copy V form with the same bubble"
+                ),
+            )),
             other => {
                 let v = other.strip_prefix("interleaved:").ok_or_else(bad)?;
                 match v.parse::<u32>() {
@@ -166,6 +205,8 @@ impl fmt::Display for Schedule {
         match self {
             Schedule::OneFOneB => f.write_str("1f1b"),
             Schedule::Interleaved(v) => write!(f, "interleaved:{v}"),
+            Schedule::ZeroBubbleV => f.write_str("zbv"),
+            Schedule::DualPipeV => f.write_str("dualpipev"),
         }
     }
 }
@@ -338,6 +379,22 @@ impl Recompute {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_v_schedules_read_by_their_names_and_dualpipe_is_named_apart() {
+        assert_eq!(Schedule::parse("zbv").unwrap(), Schedule::ZeroBubbleV);
+        assert_eq!(
+            Schedule::parse("ZBVZeroBubble").unwrap(),
+            Schedule::ZeroBubbleV
+        );
+        assert_eq!(Schedule::parse("DualPipeV").unwrap(), Schedule::DualPipeV);
+        for s in [Schedule::ZeroBubbleV, Schedule::DualPipeV] {
+            assert_eq!(Schedule::parse(&s.to_string()).unwrap(), s);
+            assert_eq!(s.chunks(), 2);
+        }
+        let e = Schedule::parse("dualpipe").unwrap_err().to_string();
+        assert!(e.contains("two copies"), "{e}");
+    }
 
     #[test]
     fn schedules_parse_and_print() {

@@ -445,20 +445,33 @@ impl Step {
         kinds: &StageKinds,
         m: u64,
     ) -> Result<()> {
-        if let Schedule::Interleaved(v) = self.schedule {
-            if self.interleaves_in(layout, kinds, m) {
-                return Ok(());
-            }
-            let few = kinds.kinds().iter().find(|k| kinds.room(k) < u64::from(v));
-            return self.interleaving_refused(layout, m, few.map(|k| k.layers));
+        if self.schedule == Schedule::OneFOneB || self.interleaves_in(layout, kinds, m) {
+            return Ok(());
         }
-        Ok(())
+        let v = self.schedule.chunks();
+        let few = kinds.kinds().iter().find(|k| kinds.room(k) < v);
+        self.interleaving_refused(layout, m, few.map(|k| k.layers))
+    }
+
+    /// The fewest micro-batches a V schedule runs over `pp` GPUs: `2p` for DualPipeV
+    /// (PyTorch's `ScheduleDualPipeV` raises below as many micro-batches as stages,
+    /// `deepseek-ai/DualPipe`'s asserts `≥ 2·ranks`), `2p − 1` for ZB-V (PyTorch's
+    /// `ScheduleZBVZeroBubble` runs at least `2p − 1`, idling the ones it adds); 1 for the
+    /// others.
+    pub fn fewest_micro_batches(&self, pp: u64) -> u64 {
+        match self.schedule {
+            Schedule::DualPipeV => 2 * pp,
+            Schedule::ZeroBubbleV => (2 * pp).saturating_sub(1),
+            Schedule::OneFOneB | Schedule::Interleaved(_) => 1,
+        }
     }
 
     /// Whether [`Step::interleaving_allowed_in`] lets the step's schedule be, without the
     /// reason when it does not: 1F1B always; `v` chunks where the pipeline has two stages or
     /// more, the `m` micro-batches are a multiple of them and every stage has room for `v`
-    /// chunks ([`StageKinds::deepest_interleaving`]).
+    /// chunks ([`StageKinds::deepest_interleaving`]); a V schedule where the pipeline has two
+    /// stages or more, every stage room for two chunks and the `m` micro-batches are at
+    /// least [`Step::fewest_micro_batches`].
     #[inline]
     pub fn interleaves_in(&self, layout: &Layout, kinds: &StageKinds, m: u64) -> bool {
         match self.schedule {
@@ -466,10 +479,15 @@ impl Step {
             Schedule::Interleaved(v) => {
                 layout.pp >= 2 && m % layout.pp == 0 && kinds.deepest_interleaving() >= u64::from(v)
             }
+            Schedule::ZeroBubbleV | Schedule::DualPipeV => {
+                layout.pp >= 2
+                    && m >= self.fewest_micro_batches(layout.pp)
+                    && kinds.deepest_interleaving() >= 2
+            }
         }
     }
 
-    /// Why an interleaved step is refused: the first rule it breaks.
+    /// Why an interleaved or V step is refused: the first rule it breaks.
     #[cold]
     fn interleaving_refused(&self, layout: &Layout, m: u64, short: Option<u64>) -> Result<()> {
         if layout.pp < 2 {
@@ -479,7 +497,18 @@ impl Step {
                 "1f1b when pp = 1",
             ));
         }
-        if m % layout.pp != 0 {
+        let fewest = self.fewest_micro_batches(layout.pp);
+        if self.schedule.is_v() && m < fewest {
+            return Err(Error::invalid(
+                "--schedule",
+                self.schedule,
+                format!(
+                    "1f1b or interleaving, or at least {fewest} micro-batches a step for {} over pp = {} (the step has {m})",
+                    self.schedule, layout.pp
+                ),
+            ));
+        }
+        if !self.schedule.is_v() && m % layout.pp != 0 {
             return Err(Error::invalid(
                 "--schedule",
                 self.schedule,
@@ -507,10 +536,17 @@ impl Step {
         stage_layers: &[u64],
         m: u64,
     ) -> Result<()> {
-        if let Schedule::Interleaved(v) = self.schedule {
-            let v = u64::from(v);
-            let short = (0..stage_layers.len()).find(|&i| chunk_room(stage_layers, i) < v);
+        if self.schedule == Schedule::OneFOneB {
+            return Ok(());
+        }
+        let v = self.schedule.chunks();
+        let short = (0..stage_layers.len()).find(|&i| chunk_room(stage_layers, i) < v);
+        let few_micro_batches = self.schedule.is_v() && m < self.fewest_micro_batches(layout.pp);
+        if layout.pp < 2 || few_micro_batches || short.is_some() {
             return self.interleaving_refused(layout, m, short.map(|i| stage_layers[i]));
+        }
+        if !self.schedule.is_v() && m % layout.pp != 0 {
+            return self.interleaving_refused(layout, m, None);
         }
         Ok(())
     }
@@ -518,9 +554,17 @@ impl Step {
     /// Micro-batches' worth of one stage's layers whose activations stage `stage` holds at
     /// once, for `m` micro-batches over `pp` stages: `min(p − i, m)` for 1F1B; for `v` chunks,
     /// `min(2(p − i − 1) + (v − 1)p + 1, m·v)` chunk forwards of `1/v` of the layers each.
+    ///
+    /// The V schedules hold as much on every GPU: ZB-V `p` micro-batches of a GPU's layers
+    /// (Qi et al. 2024, §6: "a peak activations memory of pM_B", balanced over the workers),
+    /// DualPipeV `2p + 1` chunk micro-batches of half a GPU's layers, `p + ½` (the DualPipe
+    /// README: "PP+1" activations per device of PP/2 devices, counted in stages of `1/(2p)` of
+    /// the model).
     pub fn in_flight(&self, stage: u64, pp: u64, m: u64) -> f64 {
         match self.schedule {
             Schedule::OneFOneB => (pp - stage).min(m) as f64,
+            Schedule::ZeroBubbleV => pp.min(m) as f64,
+            Schedule::DualPipeV => (2 * pp + 1).min(2 * m) as f64 / 2.0,
             Schedule::Interleaved(v) => {
                 let v = u64::from(v);
                 let warmup = (2 * (pp - stage - 1))
@@ -543,6 +587,27 @@ mod tests {
     use crate::model::layout::ZeroStage;
     use crate::model::preset;
     use crate::model::LayerSet;
+
+    #[test]
+    fn the_v_schedules_hold_as_much_on_every_gpu() {
+        let step = |schedule| Step {
+            schedule,
+            ..Step::default_with_batch(
+                &layout(8, 8),
+                8192,
+                1 << 24,
+                crate::cost::step::stack::Stack::Torchtitan,
+            )
+        };
+        for i in 0..8 {
+            assert_eq!(step(Schedule::ZeroBubbleV).in_flight(i, 8, 64), 8.0);
+            assert_eq!(step(Schedule::DualPipeV).in_flight(i, 8, 64), 8.5);
+        }
+        // Never more than the step's micro-batches.
+        assert_eq!(step(Schedule::DualPipeV).in_flight(0, 8, 4), 4.0);
+        assert_eq!(step(Schedule::DualPipeV).fewest_micro_batches(8), 16);
+        assert_eq!(step(Schedule::ZeroBubbleV).fewest_micro_batches(8), 15);
+    }
 
     #[test]
     fn a_stage_counts_the_moe_layers_of_its_run() {

@@ -149,12 +149,14 @@ impl Fp8Recipe {
 
     /// Whether `stack` runs this recipe: Transformer Engine (`megatron-te`) all four;
     /// torchtitan's torchao float8 `tensorwise` and today's per-tensor FP8 and its MX
-    /// converter; MaxText's XLA FP8 delayed scaling; an error names the stack otherwise.
+    /// converter; MaxText's XLA FP8 delayed scaling; DeepSeek's fine-grained (blockwise)
+    /// scaling; an error names the stack otherwise.
     pub fn allowed_on(self, stack: Stack) -> Result<()> {
         let ok = match stack {
             Stack::MegatronTe => true,
             Stack::Torchtitan | Stack::TorchtitanCompile => self != Fp8Recipe::Blockwise,
             Stack::Maxtext => self == Fp8Recipe::Delayed,
+            Stack::DeepSeek => self == Fp8Recipe::Blockwise,
             _ => false,
         };
         if ok {
@@ -166,6 +168,9 @@ impl Fp8Recipe {
             }
             Stack::Maxtext => {
                 "delayed on the maxtext stack (XLA's FP8 scales from an amax history; the others are Transformer Engine's: --stack megatron-te)"
+            }
+            Stack::DeepSeek => {
+                "blockwise on the deepseek stack (DeepSeek-V3 §3.3.1: activations scaled by 1×128 tiles, weights by 128×128 blocks, which Transformer Engine's blockwise recipe follows)"
             }
             _ => "a recipe of a stack that trains in FP8 (--stack megatron-te)",
         };

@@ -174,6 +174,14 @@ pub enum Stack {
     MegatronDeepspeed,
     /// Eager PyTorch at the calibration's measured curve.
     Eager,
+    /// DeepSeek's own stack (HAI-LLM) as the DeepSeek-V3 report describes it (DeepSeek-AI
+    /// 2024, §3.2–3.3): DualPipe, whose paired forward and backward chunks hide the
+    /// all-to-alls and pipeline sends ("both all-to-all and PP communication can be fully
+    /// hidden during execution", §3.2.1; planned as its one-copy V form, DualPipeV), fused
+    /// kernels, FP8 with fine-grained scaling, no TP overlap (the run used no TP) nor context
+    /// parallelism. No public launcher runs it: a plan on it grades what the report states.
+    #[serde(rename = "deepseek")]
+    DeepSeek,
 }
 
 /// What a stack sets.
@@ -205,6 +213,8 @@ pub struct Settings {
     pub dp_overlap: f64,
     /// Whether the stack runs interleaved schedules.
     pub interleaving: bool,
+    /// The V schedules the stack runs ([`crate::cost::step::Schedule::is_v`]).
+    pub v_schedules: VSchedules,
     /// Whether compute follows the per-operation model (else the eager curve).
     pub per_operation: bool,
     /// Context parallelism, if the stack has it, and how it exchanges K and V.
@@ -237,7 +247,7 @@ impl Settings {
 
 impl Stack {
     /// Every stack, in the order `--help` lists them.
-    pub const ALL: [Stack; 7] = [
+    pub const ALL: [Stack; 8] = [
         Stack::MegatronTe,
         Stack::Llama3,
         Stack::Torchtitan,
@@ -245,6 +255,7 @@ impl Stack {
         Stack::Maxtext,
         Stack::MegatronDeepspeed,
         Stack::Eager,
+        Stack::DeepSeek,
     ];
 
     /// The name `--stack` takes.
@@ -257,6 +268,7 @@ impl Stack {
             Stack::Maxtext => "maxtext",
             Stack::MegatronDeepspeed => "megatron-deepspeed",
             Stack::Eager => "eager",
+            Stack::DeepSeek => "deepseek",
         }
     }
 
@@ -293,6 +305,7 @@ impl Stack {
             pp_overlap: 1.0,
             dp_overlap: 1.0,
             interleaving: true,
+            v_schedules: VSchedules::None,
             per_operation: true,
             cp: Some(CpComm::Ring),
             fp8: true,
@@ -322,6 +335,7 @@ impl Stack {
             },
             Stack::Torchtitan => Settings {
                 elementwise: Kernels::Eager,
+                v_schedules: VSchedules::Torch,
                 attention: Attention::Flash2,
                 loss_kernel: LossKernel::Eager,
                 tp_overlap: 0.0,
@@ -347,6 +361,16 @@ impl Stack {
                 interleaving: false,
                 cp: None,
                 fp8: false,
+                mxfp8: false,
+                fp4: false,
+                ..base
+            },
+            Stack::DeepSeek => Settings {
+                tp_overlap: 0.0,
+                userbuffers: false,
+                interleaving: false,
+                v_schedules: VSchedules::DualPipe,
+                cp: None,
                 mxfp8: false,
                 fp4: false,
                 ..base
@@ -393,6 +417,36 @@ impl FromStr for Stack {
                 let names: Vec<&str> = Stack::ALL.iter().map(|s| s.name()).collect();
                 Error::invalid("--stack", text, format!("one of {}", names.join(", ")))
             })
+    }
+}
+
+/// The V schedules ([`crate::cost::step::Schedule::ZeroBubbleV`],
+/// [`crate::cost::step::Schedule::DualPipeV`]) a stack runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VSchedules {
+    /// None: Megatron-core has 1F1B and interleaving only (`get_forward_backward_func`; its
+    /// DualPipe-like overlap is `--overlap-moe-expert-parallel-comm`, `--ep-overlap`),
+    /// DeepSpeed 1F1B, MaxText and the eager stack neither; torchtitan under `torch.compile`
+    /// neither, PyTorch's split-backward schedules refusing compiled stages
+    /// (`_check_torch_compile_compatibility`).
+    None,
+    /// PyTorch's `ScheduleZBVZeroBubble` and `ScheduleDualPipeV`, which torchtitan runs
+    /// (`--parallelism.pipeline_parallel_schedule`). Their DualPipeV orders the passes but
+    /// does not overlap a forward chunk with the backward beside it (pytorch/pytorch#159591:
+    /// "This schedule doesn't perform the actual 'overlap' during execution"), so its
+    /// all-to-alls stay exposed.
+    Torch,
+    /// DualPipe as DeepSeek runs it (`deepseek-ai/DualPipe`, DeepSeek-V3 §3.2.1), planned as
+    /// DualPipeV: each forward chunk runs beside a backward chunk, their all-to-alls hidden
+    /// behind the other's compute.
+    DualPipe,
+}
+
+impl VSchedules {
+    /// Whether its DualPipeV hides each chunk's all-to-alls behind the other direction's
+    /// compute.
+    pub fn overlaps(self) -> bool {
+        self == VSchedules::DualPipe
     }
 }
 

@@ -60,6 +60,7 @@ use crate::cost::links::link_for;
 use crate::cost::links::topology::{all_reduce, reduce_scatter};
 use crate::cost::memory::plate::shard;
 use crate::cost::step::detailed::Detailed;
+use crate::cost::step::Schedule;
 use crate::cost::step_time::micro_batch::MicroBatch;
 use crate::cost::step_time::options::TimeOptions;
 use crate::cost::step_time::stage::unsharded_in;
@@ -365,12 +366,39 @@ pub fn scheduled_breakdown(
         cp_comm: m_f * part.cp_comm,
         pp_comm,
         dp_comm,
-        bubble: (pp - 1) as f64 / chunks * per_micro_batch,
+        bubble: bubble(
+            step.schedule,
+            pp,
+            per_micro_batch,
+            forward,
+            forward * part.weight_share,
+        ),
         optimizer,
         ep_comm: m_f * part.ep_comm,
         offload: m_f * part.offload,
         optimizer_offload,
     })
+}
+
+/// The pipeline's fill and drain, seconds, over `pp` stages whose slowest takes `t` a
+/// micro-batch, `f` of it its forward and `w` the weight gradients of its backward:
+///
+/// - 1F1B and interleaving over `v` chunks: `(p − 1)·t/v` (Narayanan et al. 2021, §2.2);
+/// - ZB-V: `(p − 1)·max(0, t − 3w)/2`, ZB-H2's bubble `(p − 1)(F + B − 2W)` (Qi et al. 2024,
+///   Table 2, B the input gradient alone, `t = F + B + W`) over the two chunks a GPU runs; 0
+///   where the three passes take as long as each other, as the paper's §6 states;
+/// - DualPipeV: `(P/2 − 1)(F&B + B − 3W)` over `P = 2p` chunks of half a GPU's time each
+///   (DeepSeek-V3 Table 2 and the DualPipe README, B a full backward, F&B a forward chunk
+///   and a backward chunk run together): `(p − 1)·max(0, t + (t − f) − 3w)/2`, the pair
+///   taking what the two take one after the other (its all-to-alls hidden where the stack
+///   overlaps them, [`crate::cost::links::exchanges::moe_layer_comm`]).
+pub fn bubble(schedule: Schedule, pp: u64, t: f64, f: f64, w: f64) -> f64 {
+    let fills = (pp - 1) as f64;
+    match schedule {
+        Schedule::OneFOneB | Schedule::Interleaved(_) => fills / schedule.chunks() as f64 * t,
+        Schedule::ZeroBubbleV => fills * (t - 3.0 * w).max(0.0) / 2.0,
+        Schedule::DualPipeV => fills * (2.0 * t - f - 3.0 * w).max(0.0) / 2.0,
+    }
 }
 
 #[cfg(test)]
@@ -628,6 +656,23 @@ mod tests {
         let per_step = 8.0 * 80.0 * 4.0;
         assert!((at(Precision::Bf16) - per_step * 2.0 * pass(2.0)).abs() < 1e-9);
         assert!((at(Precision::Fp8) - per_step * (pass(2.0) + pass(1.0))).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_v_schedules_bubbles_are_their_papers_tables() {
+        // F = B = W = 1 (B the input gradient): t = 3, f = 1, w = 1, over p = 8.
+        let (t, f, w) = (3.0, 1.0, 1.0);
+        assert_eq!(bubble(Schedule::OneFOneB, 8, t, f, w), 21.0); // (p − 1)(F + B + W)
+        assert_eq!(bubble(Schedule::Interleaved(3), 8, t, f, w), 7.0);
+        // ZB-V: zero bubble when the three passes take as long (Qi et al. 2024, §6).
+        assert_eq!(bubble(Schedule::ZeroBubbleV, 8, t, f, w), 0.0);
+        // DualPipeV over PP = 16 chunks of half a GPU: (PP/2 − 1)(F&B + B − 3W) with F = ½,
+        // B (full backward) = 1, W = ½, F&B = 1½: 7 × (1.5 + 1 − 1.5) = 7.
+        assert_eq!(bubble(Schedule::DualPipeV, 8, t, f, w), 7.0);
+        // ZB-H2's (p − 1)(F + B − 2W) over two chunks: F = 1, B = 2, W = 1 gives 7 × 1 / 2.
+        assert_eq!(bubble(Schedule::ZeroBubbleV, 8, 4.0, 1.0, 1.0), 3.5);
+        // No stage, no bubble.
+        assert_eq!(bubble(Schedule::DualPipeV, 1, t, f, w), 0.0);
     }
 
     #[test]

@@ -63,6 +63,12 @@ pub struct Unsharded {
     /// The slowest stage's waits for its offloaded activations' copies per micro-batch
     /// (`--offload-activations`, [`crate::cost::step::offload::exposed`]), seconds; 0 for none.
     pub(super) offload: f64,
+    /// The share of a forward's time its weight-gradient pass W takes again (the V schedules
+    /// run it apart, [`crate::cost::step::Schedule::is_v`]): the matrices' share of the
+    /// model FLOPs, `6·P_matrices / (6·P_matrices + attention)`. W computes `∇W = ∇z·xᵀ`, a
+    /// projection's forward FLOPs again, and attention's core has no weights (Qi et al. 2024,
+    /// Table 1: F = `sbh(24h + 4s)`, W = `sbh·24h`).
+    pub(super) weight_share: f64,
     pub(super) flops: (f64, f64, f64),
 }
 
@@ -356,6 +362,8 @@ pub fn unsharded_in(
         fp8_casts,
         fp8_matrices,
         offload,
+        weight_share: 6.0 * (shape.matrix_params() + shape.mtp_matrix_params()) as f64
+            / model_flops_per_token(shape, step.seq_len),
         flops: (
             model_flops_per_token(shape, step.seq_len),
             hardware_per_token,

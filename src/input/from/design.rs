@@ -254,6 +254,18 @@ impl FromFile {
                 ),
             ));
         }
+        if self.schedule.is_some_and(Schedule::is_v) {
+            if units / stages != 2 || units % stages != 0 {
+                return Err(Error::invalid(
+                    "parallelism.pipeline_parallel_layers_per_stage",
+                    n,
+                    format!(
+                        "layers a stage that split the {layers} layers, the embedding and the head ({units}) into two stages a GPU over PP {pp}: the V schedules hold exactly two"
+                    ),
+                ));
+            }
+            return Ok(());
+        }
         let v = u32::try_from(units / stages).map_err(|_| {
             Error::invalid(
                 "parallelism.pipeline_parallel_layers_per_stage",

@@ -466,9 +466,25 @@ pub fn parse_with(text: &str, path: &Path, world: Option<u64>) -> Result<FromFil
         local
     };
     from.schedule = Some(
-        match string(p, "parallelism", "pipeline_parallel_schedule")?.unwrap_or("1F1B") {
-            "1F1B" => Schedule::OneFOneB,
-            "Interleaved1F1B" => {
+        // PyTorch's `get_schedule_class` matches the names without regard to case.
+        match string(p, "parallelism", "pipeline_parallel_schedule")?
+            .unwrap_or("1F1B")
+            .to_ascii_lowercase()
+            .as_str()
+        {
+            "1f1b" => Schedule::OneFOneB,
+            // Two stages a GPU in a V (torchtitan's "v" style; its default for a schedule of
+            // several stages a GPU); a layers-per-stage given is checked for two.
+            v @ ("zbvzerobubble" | "dualpipev") => {
+                from.layers_per_stage =
+                    int(p, "parallelism", "pipeline_parallel_layers_per_stage")?;
+                if v == "dualpipev" {
+                    Schedule::DualPipeV
+                } else {
+                    Schedule::ZeroBubbleV
+                }
+            }
+            "interleaved1f1b" => {
                 from.layers_per_stage = Some(
                     int(p, "parallelism", "pipeline_parallel_layers_per_stage")?.ok_or_else(
                         || {
@@ -482,13 +498,11 @@ pub fn parse_with(text: &str, path: &Path, world: Option<u64>) -> Result<FromFil
                 );
                 Schedule::OneFOneB
             }
-            other => {
-                return Err(error(
-                    "parallelism.pipeline_parallel_schedule",
-                    other,
-                    "1F1B or Interleaved1F1B, the schedules trainplan models",
-                ))
-            }
+            _ => return Err(error(
+                "parallelism.pipeline_parallel_schedule",
+                string(p, "parallelism", "pipeline_parallel_schedule")?.unwrap_or_default(),
+                "1F1B, Interleaved1F1B, ZBVZeroBubble or DualPipeV, the schedules trainplan models",
+            )),
         },
     );
     // Each DP rank's batch against the global batch.

@@ -53,6 +53,14 @@ pub fn config(l: &Launch) -> Result<Value> {
             l.shape.name, l.shape.mtp
         )));
     }
+    // DeepSpeed's PipelineEngine runs one schedule, 1F1B (`runtime/pipe/schedule.py`'s
+    // TrainSchedule).
+    if l.step.schedule != crate::cost::step::Schedule::OneFOneB {
+        return Err(refuse(format!(
+            "a 1f1b plan: DeepSpeed's PipelineEngine runs 1F1B alone (TrainSchedule), not {}; --format torchtitan writes zbv and dualpipev, --format megatron interleaving",
+            l.step.schedule
+        )));
+    }
     if layout.cp > 1 {
         return Err(refuse(format!(
             "a plan without context parallelism: cp = {} splits each sequence with K/V exchanged between its slices, and DeepSpeed's config has no such scheme (its sequence_parallel_size is DeepSpeed-Ulysses, an all-to-all splitting attention by heads, a different one)",

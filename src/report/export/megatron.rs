@@ -236,6 +236,13 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
                 .to_string(),
         ));
     }
+    // Megatron-core runs 1F1B and interleaving (`get_forward_backward_func`).
+    if step.schedule.is_v() {
+        return Err(refuse(format!(
+            "a schedule Megatron-LM runs (1f1b or interleaved:V): {} is not Megatron-core's (its DualPipe-like overlap of the all-to-alls is --overlap-moe-expert-parallel-comm, --ep-overlap); --format torchtitan writes it",
+            step.schedule
+        )));
+    }
     // The stage split is written as a layout string; a mixture of experts' settings as its
     // options; the rest of the plan's settings are its stack's or refused.
     l.refuse_unwritten(

@@ -292,6 +292,8 @@ pub fn render(l: &Launch) -> Result<String> {
     let schedule = match step.schedule {
         Schedule::OneFOneB => "1F1B",
         Schedule::Interleaved(_) => "Interleaved1F1B",
+        Schedule::ZeroBubbleV => "ZBVZeroBubble",
+        Schedule::DualPipeV => "DualPipeV",
     };
     let _ = writeln!(
         out,
@@ -304,10 +306,11 @@ pub fn render(l: &Launch) -> Result<String> {
     if layout.cp > 1 {
         let _ = writeln!(out, "context_parallel_rotate_method = \"allgather\"");
     }
-    if let Schedule::Interleaved(v) = step.schedule {
+    if step.schedule != Schedule::OneFOneB {
         // torchtitan counts the embedding and the output head as a layer each when it splits
-        // the model into PP·V stages.
-        let stages = layout.pp * u64::from(v);
+        // the model into PP·V stages (two a GPU for the V schedules).
+        let v = step.schedule.chunks();
+        let stages = layout.pp * v;
         let units = u64::from(s.layers) + 2;
         if units % stages != 0 {
             return Err(Error::invalid(

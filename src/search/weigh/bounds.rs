@@ -9,6 +9,7 @@ use crate::cost::step::pipeline::StageKinds;
 use crate::cost::step::{Schedule, Step};
 use crate::error::Result;
 use crate::model::layout::Layout;
+use crate::search::weigh::shared::Depths;
 
 /// Whether the step `s` needs at least the memory of the 1F1B step `w` under any one layout,
 /// so that `s` is over the cap wherever `w` is: the two differ at most in `s`'s micro-batch
@@ -17,7 +18,9 @@ use crate::model::layout::Layout;
 /// Every stage's stored activations are `c·b·min(p − i, m)` bytes for the `m = B/(b·s·DP)`
 /// micro-batches of a global batch of `B` tokens (`c`, a layer's bytes a token, times the
 /// stage's layers and `s`; [`Step::in_flight`]): non-decreasing in `b` (`c·b·(p − i)` while
-/// `m ≥ p − i`, then `c·B/(s·DP)`) and in `B`; an interleaved schedule holds no fewer. The
+/// `m ≥ p − i`, then `c·B/(s·DP)`) and in `B`; an interleaved schedule holds no fewer, nor
+/// does a V schedule (`c·b·min(p, m)` on every stage for ZB-V, `c·b·min(p + ½, m)` for
+/// DualPipeV, no less than the first stage's under 1F1B). The
 /// weights, gradients and optimizer state do not depend on the step, and the transient (a
 /// layer's backward working set or the loss's peak, with the logits on the last stage) grows in
 /// proportion to `b`. So a larger micro-batch needs more by at least the working set's
@@ -48,28 +51,35 @@ pub(crate) fn slower_than(days_per_token: f64, fastest: f64) -> bool {
     fastest > 0.0 && days_per_token > fastest * (1.0 + 4.0 * f64::EPSILON)
 }
 
-/// Whether every interleaved step of the 1F1B step `d` (found over the cap in `layout`, whose
-/// stages are `kinds`), to `deepest` chunks, is valid and so decided over the cap with it:
-/// each holds no fewer activations ([`no_lighter`]) and comes after it in the step order, so
-/// none is the lightest. The rules an interleaved step adds to its 1F1B step's (the stack has
-/// the schedule; the micro-batches a multiple of the stages; as many chunks as every stage has
-/// room for) refuse a deeper interleaving wherever they refuse a shallower one, so the
-/// deepest standing stands for all; where it does not, each step is weighed on its own.
+/// Whether every interleaved and V step of the 1F1B step `d` (found over the cap in `layout`,
+/// whose stages are `kinds`), to `deepest` chunks and the V schedules `depths` names, is valid
+/// and so decided over the cap with it: each holds no fewer activations ([`no_lighter`]) and
+/// comes after it in the step order, so none is the lightest. The rules an interleaved step
+/// adds to its 1F1B step's (the stack has the schedule; the micro-batches a multiple of the
+/// stages; as many chunks as every stage has room for) refuse a deeper interleaving wherever
+/// they refuse a shallower one, so the deepest standing stands for all; each V schedule is
+/// tried by its own rules. Where one does not stand, each step is weighed on its own.
 pub(crate) fn decide_depths(
     d: &Detailed,
-    deepest: u32,
+    depths: &Depths,
     layout: &Layout,
     kinds: &StageKinds,
 ) -> bool {
-    let deep = Step {
-        schedule: Schedule::Interleaved(deepest),
-        ..d.step
+    let Ok(m) = d.unscheduled_pipeline_in(layout, kinds) else {
+        return false;
+    };
+    let settings = d.options.stack.settings();
+    let stands = |schedule: Schedule| {
+        let step = Step { schedule, ..d.step };
+        schedule.runs_on(settings.v_schedules)
+            && (!matches!(schedule, Schedule::Interleaved(_)) || settings.interleaving)
+            && step.interleaves_in(layout, kinds, m)
     };
     // The rules' plain tests ([`Detailed::schedule_allowed`], [`Step::interleaves_in`]): where
     // they fail, each step is weighed for its own error, worked out once.
-    d.options.stack.settings().interleaving
-        && d.unscheduled_pipeline_in(layout, kinds)
-            .is_ok_and(|m| deep.interleaves_in(layout, kinds, m))
+    (depths.deepest < 2 || stands(Schedule::Interleaved(depths.deepest)))
+        && (!depths.zbv || stands(Schedule::ZeroBubbleV))
+        && (!depths.dualpipev || stands(Schedule::DualPipeV))
 }
 
 /// The 1F1B steps of one layout found over the cap, and what the last step looked up among

@@ -230,7 +230,7 @@ pub(crate) fn weighed_configurations(
                     if over_cap && d.step.schedule == Schedule::OneFOneB {
                         let depths = shared.depths[shared.slot_of[place] as usize];
                         if let (true, Some(k)) = (depths.count > 0, kinds.as_ref()) {
-                            if decide_depths(d, depths.deepest, &layout, k) {
+                            if decide_depths(d, &depths, &layout, k) {
                                 shared.slot(place).over = true;
                                 all += depths.count;
                                 tallies.count_heavier(&layout, model, depths.count);

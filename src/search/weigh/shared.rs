@@ -64,12 +64,14 @@ pub(crate) struct Share {
     time: Option<Option<Unsharded>>,
 }
 
-/// A slot's interleaved steps that come after its 1F1B step in a layout's steps: how many, and
-/// the deepest interleaving among them.
+/// A slot's interleaved and V steps that come after its 1F1B step in a layout's steps: how
+/// many, the deepest interleaving among them (0 for none), and the V schedules among them.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Depths {
     pub(crate) count: u64,
     pub(crate) deepest: u32,
+    pub(crate) zbv: bool,
+    pub(crate) dualpipev: bool,
     /// Whether the slot's 1F1B step has come (its interleaved steps are counted from then).
     after_1f1b: bool,
 }
@@ -136,7 +138,15 @@ impl Shared {
                     depths.count += 1;
                     depths.deepest = depths.deepest.max(v);
                 }
-                Schedule::Interleaved(_) => {}
+                Schedule::ZeroBubbleV if depths.after_1f1b => {
+                    depths.count += 1;
+                    depths.zbv = true;
+                }
+                Schedule::DualPipeV if depths.after_1f1b => {
+                    depths.count += 1;
+                    depths.dualpipev = true;
+                }
+                Schedule::Interleaved(_) | Schedule::ZeroBubbleV | Schedule::DualPipeV => {}
             }
             self.overlaps_the_step_before.push(
                 overlappable

@@ -9,6 +9,7 @@ use super::table::{table, verdict_word};
 use crate::brief::Brief;
 use crate::cost::step::recipe::{MasterWeights, OptimizerStates};
 use crate::cost::step::stack::{GradientPrecision, LossPrecision};
+use crate::cost::step::Schedule;
 use crate::format::{count, fixed, general, money, thousands};
 use crate::plan::check::CheckReport;
 use crate::plan::Plan;
@@ -405,6 +406,12 @@ fn time_section(p: &Plan, brief: &Brief) -> Option<String> {
     } else {
         "AdamW step, HBM-bound"
     };
+    let schedule = p.step.map(|s| s.schedule).unwrap_or(Schedule::OneFOneB);
+    let bubble = match schedule {
+        Schedule::ZeroBubbleV => "fill and drain, weight gradients run in it (ZB-V)",
+        Schedule::DualPipeV => "fill and drain from both ends (DualPipeV)",
+        Schedule::OneFOneB | Schedule::Interleaved(_) => "pipeline fill and drain",
+    };
     let rows: Vec<Vec<String>> = [
         ("compute", "forward, backward, recomputation", b.compute),
         ("tp_comm", "tensor-parallel collectives, NVLink", b.tp_comm),
@@ -416,7 +423,7 @@ fn time_section(p: &Plan, brief: &Brief) -> Option<String> {
             "expert all-to-alls and gathers, exposed",
             b.ep_comm,
         ),
-        ("bubble", "pipeline fill and drain", b.bubble),
+        ("bubble", bubble, b.bubble),
         ("optimizer", optimizer, b.optimizer),
         (
             "offload",

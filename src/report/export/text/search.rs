@@ -39,6 +39,7 @@ pub(super) fn write(r: &SearchReport, plans: &dyn Ranked, sink: &mut dyn io::Wri
         out.push('\n');
         out.push_str(&placement_lines(&placement, "of the first plan: "));
     }
+    out.push_str(&v_schedule_lines(plans));
     out.push_str(&front::summary(r));
     if let Some(sensitivity) = &r.sensitivity {
         out.push_str(&search_sensitivity_section(sensitivity, r.plans.first()));
@@ -47,6 +48,54 @@ pub(super) fn write(r: &SearchReport, plans: &dyn Ranked, sink: &mut dyn io::Wri
 }
 
 /// The search's budget in FLOPs, and the compute-optimal split of it.
+/// The plans [`v_schedule_lines`] looks through, and the row numbers it names.
+const V_NOTE_PLANS: usize = 1000;
+const V_NOTE_ROWS: usize = 12;
+
+/// The listed plans (of the first [`V_NOTE_PLANS`]) that run a V schedule, and what the
+/// schedule does: its bubble against 1F1B's and interleaving's
+/// ([`crate::cost::step_time::bubble`]) and its activations.
+fn v_schedule_lines(plans: &dyn Ranked) -> String {
+    use crate::cost::step::Schedule;
+    let schedules: Vec<Option<Schedule>> = plans
+        .walk()
+        .take(V_NOTE_PLANS)
+        .map(|p| p.step.map(|s| s.schedule))
+        .collect();
+    let mut out = String::new();
+    for (schedule, why) in [
+        (
+            Schedule::ZeroBubbleV,
+            "ZB-V: two chunks a GPU in a V, each backward split into input and weight gradients, the weight gradients run in the fill and drain ((p − 1)·max(0, t − 3w)/2 against 1F1B's (p − 1)·t and interleaving's (p − 1)·t/v, t a micro-batch's time on the slowest stage, w its weight gradients) at 1F1B's activations",
+        ),
+        (
+            Schedule::DualPipeV,
+            "DualPipeV: the V fed from both ends, (p − 1)·max(0, 2t − f − 3w)/2 of fill and drain at p + ½ micro-batches in flight, its all-to-alls hidden where the stack pairs the chunks",
+        ),
+    ] {
+        let rows: Vec<String> = schedules
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| **s == Some(schedule))
+            .map(|(i, _)| format!("#{}", i + 1))
+            .collect();
+        if !rows.is_empty() {
+            let shown = rows.len().min(V_NOTE_ROWS);
+            let more = if rows.len() > shown {
+                format!(" and {} more", rows.len() - shown)
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                out,
+                "\n{}{more} run {schedule}: {why}",
+                rows[..shown].join(", ")
+            );
+        }
+    }
+    out
+}
+
 fn budget_lines(r: &SearchReport) -> String {
     let mut out = String::new();
     let b = &r.brief;

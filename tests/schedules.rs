@@ -1,0 +1,321 @@
+//! The V schedules (ZB-V, DualPipeV) as a user meets them: graded by `check`, refused where
+//! the stack has none, searched beside 1F1B and interleaving, written for torchtitan and read
+//! back, and DeepSeek-V3's own report reproduced with the layout it states.
+
+mod common;
+
+use common::trainplan;
+use serde_json::Value;
+
+/// `check --json` of Llama 3 70B on 256 H100s at TP 8 × PP 8 on `stack` under `schedule`.
+fn check_70b(stack: &str, schedule: &str) -> assert_cmd::assert::Assert {
+    trainplan()
+        .args([
+            "check", "--model", "70b", "--gpus", "256", "--gpu", "h100-sxm",
+        ])
+        .args(["--tp", "8", "--pp", "8", "--zero", "2", "--tokens", "1e12"])
+        .args(["--memory", "detailed", "--time", "detailed"])
+        .args(["--recompute", "selective-op", "--stack", stack])
+        .args(["--schedule", schedule, "--json"])
+        .assert()
+}
+
+fn plan(stack: &str, schedule: &str) -> Value {
+    let out = check_70b(stack, schedule).get_output().stdout.clone();
+    serde_json::from_slice(&out).expect("check --json writes a plan")
+}
+
+#[test]
+fn the_v_schedules_shrink_the_bubble_at_the_activations_their_papers_state() {
+    let one = plan("torchtitan", "1f1b");
+    let zbv = plan("torchtitan", "zbv");
+    let dual = plan("torchtitan", "dualpipev");
+    let bubble = |p: &Value| p["breakdown"]["bubble"].as_f64().unwrap();
+    let compute = |p: &Value| p["breakdown"]["compute"].as_f64().unwrap();
+    // The same work a micro-batch; only the fill and drain (and the doubled sends) differ.
+    assert_eq!(compute(&one), compute(&zbv));
+    assert!(
+        bubble(&zbv) < bubble(&dual),
+        "{} {}",
+        bubble(&zbv),
+        bubble(&dual)
+    );
+    assert!(
+        bubble(&dual) < bubble(&one) / 1.5,
+        "{} {}",
+        bubble(&dual),
+        bubble(&one)
+    );
+    // ZB-V holds 1F1B's first-stage p micro-batches on every GPU (Qi et al. 2024, §6);
+    // DualPipeV p + ½ (the DualPipe README's PP + 1 of half-GPU stages).
+    assert_eq!(one["worst_stage"]["in_flight"].as_f64(), Some(8.0));
+    assert_eq!(zbv["worst_stage"]["in_flight"].as_f64(), Some(8.0));
+    assert_eq!(dual["worst_stage"]["in_flight"].as_f64(), Some(8.5));
+    assert_eq!(zbv["step"]["schedule"], "zbv");
+}
+
+#[test]
+fn a_stack_without_the_v_schedules_refuses_them_by_name() {
+    let err = check_70b("megatron-te", "zbv")
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8(err).unwrap();
+    assert!(
+        err.contains("the megatron-te stack has no zbv schedule")
+            && err.contains("--stack torchtitan"),
+        "{err}"
+    );
+    let err = check_70b("torchtitan-compile", "dualpipev")
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    assert!(String::from_utf8(err)
+        .unwrap()
+        .contains("refuse compiled stages"));
+    // DualPipe itself (two copies of the parameters) is named, with its one-copy form.
+    let err = check_70b("torchtitan", "dualpipe")
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    assert!(String::from_utf8(err)
+        .unwrap()
+        .contains("dualpipev is its one-copy V form"));
+}
+
+#[test]
+fn a_v_schedule_needs_two_micro_batches_a_gpu_at_least() {
+    // 16,777,216 tokens of 8,192 over DP 4 at b = 16: 128 micro-batches; at PP 8 DualPipeV
+    // needs 16. A batch of 8 × 8,192 × 4 tokens a step gives 8, too few.
+    let err = trainplan()
+        .args([
+            "check", "--model", "70b", "--gpus", "256", "--gpu", "h100-sxm",
+        ])
+        .args(["--tp", "8", "--pp", "8", "--tokens", "1e12", "--zero", "2"])
+        .args([
+            "--memory",
+            "detailed",
+            "--time",
+            "detailed",
+            "--stack",
+            "torchtitan",
+        ])
+        .args(["--global-batch-tokens", "262144", "--schedule", "dualpipev"])
+        .assert()
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8(err).unwrap();
+    assert!(err.contains("at least 16 micro-batches"), "{err}");
+}
+
+/// `check` of Llama 3 405B on 1,024 H100s at TP 8 × PP 8 on torchtitan under `schedule`,
+/// with `more` (126 layers, the embedding and the head split into 16 stages of 8).
+fn check_405b(schedule: &str, more: &[&str]) -> assert_cmd::assert::Assert {
+    trainplan()
+        .args([
+            "check", "--model", "405b", "--gpus", "1024", "--gpu", "h100-sxm",
+        ])
+        .args(["--tp", "8", "--pp", "8", "--zero", "2", "--tokens", "1e12"])
+        .args([
+            "--memory",
+            "detailed",
+            "--time",
+            "detailed",
+            "--stack",
+            "torchtitan",
+        ])
+        .args(["--recompute", "selective-op", "--schedule", schedule])
+        .args(more)
+        .assert()
+}
+
+#[test]
+fn torchtitan_runs_what_the_v_plans_write_and_reads_them_back() {
+    for (schedule, name) in [("zbv", "ZBVZeroBubble"), ("dualpipev", "DualPipeV")] {
+        let out = check_405b(schedule, &["--json"])
+            .get_output()
+            .stdout
+            .clone();
+        let plan: Value = serde_json::from_slice(&out).unwrap();
+        let out = check_405b(schedule, &["--format", "torchtitan"]);
+        let toml = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+        assert!(
+            toml.contains(&format!("pipeline_parallel_schedule = \"{name}\"")),
+            "{toml}"
+        );
+        assert!(
+            toml.contains("pipeline_parallel_layers_per_stage = 8"),
+            "{toml}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("job.toml");
+        std::fs::write(&path, &toml).unwrap();
+        let read = trainplan()
+            .args(["check", "--from", path.to_str().unwrap(), "--gpus", "1024"])
+            .args(["--gpu", "h100-sxm", "--time", "detailed", "--json"])
+            .assert()
+            .get_output()
+            .stdout
+            .clone();
+        let read: Value = serde_json::from_slice(&read).unwrap();
+        assert_eq!(read["step"]["schedule"], plan["step"]["schedule"]);
+        assert_eq!(read["step_seconds"], plan["step_seconds"]);
+    }
+    // Megatron-LM and DeepSpeed have neither: their exports refuse the plan by name.
+    let refusal = |format: &str| {
+        let out = check_405b("zbv", &["--format", format]).code(2);
+        String::from_utf8(out.get_output().stderr.clone()).unwrap()
+    };
+    assert!(refusal("megatron").contains("zbv is not Megatron-core's"));
+    assert!(refusal("deepspeed").contains("runs 1F1B alone"));
+}
+
+#[test]
+fn search_on_torchtitan_chooses_a_v_schedule_where_it_is_fastest() {
+    let out = trainplan()
+        .args([
+            "search", "--models", "70b", "--gpus", "1024", "--gpu", "h100-sxm",
+        ])
+        .args([
+            "--memory",
+            "detailed",
+            "--time",
+            "detailed",
+            "--stack",
+            "torchtitan",
+        ])
+        .args([
+            "--max-days",
+            "90",
+            "--recompute",
+            "none",
+            "--micro-batches",
+            "1",
+        ])
+        .args([
+            "--sequence-parallel",
+            "on",
+            "--top",
+            "6",
+            "--rank",
+            "days",
+            "--json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let report: Value = serde_json::from_slice(&out).unwrap();
+    let plans = report["plans"].as_array().expect("plans");
+    // Each layout keeps its fastest schedule: on every pipeline among the fastest, a V
+    // schedule, whose bubble is a fraction of 1F1B's and interleaving's.
+    let piped: Vec<&Value> = plans.iter().filter(|p| p["layout"]["pp"] != 1).collect();
+    assert!(!piped.is_empty());
+    for p in piped {
+        assert_eq!(p["step"]["schedule"], "zbv", "{p}");
+    }
+    // The report says why: the schedule, its bubble and its memory.
+    let text = trainplan()
+        .args([
+            "search", "--models", "70b", "--gpus", "1024", "--gpu", "h100-sxm",
+        ])
+        .args([
+            "--memory",
+            "detailed",
+            "--time",
+            "detailed",
+            "--stack",
+            "torchtitan",
+        ])
+        .args([
+            "--max-days",
+            "90",
+            "--recompute",
+            "none",
+            "--micro-batches",
+            "1",
+        ])
+        .args(["--sequence-parallel", "on", "--top", "6", "--rank", "days"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(text).unwrap();
+    assert!(
+        text.contains("run zbv: ZB-V: two chunks a GPU in a V"),
+        "{text}"
+    );
+    assert!(text.contains("at 1F1B's activations"), "{text}");
+}
+
+/// DeepSeek-V3's report (DeepSeek-AI 2024): "training DeepSeek-V3 on each trillion tokens
+/// requires only 180K H800 GPU hours, i.e., 3.7 days on our cluster with 2048 H800 GPUs" (§1),
+/// with PP 16, EP 64 over 8 nodes and ZeRO-1 (§3.2), DualPipe (§3.2.1), FP8 with fine-grained
+/// scaling (§3.3), 4K sequences and a batch of 15,360 (§4.2), the RMSNorms and MLA's
+/// up-projections recomputed (§3.2.3; selective recomputation here).
+#[test]
+fn deepseek_v3_s_report_is_reproduced_with_the_layout_it_states() {
+    let out = trainplan()
+        .args([
+            "check",
+            "--model-config",
+            "tests/fixtures/hf/deepseek-v3/config.json",
+        ])
+        .args([
+            "--gpu", "h800", "--gpus", "2048", "--pp", "16", "--ep", "64", "--zero", "1",
+        ])
+        .args([
+            "--tokens",
+            "1e12",
+            "--seq-len",
+            "4096",
+            "--global-batch-tokens",
+            "62914560",
+        ])
+        .args([
+            "--precision",
+            "fp8",
+            "--fp8-recipe",
+            "blockwise",
+            "--recompute",
+            "selective",
+        ])
+        .args([
+            "--memory", "detailed", "--time", "detailed", "--stages", "loss",
+        ])
+        .args([
+            "--stack",
+            "deepseek",
+            "--ep-dispatcher",
+            "deepep",
+            "--schedule",
+            "dualpipev",
+        ])
+        .args(["--json"])
+        .assert()
+        .get_output()
+        .stdout
+        .clone();
+    let plan: Value = serde_json::from_slice(&out).unwrap();
+    // GPU-hours of compute a trillion tokens (the report's figure has no failures in it).
+    let hours = plan["compute_days"].as_f64().unwrap() * 24.0 * 2048.0;
+    let error = hours / 180_000.0 - 1.0;
+    assert!(
+        error.abs() < 0.15,
+        "{hours} GPU-hours, {:+.1} %",
+        error * 100.0
+    );
+    // Under 1F1B the all-to-alls stand exposed: the report's pace needs DualPipe's pairing.
+    let exposed = plan["breakdown"]["ep_comm"].as_f64().unwrap();
+    assert!(
+        exposed < 0.1 * plan["step_seconds"].as_f64().unwrap(),
+        "{exposed}"
+    );
+}
