@@ -750,3 +750,49 @@ fn moe_recomputation_counts_the_mlp_forward_again_in_hardware_flops() {
     let more = (ratio(MoeRecompute::Layer) - ratio(MoeRecompute::None)) * model;
     assert!((more / 22_550_675_456.0 - 1.0).abs() < 1e-9, "{more}");
 }
+
+#[test]
+fn deepseek_v3_routes_in_groups_and_a_launcher_that_differs_is_named() {
+    // DeepSeek-V3's config: 256 experts in n_group 8, a token's 8 from topk_group 4; Kimi K2
+    // takes its one group whole, so routes over all.
+    let v3 = hf::read(std::path::Path::new(&fixture("deepseek-v3"))).unwrap();
+    let groups = v3.experts.as_ref().unwrap().groups.unwrap();
+    assert_eq!((groups.count, groups.per_token), (8, 4));
+    let k2 = hf::read(std::path::Path::new(&fixture("kimi-k2-instruct"))).unwrap();
+    assert_eq!(k2.experts.unwrap().groups, None);
+    // A launch script routing Mixtral in groups is not the model's routing: named. The script
+    // is Mixtral's own export with the two options added.
+    let mixtral = fixture("mixtral-8x7b-v0.1");
+    let exported = trainplan()
+        .args(["export", "--format", "megatron", "--model-config", &mixtral])
+        .args([
+            "--tokens", "1e12", "--gpus", "64", "--tp", "2", "--pp", "4", "--ep", "8",
+        ])
+        .args(["--memory", "detailed", "--time", "detailed"])
+        .output()
+        .unwrap();
+    let script = String::from_utf8(exported.stdout).unwrap().replace(
+        "--moe-router-topk 2",
+        "--moe-router-topk 2 --moe-router-num-groups 4 --moe-router-group-topk 2",
+    );
+    assert!(script.contains("--moe-router-num-groups 4"), "{script}");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("train.sh");
+    std::fs::write(&path, script).unwrap();
+    let out = trainplan()
+        .args([
+            "check",
+            "--from",
+            path.to_str().unwrap(),
+            "--model-config",
+            &mixtral,
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the model routes in groups none, the file 2 of 4"),
+        "{err}"
+    );
+}

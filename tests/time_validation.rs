@@ -579,6 +579,12 @@ fn bridge_experts(r: &serde_json::Value, routed: u64, run: &mut serde_json::Valu
         "score_bias": s["q_lora_rank"].is_u64(),
         "layers": {"first": s["dense_layers"].as_u64().unwrap_or(0), "step": 1},
     });
+    if s["q_lora_rank"].is_u64() {
+        // DeepSeek-V3's group-limited routing, which Megatron-Bridge's provider sets
+        // (`DeepSeekV3ModelProvider`: `moe_router_num_groups` 8, `moe_router_group_topk` 4)
+        // and the table's row does not restate.
+        shape["experts"]["groups"] = json!({"count": 8, "per_token": 4});
+    }
     if let Some(q_rank) = s["q_lora_rank"].as_u64() {
         let (nope, rope) = (
             s["qk_nope_head_dim"].as_u64().unwrap(),

@@ -249,6 +249,18 @@ fn experts_differ(shape: &Shape, d: &Dims) -> Option<String> {
     if let Some((what, m, f)) = checks.iter().find(|(_, m, f)| m != f) {
         return Some(format!("{what}: the model has {m}, the file {f}"));
     }
+    if model.groups != file.groups {
+        let says = |g: Option<crate::model::Groups>| {
+            g.map_or("none".to_string(), |g| {
+                format!("{} of {}", g.per_token, g.count)
+            })
+        };
+        return Some(format!(
+            "--moe-router-num-groups, --moe-router-group-topk: the model routes in groups {}, the file {}",
+            says(model.groups),
+            says(file.groups)
+        ));
+    }
     let layers = file
         .layers
         .clone()

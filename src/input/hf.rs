@@ -604,7 +604,31 @@ impl Fields<'_> {
             biases: architecture == Architecture::GptOss,
             router_bias: architecture == Architecture::GptOss,
             score_bias: architecture == Architecture::DeepseekV3,
+            groups: self.groups(architecture)?,
             layers: moe,
+        }))
+    }
+
+    /// DeepSeek-V3's group-limited routing, `n_group` groups of which a token's experts come
+    /// from `topk_group` (its `noaux_tc` router, HF `DeepseekV3MoEGate`); none where every
+    /// group is taken (Kimi K2: 1 of 1) or for other families.
+    fn groups(&self, architecture: Architecture) -> Result<Option<crate::model::Groups>> {
+        if architecture != Architecture::DeepseekV3 {
+            return Ok(None);
+        }
+        let (Some(count), Some(per_token)) = (self.whole("n_group")?, self.whole("topk_group")?)
+        else {
+            return Ok(None);
+        };
+        if per_token >= count {
+            return Ok(None);
+        }
+        let count32 = |field: &str, v: u64| {
+            u32::try_from(v).map_err(|_| self.invalid(field, v, "a count below 2^32"))
+        };
+        Ok(Some(crate::model::Groups {
+            count: count32("n_group", count)?,
+            per_token: count32("topk_group", per_token)?,
         }))
     }
 

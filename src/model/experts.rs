@@ -157,8 +157,25 @@ pub struct Experts {
     /// published 671,026,419,200 (set by the balancing rule, not by the optimizer).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub score_bias: bool,
+    /// Group-limited routing (DeepSeek-V3's node-limited routing, §2.1.2; DeepSeek-V2's
+    /// device-limited, §2.1.3; HF `n_group`, `topk_group`; Megatron-core's
+    /// `--moe-router-num-groups`, `--moe-router-group-topk`): the routed experts in `count`
+    /// groups, a token's experts drawn from `per_token` of them; `None` routes over all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<Groups>,
     /// The layers whose MLP is this mixture.
     pub layers: LayerSet,
+}
+
+/// Group-limited routing ([`Experts::groups`]): DeepSeek-V3's 256 experts in 8 groups, a
+/// token's 8 from the best 4, so that with the groups on 8 nodes a token reaches at most 4.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Groups {
+    /// Groups of consecutive experts, `n_group`.
+    pub count: u32,
+    /// Groups a token's experts come from, `topk_group`.
+    pub per_token: u32,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -178,6 +195,7 @@ impl Experts {
             biases: false,
             router_bias: false,
             score_bias: false,
+            groups: None,
             layers: LayerSet::ALL,
         }
     }
@@ -207,6 +225,31 @@ impl Experts {
                 true,
                 "a gate only with shared experts (shared_ffn ≥ 1)",
             ));
+        }
+        if let Some(g) = self.groups {
+            let groups_ok = g.count >= 2 && self.routed % g.count == 0;
+            if !groups_ok {
+                return Err(Error::invalid(
+                    field("groups.count"),
+                    g.count,
+                    format!(
+                        "2 or more groups that divide the {} routed experts",
+                        self.routed
+                    ),
+                ));
+            }
+            let pool = u64::from(g.per_token) * u64::from(self.routed / g.count);
+            if g.per_token == 0 || g.per_token >= g.count || pool < u64::from(self.per_token) {
+                return Err(Error::invalid(
+                    field("groups.per_token"),
+                    g.per_token,
+                    format!(
+                        "1 to {} groups (fewer than all), holding at least the {} experts a token goes to",
+                        g.count - 1,
+                        self.per_token
+                    ),
+                ));
+            }
         }
         self.layers.validate(&field("layers"), layers)?;
         if self.moe_layers(layers) == 0 {

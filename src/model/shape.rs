@@ -881,6 +881,7 @@ mod tests {
                 biases: false,
                 router_bias: false,
                 score_bias: false,
+                groups: None,
                 layers: crate::model::LayerSet::ALL,
             }),
             attention: Attention::default(),

@@ -670,6 +670,7 @@ mod tests {
                 shared: shared as f64,
                 experts: 8.0,
                 per_token: 2.0,
+                groups: None,
             };
             let full = c.moe_layer(&shape, Recompute::Full, MoeRecompute::None, &r);
             let moe = c.moe_layer(&shape, Recompute::None, MoeRecompute::Layer, &r);
@@ -702,6 +703,7 @@ mod tests {
             shared: 0.0,
             experts: 8.0,
             per_token: 2.0,
+            groups: None,
         };
         let mut c = context(1, Attention::Cudnn, Kernels::Fused);
         assert_eq!(c.routed_casts(&shape, &r), (0.0, 0.0));

@@ -576,6 +576,7 @@ mod tests {
             shared: shared as f64,
             experts: 8.0,
             per_token: 2.0,
+            groups: None,
         };
         (shape, r)
     }

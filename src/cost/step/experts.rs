@@ -78,6 +78,8 @@ pub struct Routed {
     pub experts: f64,
     /// Experts a token goes to, `k`.
     pub per_token: f64,
+    /// Group-limited routing, `(groups, groups a token)` ([`crate::model::Experts::groups`]).
+    pub groups: Option<(f64, f64)>,
 }
 
 impl Routed {
@@ -96,6 +98,9 @@ impl Routed {
             shared: e.shared_ffn as f64,
             experts: f64::from(e.routed),
             per_token: k,
+            groups: e
+                .groups
+                .map(|g| (f64::from(g.count), f64::from(g.per_token))),
         })
     }
 

@@ -88,6 +88,8 @@ pub struct FileExperts {
     pub shared_ffn: u64,
     /// Which layers are MoE, one flag a layer (`--moe-layer-freq`); every one when `None`.
     pub layers: Option<Vec<bool>>,
+    /// Group-limited routing (`--moe-router-num-groups`, `--moe-router-group-topk`).
+    pub groups: Option<crate::model::Groups>,
 }
 
 /// What a file says of the model.

@@ -409,6 +409,8 @@ pub fn parse(text: &str) -> Result<FromFile> {
             "--sequence-parallel" => from.sequence_parallel = Some(true),
             "--num-experts" => experts.routed = Some(n()?),
             "--moe-router-topk" => experts.per_token = Some(n()?),
+            "--moe-router-num-groups" => experts.groups = Some(n()?),
+            "--moe-router-group-topk" => experts.group_topk = Some(n()?),
             "--moe-ffn-hidden-size" => experts.ffn = Some(n()?),
             "--moe-shared-expert-intermediate-size" => experts.shared_ffn = Some(n()?),
             "--moe-layer-freq" => experts.layers = Some(need()?.to_string()),
@@ -857,6 +859,8 @@ impl RecomputeBuilder {
 struct ExpertsBuilder {
     routed: Option<u64>,
     per_token: Option<u64>,
+    groups: Option<u64>,
+    group_topk: Option<u64>,
     ffn: Option<u64>,
     shared_ffn: Option<u64>,
     layers: Option<String>,
@@ -874,6 +878,8 @@ impl ExpertsBuilder {
         let Some(routed) = self.routed else {
             let given = [
                 ("--moe-router-topk", self.per_token.is_some()),
+                ("--moe-router-num-groups", self.groups.is_some()),
+                ("--moe-router-group-topk", self.group_topk.is_some()),
                 ("--moe-ffn-hidden-size", self.ffn.is_some()),
                 (
                     "--moe-shared-expert-intermediate-size",
@@ -925,6 +931,31 @@ impl ExpertsBuilder {
             None => None,
             Some(text) => Some(layer_pattern(text, layers)?),
         };
+        // Megatron-core routes in groups with both options (`group_limited_topk`).
+        let groups = match (self.groups, self.group_topk) {
+            (None, None) => None,
+            (Some(count), Some(per_token)) => {
+                let to32 = |option: &str, v: u64| {
+                    u32::try_from(v).map_err(|_| Error::invalid(option, v, "a count below 2^32"))
+                };
+                Some(crate::model::Groups {
+                    count: to32("--moe-router-num-groups", count)?,
+                    per_token: to32("--moe-router-group-topk", per_token)?,
+                })
+            }
+            (Some(_), None) | (None, Some(_)) => {
+                let (given, missing) = if self.groups.is_some() {
+                    ("--moe-router-num-groups", "--moe-router-group-topk")
+                } else {
+                    ("--moe-router-group-topk", "--moe-router-num-groups")
+                };
+                return Err(Error::invalid(
+                    given,
+                    "given alone",
+                    format!("with {missing}: Megatron-core limits routing to groups with both"),
+                ));
+            }
+        };
         Ok(Some(FileExperts {
             routed,
             // Megatron-LM's defaults: the top 2, experts as wide as the dense FFN.
@@ -932,6 +963,7 @@ impl ExpertsBuilder {
             ffn: self.ffn.unwrap_or(ffn),
             shared_ffn: self.shared_ffn.unwrap_or(0),
             layers,
+            groups,
         }))
     }
 }
@@ -1339,6 +1371,28 @@ mod tests {
     }
 
     #[test]
+    fn group_limited_routing_reads_with_both_options_and_is_refused_with_one() {
+        let moe =
+            "  --num-experts 8 --moe-router-topk 2 --moe-ffn-hidden-size 256 --moe-grouped-gemm\n  --moe-token-dispatcher-type alltoall";
+        let experts =
+            |extra: &str| match parse(&script(&format!("{moe} {extra}"), "")).unwrap().model {
+                FileModel::Dims(d) => d.experts.unwrap(),
+                _ => panic!("no dimensions read"),
+            };
+        let grouped = experts("--moe-router-num-groups 4 --moe-router-group-topk 2");
+        assert_eq!(
+            grouped.groups,
+            Some(crate::model::Groups {
+                count: 4,
+                per_token: 2
+            })
+        );
+        assert_eq!(experts("").groups, None);
+        let e = refusal(&script(&format!("{moe} --moe-router-num-groups 4"), ""));
+        assert!(e.contains("with --moe-router-group-topk"), "{e}");
+    }
+
+    #[test]
     fn a_mixture_of_experts_and_its_settings_are_read_back() {
         let moe = "  --num-experts 8 --moe-router-topk 2 --moe-ffn-hidden-size 256\n  --moe-layer-freq \"[1,0]\" --expert-model-parallel-size 4 --expert-tensor-parallel-size 1\n  --moe-grouped-gemm --moe-token-dispatcher-type flex --moe-enable-deepep\n  --moe-router-load-balancing-type aux_loss --overlap-moe-expert-parallel-comm\n  --recompute-granularity selective --recompute-modules layernorm moe_act\n  --qk-layernorm";
         let f = parse(&script(moe, "")).unwrap();
@@ -1353,6 +1407,7 @@ mod tests {
                 ffn: 256,
                 shared_ffn: 0,
                 layers: Some(vec![true, false]),
+                groups: None,
             })
         );
         assert!(dims.qk_norm);

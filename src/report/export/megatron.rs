@@ -780,6 +780,10 @@ fn experts(
     push("--num-experts", Some(e.routed.to_string()));
     push("--moe-router-topk", Some(e.per_token.to_string()));
     push("--moe-ffn-hidden-size", Some(e.ffn.to_string()));
+    if let Some(g) = e.groups {
+        push("--moe-router-num-groups", Some(g.count.to_string()));
+        push("--moe-router-group-topk", Some(g.per_token.to_string()));
+    }
     if e.shared_ffn > 0 {
         push(
             "--moe-shared-expert-intermediate-size",
