@@ -277,11 +277,11 @@ impl MemorySpace {
         // Whether the step's micro-batches are a multiple of the stages.
         let interleaves = |s: &Step| micro_batches(s).is_some_and(|m| m % layout.pp == 0);
         // The V schedules the space adds, and whether a step's micro-batches are enough.
-        let vs: &[Schedule] = if *v_schedules && deepest >= 2 {
-            &[Schedule::ZeroBubbleV, Schedule::DualPipeV]
-        } else {
-            &[]
-        };
+        let runs = options.stack.settings().v_schedules;
+        let vs: Vec<Schedule> = [Schedule::ZeroBubbleV, Schedule::DualPipeV]
+            .into_iter()
+            .filter(|v| *v_schedules && deepest >= 2 && v.runs_on(runs))
+            .collect();
         let v_runs = |s: &Step, schedule: Schedule| {
             let v = Step { schedule, ..*s };
             micro_batches(s).is_some_and(|m| m >= v.fewest_micro_batches(layout.pp))
@@ -346,7 +346,7 @@ impl MemorySpace {
                     }
                 }
             }
-            for &schedule in vs {
+            for &schedule in &vs {
                 all.extend(
                     run.iter()
                         .filter(|s| v_runs(s, schedule))

@@ -126,9 +126,10 @@ impl Detailed {
         kinds: &StageKinds,
     ) -> Result<StageShares> {
         let (step, opts) = (&self.step, &self.options);
-        // The shape's attention with the layout (a window under a ring's CP is refused): the
-        // search weighs steps here without [`Detailed::kinds`]' checks.
-        self.attention_allowed(shape, layout)?;
+        // The shape's attention, experts and BF16 layers with the layout (a window under a
+        // ring's CP, an MoE under TP without sequence parallelism are refused): the search
+        // weighs steps here without [`Detailed::kinds`]' checks.
+        self.shape_allowed(shape, layout)?;
         let m = self.unscheduled_pipeline_in(layout, kinds)?;
         // Each CP rank holds `s/CP` of every sequence (the step's rule: 2·CP chunks divide it).
         let local_seq = step.seq_len / layout.cp.max(1);

@@ -266,37 +266,46 @@ impl Detailed {
     /// Whether the stack runs this step's schedule: the first rule [`Detailed::pipeline`]
     /// checks.
     pub fn schedule_allowed(&self) -> Result<()> {
+        use crate::cost::step::Schedule;
         let stack = self.options.stack;
-        if !stack.settings().interleaving
-            && matches!(
-                self.step.schedule,
-                crate::cost::step::Schedule::Interleaved(_)
-            )
-        {
-            return Err(Error::invalid(
-                "--schedule",
-                self.step.schedule,
-                format!("1f1b: the {stack} stack has no interleaved schedule"),
-            ));
-        }
+        let settings = stack.settings();
         let schedule = self.step.schedule;
-        if !schedule.runs_on(stack.settings().v_schedules) {
-            let with = if stack == Stack::DeepSeek {
-                " (DeepSeek's stack runs DualPipe, planned as dualpipev)"
-            } else if stack == Stack::TorchtitanCompile {
-                " (PyTorch's split-backward schedules refuse compiled stages: plan --stack torchtitan)"
-            } else {
-                " (torchtitan runs zbv and dualpipev: --stack torchtitan)"
-            };
-            return Err(Error::invalid(
-                "--schedule",
-                schedule,
-                format!(
-                    "1f1b or interleaved:V: the {stack} stack has no {schedule} schedule{with}"
-                ),
-            ));
+        let interleaves = matches!(schedule, Schedule::Interleaved(_));
+        if (interleaves && settings.interleaving)
+            || (!interleaves && schedule.runs_on(settings.v_schedules))
+        {
+            return Ok(());
         }
-        Ok(())
+        // The schedules the stack runs, as the refusal names them.
+        let mut runs = vec!["1f1b".to_string()];
+        if settings.interleaving {
+            runs.push("interleaved:V".into());
+        }
+        for v in [Schedule::ZeroBubbleV, Schedule::DualPipeV] {
+            if v.runs_on(settings.v_schedules) {
+                runs.push(v.to_string());
+            }
+        }
+        let elsewhere = if schedule.is_v() && stack == Stack::TorchtitanCompile {
+            " (PyTorch's split-backward schedules refuse compiled stages: plan --stack torchtitan)"
+        } else if schedule.is_v() && stack != Stack::Torchtitan {
+            " (torchtitan runs zbv and dualpipev: --stack torchtitan)"
+        } else {
+            ""
+        };
+        Err(Error::invalid(
+            "--schedule",
+            schedule,
+            format!(
+                "{}: the {stack} stack has no {} schedule{elsewhere}",
+                runs.join(" or "),
+                if interleaves {
+                    "interleaved".to_string()
+                } else {
+                    schedule.to_string()
+                }
+            ),
+        ))
     }
 
     /// [`Detailed::pipeline`] without the schedule's rules: the same for every schedule of a
@@ -406,6 +415,15 @@ impl Detailed {
         Ok(())
     }
 
+    /// The rules between the step and the shape that [`Detailed::kinds`] checks after the
+    /// stack's ([`Detailed::attention_allowed`], the experts' and the BF16 layers'), for the
+    /// search, which works the stages out without it.
+    pub(crate) fn shape_allowed(&self, shape: &Shape, layout: &Layout) -> Result<()> {
+        self.attention_allowed(shape, layout)?;
+        self.experts_allowed(shape, layout)?;
+        self.bf16_layers_allowed(shape)
+    }
+
     /// Whether the step goes with a mixture of experts as the model costs it: sequence
     /// parallelism under TP (Megatron-core requires it for MoE), BF16 or FP8 (FP4 experts, and
     /// FP8 ones under ZeRO 3, are not modelled yet), and a recomputation the MoE layer's activations are derived for (none,
@@ -474,7 +492,9 @@ impl Detailed {
                     "off under full or selective-layer recomputation (Megatron-core refuses them together)",
                 ));
             }
-            if layout.pp > 1 && step.schedule.chunks() < 2 {
+            if layout.pp > 1
+                && !matches!(step.schedule, crate::cost::step::Schedule::Interleaved(_))
+            {
                 return Err(Error::invalid(
                     "--ep-overlap",
                     "on",
@@ -501,7 +521,9 @@ impl Detailed {
     pub fn precision_allowed(&self) -> Result<()> {
         let (stack, opts) = (self.options.stack, &self.options);
         let recipe = Fp8Recipe::of(self.step.precision, opts.fp8_recipe)?;
-        if let (Some(r), Some(_)) = (recipe, opts.fp8_recipe) {
+        // A recipe asked for, or the default where the stack runs one recipe alone (DeepSeek's
+        // blockwise scaling: the default, delayed, is not it).
+        if let Some(r) = recipe.filter(|_| opts.fp8_recipe.is_some() || stack == Stack::DeepSeek) {
             r.allowed_on(stack)?;
         }
         opts.fp8_settings_have(self.step.precision, recipe)?;

@@ -84,7 +84,7 @@ pub fn unsharded_in(
     kinds: &StageKinds,
 ) -> Result<Unsharded> {
     let step = &d.step;
-    d.attention_allowed(shape, layout)?;
+    d.shape_allowed(shape, layout)?;
     let m = d.unscheduled_pipeline_in(layout, kinds)?;
     let (tp, cp, pp, dp) = (layout.tp, layout.cp, layout.pp, layout.dp);
     let (h, v) = (shape.hidden as f64, shape.vocab as f64);

@@ -57,9 +57,26 @@ pub trait Launcher {
     }
 }
 
+/// Refuses a plan graded on a stack no public launcher runs: `deepseek`, DeepSeek's own
+/// (HAI-LLM as the V3 report describes it), whose DualPipe pairing and settings no launcher's
+/// file would reproduce.
+fn launched(name: &str, launch: &Launch) -> Result<()> {
+    use crate::cost::step::stack::Stack;
+    if launch.detailed && launch.options.stack == Stack::DeepSeek {
+        return Err(crate::error::Error::invalid(
+            "--format",
+            name,
+            "a plan on a stack a public launcher runs: the deepseek stack is DeepSeek's own (HAI-LLM, as the V3 report describes it), which no launcher's file reproduces; grade the plan on --stack megatron-te or torchtitan to write one",
+        ));
+    }
+    Ok(())
+}
+
 impl<T: Launcher> Exporter for T {
     fn check(&self, report: &CheckReport) -> Result<String> {
-        self.render(&Launch::from_check(report)?)
+        let launch = Launch::from_check(report)?;
+        launched(T::NAME, &launch)?;
+        self.render(&launch)
     }
     fn write_search(&self, _: &SearchReport, _: &dyn Ranked, _: &mut dyn io::Write) -> Result<()> {
         Err(one_plan(T::NAME))
@@ -68,6 +85,7 @@ impl<T: Launcher> Exporter for T {
         Err(one_plan(T::NAME))
     }
     fn launch(&self, launch: &Launch) -> Result<String> {
+        launched(T::NAME, launch)?;
         self.render(launch)
     }
     fn side_notes(&self, launch: &Launch) -> Vec<String> {

@@ -118,7 +118,13 @@ impl Shared {
             if i > 0 && run_of(&steps[i - 1]) != run_of(s) {
                 self.run.clear();
             }
-            let key = s.unscheduled();
+            // A slot shares its unscheduled time, whose all-to-alls DualPipeV's paired chunks
+            // hide on a stack that pairs them (`moe_layer_comm`): DualPipeV steps keep a slot
+            // of their own.
+            let key = match s.schedule {
+                Schedule::DualPipeV => *s,
+                _ => s.unscheduled(),
+            };
             let slot = match self.run.iter().find(|(k, _)| *k == key) {
                 Some(&(_, slot)) => slot,
                 None => {

@@ -47,7 +47,6 @@ pub(super) fn write(r: &SearchReport, plans: &dyn Ranked, sink: &mut dyn io::Wri
     written(sink.write_all(out.as_bytes()))
 }
 
-/// The search's budget in FLOPs, and the compute-optimal split of it.
 /// The plans [`v_schedule_lines`] looks through, and the row numbers it names.
 const V_NOTE_PLANS: usize = 1000;
 const V_NOTE_ROWS: usize = 12;
@@ -96,6 +95,7 @@ fn v_schedule_lines(plans: &dyn Ranked) -> String {
     out
 }
 
+/// The search's budget in FLOPs, and the compute-optimal split of it.
 fn budget_lines(r: &SearchReport) -> String {
     let mut out = String::new();
     let b = &r.brief;
