@@ -7,8 +7,14 @@ mod common;
 use common::trainplan;
 use serde_json::Value;
 
-/// `check --json` of Llama 3 70B on 256 H100s at TP 8 × PP 8 on `stack` under `schedule`.
-fn check_70b(stack: &str, schedule: &str) -> assert_cmd::assert::Assert {
+/// What a command wrote on standard error, once it exited with status 2 (bad input).
+fn refusal_of(out: assert_cmd::assert::Assert) -> String {
+    String::from_utf8(out.code(2).get_output().stderr.clone()).unwrap()
+}
+
+/// `check` of Llama 3 70B on 256 H100s at TP 8 × PP 8 on `stack` under `schedule`, with
+/// `more`.
+fn check_70b(stack: &str, schedule: &str, more: &[&str]) -> assert_cmd::assert::Assert {
     trainplan()
         .args([
             "check", "--model", "70b", "--gpus", "256", "--gpu", "h100-sxm",
@@ -16,12 +22,16 @@ fn check_70b(stack: &str, schedule: &str) -> assert_cmd::assert::Assert {
         .args(["--tp", "8", "--pp", "8", "--zero", "2", "--tokens", "1e12"])
         .args(["--memory", "detailed", "--time", "detailed"])
         .args(["--recompute", "selective-op", "--stack", stack])
-        .args(["--schedule", schedule, "--json"])
+        .args(["--schedule", schedule])
+        .args(more)
         .assert()
 }
 
 fn plan(stack: &str, schedule: &str) -> Value {
-    let out = check_70b(stack, schedule).get_output().stdout.clone();
+    let out = check_70b(stack, schedule, &["--json"])
+        .get_output()
+        .stdout
+        .clone();
     serde_json::from_slice(&out).expect("check --json writes a plan")
 }
 
@@ -56,60 +66,25 @@ fn the_v_schedules_shrink_the_bubble_at_the_activations_their_papers_state() {
 
 #[test]
 fn a_stack_without_the_v_schedules_refuses_them_by_name() {
-    let err = check_70b("megatron-te", "zbv")
-        .code(2)
-        .get_output()
-        .stderr
-        .clone();
-    let err = String::from_utf8(err).unwrap();
+    let err = refusal_of(check_70b("megatron-te", "zbv", &[]));
     assert!(
         err.contains("the megatron-te stack has no zbv schedule")
             && err.contains("--stack torchtitan"),
         "{err}"
     );
-    let err = check_70b("torchtitan-compile", "dualpipev")
-        .code(2)
-        .get_output()
-        .stderr
-        .clone();
-    assert!(String::from_utf8(err)
-        .unwrap()
-        .contains("refuse compiled stages"));
+    let err = refusal_of(check_70b("torchtitan-compile", "dualpipev", &[]));
+    assert!(err.contains("refuse compiled stages"));
     // DualPipe itself (two copies of the parameters) is named, with its one-copy form.
-    let err = check_70b("torchtitan", "dualpipe")
-        .code(2)
-        .get_output()
-        .stderr
-        .clone();
-    assert!(String::from_utf8(err)
-        .unwrap()
-        .contains("dualpipev is its one-copy V form"));
+    let err = refusal_of(check_70b("torchtitan", "dualpipe", &[]));
+    assert!(err.contains("dualpipev is its one-copy V form"));
 }
 
 #[test]
 fn a_v_schedule_needs_two_micro_batches_a_gpu_at_least() {
     // 16,777,216 tokens of 8,192 over DP 4 at b = 16: 128 micro-batches; at PP 8 DualPipeV
     // needs 16. A batch of 8 × 8,192 × 4 tokens a step gives 8, too few.
-    let err = trainplan()
-        .args([
-            "check", "--model", "70b", "--gpus", "256", "--gpu", "h100-sxm",
-        ])
-        .args(["--tp", "8", "--pp", "8", "--tokens", "1e12", "--zero", "2"])
-        .args([
-            "--memory",
-            "detailed",
-            "--time",
-            "detailed",
-            "--stack",
-            "torchtitan",
-        ])
-        .args(["--global-batch-tokens", "262144", "--schedule", "dualpipev"])
-        .assert()
-        .code(2)
-        .get_output()
-        .stderr
-        .clone();
-    let err = String::from_utf8(err).unwrap();
+    let more = ["--global-batch-tokens", "262144"];
+    let err = refusal_of(check_70b("torchtitan", "dualpipev", &more));
     assert!(err.contains("at least 16 micro-batches"), "{err}");
 }
 
@@ -167,61 +142,15 @@ fn torchtitan_runs_what_the_v_plans_write_and_reads_them_back() {
         assert_eq!(read["step_seconds"], plan["step_seconds"]);
     }
     // Megatron-LM and DeepSpeed have neither: their exports refuse the plan by name.
-    let refusal = |format: &str| {
-        let out = check_405b("zbv", &["--format", format]).code(2);
-        String::from_utf8(out.get_output().stderr.clone()).unwrap()
-    };
+    let refusal = |format: &str| refusal_of(check_405b("zbv", &["--format", format]));
     assert!(refusal("megatron").contains("zbv is not Megatron-core's"));
     assert!(refusal("deepspeed").contains("runs 1F1B alone"));
 }
 
-#[test]
-fn search_on_torchtitan_chooses_a_v_schedule_where_it_is_fastest() {
-    let out = trainplan()
-        .args([
-            "search", "--models", "70b", "--gpus", "1024", "--gpu", "h100-sxm",
-        ])
-        .args([
-            "--memory",
-            "detailed",
-            "--time",
-            "detailed",
-            "--stack",
-            "torchtitan",
-        ])
-        .args([
-            "--max-days",
-            "90",
-            "--recompute",
-            "none",
-            "--micro-batches",
-            "1",
-        ])
-        .args([
-            "--sequence-parallel",
-            "on",
-            "--top",
-            "6",
-            "--rank",
-            "days",
-            "--json",
-        ])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let report: Value = serde_json::from_slice(&out).unwrap();
-    let plans = report["plans"].as_array().expect("plans");
-    // Each layout keeps its fastest schedule: on every pipeline among the fastest, a V
-    // schedule, whose bubble is a fraction of 1F1B's and interleaving's.
-    let piped: Vec<&Value> = plans.iter().filter(|p| p["layout"]["pp"] != 1).collect();
-    assert!(!piped.is_empty());
-    for p in piped {
-        assert_eq!(p["step"]["schedule"], "zbv", "{p}");
-    }
-    // The report says why: the schedule, its bubble and its memory.
-    let text = trainplan()
+/// What a search of Llama 3 70B on 1,024 H100s on torchtitan, fastest first, writes, with
+/// `more`.
+fn search_70b(more: &[&str]) -> Vec<u8> {
+    trainplan()
         .args([
             "search", "--models", "70b", "--gpus", "1024", "--gpu", "h100-sxm",
         ])
@@ -242,12 +171,27 @@ fn search_on_torchtitan_chooses_a_v_schedule_where_it_is_fastest() {
             "1",
         ])
         .args(["--sequence-parallel", "on", "--top", "6", "--rank", "days"])
+        .args(more)
         .assert()
         .success()
         .get_output()
         .stdout
-        .clone();
-    let text = String::from_utf8(text).unwrap();
+        .clone()
+}
+
+#[test]
+fn search_on_torchtitan_chooses_a_v_schedule_where_it_is_fastest() {
+    let report: Value = serde_json::from_slice(&search_70b(&["--json"])).unwrap();
+    let plans = report["plans"].as_array().expect("plans");
+    // Each layout keeps its fastest schedule: on every pipeline among the fastest, a V
+    // schedule, whose bubble is a fraction of 1F1B's and interleaving's.
+    let piped: Vec<&Value> = plans.iter().filter(|p| p["layout"]["pp"] != 1).collect();
+    assert!(!piped.is_empty());
+    for p in piped {
+        assert_eq!(p["step"]["schedule"], "zbv", "{p}");
+    }
+    // The report says why: the schedule, its bubble and its memory.
+    let text = String::from_utf8(search_70b(&[])).unwrap();
     assert!(
         text.contains("run zbv: ZB-V: two chunks a GPU in a V"),
         "{text}"

@@ -734,13 +734,21 @@ fn group_table(title: &str, groups: Vec<(String, Vec<&Prediction>)>) -> String {
     out
 }
 
+/// Each graded row (its place in `rows`, its prediction, whether over its card) with its row.
+fn graded_rows<'a>(
+    rows: &'a [BridgeRow],
+    graded: &[(usize, Prediction, bool)],
+) -> Vec<(&'a BridgeRow, Prediction, bool)> {
+    graded
+        .iter()
+        .map(|(i, p, o)| (&rows[*i], p.clone(), *o))
+        .collect()
+}
+
 fn bridge_table() -> String {
     let (rows, graded, refused) = bridge_graded(false);
     let mut out = bridge_row_table(&rows, &graded);
-    let with: Vec<(&BridgeRow, Prediction, bool)> = graded
-        .iter()
-        .map(|(i, p, o)| (&rows[*i], p.clone(), *o))
-        .collect();
+    let with = graded_rows(&rows, &graded);
     for (title, groups) in [
         ("chip", bridge_groups(&with, |r| r.chip.as_str())),
         ("precision", bridge_groups(&with, |r| r.precision.as_str())),
@@ -775,10 +783,7 @@ fn bridge_table() -> String {
 fn bridge_moe_table() -> String {
     let (rows, graded, refused) = bridge_graded(true);
     let mut out = bridge_row_table(&rows, &graded);
-    let with: Vec<(&BridgeRow, Prediction, bool)> = graded
-        .iter()
-        .map(|(i, p, o)| (&rows[*i], p.clone(), *o))
-        .collect();
+    let with = graded_rows(&rows, &graded);
     for (title, groups) in [
         ("model", bridge_groups(&with, |r| r.model.as_str())),
         ("chip", bridge_groups(&with, |r| r.chip.as_str())),
@@ -839,10 +844,7 @@ fn every_bridge_row_is_graded_or_says_why_and_each_chip_is_within_its_bound() {
     assert_eq!(graded.len() + refused.len(), rows.len());
     assert!(rows.len() >= 70, "{}", rows.len());
     assert!(refused.iter().all(|(_, why)| !why.is_empty()));
-    let with: Vec<(&BridgeRow, Prediction, bool)> = graded
-        .iter()
-        .map(|(i, p, o)| (&rows[*i], p.clone(), *o))
-        .collect();
+    let with = graded_rows(&rows, &graded);
     let chips = bridge_groups(&with, |r| r.chip.as_str());
     assert!(chips.iter().any(|(c, _)| c == "H100"));
     assert!(chips.iter().any(|(c, _)| c == "GB200") && chips.iter().any(|(c, _)| c == "B200"));

@@ -129,7 +129,8 @@ impl Distinct {
     }
 
     /// What makes a candidate one choice: its shape, and for `Layout` its layout and step
-    /// (any interleaving depth or V schedule the same: a schedule beyond 1F1B is one choice, its fastest kept); for `Plan` also its tokens.
+    /// (any interleaving depth or V schedule the same: a schedule beyond 1F1B is one choice,
+    /// its fastest kept); for `Plan` also its tokens.
     pub fn key(self, c: &Candidate) -> ChoiceKey {
         self.key_of(c.shape, &c.layout, c.model.step(), c.tokens)
     }

@@ -42,7 +42,7 @@ pub enum MemorySpace {
         /// Also the V schedules the stack runs ([`crate::cost::step::stack::VSchedules`]): for
         /// each 1F1B step of a pipeline whose stages have room for two chunks each, ZB-V and
         /// DualPipeV where the micro-batches are at least the schedule's fewest
-        /// ([`Step::fewest_micro_batches`]).
+        /// ([`Schedule::fewest_micro_batches`]).
         v_schedules: bool,
         /// The batch each layout aims at, when no step fixes it: each step's
         /// `global_batch_tokens` is then replaced, layout by layout, by the whole rounds of
@@ -278,13 +278,12 @@ impl MemorySpace {
         let interleaves = |s: &Step| micro_batches(s).is_some_and(|m| m % layout.pp == 0);
         // The V schedules the space adds, and whether a step's micro-batches are enough.
         let runs = options.stack.settings().v_schedules;
-        let vs: Vec<Schedule> = [Schedule::ZeroBubbleV, Schedule::DualPipeV]
-            .into_iter()
-            .filter(|v| *v_schedules && deepest >= 2 && v.runs_on(runs))
-            .collect();
+        let adds_v = *v_schedules && deepest >= 2;
+        let vs =
+            [Schedule::ZeroBubbleV, Schedule::DualPipeV].map(|v| (v, adds_v && v.runs_on(runs)));
+        let vs = vs.iter().filter(|(_, on)| *on).map(|&(v, _)| v);
         let v_runs = |s: &Step, schedule: Schedule| {
-            let v = Step { schedule, ..*s };
-            micro_batches(s).is_some_and(|m| m >= v.fewest_micro_batches(layout.pp))
+            micro_batches(s).is_some_and(|m| m >= schedule.fewest_micro_batches(layout.pp))
         };
         let n = all.len();
         if all.iter().any(|s| s.schedule != Schedule::OneFOneB) {
@@ -302,7 +301,7 @@ impl MemorySpace {
                         });
                     }
                 }
-                for &schedule in vs.iter().filter(|&&v| v_runs(&s, v)) {
+                for schedule in vs.clone().filter(|&v| v_runs(&s, v)) {
                     all.push(Step { schedule, ..s });
                 }
             }
@@ -346,7 +345,7 @@ impl MemorySpace {
                     }
                 }
             }
-            for &schedule in &vs {
+            for schedule in vs.clone() {
                 all.extend(
                     run.iter()
                         .filter(|s| v_runs(s, schedule))

@@ -270,12 +270,10 @@ impl Detailed {
         let stack = self.options.stack;
         let settings = stack.settings();
         let schedule = self.step.schedule;
-        let interleaves = matches!(schedule, Schedule::Interleaved(_));
-        if (interleaves && settings.interleaving)
-            || (!interleaves && schedule.runs_on(settings.v_schedules))
-        {
+        if schedule.runs_with(&settings) {
             return Ok(());
         }
+        let interleaves = matches!(schedule, Schedule::Interleaved(_));
         // The schedules the stack runs, as the refusal names them.
         let mut runs = vec!["1f1b".to_string()];
         if settings.interleaving {

@@ -157,6 +157,28 @@ impl Schedule {
         matches!(self, Schedule::ZeroBubbleV | Schedule::DualPipeV)
     }
 
+    /// The fewest micro-batches a V schedule runs over `pp` GPUs: `2p` for DualPipeV
+    /// (PyTorch's `ScheduleDualPipeV` raises below as many micro-batches as stages,
+    /// `deepseek-ai/DualPipe`'s asserts `≥ 2·ranks`), `2p − 1` for ZB-V (PyTorch's
+    /// `ScheduleZBVZeroBubble` runs at least `2p − 1`, idling the ones it adds); 1 for the
+    /// others.
+    pub fn fewest_micro_batches(self, pp: u64) -> u64 {
+        match self {
+            Schedule::DualPipeV => 2 * pp,
+            Schedule::ZeroBubbleV => (2 * pp).saturating_sub(1),
+            Schedule::OneFOneB | Schedule::Interleaved(_) => 1,
+        }
+    }
+
+    /// Whether a stack with `settings` runs this schedule: 1F1B always, interleaving where it
+    /// interleaves, a V schedule where it has it ([`Schedule::runs_on`]).
+    pub fn runs_with(self, settings: &crate::cost::step::stack::Settings) -> bool {
+        match self {
+            Schedule::Interleaved(_) => settings.interleaving,
+            _ => self.runs_on(settings.v_schedules),
+        }
+    }
+
     /// Whether a stack whose V schedules are `v` runs this schedule (every one but the V
     /// schedules, and those it has).
     pub fn runs_on(self, v: crate::cost::step::stack::VSchedules) -> bool {

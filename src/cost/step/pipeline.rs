@@ -453,25 +453,12 @@ impl Step {
         self.interleaving_refused(layout, m, few.map(|k| k.layers))
     }
 
-    /// The fewest micro-batches a V schedule runs over `pp` GPUs: `2p` for DualPipeV
-    /// (PyTorch's `ScheduleDualPipeV` raises below as many micro-batches as stages,
-    /// `deepseek-ai/DualPipe`'s asserts `≥ 2·ranks`), `2p − 1` for ZB-V (PyTorch's
-    /// `ScheduleZBVZeroBubble` runs at least `2p − 1`, idling the ones it adds); 1 for the
-    /// others.
-    pub fn fewest_micro_batches(&self, pp: u64) -> u64 {
-        match self.schedule {
-            Schedule::DualPipeV => 2 * pp,
-            Schedule::ZeroBubbleV => (2 * pp).saturating_sub(1),
-            Schedule::OneFOneB | Schedule::Interleaved(_) => 1,
-        }
-    }
-
     /// Whether [`Step::interleaving_allowed_in`] lets the step's schedule be, without the
     /// reason when it does not: 1F1B always; `v` chunks where the pipeline has two stages or
     /// more, the `m` micro-batches are a multiple of them and every stage has room for `v`
     /// chunks ([`StageKinds::deepest_interleaving`]); a V schedule where the pipeline has two
     /// stages or more, every stage room for two chunks and the `m` micro-batches are at
-    /// least [`Step::fewest_micro_batches`].
+    /// least [`Schedule::fewest_micro_batches`].
     #[inline]
     pub fn interleaves_in(&self, layout: &Layout, kinds: &StageKinds, m: u64) -> bool {
         match self.schedule {
@@ -481,13 +468,13 @@ impl Step {
             }
             Schedule::ZeroBubbleV | Schedule::DualPipeV => {
                 layout.pp >= 2
-                    && m >= self.fewest_micro_batches(layout.pp)
+                    && m >= self.schedule.fewest_micro_batches(layout.pp)
                     && kinds.deepest_interleaving() >= 2
             }
         }
     }
 
-    /// Why an interleaved or V step is refused: the first rule it breaks.
+    /// Why an interleaved or V step is refused: the first rule it breaks (none: `Ok`).
     #[cold]
     fn interleaving_refused(&self, layout: &Layout, m: u64, short: Option<u64>) -> Result<()> {
         if layout.pp < 2 {
@@ -497,7 +484,7 @@ impl Step {
                 "1f1b when pp = 1",
             ));
         }
-        let fewest = self.fewest_micro_batches(layout.pp);
+        let fewest = self.schedule.fewest_micro_batches(layout.pp);
         if self.schedule.is_v() && m < fewest {
             return Err(Error::invalid(
                 "--schedule",
@@ -541,14 +528,7 @@ impl Step {
         }
         let v = self.schedule.chunks();
         let short = (0..stage_layers.len()).find(|&i| chunk_room(stage_layers, i) < v);
-        let few_micro_batches = self.schedule.is_v() && m < self.fewest_micro_batches(layout.pp);
-        if layout.pp < 2 || few_micro_batches || short.is_some() {
-            return self.interleaving_refused(layout, m, short.map(|i| stage_layers[i]));
-        }
-        if !self.schedule.is_v() && m % layout.pp != 0 {
-            return self.interleaving_refused(layout, m, None);
-        }
-        Ok(())
+        self.interleaving_refused(layout, m, short.map(|i| stage_layers[i]))
     }
 
     /// Micro-batches' worth of one stage's layers whose activations stage `stage` holds at
@@ -605,8 +585,8 @@ mod tests {
         }
         // Never more than the step's micro-batches.
         assert_eq!(step(Schedule::DualPipeV).in_flight(0, 8, 4), 4.0);
-        assert_eq!(step(Schedule::DualPipeV).fewest_micro_batches(8), 16);
-        assert_eq!(step(Schedule::ZeroBubbleV).fewest_micro_batches(8), 15);
+        assert_eq!(Schedule::DualPipeV.fewest_micro_batches(8), 16);
+        assert_eq!(Schedule::ZeroBubbleV.fewest_micro_batches(8), 15);
     }
 
     #[test]

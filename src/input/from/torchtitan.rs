@@ -465,13 +465,10 @@ pub fn parse_with(text: &str, path: &Path, world: Option<u64>) -> Result<FromFil
         }
         local
     };
+    let schedule = string(p, "parallelism", "pipeline_parallel_schedule")?.unwrap_or("1F1B");
     from.schedule = Some(
         // PyTorch's `get_schedule_class` matches the names without regard to case.
-        match string(p, "parallelism", "pipeline_parallel_schedule")?
-            .unwrap_or("1F1B")
-            .to_ascii_lowercase()
-            .as_str()
-        {
+        match schedule.to_ascii_lowercase().as_str() {
             "1f1b" => Schedule::OneFOneB,
             // Two stages a GPU in a V (torchtitan's "v" style; its default for a schedule of
             // several stages a GPU); a layers-per-stage given is checked for two.
@@ -500,7 +497,7 @@ pub fn parse_with(text: &str, path: &Path, world: Option<u64>) -> Result<FromFil
             }
             _ => return Err(error(
                 "parallelism.pipeline_parallel_schedule",
-                string(p, "parallelism", "pipeline_parallel_schedule")?.unwrap_or_default(),
+                schedule,
                 "1F1B, Interleaved1F1B, ZBVZeroBubble or DualPipeV, the schedules trainplan models",
             )),
         },

@@ -71,9 +71,7 @@ pub(crate) fn decide_depths(
     let settings = d.options.stack.settings();
     let stands = |schedule: Schedule| {
         let step = Step { schedule, ..d.step };
-        schedule.runs_on(settings.v_schedules)
-            && (!matches!(schedule, Schedule::Interleaved(_)) || settings.interleaving)
-            && step.interleaves_in(layout, kinds, m)
+        schedule.runs_with(&settings) && step.interleaves_in(layout, kinds, m)
     };
     // The rules' plain tests ([`Detailed::schedule_allowed`], [`Step::interleaves_in`]): where
     // they fail, each step is weighed for its own error, worked out once.
