@@ -36,6 +36,8 @@ fn eager(tp: u64, micro_batch: u64) -> Setting {
         tp,
         sequence_parallel: false,
         fp8: false,
+        latent_recompute: false,
+        probs_in_activation: false,
     }
 }
 

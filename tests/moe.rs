@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{json, trainplan};
+use common::{json, refuses, trainplan};
 use trainplan::cost::chip::flops::model_flops_per_token;
 use trainplan::cost::step::detailed::{Detailed, Options};
 use trainplan::cost::step::precision::Precision;
@@ -544,6 +544,71 @@ fn megatron_s_recompute_modules_keep_less_and_cost_what_they_recompute() {
     // layer-micro-batches: 2·4,096·8,192/2·32 / 1e9 = 1.074 GB; its time left out.
     assert!((none - norms - 1.074).abs() < 0.01, "{none} {norms}");
     assert_eq!(t_norms, t_none);
+}
+
+#[test]
+fn recomputing_latent_attention_s_up_projections_frees_their_outputs_for_a_forward_of_them() {
+    let v3 = fixture("deepseek-v3");
+    let plan = |extra: &[&str]| {
+        let mut args = vec![
+            "check",
+            "--model-config",
+            &v3,
+            "--tokens",
+            "1e12",
+            "--gpus",
+            "256",
+            "--pp",
+            "4",
+            "--ep",
+            "64",
+            "--seq-len",
+            "4096",
+            "--memory",
+            "detailed",
+            "--time",
+            "detailed",
+            "--recompute",
+            "selective",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        json(&args)
+    };
+    let at = |p: &serde_json::Value| {
+        (
+            p["memory_gb"]["activations"].as_f64().unwrap(),
+            p["step_seconds"].as_f64().unwrap(),
+        )
+    };
+    let (kept, t_kept) = at(&plan(&[]));
+    let (up, t_up) = at(&plan(&["--latent-recompute", "on"]));
+    // Each layer-micro-batch frees Q (128·192), K (128·192) and V (128·128) and the
+    // up-projections' inputs (1,536 + 512), BF16, on 4,096 tokens: 4,096 · 2 · (65,536 +
+    // 2,048) = 553.648128 MB; a whole number of them.
+    let layers = (kept - up) / 0.553_648_128;
+    assert!(
+        layers > 1.0 && (layers - layers.round()).abs() < 1e-6,
+        "{kept} {up}"
+    );
+    assert!(t_up > t_kept, "{t_up} {t_kept}");
+    // A model without latent attention has nothing for it to recompute.
+    refuses(
+        &[
+            "check",
+            "--model",
+            "8b",
+            "--tokens",
+            "1e12",
+            "--gpus",
+            "64",
+            "--memory",
+            "detailed",
+            "--latent-recompute",
+            "on",
+        ],
+        "--latent-recompute = on: off for llama3-8b, which has no latent attention",
+    );
 }
 
 #[test]

@@ -203,7 +203,7 @@ fn search_on_torchtitan_chooses_a_v_schedule_where_it_is_fastest() {
 /// requires only 180K H800 GPU hours, i.e., 3.7 days on our cluster with 2048 H800 GPUs" (§1),
 /// with PP 16, EP 64 over 8 nodes and ZeRO-1 (§3.2), DualPipe (§3.2.1), FP8 with fine-grained
 /// scaling (§3.3), 4K sequences and a batch of 15,360 (§4.2), the RMSNorms and MLA's
-/// up-projections recomputed (§3.2.3; selective recomputation here).
+/// up-projections recomputed (§3.2.3: `--norm-recompute`, `--latent-recompute`).
 #[test]
 fn deepseek_v3_s_report_is_reproduced_with_the_layout_it_states() {
     let out = trainplan()
@@ -230,6 +230,10 @@ fn deepseek_v3_s_report_is_reproduced_with_the_layout_it_states() {
             "blockwise",
             "--recompute",
             "selective",
+            "--norm-recompute",
+            "on",
+            "--latent-recompute",
+            "on",
         ])
         .args([
             "--memory", "detailed", "--time", "detailed", "--stages", "loss",

@@ -589,6 +589,12 @@ pub fn apply(d: &mut DesignArgs, mut f: FromFile, path: &str) -> Result<Vec<Stri
         kebab,
     )?;
     set_by(
+        "--latent-recompute",
+        &mut x.latent_recompute,
+        on(f.latent_recompute),
+        kebab,
+    )?;
+    set_by(
         "--moe-recompute",
         &mut x.moe_recompute,
         f.moe_recompute.map(|m| match m {

@@ -423,6 +423,9 @@ impl Run {
         options.norm_recompute = self
             .recompute_modules()
             .is_some_and(|m| m.iter().any(|m| m == "layernorm"));
+        options.latent_recompute = self
+            .recompute_modules()
+            .is_some_and(|m| m.iter().any(|m| m == "mla_up_proj"));
         options.ep_dispatcher = self.ep_dispatcher();
         options.fp8_recipe = self.fp8_recipe;
         options.fp8_params = self.fp8_params;

@@ -24,6 +24,9 @@ use crate::plan::verdict::{Exclusion, Exclusions};
 use crate::search::progress::{until_stopped, Progress, Silent};
 
 /// The memory models a search tries with each layout.
+// One value a search, never held in bulk: its detailed variant's size (the options copied by
+// value into every grade) costs nothing here.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum MemorySpace {
     /// The plate model alone.

@@ -72,6 +72,11 @@ pub struct DetailedArgs {
     /// GEMMs) [detailed; default: off].
     #[arg(long, value_enum)]
     pub norm_recompute: Option<OnOff>,
+    /// Recompute latent attention's up-projections in the backward instead of keeping the
+    /// queries, keys and values (Megatron-core's --recompute-modules mla_up_proj)
+    /// [detailed, megatron-te and deepseek; default: off].
+    #[arg(long, value_enum)]
+    pub latent_recompute: Option<OnOff>,
     /// How a mixture of experts's tokens cross nodes: alltoall, one message a route
     /// (Megatron-core's default), or deepep, one a token and node, forwarded over NVLink
     /// (--moe-token-dispatcher-type flex --moe-enable-deepep) [detailed; default: alltoall].
@@ -246,6 +251,7 @@ impl DetailedArgs {
             || self.ep_overlap.is_some()
             || self.moe_recompute.is_some()
             || self.norm_recompute.is_some()
+            || self.latent_recompute.is_some()
             || self.ep_dispatcher.is_some()
             || self.fp8_recipe.is_some()
             || self.fp8_params.is_some()
@@ -317,6 +323,9 @@ impl DetailedArgs {
             norm_recompute: self
                 .norm_recompute
                 .map_or(d.norm_recompute, |o| o == OnOff::On),
+            latent_recompute: self
+                .latent_recompute
+                .map_or(d.latent_recompute, |o| o == OnOff::On),
             ep_dispatcher: match self.ep_dispatcher {
                 Some(DispatcherArg::Alltoall) => Dispatcher::AllToAll,
                 Some(DispatcherArg::Deepep) => Dispatcher::DeepEp,

@@ -118,6 +118,9 @@ pub struct Context<'a> {
     /// The FP8 recipe, which sets the operands' and the casts' bytes
     /// ([`crate::cost::step::recipe`]); `None`: BF16, or the precision's own bytes.
     pub fp8_recipe: Option<Fp8Recipe>,
+    /// Latent attention's up-projections run again in the backward (Megatron-core's
+    /// `mla_up_proj` module, [`crate::cost::step::detailed::Options::latent_recompute`]).
+    pub latent_recompute: bool,
 }
 
 /// Seconds of one operation, or a group of them, forward and backward.
@@ -463,6 +466,19 @@ impl Context<'_> {
             .add(self.dense(tokens, l.kv_up / t, l.kv_rank))
     }
 
+    /// Latent attention's column-parallel up-projections from the gathered latents, `r_q →
+    /// a·d_qk/t` (where the queries have a latent) and `r_kv → a·(d_nope + d_v)/t`: what
+    /// Megatron-core's `mla_up_proj` module runs again in the backward.
+    fn up_projections(&self, l: &LatentWidths, w: &AttentionWidths) -> Op {
+        let t = self.tp as f64;
+        let tokens = self.tokens();
+        let kv = self.dense(tokens, l.kv_up / t, l.kv_rank);
+        match l.q_rank {
+            Some(r) => self.dense(tokens, w.query / t, r).add(kv),
+            None => kv,
+        }
+    }
+
     /// One layer's seconds per micro-batch under `recompute`.
     pub fn layer(&self, shape: &Shape, recompute: Recompute) -> LayerTime {
         let t = self.tp as f64;
@@ -502,6 +518,12 @@ impl Context<'_> {
                     + elementwise.forward
             }
         };
+        // `mla_up_proj` (with none or selective recomputation, which leave the projections)
+        // projects the queries, keys and values again from the kept latents; RoPE's
+        // element-wise pass on them is left out.
+        if let (true, Some(l)) = (self.latent_recompute, w.latent) {
+            time.recompute += self.up_projections(&l, &w).forward;
+        }
         time
     }
 
@@ -647,6 +669,7 @@ mod tests {
             narrow_peak_flops: 1979e12,
             narrow_ceiling: chip.fp8_ceiling().unwrap(),
             fp8_recipe: None,
+            latent_recompute: false,
         }
     }
 
@@ -751,6 +774,18 @@ mod tests {
         let flops = t * t * 40_960.0 / 4.0;
         assert!((layer.attention.forward - flops / rate).abs() < 1e-12);
         assert!((layer.attention.backward - 2.5 * flops / rate).abs() < 1e-12);
+        // `mla_up_proj` runs the two up-projections' forward again, and nothing else.
+        let up = c.gemm(t, 6_144.0, 1_536.0) + c.gemm(t, 8_192.0, 512.0);
+        for recompute in [Recompute::None, Recompute::Selective] {
+            let kept = c.layer(&shape, recompute);
+            let again = Context {
+                latent_recompute: true,
+                ..c
+            }
+            .layer(&shape, recompute);
+            let more = again.recompute - kept.recompute;
+            assert!((more - up).abs() < 1e-12 * up, "{recompute:?}: {more} {up}");
+        }
     }
 
     #[test]
@@ -870,6 +905,7 @@ mod tests {
             narrow_peak_flops: 0.0,
             narrow_ceiling: 0.0,
             fp8_recipe: None,
+            latent_recompute: false,
         };
         let s = Shape::new("gpt3", 96, 12_288, 32_768, 96, 96, 51_200).unwrap();
         let a = c.attention(&s);

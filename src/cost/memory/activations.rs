@@ -137,6 +137,9 @@ struct Kept {
     split: Split,
     /// Recomputed under selective recomputation.
     attention_core: bool,
+    /// Latent attention's up-projections' inputs and outputs (the queries, keys and values),
+    /// recomputed under Megatron-core's `mla_up_proj` module ([`Setting::latent_recompute`]).
+    up_projection: bool,
 }
 
 const fn kept(bytes_per_token: f64, split: Split) -> Kept {
@@ -144,6 +147,7 @@ const fn kept(bytes_per_token: f64, split: Split) -> Kept {
         bytes_per_token,
         split,
         attention_core: false,
+        up_projection: false,
     }
 }
 
@@ -152,6 +156,17 @@ const fn core(bytes_per_token: f64) -> Kept {
         bytes_per_token,
         split: Split::Tensor,
         attention_core: true,
+        up_projection: false,
+    }
+}
+
+/// What latent attention's up-projections make or take, which `mla_up_proj` recomputes.
+const fn up(bytes_per_token: f64, split: Split) -> Kept {
+    Kept {
+        bytes_per_token,
+        split,
+        attention_core: false,
+        up_projection: true,
     }
 }
 
@@ -186,11 +201,11 @@ fn tensors(layer: Layer, shape: &Shape, s: f64, fp8: bool) -> Tensors {
                 // The down-projections' input: one BF16 tensor, or each projection's FP8 copy.
                 kept(2.0 * h, Replicated),
                 kept(2.0 * q_rank + 2.0 * l.kv_rank, Replicated), // the latents' RMSNorm inputs
-                kept(input * (q_rank + l.kv_rank), Replicated),   // the up-projections' inputs
+                up(input * (q_rank + l.kv_rank), Replicated),     // the up-projections' inputs
                 kept(2.0 * l.rope, Whole), // the shared RoPE key, gathered whole
-                kept(2.0 * w.query, Tensor), // Q, RoPE applied
-                kept(2.0 * w.key, Tensor), // K, the shared RoPE key in each head
-                kept(2.0 * w.value, Tensor), // V
+                up(2.0 * w.query, Tensor), // Q, RoPE applied
+                up(2.0 * w.key, Tensor),   // K, the shared RoPE key in each head
+                up(2.0 * w.value, Tensor), // V
                 kept(2.0 * w.output + output_copy, Tensor), // attention output O (and its FP8 copy)
                 core(4.0 * a),             // log-sum-exp, FP32
                 kept(2.0 * h, Replicated), // MLP RMSNorm input
@@ -290,6 +305,20 @@ pub struct Setting {
     /// Engine's FP8 recipes), 1 byte an element; NVFP4 and MXFP4 steps are counted the same
     /// (their 1/2 + scales bytes would be less: an upper bound, not modelled finer yet).
     pub fp8: bool,
+    /// Latent attention's up-projections recomputed in the backward (Megatron-core's
+    /// `mla_up_proj` module, [`crate::cost::step::detailed::Options::latent_recompute`]):
+    /// the queries, keys and values and the up-projections' saved inputs are freed after the
+    /// attention core (`discard_output_and_register_recompute`) and projected again from the
+    /// latents the checkpoint keeps, which the list keeps anyway (the latents' norm inputs
+    /// and the shared RoPE key).
+    pub latent_recompute: bool,
+    /// The router's probabilities multiply each route inside the experts' activation
+    /// (Megatron-core's `weighted_bias_swiglu_impl` in `TEGroupedMLP`, and Transformer
+    /// Engine's fused grouped MLP, which scale SwiGLU's output by the route's probability),
+    /// so the probability's gradient comes from what the activation keeps; else the combine
+    /// weighs each expert's output and keeps it for that gradient, `2h` a route (the stacks'
+    /// `Settings::probs_in_activation`).
+    pub probs_in_activation: bool,
 }
 
 impl Setting {
@@ -316,8 +345,10 @@ impl Setting {
     /// Bytes one TP rank keeps from forward to backward for one layer and one micro-batch.
     pub fn stored(&self, shape: &Shape, recompute: Recompute) -> f64 {
         match recompute {
-            Recompute::None => self.sum(shape, |_| true),
-            Recompute::Selective => self.sum(shape, |t| !t.attention_core),
+            Recompute::None => self.sum(shape, |t| !self.recomputes_up(t)),
+            Recompute::Selective => {
+                self.sum(shape, |t| !t.attention_core && !self.recomputes_up(t))
+            }
             Recompute::Full => self.layer_input(shape),
             Recompute::SelectiveOp => self.selective_op(shape),
             Recompute::SaveQkv => {
@@ -329,6 +360,11 @@ impl Setting {
                 (self.stored(shape, Recompute::None) + self.stored(shape, Recompute::Full)) / 2.0
             }
         }
+    }
+
+    /// Whether `tensor` is one `mla_up_proj` recomputes and the step recomputes it.
+    fn recomputes_up(&self, tensor: &Kept) -> bool {
+        self.latent_recompute && tensor.up_projection
     }
 
     /// What torchtitan's op-level policy keeps (`_save_list` in torchtitan's
@@ -358,20 +394,39 @@ impl Setting {
         .sum()
     }
 
-    /// The output an MoE layer's pre-MLP RMSNorm keeps as the router's and the dispatch's
-    /// input, `input·s·b·h` bytes (`input` 2 in BF16, 1 for an FP8 copy; the eager kernels'
-    /// BF16 output, 2), split by t under sequence parallelism: what Megatron-core's
-    /// `--recompute-modules layernorm` recomputes from the norm's input instead of keeping. It
-    /// recomputes only norms that are modules of their own: Transformer Engine's layer spec
-    /// fuses the attention's norm, and a dense layer's MLP norm, into the next GEMM
-    /// (`LayerNormLinear`, the `IdentityOp` norms of `gpt_layer_specs.py`), which keeps its
-    /// output, so only an MoE layer's pre-MLP norm is recomputed.
+    /// The output an MoE layer's pre-MLP RMSNorm keeps, its BF16 `2·s·b·h` bytes (split by t
+    /// under sequence parallelism), whatever the step's precision: the router's matrix runs
+    /// outside the FP8 recipes and keeps its BF16 input (Megatron-core's
+    /// `RouterGatingLinearFunction` saves `inp` and casts to FP32 inside), which in BF16 is
+    /// also the shared experts' and the dispatch's input. What Megatron-core's
+    /// `--recompute-modules layernorm` recomputes from the norm's input instead of keeping
+    /// (the FP8 copies the GEMMs made of it stay). It recomputes only norms that are modules
+    /// of their own: Transformer Engine's layer spec fuses the attention's norm, and a dense
+    /// layer's MLP norm, into the next GEMM (`LayerNormLinear`, the `IdentityOp` norms of
+    /// `gpt_layer_specs.py`), which keeps its output, so only an MoE layer's pre-MLP norm is
+    /// recomputed.
     pub fn norm_output(&self, shape: &Shape) -> f64 {
-        let input = match self.layer {
-            Layer::Llama(Kernels::Eager) | Layer::Gpt => 2.0,
-            Layer::Llama(_) => self.input_bytes(),
+        self.bytes(&kept(2.0 * shape.hidden as f64, Split::Replicated))
+    }
+
+    /// What an MoE layer keeps of its pre-MLP norm's output beyond the dense part's list,
+    /// which counts one GEMM input of `input·h` bytes a token (the shared experts' gate/up
+    /// input, [`tensors`]): the norm's BF16 output `2h` ([`Setting::norm_output`]), and with
+    /// FP8 the shared experts' own FP8 copy `h` where they run and are not recomputed with the
+    /// layer (`moe`). 0 in BF16, where they are one tensor; `h` or `2h` with FP8 (DeepSeek-V3:
+    /// 14,336 bytes a token, the router's input the dense part's list left out).
+    fn router_input(&self, shape: &Shape, r: &Routed, moe: MoeRecompute) -> f64 {
+        if !matches!(self.layer, Layer::Llama(Kernels::Fused | Kernels::Lean)) {
+            return 0.0;
+        }
+        let h = shape.hidden as f64;
+        let shared_copy = if self.fp8 && r.shared > 0.0 && moe != MoeRecompute::Layer {
+            h
+        } else {
+            0.0
         };
-        self.bytes(&kept(input * shape.hidden as f64, Split::Replicated))
+        let extra = 2.0 * h + shared_copy - self.input_bytes() * h;
+        self.bytes(&kept(extra, Split::Replicated))
     }
 
     /// Bytes of SwiGLU's output a route keeps at width `f_e/ETP` under the layer's kernels, what
@@ -399,8 +454,8 @@ impl Setting {
     /// produces for its inputs, in the MLP's backward, which comes first.
     pub fn working_set(&self, shape: &Shape, recompute: Recompute) -> f64 {
         let recomputed = match recompute {
-            Recompute::None => 0.0,
-            Recompute::Selective => self.sum(shape, |t| t.attention_core),
+            Recompute::None => self.sum(shape, |t| self.recomputes_up(t)),
+            Recompute::Selective => self.sum(shape, |t| t.attention_core || self.recomputes_up(t)),
             Recompute::Full | Recompute::SelectiveLayer => self.sum(shape, |_| true),
             // Everything but the Q, K and V it kept.
             Recompute::SaveQkv => {
@@ -427,10 +482,16 @@ impl Setting {
     /// Bytes one rank keeps of an MoE layer's routed part for one micro-batch, `r` its
     /// routing ([`Routed`]): for each of its `R` routes the dispatched input the grouped GEMM
     /// keeps (`h`, BF16 or its FP8 copy), SwiGLU's inputs and output at the rank's width
-    /// `f_e/ETP` (as a dense SwiGLU keeps them, [`Kernels`]) and the expert's output the
-    /// combine weights by the router's probability (`2h`, kept for the probability's gradient);
-    /// and for each of the rank's `T/TP` tokens the router's FP32 logits and probabilities over
-    /// the `E` experts (`8E`).
+    /// `f_e/ETP` (as a dense SwiGLU keeps them, [`Kernels`]) and, unless the probabilities
+    /// multiply inside the activation ([`Setting::probs_in_activation`]), the expert's output
+    /// the combine weights by the router's probability (`2h`, kept for the probability's
+    /// gradient); and for each of the rank's `T/TP` tokens the router's FP32 logits and
+    /// probabilities over the `E` experts (`8E`). Transformer Engine's fused grouped MLP
+    /// (`ops/fused/grouped_mlp.py`, "save state for backward pass") keeps for DeepSeek-V3 in
+    /// MXFP8 the gate/up input's FP8 copy (`h`), their BF16 output (`4f_e`), the
+    /// probabilities and the down projection's FP8 input (`f_e`): 7,168 + 8,192 + 2,048 =
+    /// 17,408 bytes a route here, 17,700 with the MXFP8 scales (1/32 of each copy) and the
+    /// probability, which this count leaves out; and no expert output.
     fn routed_bytes(&self, shape: &Shape, r: &Routed) -> f64 {
         let h = shape.hidden as f64;
         let input = self.input_bytes();
@@ -441,7 +502,12 @@ impl Setting {
             Layer::Llama(Kernels::Eager) => 8.0 * f,
         };
         let tokens = (self.seq_len * self.micro_batch) as f64 / self.tp as f64;
-        r.routes * (input * h + swiglu + 2.0 * h) + tokens * 8.0 * r.experts
+        let output = if self.probs_in_activation {
+            0.0
+        } else {
+            2.0 * h
+        };
+        r.routes * (input * h + swiglu + output) + tokens * 8.0 * r.experts
     }
 
     /// Bytes one rank keeps of an MoE layer for one micro-batch under `recompute`: its dense
@@ -471,13 +537,14 @@ impl Setting {
         } else {
             dense
         };
+        let router = self.router_input(shape, r, moe);
         match recompute {
             Recompute::Full => self.layer_input(shape),
             Recompute::SelectiveLayer => {
                 (self.stored_moe(shape, r, Recompute::None, moe) + self.layer_input(shape)) / 2.0
             }
-            Recompute::Selective => self.stored(&dense, Recompute::Selective) + routed,
-            _ => self.stored(&dense, Recompute::None) + routed,
+            Recompute::Selective => self.stored(&dense, Recompute::Selective) + routed + router,
+            _ => self.stored(&dense, Recompute::None) + routed + router,
         }
     }
 
@@ -539,6 +606,8 @@ mod tests {
                 tp,
                 sequence_parallel,
                 fp8: false,
+                latent_recompute: false,
+                probs_in_activation: false,
             }
             .stored(&shape, Recompute::None)
         };
@@ -557,6 +626,8 @@ mod tests {
             tp,
             sequence_parallel: sp,
             fp8: false,
+            latent_recompute: false,
+            probs_in_activation: false,
         }
     }
 
@@ -612,6 +683,96 @@ mod tests {
         assert_eq!(grown, 8192.0 * (6.0 + 4.0) * 5632.0);
     }
 
+    /// DeepSeek-V3's MoE layer (latent attention, 256 routed experts of width 2,048 at top 8,
+    /// one shared expert of 2,048) in MXFP8 at TP 1, and one rank's routing of its 4,096 tokens
+    /// on 64 EP ranks (four experts each).
+    fn deepseek_moe() -> (Shape, Routed, Setting) {
+        let mut shape = crate::model::testing::latent(1);
+        let mut experts = crate::model::Experts::plain(256, 8, 2_048);
+        experts.shared_ffn = 2_048;
+        shape.experts = Some(experts);
+        let routes = 4_096.0 * 8.0;
+        let r = Routed {
+            routes,
+            sent: routes,
+            local_experts: 4.0,
+            width: 2_048.0,
+            shared: 2_048.0,
+            experts: 256.0,
+            per_token: 8.0,
+            groups: None,
+        };
+        let st = Setting {
+            layer: Layer::Llama(Kernels::Fused),
+            seq_len: 4_096,
+            micro_batch: 1,
+            tp: 1,
+            sequence_parallel: false,
+            fp8: true,
+            latent_recompute: false,
+            probs_in_activation: true,
+        };
+        (shape, r, st)
+    }
+
+    #[test]
+    fn a_fused_grouped_mlp_keeps_no_expert_output_and_the_router_keeps_its_bf16_input() {
+        // Transformer Engine's fused grouped MLP (Megatron-core's weighted SwiGLU) keeps a
+        // route's FP8 input h, its BF16 gate/up output 4·f_e and the down projection's FP8
+        // input f_e: 7,168 + 8,192 + 2,048 = 17,408 bytes; a combine that weighs the expert's
+        // output keeps 2h = 14,336 more.
+        let (shape, r, st) = deepseek_moe();
+        let none = (Recompute::None, MoeRecompute::None);
+        let fused = st.stored_moe(&shape, &r, none.0, none.1);
+        let weighed = Setting {
+            probs_in_activation: false,
+            ..st
+        }
+        .stored_moe(&shape, &r, none.0, none.1);
+        assert_eq!(weighed - fused, r.routes * 14_336.0);
+        assert_eq!(
+            st.routed_bytes(&shape, &r),
+            r.routes * 17_408.0 + 4_096.0 * 8.0 * 256.0
+        );
+        // The router's BF16 input, 2h a token, beside the shared expert's FP8 copy h (which the
+        // dense part's list counts): 14,336 bytes a token in FP8, none more in BF16, where they
+        // are one tensor.
+        assert_eq!(st.router_input(&shape, &r, none.1), 4_096.0 * 14_336.0);
+        let bf16 = Setting { fp8: false, ..st };
+        assert_eq!(bf16.router_input(&shape, &r, none.1), 0.0);
+        // `layernorm` recomputes the norm's output: what is left of it is the shared expert's
+        // FP8 copy in FP8, nothing in BF16.
+        let norm_left = |st: &Setting| {
+            st.router_input(&shape, &r, none.1) + st.input_bytes() * 4_096.0 * 7_168.0
+                - st.norm_output(&shape)
+        };
+        assert_eq!(norm_left(&st), 4_096.0 * 7_168.0);
+        assert_eq!(norm_left(&bf16), 0.0);
+    }
+
+    #[test]
+    fn recomputing_the_up_projections_frees_the_queries_keys_values_and_their_inputs() {
+        // DeepSeek-V3 in MXFP8: Q 128·192, K 128·192 and V 128·128 in BF16 (131,072 bytes a
+        // token) and the up-projections' FP8 inputs r_q + r_kv = 2,048 are freed; the latents
+        // the checkpoint keeps (their norms' BF16 inputs, 4,096) and the shared RoPE key stay.
+        let (shape, r, st) = deepseek_moe();
+        let up = Setting {
+            latent_recompute: true,
+            ..st
+        };
+        for recompute in [Recompute::None, Recompute::Selective] {
+            let freed = st.stored(&shape, recompute) - up.stored(&shape, recompute);
+            assert_eq!(freed, 4_096.0 * (131_072.0 + 2_048.0), "{recompute:?}");
+            let moe = MoeRecompute::None;
+            let freed = st.stored_moe(&shape, &r, recompute, moe)
+                - up.stored_moe(&shape, &r, recompute, moe);
+            assert_eq!(freed, 4_096.0 * (131_072.0 + 2_048.0), "{recompute:?}");
+            // They come back for the backward: the working set holds them again.
+            let back = up.working_set(&shape, recompute) - st.working_set(&shape, recompute);
+            assert_eq!(back, 4_096.0 * (131_072.0 + 2_048.0), "{recompute:?}");
+        }
+    }
+
     /// Bytes per `s·b·h` for a GPT layer of hidden size h and a heads at sequence length s.
     fn gpt_per_sbh(tp: u64, sp: bool, recompute: Recompute) -> f64 {
         // A GPT-3-like shape: h = 12,288, a = 96, s = 2,048 (Korthikanti et al. Table 3).
@@ -623,6 +784,8 @@ mod tests {
             tp,
             sequence_parallel: sp,
             fp8: false,
+            latent_recompute: false,
+            probs_in_activation: false,
         };
         st.stored(&shape, recompute) / (2048.0 * 12_288.0)
     }

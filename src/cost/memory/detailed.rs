@@ -141,6 +141,8 @@ impl Detailed {
             tp: layout.tp,
             sequence_parallel: step.sequence_parallel,
             fp8: precision.is_narrow(),
+            latent_recompute: opts.latent_recompute,
+            probs_in_activation: opts.stack.settings().probs_in_activation,
         };
         // Megatron-core's `layernorm` module recomputes an MoE layer's pre-MLP norm
         // ([`Setting::norm_output`]; the modules go with none or selective recomputation

@@ -75,6 +75,14 @@ pub struct Options {
     /// `4h` bytes a token, is left out: under 1 % of a layer's.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub norm_recompute: bool,
+    /// Latent attention's up-projections and RoPE recomputed in the backward instead of their
+    /// outputs kept (Megatron-core's `--recompute-modules mla_up_proj`,
+    /// `MLASelfAttention.recompute_up_proj`): the queries, keys and values are freed once the
+    /// attention core has run and are projected again from the latents the checkpoint kept
+    /// ([`crate::cost::memory::activations`]); default off. Latent attention only, and with
+    /// none or selective recomputation (the modules' granularity).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub latent_recompute: bool,
     /// How the experts' dispatch and combine cross nodes: Megatron-core's `alltoall` (the
     /// default) or DeepEP's, which sends a token once to each node its experts are on.
     #[serde(default, skip_serializing_if = "Dispatcher::is_default")]
@@ -140,6 +148,7 @@ impl Default for Options {
             ep_overlap: false,
             moe_recompute: MoeRecompute::None,
             norm_recompute: false,
+            latent_recompute: false,
             ep_dispatcher: Dispatcher::AllToAll,
             fp8_recipe: None,
             fp8_params: false,
@@ -370,6 +379,17 @@ impl Detailed {
             ));
         }
         if shape.attention.latent.is_none() {
+            if opts.latent_recompute {
+                return Err(Error::invalid(
+                    "--latent-recompute",
+                    "on",
+                    format!(
+                        "off for {}, which has no latent attention whose up-projections it \
+                         would recompute (Megatron-core's mla_up_proj)",
+                        shape.name
+                    ),
+                ));
+            }
             return Ok(());
         }
         // The stacks that build latent attention: Megatron-core's `MLASelfAttention`,
@@ -409,6 +429,33 @@ impl Detailed {
                 self.step.recompute.name(),
                 "none, selective, full or selective-layer for multi-head latent attention",
             ));
+        }
+        if opts.latent_recompute {
+            // Megatron-core's module recomputes the up-projections alone, as DeepSeek's own
+            // stack does (DeepSeek-V3 §3.2.3, "we recompute all RMSNorm operations and MLA
+            // up-projections during back-propagation"); torchtitan's and MaxText's checkpoint
+            // by layer or by op, not by this module. Recompute modules go with selective
+            // granularity.
+            if !matches!(opts.stack, Stack::MegatronTe | Stack::DeepSeek) {
+                return Err(Error::invalid(
+                    "--latent-recompute",
+                    "on",
+                    format!(
+                        "off on the {} stack: recomputing latent attention's up-projections \
+                         alone is Megatron-core's mla_up_proj module (megatron-te) and \
+                         DeepSeek's (deepseek)",
+                        opts.stack.name()
+                    ),
+                ));
+            }
+            if !matches!(self.step.recompute, Recompute::None | Recompute::Selective) {
+                return Err(Error::invalid(
+                    "--recompute",
+                    self.step.recompute.name(),
+                    "none or selective with --latent-recompute (Megatron-core's recompute \
+                     modules go with selective granularity)",
+                ));
+            }
         }
         Ok(())
     }

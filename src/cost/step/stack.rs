@@ -230,6 +230,14 @@ pub struct Settings {
     /// production-ready MXFP4 (FP4) training recipe for the LLM benchmarks"). Which format runs
     /// on which vendor's software is [`crate::cost::chip::recipe_runs`]'s.
     pub fp4: bool,
+    /// Whether the router's probabilities multiply each route inside the experts'
+    /// activation, so no route's expert output is kept for their gradient
+    /// ([`crate::cost::memory::activations::Setting::probs_in_activation`]): Megatron-core's
+    /// `TEGroupedMLP` (`weighted_bias_swiglu_impl`, `activation_func_with_probs`). torchtitan
+    /// scales the routed input or output (`score_before_experts`) and MaxText weighs the
+    /// experts' outputs in its combine (`"BSEM,BSE -> BSM"`), each keeping a `2h` tensor a
+    /// route for the probabilities' gradient; the other stacks are counted the same way.
+    pub probs_in_activation: bool,
 }
 
 impl Settings {
@@ -311,6 +319,7 @@ impl Stack {
             fp8: true,
             mxfp8: true,
             fp4: true,
+            probs_in_activation: true,
         };
         match self {
             Stack::MegatronTe => base,
@@ -319,6 +328,7 @@ impl Stack {
                 cp: Some(CpComm::AllGather),
                 mxfp8: false,
                 fp4: false,
+                probs_in_activation: false,
                 ..base
             },
             Stack::Llama3 => Settings {
@@ -331,6 +341,7 @@ impl Stack {
                 fp8: false,
                 mxfp8: false,
                 fp4: false,
+                probs_in_activation: false,
                 ..base
             },
             Stack::Torchtitan => Settings {
@@ -342,6 +353,7 @@ impl Stack {
                 pp_overlap: 0.0,
                 cp: Some(CpComm::AllGather),
                 fp4: false,
+                probs_in_activation: false,
                 ..base
             },
             Stack::TorchtitanCompile => Settings {
@@ -350,6 +362,7 @@ impl Stack {
                 pp_overlap: 0.0,
                 cp: Some(CpComm::AllGather),
                 fp4: false,
+                probs_in_activation: false,
                 ..base
             },
             Stack::MegatronDeepspeed => Settings {
@@ -363,6 +376,7 @@ impl Stack {
                 fp8: false,
                 mxfp8: false,
                 fp4: false,
+                probs_in_activation: false,
                 ..base
             },
             Stack::DeepSeek => Settings {
@@ -373,6 +387,7 @@ impl Stack {
                 cp: None,
                 mxfp8: false,
                 fp4: false,
+                probs_in_activation: false,
                 ..base
             },
             Stack::Eager => Settings {
@@ -387,6 +402,7 @@ impl Stack {
                 fp8: false,
                 mxfp8: false,
                 fp4: false,
+                probs_in_activation: false,
                 ..base
             },
         }

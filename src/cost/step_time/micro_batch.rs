@@ -112,6 +112,7 @@ impl MicroBatch {
                 ) * FLOPS_PER_TFLOPS,
                 narrow_ceiling,
                 fp8_recipe: recipe,
+                latent_recompute: d.options.latent_recompute,
             };
             let l = ctx.layer(shape, step.recompute);
             // TP collectives overlap the GEMMs, the recomputed forward's among them.

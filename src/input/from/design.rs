@@ -165,6 +165,8 @@ pub struct FromFile {
     pub moe_recompute: Option<MoeRecompute>,
     /// An MoE layer's pre-MLP norm recomputed.
     pub norm_recompute: Option<bool>,
+    /// Latent attention's up-projections recomputed (Megatron-core's `mla_up_proj`).
+    pub latent_recompute: Option<bool>,
     /// The experts' dispatcher.
     pub ep_dispatcher: Option<Dispatcher>,
     /// The FP8 recipe, where the file names one other than its precision's default.
@@ -224,6 +226,7 @@ impl FromFile {
             ep_overlap: None,
             moe_recompute: None,
             norm_recompute: None,
+            latent_recompute: None,
             ep_dispatcher: None,
             fp8_recipe: None,
             fp8_params: None,

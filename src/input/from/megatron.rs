@@ -642,11 +642,23 @@ pub fn parse(text: &str) -> Result<FromFile> {
     from.sequence_parallel = Some(from.sequence_parallel.unwrap_or(false));
     from.tp_comm_overlap = Some(from.tp_comm_overlap.unwrap_or(false));
     from.recompute = Some(recompute.mode()?);
-    let (core_attn, layernorm, moe) = recompute.modules()?;
-    let _ = core_attn;
+    let Modules {
+        layernorm,
+        mla_up_proj,
+        moe,
+        ..
+    } = recompute.modules()?;
     let mut model = dims.build(from.tp.unwrap_or(1), divisor, comments)?;
     let layers = model.layers;
     model.dims.experts = experts.build(layers, model.dims.ffn, &mut from)?;
+    // Latent attention's up-projections: stated where the arguments build latent attention;
+    // for another model only where the file turns them on, which the design then refuses by
+    // name.
+    from.latent_recompute = if model.dims.latent.is_some() {
+        Some(mla_up_proj)
+    } else {
+        mla_up_proj.then_some(true)
+    };
     // How MoE layers run: stated for a mixture of experts; for a dense model only what the
     // file turns on, which the design then refuses by name.
     if model.dims.experts.is_some() {
@@ -779,20 +791,31 @@ struct RecomputeBuilder {
 }
 
 /// Megatron-core's recompute modules trainplan models (`transformer_config.py`'s
-/// `recompute_modules`): core attention (selective recomputation), the MoE layers' norm, their
-/// SwiGLU output, or the whole MoE layer.
-const MODULES: [&str; 4] = ["core_attn", "layernorm", "moe_act", "moe"];
+/// `recompute_modules`): core attention (selective recomputation), the MoE layers' norm, latent
+/// attention's up-projections, the MoE layers' SwiGLU output, or the whole MoE layer.
+const MODULES: [&str; 5] = ["core_attn", "layernorm", "mla_up_proj", "moe_act", "moe"];
+
+/// What the modules of `--recompute-modules` recompute, as [`RecomputeBuilder::modules`] reads
+/// them.
+struct Modules {
+    core_attn: bool,
+    layernorm: bool,
+    mla_up_proj: bool,
+    moe: MoeRecompute,
+}
 
 impl RecomputeBuilder {
-    /// Which of [`MODULES`] are recomputed: core attention, the norm, and the MoE layers'
-    /// part. Megatron-core's default under selective granularity is core attention alone.
-    fn modules(&self) -> Result<(bool, bool, MoeRecompute)> {
+    /// Which of [`MODULES`] are recomputed: core attention, the norm, latent attention's
+    /// up-projections and the MoE layers' part. Megatron-core's default under selective
+    /// granularity is core attention alone.
+    fn modules(&self) -> Result<Modules> {
         let Some(list) = &self.modules else {
-            return Ok((
-                self.granularity.as_deref() == Some("selective"),
-                false,
-                MoeRecompute::None,
-            ));
+            return Ok(Modules {
+                core_attn: self.granularity.as_deref() == Some("selective"),
+                layernorm: false,
+                mla_up_proj: false,
+                moe: MoeRecompute::None,
+            });
         };
         if self.granularity.as_deref() != Some("selective") {
             return Err(Error::invalid(
@@ -825,7 +848,12 @@ impl RecomputeBuilder {
                 ))
             }
         };
-        Ok((has("core_attn"), has("layernorm"), moe))
+        Ok(Modules {
+            core_attn: has("core_attn"),
+            layernorm: has("layernorm"),
+            mla_up_proj: has("mla_up_proj"),
+            moe,
+        })
     }
 
     fn mode(&self) -> Result<Recompute> {
@@ -837,7 +865,7 @@ impl RecomputeBuilder {
             (None, None, None) => Ok(Recompute::None),
             // Selective granularity without core attention among its modules recomputes only
             // what the modules say (the MoE layers' parts): the step's own mode is none.
-            (Some("selective"), None, None) if !self.modules()?.0 => Ok(Recompute::None),
+            (Some("selective"), None, None) if !self.modules()?.core_attn => Ok(Recompute::None),
             (Some("selective"), None, None) => Ok(Recompute::Selective),
             (Some("full"), Some("uniform"), Some(1)) => Ok(Recompute::Full),
             (Some("full"), Some("block"), Some(_)) => Ok(Recompute::SelectiveLayer),
@@ -1390,6 +1418,26 @@ mod tests {
         assert_eq!(experts("").groups, None);
         let e = refusal(&script(&format!("{moe} --moe-router-num-groups 4"), ""));
         assert!(e.contains("with --moe-router-group-topk"), "{e}");
+    }
+
+    #[test]
+    fn latent_attention_s_up_projection_module_is_read() {
+        let mla = "  --multi-latent-attention --q-lora-rank 1536 --kv-lora-rank 512\n  --recompute-granularity selective";
+        let read = |modules: &str| parse(&script(&format!("{mla} {modules}"), "")).unwrap();
+        let f = read("--recompute-modules mla_up_proj core_attn");
+        assert_eq!(f.latent_recompute, Some(true));
+        assert_eq!(f.recompute, Some(Recompute::Selective));
+        // Stated for latent attention, off where the modules leave it out.
+        let f = read("--recompute-modules core_attn");
+        assert_eq!(f.latent_recompute, Some(false));
+        // Without latent attention, only where the file turns it on (the design refuses it).
+        let f = parse(&script(
+            "  --recompute-granularity selective --recompute-modules mla_up_proj",
+            "",
+        ))
+        .unwrap();
+        assert_eq!(f.latent_recompute, Some(true));
+        assert_eq!(f.recompute, Some(Recompute::None));
     }
 
     #[test]

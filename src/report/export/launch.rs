@@ -160,6 +160,11 @@ pub fn beyond_stack(options: &Options) -> (Vec<Setting>, Vec<Setting>) {
         on(d.norm_recompute),
     );
     push(
+        "--latent-recompute",
+        on(options.latent_recompute),
+        on(d.latent_recompute),
+    );
+    push(
         "--ep-dispatcher",
         serde_name(options.ep_dispatcher),
         serde_name(d.ep_dispatcher),

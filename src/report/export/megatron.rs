@@ -253,6 +253,7 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
             "--ep-overlap",
             "--moe-recompute",
             "--norm-recompute",
+            "--latent-recompute",
             "--ep-dispatcher",
             "--gradients",
             "--fp8-recipe",
@@ -476,7 +477,8 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     push("--global-batch-size", Some(l.global_batch.to_string()));
     push("--train-iters", Some(l.iterations().to_string()));
     // Megatron-core's recompute modules: core attention under selective recomputation (its
-    // default list), the norms and the MoE layers' parts where the options ask for them.
+    // default list), the norms, latent attention's up-projections and the MoE layers' parts where
+    // the options ask for them.
     let mut modules: Vec<&str> = Vec::new();
     if step.recompute == Recompute::Selective {
         modules.push("core_attn");
@@ -484,6 +486,9 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     if matches!(step.recompute, Recompute::None | Recompute::Selective) {
         if l.options.norm_recompute {
             modules.push("layernorm");
+        }
+        if l.options.latent_recompute {
+            modules.push("mla_up_proj");
         }
         if s.experts.is_some() {
             match l.options.moe_recompute {
@@ -942,6 +947,20 @@ mod tests {
         assert!(dims.qk_norm);
         assert_eq!(dims.head_dim, Some(192));
         assert_eq!(dims.mtp, 0);
+        assert_eq!(read.latent_recompute, Some(false));
+        // Its up-projections recomputed: Megatron-core's `mla_up_proj` module beside core
+        // attention, read back.
+        let mut up = l.clone();
+        up.step.recompute = Recompute::Selective;
+        up.options.latent_recompute = true;
+        let args = arguments(&up).unwrap();
+        assert_eq!(
+            value(&args, "--recompute-modules"),
+            Some("core_attn mla_up_proj")
+        );
+        let read = crate::input::from::megatron::parse(&render(&up).unwrap()).unwrap();
+        assert_eq!(read.latent_recompute, Some(true));
+        assert_eq!(read.recompute, Some(Recompute::Selective));
         // The launchers whose configs cannot build it refuse it by name.
         let e = crate::report::export::torchtitan::render(&l)
             .unwrap_err()
