@@ -24,7 +24,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{check_numbers, Error, Result};
-use crate::format::{exact, general};
+use crate::format::{count, exact, fixed, general};
 
 /// What repeating data and parameters beyond the data's optimum are worth (Muennighoff et al.
 /// 2023, eq. 5): a token seen for the `R`-th time after the first epoch adds
@@ -250,6 +250,150 @@ impl LossLawPreset {
     }
 }
 
+/// The runs a published law was fitted on, which its predictions interpolate: beyond them it
+/// extrapolates, and a report says so ([`FittedRange::outside`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FittedRange {
+    /// The smallest and largest model's parameters (active ones, for a law of experts); a
+    /// smallest of 0 where the source states none.
+    pub params: (f64, f64),
+    /// The fewest and most training tokens.
+    pub tokens: (f64, f64),
+    /// For a law of experts, the most experts fitted, each as wide as the dense model's MLP
+    /// under top-1 routing (so the law's number of experts is the expansion
+    /// [`crate::model::Shape::expansion`]).
+    pub experts: Option<f64>,
+    /// Whose runs they were.
+    pub source: &'static str,
+}
+
+/// What a plan asks of a law beyond the runs it was fitted on: each quantity outside
+/// [`FittedRange`] with how far, `(name, value, bound, "above" | "below")`.
+pub type Outside = Vec<(&'static str, f64, f64, &'static str)>;
+
+impl FittedRange {
+    /// The range in words: `70 M–16 B parameters and 5 B–500 B tokens`, a smallest of 0 as
+    /// `up to`, and for a law of experts `up to 32 experts (top-1, each as wide as the dense
+    /// MLP)`.
+    pub fn describe(&self) -> String {
+        let span = |(lo, hi): (f64, f64), what: &str| {
+            if lo > 0.0 {
+                format!("{}–{} {what}", count(lo), count(hi))
+            } else {
+                format!("up to {} {what}", count(hi))
+            }
+        };
+        match self.experts {
+            None => format!(
+                "{} and {}",
+                span(self.params, "parameters"),
+                span(self.tokens, "tokens")
+            ),
+            Some(e) => format!(
+                "{}, {} and up to {} experts (top-1, each as wide as the dense MLP)",
+                span(self.params, "active parameters"),
+                span(self.tokens, "tokens"),
+                general(e)
+            ),
+        }
+    }
+
+    /// What a plan asks beyond the range, in words (`70.55 B parameters (above 16 B), 15 T
+    /// tokens (above 500 B)`); `None` inside it.
+    pub fn beyond(&self, size: LawSize, tokens: f64) -> Option<String> {
+        let outside = self.outside(size, tokens);
+        if outside.is_empty() {
+            return None;
+        }
+        let words: Vec<String> = outside
+            .iter()
+            .map(|&(name, value, bound, side)| {
+                let (value, bound) = if name == "experts" {
+                    (
+                        format!("an expansion of {}", fixed(value, 1)),
+                        general(bound),
+                    )
+                } else {
+                    (format!("{} {name}", count(value)), count(bound))
+                };
+                format!("{value} ({side} {bound})")
+            })
+            .collect();
+        Some(words.join(", "))
+    }
+
+    /// The quantities of a model of `size` trained on `tokens` that lie outside the range.
+    pub fn outside(&self, size: LawSize, tokens: f64) -> Outside {
+        let mut out = Vec::new();
+        let mut check = |name, value: f64, (lo, hi): (f64, f64)| {
+            if value > hi {
+                out.push((name, value, hi, "above"));
+            } else if value < lo {
+                out.push((name, value, lo, "below"));
+            }
+        };
+        check("parameters", size.params, self.params);
+        check("tokens", tokens, self.tokens);
+        if let Some(most) = self.experts {
+            check("experts", size.expansion, (1.0, most));
+        }
+        out
+    }
+}
+
+/// The line a report gives when a plan asks the brief's law beyond the runs it was fitted on:
+/// `besiroglu extrapolates here: … ; fitted on … (…)`, for a model of `size` trained on
+/// `tokens`; `None` inside the range, or for a law given by its constants.
+pub fn extrapolation(law: &LossLaw, size: LawSize, tokens: f64) -> Option<String> {
+    let preset = law.preset()?;
+    let range = preset.fitted();
+    let beyond = range.beyond(size, tokens)?;
+    Some(format!(
+        "{} extrapolates here: {beyond}; fitted on {} ({})",
+        preset.name(),
+        range.describe(),
+        range.source
+    ))
+}
+
+impl LossLawPreset {
+    /// The runs this preset was fitted on.
+    ///
+    /// - Hoffmann et al. 2022 (abstract): "over 400 language models ranging from 70 million to
+    ///   over 16 billion parameters on 5 to 500 billion tokens"; Besiroglu et al. 2024 refit
+    ///   the same runs, read from Hoffmann et al.'s Figure 4.
+    /// - Muennighoff et al. 2023 (abstract): "ranging up to 900 billion training tokens and 9
+    ///   billion parameter models"; the abstract states the largest only, so the smallest are
+    ///   taken as 0 (nothing is judged below the range).
+    /// - Ludziejewski et al. 2025 (§4, Appendix B): about 280 runs of 79M–2.7B active
+    ///   parameters (up to 5B in all) on 0.5B–80B tokens, with up to 32 experts, each the
+    ///   width of the dense MLP, under top-1 routing.
+    pub fn fitted(self) -> FittedRange {
+        match self {
+            LossLawPreset::Besiroglu
+            | LossLawPreset::BesirogluUnrounded
+            | LossLawPreset::Hoffmann => FittedRange {
+                params: (70e6, 16e9),
+                tokens: (5e9, 500e9),
+                experts: None,
+                source: "Hoffmann et al. 2022's runs",
+            },
+            LossLawPreset::Muennighoff => FittedRange {
+                params: (0.0, 9e9),
+                tokens: (0.0, 900e9),
+                experts: None,
+                source: "Muennighoff et al. 2023's runs",
+            },
+            LossLawPreset::Ludziejewski => FittedRange {
+                params: (79e6, 2.7e9),
+                tokens: (0.5e9, 80e9),
+                experts: Some(32.0),
+                source: "Ludziejewski et al. 2025's runs",
+            },
+        }
+    }
+}
+
 impl Default for LossLaw {
     fn default() -> Self {
         LossLawPreset::Besiroglu.law()
@@ -257,6 +401,12 @@ impl Default for LossLaw {
 }
 
 impl LossLaw {
+    /// The preset whose constants these are, if any (a law given by its constants has no
+    /// fitted range trainplan knows).
+    pub fn preset(&self) -> Option<LossLawPreset> {
+        LossLawPreset::ALL.into_iter().find(|p| p.law() == *self)
+    }
+
     /// Checks every constant: all finite, E ≥ 0, A, B, α, β > 0.
     pub fn validate(&self, prefix: &str) -> Result<()> {
         let fields = [
@@ -692,5 +842,56 @@ mod tests {
             assert!(law.loss_with(n, d, u) <= floor);
         }
         assert!(floor > law.floor_with(n, None));
+    }
+
+    #[test]
+    fn a_plan_beyond_the_runs_a_law_was_fitted_on_is_told_by_how_much() {
+        // Chinchilla's runs: 70 M to 16 B parameters on 5 B to 500 B tokens. Llama 3 70B
+        // (70,553,706,496 parameters) on 15 T tokens lies beyond both; a 1 B model on 20 B
+        // tokens inside; 50 M parameters below.
+        let law = LossLawPreset::Besiroglu.law();
+        let line = extrapolation(&law, 70_553_706_496.0.into(), 15e12).unwrap();
+        assert_eq!(
+            line,
+            "besiroglu extrapolates here: 70.55 B parameters (above 16 B), 15 T tokens (above \
+             500 B); fitted on 70 M–16 B parameters and 5 B–500 B tokens (Hoffmann et al. \
+             2022's runs)"
+        );
+        assert_eq!(extrapolation(&law, 1e9.into(), 20e9), None);
+        let small = LossLawPreset::Hoffmann.fitted().beyond(50e6.into(), 20e9);
+        assert_eq!(small.as_deref(), Some("50 M parameters (below 70 M)"));
+        // Muennighoff et al. state the largest only: nothing is judged below.
+        let data = LossLawPreset::Muennighoff.fitted();
+        assert_eq!(data.beyond(1e6.into(), 1e6), None);
+        assert_eq!(
+            data.describe(),
+            "up to 9 B parameters and up to 900 B tokens"
+        );
+        // The joint MoE law: DeepSeek-V3's 37.55 B active parameters at an expansion of
+        // (256·2,048 + 2,048)/(8·2,048 + 2,048) = 28.6, inside its 32 experts, on 14.8 T
+        // tokens; 64 experts of the dense width at top 1 lie beyond in experts too.
+        let moe = LossLawPreset::Ludziejewski.fitted();
+        let v3 = LawSize {
+            params: 37_552_297_472.0,
+            expansion: 257.0 / 9.0,
+        };
+        assert_eq!(
+            moe.beyond(v3, 14.8e12).as_deref(),
+            Some("37.55 B parameters (above 2.7 B), 14.8 T tokens (above 80 B)")
+        );
+        let wide = LawSize {
+            params: 1e9,
+            expansion: 64.0,
+        };
+        assert_eq!(
+            moe.beyond(wide, 10e9).as_deref(),
+            Some("an expansion of 64.0 (above 32)")
+        );
+        // Every preset is known by its constants; a law given by others has no range.
+        for p in LossLawPreset::ALL {
+            assert_eq!(p.law().preset(), Some(p));
+        }
+        let custom = LossLaw { e: 1.7, ..law };
+        assert_eq!(extrapolation(&custom, 70e9.into(), 15e12), None);
     }
 }

@@ -12,6 +12,7 @@ use crate::cost::step::stack::{GradientPrecision, LossPrecision};
 use crate::cost::step::Schedule;
 use crate::format::{count, fixed, general, money, thousands};
 use crate::plan::check::CheckReport;
+use crate::plan::limits::law_size;
 use crate::plan::Plan;
 
 /// One graded design as text: what it is, what each GPU holds, where a step's time goes, what
@@ -45,6 +46,11 @@ pub(super) fn report(r: &CheckReport) -> String {
             count(data.effective_tokens),
             count(data.effective_params)
         );
+    }
+    if let Some(line) =
+        crate::laws::loss::extrapolation(&r.brief.loss_law, law_size(&r.shape), p.tokens as f64)
+    {
+        let _ = writeln!(out, "law       {line}");
     }
     out.push_str("\nchecks\n");
     out.push_str(&table(

@@ -171,6 +171,9 @@ fn shapes_section(r: &SearchReport) -> String {
     if let Some(line) = law_note(r) {
         out.push_str(&line);
     }
+    if let Some(line) = range_note(r) {
+        out.push_str(&line);
+    }
     for v in &listed {
         for e in &v.excluded {
             let _ = writeln!(
@@ -276,6 +279,50 @@ fn law_note(r: &SearchReport) -> Option<String> {
             "  {with} by a law fitted on dense models: each MoE as a dense model of its active parameters, an upper bound on its loss; --loss-law ludziejewski grades its experts\n"
         ),
     })
+}
+
+/// The most shapes [`range_note`] names; past it, it counts them.
+const RANGE_NAMES: usize = 3;
+
+/// Which shapes the brief's law grades beyond the runs it was fitted on
+/// ([`crate::laws::loss::FittedRange`]): by their (active) parameters, their expansion, or the
+/// fewest tokens that pass (else that reach the loss target), so their losses are
+/// extrapolated (`check` says by how much, and whose runs they were). `None` when every shape
+/// lies inside the range, or the law was given by its constants.
+fn range_note(r: &SearchReport) -> Option<String> {
+    let preset = r.brief.loss_law.preset()?;
+    let range = preset.fitted();
+    let beyond: Vec<&str> = r
+        .shapes
+        .iter()
+        .filter_map(|v| {
+            let size = crate::laws::loss::LawSize {
+                params: v.active_params.unwrap_or(v.params) as f64,
+                expansion: v.expansion.unwrap_or(1.0),
+            };
+            // Without a token count the tokens are taken as inside the range.
+            let tokens = v
+                .token_window
+                .map(|w| w[0])
+                .or(v.min_tokens_for_loss)
+                .map_or(range.tokens.1, |t| t as f64);
+            range.beyond(size, tokens).map(|_| v.model.as_str())
+        })
+        .collect();
+    let which = match beyond.split_last()? {
+        (last, []) => last.to_string(),
+        (last, rest) if beyond.len() <= RANGE_NAMES => format!("{} and {last}", rest.join(", ")),
+        _ => format!(
+            "{} of the {} shapes",
+            thousands(beyond.len() as u64),
+            thousands(r.shapes.len() as u64)
+        ),
+    };
+    Some(format!(
+        "  {} extrapolates for {which}: fitted on {}\n",
+        preset.name(),
+        range.describe()
+    ))
 }
 
 /// A shape's verdict at each context-parallel degree and precision searched (when more than
