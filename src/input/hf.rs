@@ -40,6 +40,13 @@
 //!   from layer `step − 1`), dense MLPs of `intermediate_size_mlp` elsewhere; no biases (the
 //!   config class forces `attention_bias` false); its query-key norm has no weights. Its chunked local attention (`attention_chunk_size`) and RoPE-free
 //!   layers change no count.
+//! - `NemotronHForCausalLM` (Nemotron-H, Nemotron 3): a hybrid of blocks
+//!   ([`crate::model::hybrid`]) from `hybrid_override_pattern`, its Mamba-2 mixer from
+//!   `mamba_num_heads`, `mamba_head_dim`, `n_groups`, `ssm_state_size` and `conv_kernel`;
+//!   squared-ReLU MLPs of `intermediate_size`; on the `E` blocks `n_routed_experts` of
+//!   `moe_intermediate_size`, `num_experts_per_tok` a token, one shared MLP of
+//!   `moe_shared_expert_intermediate_size` and the router's score correction; the attention
+//!   head's width from `head_dim` or `attention_head_dim`.
 //!
 //! Beyond the counts, what a launcher must build the same model with: `rope_theta`,
 //! `rope_scaling`, `rms_norm_eps` and the sliding window (with the config classes' defaults
@@ -68,7 +75,7 @@ use crate::model::{
 const MAX_LISTED_LAYERS: u32 = 1 << 20;
 
 /// The architectures [`read`] accepts, as `architectures` names them.
-pub const SUPPORTED: [&str; 11] = [
+pub const SUPPORTED: [&str; 12] = [
     "LlamaForCausalLM",
     "MistralForCausalLM",
     "Qwen2ForCausalLM",
@@ -80,6 +87,7 @@ pub const SUPPORTED: [&str; 11] = [
     "GptOssForCausalLM",
     "Llama4ForConditionalGeneration",
     "Llama4ForCausalLM",
+    "NemotronHForCausalLM",
 ];
 
 /// Fields that mark a mixture of experts, in the families that use them (Mixtral, gpt-oss and
@@ -105,6 +113,7 @@ enum Architecture {
     DeepseekV3,
     GptOss,
     Llama4,
+    NemotronH,
 }
 
 impl Architecture {
@@ -130,6 +139,9 @@ impl Architecture {
             Architecture::Mixtral => (1e6, 1e-5),
             Architecture::GptOss => (150_000.0, 1e-5),
             Architecture::Llama4 => (500_000.0, 1e-5),
+            // Nemotron-H has no RoPE (Megatron-Bridge: `position_embedding_type = "none"`);
+            // its norms' ε is `layer_norm_epsilon`, 1e-5.
+            Architecture::NemotronH => (10_000.0, 1e-5),
         }
     }
 }
@@ -200,6 +212,11 @@ pub fn parse(text: &str, path: &Path) -> Result<Shape> {
             output: attention_bias,
             mlp: false,
         },
+        Architecture::NemotronH => Biases {
+            qkv: attention_bias,
+            output: attention_bias,
+            mlp: fields.flag("mlp_bias")?,
+        },
         // Llama 4's config class sets `attention_bias` false whatever the file says.
         Architecture::Llama4 => Biases::default(),
         Architecture::DeepseekV3 => {
@@ -259,6 +276,9 @@ pub fn parse(text: &str, path: &Path) -> Result<Shape> {
             None => match (fields.optional("head_dim")?, architecture) {
                 (None, Architecture::GptOss) => Some(64),
                 (None, Architecture::Llama4) => Some(128),
+                // Nemotron-H 8B's config names it `attention_head_dim` (Megatron-Bridge reads
+                // either).
+                (None, Architecture::NemotronH) => fields.optional("attention_head_dim")?,
                 (d, _) => d,
             },
         },
@@ -278,6 +298,10 @@ pub fn parse(text: &str, path: &Path) -> Result<Shape> {
                 .whole("num_nextn_predict_layers")?
                 .map_or(Ok(0), |n| fields.narrow("num_nextn_predict_layers", n))?,
             _ => 0,
+        },
+        hybrid: match architecture {
+            Architecture::NemotronH => Some(fields.hybrid()?),
+            _ => None,
         },
     };
     // The shape's checks name its own fields; say the config's keys instead.
@@ -424,6 +448,9 @@ impl Fields<'_> {
                 Architecture::DeepseekV3
             }
             (Some("GptOssForCausalLM"), _) | (None, Some("gpt_oss")) => Architecture::GptOss,
+            (Some("NemotronHForCausalLM"), _) | (None, Some("nemotron_h")) => {
+                Architecture::NemotronH
+            }
             (Some("Llama4ForConditionalGeneration" | "Llama4ForCausalLM"), _)
             | (None, Some("llama4" | "llama4_text")) => Architecture::Llama4,
             (Some(other), _) | (None, Some(other)) => {
@@ -500,6 +527,13 @@ impl Fields<'_> {
                 ("num_experts", "moe_intermediate_size")
             }
             Architecture::DeepseekV3 => ("n_routed_experts", "moe_intermediate_size"),
+            // Experts where the pattern has `E` blocks; none without.
+            Architecture::NemotronH => {
+                if !self.pattern()?.contains('E') {
+                    return Ok(None);
+                }
+                ("n_routed_experts", "moe_intermediate_size")
+            }
         };
         let routed = self.count32(routed_key)?;
         let per_token = self.count32("num_experts_per_tok")?;
@@ -571,6 +605,16 @@ impl Fields<'_> {
                     (LayerSet::from_list(moe, layers), "moe_layers")
                 }
             },
+            Architecture::NemotronH => {
+                let moe = self
+                    .pattern()?
+                    .chars()
+                    .zip(0..layers)
+                    .filter(|&(c, _)| c == 'E')
+                    .map(|(_, i)| i)
+                    .collect();
+                (LayerSet::from_list(moe, layers), "hybrid_override_pattern")
+            }
             _ => (LayerSet::ALL, routed_key),
         };
         if moe.count(layers) == 0 {
@@ -593,6 +637,11 @@ impl Fields<'_> {
                 })?
             }
             Architecture::Llama4 => ffn,
+            // One shared MLP of that width whatever `n_shared_experts` says (transformers'
+            // `NemotronHMoE`).
+            Architecture::NemotronH => self
+                .whole("moe_shared_expert_intermediate_size")?
+                .unwrap_or(0),
             _ => 0,
         };
         Ok(Some(Experts {
@@ -603,7 +652,12 @@ impl Fields<'_> {
             shared_gate: architecture == Architecture::Qwen2Moe,
             biases: architecture == Architecture::GptOss,
             router_bias: architecture == Architecture::GptOss,
-            score_bias: architecture == Architecture::DeepseekV3,
+            // Nemotron 3's router keeps DeepSeek-V3's score correction
+            // (`e_score_correction_bias`, in its checkpoint).
+            score_bias: matches!(
+                architecture,
+                Architecture::DeepseekV3 | Architecture::NemotronH
+            ),
             groups: self.groups(architecture)?,
             layers: moe,
         }))
@@ -718,6 +772,7 @@ impl Fields<'_> {
         let mut window_layers = None;
         let sliding_window = match kind {
             Architecture::Llama | Architecture::DeepseekV3 | Architecture::Llama4 => None,
+            Architecture::NemotronH => self.optional("sliding_window")?,
             Architecture::Mistral => match self.config.get("sliding_window") {
                 Some(Value::Null) => None,
                 None => Some(4096),
@@ -783,6 +838,88 @@ impl Fields<'_> {
             norm_eps: self.number("rms_norm_eps")?.unwrap_or(eps),
             sliding_window,
             window_layers,
+        })
+    }
+
+    /// Nemotron-H's `hybrid_override_pattern`, one character a layer.
+    fn pattern(&self) -> Result<&str> {
+        match self.config.get("hybrid_override_pattern") {
+            Some(Value::String(p)) => Ok(p),
+            Some(v) => Err(self.invalid(
+                "hybrid_override_pattern",
+                v,
+                "a string of M, *, - and E, one a layer",
+            )),
+            None => Err(self.invalid(
+                "hybrid_override_pattern",
+                "missing",
+                "a string of M, *, - and E, one a layer",
+            )),
+        }
+    }
+
+    /// Nemotron-H's pattern and Mamba-2 mixer (transformers' `NemotronHConfig` and
+    /// `NemotronHMamba2Mixer`): `mamba_num_heads` heads of `mamba_head_dim` (without
+    /// `mamba_num_heads`, `expand·h/mamba_head_dim`, Megatron-core's rule), `n_groups`,
+    /// `ssm_state_size` and `conv_kernel`. What trainplan does not count is refused by name:
+    /// biases on the mixer's projections (`use_bias`), a convolution without one
+    /// (`use_conv_bias` false), an MLP activation other than squared ReLU, and Nemotron 3
+    /// Super's latent experts (`moe_latent_size`).
+    fn hybrid(&self) -> Result<crate::model::Hybrid> {
+        if self.flag("use_bias")? {
+            return Err(self.unsupported(
+                "use_bias = true: biases on the Mamba-2 projections, which Megatron-core refuses and trainplan does not count".into(),
+            ));
+        }
+        if !self.flag_or("use_conv_bias", true)? {
+            return Err(self.unsupported(
+                "use_conv_bias = false: a Mamba-2 convolution without its bias, which Megatron-core refuses".into(),
+            ));
+        }
+        match self.config.get("mlp_hidden_act") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(a)) if a == "relu2" => {}
+            Some(v) => {
+                return Err(self.invalid(
+                    "mlp_hidden_act",
+                    v,
+                    "relu2, Nemotron-H's squared ReLU (the one it trains)",
+                ))
+            }
+        }
+        if self.whole("moe_latent_size")?.is_some() {
+            return Err(self.unsupported(
+                "moe_latent_size: latent experts (Nemotron 3 Super's LatentMoE), which trainplan does not count yet".into(),
+            ));
+        }
+        let head_dim = self.count("mamba_head_dim")?;
+        let heads = match self.optional("mamba_num_heads")? {
+            Some(h) => self.narrow("mamba_num_heads", h)?,
+            None => {
+                let expand = self.optional("expand")?.unwrap_or(2);
+                let inner = expand
+                    .checked_mul(self.count("hidden_size")?)
+                    .filter(|w| w % head_dim == 0)
+                    .ok_or_else(|| {
+                        self.invalid(
+                            "mamba_head_dim",
+                            head_dim,
+                            "a divisor of expand × hidden_size, where mamba_num_heads is absent",
+                        )
+                    })?;
+                self.narrow("mamba_head_dim", inner / head_dim)?
+            }
+        };
+        Ok(crate::model::Hybrid {
+            pattern: self.pattern()?.to_string(),
+            mamba: crate::model::hybrid::Mamba {
+                heads,
+                head_dim,
+                groups: self.count32("n_groups")?,
+                state: self.count("ssm_state_size")?,
+                conv_kernel: self.count("conv_kernel")?,
+            },
+            gated: false,
         })
     }
 

@@ -445,6 +445,7 @@ impl Family {
                             experts,
                             attention: Attention::default(),
                             mtp: 0,
+                            hybrid: None,
                         }
                         .build_named()?;
                         shapes.push(shape);

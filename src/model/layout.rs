@@ -261,6 +261,9 @@ enum Broken {
     TpNode,
     /// TP does not divide the heads and the KV heads.
     TpHeads,
+    /// TP does not divide a hybrid model's Mamba-2 heads and groups (Megatron-core's
+    /// `MambaMixer` splits both over TP).
+    TpMamba,
     /// PP is not between 1 and the layers.
     PpLayers,
     /// CP is zero.
@@ -277,6 +280,12 @@ fn broken_rule(cluster: &Cluster, shape: &Shape, tp: u64, cp: u64, pp: u64) -> O
         Some(Broken::TpNode)
     } else if u64::from(shape.heads) % tp != 0 || u64::from(shape.kv_heads) % tp != 0 {
         Some(Broken::TpHeads)
+    } else if shape
+        .hybrid
+        .as_ref()
+        .is_some_and(|h| u64::from(h.mamba.heads) % tp != 0 || u64::from(h.mamba.groups) % tp != 0)
+    {
+        Some(Broken::TpMamba)
     } else if pp == 0 || pp > u64::from(shape.layers) {
         Some(Broken::PpLayers)
     } else if cp == 0 {
@@ -364,6 +373,15 @@ impl Layout {
                 "tp = {tp} does not divide the {} attention heads and {} KV heads of {}",
                 shape.heads, shape.kv_heads, shape.name
             ),
+            Some(Broken::TpMamba) => {
+                let m = shape.hybrid.as_ref().map(|h| h.mamba);
+                format!(
+                    "tp = {tp} does not divide the {} Mamba-2 heads and {} groups of {} (Megatron-core splits both over TP)",
+                    m.map_or(0, |m| m.heads),
+                    m.map_or(0, |m| m.groups),
+                    shape.name
+                )
+            }
             Some(Broken::PpLayers) => format!(
                 "pp = {pp} must be between 1 and the {} layers of {}",
                 shape.layers, shape.name

@@ -7,12 +7,14 @@
 mod architecture;
 mod experts;
 pub mod family;
+pub mod hybrid;
 pub mod layout;
 mod presets;
 mod shape;
 
 pub use architecture::*;
 pub use experts::*;
+pub use hybrid::Hybrid;
 pub use presets::*;
 pub use shape::*;
 
@@ -50,6 +52,7 @@ pub(crate) mod testing {
                 sinks: false,
             },
             mtp: 0,
+            hybrid: None,
         }
         .build()
         .unwrap()

@@ -170,6 +170,7 @@ fn family_shape(name: &str) -> Result<Option<Shape>> {
         experts,
         attention: Attention::default(),
         mtp: 0,
+        hybrid: None,
     }
     .build()
     .map(Some)
@@ -211,6 +212,7 @@ mod tests {
             experts: None,
             attention: Attention::default(),
             mtp: 0,
+            hybrid: None,
         };
         let name = nemo.dimension_name();
         assert_eq!(name, "L40-h5120-f14336-a32-d128-v131072");

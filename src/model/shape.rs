@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::model::{Architecture, Attention, Biases, Experts};
+use crate::model::{Architecture, Attention, Biases, Experts, Hybrid};
 
 /// The shape of a Llama-family decoder. Counts only; the parameter count is derived.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,6 +48,10 @@ pub struct Shape {
     /// and the output head; trained beside the model, left out of [`Shape::params`] and
     /// counted apart ([`Shape::mtp_params`]). 0 for none.
     pub mtp: u32,
+    /// A hybrid model's pattern of blocks (Mamba-2, attention, MLP, experts: Nemotron-H),
+    /// each of its `layers` one block; `None` for a decoder whose layers are each attention
+    /// and an MLP ([`crate::model::hybrid`]).
+    pub hybrid: Option<Hybrid>,
 }
 
 /// A shape as written in a file or built by a reader, before [`ShapeSpec::build`] checks it.
@@ -91,6 +95,9 @@ pub struct ShapeSpec {
     /// Multi-token-prediction depths ([`Shape::mtp`]), when the model has them.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub mtp: u32,
+    /// A hybrid model's pattern of blocks ([`Shape::hybrid`]), when it is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hybrid: Option<Hybrid>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -124,6 +131,7 @@ impl From<Shape> for ShapeSpec {
             experts: s.experts,
             attention: s.attention,
             mtp: s.mtp,
+            hybrid: s.hybrid,
         }
     }
 }
@@ -180,6 +188,9 @@ impl ShapeSpec {
         if let Some(experts) = &self.experts {
             experts.validate(name, self.layers)?;
         }
+        if let Some(hybrid) = &self.hybrid {
+            self.hybrid_allowed(hybrid)?;
+        }
         let shape = Shape {
             name: self.name,
             layers: self.layers,
@@ -195,6 +206,7 @@ impl ShapeSpec {
             experts: self.experts,
             attention: self.attention,
             mtp: self.mtp,
+            hybrid: self.hybrid,
         };
         if shape.counts().is_none() {
             return Err(Error::invalid(
@@ -204,6 +216,61 @@ impl ShapeSpec {
             ));
         }
         Ok(shape)
+    }
+}
+
+impl ShapeSpec {
+    /// The rules of a hybrid pattern beside the shape's own fields: the pattern itself
+    /// ([`Hybrid::validate`]), the experts on exactly its `E` blocks (none without), and none
+    /// of what trainplan does not count in a hybrid yet: latent attention, a sliding window,
+    /// multi-token prediction, biases on a non-gated MLP.
+    fn hybrid_allowed(&self, hybrid: &Hybrid) -> Result<()> {
+        let name = self.name.as_str();
+        hybrid.validate(name, self.layers)?;
+        let moe = hybrid.moe_layers();
+        match &self.experts {
+            None if !moe.is_empty() => {
+                return Err(Error::invalid(
+                    format!("{name}.hybrid.pattern"),
+                    &hybrid.pattern,
+                    "E blocks only with experts (the experts field describes them)",
+                ))
+            }
+            Some(e) if (0..self.layers).any(|i| e.layers.contains(i) != moe.contains(&i)) => {
+                return Err(Error::invalid(
+                    format!("{name}.experts.layers"),
+                    "not the pattern's E blocks",
+                    "the layers the pattern marks E, and no others",
+                ))
+            }
+            _ => {}
+        }
+        let refused = [
+            (
+                self.attention.latent.is_some(),
+                "attention.latent",
+                "latent attention",
+            ),
+            (
+                self.architecture.sliding_window.is_some(),
+                "architecture.sliding_window",
+                "a sliding window",
+            ),
+            (self.mtp > 0, "mtp", "multi-token prediction"),
+            (
+                !hybrid.gated && self.biases.mlp,
+                "biases.mlp",
+                "biases on squared-ReLU MLPs",
+            ),
+        ];
+        if let Some((_, field, what)) = refused.iter().find(|(set, _, _)| *set) {
+            return Err(Error::invalid(
+                format!("{name}.{field}"),
+                "set",
+                format!("none in a hybrid model: {what} beside Mamba-2 blocks is not counted yet"),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -342,6 +409,7 @@ impl Shape {
             experts: None,
             attention: Attention::default(),
             mtp: 0,
+            hybrid: None,
         }
         .build()
     }
@@ -468,6 +536,25 @@ impl Shape {
         let depths = u64::from(self.mtp);
         let mtp = mul(add(add(last_layer, projection)?, mul(h, 3)?)?, depths)?;
         let mtp_matrices = mul(add(add(last_matrices, projection)?, embedding)?, depths)?;
+        // A hybrid model sums its blocks, each one norm and one mixer or MLP
+        // ([`crate::model::hybrid`]).
+        let (total, active, matrices, expert) = match &self.hybrid {
+            None => (total, active, matrices, expert),
+            Some(hybrid) => {
+                let attention_block = add(
+                    add(attention_matrices, attention_split)?,
+                    add(add(h, qk_norm)?, if b.output { h } else { 0 })?,
+                )?;
+                let sums =
+                    self.hybrid_sums(hybrid, attention_matrices, attention_block, &mul, &add)?;
+                (
+                    add(sums.0, outside)?,
+                    add(sums.1, outside)?,
+                    add(sums.2, embedding)?,
+                    sums.3,
+                )
+            }
+        };
         Some(Counts {
             mtp,
             mtp_matrices,
@@ -488,6 +575,91 @@ impl Shape {
         })
     }
 
+    /// A hybrid model's blocks summed: (every parameter, those a token goes through, the
+    /// matrices a token multiplies), without the embeddings and the final norm; and one routed
+    /// expert's parameters (`m·h·f_e`, [`Shape::expert_params`]). Per block
+    /// ([`crate::model::hybrid`]; transformers' `NemotronHBlock`, each one RMSNorm of `h`):
+    /// - `M`: [`crate::model::hybrid::Mamba::block_params`];
+    /// - `*`: the attention's projections, biases and query-key norms;
+    /// - `-`: `m·h·f` with `m` 3 for SwiGLU, 2 for an up and a down projection (Nemotron-H's
+    ///   squared ReLU), and SwiGLU's biases;
+    /// - `E`: the router `E·h` and its vectors, the shared experts `m·h·f_s` (and gate), and
+    ///   `E` experts of `m·h·f_e` each (`k` of them for a token). Nemotron 3 Nano's: 344,064 +
+    ///   128 + 19,955,712 + 128·2·2,688·1,856 + 2,688 = 1,297,468,160.
+    fn hybrid_sums(
+        &self,
+        hybrid: &Hybrid,
+        attention_matrices: u64,
+        attention_block: u64,
+        mul: &impl Fn(u64, u64) -> Option<u64>,
+        add: &impl Fn(u64, u64) -> Option<u64>,
+    ) -> Option<(u64, u64, u64, u64)> {
+        let h = self.hidden;
+        let m = if hybrid.gated { 3 } else { 2 };
+        let mamba = &hybrid.mamba;
+        let projected = mul(h, mamba.projected())?;
+        let mamba_matrices = add(projected, mul(mamba.inner(), h)?)?;
+        let mamba_block = add(
+            add(
+                mamba_matrices,
+                mul(mamba.conv_channels(), add(mamba.conv_kernel, 1)?)?,
+            )?,
+            add(add(mul(u64::from(mamba.heads), 3)?, mamba.inner())?, h)?,
+        )?;
+        let mlp_matrices = mul(mul(h, self.ffn)?, m)?;
+        let mlp_biases = if self.biases.mlp {
+            add(mul(self.ffn, 2)?, h)?
+        } else {
+            0
+        };
+        let mlp_block = add(add(mlp_matrices, mlp_biases)?, h)?;
+        let (moe_block, moe_active, moe_matrices, one_expert) = match &self.experts {
+            None => (0, 0, 0, 0),
+            Some(e) => {
+                let routed = u64::from(e.routed);
+                let vectors = u64::from(e.router_bias) + u64::from(e.score_bias);
+                let router = add(mul(routed, h)?, mul(routed, vectors)?)?;
+                let shared = mul(mul(h, e.shared_ffn)?, m)?;
+                let gate = if e.shared_gate { h } else { 0 };
+                let expert_matrices = mul(mul(h, e.ffn)?, m)?;
+                let expert = if e.biases {
+                    add(expert_matrices, add(mul(e.ffn, 2)?, h)?)?
+                } else {
+                    expert_matrices
+                };
+                let common = add(add(add(router, shared)?, gate)?, h)?;
+                let k = u64::from(e.per_token);
+                (
+                    add(common, mul(expert, routed)?)?,
+                    add(common, mul(expert, k)?)?,
+                    add(
+                        add(add(mul(routed, h)?, shared)?, gate)?,
+                        mul(expert_matrices, k)?,
+                    )?,
+                    expert,
+                )
+            }
+        };
+        let c = hybrid.counts();
+        let sum = |(a, b, c2, d): (u64, u64, u64, u64)| -> Option<u64> {
+            add(
+                add(mul(c.mamba, a)?, mul(c.attention, b)?)?,
+                add(mul(c.mlp, c2)?, mul(c.moe, d)?)?,
+            )
+        };
+        Some((
+            sum((mamba_block, attention_block, mlp_block, moe_block))?,
+            sum((mamba_block, attention_block, mlp_block, moe_active))?,
+            sum((
+                mamba_matrices,
+                attention_matrices,
+                mlp_matrices,
+                moe_matrices,
+            ))?,
+            one_expert,
+        ))
+    }
+
     /// Whether `other` has the same dimensions, whatever its name.
     pub fn same_dimensions(&self, other: &Shape) -> bool {
         let dimensions = |s: &Shape| {
@@ -504,7 +676,9 @@ impl Shape {
                 s.attention,
             )
         };
-        dimensions(self) == dimensions(other) && self.experts == other.experts
+        dimensions(self) == dimensions(other)
+            && self.experts == other.experts
+            && self.hybrid == other.hybrid
     }
 
     /// Appends `shape` to `shapes` unless one of them has its dimensions already (the first
@@ -674,7 +848,12 @@ impl Shape {
             return 1.0;
         };
         let moe = self.moe_layers() as f64;
-        let dense = (u64::from(self.layers) - self.moe_layers()) as f64 * self.ffn as f64;
+        // A hybrid model's dense MLPs are its `-` blocks; its other blocks have none.
+        let dense_layers = match &self.hybrid {
+            Some(h) => h.counts().mlp,
+            None => u64::from(self.layers) - self.moe_layers(),
+        };
+        let dense = dense_layers as f64 * self.ffn as f64;
         let (f_e, f_s) = (e.ffn as f64, e.shared_ffn as f64);
         (dense + moe * (f64::from(e.routed) * f_e + f_s))
             / (dense + moe * (f64::from(e.per_token) * f_e + f_s))
@@ -824,6 +1003,7 @@ mod tests {
             experts: None,
             attention: Attention::default(),
             mtp: 0,
+            hybrid: None,
         };
         let shape = spec.clone().build().unwrap();
         // By hand, per layer: q and o 2·5120·4096 = 41,943,040; k and v 2·5120·1024 =
@@ -886,6 +1066,7 @@ mod tests {
             }),
             attention: Attention::default(),
             mtp: 0,
+            hybrid: None,
         }
     }
 

@@ -401,6 +401,7 @@ impl Run {
                 latent: s.latent,
             },
             mtp: s.mtp,
+            hybrid: None,
         }
         .build()?;
         let zero = ZeroStage::new(self.zero)?;

@@ -174,6 +174,7 @@ impl AttentionArgs {
             experts: None,
             attention: Attention::default(),
             mtp: 0,
+            hybrid: None,
         }
         .build_named()
         .map_err(|e| e.renamed(|field| format!("--{}", field.replace('_', "-"))))

@@ -18,7 +18,18 @@ use crate::model::Shape;
 /// with its attention, its `2h → h` projection and the head once more
 /// ([`Shape::mtp_matrix_params`]), so an MFU with MTP is comparable with one Megatron reports;
 /// the objective's extra tokens are trained, not overhead.
+///
+/// A hybrid model ([`Shape::hybrid`]) counts attention on its attention blocks alone and,
+/// for each Mamba-2 block, the SSD scan's `3·7·d_in·N` (Megatron-LM's `hybrid_flops`, with
+/// the mixer's true inner width `H·P` where Megatron-LM takes `2h`); its projections are in
+/// `6·N_matrix`.
 pub fn model_flops_per_token(shape: &Shape, seq_len: u64) -> f64 {
+    if let Some(hybrid) = &shape.hybrid {
+        let blocks = hybrid.counts();
+        return 6.0 * shape.matrix_params() as f64
+            + 6.0 * blocks.attention as f64 * seq_len as f64 * shape.attention_core_width()
+            + 3.0 * blocks.mamba as f64 * hybrid.mamba.scan_flops();
+    }
     let l = f64::from(shape.layers + shape.mtp);
     let width = shape.attention_core_width();
     6.0 * (shape.matrix_params() + shape.mtp_matrix_params()) as f64

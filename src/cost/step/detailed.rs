@@ -359,6 +359,22 @@ impl Detailed {
     /// are written for them. Always for grouped-query attention.
     pub(crate) fn attention_allowed(&self, shape: &Shape, layout: &Layout) -> Result<()> {
         let opts = &self.options;
+        // A hybrid model's blocks are counted and planned by the plate model; the detailed
+        // model costs a layer as attention and an MLP, which its blocks are not.
+        if let Some(hybrid) = &shape.hybrid {
+            return Err(Error::invalid(
+                "--memory",
+                "detailed",
+                format!(
+                    "plate for {}: its hybrid pattern ({} Mamba-2, {} attention, {} MLP and {} MoE blocks) is counted and planned by the plate model; the detailed model does not cost Mamba-2 blocks yet",
+                    shape.name,
+                    hybrid.counts().mamba,
+                    hybrid.counts().attention,
+                    hybrid.counts().mlp,
+                    hybrid.counts().moe
+                ),
+            ));
+        }
         // A sliding window under context parallelism: Transformer Engine's ring (p2p) has no
         // window (its all-gather and all-to-all have); the stacks that gather K/V run one.
         if layout.cp > 1

@@ -1,0 +1,158 @@
+//! Hybrid Mamba-2 models (NVIDIA's Nemotron-H and Nemotron 3): their Hugging Face configs read,
+//! their parameters counted exactly against the published count, their model FLOPs against
+//! Megatron-LM's counter, and planned by the plate model; the detailed model and the
+//! launchers refuse them by name.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{json, refuses};
+use trainplan::cost::chip::flops::model_flops_per_token;
+use trainplan::input::hf;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/hf")
+        .join(name)
+        .join("config.json")
+}
+
+#[test]
+fn nemotron_3_nano_counts_its_published_parameters() {
+    // llama.cpp's `n_params` for NVIDIA-Nemotron-3-Nano-30B-A3B: 31,577,940,288, every
+    // expert and the routers' score corrections (23 MoE blocks × 128) among them. By block:
+    // 23 Mamba-2 of 38,744,896, 6 attention of 23,399,040 (32·128 = 4,096 wide queries and
+    // output, 2·128 keys and values, one norm), 23 MoE of 1,297,468,160, and the untied
+    // embedding and head 2·131,072·2,688 with the final norm.
+    let nano = hf::read(&fixture("nemotron-3-nano-30b-a3b")).unwrap();
+    let blocks = 23 * 38_744_896u64 + 6 * 23_399_040 + 23 * 1_297_468_160;
+    assert_eq!(nano.params(), blocks + 2 * 131_072 * 2_688 + 2_688);
+    assert_eq!(nano.params(), 31_577_940_288);
+    // A token goes through 6 of the 128 experts: 3.58 B of "3.5B active" (NVIDIA's
+    // Megatron-Bridge documentation), both embedding tables counted as for the other MoEs.
+    let routed_left_out = 23 * 122 * 2 * 2_688 * 1_856u64;
+    assert_eq!(nano.active_params(), nano.params() - routed_left_out);
+    assert_eq!(nano.active_params(), 3_580_076_352);
+    let hybrid = nano.hybrid.as_ref().unwrap();
+    assert_eq!(hybrid.mamba.inner(), 4_096);
+    assert_eq!(nano.experts.as_ref().unwrap().shared_ffn, 3_712);
+    assert_eq!(nano.head_dim(), 128);
+    assert_eq!(nano.kv_heads, 2);
+}
+
+#[test]
+fn nemotron_h_8b_counts_its_blocks() {
+    // 24 Mamba-2 blocks of 109,640,064, 4 attention of 41,947,136 (h = 4,096, 32 heads of
+    // 128, 8 KV heads) and 24 squared-ReLU MLPs of 2·4,096·21,504 + 4,096 = 176,164,864, with
+    // 2·131,072·4,096 + 4,096: 8,100,852,736 ("8B", its model card).
+    let h8 = hf::read(&fixture("nemotron-h-8b-base-8k")).unwrap();
+    assert_eq!(
+        h8.params(),
+        24 * 109_640_064 + 4 * 41_947_136 + 24 * 176_164_864 + 2 * 131_072 * 4_096 + 4_096
+    );
+    assert_eq!(h8.params(), 8_100_852_736);
+    assert_eq!(h8.active_params(), h8.params());
+    assert!(h8.experts.is_none());
+}
+
+#[test]
+fn model_flops_count_attention_on_its_blocks_and_the_scan_as_megatron_does() {
+    // Megatron-LM's `hybrid_flops` for Nemotron-H 8B at s = 8,192 (its d_in = 2h is the
+    // mixer's true 128·64 = 8,192 here): per token, 3 × (24 Mamba-2 · (2h·(2d_in + 2GN + H) +
+    // 7·d_in·N + 2·d_in·h) + 4 attention · (4h·(h + h·8/32) + 2·s·h) + 24 MLP · 4·(f/h)·h² +
+    // 2·h·V), here with h = 4,096, d_in = 8,192, G·N = 8·128, H = 128, f = 21,504.
+    let h8 = hf::read(&fixture("nemotron-h-8b-base-8k")).unwrap();
+    let (h, d_in, gn, heads, f, v, s) = (
+        4_096.0, 8_192.0, 1_024.0, 128.0, 21_504.0, 131_072.0, 8_192.0,
+    );
+    let mamba = 2.0 * h * (2.0 * d_in + 2.0 * gn + heads) + 7.0 * d_in * 128.0 + 2.0 * d_in * h;
+    let attention = 4.0 * h * (h + h * 8.0 / 32.0) + 2.0 * s * h;
+    let mlp = 4.0 * (f / h) * h * h;
+    let megatron = 3.0 * (24.0 * mamba + 4.0 * attention + 24.0 * mlp + 2.0 * h * v);
+    let ours = model_flops_per_token(&h8, 8_192);
+    assert!(
+        (ours - megatron).abs() < 1e-9 * megatron,
+        "{ours} {megatron}"
+    );
+    // 46.71 GFLOP a token.
+    assert!((ours / 1e9 - 46.71).abs() < 0.01, "{ours}");
+}
+
+#[test]
+fn a_hybrid_is_planned_by_the_plate_and_refused_by_name_where_it_is_not_costed() {
+    let nano = fixture("nemotron-3-nano-30b-a3b");
+    let nano = nano.to_str().unwrap();
+    let plan = json(&[
+        "check",
+        "--model-config",
+        nano,
+        "--tokens",
+        "1e12",
+        "--gpus",
+        "64",
+        "--tp",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(plan["params"], 31_577_940_288u64);
+    // TP divides the Mamba-2 heads and groups (Megatron-core splits both): 8 groups, and
+    // Nano's 2 KV heads, bound it to 2.
+    refuses(
+        &[
+            "check",
+            "--model-config",
+            nano,
+            "--tokens",
+            "1e12",
+            "--tp",
+            "4",
+        ],
+        "tp = 4 does not divide the 32 attention heads and 2 KV heads",
+    );
+    let h8 = fixture("nemotron-h-8b-base-8k");
+    let h8 = h8.to_str().unwrap();
+    refuses(
+        &[
+            "check",
+            "--model-config",
+            h8,
+            "--tokens",
+            "1e12",
+            "--memory",
+            "detailed",
+        ],
+        "its hybrid pattern (24 Mamba-2, 4 attention, 24 MLP and 0 MoE blocks) is counted and planned by the plate model",
+    );
+    refuses(
+        &[
+            "export",
+            "--format",
+            "megatron",
+            "--model-config",
+            h8,
+            "--tokens",
+            "1e12",
+        ],
+        "is a hybrid of Mamba-2 and attention blocks",
+    );
+    // A search ranks the hybrid with the presets under the plate.
+    let out = common::trainplan()
+        .args([
+            "search",
+            "--model-config",
+            h8,
+            "--models",
+            "8b",
+            "--gpus",
+            "256",
+        ])
+        .args(["--loss-target", "2.2", "--top", "3"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("Nemotron-H-8B") || text.contains("nemotron-h-8b"),
+        "{text}"
+    );
+}
