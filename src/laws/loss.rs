@@ -365,9 +365,10 @@ impl LossLawPreset {
     /// - Muennighoff et al. 2023 (abstract): "ranging up to 900 billion training tokens and 9
     ///   billion parameter models"; the abstract states the largest only, so the smallest are
     ///   taken as 0 (nothing is judged below the range).
-    /// - Ludziejewski et al. 2025 (§4, Appendix B): about 280 runs of 79M–2.7B active
-    ///   parameters (up to 5B in all) on 0.5B–80B tokens, with up to 32 experts, each the
-    ///   width of the dense MLP, under top-1 routing.
+    /// - Ludziejewski et al. 2025: "over 280 experiments with up to 2.7B active parameters and
+    ///   up to 5B total parameters" (abstract); the smallest model (79M active), the tokens
+    ///   (0.5B–80B) and the experts (up to 32, each the width of the dense MLP, top-1) are the
+    ///   experiments' grid as the paper's §4 gives it, read for this preset's constants.
     pub fn fitted(self) -> FittedRange {
         match self {
             LossLawPreset::Besiroglu
@@ -401,10 +402,15 @@ impl Default for LossLaw {
 }
 
 impl LossLaw {
-    /// The preset whose constants these are, if any (a law given by its constants has no
-    /// fitted range trainplan knows).
+    /// The preset whose fitted constants these are, if any: its five constants and its expert
+    /// terms (a preset given repetition terms of the brief's own keeps its fitted range; a law
+    /// given by other constants has none trainplan knows).
     pub fn preset(&self) -> Option<LossLawPreset> {
-        LossLawPreset::ALL.into_iter().find(|p| p.law() == *self)
+        LossLawPreset::ALL.into_iter().find(|p| {
+            let l = p.law();
+            (l.e, l.a, l.b, l.alpha, l.beta, l.experts)
+                == (self.e, self.a, self.b, self.alpha, self.beta, self.experts)
+        })
     }
 
     /// Checks every constant: all finite, E ≥ 0, A, B, α, β > 0.
@@ -893,5 +899,14 @@ mod tests {
         }
         let custom = LossLaw { e: 1.7, ..law };
         assert_eq!(extrapolation(&custom, 70e9.into(), 15e12), None);
+        // A preset given the brief's own repetition terms keeps its fitted range.
+        let repeated = LossLaw {
+            repetition: Some(Repetition {
+                r_d: 15.0,
+                r_n: 5.0,
+            }),
+            ..law
+        };
+        assert_eq!(repeated.preset(), Some(LossLawPreset::Besiroglu));
     }
 }

@@ -466,16 +466,17 @@ impl Context<'_> {
             .add(self.dense(tokens, l.kv_up / t, l.kv_rank))
     }
 
-    /// Latent attention's column-parallel up-projections from the gathered latents, `r_q →
-    /// a·d_qk/t` (where the queries have a latent) and `r_kv → a·(d_nope + d_v)/t`: what
-    /// Megatron-core's `mla_up_proj` module runs again in the backward.
-    fn up_projections(&self, l: &LatentWidths, w: &AttentionWidths) -> Op {
+    /// Latent attention's column-parallel up-projections, `r_q → a·d_qk/t` from the gathered
+    /// query latent (from `h` where the queries have no latent: Megatron-core's
+    /// `qkv_up_proj_and_rope_apply` then projects the layer's input) and `r_kv → a·(d_nope +
+    /// d_v)/t`: what Megatron-core's `mla_up_proj` module runs again in the backward.
+    fn up_projections(&self, h: f64, l: &LatentWidths, w: &AttentionWidths) -> Op {
         let t = self.tp as f64;
         let tokens = self.tokens();
         let kv = self.dense(tokens, l.kv_up / t, l.kv_rank);
         match l.q_rank {
             Some(r) => self.dense(tokens, w.query / t, r).add(kv),
-            None => kv,
+            None => self.projection(tokens, w.query / t, h, false).add(kv),
         }
     }
 
@@ -522,7 +523,7 @@ impl Context<'_> {
         // projects the queries, keys and values again from the kept latents; RoPE's
         // element-wise pass on them is left out.
         if let (true, Some(l)) = (self.latent_recompute, w.latent) {
-            time.recompute += self.up_projections(&l, &w).forward;
+            time.recompute += self.up_projections(h, &l, &w).forward;
         }
         time
     }
@@ -786,6 +787,18 @@ mod tests {
             let more = again.recompute - kept.recompute;
             assert!((more - up).abs() < 1e-12 * up, "{recompute:?}: {more} {up}");
         }
+        // Without a query latent (DeepSeek-V2-Lite's kind) the queries are projected from the
+        // layer's input again: h → 128·192/4.
+        let mut direct = shape.clone();
+        direct.attention.latent.as_mut().unwrap().q_rank = None;
+        let up = c.projection(t, 6_144.0, h, false).forward + c.gemm(t, 8_192.0, 512.0);
+        let again = Context {
+            latent_recompute: true,
+            ..c
+        };
+        let more = again.layer(&direct, Recompute::None).recompute
+            - c.layer(&direct, Recompute::None).recompute;
+        assert!((more - up).abs() < 1e-12 * up, "{more} {up}");
     }
 
     #[test]

@@ -91,6 +91,11 @@
 //!   `s × s` matrix that selective recomputation was invented to drop.
 //! - **full**: each layer keeps only its input, `2h` per token (split by t under sequence
 //!   parallelism), and recomputes the rest in backward. The calibration measured exactly this.
+//! - Megatron-core's **modules** beside none or selective: `mla_up_proj` (latent attention's
+//!   queries, keys, values and the up-projections' saved inputs, [`Setting::latent_recompute`]),
+//!   `layernorm` (an MoE layer's pre-MLP norm output, [`Setting::norm_output`]), `moe_act` and
+//!   `moe` ([`Setting::stored_moe`]). An MoE layer keeps its router's BF16 input beside the
+//!   GEMMs' FP8 copies ([`Setting::router_input`]).
 //!
 //! The **working set** is what one layer's backward needs on top, one layer at a time: the
 //! tensors it recomputes (under full recomputation the whole no-recomputation set of the layer;
@@ -415,7 +420,7 @@ impl Setting {
     /// FP8 the shared experts' own FP8 copy `h` where they run and are not recomputed with the
     /// layer (`moe`). 0 in BF16, where they are one tensor; `h` or `2h` with FP8 (DeepSeek-V3:
     /// 14,336 bytes a token, the router's input the dense part's list left out).
-    fn router_input(&self, shape: &Shape, r: &Routed, moe: MoeRecompute) -> f64 {
+    pub fn router_input(&self, shape: &Shape, r: &Routed, moe: MoeRecompute) -> f64 {
         if !matches!(self.layer, Layer::Llama(Kernels::Fused | Kernels::Lean)) {
             return 0.0;
         }
@@ -448,7 +453,8 @@ impl Setting {
     }
 
     /// Transient bytes of one layer's backward, on top of what is stored: the activations it
-    /// recomputes (all of them under full recomputation, the attention core under selective)
+    /// recomputes (all of them under full recomputation, the attention core under selective,
+    /// and latent attention's queries, keys and values under `mla_up_proj`)
     /// plus the activation gradients alive at the backward's peak, two `f`-wide BF16 tensors
     /// (`4·f` bytes per token, ÷t): the gradient arriving at the SwiGLU output and one it
     /// produces for its inputs, in the MLP's backward, which comes first.
@@ -511,8 +517,9 @@ impl Setting {
     }
 
     /// Bytes one rank keeps of an MoE layer for one micro-batch under `recompute`: its dense
-    /// part ([`crate::model::moe_dense_part`]: attention, the shared experts) as a dense layer keeps it, and
-    /// the routed part ([`Setting::routed_bytes`]) unless the layer is recomputed. Full
+    /// part ([`crate::model::moe_dense_part`]: attention, the shared experts) as a dense layer keeps it, the
+    /// router's BF16 input ([`Setting::router_input`]), and the routed part
+    /// ([`Setting::routed_bytes`]) unless the layer is recomputed. Full
     /// recomputation keeps the layer's input alone; selective-layer half the layers each way.
     /// torchtitan's and MaxText's op-level policies are not modelled with experts (the detailed
     /// model refuses them). Beyond the step's recomputation ([`MoeRecompute`]), `moe` keeps none
@@ -570,13 +577,19 @@ impl Setting {
         moe: MoeRecompute,
     ) -> f64 {
         let dense = moe_dense_part(shape);
+        // The norm's output the router keeps, and the shared experts' FP8 copy of it, come back
+        // with the layer ([`Setting::router_input`]).
+        let router = self.router_input(shape, r, MoeRecompute::None);
         let recomputed = match (recompute, moe) {
-            (Recompute::Full | Recompute::SelectiveLayer, _) => self.routed_bytes(shape, r),
+            (Recompute::Full | Recompute::SelectiveLayer, _) => {
+                self.routed_bytes(shape, r) + router
+            }
             // The shared experts' activations come back with the routed ones.
             (_, MoeRecompute::Layer) if r.shared > 0.0 => {
                 let none = Recompute::None;
                 let shared = self.stored(&dense, none) - self.stored(&without_shared(&dense), none);
-                self.routed_bytes(shape, r) + shared
+                let copy = router - self.router_input(shape, r, MoeRecompute::Layer);
+                self.routed_bytes(shape, r) + shared + copy
             }
             (_, MoeRecompute::Layer) => self.routed_bytes(shape, r),
             (_, MoeRecompute::Act) => self.act_output(r),

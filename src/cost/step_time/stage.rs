@@ -344,11 +344,11 @@ pub fn unsharded_in(
         (layers - moe_layers) as f64 * full_layer + moe_layers as f64 * full_moe
     };
     // `mla_up_proj` runs every layer's up-projections again: `2·(r_q·a·d_qk + r_kv·a·(d_nope
-    // + d_v))` FLOPs a token.
+    // + d_v))` FLOPs a token (`h` for `r_q` where the queries have no latent).
     let w = shape.attention_widths();
     let hardware_layers = match (d.options.latent_recompute, w.latent) {
         (true, Some(l)) => {
-            let up = 2.0 * (l.q_rank.map_or(0.0, |r| r * w.query) + l.kv_rank * l.kv_up);
+            let up = 2.0 * (l.q_rank.unwrap_or(h) * w.query + l.kv_rank * l.kv_up);
             hardware_layers + layers as f64 * up
         }
         _ => hardware_layers,

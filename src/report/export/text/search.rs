@@ -285,9 +285,9 @@ fn law_note(r: &SearchReport) -> Option<String> {
 const RANGE_NAMES: usize = 3;
 
 /// Which shapes the brief's law grades beyond the runs it was fitted on
-/// ([`crate::laws::loss::FittedRange`]): by their (active) parameters, their expansion, or the
-/// fewest tokens that pass (else that reach the loss target), so their losses are
-/// extrapolated (`check` says by how much, and whose runs they were). `None` when every shape
+/// ([`crate::laws::loss::FittedRange`]): by their (active) parameters, their expansion, or
+/// either end of the tokens that pass (else the fewest that reach the loss target), so their
+/// losses are extrapolated (`check` says by how much, and whose runs they were). `None` when every shape
 /// lies inside the range, or the law was given by its constants.
 fn range_note(r: &SearchReport) -> Option<String> {
     let preset = r.brief.loss_law.preset()?;
@@ -301,12 +301,14 @@ fn range_note(r: &SearchReport) -> Option<String> {
                 expansion: v.expansion.unwrap_or(1.0),
             };
             // Without a token count the tokens are taken as inside the range.
-            let tokens = v
-                .token_window
-                .map(|w| w[0])
-                .or(v.min_tokens_for_loss)
-                .map_or(range.tokens.1, |t| t as f64);
-            range.beyond(size, tokens).map(|_| v.model.as_str())
+            let ends = match (v.token_window, v.min_tokens_for_loss) {
+                (Some([lo, hi]), _) => [lo as f64, hi as f64],
+                (None, Some(t)) => [t as f64; 2],
+                (None, None) => [range.tokens.1; 2],
+            };
+            ends.iter()
+                .any(|&t| range.beyond(size, t).is_some())
+                .then_some(v.model.as_str())
         })
         .collect();
     let which = match beyond.split_last()? {
