@@ -136,6 +136,23 @@ fn a_hybrid_is_planned_by_the_plate_and_refused_by_name_where_it_is_not_costed()
         ],
         "is a hybrid of Mamba-2 and attention blocks",
     );
+    // A config whose pattern does not match its layers names the config's key.
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("nemotron-3-nano-30b-a3b")).unwrap())
+            .unwrap();
+    config["hybrid_override_pattern"] = "MEM*".into();
+    let e = hf::parse(
+        &config.to_string(),
+        std::path::Path::new("nano/config.json"),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains(
+            "hybrid_override_pattern = MEM*: one character for each of the 52 layers, not 4"
+        ),
+        "{e}"
+    );
     // A search ranks the hybrid with the presets under the plate.
     let out = common::trainplan()
         .args([

@@ -60,6 +60,14 @@ fn step(tp: u64, recompute: Recompute) -> Step {
     }
 }
 
+/// A detailed plan's activations per GPU (GB) and step (seconds).
+fn activations_and_step(p: &serde_json::Value) -> (f64, f64) {
+    (
+        p["memory_gb"]["activations"].as_f64().unwrap(),
+        p["step_seconds"].as_f64().unwrap(),
+    )
+}
+
 fn bare(step: Step) -> Detailed {
     Detailed {
         step,
@@ -520,16 +528,10 @@ fn megatron_s_recompute_modules_keep_less_and_cost_what_they_recompute() {
         args.extend_from_slice(extra);
         json(&args)
     };
-    let at = |p: &serde_json::Value| {
-        (
-            p["memory_gb"]["activations"].as_f64().unwrap(),
-            p["step_seconds"].as_f64().unwrap(),
-        )
-    };
-    let (none, t_none) = at(&plan(&[]));
-    let (act, t_act) = at(&plan(&["--moe-recompute", "act"]));
-    let (layer, t_layer) = at(&plan(&["--moe-recompute", "layer"]));
-    let (norms, t_norms) = at(&plan(&["--norm-recompute", "on"]));
+    let (none, t_none) = activations_and_step(&plan(&[]));
+    let (act, t_act) = activations_and_step(&plan(&["--moe-recompute", "act"]));
+    let (layer, t_layer) = activations_and_step(&plan(&["--moe-recompute", "layer"]));
+    let (norms, t_norms) = activations_and_step(&plan(&["--norm-recompute", "on"]));
     // moe_act drops SwiGLU's output of each route, 2·f_e bytes (BF16). The rank runs
     // R = T·k·ETP/TP = 8,192·2·1/2 = 8,192 routes a micro-batch (balanced), and the first
     // stage holds 8 layers × 4 micro-batches: 8,192 · 2 · 14,336 · 32 / 1e9 = 7.516 GB.
@@ -575,14 +577,8 @@ fn recomputing_latent_attention_s_up_projections_frees_their_outputs_for_a_forwa
         args.extend_from_slice(extra);
         json(&args)
     };
-    let at = |p: &serde_json::Value| {
-        (
-            p["memory_gb"]["activations"].as_f64().unwrap(),
-            p["step_seconds"].as_f64().unwrap(),
-        )
-    };
-    let (kept, t_kept) = at(&plan(&[]));
-    let (up, t_up) = at(&plan(&["--latent-recompute", "on"]));
+    let (kept, t_kept) = activations_and_step(&plan(&[]));
+    let (up, t_up) = activations_and_step(&plan(&["--latent-recompute", "on"]));
     // Each layer-micro-batch frees Q (128·192), K (128·192) and V (128·128) and the
     // up-projections' inputs (1,536 + 512), BF16, on 4,096 tokens: 4,096 · 2 · (65,536 +
     // 2,048) = 553.648128 MB; a whole number of them.

@@ -315,6 +315,11 @@ pub fn parse(text: &str, path: &Path) -> Result<Shape> {
                 "heads" => "num_attention_heads",
                 "kv_heads" => "num_key_value_heads",
                 "vocab" => "vocab_size",
+                // A hybrid's pattern and Mamba-2 mixer (the mixer's heads and head width are
+                // read as counts, so their errors come before the shape's checks).
+                "pattern" => "hybrid_override_pattern",
+                "groups" => "n_groups",
+                "state" => "ssm_state_size",
                 other => other,
             };
             format!("{}: {prefix}{key}", path.display())
