@@ -416,7 +416,7 @@ impl Setting {
 
     /// What an MoE layer keeps of its pre-MLP norm's output beyond the dense part's list,
     /// which counts one GEMM input of `input·h` bytes a token (the shared experts' gate/up
-    /// input, [`tensors`]): the norm's BF16 output `2h` ([`Setting::norm_output`]), and with
+    /// input): the norm's BF16 output `2h` ([`Setting::norm_output`]), and with
     /// FP8 the shared experts' own FP8 copy `h` where they run and are not recomputed with the
     /// layer (`moe`). 0 in BF16, where they are one tensor; `h` or `2h` with FP8 (DeepSeek-V3:
     /// 14,336 bytes a token, the router's input the dense part's list left out).
@@ -518,8 +518,8 @@ impl Setting {
 
     /// Bytes one rank keeps of an MoE layer for one micro-batch under `recompute`: its dense
     /// part ([`crate::model::moe_dense_part`]: attention, the shared experts) as a dense layer keeps it, the
-    /// router's BF16 input ([`Setting::router_input`]), and the routed part
-    /// ([`Setting::routed_bytes`]) unless the layer is recomputed. Full
+    /// router's BF16 input ([`Setting::router_input`]), and the routed part (`routed_bytes`)
+    /// unless the layer is recomputed. Full
     /// recomputation keeps the layer's input alone; selective-layer half the layers each way.
     /// torchtitan's and MaxText's op-level policies are not modelled with experts (the detailed
     /// model refuses them). Beyond the step's recomputation ([`MoeRecompute`]), `moe` keeps none
