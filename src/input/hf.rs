@@ -611,12 +611,8 @@ impl Fields<'_> {
                 }
             },
             Architecture::NemotronH => {
-                let moe = self
-                    .pattern()?
-                    .chars()
-                    .zip(0..layers)
-                    .filter(|&(c, _)| c == 'E')
-                    .map(|(_, i)| i)
+                let moe = crate::model::hybrid::moe_blocks(self.pattern()?)
+                    .take_while(|&i| i < layers)
                     .collect();
                 (LayerSet::from_list(moe, layers), "hybrid_override_pattern")
             }

@@ -267,16 +267,19 @@ impl Experts {
         self.layers.count(layers)
     }
 
-    /// Parameters of one routed expert, `3·h·f_e`, plus `2·f_e + h` with biases.
+    /// Parameters of one routed expert, `m·h·f_e`, plus `(m − 1)·f_e + h` with biases, for
+    /// experts of `m` matrices: SwiGLU's 3 (gate, up, down; `2·f_e + h` of biases), or 2 for
+    /// an up and a down projection (Nemotron-H's squared ReLU, [`crate::model::hybrid`]).
     pub(crate) fn expert_params_with(
         &self,
         hidden: u64,
+        m: u64,
         mul: &impl Fn(u64, u64) -> Option<u64>,
         add: &impl Fn(u64, u64) -> Option<u64>,
     ) -> Option<u64> {
-        let matrices = mul(mul(hidden, self.ffn)?, 3)?;
+        let matrices = mul(mul(hidden, self.ffn)?, m)?;
         if self.biases {
-            add(matrices, add(mul(self.ffn, 2)?, hidden)?)
+            add(matrices, add(mul(self.ffn, m - 1)?, hidden)?)
         } else {
             Some(matrices)
         }
@@ -284,19 +287,36 @@ impl Experts {
 
     /// Parameters every token of an MoE layer goes through besides its routed experts: the
     /// router (`E·h`, plus E for a bias and E for a score correction), the shared experts
-    /// (`3·h·f_s`) and their gate (`h`).
+    /// (`m·h·f_s`, `m` as [`Experts::expert_params_with`]'s) and their gate (`h`).
     pub(crate) fn common_params_with(
         &self,
         hidden: u64,
+        m: u64,
         mul: &impl Fn(u64, u64) -> Option<u64>,
         add: &impl Fn(u64, u64) -> Option<u64>,
     ) -> Option<u64> {
         let e = u64::from(self.routed);
         let vectors = u64::from(self.router_bias) + u64::from(self.score_bias);
         let router = add(mul(e, hidden)?, mul(e, vectors)?)?;
-        let shared = mul(mul(hidden, self.shared_ffn)?, 3)?;
+        let shared = mul(mul(hidden, self.shared_ffn)?, m)?;
         let gate = if self.shared_gate { hidden } else { 0 };
         add(add(router, shared)?, gate)
+    }
+
+    /// The matrices one token multiplies in an MoE layer's MLP part: the router's `E·h`, the
+    /// shared experts' `m·h·f_s` and their gate's `h`, and `k` routed experts' `m·h·f_e` each.
+    pub(crate) fn active_matrix_params_with(
+        &self,
+        hidden: u64,
+        m: u64,
+        mul: &impl Fn(u64, u64) -> Option<u64>,
+        add: &impl Fn(u64, u64) -> Option<u64>,
+    ) -> Option<u64> {
+        let router = mul(u64::from(self.routed), hidden)?;
+        let shared = mul(mul(hidden, self.shared_ffn)?, m)?;
+        let gate = if self.shared_gate { hidden } else { 0 };
+        let routed = mul(mul(mul(hidden, self.ffn)?, m)?, u64::from(self.per_token))?;
+        add(add(router, add(shared, gate)?)?, routed)
     }
 }
 

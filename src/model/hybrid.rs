@@ -45,6 +45,14 @@ impl Block {
     }
 }
 
+/// The indices of a pattern's `E` blocks (a config's, before it is checked).
+pub fn moe_blocks(pattern: &str) -> impl Iterator<Item = u32> + '_ {
+    (0..)
+        .zip(pattern.chars())
+        .filter(|&(_, c)| c == 'E')
+        .map(|(i, _)| i)
+}
+
 /// A Mamba-2 mixer (Dao and Gu 2024, "Transformers are SSMs", §7; transformers'
 /// `NemotronHMamba2Mixer`, Megatron-core's `MambaMixer`): `heads` SSD heads of `head_dim`
 /// channels (the inner width `d_in = heads·head_dim`), `groups` groups of B and C of `state`
@@ -86,7 +94,19 @@ impl Mamba {
     /// `out_proj` (no biases: Megatron-core asserts none, and Nemotron-H's `use_bias` is
     /// false).
     pub fn matrix_params(&self, hidden: u64) -> u64 {
-        hidden * self.projected() + self.inner() * hidden
+        self.matrix_params_with(hidden, &|a, b| Some(a * b), &|a, b| Some(a + b))
+            .expect("plain arithmetic always gives a count")
+    }
+
+    /// [`Mamba::matrix_params`] with products `mul` and sums `add` (checked by the shape's
+    /// count, [`crate::model::Shape`]).
+    pub(crate) fn matrix_params_with(
+        &self,
+        hidden: u64,
+        mul: &impl Fn(u64, u64) -> Option<u64>,
+        add: &impl Fn(u64, u64) -> Option<u64>,
+    ) -> Option<u64> {
+        add(mul(hidden, self.projected())?, mul(self.inner(), hidden)?)
     }
 
     /// Parameters of one Mamba block: its matrices, the convolution's weights and biases
@@ -95,11 +115,25 @@ impl Mamba {
     /// block's norm `h`. Nemotron 3 Nano: 27,697,152 + 11,010,048 + 24,576 + 6,144 + 192 +
     /// 4,096 + 2,688 = 38,744,896.
     pub fn block_params(&self, hidden: u64) -> u64 {
-        self.matrix_params(hidden)
-            + self.conv_channels() * (self.conv_kernel + 1)
+        self.block_params_with(hidden, &|a, b| Some(a * b), &|a, b| Some(a + b))
+            .expect("plain arithmetic always gives a count")
+    }
+
+    /// [`Mamba::block_params`] with products `mul` and sums `add`. The mixer's own widths are
+    /// at most `2^20` each ([`Hybrid::validate`]), so only the products with `h` can overflow.
+    pub(crate) fn block_params_with(
+        &self,
+        hidden: u64,
+        mul: &impl Fn(u64, u64) -> Option<u64>,
+        add: &impl Fn(u64, u64) -> Option<u64>,
+    ) -> Option<u64> {
+        let vectors = self.conv_channels() * (self.conv_kernel + 1)
             + 3 * u64::from(self.heads)
-            + self.inner()
-            + hidden
+            + self.inner();
+        add(
+            add(self.matrix_params_with(hidden, mul, add)?, vectors)?,
+            hidden,
+        )
     }
 
     /// The SSD scan's forward FLOPs a token, `7·d_in·N` (Megatron-LM's `mamba_layer_flops`,
@@ -189,12 +223,7 @@ impl Hybrid {
 
     /// The indices of the `E` blocks, where the shape's experts must sit.
     pub fn moe_layers(&self) -> Vec<u32> {
-        self.pattern
-            .chars()
-            .enumerate()
-            .filter(|&(_, c)| c == 'E')
-            .map(|(i, _)| i as u32)
-            .collect()
+        moe_blocks(&self.pattern).collect()
     }
 
     /// Checks the pattern against the shape's `layers` and the mixer's dimensions; errors name

@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::model::hybrid::Block;
 use crate::model::{Architecture, Attention, Biases, Experts, Hybrid};
 
 /// The shape of a Llama-family decoder. Counts only; the parameter count is derived.
@@ -227,16 +228,21 @@ impl ShapeSpec {
     fn hybrid_allowed(&self, hybrid: &Hybrid) -> Result<()> {
         let name = self.name.as_str();
         hybrid.validate(name, self.layers)?;
-        let moe = hybrid.moe_layers();
+        // The validated pattern has one block a layer.
+        let elsewhere = |e: &Experts| {
+            (0..self.layers)
+                .zip(hybrid.blocks())
+                .any(|(i, b)| e.layers.contains(i) != (b == Block::Moe))
+        };
         match &self.experts {
-            None if !moe.is_empty() => {
+            None if hybrid.counts().moe > 0 => {
                 return Err(Error::invalid(
                     format!("{name}.hybrid.pattern"),
                     &hybrid.pattern,
                     "E blocks only with experts (the experts field describes them)",
                 ))
             }
-            Some(e) if (0..self.layers).any(|i| e.layers.contains(i) != moe.contains(&i)) => {
+            Some(e) if elsewhere(e) => {
                 return Err(Error::invalid(
                     format!("{name}.experts.layers"),
                     "not the pattern's E blocks",
@@ -482,17 +488,14 @@ impl Shape {
             match &self.experts {
                 None => none,
                 Some(e) => {
-                    let expert = e.expert_params_with(h, &mul, &add)?;
-                    let routing = e.common_params_with(h, &mul, &add)?;
+                    let expert = e.expert_params_with(h, 3, &mul, &add)?;
+                    let routing = e.common_params_with(h, 3, &mul, &add)?;
                     let common = add(attention, routing)?;
                     let shared = mul(mul(h, e.shared_ffn)?, 3)?;
                     let split = add(add(attention_matrices, attention_split)?, shared)?;
-                    let gate = if e.shared_gate { h } else { 0 };
-                    let router = mul(u64::from(e.routed), h)?;
-                    let routed_matrices = mul(mul(mul(h, e.ffn)?, 3)?, u64::from(e.per_token))?;
                     let active_matrices = add(
-                        add(add(attention_matrices, router)?, add(shared, gate)?)?,
-                        routed_matrices,
+                        attention_matrices,
+                        e.active_matrix_params_with(h, 3, &mul, &add)?,
                     )?;
                     (
                         e.moe_layers(self.layers),
@@ -596,19 +599,11 @@ impl Shape {
     ) -> Option<(u64, u64, u64, u64)> {
         let h = self.hidden;
         let m = if hybrid.gated { 3 } else { 2 };
-        let mamba = &hybrid.mamba;
-        let projected = mul(h, mamba.projected())?;
-        let mamba_matrices = add(projected, mul(mamba.inner(), h)?)?;
-        let mamba_block = add(
-            add(
-                mamba_matrices,
-                mul(mamba.conv_channels(), add(mamba.conv_kernel, 1)?)?,
-            )?,
-            add(add(mul(u64::from(mamba.heads), 3)?, mamba.inner())?, h)?,
-        )?;
+        let mamba_matrices = hybrid.mamba.matrix_params_with(h, mul, add)?;
+        let mamba_block = hybrid.mamba.block_params_with(h, mul, add)?;
         let mlp_matrices = mul(mul(h, self.ffn)?, m)?;
         let mlp_biases = if self.biases.mlp {
-            add(mul(self.ffn, 2)?, h)?
+            add(mul(self.ffn, m - 1)?, h)?
         } else {
             0
         };
@@ -616,26 +611,13 @@ impl Shape {
         let (moe_block, moe_active, moe_matrices, one_expert) = match &self.experts {
             None => (0, 0, 0, 0),
             Some(e) => {
-                let routed = u64::from(e.routed);
-                let vectors = u64::from(e.router_bias) + u64::from(e.score_bias);
-                let router = add(mul(routed, h)?, mul(routed, vectors)?)?;
-                let shared = mul(mul(h, e.shared_ffn)?, m)?;
-                let gate = if e.shared_gate { h } else { 0 };
-                let expert_matrices = mul(mul(h, e.ffn)?, m)?;
-                let expert = if e.biases {
-                    add(expert_matrices, add(mul(e.ffn, 2)?, h)?)?
-                } else {
-                    expert_matrices
-                };
-                let common = add(add(add(router, shared)?, gate)?, h)?;
-                let k = u64::from(e.per_token);
+                let expert = e.expert_params_with(h, m, mul, add)?;
+                // The router, the shared experts and the block's norm.
+                let common = add(e.common_params_with(h, m, mul, add)?, h)?;
                 (
-                    add(common, mul(expert, routed)?)?,
-                    add(common, mul(expert, k)?)?,
-                    add(
-                        add(add(mul(routed, h)?, shared)?, gate)?,
-                        mul(expert_matrices, k)?,
-                    )?,
+                    add(common, mul(expert, u64::from(e.routed))?)?,
+                    add(common, mul(expert, u64::from(e.per_token))?)?,
+                    e.active_matrix_params_with(h, m, mul, add)?,
                     expert,
                 )
             }

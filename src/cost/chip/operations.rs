@@ -458,26 +458,23 @@ impl Context<'_> {
             tokens
         };
         let down = self.dense(down_tokens, l.down(), h);
-        let query = match l.q_rank {
-            Some(r) => self.dense(tokens, w.query / t, r),
-            None => self.projection(tokens, w.query / t, h, false),
-        };
-        down.add(query)
-            .add(self.dense(tokens, l.kv_up / t, l.kv_rank))
+        let (query, key_value) = self.up_projections(h, l, w);
+        down.add(query).add(key_value)
     }
 
     /// Latent attention's column-parallel up-projections, `r_q → a·d_qk/t` from the gathered
     /// query latent (from `h` where the queries have no latent: Megatron-core's
     /// `qkv_up_proj_and_rope_apply` then projects the layer's input) and `r_kv → a·(d_nope +
-    /// d_v)/t`: what Megatron-core's `mla_up_proj` module runs again in the backward.
-    fn up_projections(&self, h: f64, l: &LatentWidths, w: &AttentionWidths) -> Op {
+    /// d_v)/t`, the queries' and the keys' and values': what Megatron-core's `mla_up_proj`
+    /// module runs again in the backward.
+    fn up_projections(&self, h: f64, l: &LatentWidths, w: &AttentionWidths) -> (Op, Op) {
         let t = self.tp as f64;
         let tokens = self.tokens();
-        let kv = self.dense(tokens, l.kv_up / t, l.kv_rank);
-        match l.q_rank {
-            Some(r) => self.dense(tokens, w.query / t, r).add(kv),
-            None => self.projection(tokens, w.query / t, h, false).add(kv),
-        }
+        let query = match l.q_rank {
+            Some(r) => self.dense(tokens, w.query / t, r),
+            None => self.projection(tokens, w.query / t, h, false),
+        };
+        (query, self.dense(tokens, l.kv_up / t, l.kv_rank))
     }
 
     /// One layer's seconds per micro-batch under `recompute`.
@@ -523,7 +520,8 @@ impl Context<'_> {
         // projects the queries, keys and values again from the kept latents; RoPE's
         // element-wise pass on them is left out.
         if let (true, Some(l)) = (self.latent_recompute, w.latent) {
-            time.recompute += self.up_projections(h, &l, &w).forward;
+            let (query, key_value) = self.up_projections(h, &l, &w);
+            time.recompute += query.add(key_value).forward;
         }
         time
     }

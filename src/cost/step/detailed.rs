@@ -362,16 +362,13 @@ impl Detailed {
         // A hybrid model's blocks are counted and planned by the plate model; the detailed
         // model costs a layer as attention and an MLP, which its blocks are not.
         if let Some(hybrid) = &shape.hybrid {
+            let c = hybrid.counts();
             return Err(Error::invalid(
                 "--memory",
                 "detailed",
                 format!(
                     "plate for {}: its hybrid pattern ({} Mamba-2, {} attention, {} MLP and {} MoE blocks) is counted and planned by the plate model; the detailed model does not cost Mamba-2 blocks yet",
-                    shape.name,
-                    hybrid.counts().mamba,
-                    hybrid.counts().attention,
-                    hybrid.counts().mlp,
-                    hybrid.counts().moe
+                    shape.name, c.mamba, c.attention, c.mlp, c.moe
                 ),
             ));
         }
@@ -464,16 +461,27 @@ impl Detailed {
                     ),
                 ));
             }
-            if !matches!(self.step.recompute, Recompute::None | Recompute::Selective) {
-                return Err(Error::invalid(
-                    "--recompute",
-                    self.step.recompute.name(),
-                    "none or selective with --latent-recompute (Megatron-core's recompute \
-                     modules go with selective granularity)",
-                ));
-            }
+            self.modules_allowed("--latent-recompute")?;
         }
         Ok(())
+    }
+
+    /// Megatron-core's recompute modules (`--recompute-modules`) go with selective
+    /// granularity: the step recomputes nothing else, or the attention core. `flags` are the
+    /// options that asked for modules.
+    fn modules_allowed(&self, flags: &str) -> Result<()> {
+        let recompute = self.step.recompute;
+        if matches!(recompute, Recompute::None | Recompute::Selective) {
+            return Ok(());
+        }
+        Err(Error::invalid(
+            "--recompute",
+            recompute.name(),
+            format!(
+                "none or selective with {flags} (Megatron-core's recompute modules go with \
+                 selective granularity)"
+            ),
+        ))
     }
 
     /// The rules between the step and the shape that [`Detailed::kinds`] checks after the
@@ -527,14 +535,8 @@ impl Detailed {
             ));
         }
         let opts = &self.options;
-        let modules = opts.moe_recompute != MoeRecompute::None || opts.norm_recompute;
-        if modules && !matches!(step.recompute, Recompute::None | Recompute::Selective) {
-            return Err(Error::invalid(
-                "--recompute",
-                step.recompute.name(),
-                "none or selective with --moe-recompute or --norm-recompute (Megatron-core's \
-                 recompute modules go with selective granularity)",
-            ));
+        if opts.moe_recompute != MoeRecompute::None || opts.norm_recompute {
+            self.modules_allowed("--moe-recompute or --norm-recompute")?;
         }
         // Megatron-core's rules for --overlap-moe-expert-parallel-comm (`TransformerConfig`):
         // expert parallelism, no full recomputation, and an interleaved schedule under PP.
