@@ -7,6 +7,7 @@ mod common;
 
 use std::path::Path;
 
+use trainplan::brief::gpu::card_bytes;
 use trainplan::cost::chip::calibration::{Calibration, PUBLISHED_STACKS, PUBLISHED_SUSTAINED};
 use trainplan::cost::chip::efficiency::{calibration_rows, EfficiencyCurve};
 use trainplan::cost::step::stack::Stack;
@@ -123,11 +124,11 @@ fn no_published_run_is_predicted_above_its_card_and_measured_peaks_are_within_te
     for r in runs() {
         let p = r.predict(c, None).unwrap();
         assert!(
-            p.memory_gb <= p.card_gb,
+            p.memory_gb <= p.usable_gb,
             "{}: {:.1} GB on {}",
             r.id,
             p.memory_gb,
-            p.card_gb
+            p.usable_gb
         );
         if let Some(peak) = r.published.peak_memory_gb {
             let err = p.memory_gb / peak - 1.0;
@@ -304,7 +305,12 @@ fn the_moe_runs_are_within_five_points_on_average_and_none_is_predicted_above_it
     let all: Vec<&Prediction> = predictions.iter().map(|(p, _)| p).collect();
     assert!(mae(&all) <= MOE_MAE, "MAE {:.2}", mae(&all));
     for (p, _) in &predictions {
-        assert!(p.memory_gb <= p.card_gb, "{}: {:.1} GB", p.id, p.memory_gb);
+        assert!(
+            p.memory_gb <= p.usable_gb,
+            "{}: {:.1} GB",
+            p.id,
+            p.memory_gb
+        );
     }
 }
 
@@ -650,6 +656,7 @@ fn bridge_grade(run: &Run) -> Result<(Prediction, bool), String> {
                 .predict(Calibration::default(), None)
                 .map_err(|e| e.to_string())?;
             p.card_gb = run.card_gb.unwrap();
+            p.usable_gb = card_bytes(p.card_gb) / 1e9;
             Ok((p, true))
         }
         Err(e) => Err(e.to_string()),
@@ -702,12 +709,12 @@ fn bridge_graded(moe: bool) -> BridgeGrades {
 /// The graded rows, one a line: measured and predicted MFU, error, memory against the card.
 fn bridge_row_table(rows: &[BridgeRow], graded: &[(usize, Prediction, bool)]) -> String {
     let mut out = String::from(
-        "| row | chip | precision | measured MFU | predicted | error | memory GB | card GB |\n|---|---|---|---|---|---|---|---|\n",
+        "| row | chip | precision | measured MFU | predicted | error | memory GB | card GB (usable) |\n|---|---|---|---|---|---|---|---|\n",
     );
     for (i, p, over) in graded {
         let r = &rows[*i];
         out.push_str(&format!(
-            "| {}{} | {} | {} | {:.1} % | {:.1} % | {:+.1} | {:.1}{} | {} |\n",
+            "| {}{} | {} | {} | {:.1} % | {:.1} % | {:+.1} | {:.1}{} | {} ({:.1}) |\n",
             r.id,
             if r.matched { "" } else { " †" },
             r.chip,
@@ -718,6 +725,7 @@ fn bridge_row_table(rows: &[BridgeRow], graded: &[(usize, Prediction, bool)]) ->
             p.memory_gb,
             if *over { " (over)" } else { "" },
             p.card_gb,
+            p.usable_gb,
         ));
     }
     out

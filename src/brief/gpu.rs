@@ -92,6 +92,28 @@ pub const EPYC_9004_HOST_MEMORY_GBPS: f64 = 115.2;
 /// Share of the card a plan may use: SPEC.md §1's 72 GB of 80.
 pub const CAP_FRACTION: f64 = 0.9;
 
+/// Bytes in the binary gigabyte (GiB) that cards' memory is marketed in.
+const GIB: f64 = 1_073_741_824.0;
+
+/// The H200 of `../shared/calibration`: torch's `total_memory` in bytes, and its marketed GB.
+const H200_TOTAL_MEMORY: f64 = 150_109_880_320.0;
+const H200_MARKETED_GB: f64 = 141.0;
+
+/// Bytes a training process can allocate on a card whose memory is marketed as `marketed_gb`.
+///
+/// The marketed figure counts binary gigabytes: nvidia-smi shows an H100 SXM's "80 GB" as
+/// 81,559 MiB (85.5 × 10^9 bytes), and torch's `total_memory` on the H200 of
+/// `../shared/calibration` is 150,109,880,320 bytes for its "141 GB", 99.15 % of 141 GiB (the
+/// rest the driver keeps). That share, measured on the H200, is taken for every card:
+/// `card_bytes(g) = g · 2^30 · 150,109,880,320 / (141 · 2^30)`.
+///
+/// Plans keep to the brief's memory cap, in GB of 10^9 bytes as SPEC.md fixes them (the
+/// default brief's 72 of its 80 GB card), well inside this; what a published run held is
+/// graded against this, the card it ran on ([`crate::plan::calibrate::Run::predict`]).
+pub fn card_bytes(marketed_gb: f64) -> f64 {
+    marketed_gb * GIB * (H200_TOTAL_MEMORY / (H200_MARKETED_GB * GIB))
+}
+
 /// One GPU's share of a Grace superchip's NVLink-C2C, GB/s each way: 900 GB/s bidirectional
 /// between the Grace CPU and its GPUs (NVIDIA GB200 NVL72 and GB300 NVL72 specifications;
 /// Transformer Engine's CPU-offloading guide: "900 GB/s bidirectional ... The GB200 pairs a
@@ -432,6 +454,22 @@ impl Gpu {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cards_usable_bytes_are_its_marketed_binary_gigabytes_less_the_drivers_share() {
+        // Measured on the H200 itself.
+        assert!((card_bytes(141.0) - 150_109_880_320.0).abs() < 1.0);
+        // The H100 SXM: nvidia-smi's 81,559 MiB, of which the driver keeps a few hundred MiB
+        // more than of the H200's; within 0.5 %.
+        let smi = 81_559.0 * 1_048_576.0;
+        assert!(
+            (card_bytes(80.0) / smi - 1.0).abs() < 0.005,
+            "{}",
+            card_bytes(80.0)
+        );
+        // More than the marketed figure read as 10^9 bytes: 7 % more.
+        assert!((card_bytes(186.0) / 186e9 - 1.0 - 0.0646).abs() < 0.001);
+    }
     use crate::brief::Brief;
     use crate::brief::BriefPatch;
     use crate::brief::GpuName;

@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::brief::gpu::Gpu;
+use crate::brief::gpu::{card_bytes, Gpu};
 use crate::brief::{Brief, BriefPatch};
 use crate::cost::chip::calibration::{golden_section, Calibration, SUSTAINED};
 use crate::cost::step::detailed::{Detailed, Options};
@@ -32,7 +32,6 @@ use crate::error::{Error, Result};
 use crate::format::{fixed, general};
 use crate::model::layout::{Degrees, Layout, ZeroStage};
 use crate::model::{Architecture, Attention, Biases, Experts, Shape, ShapeSpec};
-use crate::plan::limits::memory_fits;
 use crate::units::BYTES_PER_GB;
 
 fn is_zero_u32(n: &u32) -> bool {
@@ -239,8 +238,11 @@ pub struct Prediction {
     pub error_points: f64,
     /// Predicted memory of the fullest GPU, GB.
     pub memory_gb: f64,
-    /// The card's memory, GB.
+    /// The card's memory as marketed, GB.
     pub card_gb: f64,
+    /// What a process can allocate on that card, GB of 10^9 bytes ([`card_bytes`]): the
+    /// memory the prediction must fit in.
+    pub usable_gb: f64,
 }
 
 impl Run {
@@ -415,7 +417,7 @@ impl Run {
         };
         let layout = Layout::with(brief, &shape, degrees, zero)?;
         let stack = self.stack()?;
-        let mut options = Options::for_stack(stack);
+        let mut options = Options::for_stack(stack).on_gpu(brief.mxfp8);
         if let Some(g) = self.gradients {
             options.gradients = g;
         }
@@ -535,7 +537,8 @@ impl Run {
         self.check_measured(&brief)?;
         let (shape, layout, detailed) = self.design(&brief)?;
         let memory = detailed.memory(&shape, &layout)?;
-        if !memory_fits(&brief, memory.total()) {
+        let usable = card_bytes(brief.gpu_memory_gb);
+        if memory.total() > usable {
             return Err(Error::invalid(
                 format!("runs[{}]", self.id),
                 format!(
@@ -543,8 +546,9 @@ impl Run {
                     fixed(memory.total() / BYTES_PER_GB, 1)
                 ),
                 format!(
-                    "at most its card's {} GB: as described ({}, micro-batch {}, recomputation {}), the detailed memory model says it could never fit, so it cannot calibrate the time model; check the run's layout, micro_batch, recompute and zero, give the card's memory in card_gb, or leave the run out",
+                    "at most what its card's {} GB hold, {} GB of 10^9 bytes: as described ({}, micro-batch {}, recomputation {}), the detailed memory model says it could never fit, so it cannot calibrate the time model; check the run's layout, micro_batch, recompute and zero, give the card's memory in card_gb, or leave the run out",
                     general(brief.gpu_memory_gb),
+                    fixed(usable / BYTES_PER_GB, 1),
                     layout.describe(),
                     self.micro_batch,
                     self.recompute
@@ -596,6 +600,7 @@ impl Run {
             error_points: 100.0 * (t.mfu - measured_mfu),
             memory_gb: memory.total() / BYTES_PER_GB,
             card_gb: brief.gpu_memory_gb,
+            usable_gb: usable / BYTES_PER_GB,
         })
     }
 }
@@ -742,7 +747,7 @@ mod tests {
             .predict(Calibration::default(), None)
             .unwrap();
         assert!((p.measured_mfu - 0.529).abs() < 1e-3, "{}", p.measured_mfu);
-        assert!(p.memory_gb <= p.card_gb);
+        assert!(p.memory_gb <= p.usable_gb);
     }
 
     #[test]
@@ -855,7 +860,7 @@ mod tests {
         let e = refused(serde_json::json!({"recompute": "none", "micro_batch": 8}));
         assert_eq!(
             e,
-            "invalid runs[nemo-gpt3-175b-bf16-128] = 222.8 GB predicted on its fullest GPU: at most its card's 80 GB: as described (TP 4 × PP 8 × DP 4, ZeRO 1, micro-batch 8, recomputation none), the detailed memory model says it could never fit, so it cannot calibrate the time model; check the run's layout, micro_batch, recompute and zero, give the card's memory in card_gb, or leave the run out"
+            "invalid runs[nemo-gpt3-175b-bf16-128] = 222.8 GB predicted on its fullest GPU: at most what its card's 80 GB hold, 85.2 GB of 10^9 bytes: as described (TP 4 × PP 8 × DP 4, ZeRO 1, micro-batch 8, recomputation none), the detailed memory model says it could never fit, so it cannot calibrate the time model; check the run's layout, micro_batch, recompute and zero, give the card's memory in card_gb, or leave the run out"
         );
         // The same run fits a card with room for it.
         let big = run(serde_json::json!({"recompute": "none", "micro_batch": 8, "card_gb": 256}));
@@ -864,7 +869,9 @@ mod tests {
         let never = run(serde_json::json!({"card_gb": 40}));
         let e = fit(&[&never]).unwrap_err().to_string();
         assert!(
-            e.contains("= 77.3 GB predicted on its fullest GPU: at most its card's 40 GB"),
+            e.contains(
+                "= 77.3 GB predicted on its fullest GPU: at most what its card's 40 GB hold"
+            ),
             "{e}"
         );
     }

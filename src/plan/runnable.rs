@@ -46,7 +46,7 @@ pub fn detailed_grade(brief: &Brief, shape: &Shape, layout: &Layout) -> Result<D
     let step = Step::default_for(layout, brief.seq_len, &brief.batch_target(), stack)?;
     let memory = MemoryModel::Detailed(Detailed {
         step,
-        options: Options::for_stack(stack),
+        options: Options::for_stack(stack).on_gpu(brief.mxfp8),
     });
     let bytes = memory.memory(brief.seq_len, shape, layout)?.total();
     let time = TimeModel::Detailed(TimeOptions::for_stack(stack));

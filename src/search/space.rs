@@ -450,6 +450,7 @@ impl MemorySpace {
     /// interleaves) every interleaving depth, at the brief's sequence, each layout at the
     /// global batch nearest the brief's target.
     pub fn detailed_defaults(brief: &Brief, options: Options) -> Self {
+        let options = options.on_gpu(brief.mxfp8);
         let overlaps = options.stack.overlaps_tp();
         let mut steps: Vec<Step> = iproduct!(
             DEFAULT_MICRO_BATCHES,

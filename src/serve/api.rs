@@ -180,7 +180,7 @@ fn grade(request: DesignRequest, sensitivity: bool) -> Result<CheckReport> {
                     precision,
                     ..Step::default_for(&layout, brief.seq_len, &brief.batch_target(), stack)?
                 },
-                options: Options::for_stack(stack),
+                options: Options::for_stack(stack).on_gpu(brief.mxfp8),
             }),
             TimeModel::Detailed(TimeOptions::for_stack(stack)),
         ),

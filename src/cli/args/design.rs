@@ -309,6 +309,7 @@ impl DesignArgs {
         let Some(options) = self.detailed.options(given)? else {
             return Ok(MemoryModel::Plate);
         };
+        let options = options.on_gpu(brief.mxfp8);
         let micro_batch = s.micro_batch.unwrap_or(1);
         // Without --global-batch-tokens, the rounds of b·s·DP nearest the brief's target (a
         // layout the GPUs do not divide is refused later, by the layout's own rule).

@@ -350,6 +350,8 @@ impl DetailedArgs {
                 Some(f) => Fraction::new("--offload-optimizer", f)?,
                 None => d.offload_optimizer,
             },
+            // The GPU's, set with the brief ([`Options::on_gpu`]).
+            fp8_any_layout: d.fp8_any_layout,
         };
         options.validate()?;
         Ok(Some(options))

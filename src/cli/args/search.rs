@@ -312,6 +312,7 @@ impl SearchArgs {
         let memory = match self.detailed.options(self.step.given())? {
             None => MemorySpace::Plate,
             Some(options) => {
+                let options = options.on_gpu(brief.mxfp8);
                 let steps = self.step.steps(brief, options.stack)?;
                 // The recipe and FP8 weights go with every precision searched (checked once,
                 // by name), and a precision's default recipe reads as none.

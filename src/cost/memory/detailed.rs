@@ -4,7 +4,7 @@
 //!
 //! | component | bytes | source |
 //! |---|---|---|
-//! | weights | `2·Ψᵢ`, ÷DP from ZeRO 3; under FP8 each layer's matrices' FP8 copy and transpose beside them (the recipe's bytes), and with `--fp8-params` that copy instead of their BF16 bytes (sharded: the recipe's stored bytes) | BF16; [`crate::cost::step::recipe`] |
+//! | weights | `2·Ψᵢ`, ÷DP from ZeRO 3; under FP8 each layer's matrices' FP8 copy and, but for a per-tensor recipe on Blackwell, its transpose beside them (the recipe's bytes), and with `--fp8-params` that copy instead of their BF16 bytes (sharded: the recipe's stored bytes) | BF16; [`crate::cost::step::recipe`] |
 //! | gradients | `2·Ψᵢ` (BF16) or `4·Ψᵢ` (FP32 buffers), ÷DP from ZeRO 2 | Megatron-LM and DeepSpeed keep FP32 buffers: 18 bytes per parameter in all |
 //! | optimizer | `12·Ψᵢ` (or the precision-aware optimizer's master and moments, 6 to 12), ÷DP from ZeRO 1 | FP32 master weights, Adam m and v (Rajbhandari et al. 2020); [`crate::cost::step::recipe::optimizer_bytes`] |
 //! | activations | per layer ([`crate::cost::memory::activations`]) × layers of the stage × micro-batches in flight ([`crate::cost::step::Step::in_flight`]) | Korthikanti et al. 2022; Narayanan et al. 2021 |
@@ -196,7 +196,10 @@ impl Detailed {
         // which the step's time casts too.
         let matrix = shape.layer_matrix_params() as f64 / tp;
         let recipe = self.recipe();
-        let copy_bytes = recipe.map_or(precision.weight_copy_bytes(), |r| r.weight_copy_bytes());
+        let any_layout = self.options.fp8_any_layout;
+        let copy_bytes = recipe.map_or(precision.weight_copy_bytes(), |r| {
+            r.weight_copy_bytes(any_layout)
+        });
         let fp8_copy = copy_bytes * matrix;
         // An MoE layer's: its dense part's matrices (attention, the shared experts) on this
         // TP shard; its routed experts' copies go with the stage's expert parameters.
@@ -783,6 +786,33 @@ mod tests {
         });
         assert_eq!(states.optimizer / base.optimizer, 8.0 / 12.0);
         assert_eq!(remainders.optimizer / base.optimizer, 6.0 / 12.0);
+    }
+
+    #[test]
+    fn on_blackwell_a_per_tensor_fp8_weight_is_one_copy_and_a_block_scaled_one_two() {
+        // The same Llama 3 70B stage (10 layers of 213,909,504 matrix parameters a TP rank):
+        // FP8 GEMMs that take any layout keep no transpose, 1 byte a parameter less,
+        // 2,139,095,040 bytes; MXFP8 keeps both orientations, as on any GPU.
+        let s = preset("70b").unwrap();
+        let l = Layout::new(&Brief::default(), &s, 4, 8, ZeroStage::new(1).unwrap()).unwrap();
+        let at = |precision, options: Options| {
+            let step = Step {
+                precision,
+                ..step(Recompute::Full, true)
+            };
+            Detailed { step, options }.memory(&s, &l).unwrap()
+        };
+        use crate::cost::step::precision::Precision::{Fp8, Mxfp8};
+        for fp8_params in [false, true] {
+            let hopper = Options {
+                fp8_params,
+                ..bare()
+            };
+            let blackwell = hopper.on_gpu(true);
+            let drop = at(Fp8, hopper).weights - at(Fp8, blackwell).weights;
+            assert_eq!(drop, 2_139_095_040.0);
+            assert_eq!(at(Mxfp8, hopper).weights, at(Mxfp8, blackwell).weights);
+        }
     }
 
     #[test]

@@ -120,6 +120,15 @@ pub struct Options {
     /// --optimizer-offload-fraction F`, [`crate::cost::step::optimizer_offload`]); default 0.
     #[serde(default, skip_serializing_if = "Fraction::is_zero")]
     pub offload_optimizer: Fraction,
+    /// Whether the GPU multiplies FP8 with its operands in any layout, where Transformer
+    /// Engine keeps no transposed copy of a per-tensor-scaled FP8 tensor: its quantizer makes
+    /// the column-wise copy only where `non_tn_fp8_gemm_supported()` is false (compute
+    /// capability below 10; TE `pytorch/csrc/quantizer.cpp`), Hopper's FP8 GEMMs taking the
+    /// TN layout alone ([`crate::cost::step::recipe::Fp8Recipe::weight_copy_bytes`]). Not a
+    /// setting: the GPU's ([`Options::on_gpu`]), and not written to plan files, which take it
+    /// from their brief's GPU again; default false (Hopper's, the conservative count).
+    #[serde(skip)]
+    pub fp8_any_layout: bool,
 }
 
 fn is_zero(x: &u16) -> bool {
@@ -157,11 +166,23 @@ impl Default for Options {
             bf16_layers: Bf16Layers { start: 0, end: 0 },
             offload_activations: 0,
             offload_optimizer: Fraction::ZERO,
+            fp8_any_layout: false,
         }
     }
 }
 
 impl Options {
+    /// These settings on a GPU that runs MXFP8 (`mxfp8`, the brief's): the chips that scale
+    /// blocks in hardware, Blackwell (compute capability 10) and AMD's CDNA 4, are the ones
+    /// whose FP8 GEMMs take every operand layout ([`Options::fp8_any_layout`]; CDNA 4 is taken
+    /// alike, unmeasured).
+    pub fn on_gpu(self, mxfp8: bool) -> Self {
+        Options {
+            fp8_any_layout: mxfp8,
+            ..self
+        }
+    }
+
     /// Bytes per parameter of the optimizer's state: master weights and Adam's m and v, 12
     /// by default ([`crate::cost::step::recipe::optimizer_bytes`]).
     pub fn optimizer_bytes(&self) -> f64 {

@@ -210,9 +210,13 @@ impl Fp8Recipe {
 
     /// Bytes a GPU keeps per layer-matrix parameter for the GEMMs: the FP8 weight row- and
     /// column-wise, 2 (per-tensor), `2·(1 + 4/128²)` (blockwise, 128×128 blocks), `2·(1 + 1/32)`
-    /// (MXFP8).
-    pub fn weight_copy_bytes(self) -> f64 {
+    /// (MXFP8). On a GPU whose FP8 GEMMs take any layout (`any_layout`, Blackwell:
+    /// [`crate::cost::step::detailed::Options::fp8_any_layout`]) a per-tensor weight is one
+    /// copy, 1 byte, that serves both orientations; the block-scaled recipes keep two there
+    /// too, each orientation scaled along its own blocks.
+    pub fn weight_copy_bytes(self, any_layout: bool) -> f64 {
         match self {
+            Fp8Recipe::Delayed | Fp8Recipe::Tensorwise if any_layout => 1.0,
             Fp8Recipe::Delayed | Fp8Recipe::Tensorwise => Precision::Fp8.weight_copy_bytes(),
             Fp8Recipe::Blockwise => 2.0 * (1.0 + 4.0 / (BLOCK * BLOCK)),
             Fp8Recipe::Mxfp8 => Precision::Mxfp8.weight_copy_bytes(),
@@ -232,10 +236,12 @@ impl Fp8Recipe {
     /// (`--fp8-params`) once a step: the optimizer writes the row-wise FP8 weight from the
     /// FP32 master it reads anyway, and the column-wise copy is the row-wise one transposed
     /// (read 1 byte, [`Fp8Recipe::stored_weight_bytes`]) but for MXFP8, whose two orientations
-    /// are both quantized from the master (0).
-    pub fn fp8_weight_cast_reads(self) -> f64 {
+    /// are both quantized from the master (0), and but on a GPU whose FP8 GEMMs take any
+    /// layout (`any_layout`), where a per-tensor weight has no transpose to make (0).
+    pub fn fp8_weight_cast_reads(self, any_layout: bool) -> f64 {
         match self {
             Fp8Recipe::Mxfp8 => 0.0,
+            Fp8Recipe::Delayed | Fp8Recipe::Tensorwise if any_layout => 0.0,
             r => r.stored_weight_bytes(),
         }
     }
@@ -458,7 +464,7 @@ mod tests {
         let mx = Fp8Recipe::of(Precision::Mxfp8, None).unwrap().unwrap();
         for (r, p) in [(fp8, Precision::Fp8), (mx, Precision::Mxfp8)] {
             assert_eq!(r.operand_bytes(), p.operand_bytes());
-            assert_eq!(r.weight_copy_bytes(), p.weight_copy_bytes());
+            assert_eq!(r.weight_copy_bytes(false), p.weight_copy_bytes());
             assert_eq!(r.cast_bytes(), crate::cost::step::precision::CAST_BYTES);
             assert_eq!(
                 r.fused_cast_bytes(),
@@ -493,7 +499,7 @@ mod tests {
         assert_eq!(Fp8Recipe::Blockwise.operand_bytes(), 1.03125);
         assert_eq!(Fp8Recipe::Blockwise.cast_bytes(), 2.0 + 2.0625);
         assert_eq!(Fp8Recipe::Blockwise.fused_cast_bytes(), 2.0625);
-        assert_eq!(Fp8Recipe::Blockwise.weight_copy_bytes(), 2.00048828125);
+        assert_eq!(Fp8Recipe::Blockwise.weight_copy_bytes(false), 2.00048828125);
         assert!((Fp8Recipe::Blockwise.gemm_factor(false) - 0.834319526627).abs() < 1e-12);
         // Block-scaled GEMMs where the GPU scales blocks (Blackwell): TE's B300 table, MXFP8
         // 1.42× against delayed 1.64× over BF16, 0.8659; blockwise runs as MXFP8 there.

@@ -281,11 +281,11 @@ pub fn unsharded_in(
     let fp8_casts = if precision.is_narrow() {
         let (reads, copy) = recipe.map_or((2.0, precision.weight_copy_bytes()), |r| {
             let reads = if d.options.fp8_params {
-                r.fp8_weight_cast_reads()
+                r.fp8_weight_cast_reads(d.options.fp8_any_layout)
             } else {
                 r.weight_cast_reads()
             };
-            (reads, r.weight_copy_bytes())
+            (reads, r.weight_copy_bytes(d.options.fp8_any_layout))
         });
         // A dense stage's count in the order it has always been summed (the same to the bit).
         if stage_moe == 0 {
