@@ -624,6 +624,94 @@ fn a_mixtral_plan_exports_and_reads_back_at_its_expert_parallelism() {
 /// set: the MoE issue's), not for its attention (written and read back: the exporter's own
 /// tests).
 #[test]
+fn transformer_engine_s_loss_is_written_read_back_and_keeps_half_the_logits() {
+    // Llama 3 8B on one GB200 rack's 64 GPUs at TP 1: the last stage's logits are
+    // s·b·V = 8,192 × 1 × 128,256 values, 4 bytes each in FP32 and 2 in place, with nothing
+    // more at the loss's peak in place (6 bytes more in FP32).
+    let design = |loss: &str| {
+        strings(&[
+            "check",
+            "--json",
+            "--quiet",
+            "--model",
+            "8b",
+            "--tokens",
+            "1e12",
+            "--gpu",
+            "gb200",
+            "--gpus",
+            "64",
+            "--tp",
+            "1",
+            "--pp",
+            "1",
+            "--zero",
+            "1",
+            "--memory",
+            "detailed",
+            "--recompute",
+            "none",
+            "--loss-precision",
+            loss,
+        ])
+    };
+    let grade = |loss: &str| -> serde_json::Value {
+        serde_json::from_str(&cli(&design(loss)).unwrap()).unwrap()
+    };
+    let (fp32, in_place) = (grade("fp32"), grade("in-place"));
+    let logits = |v: &serde_json::Value| v["memory_gb"]["logits"].as_f64().unwrap();
+    let (values, inputs) = (8_192.0 * 128_256.0 / 1e9, 4.0 * 8_192.0 * 4_096.0 / 1e9);
+    let fp32_extra = logits(&fp32) - 4.0 * values - inputs;
+    assert!(fp32_extra.abs() < 1e-9, "{}", logits(&fp32));
+    let in_place_extra = logits(&in_place) - 2.0 * values - inputs;
+    assert!(in_place_extra.abs() < 1e-9, "{}", logits(&in_place));
+    // Exported as Megatron-core's TE cross-entropy, and read back as the same plan.
+    let plan = Scratch::new("loss-in-place.json", &cli(&design("in-place")).unwrap());
+    let text = cli(&strings(&[
+        "export",
+        "--format",
+        "megatron",
+        "--quiet",
+        "--plan",
+        &plan.path(),
+    ]))
+    .unwrap();
+    for want in [
+        "--cross-entropy-loss-fusion",
+        "--cross-entropy-fusion-impl te",
+    ] {
+        assert!(text.lines().any(|l| l.trim() == want), "{want}:\n{text}");
+    }
+    let file = Scratch::new("loss-in-place.sh", &text);
+    let read: serde_json::Value = serde_json::from_str(
+        &cli(&strings(&[
+            "check",
+            "--json",
+            "--quiet",
+            "--from",
+            &file.path(),
+        ]))
+        .unwrap(),
+    )
+    .unwrap();
+    for field in ["layout", "step", "memory_model", "memory_gb"] {
+        assert_eq!(read[field], in_place[field], "{field}");
+    }
+    // Megatron-core has no BF16 log-probabilities: refused by name.
+    let bf16 = Scratch::new("loss-bf16.json", &cli(&design("bf16")).unwrap());
+    let e = cli(&strings(&[
+        "export",
+        "--format",
+        "megatron",
+        "--quiet",
+        "--plan",
+        &bf16.path(),
+    ]))
+    .unwrap_err();
+    assert!(e.contains("--loss-precision bf16"), "{e}");
+}
+
+#[test]
 fn a_latent_attention_plan_is_graded_and_its_export_names_what_it_cannot_write() {
     let config = std::fs::read_to_string(format!(
         "{}/tests/fixtures/hf/deepseek-v3/config.json",

@@ -525,6 +525,11 @@ fn bridge_run(r: &serde_json::Value) -> Result<Run, String> {
     // TP communication overlap where the recipe does not turn it off (Megatron-Bridge's perf
     // scripts turn it off under NVFP4).
     let tp_comm_overlap = r["other_settings"]["comm_overlap.tp_comm_overlap"].as_bool();
+    // Megatron-Bridge's recipes and performance overrides run Transformer Engine's
+    // cross-entropy (`cross_entropy_fusion_impl = "te"`: `recipes/llama/llama3.py`,
+    // `scripts/performance/utils/overrides.py`, v0.4.2), which keeps the BF16 logits alone;
+    // NeMo 2.x's rows keep Megatron-core's default, the FP32 copy.
+    let loss = (r["source_kind"] == "megatron-bridge performance summary").then_some("in-place");
     let run = json!({
         "id": r["id"],
         "gpu": gpu,
@@ -545,6 +550,7 @@ fn bridge_run(r: &serde_json::Value) -> Result<Run, String> {
         "stack": "megatron-te",
         "precision": precision,
         "gradients": gradients,
+        "loss": loss,
         "fp8_recipe": fp8_recipe,
         "fp8_params": fp8_params,
         "stages": stages,

@@ -12,13 +12,13 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::args::{
-    DesignArgs, DispatcherArg, GradientArg, MasterArg, MemoryArg, MoeRecomputeArg, OnOff,
+    DesignArgs, DispatcherArg, GradientArg, LossArg, MasterArg, MemoryArg, MoeRecomputeArg, OnOff,
     RecomputeArg, SearchArgs, StagesArg, StatesArg,
 };
 use crate::cost::step::detailed::Options;
 use crate::cost::step::experts::Dispatcher;
 use crate::cost::step::recipe::{MasterWeights, OptimizerStates};
-use crate::cost::step::stack::GradientPrecision;
+use crate::cost::step::stack::{GradientPrecision, LossPrecision};
 use crate::cost::step::stack::{Stack, StageSplit};
 use crate::cost::step::{MoeRecompute, Recompute};
 use crate::cost::step::{Schedule, Step};
@@ -621,6 +621,16 @@ pub fn apply(d: &mut DesignArgs, mut f: FromFile, path: &str) -> Result<Vec<Stri
         f.gradients.map(|g| match g {
             GradientPrecision::Bf16 => GradientArg::Bf16,
             GradientPrecision::Fp32 => GradientArg::Fp32,
+        }),
+        kebab,
+    )?;
+    set_by(
+        "--loss-precision",
+        &mut x.loss_precision,
+        f.loss.map(|l| match l {
+            LossPrecision::Fp32 => LossArg::Fp32,
+            LossPrecision::Bf16 => LossArg::Bf16,
+            LossPrecision::InPlace => LossArg::InPlace,
         }),
         kebab,
     )?;

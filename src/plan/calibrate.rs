@@ -22,7 +22,7 @@ use crate::cost::step::optimizer_offload::Fraction;
 use crate::cost::step::precision::Precision;
 use crate::cost::step::recipe::{Bf16Layers, Fp8Recipe, MasterWeights, OptimizerStates};
 use crate::cost::step::stack::Stack;
-use crate::cost::step::stack::{GradientPrecision, StageSplit};
+use crate::cost::step::stack::{GradientPrecision, LossPrecision, StageSplit};
 use crate::cost::step::MoeRecompute;
 use crate::cost::step::Recompute;
 use crate::cost::step::{Schedule, Step};
@@ -166,6 +166,10 @@ pub struct Run {
     /// Gradient buffers (`bf16`, `fp32`), if not the stack's (NeMo's `grad_sync_dtype`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gradients: Option<GradientPrecision>,
+    /// The loss's logits (`fp32`, `bf16`, `in-place`: Transformer Engine's cross-entropy,
+    /// Megatron-core's `cross_entropy_fusion_impl` `te`), if not the stack's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss: Option<LossPrecision>,
     /// The FP8 scaling recipe, if not the precision's default (`tensorwise`, `blockwise`;
     /// Megatron-LM's `--fp8-recipe`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -420,6 +424,9 @@ impl Run {
         let mut options = Options::for_stack(stack).on_gpu(brief.mxfp8);
         if let Some(g) = self.gradients {
             options.gradients = g;
+        }
+        if let Some(loss) = self.loss {
+            options.loss = loss;
         }
         options.ep_overlap = self.ep_overlap;
         options.moe_recompute = self.moe_recompute();

@@ -202,6 +202,9 @@ pub enum LossArg {
     Fp32,
     /// BF16 throughout.
     Bf16,
+    /// BF16 logits whose gradient the forward writes over them (Transformer Engine's fused
+    /// cross-entropy: Megatron-core's --cross-entropy-fusion-impl te).
+    InPlace,
 }
 
 /// Kernels.
@@ -295,6 +298,7 @@ impl DetailedArgs {
             loss: match self.loss_precision {
                 Some(LossArg::Bf16) => LossPrecision::Bf16,
                 Some(LossArg::Fp32) => LossPrecision::Fp32,
+                Some(LossArg::InPlace) => LossPrecision::InPlace,
                 None => d.loss,
             },
             kernels: match self.kernels {

@@ -96,6 +96,14 @@ pub enum LossPrecision {
     Fp32,
     /// BF16.
     Bf16,
+    /// The BF16 logits, whose gradient the loss's forward writes over them: Transformer
+    /// Engine's `parallel_cross_entropy` (`pytorch/cross_entropy.py`, a Triton kernel that
+    /// stores each block's softmax-minus-one-hot in the input and saves that buffer for a
+    /// backward that only scales it), Megatron-core's `--cross-entropy-loss-fusion
+    /// --cross-entropy-fusion-impl te`, which Megatron-Bridge's recipes and performance
+    /// scripts set. No FP32 copy and no gradient buffer of the logits.
+    #[serde(rename = "in-place")]
+    InPlace,
 }
 
 impl LossPrecision {
@@ -103,7 +111,7 @@ impl LossPrecision {
     pub fn kept_bytes(self) -> f64 {
         match self {
             LossPrecision::Fp32 => 4.0,
-            LossPrecision::Bf16 => 2.0,
+            LossPrecision::Bf16 | LossPrecision::InPlace => 2.0,
         }
     }
 
@@ -114,6 +122,9 @@ impl LossPrecision {
             LossPrecision::Fp32 => 6.0,
             // BF16 logits 2 + BF16 softmax 2 = 4 at the peak, 2 kept.
             LossPrecision::Bf16 => 2.0,
+            // The logits alone, overwritten by their gradient (its few FP32 statistics a
+            // token aside).
+            LossPrecision::InPlace => 0.0,
         }
     }
 }

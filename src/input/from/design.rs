@@ -3,7 +3,7 @@
 use crate::cost::step::experts::Dispatcher;
 use crate::cost::step::precision::Precision;
 use crate::cost::step::recipe::{Bf16Layers, Fp8Recipe, MasterWeights, OptimizerStates};
-use crate::cost::step::stack::GradientPrecision;
+use crate::cost::step::stack::{GradientPrecision, LossPrecision};
 use crate::cost::step::stack::{Stack, StageSplit};
 use crate::cost::step::Schedule;
 use crate::cost::step::{MoeRecompute, Recompute};
@@ -175,6 +175,9 @@ pub struct FromFile {
     pub fp8_params: Option<bool>,
     /// The gradient buffers' precision, where the file says it.
     pub gradients: Option<GradientPrecision>,
+    /// The loss's logits, where the file names Transformer Engine's cross-entropy
+    /// (`--cross-entropy-fusion-impl te`: in place).
+    pub loss: Option<LossPrecision>,
     /// Adam's moments' precision.
     pub optimizer_states: Option<OptimizerStates>,
     /// The optimizer's master weights.
@@ -231,6 +234,7 @@ impl FromFile {
             fp8_recipe: None,
             fp8_params: None,
             gradients: None,
+            loss: None,
             optimizer_states: None,
             master_weights: None,
             bf16_layers: None,

@@ -19,8 +19,8 @@ use std::collections::HashSet;
 use crate::cost::step::experts::Dispatcher;
 use crate::cost::step::precision::Precision;
 use crate::cost::step::recipe::{Bf16Layers, Fp8Recipe, MasterWeights, OptimizerStates};
-use crate::cost::step::stack::GradientPrecision;
 use crate::cost::step::stack::StageSplit;
+use crate::cost::step::stack::{GradientPrecision, LossPrecision};
 use crate::cost::step::Schedule;
 use crate::cost::step::{MoeRecompute, Recompute};
 use crate::error::{Error, Result};
@@ -492,6 +492,20 @@ pub fn parse(text: &str) -> Result<FromFile> {
             "--fp8-format" => fp8.0 = Some(need()?.to_string()),
             "--fp8-recipe" => fp8.1 = Some(need()?.to_string()),
             "--fp8-param-gather" => from.fp8_params = Some(true),
+            // Which fused cross-entropy (Megatron-core's `cross_entropy_fusion_impl`): its
+            // own, which keeps FP32 logits as the default loss does, or Transformer
+            // Engine's, which writes their gradient over the BF16 ones.
+            "--cross-entropy-fusion-impl" => match need()? {
+                "native" => {}
+                "te" => from.loss = Some(LossPrecision::InPlace),
+                v => {
+                    return Err(Error::invalid(
+                        name.as_str(),
+                        v,
+                        "native or te, the cross-entropies Megatron-core has",
+                    ))
+                }
+            },
             // Megatron-LM before 310671436c (Oct 2025) turned offloading on with these
             // switches beside the count; the count alone says it now, and is what is read.
             "--cpu-offloading" | "--cpu-offloading-activations" => {}

@@ -40,6 +40,7 @@ use crate::cost::step::stack::Attention;
 use crate::cost::step::stack::GradientPrecision;
 use crate::cost::step::stack::Kernels;
 use crate::cost::step::stack::LossKernel;
+use crate::cost::step::stack::LossPrecision;
 use crate::cost::step::MoeRecompute;
 use crate::cost::step::Recompute;
 use crate::cost::step::Schedule;
@@ -245,26 +246,29 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     }
     // The stage split is written as a layout string; a mixture of experts' settings as its
     // options; the rest of the plan's settings are its stack's or refused.
-    l.refuse_unwritten(
-        "megatron",
-        "Megatron-LM",
-        &[
-            "--stages",
-            "--ep-overlap",
-            "--moe-recompute",
-            "--norm-recompute",
-            "--latent-recompute",
-            "--ep-dispatcher",
-            "--gradients",
-            "--fp8-recipe",
-            "--fp8-params",
-            "--optimizer-states",
-            "--master-weights",
-            "--fp8-bf16-layers",
-            "--offload-activations",
-            "--offload-optimizer",
-        ],
-    )?;
+    // Of the losses, Transformer Engine's in place is written (`--cross-entropy-fusion-impl
+    // te`); Megatron-core keeps no BF16 log-probabilities.
+    let loss = (l.options.loss == LossPrecision::InPlace).then_some("--loss-precision");
+    let writes: Vec<&str> = [
+        "--stages",
+        "--ep-overlap",
+        "--moe-recompute",
+        "--norm-recompute",
+        "--latent-recompute",
+        "--ep-dispatcher",
+        "--gradients",
+        "--fp8-recipe",
+        "--fp8-params",
+        "--optimizer-states",
+        "--master-weights",
+        "--fp8-bf16-layers",
+        "--offload-activations",
+        "--offload-optimizer",
+    ]
+    .into_iter()
+    .chain(loss)
+    .collect();
+    l.refuse_unwritten("megatron", "Megatron-LM", &writes)?;
     let chunks = step.schedule.chunks();
     // No more chunks than every stage holds (the step's rule); a layout string is one entry
     // a chunk.
@@ -579,8 +583,12 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     };
     push("--transformer-impl", Some("transformer_engine".into()));
     push("--attention-backend", Some(backend.into()));
-    if settings.loss_kernel == LossKernel::Fused {
+    let in_place = l.options.loss == LossPrecision::InPlace;
+    if settings.loss_kernel == LossKernel::Fused || in_place {
         push("--cross-entropy-loss-fusion", None);
+    }
+    if in_place {
+        push("--cross-entropy-fusion-impl", Some("te".into()));
     }
     if settings.elementwise == Kernels::Eager {
         push("--no-rope-fusion", None);

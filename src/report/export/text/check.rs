@@ -303,6 +303,7 @@ fn memory_rows(p: &Plan) -> Vec<Vec<String>> {
             let loss = match options.loss {
                 LossPrecision::Fp32 => "FP32 log-probabilities, 4·s·b·V/TP",
                 LossPrecision::Bf16 => "BF16 log-probabilities, 2·s·b·V/TP",
+                LossPrecision::InPlace => "BF16 logits, their gradient in place, 2·s·b·V/TP",
             };
             rows.push(row("logits", loss.into(), m.logits.unwrap_or(0.0)));
             rows.push(row(
