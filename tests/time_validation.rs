@@ -530,6 +530,10 @@ fn bridge_run(r: &serde_json::Value) -> Result<Run, String> {
     // `scripts/performance/utils/overrides.py`, v0.4.2), which keeps the BF16 logits alone;
     // NeMo 2.x's rows keep Megatron-core's default, the FP32 copy.
     let loss = (r["source_kind"] == "megatron-bridge performance summary").then_some("in-place");
+    // NVIDIA's GB200 runs use 64 GPUs of each 72-GPU rack (Megatron-Bridge's performance
+    // guide: "you can just use 64 GPUs out of the 72"); a job of fewer GPUs is in one rack.
+    let gpus = r["gpus"].as_u64().unwrap();
+    let scale_up_used = (chip == "GB200" && gpus >= 64 && gpus % 64 == 0).then_some(64);
     let run = json!({
         "id": r["id"],
         "gpu": gpu,
@@ -551,6 +555,7 @@ fn bridge_run(r: &serde_json::Value) -> Result<Run, String> {
         "precision": precision,
         "gradients": gradients,
         "loss": loss,
+        "scale_up_used": scale_up_used,
         "fp8_recipe": fp8_recipe,
         "fp8_params": fp8_params,
         "stages": stages,
@@ -826,8 +831,9 @@ fn bridge_moe_table() -> String {
 fn every_bridge_moe_row_is_graded_or_says_why() {
     // Every model of the table but the hybrid Mamba one is graded on some chip: DeepSeek-V3
     // (latent attention, multi-token prediction), Qwen3-30B-A3B, gpt-oss 120B (windows),
-    // Llama 4 Scout and the Mixtrals. No bound yet: issue 41's (≤ 5 MFU points per model) is
-    // not met, and the table says by how much.
+    // Llama 4 Scout and the Mixtrals. Issue 41's bound (≤ 5 MFU points per model held out) is
+    // met by DeepSeek-V3 (4.9, guarded here); not yet by the
+    // others, and the table says by how much.
     let (rows, graded, refused) = bridge_graded(true);
     assert_eq!(graded.len() + refused.len(), rows.len());
     assert!(rows.len() >= 50, "{}", rows.len());
@@ -846,12 +852,18 @@ fn every_bridge_moe_row_is_graded_or_says_why() {
             "{model} not graded"
         );
     }
+    let with = graded_rows(&rows, &graded);
+    for (model, ps) in bridge_groups(&with, |r| r.model.as_str()) {
+        if model == "deepseek_v3" {
+            assert!(mae(&ps) <= 5.0, "{model}: {:.2}", mae(&ps));
+        }
+    }
 }
 
 /// The H100 rows' mean absolute error is at most this, MFU points (all of them outside the fit).
 const BRIDGE_H100_MAE: f64 = 4.0;
 /// The Blackwell rows' (B200, GB200) mean absolute error per chip is at most this: short of the
-/// issue's 3 points (B200 9.4, GB200 7.2). The 8B rows at TP 1 are within 2.1 points; the
+/// issue's 3 points (B200 9.5, GB200 7.7). The 8B rows at TP 1 are within 2.1 points; the
 /// others are over-predicted, most the 405B's at TP 4 × CP 2 on 128 GPUs;
 /// `results/time-validation.md` lists each row and says why. A guard against getting worse
 /// while the Blackwell model is mended.

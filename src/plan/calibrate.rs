@@ -206,6 +206,10 @@ pub struct Run {
     /// Bus bandwidth per GPU between nodes, GB/s, if not the preset's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inter_node_gbps: Option<f64>,
+    /// The GPUs of each NVLink domain the run used, if fewer than the domain's (NVIDIA's GB200
+    /// tables run 64 of a rack's 72: [`Brief::scale_up_used`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_up_used: Option<u64>,
     /// The model.
     pub shape: RunShape,
     /// What was measured.
@@ -373,6 +377,9 @@ impl Run {
         brief.memory_cap_gb = brief.gpu_memory_gb;
         if let Some(gbps) = self.inter_node_gbps {
             brief.topology.inter_node_gbps = gbps;
+        }
+        if self.scale_up_used.is_some() {
+            brief.scale_up_used = self.scale_up_used;
         }
         if let Some(peak) = peak_tflops {
             brief.peak_tflops = peak;
