@@ -618,11 +618,65 @@ fn a_mixtral_plan_exports_and_reads_back_at_its_expert_parallelism() {
     }
 }
 
-/// Latent attention is graded and exported: DeepSeek-V3's config as it was pretrained (4K
-/// tokens, before YaRN extended it) is planned on its report's layout; Megatron-LM's file for
-/// it is refused by name for its router (a biased, grouped one that the arguments here do not
-/// set: the MoE issue's), not for its attention (written and read back: the exporter's own
-/// tests).
+#[test]
+fn a_blackwell_fp8_plan_file_is_graded_again_as_on_blackwell() {
+    // A per-tensor FP8 weight is one copy on a GB200 (no transpose). A plan file does not
+    // carry that (it is the GPU's): reading the file back with its brief grades the weights as
+    // `check` did, not with Hopper's transposes.
+    let check = strings(&[
+        "check",
+        "--json",
+        "--quiet",
+        "--model",
+        "70b",
+        "--tokens",
+        "1e12",
+        "--gpu",
+        "gb200",
+        "--gpus",
+        "64",
+        "--tp",
+        "4",
+        "--pp",
+        "2",
+        "--zero",
+        "1",
+        "--memory",
+        "detailed",
+        "--precision",
+        "fp8",
+        "--recompute",
+        "selective",
+    ]);
+    let json = cli(&check).unwrap();
+    let file =
+        trainplan::input::plan_file::PlanFile::parse(&json, std::path::Path::new("p"), 1).unwrap();
+    // The brief `check` had: the GB200 preset's, on 64 GPUs.
+    let gpu = trainplan::brief::gpu::Gpu::named("gb200").unwrap();
+    let mut brief = trainplan::brief::BriefPatch::gpu(&gpu).apply(Default::default());
+    brief.gpus = 64;
+    let (_, plan) = file.launch(file.shape(None).unwrap(), brief).unwrap();
+    let planned: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let total = planned["memory_gb"]["total"].as_f64().unwrap();
+    assert!(
+        (plan.memory_gb.total - total).abs() < 1e-9,
+        "{} {total}",
+        plan.memory_gb.total
+    );
+    // And that is a copy a parameter less than an H100's plan of the same layout keeps.
+    let mut hopper = check.clone();
+    let at = hopper.iter().position(|a| a == "gb200").unwrap();
+    hopper[at] = "h100-sxm".into();
+    let h100: serde_json::Value = serde_json::from_str(&cli(&hopper).unwrap()).unwrap();
+    let weights = |v: &serde_json::Value| v["memory_gb"]["weights"].as_f64().unwrap();
+    assert!(
+        weights(&h100) > weights(&planned) + 1.0,
+        "{} {}",
+        weights(&h100),
+        weights(&planned)
+    );
+}
+
 #[test]
 fn transformer_engine_s_loss_is_written_read_back_and_keeps_half_the_logits() {
     // Llama 3 8B on one GB200 rack's 64 GPUs at TP 1: the last stage's logits are
@@ -711,6 +765,11 @@ fn transformer_engine_s_loss_is_written_read_back_and_keeps_half_the_logits() {
     assert!(e.contains("--loss-precision bf16"), "{e}");
 }
 
+/// Latent attention is graded and exported: DeepSeek-V3's config as it was pretrained (4K
+/// tokens, before YaRN extended it) is planned on its report's layout; Megatron-LM's file for
+/// it is refused by name for its router (a biased, grouped one that the arguments here do not
+/// set: the MoE issue's), not for its attention (written and read back: the exporter's own
+/// tests).
 #[test]
 fn a_latent_attention_plan_is_graded_and_its_export_names_what_it_cannot_write() {
     let config = std::fs::read_to_string(format!(

@@ -14,6 +14,7 @@ use trainplan::cost::step::stack::Stack;
 use trainplan::input;
 use trainplan::plan::calibrate::{fit, leave_one_family_out, Prediction, Run};
 use trainplan::report::validation::{mae, validation_markdown, Row};
+use trainplan::units::BYTES_PER_GB;
 
 fn runs() -> Vec<Run> {
     input::runs(Path::new("data/published/runs.json"))
@@ -236,7 +237,7 @@ fn moe_predictions() -> Vec<(Prediction, String)> {
 
 fn moe_table() -> String {
     let mut out = String::from(
-        "| run | layout | measured MFU | predicted | error | memory GB | card GB |\n|---|---|---|---|---|---|---|\n",
+        "| run | layout | measured MFU | predicted | error | memory GB | card GB (usable) |\n|---|---|---|---|---|---|---|\n",
     );
     let runs = moe_runs();
     let predictions = moe_predictions();
@@ -259,13 +260,14 @@ fn moe_table() -> String {
             if r.ep_overlap { ", a2a overlap" } else { "" },
         );
         out.push_str(&format!(
-            "| {} | {layout} | {:.1} % | {:.1} % | {:+.1} | {:.1} | {} |\n",
+            "| {} | {layout} | {:.1} % | {:.1} % | {:+.1} | {:.1} | {} ({:.1}) |\n",
             p.id,
             100.0 * p.measured_mfu,
             100.0 * p.mfu,
             p.error_points,
             p.memory_gb,
             p.card_gb,
+            p.usable_gb,
         ));
     }
     out.push_str("\n| family | runs | mean absolute error |\n|---|---|---|\n");
@@ -667,7 +669,7 @@ fn bridge_grade(run: &Run) -> Result<(Prediction, bool), String> {
                 .predict(Calibration::default(), None)
                 .map_err(|e| e.to_string())?;
             p.card_gb = run.card_gb.unwrap();
-            p.usable_gb = card_bytes(p.card_gb) / 1e9;
+            p.usable_gb = card_bytes(p.card_gb) / BYTES_PER_GB;
             Ok((p, true))
         }
         Err(e) => Err(e.to_string()),

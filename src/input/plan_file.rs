@@ -219,10 +219,12 @@ impl PlanFile {
                 ));
             }
         }
-        let memory = match (fields.step, fields.memory_model) {
+        // The GPU's own settings are the brief's, not the file's ([`Options::on_gpu`]).
+        let memory_model = fields.memory_model.map(|o| o.on_gpu(brief.mxfp8));
+        let memory = match (fields.step, memory_model) {
             (Some(step), options) => MemoryModel::Detailed(Detailed {
                 step,
-                options: options.unwrap_or_default(),
+                options: options.unwrap_or_default().on_gpu(brief.mxfp8),
             }),
             (None, _) => MemoryModel::Plate,
         };
@@ -247,7 +249,7 @@ impl PlanFile {
             fields.step,
             brief.seq_len,
             &brief.batch_target(),
-            fields.memory_model,
+            memory_model,
         )?;
         Ok((launch, graded))
     }

@@ -519,17 +519,20 @@ impl Run {
                 "a percentage above 0 and at most 100: no run computes faster than its card's peak",
             ));
         }
+        // What the card holds, GB of 10^9 bytes, which a measured peak cannot pass.
         let card = brief.gpu_memory_gb;
+        let holds = card_bytes(card) / BYTES_PER_GB;
         if let Some(gb) = m
             .peak_memory_gb
-            .filter(|v| !(v.is_finite() && *v > 0.0 && *v <= card))
+            .filter(|v| !(v.is_finite() && *v > 0.0 && *v <= holds))
         {
             return Err(Error::invalid(
                 field("peak_memory_gb"),
                 gb,
                 format!(
-                    "above 0 and at most the card's {} GB (give the card's memory in card_gb if it is not the preset's)",
-                    general(card)
+                    "above 0 and at most what the card's {} GB hold, {} GB of 10^9 bytes (give the card's memory in card_gb if it is not the preset's)",
+                    general(card),
+                    fixed(holds, 1)
                 ),
             ));
         }
@@ -842,7 +845,7 @@ mod tests {
         }
         let e = refused(serde_json::json!({"published": {"peak_memory_gb": 95}}));
         assert!(
-            e.contains("published.peak_memory_gb = 95: above 0 and at most the card's 80 GB"),
+            e.contains("published.peak_memory_gb = 95: above 0 and at most what the card's 80 GB hold, 85.2 GB"),
             "{e}"
         );
     }

@@ -21,14 +21,14 @@ pub fn calibration_text(
     for (b, a) in before.iter().zip(after) {
         let _ = writeln!(
             out,
-            "{:<42} {:<18} {:>7.1}% {:>+8.1} {:>+8.1} {:>5.1}/{:<3}",
+            "{:<42} {:<18} {:>7.1}% {:>+8.1} {:>+8.1} {:>5.1}/{:<5.1}",
             b.id,
             b.stack.name(),
             100.0 * b.measured_mfu,
             b.error_points,
             a.error_points,
             a.memory_gb,
-            a.card_gb
+            a.usable_gb
         );
     }
     let all_b: Vec<&Prediction> = before.iter().collect();
@@ -68,13 +68,13 @@ pub struct Row<'a> {
 /// family and overall.
 pub fn validation_markdown(rows: &[Row]) -> String {
     let mut out = String::from(
-        "| run | stack | measured MFU | predicted | error (family held out) | fit's sustained | memory GB | card GB | measured peak GB |\n|---|---|---|---|---|---|---|---|---|\n",
+        "| run | stack | measured MFU | predicted | error (family held out) | fit's sustained | memory GB | card GB (usable) | measured peak GB |\n|---|---|---|---|---|---|---|---|---|\n",
     );
     for r in rows {
         let p = r.held_out;
         let _ = writeln!(
             out,
-            "| {} | {} | {:.1} % | {:.1} % | {:+.1} | {:.3} | {:.1} | {} | {} |",
+            "| {} | {} | {:.1} % | {:.1} % | {:+.1} | {:.3} | {:.1} | {} ({:.1}) | {} |",
             p.id,
             p.stack.name(),
             100.0 * p.measured_mfu,
@@ -83,6 +83,7 @@ pub fn validation_markdown(rows: &[Row]) -> String {
             r.fit.sustained_for(p.stack),
             p.memory_gb,
             p.card_gb,
+            p.usable_gb,
             r.peak_memory_gb.map_or("—".to_string(), |g| format!(
                 "{g:.1} ({:+.0} %)",
                 100.0 * (p.memory_gb / g - 1.0)

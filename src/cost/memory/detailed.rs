@@ -789,6 +789,38 @@ mod tests {
     }
 
     #[test]
+    fn transformer_engine_s_loss_keeps_bf16_logits_and_no_more_at_its_peak() {
+        // Llama 3 8B whole on one GPU, full recomputation, one 8,192-token sequence: the
+        // logits are 8,192 × 128,256 = 1,050,673,152 values. Kept: 4 bytes each in FP32, 2 in
+        // BF16 and in place. At the loss's peak: 6 and 2 more in FP32 and BF16, none in place,
+        // so the transient is the loss's in FP32 and the backward's working set, below 2 bytes
+        // a logit, in place.
+        use crate::cost::step::stack::LossPrecision::{Bf16, Fp32, InPlace};
+        let s = preset("8b").unwrap();
+        let l = Layout::new(&Brief::default(), &s, 1, 1, ZeroStage::new(1).unwrap()).unwrap();
+        let at = |loss| {
+            let options = Options { loss, ..bare() };
+            let detail = Detailed {
+                step: step(Recompute::Full, false),
+                options,
+            }
+            .memory(&s, &l)
+            .unwrap()
+            .detail
+            .unwrap();
+            (detail.logits, detail.transient)
+        };
+        let values = 1_050_673_152.0;
+        let ((fp32, fp32_peak), (bf16, bf16_peak), (in_place, in_place_peak)) =
+            (at(Fp32), at(Bf16), at(InPlace));
+        assert_eq!(fp32 - in_place, 2.0 * values);
+        assert_eq!(bf16, in_place);
+        assert_eq!(fp32_peak, 6.0 * values);
+        assert!(in_place_peak < bf16_peak, "{in_place_peak} {bf16_peak}");
+        assert!(in_place_peak < 2.0 * values, "{in_place_peak}");
+    }
+
+    #[test]
     fn on_blackwell_a_per_tensor_fp8_weight_is_one_copy_and_a_block_scaled_one_two() {
         // The same Llama 3 70B stage (10 layers of 213,909,504 matrix parameters a TP rank):
         // FP8 GEMMs that take any layout keep no transpose, 1 byte a parameter less,

@@ -126,7 +126,10 @@ pub struct Options {
     /// capability below 10; TE `pytorch/csrc/quantizer.cpp`), Hopper's FP8 GEMMs taking the
     /// TN layout alone ([`crate::cost::step::recipe::Fp8Recipe::weight_copy_bytes`]). Not a
     /// setting: the GPU's ([`Options::on_gpu`]), and not written to plan files, which take it
-    /// from their brief's GPU again; default false (Hopper's, the conservative count).
+    /// from their brief's GPU again; default false (Hopper's, the conservative count). The
+    /// activations' and gradients' casts are the same on such a GPU (one FP8 copy written, not
+    /// two) but are still counted with their transposes, [`crate::cost::step::precision::CAST_BYTES`]:
+    /// 1 byte an element too many in element-wise traffic, a conservative time.
     #[serde(skip)]
     pub fp8_any_layout: bool,
 }
@@ -751,6 +754,18 @@ impl Detailed {
         }
         if self.step.tp_comm_overlap {
             stack.tp_overlap_allowed()?;
+        }
+        // Transformer Engine's cross-entropy is Megatron-core's to call (its
+        // `cross_entropy_fusion_impl`); the other stacks run their own losses.
+        if self.options.loss == LossPrecision::InPlace && stack != Stack::MegatronTe {
+            return Err(Error::invalid(
+                "--loss-precision",
+                "in-place",
+                format!(
+                    "fp32 or bf16 on the {stack} stack: the loss that overwrites its logits with \
+                     their gradient is Transformer Engine's, which megatron-te runs"
+                ),
+            ));
         }
         let precision = self.step.precision;
         if !settings.trains(precision) {

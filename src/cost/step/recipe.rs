@@ -236,8 +236,8 @@ impl Fp8Recipe {
     /// (`--fp8-params`) once a step: the optimizer writes the row-wise FP8 weight from the
     /// FP32 master it reads anyway, and the column-wise copy is the row-wise one transposed
     /// (read 1 byte, [`Fp8Recipe::stored_weight_bytes`]) but for MXFP8, whose two orientations
-    /// are both quantized from the master (0), and but on a GPU whose FP8 GEMMs take any
-    /// layout (`any_layout`), where a per-tensor weight has no transpose to make (0).
+    /// are both quantized from the master (0), nor on a GPU whose FP8 GEMMs take any layout
+    /// (`any_layout`), where a per-tensor weight has no transpose to make (0).
     pub fn fp8_weight_cast_reads(self, any_layout: bool) -> f64 {
         match self {
             Fp8Recipe::Mxfp8 => 0.0,

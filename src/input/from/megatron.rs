@@ -368,6 +368,8 @@ pub fn parse(text: &str) -> Result<FromFile> {
     // --first-last-layers-bf16 and its counts (Megatron-LM's defaults: 1 and 1).
     let mut bf16_layers: (bool, Option<u32>, Option<u32>) = (false, None, None);
     let mut fp4: (Option<String>, Option<String>) = (None, None);
+    // --cross-entropy-fusion-impl: whether it names Transformer Engine's.
+    let mut loss_impl: Option<bool> = None;
     let (mut fsdp, mut distributed, mut strategy) = (false, false, None::<String>);
     let mut bf16 = false;
     let (mut iters, mut samples, mut virtual_layers) = (None, None, None);
@@ -496,8 +498,7 @@ pub fn parse(text: &str) -> Result<FromFile> {
             // own, which keeps FP32 logits as the default loss does, or Transformer
             // Engine's, which writes their gradient over the BF16 ones.
             "--cross-entropy-fusion-impl" => match need()? {
-                "native" => {}
-                "te" => from.loss = Some(LossPrecision::InPlace),
+                v @ ("native" | "te") => loss_impl = Some(v == "te"),
                 v => {
                     return Err(Error::invalid(
                         name.as_str(),
@@ -640,6 +641,20 @@ pub fn parse(text: &str) -> Result<FromFile> {
         )),
     });
     optimizer.apply(&mut from, fp8_params)?;
+    // The loss: Megatron-core reads the fused cross-entropy's implementation only under
+    // --cross-entropy-loss-fusion (`language_module.py`); otherwise, or with `native`, its own
+    // keeps FP32 logits.
+    let fused_loss = from
+        .stack_options
+        .iter()
+        .any(|o| o == "--cross-entropy-loss-fusion");
+    if let Some(te) = loss_impl {
+        from.loss = Some(if te && fused_loss {
+            LossPrecision::InPlace
+        } else {
+            LossPrecision::Fp32
+        });
+    }
     // ZeRO: the distributed optimizer is stage 1; Megatron-FSDP's strategies 2 and 3.
     from.zero = Some(match (fsdp, strategy.as_deref()) {
         (false, None) => ZeroStage::new(u8::from(distributed))?,
@@ -1329,6 +1344,28 @@ mod tests {
         ));
         assert!(
             e.starts_with("invalid --fp4-format/--fp4-recipe = e2m1/none"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn transformer_engine_s_cross_entropy_is_read_only_under_the_loss_fusion() {
+        let loss = |extra: &str| parse(&script(extra, "")).unwrap().loss;
+        let te = "--cross-entropy-fusion-impl te";
+        assert_eq!(loss(""), None);
+        assert_eq!(
+            loss(&format!("--cross-entropy-loss-fusion {te}")),
+            Some(LossPrecision::InPlace)
+        );
+        // Without the fusion Megatron-core runs its own loss, whatever the implementation.
+        assert_eq!(loss(te), Some(LossPrecision::Fp32));
+        assert_eq!(
+            loss("--cross-entropy-loss-fusion --cross-entropy-fusion-impl native"),
+            Some(LossPrecision::Fp32)
+        );
+        let e = refusal(&script("--cross-entropy-fusion-impl triton", ""));
+        assert!(
+            e.starts_with("invalid --cross-entropy-fusion-impl = triton: native or te"),
             "{e}"
         );
     }

@@ -146,7 +146,7 @@ impl<'a> Reading<'a> {
                     None,
                     grid,
                 )?;
-                if let Some(first) = seen.insert(key(&candidate(ip)), k) {
+                if let Some(first) = seen.insert(key(&candidate(ip, &self.p.brief)), k) {
                     return Err(self.bad(
                         &field,
                         describe(&ip.plan),
@@ -540,7 +540,7 @@ impl<'a> Reading<'a> {
         }
         self.layout(&format!("{field}.layout"), &plan.layout, shape)?;
         if let Some(shape) = shape {
-            let model = memory_model(plan);
+            let model = memory_model(plan, brief);
             let again = model
                 .memory(brief.seq_len, shape, &plan.layout)?
                 .in_gb()

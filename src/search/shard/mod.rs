@@ -269,7 +269,7 @@ fn run_window<'a>(brief: &'a Brief, run: &'a PartialRun) -> Window<'a> {
         shape: &run.shape,
         index: run.shape_index,
         layout: run.first.layout,
-        model: memory_model(&run.first),
+        model: memory_model(&run.first, brief),
         memory: run.first.memory_gb.total,
         prefer: prefer_of(&run.first),
         pace: Pace::from_days_per_token(run.days_per_token),
@@ -348,13 +348,13 @@ fn merge_exact(brief: &Brief, fronts: &[PartialFront]) -> Result<FrontRuns> {
 }
 
 /// The candidate a plan was, for ranking it again.
-fn candidate(p: &IndexedPlan) -> Candidate {
+fn candidate(p: &IndexedPlan, brief: &Brief) -> Candidate {
     let plan = &p.plan;
     Candidate {
         shape: p.shape_index,
         tokens: plan.tokens,
         layout: plan.layout,
-        model: memory_model(plan),
+        model: memory_model(plan, brief),
         loss: plan.loss,
         days: plan.days,
         memory: plan.memory_gb.total,
@@ -367,10 +367,14 @@ fn prefer_of(plan: &Plan) -> f64 {
     plan.runnable.as_ref().map_or(0.0, |r| r.key())
 }
 
-/// The memory model (with its step) a plan was graded under.
-fn memory_model(plan: &Plan) -> MemoryModel {
+/// The memory model (with its step) a plan was graded under, on the brief's GPU (whose own
+/// settings a plan file does not carry: [`crate::cost::step::detailed::Options::on_gpu`]).
+pub(crate) fn memory_model(plan: &Plan, brief: &Brief) -> MemoryModel {
     match (plan.step, plan.memory_model) {
-        (Some(step), Some(options)) => MemoryModel::Detailed(Detailed { step, options }),
+        (Some(step), Some(options)) => MemoryModel::Detailed(Detailed {
+            step,
+            options: options.on_gpu(brief.mxfp8),
+        }),
         _ => MemoryModel::Plate,
     }
 }
@@ -491,12 +495,12 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
         passing = passing.saturating_add(p.passing);
         shapes.extend(p.shapes);
         for ip in p.plans {
-            let c = candidate(&ip);
+            let c = candidate(&ip, &brief);
             best.push(c);
             plans.insert(key(&c), ip.plan);
         }
         for ip in p.front {
-            let c = candidate(&ip);
+            let c = candidate(&ip, &brief);
             front.insert(c);
             plans.insert(key(&c), ip.plan);
         }
