@@ -121,6 +121,9 @@ pub struct Context<'a> {
     /// Latent attention's up-projections run again in the backward (Megatron-core's
     /// `mla_up_proj` module, [`crate::cost::step::detailed::Options::latent_recompute`]).
     pub latent_recompute: bool,
+    /// The GPU multiplies FP8 in any operand layout, so a per-tensor cast writes one FP8 copy,
+    /// not a copy and its transpose ([`crate::cost::step::detailed::Options::fp8_any_layout`]).
+    pub fp8_any_layout: bool,
 }
 
 /// Seconds of one operation, or a group of them, forward and backward.
@@ -418,8 +421,9 @@ impl Context<'_> {
         let h = shape.hidden as f64;
         let f = shape.ffn as f64;
         let w = shape.attention_widths();
+        let any = self.fp8_any_layout;
         let (cast, fused) = self.fp8_recipe.map_or((CAST_BYTES, FUSED_CAST_BYTES), |r| {
-            (r.cast_bytes(), r.fused_cast_bytes())
+            (r.cast_bytes(any), r.fused_cast_bytes(any))
         });
         match w.latent {
             None => (
@@ -552,7 +556,9 @@ impl Context<'_> {
             return (0.0, 0.0);
         }
         let h = shape.hidden as f64;
-        let cast = self.fp8_recipe.map_or(CAST_BYTES, Fp8Recipe::cast_bytes);
+        let cast = self
+            .fp8_recipe
+            .map_or(CAST_BYTES, |r| r.cast_bytes(self.fp8_any_layout));
         (
             self.traffic(r.routes * cast * (h + r.width)),
             self.traffic(r.routes * cast * (h + 2.0 * r.width)),
@@ -669,6 +675,7 @@ mod tests {
             narrow_ceiling: chip.fp8_ceiling().unwrap(),
             fp8_recipe: None,
             latent_recompute: false,
+            fp8_any_layout: false,
         }
     }
 
@@ -917,6 +924,7 @@ mod tests {
             narrow_ceiling: 0.0,
             fp8_recipe: None,
             latent_recompute: false,
+            fp8_any_layout: false,
         };
         let s = Shape::new("gpt3", 96, 12_288, 32_768, 96, 96, 51_200).unwrap();
         let a = c.attention(&s);

@@ -127,9 +127,8 @@ pub struct Options {
     /// TN layout alone ([`crate::cost::step::recipe::Fp8Recipe::weight_copy_bytes`]). Not a
     /// setting: the GPU's ([`Options::on_gpu`]), and not written to plan files, which take it
     /// from their brief's GPU again; default false (Hopper's, the conservative count). The
-    /// activations' and gradients' casts are the same on such a GPU (one FP8 copy written, not
-    /// two) but are still counted with their transposes, [`crate::cost::step::precision::CAST_BYTES`]:
-    /// 1 byte an element too many in element-wise traffic, a conservative time.
+    /// activations' and gradients' casts on such a GPU write the one copy too, a byte an
+    /// element less ([`crate::cost::step::recipe::Fp8Recipe::cast_bytes`]).
     #[serde(skip)]
     pub fp8_any_layout: bool,
 }

@@ -189,8 +189,22 @@ impl Fp8Recipe {
 
     /// Bytes a cast moves per element where no kernel before it fuses it: the BF16 read
     /// (twice under current scaling, for the amax first) and the FP8 value and its transpose
-    /// written (blockwise: each quantized with its own scales).
-    pub fn cast_bytes(self) -> f64 {
+    /// written (blockwise: each quantized with its own scales). On a GPU whose FP8 GEMMs take
+    /// any layout (`any_layout`) a per-tensor cast writes the one copy: a byte less.
+    pub fn cast_bytes(self, any_layout: bool) -> f64 {
+        self.own_cast_bytes() - self.transpose_saved(any_layout)
+    }
+
+    /// The byte a per-tensor cast does not write on a GPU whose FP8 GEMMs take any layout.
+    fn transpose_saved(self, any_layout: bool) -> f64 {
+        match self {
+            Fp8Recipe::Delayed | Fp8Recipe::Tensorwise if any_layout => 1.0,
+            _ => 0.0,
+        }
+    }
+
+    /// [`Fp8Recipe::cast_bytes`] with the transpose written.
+    fn own_cast_bytes(self) -> f64 {
         match self {
             Fp8Recipe::Delayed | Fp8Recipe::Mxfp8 => crate::cost::step::precision::CAST_BYTES,
             Fp8Recipe::Tensorwise => 2.0 + crate::cost::step::precision::CAST_BYTES,
@@ -199,8 +213,14 @@ impl Fp8Recipe {
     }
 
     /// Bytes a cast fused into the kernel that writes its input moves per element: the FP8
-    /// value and its transpose; under current scaling the output read once more for its amax.
-    pub fn fused_cast_bytes(self) -> f64 {
+    /// value and its transpose (one copy where the FP8 GEMMs take any layout, `any_layout`);
+    /// under current scaling the output read once more for its amax.
+    pub fn fused_cast_bytes(self, any_layout: bool) -> f64 {
+        self.own_fused_cast_bytes() - self.transpose_saved(any_layout)
+    }
+
+    /// [`Fp8Recipe::fused_cast_bytes`] with the transpose written.
+    fn own_fused_cast_bytes(self) -> f64 {
         match self {
             Fp8Recipe::Delayed | Fp8Recipe::Mxfp8 => crate::cost::step::precision::FUSED_CAST_BYTES,
             Fp8Recipe::Tensorwise => 2.0 + crate::cost::step::precision::FUSED_CAST_BYTES,
@@ -465,9 +485,12 @@ mod tests {
         for (r, p) in [(fp8, Precision::Fp8), (mx, Precision::Mxfp8)] {
             assert_eq!(r.operand_bytes(), p.operand_bytes());
             assert_eq!(r.weight_copy_bytes(false), p.weight_copy_bytes());
-            assert_eq!(r.cast_bytes(), crate::cost::step::precision::CAST_BYTES);
             assert_eq!(
-                r.fused_cast_bytes(),
+                r.cast_bytes(false),
+                crate::cost::step::precision::CAST_BYTES
+            );
+            assert_eq!(
+                r.fused_cast_bytes(false),
                 crate::cost::step::precision::FUSED_CAST_BYTES
             );
             assert_eq!(r.weight_cast_reads(), 2.0);
@@ -493,12 +516,15 @@ mod tests {
     #[test]
     fn recipes_move_and_keep_what_transformer_engine_s_formats_say() {
         // Current scaling reads the BF16 tensor twice: 2 + 2 + 2 (write FP8 and transpose).
-        assert_eq!(Fp8Recipe::Tensorwise.cast_bytes(), 6.0);
-        assert_eq!(Fp8Recipe::Tensorwise.fused_cast_bytes(), 4.0);
+        assert_eq!(Fp8Recipe::Tensorwise.cast_bytes(false), 6.0);
+        assert_eq!(Fp8Recipe::Tensorwise.cast_bytes(true), 5.0);
+        assert_eq!(Fp8Recipe::Tensorwise.fused_cast_bytes(false), 4.0);
+        assert_eq!(Fp8Recipe::Tensorwise.fused_cast_bytes(true), 3.0);
         // Blockwise: 1 + 4/128 = 1.03125 an element, each orientation quantized on its own.
         assert_eq!(Fp8Recipe::Blockwise.operand_bytes(), 1.03125);
-        assert_eq!(Fp8Recipe::Blockwise.cast_bytes(), 2.0 + 2.0625);
-        assert_eq!(Fp8Recipe::Blockwise.fused_cast_bytes(), 2.0625);
+        assert_eq!(Fp8Recipe::Blockwise.cast_bytes(false), 2.0 + 2.0625);
+        assert_eq!(Fp8Recipe::Blockwise.cast_bytes(true), 2.0 + 2.0625);
+        assert_eq!(Fp8Recipe::Blockwise.fused_cast_bytes(false), 2.0625);
         assert_eq!(Fp8Recipe::Blockwise.weight_copy_bytes(false), 2.00048828125);
         assert!((Fp8Recipe::Blockwise.gemm_factor(false) - 0.834319526627).abs() < 1e-12);
         // Block-scaled GEMMs where the GPU scales blocks (Blackwell): TE's B300 table, MXFP8

@@ -113,6 +113,7 @@ impl MicroBatch {
                 narrow_ceiling,
                 fp8_recipe: recipe,
                 latent_recompute: d.options.latent_recompute,
+                fp8_any_layout: d.options.fp8_any_layout,
             };
             let l = ctx.layer(shape, step.recompute);
             // TP collectives overlap the GEMMs, the recomputed forward's among them.
