@@ -618,36 +618,28 @@ fn a_mixtral_plan_exports_and_reads_back_at_its_expert_parallelism() {
     }
 }
 
+/// `check --json` of a preset `model` on 64 GB200s at (TP, PP), ZeRO 1, under the detailed
+/// memory model, with `extra` flags.
+fn gb200_check(model: &str, (tp, pp): (u64, u64), extra: &[&str]) -> Vec<String> {
+    let (tp, pp) = (tp.to_string(), pp.to_string());
+    let mut args = strings(&[
+        "check", "--json", "--quiet", "--model", model, "--tokens", "1e12", "--gpu", "gb200",
+        "--gpus", "64", "--tp", &tp, "--pp", &pp, "--zero", "1", "--memory", "detailed",
+    ]);
+    args.extend(strings(extra));
+    args
+}
+
 #[test]
 fn a_blackwell_fp8_plan_file_is_graded_again_as_on_blackwell() {
     // A per-tensor FP8 weight is one copy on a GB200 (no transpose). A plan file does not
     // carry that (it is the GPU's): reading the file back with its brief grades the weights as
     // `check` did, not with Hopper's transposes.
-    let check = strings(&[
-        "check",
-        "--json",
-        "--quiet",
-        "--model",
+    let check = gb200_check(
         "70b",
-        "--tokens",
-        "1e12",
-        "--gpu",
-        "gb200",
-        "--gpus",
-        "64",
-        "--tp",
-        "4",
-        "--pp",
-        "2",
-        "--zero",
-        "1",
-        "--memory",
-        "detailed",
-        "--precision",
-        "fp8",
-        "--recompute",
-        "selective",
-    ]);
+        (4, 2),
+        &["--precision", "fp8", "--recompute", "selective"],
+    );
     let json = cli(&check).unwrap();
     let file =
         trainplan::input::plan_file::PlanFile::parse(&json, std::path::Path::new("p"), 1).unwrap();
@@ -680,34 +672,14 @@ fn a_blackwell_fp8_plan_file_is_graded_again_as_on_blackwell() {
 #[test]
 fn transformer_engine_s_loss_is_written_read_back_and_keeps_half_the_logits() {
     // Llama 3 8B on one GB200 rack's 64 GPUs at TP 1: the last stage's logits are
-    // s·b·V = 8,192 × 1 × 128,256 values, 4 bytes each in FP32 and 2 in place, with nothing
-    // more at the loss's peak in place (6 bytes more in FP32).
+    // s·b·V = 8,192 × 1 × 128,256 values, 4 bytes each in FP32 and 2 in place, beside the
+    // head's two BF16 inputs of s·b·h (4 · 8,192 · 4,096 bytes).
     let design = |loss: &str| {
-        strings(&[
-            "check",
-            "--json",
-            "--quiet",
-            "--model",
+        gb200_check(
             "8b",
-            "--tokens",
-            "1e12",
-            "--gpu",
-            "gb200",
-            "--gpus",
-            "64",
-            "--tp",
-            "1",
-            "--pp",
-            "1",
-            "--zero",
-            "1",
-            "--memory",
-            "detailed",
-            "--recompute",
-            "none",
-            "--loss-precision",
-            loss,
-        ])
+            (1, 1),
+            &["--recompute", "none", "--loss-precision", loss],
+        )
     };
     let grade = |loss: &str| -> serde_json::Value {
         serde_json::from_str(&cli(&design(loss)).unwrap()).unwrap()

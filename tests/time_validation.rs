@@ -7,14 +7,12 @@ mod common;
 
 use std::path::Path;
 
-use trainplan::brief::gpu::card_bytes;
 use trainplan::cost::chip::calibration::{Calibration, PUBLISHED_STACKS, PUBLISHED_SUSTAINED};
 use trainplan::cost::chip::efficiency::{calibration_rows, EfficiencyCurve};
 use trainplan::cost::step::stack::Stack;
 use trainplan::input;
 use trainplan::plan::calibrate::{fit, leave_one_family_out, Prediction, Run};
 use trainplan::report::validation::{mae, validation_markdown, Row};
-use trainplan::units::BYTES_PER_GB;
 
 fn runs() -> Vec<Run> {
     input::runs(Path::new("data/published/runs.json"))
@@ -125,11 +123,11 @@ fn no_published_run_is_predicted_above_its_card_and_measured_peaks_are_within_te
     for r in runs() {
         let p = r.predict(c, None).unwrap();
         assert!(
-            p.memory_gb <= p.usable_gb,
+            p.memory_gb <= p.usable_gb(),
             "{}: {:.1} GB on {}",
             r.id,
             p.memory_gb,
-            p.usable_gb
+            p.usable_gb()
         );
         if let Some(peak) = r.published.peak_memory_gb {
             let err = p.memory_gb / peak - 1.0;
@@ -267,7 +265,7 @@ fn moe_table() -> String {
             p.error_points,
             p.memory_gb,
             p.card_gb,
-            p.usable_gb,
+            p.usable_gb(),
         ));
     }
     out.push_str("\n| family | runs | mean absolute error |\n|---|---|---|\n");
@@ -308,7 +306,7 @@ fn the_moe_runs_are_within_five_points_on_average_and_none_is_predicted_above_it
     assert!(mae(&all) <= MOE_MAE, "MAE {:.2}", mae(&all));
     for (p, _) in &predictions {
         assert!(
-            p.memory_gb <= p.usable_gb,
+            p.memory_gb <= p.usable_gb(),
             "{}: {:.1} GB",
             p.id,
             p.memory_gb
@@ -669,7 +667,6 @@ fn bridge_grade(run: &Run) -> Result<(Prediction, bool), String> {
                 .predict(Calibration::default(), None)
                 .map_err(|e| e.to_string())?;
             p.card_gb = run.card_gb.unwrap();
-            p.usable_gb = card_bytes(p.card_gb) / BYTES_PER_GB;
             Ok((p, true))
         }
         Err(e) => Err(e.to_string()),
@@ -738,7 +735,7 @@ fn bridge_row_table(rows: &[BridgeRow], graded: &[(usize, Prediction, bool)]) ->
             p.memory_gb,
             if *over { " (over)" } else { "" },
             p.card_gb,
-            p.usable_gb,
+            p.usable_gb(),
         ));
     }
     out

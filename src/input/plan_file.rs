@@ -220,11 +220,12 @@ impl PlanFile {
             }
         }
         // The GPU's own settings are the brief's, not the file's ([`Options::on_gpu`]).
-        let memory_model = fields.memory_model.map(|o| o.on_gpu(brief.mxfp8));
+        let on_gpu = |o: Options| o.on_gpu(brief.mxfp8);
+        let memory_model = fields.memory_model.map(on_gpu);
         let memory = match (fields.step, memory_model) {
             (Some(step), options) => MemoryModel::Detailed(Detailed {
                 step,
-                options: options.unwrap_or_default().on_gpu(brief.mxfp8),
+                options: options.unwrap_or_else(|| on_gpu(Options::default())),
             }),
             (None, _) => MemoryModel::Plate,
         };

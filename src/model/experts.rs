@@ -298,9 +298,20 @@ impl Experts {
         let e = u64::from(self.routed);
         let vectors = u64::from(self.router_bias) + u64::from(self.score_bias);
         let router = add(mul(e, hidden)?, mul(e, vectors)?)?;
-        let shared = mul(mul(hidden, self.shared_ffn)?, m)?;
+        add(router, self.shared_params_with(hidden, m, mul, add)?)
+    }
+
+    /// The shared experts' matrices `m·h·f_s` and their gate's `h`: every token's, counted
+    /// alike in the layer's parameters and in a token's active ones.
+    fn shared_params_with(
+        &self,
+        hidden: u64,
+        m: u64,
+        mul: &impl Fn(u64, u64) -> Option<u64>,
+        add: &impl Fn(u64, u64) -> Option<u64>,
+    ) -> Option<u64> {
         let gate = if self.shared_gate { hidden } else { 0 };
-        add(add(router, shared)?, gate)
+        add(mul(mul(hidden, self.shared_ffn)?, m)?, gate)
     }
 
     /// The matrices one token multiplies in an MoE layer's MLP part: the router's `E·h`, the
@@ -313,10 +324,11 @@ impl Experts {
         add: &impl Fn(u64, u64) -> Option<u64>,
     ) -> Option<u64> {
         let router = mul(u64::from(self.routed), hidden)?;
-        let shared = mul(mul(hidden, self.shared_ffn)?, m)?;
-        let gate = if self.shared_gate { hidden } else { 0 };
         let routed = mul(mul(mul(hidden, self.ffn)?, m)?, u64::from(self.per_token))?;
-        add(add(router, add(shared, gate)?)?, routed)
+        add(
+            add(router, self.shared_params_with(hidden, m, mul, add)?)?,
+            routed,
+        )
     }
 }
 

@@ -248,9 +248,14 @@ pub struct Prediction {
     pub memory_gb: f64,
     /// The card's memory as marketed, GB.
     pub card_gb: f64,
-    /// What a process can allocate on that card, GB of 10^9 bytes ([`card_bytes`]): the
-    /// memory the prediction must fit in.
-    pub usable_gb: f64,
+}
+
+impl Prediction {
+    /// What a process can allocate on the card, GB of 10^9 bytes ([`card_bytes`]): the memory
+    /// the prediction must fit in.
+    pub fn usable_gb(&self) -> f64 {
+        card_bytes(self.card_gb) / BYTES_PER_GB
+    }
 }
 
 impl Run {
@@ -617,7 +622,6 @@ impl Run {
             error_points: 100.0 * (t.mfu - measured_mfu),
             memory_gb: memory.total() / BYTES_PER_GB,
             card_gb: brief.gpu_memory_gb,
-            usable_gb: usable / BYTES_PER_GB,
         })
     }
 }
@@ -764,7 +768,7 @@ mod tests {
             .predict(Calibration::default(), None)
             .unwrap();
         assert!((p.measured_mfu - 0.529).abs() < 1e-3, "{}", p.measured_mfu);
-        assert!(p.memory_gb <= p.usable_gb);
+        assert!(p.memory_gb <= p.usable_gb());
     }
 
     #[test]

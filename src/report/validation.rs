@@ -28,7 +28,7 @@ pub fn calibration_text(
             b.error_points,
             a.error_points,
             a.memory_gb,
-            a.usable_gb
+            a.usable_gb()
         );
     }
     let all_b: Vec<&Prediction> = before.iter().collect();
@@ -83,7 +83,7 @@ pub fn validation_markdown(rows: &[Row]) -> String {
             r.fit.sustained_for(p.stack),
             p.memory_gb,
             p.card_gb,
-            p.usable_gb,
+            p.usable_gb(),
             r.peak_memory_gb.map_or("—".to_string(), |g| format!(
                 "{g:.1} ({:+.0} %)",
                 100.0 * (p.memory_gb / g - 1.0)

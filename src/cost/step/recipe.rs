@@ -195,7 +195,10 @@ impl Fp8Recipe {
         self.own_cast_bytes() - self.transpose_saved(any_layout)
     }
 
-    /// The byte a per-tensor cast does not write on a GPU whose FP8 GEMMs take any layout.
+    /// The byte a per-tensor FP8 tensor's transpose takes, which a GPU whose FP8 GEMMs take
+    /// any layout neither keeps nor writes (1; 0 for the block-scaled recipes, whose two
+    /// orientations are scaled along their own blocks, and on Hopper): the one rule behind
+    /// the casts', the weight copies' and the FP8 weights' bytes here.
     fn transpose_saved(self, any_layout: bool) -> f64 {
         match self {
             Fp8Recipe::Delayed | Fp8Recipe::Tensorwise if any_layout => 1.0,
@@ -235,12 +238,12 @@ impl Fp8Recipe {
     /// copy, 1 byte, that serves both orientations; the block-scaled recipes keep two there
     /// too, each orientation scaled along its own blocks.
     pub fn weight_copy_bytes(self, any_layout: bool) -> f64 {
-        match self {
-            Fp8Recipe::Delayed | Fp8Recipe::Tensorwise if any_layout => 1.0,
+        let both = match self {
             Fp8Recipe::Delayed | Fp8Recipe::Tensorwise => Precision::Fp8.weight_copy_bytes(),
             Fp8Recipe::Blockwise => 2.0 * (1.0 + 4.0 / (BLOCK * BLOCK)),
             Fp8Recipe::Mxfp8 => Precision::Mxfp8.weight_copy_bytes(),
-        }
+        };
+        both - self.transpose_saved(any_layout)
     }
 
     /// Bytes of the BF16 weights read per layer-matrix parameter when the recipe casts them
@@ -261,8 +264,7 @@ impl Fp8Recipe {
     pub fn fp8_weight_cast_reads(self, any_layout: bool) -> f64 {
         match self {
             Fp8Recipe::Mxfp8 => 0.0,
-            Fp8Recipe::Delayed | Fp8Recipe::Tensorwise if any_layout => 0.0,
-            r => r.stored_weight_bytes(),
+            r => r.stored_weight_bytes() - r.transpose_saved(any_layout),
         }
     }
 
