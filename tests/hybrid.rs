@@ -1,7 +1,7 @@
 //! Hybrid Mamba-2 models (NVIDIA's Nemotron-H and Nemotron 3): their Hugging Face configs read,
 //! their parameters counted exactly against the published count, their model FLOPs against
-//! Megatron-LM's counter, and planned by the plate model; the detailed model and the
-//! launchers refuse them by name.
+//! Megatron-LM's counter, planned by the plate model and costed block by block by the
+//! detailed one; the launchers refuse them by name.
 
 mod common;
 
@@ -39,6 +39,58 @@ fn nemotron_3_nano_counts_its_published_parameters() {
     assert_eq!(nano.experts.as_ref().unwrap().shared_ffn, 3_712);
     assert_eq!(nano.head_dim(), 128);
     assert_eq!(nano.kv_heads, 2);
+}
+
+#[test]
+fn a_hybrid_s_blocks_hold_its_parameters_split_or_whole() {
+    // What the detailed model puts on a TP group, block by block, adds up to the count:
+    // the blocks' split and whole parameters, every routed expert, the two embedding tables
+    // and the final norm.
+    use trainplan::model::hybrid::Block;
+    for name in ["nemotron-3-nano-30b-a3b", "nemotron-h-8b-base-8k"] {
+        let shape = hf::read(&fixture(name)).unwrap();
+        let hybrid = shape.hybrid.as_ref().unwrap();
+        let blocks: u64 = hybrid
+            .blocks()
+            .map(|b| {
+                let p = shape.block_params(b);
+                let routed = if b == Block::Moe {
+                    u64::from(shape.experts.as_ref().unwrap().routed) * shape.expert_params()
+                } else {
+                    0
+                };
+                p.split + p.whole + routed
+            })
+            .sum();
+        assert_eq!(
+            blocks + 2 * shape.embedding_params() + shape.hidden,
+            shape.params(),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn a_pipeline_stage_holds_the_blocks_of_its_layers() {
+    // Nemotron 3 Nano's 52 blocks over PP 4, 13 a stage (worked out from its pattern):
+    // MEMEM*EMEMEM* (6 M, 2 *, 5 E), EMEMEM*EMEMEM (6, 1, 6), *EMEMEM*EMEME (5, 2, 6),
+    // MEM*EMEMEMEME (6, 1, 6). The two middle stages are one run: it stands for both as the
+    // one with more MoE blocks, then more Mamba-2 ones, the second stage, 13 blocks.
+    use trainplan::cost::step::pipeline::blocks_of_run;
+    use trainplan::model::hybrid::BlockCounts;
+    let nano = hf::read(&fixture("nemotron-3-nano-30b-a3b")).unwrap();
+    let stages = [13, 13, 13, 13];
+    let c = |mamba, attention, moe| BlockCounts {
+        mamba,
+        attention,
+        mlp: 0,
+        moe,
+    };
+    assert_eq!(blocks_of_run(&nano, &stages, 0), c(6, 2, 5));
+    assert_eq!(blocks_of_run(&nano, &stages, 1), c(6, 1, 6));
+    assert_eq!(blocks_of_run(&nano, &stages, 3), c(6, 1, 6));
+    // One stage: the whole pattern.
+    assert_eq!(blocks_of_run(&nano, &[52], 0), c(23, 6, 23));
 }
 
 #[test]
@@ -112,18 +164,49 @@ fn a_hybrid_is_planned_by_the_plate_and_refused_by_name_where_it_is_not_costed()
     );
     let h8 = fixture("nemotron-h-8b-base-8k");
     let h8 = h8.to_str().unwrap();
-    refuses(
-        &[
-            "check",
-            "--model-config",
-            h8,
-            "--tokens",
-            "1e12",
-            "--memory",
-            "detailed",
-        ],
-        "its hybrid pattern (24 Mamba-2, 4 attention, 24 MLP and 0 MoE blocks) is counted and planned by the plate model",
-    );
+    // The detailed model costs its blocks on Megatron-core's stack, and refuses by name
+    // what it does not cost them under.
+    let graded = json(&[
+        "check",
+        "--model-config",
+        h8,
+        "--tokens",
+        "1e12",
+        "--gpus",
+        "64",
+        "--tp",
+        "2",
+        "--memory",
+        "detailed",
+        "--time",
+        "detailed",
+        "--json",
+    ]);
+    let mfu = graded["mfu"].as_f64().unwrap_or_else(|| panic!("{graded}"));
+    assert!((0.2..0.7).contains(&mfu), "{mfu}");
+    for (flag, value, why) in [
+        ("--cp", "2", "1 for nemotron-h-8b-base-8k's hybrid pattern (24 Mamba-2, 4 attention, 24 MLP and 0 MoE blocks)"),
+        ("--stack", "torchtitan", "megatron-te for nemotron-h-8b-base-8k's hybrid pattern"),
+    ] {
+        refuses(
+            &[
+                "check",
+                "--model-config",
+                h8,
+                "--tokens",
+                "1e12",
+                "--gpus",
+                "64",
+                "--memory",
+                "detailed",
+                "--time",
+                "detailed",
+                flag,
+                value,
+            ],
+            why,
+        );
+    }
     refuses(
         &[
             "export",

@@ -10,6 +10,17 @@ use crate::error::{Error, Result};
 use crate::model::hybrid::Block;
 use crate::model::{Architecture, Attention, Biases, Experts, Hybrid};
 
+/// One hybrid block's parameters on a TP group ([`Shape::block_params`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BlockParams {
+    /// Split over TP.
+    pub split: u64,
+    /// Whole on every TP rank.
+    pub whole: u64,
+    /// Of the split ones, the matrices a low-precision step keeps copies of.
+    pub matrices: u64,
+}
+
 /// The shape of a Llama-family decoder. Counts only; the parameter count is derived.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "ShapeSpec", into = "ShapeSpec")]
@@ -910,6 +921,100 @@ impl Shape {
                 .experts
                 .as_ref()
                 .is_some_and(|e| e.layers.contains(self.layers - 1))
+    }
+
+    /// The MLP's input projections, 2 for SwiGLU's gate and up, 1 for the up projection of a
+    /// hybrid model's non-gated MLPs and experts (Nemotron-H's squared ReLU,
+    /// [`Hybrid::gated`]): what an MLP's time and activations scale by.
+    pub fn mlp_inputs(&self) -> u64 {
+        match &self.hybrid {
+            Some(h) if !h.gated => 1,
+            _ => 2,
+        }
+    }
+
+    /// One block of a hybrid pattern's parameters ([`crate::model::hybrid`]), as
+    /// [`Shape::hybrid_sums`] counts them, by where they sit on a TP group: `split` over
+    /// TP, `whole` on every rank, and of the split ones the `matrices` a low-precision step
+    /// keeps copies of. The routed experts are left out ([`Shape::expert_params`]).
+    /// - `M`: `in_proj` and `out_proj`, the convolution, `dt_bias`, `A_log`, `D` and the gated
+    ///   norm split by heads and groups (Megatron-core's `MambaMixer` shards them all); the
+    ///   block's norm whole.
+    /// - `*`: the projections and their split biases and sinks; the norm, query-key norms and
+    ///   output bias whole.
+    /// - `-`: `m·h·f` and the up projection's biases; the norm and the down bias whole.
+    /// - `E`: the shared experts' `m·h·f_s` split; the router (replicated, as Megatron-core's
+    ///   `TopKRouter`), its vectors, the shared experts' gate and the norm whole.
+    ///
+    /// All zero for a shape without a pattern.
+    pub fn block_params(&self, block: Block) -> BlockParams {
+        let Some(hybrid) = &self.hybrid else {
+            return BlockParams::default();
+        };
+        let h = self.hidden;
+        let m = self.mlp_inputs() + 1;
+        let b = self.biases;
+        match block {
+            Block::Mamba => {
+                let mamba = &hybrid.mamba;
+                let matrices = mamba.matrix_params(h);
+                BlockParams {
+                    split: mamba.block_params(h) - h,
+                    whole: h,
+                    matrices,
+                }
+            }
+            Block::Attention => {
+                let q = u64::from(self.heads) * self.head_dim;
+                let kv = u64::from(self.kv_heads) * self.head_dim;
+                let matrices = 2 * h * q + 2 * h * kv;
+                let biases = if b.qkv { q + 2 * kv } else { 0 };
+                let sinks = if self.attention.sinks {
+                    u64::from(self.heads)
+                } else {
+                    0
+                };
+                let qk_norm = if self.attention.qk_norm {
+                    2 * self.head_dim
+                } else {
+                    0
+                };
+                BlockParams {
+                    split: matrices + biases + sinks,
+                    whole: h + qk_norm + if b.output { h } else { 0 },
+                    matrices,
+                }
+            }
+            Block::Mlp => {
+                let matrices = m * h * self.ffn;
+                let (split_bias, whole_bias) = if b.mlp {
+                    ((m - 1) * self.ffn, h)
+                } else {
+                    (0, 0)
+                };
+                BlockParams {
+                    split: matrices + split_bias,
+                    whole: h + whole_bias,
+                    matrices,
+                }
+            }
+            Block::Moe => {
+                let Some(e) = &self.experts else {
+                    return BlockParams::default();
+                };
+                let plain = |a: u64, b: u64| Some(a * b);
+                let sum = |a: u64, b: u64| Some(a + b);
+                let common = e
+                    .common_params_with(h, m, &plain, &sum)
+                    .expect("plain arithmetic always gives a count");
+                let shared = m * h * e.shared_ffn;
+                BlockParams {
+                    split: shared,
+                    whole: common - shared + h,
+                    matrices: shared,
+                }
+            }
+        }
     }
 }
 

@@ -81,6 +81,10 @@ pub struct RunShape {
     /// layers' width).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub experts: Option<Experts>,
+    /// A hybrid model's pattern of blocks and its Mamba-2 mixer ([`crate::model::Hybrid`];
+    /// its `ffn_swiglu_equivalent` is then the MLP blocks' true width, gated or not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hybrid: Option<crate::model::Hybrid>,
 }
 
 /// What a run measured.
@@ -419,7 +423,7 @@ impl Run {
                 latent: s.latent,
             },
             mtp: s.mtp,
-            hybrid: None,
+            hybrid: s.hybrid.clone(),
         }
         .build()?;
         let zero = ZeroStage::new(self.zero)?;

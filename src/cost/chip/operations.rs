@@ -142,6 +142,38 @@ impl Op {
             backward: self.backward + o.backward,
         }
     }
+
+    fn sub(self, o: Op) -> Op {
+        Op {
+            forward: self.forward - o.forward,
+            backward: self.backward - o.backward,
+        }
+    }
+}
+
+/// Bytes a token the MLP's activation moves forward for each of its `f` channels: SwiGLU
+/// reads the gate's and the up projection's BF16 outputs and writes their product (`4 + 2`);
+/// a non-gated squared ReLU reads one and writes one (`2 + 2`, [`Shape::mlp_inputs`]).
+fn activation_bytes(shape: &Shape) -> f64 {
+    2.0 * shape.mlp_inputs() as f64 + 2.0
+}
+
+/// The chunk an SSD scan splits the sequence into (Megatron-core's `MambaMixer`:
+/// `chunk_size = 128`).
+pub const SSD_CHUNK: f64 = 128.0;
+
+/// Each kind of a hybrid model's blocks' seconds per micro-batch ([`Context::hybrid_blocks`]);
+/// `moe` is `None` without experts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BlockTimes {
+    /// A Mamba-2 block's.
+    pub mamba: LayerTime,
+    /// An attention block's.
+    pub attention: LayerTime,
+    /// A dense MLP block's.
+    pub mlp: LayerTime,
+    /// A mixture-of-experts block's.
+    pub moe: Option<LayerTime>,
 }
 
 /// One layer's seconds per micro-batch by kind, and what recomputation adds.
@@ -158,6 +190,25 @@ pub struct LayerTime {
 }
 
 impl LayerTime {
+    /// This layer less `o`'s operations, kind by kind (a hybrid block as a layer less the
+    /// blocks it does not run, [`Context::hybrid_blocks`]).
+    fn less(self, o: &LayerTime) -> LayerTime {
+        LayerTime {
+            gemm: self.gemm.sub(o.gemm),
+            attention: self.attention.sub(o.attention),
+            elementwise: self.elementwise.sub(o.elementwise),
+            recompute: self.recompute - o.recompute,
+        }
+    }
+
+    /// This layer with `o`'s element-wise work added.
+    fn with_elementwise(self, o: Op) -> LayerTime {
+        LayerTime {
+            elementwise: self.elementwise.add(o),
+            ..self
+        }
+    }
+
     /// Forward, backward and recomputation together.
     pub fn total(&self) -> f64 {
         let all = self.gemm.add(self.attention).add(self.elementwise);
@@ -346,11 +397,12 @@ impl Context<'_> {
         let f = shape.ffn as f64;
         let w = shape.attention_widths();
         let (q, g) = (w.query, w.key);
+        let act = activation_bytes(shape);
         match (self.elementwise, w.latent) {
-            (Kernels::Fused | Kernels::Lean, None) => (20.0 * h, 4.0 * (q + g) + 6.0 * f, 0.0),
+            (Kernels::Fused | Kernels::Lean, None) => (20.0 * h, 4.0 * (q + g) + act * f, 0.0),
             (Kernels::Fused | Kernels::Lean, Some(l)) => (
                 20.0 * h + 4.0 * (l.q_rank.unwrap_or(0.0) + l.kv_rank),
-                4.0 * l.query_rope + 4.0 * (w.query + w.key + w.value) + 6.0 * f,
+                4.0 * l.query_rope + 4.0 * (w.query + w.key + w.value) + act * f,
                 4.0 * l.rope,
             ),
             (Kernels::Eager, _) => (84.0 * h, 20.0 * (q + g) + 4.0 * q + 4.0 * g + 10.0 * f, 0.0),
@@ -389,16 +441,21 @@ impl Context<'_> {
     /// (`a·d_qk + a·(d_nope + d_v)`) in place of `q + 2g` (its down-projections' small
     /// latents left out).
     fn hadamard(&self, shape: &Shape) -> f64 {
-        let flops = self.precision.hadamard();
-        if flops == 0.0 {
-            return 0.0;
-        }
         let t = self.tp as f64;
         let h = shape.hidden as f64;
         let f = shape.ffn as f64;
         let w = shape.attention_widths();
-        let elements = self.tokens() * (4.0 * h + (w.output + w.projected() + 3.0 * f) / t);
-        elements * flops / (self.peak_flops * self.gemm_ceiling * self.sustained)
+        let up = shape.mlp_inputs() as f64;
+        self.hadamard_of(
+            self.tokens() * (4.0 * h + (w.output + w.projected() + (up + 1.0) * f) / t),
+        )
+    }
+
+    /// Seconds of an FP4 step's Hadamard transform on `elements` weight-gradient operands; 0
+    /// in the other precisions.
+    fn hadamard_of(&self, elements: f64) -> f64 {
+        elements * self.precision.hadamard()
+            / (self.peak_flops * self.gemm_ceiling * self.sustained)
     }
 
     /// Bytes per token the FP8 casts of one layer move, (h-wide, split over TP), forward and
@@ -421,6 +478,7 @@ impl Context<'_> {
         let h = shape.hidden as f64;
         let f = shape.ffn as f64;
         let w = shape.attention_widths();
+        let up = shape.mlp_inputs() as f64;
         let any = self.fp8_any_layout;
         let (cast, fused) = self.fp8_recipe.map_or((CAST_BYTES, FUSED_CAST_BYTES), |r| {
             (r.cast_bytes(any), r.fused_cast_bytes(any))
@@ -428,7 +486,7 @@ impl Context<'_> {
         match w.latent {
             None => (
                 (2.0 * fused * h, cast * (w.output + f), 0.0),
-                (2.0 * cast * h, cast * (w.projected() + 2.0 * f), 0.0),
+                (2.0 * cast * h, cast * (w.projected() + up * f), 0.0),
             ),
             Some(l) => (
                 (
@@ -438,7 +496,7 @@ impl Context<'_> {
                 ),
                 (
                     cast * (2.0 * h + l.down()),
-                    cast * (w.projected() + 2.0 * f),
+                    cast * (w.projected() + up * f),
                     0.0,
                 ),
             ),
@@ -494,7 +552,8 @@ impl Context<'_> {
             Some(l) => self.latent_projections(h, &l, &w),
         };
         let out = self.projection(tokens, h, w.output / t, true);
-        let gate_up = self.projection(tokens, 2.0 * f / t, h, false);
+        let up = shape.mlp_inputs() as f64;
+        let gate_up = self.projection(tokens, up * f / t, h, false);
         let down = self.projection(tokens, h, f / t, true);
         let gemm = qkv.add(out).add(gate_up).add(down);
         let attention = self.attention(shape);
@@ -561,7 +620,7 @@ impl Context<'_> {
             .map_or(CAST_BYTES, |r| r.cast_bytes(self.fp8_any_layout));
         (
             self.traffic(r.routes * cast * (h + r.width)),
-            self.traffic(r.routes * cast * (h + 2.0 * r.width)),
+            self.traffic(r.routes * cast * (h + shape.mlp_inputs() as f64 * r.width)),
         )
     }
 
@@ -589,11 +648,13 @@ impl Context<'_> {
         let h = shape.hidden as f64;
         let tokens = self.tokens() / t;
         let router = self.linear(tokens, r.experts, h);
+        let up = shape.mlp_inputs() as f64;
+        let act = activation_bytes(shape);
         let experts = self
-            .grouped(r, 2.0 * r.width, h)
+            .grouped(r, up * r.width, h)
             .add(self.grouped(r, h, r.width));
         let elementwise =
-            self.traffic(r.routes * (6.0 * r.width + 8.0 * h) + tokens * 12.0 * r.experts);
+            self.traffic(r.routes * (act * r.width + 8.0 * h) + tokens * 12.0 * r.experts);
         let (cast_forward, cast_backward) = self.routed_casts(shape, r);
         let forward = router.forward + experts.forward + elementwise + cast_forward;
         time.gemm = time.gemm.add(router).add(experts);
@@ -612,10 +673,212 @@ impl Context<'_> {
             }
             (_, MoeRecompute::Layer) => forward,
             (Recompute::SelectiveLayer, _) => forward / 2.0,
-            (_, MoeRecompute::Act) => self.traffic(r.routes * 6.0 * r.width),
+            (_, MoeRecompute::Act) => self.traffic(r.routes * act * r.width),
             _ => 0.0,
         };
         time
+    }
+
+    /// One block's RMSNorm and residual add, the `h`-wide part of a layer's element-wise
+    /// work that each hybrid block has once (a layer twice, [`Context::elementwise`]): `10h`
+    /// bytes a token forward, twice backward (÷t with sequence parallelism); below BF16 the
+    /// norm's output cast inside it forward ([`FUSED_CAST_BYTES`], `h`) and the block's
+    /// row-parallel output gradient cast backward (`h`).
+    fn block_norm(&self, shape: &Shape) -> Op {
+        let h = shape.hidden as f64;
+        let share = if self.sequence_parallel {
+            self.tp as f64
+        } else {
+            1.0
+        };
+        let (cast, fused) = if self.precision.is_narrow() {
+            let any = self.fp8_any_layout;
+            self.fp8_recipe.map_or((CAST_BYTES, FUSED_CAST_BYTES), |r| {
+                (r.cast_bytes(any), r.fused_cast_bytes(any))
+            })
+        } else {
+            (0.0, 0.0)
+        };
+        let bytes = |b: f64| self.traffic(self.tokens() * b * h / share);
+        Op {
+            forward: bytes(10.0 + fused),
+            backward: bytes(20.0 + cast),
+        }
+    }
+
+    /// One kernel of `flops` FLOPs at the chip's GEMM figures for an `m × n × k` product
+    /// (its tiles' shape), or its `bytes` through HBM if that is longer.
+    fn kernel(&self, flops: f64, (m, n, k): (f64, f64, f64), bytes: f64) -> f64 {
+        let compute = if flops == 0.0 {
+            0.0
+        } else {
+            let fraction = self.gemm_ceiling
+                * self
+                    .chip
+                    .shape_fraction_on(m, n, k, f64::from(self.chip.sms));
+            flops / (self.peak_flops * fraction * self.sustained)
+        };
+        compute.max(self.traffic(bytes))
+    }
+
+    /// The SSD scan of one Mamba-2 block (Dao and Gu 2024, §6 and Listing 1: the chunked
+    /// algorithm) as `mamba_ssm`'s `ssd_combined.py`, which Megatron-core's `MambaMixer`
+    /// calls, runs it: four kernels over this rank's `H/t` heads and `G/t` groups, the
+    /// sequence in `c = T/Q` chunks of `Q` = [`SSD_CHUNK`], each at its products' tile shape
+    /// or its reads and writes through HBM ([`Context::kernel`]):
+    /// - `_bmm_chunk_fwd`, `C·Bᵀ` in each chunk and group: `2·c·G·Q²·N` FLOPs; reads B and C
+    ///   (`4·G·N` bytes a token), writes the `Q × Q` scores (`2·G·Q`);
+    /// - `_chunk_state_fwd`, each chunk's state `Bᵀ·X`: `2·c·H·N·P·Q`; reads B and X
+    ///   (`2·G·N + 2·H·P`), writes the FP32 states (`4·H·P·N` a chunk);
+    /// - `_state_passing_fwd`: reads and writes the states;
+    /// - `_chunk_scan_fwd`, the masked scores times X and C times the passed state:
+    ///   `2·c·H·Q·P·(Q + N)`; reads the scores, C, X and the states, writes `y` (`2·H·P`).
+    ///
+    /// Backward runs each kernel's two gradient products and its traffic twice over.
+    /// Nemotron 3 Nano (`H = 64, P = 64, N = 128, G = 8`): 3.4 MFLOP a token forward, beside
+    /// Megatron-LM's estimate `7·d_in·N` = 3.7, and about 100 kB a token of traffic, which
+    /// binds.
+    fn ssd_scan(&self, m: &crate::model::hybrid::Mamba) -> Op {
+        let t = self.tp as f64;
+        let heads = f64::from(m.heads) / t;
+        let groups = f64::from(m.groups) / t;
+        let (p, n, q) = (m.head_dim as f64, m.state as f64, SSD_CHUNK);
+        let tokens = self.tokens();
+        // Each sequence of the micro-batch in its own chunks (CP is 1 for a hybrid).
+        let chunks = self.micro_batch as f64 * (self.seq_len as f64 / q).ceil();
+        let states = 4.0 * chunks * heads * p * n;
+        let scores = self.kernel(
+            2.0 * chunks * groups * q * q * n,
+            (chunks * groups * q, q, n),
+            tokens * (4.0 * groups * n + 2.0 * groups * q),
+        );
+        let chunk_states = self.kernel(
+            2.0 * chunks * heads * n * p * q,
+            (chunks * heads * n, p, q),
+            tokens * (2.0 * groups * n + 2.0 * heads * p) + states,
+        );
+        let passing = self.traffic(2.0 * states);
+        let scan = self.kernel(
+            2.0 * chunks * heads * q * p * (q + n),
+            (chunks * heads * q, p, q + n),
+            tokens * (2.0 * groups * q + 2.0 * groups * n + 4.0 * heads * p) + states,
+        );
+        let forward = scores + chunk_states + passing + scan;
+        Op {
+            forward,
+            backward: 2.0 * forward,
+        }
+    }
+
+    /// One Mamba-2 block's seconds per micro-batch, its recomputation left to
+    /// [`Context::hybrid_blocks`] (Megatron-core's `MambaMixer` under Transformer Engine):
+    /// - `in_proj`, column-parallel with the norm fused (`LayerNormColumnParallelLinear`):
+    ///   `(T, (2·d_in + 2·G·N + H)/t, h)`; `out_proj`, row-parallel: `(T, h, d_in/t)`; both in
+    ///   the step's precision, overlapping their TP collectives as a layer's projections do;
+    /// - the SSD scan ([`Context::ssd_scan`]), in the slot of attention's core;
+    /// - element-wise: the block's norm and residual ([`Context::block_norm`]); the depthwise
+    ///   convolution reads and writes `x`, `B` and `C` (`4·(d_in + 2·G·N)` bytes a token), the
+    ///   gated RMSNorm reads `y` and `z` and writes its output (`6·d_in`), all ÷t, twice that
+    ///   backward; below BF16 `out_proj`'s input cast forward (`d_in`) and `in_proj`'s output
+    ///   gradient backward (`2·d_in + 2·G·N + H`), and under FP4 the Hadamard transform of the
+    ///   two projections' weight-gradient operands (`2h + (2·d_in + 2·G·N + H + d_in)/t`).
+    pub fn mamba_block(&self, shape: &Shape, m: &crate::model::hybrid::Mamba) -> LayerTime {
+        let t = self.tp as f64;
+        let tokens = self.tokens();
+        let h = shape.hidden as f64;
+        let (d_in, projected) = (m.inner() as f64, m.projected() as f64);
+        let conv = m.conv_channels() as f64;
+        let in_proj = self.projection(tokens, projected / t, h, false);
+        let out_proj = self.projection(tokens, h, d_in / t, true);
+        let cast = if self.precision.is_narrow() {
+            self.fp8_recipe
+                .map_or(CAST_BYTES, |r| r.cast_bytes(self.fp8_any_layout))
+        } else {
+            0.0
+        };
+        let moved = 4.0 * conv + 6.0 * d_in;
+        let norm = self.block_norm(shape);
+        let elementwise = Op {
+            forward: norm.forward + self.traffic(tokens * (moved + cast * d_in) / t),
+            backward: norm.backward
+                + self.traffic(tokens * (2.0 * moved + cast * projected) / t)
+                + self.hadamard_of(tokens * (2.0 * h + (projected + d_in) / t)),
+        };
+        LayerTime {
+            gemm: in_proj.add(out_proj),
+            attention: self.ssd_scan(m),
+            elementwise,
+            recompute: 0.0,
+        }
+    }
+
+    /// The seconds per micro-batch of each kind of a hybrid model's blocks
+    /// ([`crate::model::hybrid`]), each one norm and one mixer or MLP:
+    /// - `*`: a layer of attention alone ([`crate::model::without_shared`]) less one block's
+    ///   norm ([`Context::block_norm`]), which that layer counts for its absent MLP;
+    /// - `-`: a layer of the shape's MLP less that attention layer, plus its norm;
+    /// - `E`: an MoE layer ([`Context::moe_layer`], with `moe`'s recomputation) less that
+    ///   attention layer, plus its norm;
+    /// - `M`: [`Context::mamba_block`].
+    ///
+    /// Recomputation, a layer's rules by block: `full` runs each block's forward again,
+    /// `selective-layer` half of it, `selective` the attention core of an attention block,
+    /// and `moe` recomputation what it runs in an MoE layer.
+    pub fn hybrid_blocks(
+        &self,
+        shape: &Shape,
+        recompute: Recompute,
+        moe: MoeRecompute,
+        routed: Option<&Routed>,
+    ) -> Option<BlockTimes> {
+        let hybrid = shape.hybrid.as_ref()?;
+        let attention_only = without_shared(&moe_dense_part(shape));
+        let a = self.layer(&attention_only, Recompute::None);
+        let norm = self.block_norm(shape);
+        let less_norm = Op {
+            forward: -norm.forward,
+            backward: -norm.backward,
+        };
+        let mlp_shape = Shape {
+            experts: None,
+            ..shape.clone()
+        };
+        let again = |mut b: LayerTime, core: bool| {
+            b.recompute += match recompute {
+                Recompute::Full => b.forward(),
+                Recompute::SelectiveLayer => b.forward() / 2.0,
+                Recompute::Selective if core => b.attention.forward,
+                _ => 0.0,
+            };
+            b
+        };
+        Some(BlockTimes {
+            mamba: again(self.mamba_block(shape, &hybrid.mamba), false),
+            attention: again(a.with_elementwise(less_norm), true),
+            mlp: again(
+                self.layer(&mlp_shape, Recompute::None)
+                    .less(&a)
+                    .with_elementwise(norm),
+                false,
+            ),
+            moe: routed.map(|r| {
+                let b = self
+                    .moe_layer(shape, Recompute::None, moe, r)
+                    .less(&a)
+                    .with_elementwise(norm);
+                // `moe` recomputation's share stays; full recomputation replaces it.
+                match recompute {
+                    Recompute::Full | Recompute::SelectiveLayer => again(
+                        LayerTime {
+                            recompute: 0.0,
+                            ..b
+                        },
+                        false,
+                    ),
+                    _ => b,
+                }
+            }),
+        })
     }
 
     /// The output head and the loss, per micro-batch on the last stage; and for each
@@ -677,6 +940,105 @@ mod tests {
             latent_recompute: false,
             fp8_any_layout: false,
         }
+    }
+
+    /// A small Nemotron-H-like hybrid: Nemotron-H 8B's widths (h 4,096, 128 Mamba-2 heads of
+    /// 64, 8 groups, state 128; squared-ReLU MLPs of 21,504) over one block of each kind
+    /// but experts, or (`moe`) with Nemotron 3 Nano's experts on an `E` block.
+    fn hybrid(moe: bool) -> Shape {
+        let experts = if moe {
+            r#","experts":{"routed":128,"per_token":6,"ffn":1856,"shared_ffn":3712,"layers":{"first":3,"step":1}}"#
+        } else {
+            ""
+        };
+        let pattern = if moe { "M*-E" } else { "M*-M" };
+        serde_json::from_str(&format!(
+            r#"{{"name":"hybrid","layers":4,"hidden":4096,"ffn":21504,"heads":32,"kv_heads":8,
+            "vocab":131072,"hybrid":{{"pattern":"{pattern}","mamba":{{"heads":128,"head_dim":64,
+            "groups":8,"state":128,"conv_kernel":4}}}}{experts}}}"#
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn an_attention_and_an_mlp_block_run_what_a_layer_runs() {
+        // A layer is an attention block and an MLP block: their seconds add up to the
+        // layer's (one norm each where the layer has two), whatever the recomputation.
+        let shape = hybrid(false);
+        let c = context(2, Attention::Cudnn, Kernels::Fused);
+        let dense = Shape {
+            hybrid: None,
+            ..shape.clone()
+        };
+        for recompute in [Recompute::None, Recompute::Selective, Recompute::Full] {
+            let b = c
+                .hybrid_blocks(&shape, recompute, MoeRecompute::None, None)
+                .unwrap();
+            let layer = c.layer(&shape, recompute);
+            let sum = b.attention.total() + b.mlp.total();
+            assert!(
+                (sum - layer.total()).abs() < 1e-12 * layer.total(),
+                "{recompute:?}"
+            );
+            // A squared-ReLU MLP has one input projection: its GEMMs are two thirds of a
+            // SwiGLU MLP's of the same width (Nemotron-H's `2·h·f`).
+            let swiglu = c.layer(&dense, recompute).gemm.forward;
+            let attention = b.attention.gemm.forward;
+            let ratio = (layer.gemm.forward - attention) / (swiglu - attention);
+            assert!((ratio - 2.0 / 3.0).abs() < 0.02, "{ratio}");
+            assert_eq!(b.mlp.attention, Op::default());
+        }
+    }
+
+    #[test]
+    fn an_moe_block_runs_an_moe_layer_less_its_attention() {
+        let shape = hybrid(true);
+        let c = context(1, Attention::Cudnn, Kernels::Fused);
+        // Eight of the 128 experts on this rank, 6 routes a token.
+        let sent = 8192.0 * 6.0;
+        let r = Routed {
+            routes: sent,
+            sent,
+            local_experts: 8.0,
+            width: 1_856.0,
+            shared: 3_712.0,
+            experts: 128.0,
+            per_token: 6.0,
+            groups: None,
+        };
+        let b = c
+            .hybrid_blocks(&shape, Recompute::None, MoeRecompute::None, Some(&r))
+            .unwrap();
+        let moe = c.moe_layer(&shape, Recompute::None, MoeRecompute::None, &r);
+        let sum = b.attention.total() + b.moe.unwrap().total();
+        assert!((sum - moe.total()).abs() < 1e-12 * moe.total());
+    }
+
+    #[test]
+    fn a_mamba_block_runs_its_two_projections_and_the_chunked_scan() {
+        // Nemotron-H 8B's mixer at TP 1, 8,192 tokens: in_proj 4,096 → 2·8,192 + 2·8·128 +
+        // 128 = 18,560 and out_proj 8,192 → 4,096 as a layer's projections run; the scan's
+        // products, 2·128·128·8 + 3·2·128·64·128 = 6,553,600 FLOPs a token forward, 3 % of
+        // the projections' 2·4,096·(18,560 + 8,192), are bound by their ~190 kB a token of
+        // traffic: far longer than at the GEMM ceiling, and under half the projections'.
+        let shape = hybrid(false);
+        let m = shape.hybrid.as_ref().unwrap().mamba;
+        let c = context(1, Attention::Cudnn, Kernels::Fused);
+        let b = c.mamba_block(&shape, &m);
+        let t = 8192.0;
+        let projections = c
+            .projection(t, 18_560.0, 4_096.0, false)
+            .add(c.projection(t, 4_096.0, 8_192.0, true));
+        assert_eq!(b.gemm, projections);
+        let scan_flops = 6_553_600.0 * t;
+        let at_ceiling = scan_flops / (989e12 * c.gemm_ceiling);
+        assert!(b.attention.forward > at_ceiling, "{}", b.attention.forward);
+        assert!(b.attention.forward < 0.5 * projections.forward);
+        assert_eq!(b.attention.backward, 2.0 * b.attention.forward);
+        // Split over TP 2, each rank runs half the heads: the scan takes about half.
+        let half = context(2, Attention::Cudnn, Kernels::Fused).mamba_block(&shape, &m);
+        let ratio = half.attention.forward / b.attention.forward;
+        assert!((0.45..=0.6).contains(&ratio), "{ratio}");
     }
 
     #[test]

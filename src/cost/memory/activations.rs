@@ -109,6 +109,7 @@ use crate::cost::step::MoeRecompute;
 use crate::cost::step::experts::Routed;
 use crate::cost::step::stack::Kernels;
 use crate::cost::step::Recompute;
+use crate::model::hybrid::Block;
 use crate::model::moe_dense_part;
 use crate::model::without_shared;
 use crate::model::Shape;
@@ -188,6 +189,9 @@ fn tensors(layer: Layer, shape: &Shape, s: f64, fp8: bool) -> Tensors {
     let g = f64::from(shape.kv_heads) * shape.head_dim() as f64;
     // Queries and the attention output are a·d wide, h for Llama.
     let q = shape.attention_width() as f64;
+    // SwiGLU's gate and up outputs, or a non-gated MLP's up output alone (squared ReLU's
+    // input, [`Shape::mlp_inputs`]), in BF16.
+    let gate_up = 2.0 * shape.mlp_inputs() as f64;
     match layer {
         Layer::Llama(Kernels::Lean) => {
             let mut fused = tensors(Layer::Llama(Kernels::Fused), shape, s, fp8);
@@ -215,7 +219,7 @@ fn tensors(layer: Layer, shape: &Shape, s: f64, fp8: bool) -> Tensors {
                 core(4.0 * a),             // log-sum-exp, FP32
                 kept(2.0 * h, Replicated), // MLP RMSNorm input
                 kept(input * h, Replicated), // gate/up input
-                kept(4.0 * f, Tensor),     // gate and up outputs
+                kept(gate_up * f, Tensor), // gate and up outputs
                 kept(input * f, Tensor),   // SwiGLU output (last: see Lean)
             ])
         }
@@ -232,7 +236,7 @@ fn tensors(layer: Layer, shape: &Shape, s: f64, fp8: bool) -> Tensors {
                 core(4.0 * a),                       // log-sum-exp, FP32
                 kept(2.0 * h, Replicated),           // MLP RMSNorm input
                 kept(input * h, Replicated),         // gate/up input
-                kept(4.0 * f, Tensor),               // gate and up outputs
+                kept(gate_up * f, Tensor),           // gate and up outputs
                 kept(input * f, Tensor),             // SwiGLU output (last: see Lean)
             ])
         }
@@ -503,7 +507,9 @@ impl Setting {
         let input = self.input_bytes();
         let f = r.width;
         let swiglu = match self.layer {
-            Layer::Llama(Kernels::Fused) | Layer::Gpt => 4.0 * f + input * f,
+            Layer::Llama(Kernels::Fused) | Layer::Gpt => {
+                2.0 * shape.mlp_inputs() as f64 * f + input * f
+            }
             Layer::Llama(Kernels::Lean) => 4.0 * f,
             Layer::Llama(Kernels::Eager) => 8.0 * f,
         };
@@ -598,6 +604,131 @@ impl Setting {
         let gradients = r.routes * 4.0 * r.width;
         self.working_set(&dense, recompute) + recomputed + gradients
     }
+
+    /// What one block of a hybrid pattern keeps for a micro-batch ([`crate::model::hybrid`]),
+    /// a layer's list ([`tensors`]) taken apart by block: a layer of attention alone keeps
+    /// the attention block's tensors and its absent MLP's norm input and GEMM input
+    /// ([`Setting::mlp_norm`]), so
+    /// - `*` keeps that layer's less the MLP's norm;
+    /// - `-` a layer of the shape's MLP less that attention layer, plus its norm;
+    /// - `E` an MoE layer ([`Setting::stored_moe`]) less that attention layer, plus its norm;
+    /// - `M` [`Setting::mamba_stored`].
+    ///
+    /// Full recomputation keeps each block's input (`2·s·b·h`), selective-layer half the
+    /// blocks each way; `routed` is the MoE blocks' routing.
+    pub fn stored_block(
+        &self,
+        shape: &Shape,
+        block: Block,
+        routed: Option<&Routed>,
+        recompute: Recompute,
+        moe: MoeRecompute,
+    ) -> f64 {
+        match recompute {
+            Recompute::Full => return self.layer_input(shape),
+            Recompute::SelectiveLayer => {
+                let none = self.stored_block(shape, block, routed, Recompute::None, moe);
+                return (none + self.layer_input(shape)) / 2.0;
+            }
+            _ => {}
+        }
+        let attention = without_shared(&moe_dense_part(shape));
+        let base = self.stored(&attention, recompute);
+        let norm = self.mlp_norm(shape);
+        match block {
+            Block::Attention => base - norm,
+            Block::Mlp => {
+                let mlp = Shape {
+                    experts: None,
+                    ..shape.clone()
+                };
+                self.stored(&mlp, recompute) - base + norm
+            }
+            Block::Moe => routed.map_or(0.0, |r| {
+                self.stored_moe(shape, r, recompute, moe) - base + norm
+            }),
+            Block::Mamba => shape
+                .hybrid
+                .as_ref()
+                .map_or(0.0, |h| self.mamba_stored(shape, &h.mamba)),
+        }
+    }
+
+    /// An MLP's norm input (`2h`) and its normalised output its first GEMM keeps (BF16 or
+    /// its FP8 copy), both `h` wide on the sequence shard: the last two tensors a layer's
+    /// attention half does not need.
+    fn mlp_norm(&self, shape: &Shape) -> f64 {
+        let h = shape.hidden as f64;
+        self.bytes(&kept((2.0 + self.input_bytes()) * h, Split::Replicated))
+    }
+
+    /// What a Mamba-2 block keeps for a micro-batch (Megatron-core's `MambaMixer` with
+    /// Transformer Engine): its input (`2h`) and `in_proj`'s normalised input (BF16 or its
+    /// FP8 copy, `LayerNormColumnParallelLinear`), on the sequence shard; split over TP,
+    /// what `mamba_split_conv1d_scan_combined` saves, `in_proj`'s output `zxbcdt`
+    /// (`2·(2·d_in + 2·G·N + H)`, from which its backward recomputes the convolution and the
+    /// chunk states)
+    /// and the scan's output `y` before its gated norm (`2·d_in`) with the norm's FP32
+    /// reciprocal deviations (`4·G`), and `out_proj`'s input (BF16 or FP8, `d_in`).
+    /// Nemotron 3 Nano in BF16: 2,688·4 + 2·10,304 + 2·4,096 + 32 + 2·4,096 = 47,776 bytes a
+    /// token at TP 1.
+    pub fn mamba_stored(&self, shape: &Shape, m: &crate::model::hybrid::Mamba) -> f64 {
+        let h = shape.hidden as f64;
+        let input = self.input_bytes();
+        let (d_in, projected) = (m.inner() as f64, m.projected() as f64);
+        self.bytes(&kept((2.0 + input) * h, Split::Replicated))
+            + self.bytes(&kept(
+                2.0 * projected + 2.0 * d_in + 4.0 * f64::from(m.groups) + input * d_in,
+                Split::Tensor,
+            ))
+    }
+
+    /// Transient bytes of a hybrid model's backward beside what its blocks keep: the most
+    /// of any kind it has. An attention block as a layer of attention alone
+    /// ([`Setting::working_set`]), an MLP block as a layer of the shape's, an MoE block as an
+    /// MoE layer ([`Setting::working_set_moe`]), a Mamba-2 block what the combined scan's
+    /// backward holds at once: the recomputed convolution output (`2·(d_in + 2·G·N)`),
+    /// `zxbcdt`'s gradient (`2·(2·d_in + 2·G·N + H)`), `y`'s (`2·d_in`) and the recomputed
+    /// FP32 chunk states (`4·H·P·N/Q` a token, [`crate::cost::chip::operations::SSD_CHUNK`]),
+    /// all over TP; with full or selective-layer recomputation its kept tensors too.
+    pub fn working_set_blocks(
+        &self,
+        shape: &Shape,
+        routed: Option<&Routed>,
+        recompute: Recompute,
+        moe: MoeRecompute,
+    ) -> f64 {
+        let Some(hybrid) = &shape.hybrid else {
+            return 0.0;
+        };
+        let c = hybrid.counts();
+        let m = &hybrid.mamba;
+        let attention = without_shared(&moe_dense_part(shape));
+        let mlp = Shape {
+            experts: None,
+            ..shape.clone()
+        };
+        let states = 4.0 * f64::from(m.heads) * (m.head_dim * m.state) as f64
+            / crate::cost::chip::operations::SSD_CHUNK;
+        let transient = 2.0 * m.conv_channels() as f64
+            + 2.0 * m.projected() as f64
+            + 2.0 * m.inner() as f64
+            + states;
+        let again = if matches!(recompute, Recompute::Full | Recompute::SelectiveLayer) {
+            self.mamba_stored(shape, m)
+        } else {
+            0.0
+        };
+        let kinds = [
+            (c.mamba > 0).then(|| self.bytes(&kept(transient, Split::Tensor)) + again),
+            (c.attention > 0).then(|| self.working_set(&attention, recompute)),
+            (c.mlp > 0).then(|| self.working_set(&mlp, recompute)),
+            routed
+                .filter(|_| c.moe > 0)
+                .map(|r| self.working_set_moe(shape, r, recompute, moe)),
+        ];
+        kinds.into_iter().flatten().fold(0.0, f64::max)
+    }
 }
 
 #[cfg(test)]
@@ -642,6 +773,39 @@ mod tests {
             latent_recompute: false,
             probs_in_activation: false,
         }
+    }
+
+    #[test]
+    fn a_mamba_block_keeps_what_its_combined_scan_saves_and_a_layer_is_two_blocks() {
+        // Nemotron 3 Nano's mixer, BF16, TP 1, one sequence of 8,192: 2,688·4 + 2·10,304 +
+        // 2·4,096 + 4·8 + 2·4,096 = 47,776 bytes a token (worked out by hand in the doc).
+        let shape: Shape = serde_json::from_str(
+            r#"{"name":"h","layers":2,"hidden":2688,"ffn":1856,"heads":32,"kv_heads":2,
+            "head_dim":128,"vocab":131072,"hybrid":{"pattern":"M*","mamba":{"heads":64,
+            "head_dim":64,"groups":8,"state":128,"conv_kernel":4}}}"#,
+        )
+        .unwrap();
+        let s = setting(Layer::Llama(Kernels::Fused), 1, false);
+        let m = shape.hybrid.as_ref().unwrap().mamba;
+        assert_eq!(s.mamba_stored(&shape, &m), 47_776.0 * 8192.0);
+        // An attention block and an MLP block keep what one layer keeps.
+        let none = Recompute::None;
+        let block = |b| s.stored_block(&shape, b, None, none, MoeRecompute::None);
+        let layer = s.stored(&shape, none);
+        assert!((block(Block::Attention) + block(Block::Mlp) - layer).abs() < 1e-6);
+        // Non-gated: the MLP block keeps the up projection's output alone, `2f` not `4f`,
+        // beside its norm's input and output and the down projection's input.
+        let mlp = (2.0 * 2688.0 + 2.0 * 2688.0 + 2.0 * 1856.0 + 2.0 * 1856.0) * 8192.0;
+        assert_eq!(block(Block::Mlp), mlp);
+        // Under full recomputation each block keeps its input.
+        let full = s.stored_block(
+            &shape,
+            Block::Mamba,
+            None,
+            Recompute::Full,
+            MoeRecompute::None,
+        );
+        assert_eq!(full, 2.0 * 2688.0 * 8192.0);
     }
 
     /// Llama 3 8B's attention with 8 routed experts of width 14,336 (two a token) and, when

@@ -44,7 +44,9 @@ use crate::cost::step::pipeline::shape_stages;
 use crate::cost::step::pipeline::stage_expert_params;
 use crate::cost::step::pipeline::stage_params;
 use crate::cost::step::pipeline::stage_params_with;
+use crate::cost::step::pipeline::{blocks_of_run, hybrid_stage_matrices, hybrid_stage_params};
 pub use crate::cost::step::stack::{GradientPrecision, LossPrecision, StageSplit};
+use crate::model::hybrid::Block;
 
 impl Detailed {
     /// Memory of the stage that needs the most, or why the step does not go with the layout.
@@ -176,16 +178,38 @@ impl Detailed {
         let moe_working = routed.map_or(0.0, |r| {
             setting.working_set_moe(shape, &r, step.recompute, opts.moe_recompute)
         });
+        // A hybrid model's blocks keep by kind ([`Setting::stored_block`]): Mamba-2,
+        // attention, MLP, mixture of experts.
+        let per_block = shape.hybrid.as_ref().map(|_| {
+            // `--norm-recompute` frees an MoE block's pre-MLP norm output as an MoE
+            // layer's.
+            [Block::Mamba, Block::Attention, Block::Mlp, Block::Moe].map(|b| {
+                setting.stored_block(
+                    shape,
+                    b,
+                    routed.as_ref(),
+                    step.recompute,
+                    opts.moe_recompute,
+                ) - if b == Block::Moe && routed.is_some() {
+                    norms
+                } else {
+                    0.0
+                }
+            })
+        });
         // Each stage's MoE layers (the most of its run), from the stages' layers; none dense.
-        let stage_list = if routed.is_some() {
+        let stage_list = if routed.is_some() || per_block.is_some() {
             shape_stages(shape, layout.pp, opts.stages)?
         } else {
             Vec::new()
         };
         let (v, tp) = (shape.vocab as f64, layout.tp as f64);
         let tokens = (local_seq * step.micro_batch) as f64;
-        let working = setting.working_set(shape, step.recompute).max(moe_working)
-            + cp_buffers(shape, layout, tokens, opts.stack.settings().cp);
+        let working = if shape.hybrid.is_some() {
+            setting.working_set_blocks(shape, routed.as_ref(), step.recompute, opts.moe_recompute)
+        } else {
+            setting.working_set(shape, step.recompute).max(moe_working)
+        } + cp_buffers(shape, layout, tokens, opts.stack.settings().cp);
         // The last stage's head keeps its input and the final RMSNorm's input, 2·s·b·h each.
         let head_inputs = 2.0 * setting.layer_input(shape);
         // FP8 copies and transposes of the layers' matrices (Transformer Engine keeps them
@@ -194,7 +218,31 @@ impl Detailed {
         // the recipe's bytes ([`crate::cost::step::recipe`]), FP4's in the format's (its
         // rowwise and columnwise copies with their scales, [`Precision::weight_copy_bytes`]),
         // which the step's time casts too.
-        let matrix = shape.layer_matrix_params() as f64 / tp;
+        // A hybrid model's largest block's (what ZeRO 3 gathers two of).
+        let kinds_present = shape.hybrid.as_ref().map(|h| {
+            let c = h.counts();
+            [
+                (Block::Mamba, c.mamba),
+                (Block::Attention, c.attention),
+                (Block::Mlp, c.mlp),
+                (Block::Moe, c.moe),
+            ]
+            .into_iter()
+            .filter(|&(_, n)| n > 0)
+            .map(|(b, _)| b)
+            .collect::<Vec<_>>()
+        });
+        let matrix = match &kinds_present {
+            Some(kinds) => {
+                kinds
+                    .iter()
+                    .map(|&b| shape.block_params(b).matrices)
+                    .max()
+                    .unwrap_or(0) as f64
+                    / tp
+            }
+            None => shape.layer_matrix_params() as f64 / tp,
+        };
         let recipe = self.recipe();
         let any_layout = self.options.fp8_any_layout;
         let copy_bytes = recipe.map_or(precision.weight_copy_bytes(), |r| {
@@ -217,7 +265,22 @@ impl Detailed {
             sharded: r.stored_weight_bytes(),
         });
         // ZeRO 3's unit: the largest of the stage, a layer or on the last stage the output head.
-        let layer_unit = if routed.is_some() {
+        let layer_unit = if let Some(kinds) = &kinds_present {
+            kinds
+                .iter()
+                .map(|&b| {
+                    let moe = u64::from(b == Block::Moe);
+                    let one = crate::model::hybrid::BlockCounts {
+                        mamba: u64::from(b == Block::Mamba),
+                        attention: u64::from(b == Block::Attention),
+                        mlp: u64::from(b == Block::Mlp),
+                        moe,
+                    };
+                    hybrid_stage_params(shape, layout.tp, one, false, false)
+                        + stage_expert_params(shape, layout, moe)
+                })
+                .fold(0.0, f64::max)
+        } else if routed.is_some() {
             let moe_unit = stage_params_with(shape, layout.tp, 1, 1, false, false)
                 + stage_expert_params(shape, layout, 1);
             stage_params(shape, layout.tp, 1, false, false).max(moe_unit)
@@ -236,7 +299,10 @@ impl Detailed {
             let (first, last) = (i == 0, i == layout.pp - 1);
             let logits_values = if last { tokens * v / tp } else { 0.0 };
             let loss_peak = logits_values * opts.loss.peak_extra_bytes();
-            let decoder_moe = if routed.is_some() {
+            let blocks = per_block.map(|b| (b, blocks_of_run(shape, &stage_list, i)));
+            let decoder_moe = if let Some((_, c)) = blocks {
+                c.moe
+            } else if routed.is_some() {
                 crate::cost::step::pipeline::moe_layers_of_run(shape, &stage_list, i)
             } else {
                 0
@@ -253,7 +319,10 @@ impl Detailed {
             );
             let (mtp, mtp_moe) = mtp_on_stage(shape, i, layout.pp);
             let (n_layers, moe) = (n_layers + mtp, decoder_moe + mtp_moe);
-            let stored = if moe == 0 && bf16 > 0 {
+            let stored = if let Some((b, c)) = blocks {
+                let n = [c.mamba, c.attention, c.mlp, c.moe];
+                n.iter().zip(b).map(|(&n, b)| n as f64 * b).sum()
+            } else if moe == 0 && bf16 > 0 {
                 per_layer * (n_layers - bf16) as f64 + per_bf16_layer * bf16 as f64
             } else if moe == 0 {
                 per_layer * n_layers as f64
@@ -280,7 +349,11 @@ impl Detailed {
                 stored_per_micro_batch: stored,
                 offloaded,
                 host_per_micro_batch: host,
-                psi: stage_params_with(shape, layout.tp, n_layers, moe, first, last),
+                psi: match blocks {
+                    Some((_, c)) => hybrid_stage_params(shape, layout.tp, c, first, last),
+                    None => stage_params_with(shape, layout.tp, n_layers, moe, first, last),
+                },
+                matrices: blocks.map(|(_, c)| hybrid_stage_matrices(shape, layout.tp, c)),
                 experts: stage_expert_params(shape, layout, moe),
                 // Each multi-token-prediction depth keeps its own logits and head inputs, and
                 // its two norms' inputs (the hidden state and the next token's embedding) and
@@ -352,6 +425,8 @@ impl Detailed {
         };
         let copies = if zero.shards_weights() {
             0.0
+        } else if let Some(matrices) = share.matrices {
+            shares.copy_bytes * (matrices + experts_fp8)
         } else {
             dense_fp8 * fp8_copy + moe_fp8 * shares.moe_copy + shares.copy_bytes * experts_fp8
         };
@@ -365,8 +440,11 @@ impl Detailed {
                 0.0
             }
         };
-        let dropped = shares.fp8_weights.map_or(0.0, |w| {
-            (2.0 - kept(&w)) * dense_fp8 * w.matrix + (2.0 - kept(&w)) * moe_fp8 * w.moe_matrix
+        let dropped = shares.fp8_weights.map_or(0.0, |w| match share.matrices {
+            Some(matrices) => (2.0 - kept(&w)) * matrices,
+            None => {
+                (2.0 - kept(&w)) * dense_fp8 * w.matrix + (2.0 - kept(&w)) * moe_fp8 * w.moe_matrix
+            }
         });
         let experts_dropped = shares
             .fp8_weights
@@ -583,6 +661,10 @@ struct StageShare {
     working: f64,
     /// The largest unit ZeRO 3 gathers whole, parameters.
     unit: f64,
+    /// A hybrid model's stage's matrices on this GPU that a low-precision step keeps copies
+    /// of, its routed experts' apart ([`hybrid_stage_matrices`]); `None` for a shape without a
+    /// pattern, whose layers count theirs.
+    matrices: Option<f64>,
 }
 
 impl StageBase {

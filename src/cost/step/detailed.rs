@@ -382,18 +382,63 @@ impl Detailed {
     /// are written for them. Always for grouped-query attention.
     pub(crate) fn attention_allowed(&self, shape: &Shape, layout: &Layout) -> Result<()> {
         let opts = &self.options;
-        // A hybrid model's blocks are counted and planned by the plate model; the detailed
-        // model costs a layer as attention and an MLP, which its blocks are not.
+        // A hybrid model's blocks are costed as Megatron-core builds them (`MambaModel`, on
+        // Transformer Engine): on megatron-te, without the settings the blocks are not
+        // costed under.
         if let Some(hybrid) = &shape.hybrid {
             let c = hybrid.counts();
-            return Err(Error::invalid(
-                "--memory",
-                "detailed",
-                format!(
-                    "plate for {}: its hybrid pattern ({} Mamba-2, {} attention, {} MLP and {} MoE blocks) is counted and planned by the plate model; the detailed model does not cost Mamba-2 blocks yet",
-                    shape.name, c.mamba, c.attention, c.mlp, c.moe
-                ),
-            ));
+            let what = format!(
+                "{}'s hybrid pattern ({} Mamba-2, {} attention, {} MLP and {} MoE blocks)",
+                shape.name, c.mamba, c.attention, c.mlp, c.moe
+            );
+            if opts.stack != crate::cost::step::stack::Stack::MegatronTe {
+                return Err(Error::invalid(
+                    "--stack",
+                    opts.stack.name(),
+                    format!("megatron-te for {what}: Megatron-core's MambaModel is the stack trainplan costs Mamba-2 blocks on"),
+                ));
+            }
+            if opts.kernels != crate::cost::step::stack::Kernels::Fused {
+                return Err(Error::invalid(
+                    "--kernels",
+                    format!("{:?}", opts.kernels).to_lowercase(),
+                    format!("fused for {what}: Transformer Engine's, which the blocks' activations are counted for"),
+                ));
+            }
+            if layout.cp > 1 {
+                return Err(Error::invalid(
+                    "--cp",
+                    layout.cp,
+                    format!("1 for {what}: Megatron-core's context parallelism of Mamba-2 (an all-to-all of heads) is not costed yet"),
+                ));
+            }
+            if !matches!(
+                self.step.recompute,
+                Recompute::None
+                    | Recompute::Selective
+                    | Recompute::Full
+                    | Recompute::SelectiveLayer
+            ) {
+                return Err(Error::invalid(
+                    "--recompute",
+                    self.step.recompute.name(),
+                    format!("none, selective, full or selective-layer for {what}"),
+                ));
+            }
+            if !opts.bf16_layers.is_none() {
+                return Err(Error::invalid(
+                    "--fp8-bf16-layers",
+                    format!("{}", opts.bf16_layers),
+                    format!("none for {what}: layers kept in BF16 are costed as attention and MLP layers"),
+                ));
+            }
+            if opts.offload_activations > 0 {
+                return Err(Error::invalid(
+                    "--offload-activations",
+                    opts.offload_activations,
+                    format!("0 for {what}: offloading is costed for a layer's activations"),
+                ));
+            }
         }
         // A sliding window under context parallelism: Transformer Engine's ring (p2p) has no
         // window (its all-gather and all-to-all have); the stacks that gather K/V run one.

@@ -24,6 +24,7 @@ use crate::cost::step::Schedule;
 use crate::cost::step::Step;
 use crate::error::Error;
 use crate::error::Result;
+use crate::model::hybrid::{Block, BlockCounts};
 use crate::model::layout::Layout;
 use crate::model::Shape;
 
@@ -347,6 +348,87 @@ pub fn moe_layers_of_run(shape: &Shape, stages: &[u64], index: u64) -> u64 {
         }
     }
     most
+}
+
+/// The blocks of each kind a hybrid model's stage of `stages` at `index` runs
+/// ([`crate::model::hybrid`]): of the run of equal stages [`StageKinds`] lets it stand for,
+/// the one with the most MoE blocks, then the most Mamba-2 blocks, then the most attention
+/// blocks (the costliest kinds first), so the representative is a stage of the run, its
+/// blocks as many as its layers. Exact for a stage of its own (the first, the last, or PP
+/// 1). All zero for a shape without a pattern.
+pub fn blocks_of_run(shape: &Shape, stages: &[u64], index: u64) -> BlockCounts {
+    let Some(hybrid) = &shape.hybrid else {
+        return BlockCounts::default();
+    };
+    let of = |start: u64, n: u64| {
+        let mut c = BlockCounts::default();
+        for b in hybrid.blocks().skip(start as usize).take(n as usize) {
+            match b {
+                Block::Mamba => c.mamba += 1,
+                Block::Attention => c.attention += 1,
+                Block::Mlp => c.mlp += 1,
+                Block::Moe => c.moe += 1,
+            }
+        }
+        c
+    };
+    let weight = |c: &BlockCounts| (c.moe, c.mamba, c.attention);
+    let i = index as usize;
+    let last = stages.len() - 1;
+    let start: u64 = stages[..i].iter().sum();
+    let layers = stages[i];
+    let mut most = of(start, layers);
+    if i != 0 && i != last {
+        let mut at = start + layers;
+        for &n in stages[i + 1..last].iter().take_while(|&&n| n == layers) {
+            let c = of(at, n);
+            if weight(&c) > weight(&most) {
+                most = c;
+            }
+            at += n;
+        }
+    }
+    most
+}
+
+/// The parameters one GPU of a hybrid model's stage holds outside its routed experts: its
+/// `blocks`' ([`Shape::block_params`]), split over TP or whole, and as [`stage_params`] the
+/// embedding on the first stage and the head and final norm on the last.
+pub fn hybrid_stage_params(
+    shape: &Shape,
+    tp: u64,
+    blocks: BlockCounts,
+    first: bool,
+    last: bool,
+) -> f64 {
+    let (split, whole) = blocks_sum(shape, blocks, |p| (p.split as f64, p.whole as f64));
+    let embeddings = stage_params(shape, tp, 0, first, last);
+    split / tp as f64 + whole + embeddings
+}
+
+/// The matrices of a hybrid stage's `blocks` on one GPU of TP `tp` that a low-precision
+/// step keeps copies of (its routed experts' apart).
+pub fn hybrid_stage_matrices(shape: &Shape, tp: u64, blocks: BlockCounts) -> f64 {
+    blocks_sum(shape, blocks, |p| (p.matrices as f64, 0.0)).0 / tp as f64
+}
+
+/// `Σ count · part(block)` over the four kinds.
+fn blocks_sum(
+    shape: &Shape,
+    c: BlockCounts,
+    part: impl Fn(crate::model::BlockParams) -> (f64, f64),
+) -> (f64, f64) {
+    [
+        (Block::Mamba, c.mamba),
+        (Block::Attention, c.attention),
+        (Block::Mlp, c.mlp),
+        (Block::Moe, c.moe),
+    ]
+    .iter()
+    .fold((0.0, 0.0), |(a, b), &(block, n)| {
+        let (x, y) = part(shape.block_params(block));
+        (a + n as f64 * x, b + n as f64 * y)
+    })
 }
 
 /// The rules between a step and its pipeline: the micro-batches a step takes, which

@@ -39,7 +39,15 @@ pub struct MicroBatch {
     /// One layer's (all, forward, GEMMs) kept in BF16 under FP8 (`--fp8-bf16-layers`);
     /// `None` where none is.
     pub(super) bf16_layer: Option<StageCompute>,
+    /// A hybrid model's blocks' (all, forward, GEMMs) by kind
+    /// ([`crate::cost::chip::operations::Context::hybrid_blocks`]); `None` for a shape
+    /// without a pattern.
+    pub(super) blocks: Option<Blocks>,
 }
+
+/// Each kind of a hybrid model's blocks' (all, forward, GEMMs) per micro-batch: Mamba-2,
+/// attention, MLP, and mixture of experts (zero without experts).
+pub type Blocks = [StageCompute; 4];
 
 /// What a [`MicroBatch`] depends on besides the shape, the machine and the options: TP, CP,
 /// EP, ETP and the step without its schedule and global batch.
@@ -138,12 +146,35 @@ impl MicroBatch {
                     l.gemm.forward + l.gemm.backward + l.recompute,
                 )
             });
+            let compute = |l: &crate::cost::chip::operations::LayerTime| {
+                (
+                    l.total(),
+                    l.forward(),
+                    l.gemm.forward + l.gemm.backward + l.recompute,
+                )
+            };
+            let blocks = ctx
+                .hybrid_blocks(
+                    shape,
+                    step.recompute,
+                    d.options.moe_recompute,
+                    routed.as_ref(),
+                )
+                .map(|b| {
+                    [
+                        compute(&b.mamba),
+                        compute(&b.attention),
+                        compute(&b.mlp),
+                        b.moe.as_ref().map_or((0.0, 0.0, 0.0), compute),
+                    ]
+                });
             Ok(MicroBatch {
                 layer: (l.total(), l.forward(), gemm),
                 head: (o.forward + o.backward, o.forward),
                 attention: (l.attention.forward, l.attention.backward),
                 moe,
                 bf16_layer,
+                blocks,
             })
         } else if routed.is_some() {
             Err(Error::invalid(
@@ -180,6 +211,7 @@ impl MicroBatch {
                 attention: (attention, 2.5 * attention),
                 moe: None,
                 bf16_layer: None,
+                blocks: None,
             })
         }
     }

@@ -6,6 +6,7 @@
 use crate::cost::chip::flops::layer_flops;
 use crate::cost::chip::flops::layer_flops_with;
 use crate::cost::chip::flops::model_flops_per_token;
+use crate::cost::chip::operations::StageCompute;
 use crate::cost::links::exchanges::cp_exchange;
 use crate::cost::links::exchanges::moe_layer_comm;
 use crate::cost::links::hidden;
@@ -20,6 +21,7 @@ use crate::cost::step::pipeline::shape_stages;
 use crate::cost::step::pipeline::stage_expert_params;
 use crate::cost::step::pipeline::stage_params_with;
 use crate::cost::step::pipeline::StageKinds;
+use crate::cost::step::pipeline::{blocks_of_run, hybrid_stage_matrices, hybrid_stage_params};
 use crate::cost::step::stack::Stack;
 use crate::cost::step::MoeRecompute;
 use crate::cost::step::Recompute;
@@ -99,6 +101,7 @@ pub fn unsharded_in(
         attention,
         moe,
         bf16_layer,
+        blocks,
     } = *micro_batch;
     if moe.is_some() {
         dispatcher_allowed(&machine.cluster, layout, d.options.ep_dispatcher)?;
@@ -171,7 +174,7 @@ pub fn unsharded_in(
         )
     });
     // Each stage's MoE layers (the most of its run), from the stages' layers; none dense.
-    let stage_list = if moe.is_some() {
+    let stage_list = if moe.is_some() || blocks.is_some() {
         shape_stages(shape, pp, d.options.stages)?
     } else {
         Vec::new()
@@ -189,6 +192,35 @@ pub fn unsharded_in(
             // The last stage runs its multi-token-prediction layers after its own, each a
             // layer of its kind (the depths' heads and projections are in `head`).
             let (mtp, mtp_moe) = mtp_on_stage(shape, i, pp);
+            // A hybrid stage sums its blocks by kind. Each block but an MoE one has one
+            // column- and one row-parallel projection, half a layer's TP collectives, hidden
+            // behind its own GEMMs; an MoE block an MoE layer's exposed ones less an
+            // attention block's; attention blocks alone exchange K and V over CP.
+            if let Some(b) = blocks {
+                let c = blocks_of_run(shape, &stage_list, i);
+                let n = [c.mamba, c.attention, c.mlp, c.moe].map(|n| n as f64);
+                let sum = |part: fn(&StageCompute) -> f64| {
+                    n.iter().zip(&b).map(|(n, b)| n * part(b)).sum::<f64>()
+                };
+                let (tp_moe, ep_moe) = moe_layer.map_or((0.0, 0.0), |(_, tp, ep)| (tp, ep));
+                // Half a layer's collectives, hidden behind the block's own GEMMs.
+                let half = tp_layer / 2.0;
+                let tp_block = |b: &StageCompute| half - hidden(half, overlap, b.2);
+                let tp_attention = tp_block(&b[1]);
+                return (
+                    i,
+                    l,
+                    sum(|b| b.0) + head_all,
+                    sum(|b| b.1) + head_fwd,
+                    n[0] * tp_block(&b[0])
+                        + n[1] * tp_attention
+                        + n[2] * tp_block(&b[2])
+                        + n[3] * (tp_moe - tp_attention).max(0.0),
+                    n[1] * cp_per_layer,
+                    n[3] * ep_moe,
+                    c.moe,
+                );
+            }
             match moe_layer {
                 Some(((all_moe, fwd_moe, _), tp_moe, ep_moe)) => {
                     let n_moe =
@@ -256,7 +288,11 @@ pub fn unsharded_in(
 
     let first = slowest == 0;
     let last = slowest == pp - 1;
-    let psi = stage_params_with(shape, tp, stage_layers, stage_moe, first, last);
+    let stage_blocks = blocks.map(|_| blocks_of_run(shape, &stage_list, slowest));
+    let psi = match stage_blocks {
+        Some(c) => hybrid_stage_params(shape, tp, c, first, last),
+        None => stage_params_with(shape, tp, stage_layers, stage_moe, first, last),
+    };
     let experts = stage_expert_params(shape, layout, stage_moe);
     // With FP8, the stage's layer matrices cast to FP8 and transposed once a step: read 2,
     // write 2 bytes a parameter (FP8: the recipe's, [`crate::cost::step::recipe`]; FP4: the
@@ -288,7 +324,9 @@ pub fn unsharded_in(
             (reads, r.weight_copy_bytes(d.options.fp8_any_layout))
         });
         // A dense stage's count in the order it has always been summed (the same to the bit).
-        if stage_moe == 0 {
+        if let Some(c) = stage_blocks {
+            (reads + copy) * (hybrid_stage_matrices(shape, tp, c) + experts)
+        } else if stage_moe == 0 {
             (reads + copy) * fp8_layers as f64 * shape.layer_matrix_params() as f64 / tp as f64
         } else {
             (reads + copy) * narrow_matrices(shape, tp, fp8_layers, moe_fp8, stage_moe, experts)
@@ -299,7 +337,10 @@ pub fn unsharded_in(
     // With FP8 weights, the stage's layer matrices on this GPU, which ZeRO gathers in FP8 (the
     // routed experts', gathered over their own group, counted in BF16: an upper bound).
     let fp8_matrices = if d.options.fp8_params && recipe.is_some() {
-        narrow_matrices(shape, tp, fp8_layers, moe_fp8, stage_moe, 0.0)
+        match stage_blocks {
+            Some(c) => hybrid_stage_matrices(shape, tp, c),
+            None => narrow_matrices(shape, tp, fp8_layers, moe_fp8, stage_moe, 0.0),
+        }
     } else {
         0.0
     };
@@ -329,7 +370,15 @@ pub fn unsharded_in(
     let mtp = u64::from(shape.mtp);
     let mtp_moe = if shape.mtp_is_moe() { mtp } else { 0 };
     let (layers, moe_layers) = (u64::from(shape.layers) + mtp, moe_layers + mtp_moe);
-    let hardware_layers = if moe_layers == 0 {
+    let hardware_layers = if let Some(hybrid) = &shape.hybrid {
+        hybrid_hardware_flops(
+            shape,
+            hybrid,
+            step.seq_len,
+            step.recompute,
+            d.options.moe_recompute,
+        )
+    } else if moe_layers == 0 {
         layers as f64 * full_layer
     } else {
         // An MoE layer multiplies the matrices a token goes through (k routed experts).
@@ -434,4 +483,47 @@ fn narrow_matrices(
         * crate::model::moe_dense_part(shape).layer_matrix_params() as f64
         / tp as f64;
     dense + moe_part + experts * moe_fp8 as f64 / moe as f64
+}
+
+/// A hybrid model's blocks' hardware FLOPs a token ([`crate::model::hybrid`]): the model
+/// FLOPs of its blocks ([`model_flops_per_token`] less the head's `6·V·h`), and what
+/// recomputation runs again: `full` every block's forward (a third of their model FLOPs),
+/// `selective-layer` half that,
+/// `selective` the attention blocks' cores' forward, `moe` the MoE blocks' MLP forward (2
+/// FLOPs a matrix parameter a token: the router, the shared and `k` routed experts).
+fn hybrid_hardware_flops(
+    shape: &Shape,
+    hybrid: &crate::model::Hybrid,
+    seq_len: u64,
+    recompute: Recompute,
+    moe: MoeRecompute,
+) -> f64 {
+    let (h, v) = (shape.hidden as f64, shape.vocab as f64);
+    let blocks = model_flops_per_token(shape, seq_len) - 6.0 * v * h;
+    let c = hybrid.counts();
+    let core = || {
+        let (_, attention) = crate::cost::chip::flops::layer_forward_flops(shape, 1, seq_len);
+        c.attention as f64 * attention
+    };
+    let again = match recompute {
+        Recompute::Full => blocks / 3.0,
+        Recompute::SelectiveLayer => blocks / 6.0,
+        Recompute::Selective => core(),
+        _ => 0.0,
+    };
+    let moe_again = match (recompute, moe) {
+        (Recompute::Full | Recompute::SelectiveLayer, _) => 0.0,
+        (_, MoeRecompute::Layer) => {
+            let matrices = shape.experts.as_ref().map_or(0.0, |e| {
+                let up = shape.mlp_inputs() + 1;
+                (e.routed as f64 * h
+                    + (up * shape.hidden) as f64
+                        * (e.shared_ffn + u64::from(e.per_token) * e.ffn) as f64)
+                    * c.moe as f64
+            });
+            2.0 * matrices
+        }
+        _ => 0.0,
+    };
+    blocks + again + moe_again
 }
