@@ -738,12 +738,11 @@ fn transformer_engine_s_loss_is_written_read_back_and_keeps_half_the_logits() {
 }
 
 /// Latent attention is graded and exported: DeepSeek-V3's config as it was pretrained (4K
-/// tokens, before YaRN extended it) is planned on its report's layout; Megatron-LM's file for
-/// it is refused by name for its router (a biased, grouped one that the arguments here do not
-/// set: the MoE issue's), not for its attention (written and read back: the exporter's own
-/// tests).
+/// tokens, before YaRN extended it) is planned on its report's layout, and Megatron-LM's file
+/// for it (its biased, grouped router as Megatron-core's expert bias under sigmoid scores and
+/// group-limited routing) is read back into the same plan.
 #[test]
-fn a_latent_attention_plan_is_graded_and_its_export_names_what_it_cannot_write() {
+fn a_latent_attention_plan_is_graded_exported_and_read_back() {
     let config = std::fs::read_to_string(format!(
         "{}/tests/fixtures/hf/deepseek-v3/config.json",
         env!("CARGO_MANIFEST_DIR")
@@ -781,7 +780,7 @@ fn a_latent_attention_plan_is_graded_and_its_export_names_what_it_cannot_write()
     let planned: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(planned["layout"]["ep"], 64);
     let plan = Scratch::new("v3.json", &json);
-    let e = cli(&strings(&[
+    let file = cli(&strings(&[
         "export",
         "--format",
         "megatron",
@@ -791,11 +790,32 @@ fn a_latent_attention_plan_is_graded_and_its_export_names_what_it_cannot_write()
         "--model-config",
         &pretrained.path(),
     ]))
-    .unwrap_err();
+    .unwrap();
     assert!(
-        e.contains("e_score_correction_bias") && !e.contains('\n'),
-        "{e}"
+        file.contains("--moe-router-score-function sigmoid")
+            && file.contains("--moe-router-enable-expert-bias"),
+        "{file}"
     );
+    let script = Scratch::new("v3.sh", &file);
+    let read: serde_json::Value = serde_json::from_str(
+        &cli(&strings(&[
+            "check",
+            "--json",
+            "--quiet",
+            "--from",
+            &script.path(),
+            "--model-config",
+            &pretrained.path(),
+            "--memory",
+            "detailed",
+        ]))
+        .unwrap(),
+    )
+    .unwrap();
+    // The file runs whole steps: its tokens, and so its days, round up.
+    for key in ["layout", "step", "memory_gb", "step_seconds"] {
+        assert_eq!(read[key], planned[key], "{key}");
+    }
 }
 
 /// The README's example, exported and read back through the binary.

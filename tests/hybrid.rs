@@ -94,6 +94,122 @@ fn a_pipeline_stage_holds_the_blocks_of_its_layers() {
 }
 
 #[test]
+fn megatron_lm_s_file_for_a_hybrid_is_nvidia_s_own_and_reads_back_into_the_plan() {
+    // Nemotron 3 Nano on 64 GPUs at EP 8: the pattern, mixer and MoE options Megatron-LM's own
+    // script for it writes (`examples/post_training/modelopt/conf/nvidia/
+    // NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.sh`), run by `pretrain_mamba.py`; read back with
+    // its config, the same plan.
+    let nano = fixture("nemotron-3-nano-30b-a3b");
+    let nano = nano.to_str().unwrap();
+    let plan = [
+        "--model-config",
+        nano,
+        "--tokens",
+        "1e12",
+        "--gpus",
+        "64",
+        "--ep",
+        "8",
+        "--memory",
+        "detailed",
+        "--time",
+        "detailed",
+    ];
+    let out = common::trainplan()
+        .args(["export", "--format", "megatron", "--quiet"])
+        .args(plan)
+        .output()
+        .unwrap();
+    // Written as asked, though the plan fails its checks (exit status 1).
+    let file = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        file.contains("MEGATRON_ARGS=("),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for option in [
+        "pretrain_mamba.py",
+        "--is-hybrid-model",
+        "--hybrid-override-pattern MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+        "--mamba-num-heads 64",
+        "--mamba-head-dim 64",
+        "--squared-relu",
+        "--position-embedding-type none",
+        "--num-experts 128",
+        "--moe-router-topk 6",
+        "--moe-router-score-function sigmoid",
+        "--moe-router-enable-expert-bias",
+        "--moe-shared-expert-intermediate-size 3712",
+        "--ffn-hidden-size 1856",
+        "--kv-channels 128",
+    ] {
+        assert!(file.contains(option), "{option}: {file}");
+    }
+    assert!(!file.contains("--moe-layer-freq") && !file.contains("--swiglu"));
+    let dir = std::env::temp_dir().join(format!("trainplan-hybrid-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("nano.sh");
+    std::fs::write(&script, &file).unwrap();
+    let read = json(&[
+        "check",
+        "--from",
+        script.to_str().unwrap(),
+        "--model-config",
+        nano,
+        "--memory",
+        "detailed",
+        "--time",
+        "detailed",
+        "--json",
+    ]);
+    let mut args = vec!["check"];
+    args.extend(plan);
+    args.push("--json");
+    let planned = json(&args);
+    for key in ["layout", "step", "memory_gb", "step_seconds", "mfu"] {
+        assert_eq!(read[key], planned[key], "{key}");
+    }
+    // MambaModel splits its layers evenly over the stages, in one chunk each: 52 layers
+    // over PP 3 are not.
+    refuses(
+        &[
+            "export",
+            "--format",
+            "megatron",
+            "--model-config",
+            nano,
+            "--tokens",
+            "1e12",
+            "--gpus",
+            "48",
+            "--pp",
+            "3",
+            "--ep",
+            "8",
+        ],
+        "a pipeline Megatron-core's MambaModel builds",
+    );
+    // Without its config the file's model is refused by name, as any MoE's is.
+    refuses(
+        &["check", "--from", script.to_str().unwrap()],
+        "--from = --hybrid-override-pattern",
+    );
+    // A pattern the layers do not match is refused by its option.
+    std::fs::write(&script, file.replace("EMEMEMEME\n", "EMEMEME\n")).unwrap();
+    refuses(
+        &[
+            "check",
+            "--from",
+            script.to_str().unwrap(),
+            "--model-config",
+            nano,
+        ],
+        "--hybrid-override-pattern",
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn nemotron_h_8b_counts_its_blocks() {
     // 24 Mamba-2 blocks of 109,640,064, 4 attention of 41,947,136 (h = 4,096, 32 heads of
     // 128, 8 KV heads) and 24 squared-ReLU MLPs of 2·4,096·21,504 + 4,096 = 176,164,864, with
@@ -207,11 +323,12 @@ fn a_hybrid_is_planned_by_the_plate_and_refused_by_name_where_it_is_not_costed()
             why,
         );
     }
+    // Megatron-LM builds it (its MambaModel); torchtitan has no Mamba-2 layers.
     refuses(
         &[
             "export",
             "--format",
-            "megatron",
+            "torchtitan",
             "--model-config",
             h8,
             "--tokens",

@@ -202,6 +202,25 @@ fn differs(shape: &Shape, d: &Dims) -> Option<String> {
     if let Some(why) = experts_differ(shape, d) {
         return Some(why);
     }
+    if shape.hybrid != d.hybrid {
+        let say = |h: &Option<crate::model::Hybrid>| match h {
+            None => "none".to_string(),
+            Some(h) => format!(
+                "{} with Mamba-2 heads {} of {}, {} groups, state {}, {}",
+                h.pattern,
+                h.mamba.heads,
+                h.mamba.head_dim,
+                h.mamba.groups,
+                h.mamba.state,
+                if h.gated { "SwiGLU" } else { "squared ReLU" }
+            ),
+        };
+        return Some(format!(
+            "--hybrid-override-pattern: the model has {}, the file {}",
+            say(&shape.hybrid),
+            say(&d.hybrid)
+        ));
+    }
     let llama31 = a.rope_scaling == crate::model::Architecture::llama31().rope_scaling;
     if llama31 != d.rope_scaling {
         return Some(format!(
@@ -259,6 +278,17 @@ fn experts_differ(shape: &Shape, d: &Dims) -> Option<String> {
             "--moe-router-num-groups, --moe-router-group-topk: the model routes in groups {}, the file {}",
             says(model.groups),
             says(file.groups)
+        ));
+    }
+    if model.score_bias != file.score_bias {
+        return Some(format!(
+            "--moe-router-enable-expert-bias: the model has {}, the file {}",
+            if model.score_bias {
+                "a score bias"
+            } else {
+                "none"
+            },
+            if file.score_bias { "one" } else { "none" }
         ));
     }
     let layers = file
@@ -331,7 +361,9 @@ fn model(d: &mut DesignArgs, f: &FromFile) -> Result<()> {
                     "the model's vocabulary: add --vocab-size to the file's arguments, or give the model's config.json with --model-config",
                 )
             })?;
-            let unstated = if dims.experts.is_some() {
+            let unstated = if dims.hybrid.is_some() {
+                Some("--hybrid-override-pattern")
+            } else if dims.experts.is_some() {
                 Some("experts")
             } else if dims.latent.is_some() {
                 Some("--multi-latent-attention")

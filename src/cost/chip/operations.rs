@@ -683,7 +683,9 @@ impl Context<'_> {
     /// work that each hybrid block has once (a layer twice, [`Context::elementwise`]): `10h`
     /// bytes a token forward, twice backward (÷t with sequence parallelism); below BF16 the
     /// norm's output cast inside it forward ([`FUSED_CAST_BYTES`], `h`) and the block's
-    /// row-parallel output gradient cast backward (`h`).
+    /// row-parallel output gradient cast backward (`h`); under FP4 the Hadamard transform of
+    /// the block's two `h`-wide weight-gradient operands (its first projection's gathered
+    /// input and its last one's gathered output gradient, half of a layer's `4h`).
     fn block_norm(&self, shape: &Shape) -> Op {
         let h = shape.hidden as f64;
         let share = if self.sequence_parallel {
@@ -702,7 +704,7 @@ impl Context<'_> {
         let bytes = |b: f64| self.traffic(self.tokens() * b * h / share);
         Op {
             forward: bytes(10.0 + fused),
-            backward: bytes(20.0 + cast),
+            backward: bytes(20.0 + cast) + self.hadamard_of(self.tokens() * 2.0 * h),
         }
     }
 
@@ -781,7 +783,8 @@ impl Context<'_> {
     ///   gated RMSNorm reads `y` and `z` and writes its output (`6·d_in`), all ÷t, twice that
     ///   backward; below BF16 `out_proj`'s input cast forward (`d_in`) and `in_proj`'s output
     ///   gradient backward (`2·d_in + 2·G·N + H`), and under FP4 the Hadamard transform of the
-    ///   two projections' weight-gradient operands (`2h + (2·d_in + 2·G·N + H + d_in)/t`).
+    ///   two projections' split weight-gradient operands (`(2·d_in + 2·G·N + H + d_in)/t`; the
+    ///   `h`-wide ones with the norm's).
     pub fn mamba_block(&self, shape: &Shape, m: &crate::model::hybrid::Mamba) -> LayerTime {
         let t = self.tp as f64;
         let tokens = self.tokens();
@@ -802,7 +805,7 @@ impl Context<'_> {
             forward: norm.forward + self.traffic(tokens * (moved + cast * d_in) / t),
             backward: norm.backward
                 + self.traffic(tokens * (2.0 * moved + cast * projected) / t)
-                + self.hadamard_of(tokens * (2.0 * h + (projected + d_in) / t)),
+                + self.hadamard_of(tokens * (projected + d_in) / t),
         };
         LayerTime {
             gemm: in_proj.add(out_proj),

@@ -73,6 +73,9 @@ pub struct Dims {
     pub mtp: u32,
     /// A mixture of experts, when the arguments build one.
     pub experts: Option<FileExperts>,
+    /// A hybrid Mamba-2 model's pattern and mixer (`--hybrid-override-pattern`, the
+    /// `--mamba-*` options), when the arguments build one.
+    pub hybrid: Option<crate::model::Hybrid>,
 }
 
 /// A mixture of experts as Megatron-LM's arguments give it.
@@ -90,6 +93,8 @@ pub struct FileExperts {
     pub layers: Option<Vec<bool>>,
     /// Group-limited routing (`--moe-router-num-groups`, `--moe-router-group-topk`).
     pub groups: Option<crate::model::Groups>,
+    /// A bias on the routing scores (`--moe-router-enable-expert-bias`).
+    pub score_bias: bool,
 }
 
 /// What a file says of the model.

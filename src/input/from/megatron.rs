@@ -120,16 +120,18 @@ const UNUSED_PREFIXES: [&str; 49] = [
 
 /// Options the exporter writes whose value is a fact of every design here (Llama-style
 /// blocks on Transformer Engine): the value must be this one.
-const FIXED: [(&str, &str); 4] = [
+const FIXED: [(&str, &str); 3] = [
     ("--normalization", "RMSNorm"),
-    ("--position-embedding-type", "rope"),
     ("--transformer-impl", "transformer_engine"),
     ("--moe-router-load-balancing-type", "aux_loss"),
 ];
 
 /// Options that take no value.
-const SWITCHES: [&str; 37] = [
+const SWITCHES: [&str; 40] = [
     "--multi-latent-attention",
+    "--is-hybrid-model",
+    "--squared-relu",
+    "--moe-router-enable-expert-bias",
     "--cpu-offloading",
     "--cpu-offloading-activations",
     "--first-last-layers-bf16",
@@ -416,6 +418,10 @@ pub fn parse(text: &str) -> Result<FromFile> {
             "--moe-ffn-hidden-size" => experts.ffn = Some(n()?),
             "--moe-shared-expert-intermediate-size" => experts.shared_ffn = Some(n()?),
             "--moe-layer-freq" => experts.layers = Some(need()?.to_string()),
+            "--moe-router-enable-expert-bias" => experts.score_bias = true,
+            "--moe-router-score-function" => {
+                experts.score_function = Some(need()?.to_string())
+            }
             "--moe-grouped-gemm" => experts.grouped_gemm = true,
             "--moe-token-dispatcher-type" => experts.dispatcher = Some(need()?.to_string()),
             "--moe-enable-deepep" => experts.deepep = true,
@@ -444,6 +450,25 @@ pub fn parse(text: &str) -> Result<FromFile> {
             "--kv-channels" => dims.head_dim = Some(n()?),
             "--vocab-size" => dims.vocab = Some(n()?),
             "--swiglu" => dims.swiglu = true,
+            "--squared-relu" => dims.squared_relu = true,
+            // RoPE, or none: a hybrid's attention blocks take no position embedding.
+            "--position-embedding-type" => match need()? {
+                "rope" => dims.no_position = false,
+                "none" => dims.no_position = true,
+                v => {
+                    return Err(Error::invalid(
+                        name.as_str(),
+                        v,
+                        "rope, or none for a hybrid Mamba-2 model (the blocks trainplan models)",
+                    ))
+                }
+            },
+            "--is-hybrid-model" => dims.hybrid = true,
+            "--hybrid-override-pattern" => dims.pattern = Some(need()?.to_string()),
+            "--mamba-num-heads" => dims.mamba_heads = Some(n()?),
+            "--mamba-head-dim" => dims.mamba_head_dim = Some(n()?),
+            "--mamba-num-groups" => dims.mamba_groups = Some(n()?),
+            "--mamba-state-dim" => dims.mamba_state = Some(n()?),
             "--norm-epsilon" => dims.norm_eps = Some(float(name, need()?)?),
             // RoPE over the whole head, as every model here has it.
             "--rotary-percent" => {
@@ -679,7 +704,12 @@ pub fn parse(text: &str) -> Result<FromFile> {
     } = recompute.modules()?;
     let mut model = dims.build(from.tp.unwrap_or(1), divisor, comments)?;
     let layers = model.layers;
-    model.dims.experts = experts.build(layers, model.dims.ffn, &mut from)?;
+    let hybrid_experts = model.dims.hybrid.as_ref().map(|h| {
+        h.blocks()
+            .map(|b| b == crate::model::hybrid::Block::Moe)
+            .collect::<Vec<bool>>()
+    });
+    model.dims.experts = experts.build(layers, model.dims.ffn, hybrid_experts, &mut from)?;
     // Latent attention's up-projections: stated where the arguments build latent attention;
     // for another model only where the file turns them on, which the design then refuses by
     // name.
@@ -925,13 +955,23 @@ struct ExpertsBuilder {
     dispatcher: Option<String>,
     deepep: bool,
     overlap: bool,
+    score_bias: bool,
+    score_function: Option<String>,
 }
 
 impl ExpertsBuilder {
     /// The mixture of experts of a model of `layers` layers whose dense FFN is `ffn` wide
     /// (Megatron-LM's default expert width), with its dispatcher set on `from`; `None` for a
     /// dense model, whose file must then give no expert option.
-    fn build(&self, layers: u64, ffn: u64, from: &mut FromFile) -> Result<Option<FileExperts>> {
+    /// A hybrid's experts sit on its pattern's `E` blocks (`hybrid`, a flag a layer), which
+    /// `--moe-layer-freq` may not restate.
+    fn build(
+        &self,
+        layers: u64,
+        ffn: u64,
+        hybrid: Option<Vec<bool>>,
+        from: &mut FromFile,
+    ) -> Result<Option<FileExperts>> {
         let Some(routed) = self.routed else {
             let given = [
                 ("--moe-router-topk", self.per_token.is_some()),
@@ -943,6 +983,7 @@ impl ExpertsBuilder {
                     self.shared_ffn.is_some(),
                 ),
                 ("--moe-layer-freq", self.layers.is_some()),
+                ("--moe-router-enable-expert-bias", self.score_bias),
                 ("--moe-grouped-gemm", self.grouped_gemm),
                 ("--moe-token-dispatcher-type", self.dispatcher.is_some()),
                 ("--moe-enable-deepep", self.deepep),
@@ -984,10 +1025,39 @@ impl ExpertsBuilder {
                 "alltoall, or flex with --moe-enable-deepep: the dispatchers the time model costs",
             )),
         });
-        let layers = match self.layers.as_deref() {
-            None => None,
-            Some(text) => Some(layer_pattern(text, layers)?),
-        };
+        let layers =
+            match (self.layers.as_deref(), hybrid) {
+                (None, hybrid) => hybrid,
+                (Some(text), None) => Some(layer_pattern(text, layers)?),
+                (Some(text), Some(_)) => return Err(Error::invalid(
+                    "--moe-layer-freq",
+                    text,
+                    "left out with --hybrid-override-pattern, whose E blocks are the MoE layers",
+                )),
+            };
+        // Megatron-core's expert bias (auxiliary-loss-free balancing) goes with sigmoid
+        // scores only (`TransformerConfig`).
+        match (self.score_bias, self.score_function.as_deref()) {
+            (_, None | Some("sigmoid")) | (false, Some("softmax")) => {}
+            (_, Some(f)) => {
+                return Err(Error::invalid(
+                    "--moe-router-score-function",
+                    f,
+                    if self.score_bias {
+                        "sigmoid with --moe-router-enable-expert-bias (Megatron-core's rule)"
+                    } else {
+                        "softmax or sigmoid, Megatron-core's"
+                    },
+                ))
+            }
+        }
+        if self.score_bias && self.score_function.as_deref() != Some("sigmoid") {
+            return Err(Error::invalid(
+                "--moe-router-enable-expert-bias",
+                "without --moe-router-score-function sigmoid",
+                "with sigmoid scores (Megatron-core's rule)",
+            ));
+        }
         // Megatron-core routes in groups with both options (`group_limited_topk`).
         let groups = match (self.groups, self.group_topk) {
             (None, None) => None,
@@ -1021,6 +1091,7 @@ impl ExpertsBuilder {
             shared_ffn: self.shared_ffn.unwrap_or(0),
             layers,
             groups,
+            score_bias: self.score_bias,
         }))
     }
 }
@@ -1109,6 +1180,14 @@ struct DimsBuilder {
     v_head_dim: Option<u64>,
     mtp: Option<u64>,
     window_skip: Option<String>,
+    squared_relu: bool,
+    no_position: bool,
+    hybrid: bool,
+    pattern: Option<String>,
+    mamba_heads: Option<u64>,
+    mamba_head_dim: Option<u64>,
+    mamba_groups: Option<u64>,
+    mamba_state: Option<u64>,
 }
 
 struct Built {
@@ -1118,6 +1197,55 @@ struct Built {
 }
 
 impl DimsBuilder {
+    /// The hybrid Mamba-2 model the arguments build (`--hybrid-override-pattern`, read with
+    /// or without `--is-hybrid-model`), at Megatron-core's defaults where an option is left
+    /// out (`TransformerConfig`): state 128, heads of 64 in 8 groups, `2h/64` heads, and its
+    /// 4-tap convolution; `None` without a pattern.
+    fn hybrid(&self, layers: u64, hidden: u64) -> Result<Option<crate::model::Hybrid>> {
+        let Some(pattern) = &self.pattern else {
+            let given = [
+                ("--is-hybrid-model", self.hybrid),
+                ("--mamba-num-heads", self.mamba_heads.is_some()),
+                ("--mamba-head-dim", self.mamba_head_dim.is_some()),
+                ("--mamba-num-groups", self.mamba_groups.is_some()),
+                ("--mamba-state-dim", self.mamba_state.is_some()),
+            ];
+            if let Some((option, _)) = given.iter().find(|(_, g)| *g) {
+                return Err(Error::invalid(
+                    *option,
+                    "given without --hybrid-override-pattern",
+                    "a hybrid model's pattern of blocks (--hybrid-override-pattern), which trainplan reads rather than --hybrid-attention-ratio and --hybrid-mlp-ratio",
+                ));
+            }
+            return Ok(None);
+        };
+        let to32 = |option: &str, v: u64| {
+            u32::try_from(v).map_err(|_| Error::invalid(option, v, "a count below 2^32"))
+        };
+        let head_dim = self.mamba_head_dim.unwrap_or(64);
+        let heads = match self.mamba_heads {
+            Some(h) => h,
+            None => 2 * hidden / head_dim.max(1),
+        };
+        let hybrid = crate::model::Hybrid {
+            pattern: pattern.clone(),
+            mamba: crate::model::hybrid::Mamba {
+                heads: to32("--mamba-num-heads", heads)?,
+                head_dim,
+                groups: to32("--mamba-num-groups", self.mamba_groups.unwrap_or(8))?,
+                state: self.mamba_state.unwrap_or(128),
+                conv_kernel: 4,
+            },
+            gated: self.swiglu,
+        };
+        let layers = u32::try_from(layers)
+            .map_err(|_| Error::invalid("--num-layers", layers, "a count below 2^32"))?;
+        hybrid
+            .validate("megatron", layers)
+            .map_err(|e| Error::invalid("--hybrid-override-pattern", pattern, e.to_string()))?;
+        Ok(Some(hybrid))
+    }
+
     fn build(self, tp: u64, divisor: Option<u64>, comments: &[String]) -> Result<Built> {
         let need = |option: &str, v: Option<u64>| {
             v.ok_or_else(|| Error::invalid(option, "missing", "the model's dimension"))
@@ -1144,11 +1272,36 @@ impl DimsBuilder {
                 ))
             }
         };
-        if !self.swiglu {
+        let hybrid = self.hybrid(layers, hidden)?;
+        match (self.swiglu, self.squared_relu, hybrid.is_some()) {
+            (true, false, _) | (false, true, true) => {}
+            (true, true, _) => {
+                return Err(Error::invalid(
+                    "--squared-relu",
+                    "given with --swiglu",
+                    "one MLP activation",
+                ))
+            }
+            (false, true, false) => {
+                return Err(Error::invalid(
+                    "--squared-relu",
+                    "given without --hybrid-override-pattern",
+                    "a SwiGLU MLP (--swiglu) outside a hybrid Mamba-2 model, the blocks trainplan models",
+                ))
+            }
+            (false, false, _) => {
+                return Err(Error::invalid(
+                    "--swiglu",
+                    "missing",
+                    "a SwiGLU MLP (--swiglu), or --squared-relu in a hybrid Mamba-2 model: the blocks trainplan models",
+                ))
+            }
+        }
+        if self.no_position && hybrid.is_none() {
             return Err(Error::invalid(
-                "--swiglu",
-                "missing",
-                "a SwiGLU MLP (--swiglu), the block trainplan models",
+                "--position-embedding-type",
+                "none",
+                "rope outside a hybrid Mamba-2 model (the blocks trainplan models)",
             ));
         }
         let biases = match (self.no_bias, self.qkv_bias) {
@@ -1242,6 +1395,7 @@ impl DimsBuilder {
                 latent,
                 mtp,
                 experts: None,
+                hybrid,
             },
             layers,
             max_positions: self.max_positions,
@@ -1507,6 +1661,7 @@ mod tests {
                 shared_ffn: 0,
                 layers: Some(vec![true, false]),
                 groups: None,
+                score_bias: false,
             })
         );
         assert!(dims.qk_norm);

@@ -69,14 +69,14 @@ fn launched(name: &str, launch: &Launch) -> Result<()> {
             "a plan on a stack a public launcher runs: the deepseek stack is DeepSeek's own (HAI-LLM, as the V3 report describes it), which no launcher's file reproduces; grade the plan on --stack megatron-te or torchtitan to write one",
         ));
     }
-    // A hybrid model: Megatron-core builds it (`--hybrid-layer-pattern`, its `MambaModel`),
-    // which this exporter does not write yet; the other launchers have no Mamba-2 layers.
-    if let Some(hybrid) = &launch.shape.hybrid {
+    // A hybrid model: Megatron-core builds it (its `MambaModel`, `pretrain_mamba.py`); the
+    // other launchers have no Mamba-2 layers.
+    if let (Some(hybrid), false) = (&launch.shape.hybrid, name == "megatron") {
         return Err(crate::error::Error::invalid(
             "--format",
             name,
             format!(
-                "a model the launcher's file can build: {} is a hybrid of Mamba-2 and attention blocks ({}), which trainplan counts and plans under the plate model but does not write as a launch file yet (Megatron-LM's --hybrid-layer-pattern)",
+                "a model the launcher's file can build: {} is a hybrid of Mamba-2 and attention blocks ({}), which --format megatron writes (Megatron-core's MambaModel) and this launcher has no layers for",
                 launch.shape.name, hybrid.pattern
             ),
         ));

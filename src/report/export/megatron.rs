@@ -1,5 +1,5 @@
-//! Megatron-LM: the `pretrain_gpt.py` arguments of a plan, as a bash array to paste into a
-//! launch script.
+//! Megatron-LM: the `pretrain_gpt.py` arguments of a plan (`pretrain_mamba.py`'s for a hybrid
+//! Mamba-2 model), as a bash array to paste into a launch script.
 //!
 //! Option names as `megatron/training/arguments.py` defines them at Megatron-LM commit
 //! 000c4ac24f61 (2025-11-13, of its dev line, after Megatron-Core 0.14; the tests check every
@@ -285,6 +285,23 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
         .stages
         .iter()
         .all(|&n| n == l.stages[0] && n % chunks == 0);
+    // A hybrid model (Megatron-core's `MambaModel`, `pretrain_mamba.py`) takes its pattern
+    // whole: `MambaStack` splits its layers evenly over the stages, and takes no layout
+    // string or model chunks.
+    if let Some(h) = &s.hybrid {
+        if !even || chunks > 1 {
+            return Err(refuse(format!(
+                "a pipeline Megatron-core's MambaModel builds: the same layers on every stage, one chunk each; {} ({}) is split {:?} in {chunks} chunks a stage",
+                s.name, h.pattern, l.stages
+            )));
+        }
+        if h.mamba.conv_kernel != 4 {
+            return Err(refuse(format!(
+                "a Mamba-2 convolution of 4 taps, Megatron-core's (no argument sets another); {} has {}",
+                s.name, h.mamba.conv_kernel
+            )));
+        }
+    }
     let settings = l.options.stack.settings();
     let a = &s.architecture;
     let mut args: Vec<String> = Vec::new();
@@ -380,10 +397,30 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     if s.mtp > 0 {
         push("--mtp-num-layers", Some(s.mtp.to_string()));
     }
-    push("--swiglu", None);
+    // A hybrid's pattern and Mamba-2 mixer (`--is-hybrid-model`, Megatron-LM's Nemotron
+    // scripts); its MLPs SwiGLU or squared ReLU, and no position embedding: Nemotron-H's
+    // attention blocks take none (the Mamba-2 blocks carry position), as Megatron-LM's
+    // Nemotron-H and Nemotron 3 scripts write.
+    if let Some(h) = &s.hybrid {
+        push("--is-hybrid-model", None);
+        push("--hybrid-override-pattern", Some(h.pattern.clone()));
+        push("--mamba-num-heads", Some(h.mamba.heads.to_string()));
+        push("--mamba-head-dim", Some(h.mamba.head_dim.to_string()));
+        push("--mamba-num-groups", Some(h.mamba.groups.to_string()));
+        push("--mamba-state-dim", Some(h.mamba.state.to_string()));
+    }
+    if s.mlp_inputs() == 2 {
+        push("--swiglu", None);
+    } else {
+        push("--squared-relu", None);
+    }
     push("--normalization", Some("RMSNorm".into()));
     push("--norm-epsilon", Some(python_float(a.norm_eps)));
-    push("--position-embedding-type", Some("rope".into()));
+    if s.hybrid.is_some() {
+        push("--position-embedding-type", Some("none".into()));
+    } else {
+        push("--position-embedding-type", Some("rope".into()));
+    }
     // Megatron-LM's --rotary-base is an int (default 10,000).
     if a.rope_theta.fract() != 0.0 || a.rope_theta > 9.0e15 {
         return Err(refuse(format!(
@@ -614,9 +651,15 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
 pub fn render(l: &Launch) -> Result<String> {
     let args = arguments(l)?;
     let mut out = l.header();
+    // A hybrid is Megatron-core's `MambaModel`, which `pretrain_mamba.py` builds.
+    let script = if l.shape.hybrid.is_some() {
+        "pretrain_mamba.py"
+    } else {
+        "pretrain_gpt.py"
+    };
     let _ = writeln!(
         out,
-        "# Megatron-LM pretrain_gpt.py arguments (names from megatron/training/arguments.py at commit 000c4ac24f61)."
+        "# Megatron-LM {script} arguments (names from megatron/training/arguments.py at commit 000c4ac24f61)."
     );
     let _ = writeln!(
         out,
@@ -729,7 +772,7 @@ pub fn render(l: &Launch) -> Result<String> {
     if layout.cp > 1 {
         let _ = writeln!(
             out,
-            "# Launch on {} GPUs ({} ranks of TP × CP × PP × DP = {} × {} × {} × {}, in Megatron-core's tp-cp-ep-dp-pp order), e.g. torchrun ... pretrain_gpt.py \"${{MEGATRON_ARGS[@]}}\"",
+            "# Launch on {} GPUs ({} ranks of TP × CP × PP × DP = {} × {} × {} × {}, in Megatron-core's tp-cp-ep-dp-pp order), e.g. torchrun ... {script} \"${{MEGATRON_ARGS[@]}}\"",
             l.gpus(),
             l.gpus(),
             layout.tp,
@@ -740,7 +783,7 @@ pub fn render(l: &Launch) -> Result<String> {
     } else {
         let _ = writeln!(
             out,
-            "# Launch on {} GPUs ({} ranks of TP × PP × DP), e.g. torchrun ... pretrain_gpt.py \"${{MEGATRON_ARGS[@]}}\"",
+            "# Launch on {} GPUs ({} ranks of TP × PP × DP), e.g. torchrun ... {script} \"${{MEGATRON_ARGS[@]}}\"",
             l.gpus(),
             l.gpus()
         );
@@ -767,7 +810,9 @@ impl Launcher for Megatron {
 /// Megatron-core defaults it to), and the grouped GEMMs and dispatcher the time model costs
 /// (`alltoall`, or DeepEP's: `flex` with `--moe-enable-deepep`), the all-to-all overlap, and the
 /// MoE layers' recomputation (`--recompute-modules`: `moe_act` or `moe`, and `layernorm`,
-/// beside `core_attn` under selective recomputation). What Megatron-LM cannot build is refused
+/// beside `core_attn` under selective recomputation); a bias on the routing scores as
+/// Megatron-core's expert bias under sigmoid scores; a hybrid's MoE layers as its pattern's `E`
+/// blocks. What Megatron-LM cannot build is refused
 /// by name: expert and router biases (gpt-oss's), and a gate on the shared experts
 /// (Qwen2-MoE's), a `TransformerConfig` field without an argument in the Megatron-LM that
 /// `tests/fixtures/launchers/megatron-arguments.txt` lists.
@@ -784,13 +829,15 @@ fn experts(
             s.name
         ));
     }
-    if e.score_bias {
-        return Err(format!(
-            "a mixture of experts Megatron-LM's arguments here build: {} biases its routing scores (DeepSeek-V3's e_score_correction_bias), whose router they do not set",
-            s.name
-        ));
-    }
     push("--num-experts", Some(e.routed.to_string()));
+    // A bias on the routing scores (DeepSeek-V3's and Nemotron 3's
+    // `e_score_correction_bias`, auxiliary-loss-free balancing) is Megatron-core's expert
+    // bias, which it takes with sigmoid scores only (`TransformerConfig`), the scores those
+    // models route by.
+    if e.score_bias {
+        push("--moe-router-score-function", Some("sigmoid".into()));
+        push("--moe-router-enable-expert-bias", None);
+    }
     push("--moe-router-topk", Some(e.per_token.to_string()));
     push("--moe-ffn-hidden-size", Some(e.ffn.to_string()));
     if let Some(g) = e.groups {
@@ -809,7 +856,8 @@ fn experts(
             ));
         }
     }
-    if e.layers != LayerSet::ALL {
+    // A hybrid's pattern places its experts on its `E` blocks.
+    if e.layers != LayerSet::ALL && s.hybrid.is_none() {
         let pattern: Vec<&str> = (0..s.layers)
             .map(|i| if e.layers.contains(i) { "1" } else { "0" })
             .collect();
