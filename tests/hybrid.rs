@@ -303,6 +303,7 @@ fn a_hybrid_is_planned_by_the_plate_and_refused_by_name_where_it_is_not_costed()
     for (flag, value, why) in [
         ("--cp", "2", "1 for nemotron-h-8b-base-8k's hybrid pattern (24 Mamba-2, 4 attention, 24 MLP and 0 MoE blocks)"),
         ("--stack", "torchtitan", "megatron-te for nemotron-h-8b-base-8k's hybrid pattern"),
+        ("--schedule", "interleaved:2", "1f1b for nemotron-h-8b-base-8k's hybrid pattern"),
     ] {
         refuses(
             &[
@@ -313,6 +314,8 @@ fn a_hybrid_is_planned_by_the_plate_and_refused_by_name_where_it_is_not_costed()
                 "1e12",
                 "--gpus",
                 "64",
+                "--pp",
+                "2",
                 "--memory",
                 "detailed",
                 "--time",

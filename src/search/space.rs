@@ -268,7 +268,13 @@ impl MemorySpace {
         let deepest = stage_kinds(shape, layout, options.stages)
             .map_or(0, |k| k.deepest_interleaving())
             .min(u64::from(u32::MAX)) as u32;
-        let interleave_to = if *interleave { deepest } else { 0 };
+        // A hybrid's stages are its blocks in one chunk each (Megatron-core's `MambaStack`):
+        // no interleaving ([`crate::cost::step::detailed::Detailed::hybrid_schedule_allowed`]).
+        let interleave_to = if *interleave && shape.hybrid.is_none() {
+            deepest
+        } else {
+            0
+        };
         // The micro-batches of a step, where they are whole.
         let micro_batches = |s: &Step| {
             s.micro_batch

@@ -52,6 +52,7 @@ impl Detailed {
     /// Memory of the stage that needs the most, or why the step does not go with the layout.
     pub fn memory(&self, shape: &Shape, layout: &Layout) -> Result<Memory> {
         self.schedule_allowed()?;
+        self.hybrid_schedule_allowed(shape)?;
         let stages = self.stages(shape, layout)?;
         self.memory_of(&stages, layout)
     }

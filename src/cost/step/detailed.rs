@@ -290,9 +290,27 @@ impl Detailed {
     /// time models both start from it.
     pub fn pipeline(&self, shape: &Shape, layout: &Layout) -> Result<(Vec<u64>, u64)> {
         self.schedule_allowed()?;
+        self.hybrid_schedule_allowed(shape)?;
         let (layers, m) = self.unscheduled_pipeline(shape, layout)?;
         self.step.interleaving_allowed(layout, &layers, m)?;
         Ok((layers, m))
+    }
+
+    /// Whether a hybrid model's stages run this step's schedule: one chunk a stage, as
+    /// Megatron-core's `MambaStack` builds them (and as the detailed model counts a stage's
+    /// blocks, from one run of layers); any schedule for another shape.
+    pub fn hybrid_schedule_allowed(&self, shape: &Shape) -> Result<()> {
+        match &shape.hybrid {
+            Some(h) if self.step.schedule.chunks() > 1 => Err(Error::invalid(
+                "--schedule",
+                self.step.schedule,
+                format!(
+                    "1f1b for {}'s hybrid pattern ({}): Megatron-core's MambaStack holds one chunk of blocks a stage",
+                    shape.name, h.pattern
+                ),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Whether the stack runs this step's schedule: the first rule [`Detailed::pipeline`]

@@ -167,6 +167,7 @@ pub fn step_time_of(
     micro_batch: &MicroBatch,
 ) -> Result<StepTime> {
     d.schedule_allowed()?;
+    d.hybrid_schedule_allowed(shape)?;
     let base = unscheduled(machine, shape, layout, d, opts, micro_batch)?;
     scheduled(layout, d, opts, &base)
 }
