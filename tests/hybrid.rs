@@ -300,6 +300,15 @@ fn a_hybrid_is_planned_by_the_plate_and_refused_by_name_where_it_is_not_costed()
     ]);
     let mfu = graded["mfu"].as_f64().unwrap_or_else(|| panic!("{graded}"));
     assert!((0.2..0.7).contains(&mfu), "{mfu}");
+    // Under full recomputation (check's default step) the hardware runs every block's
+    // forward again, the head's not: HFU/MFU = (4/3·(M − 6·V·h) + 6·V·h)/M with M Megatron-LM's
+    // 46.71 GFLOP a token (`model_flops_count_attention_on_its_blocks_and_the_scan_as_megatron_does`).
+    assert_eq!(graded["step"]["recompute"], "full");
+    let m = model_flops_per_token(&hf::read(&fixture("nemotron-h-8b-base-8k")).unwrap(), 8_192);
+    let head = 6.0 * 131_072.0 * 4_096.0;
+    let ratio = (4.0 / 3.0 * (m - head) + head) / m;
+    let hfu = graded["hfu"].as_f64().unwrap();
+    assert!((hfu / mfu - ratio).abs() < 1e-9, "{} {ratio}", hfu / mfu);
     for (flag, value, why) in [
         ("--cp", "2", "1 for nemotron-h-8b-base-8k's hybrid pattern (24 Mamba-2, 4 attention, 24 MLP and 0 MoE blocks)"),
         ("--stack", "torchtitan", "megatron-te for nemotron-h-8b-base-8k's hybrid pattern"),

@@ -115,7 +115,23 @@ pub fn parse(text: &str, path: &Path) -> Result<FromFile> {
     let mut from = FromFile::new(Source::DeepSpeed);
     for (key, value) in &config {
         let k = key.as_str();
-        if UNUSED.contains(&k) {
+        if k == "optimizer" {
+            // Adam or AdamW, whose state (master weights and two moments) and step trainplan
+            // counts; another's (LAMB, 1-bit Adam, Adagrad) differ, so it is refused, not read
+            // as Adam.
+            match value.get("type").and_then(Value::as_str) {
+                None => {}
+                Some(t) if ["adam", "adamw"].contains(&t.to_ascii_lowercase().as_str()) => {}
+                Some(t) => {
+                    return Err(Error::invalid(
+                        "optimizer.type",
+                        t.escape_debug(),
+                        "Adam or AdamW: the optimizer whose state and step trainplan counts",
+                    ))
+                }
+            }
+            from.unused.push(k.to_string());
+        } else if UNUSED.contains(&k) {
             from.unused.push(k.to_string());
         } else if ![
             "train_batch_size",
@@ -257,6 +273,22 @@ pub fn parse(text: &str, path: &Path) -> Result<FromFile> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_optimizer_other_than_adam_is_refused_not_read_as_adam() {
+        let text = r#"{"train_batch_size": 64, "train_micro_batch_size_per_gpu": 1,
+            "bf16": {"enabled": true}, "optimizer": {"type": "TYPE", "params": {"lr": 1e-4}}}"#;
+        for ok in ["Adam", "AdamW", "adamw"] {
+            assert!(parse(&text.replace("TYPE", ok), Path::new("ds.json")).is_ok());
+        }
+        let e = parse(&text.replace("TYPE", "OneBitAdam"), Path::new("ds.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("optimizer.type") && e.contains("OneBitAdam"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn the_data_parallel_degree_follows_from_the_batch() {

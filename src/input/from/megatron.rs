@@ -560,6 +560,19 @@ pub fn parse(text: &str) -> Result<FromFile> {
             "--main-params-dtype" => optimizer.main_params = Some(need()?.to_string()),
             "--exp-avg-dtype" => optimizer.exp_avg = Some(need()?.to_string()),
             "--exp-avg-sq-dtype" => optimizer.exp_avg_sq = Some(need()?.to_string()),
+            // Adam (Megatron-core's is AdamW's decoupled decay), whose state the memory
+            // counts; another optimizer's state and step differ, so it is refused, not read
+            // as Adam.
+            "--optimizer" => match need()? {
+                "adam" => {}
+                v => {
+                    return Err(Error::invalid(
+                        name.as_str(),
+                        v,
+                        "adam: the optimizer whose state (master weights and two moments) and step trainplan counts",
+                    ))
+                }
+            },
             "--fp4-format" => fp4.0 = Some(need()?.to_string()),
             "--fp4-recipe" => fp4.1 = Some(need()?.to_string()),
             option if LAUNCHER_OPTIONS.contains(&option) => {}
@@ -1406,6 +1419,17 @@ impl DimsBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_optimizer_other_than_adam_is_refused_not_read_as_adam() {
+        assert!(parse(&script("  --optimizer adam", "")).is_ok());
+        for other in ["muon", "dist_muon", "sgd"] {
+            let e = parse(&script(&format!("  --optimizer {other}"), ""))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(&format!("--optimizer = {other}")), "{e}");
+        }
+    }
 
     #[test]
     fn a_launch_script_s_array_and_torchrun_s_counts_are_read() {

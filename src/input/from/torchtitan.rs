@@ -40,6 +40,21 @@ const UNUSED_SECTIONS: [&str; 12] = [
     "float8",
 ];
 
+/// An `[optimizer]` section's optimizer is Adam or AdamW (torchtitan's default, AdamW), whose
+/// state (master weights and two moments) and step trainplan counts; another's differ, so
+/// it is refused, not read as Adam.
+fn optimizer_is_adam(section: &Value) -> Result<()> {
+    match section.get("name") {
+        None => Ok(()),
+        Some(Value::String(n)) if n == "Adam" || n == "AdamW" => Ok(()),
+        Some(v) => Err(error(
+            "optimizer.name",
+            v,
+            "Adam or AdamW: the optimizer whose state and step trainplan counts",
+        )),
+    }
+}
+
 /// `[training]` keys that do not change the plan.
 const UNUSED_TRAINING: [&str; 11] = [
     "dataset",
@@ -160,7 +175,10 @@ pub fn parse_with(text: &str, path: &Path, world: Option<u64>) -> Result<FromFil
     };
     for (key, value) in &root {
         let k = key.as_str();
-        if UNUSED_SECTIONS.contains(&k) {
+        if k == "optimizer" {
+            optimizer_is_adam(value)?;
+            from.unused.push(format!("[{k}]"));
+        } else if UNUSED_SECTIONS.contains(&k) {
             from.unused.push(format!("[{k}]"));
         } else if ![
             "model",
@@ -577,6 +595,18 @@ pub fn parse_with(text: &str, path: &Path, world: Option<u64>) -> Result<FromFil
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_optimizer_other_than_adam_is_refused_not_read_as_adam() {
+        let text = "[model]\nname = \"llama3\"\nflavor = \"8B\"\n[training]\nlocal_batch_size = 1\nglobal_batch_size = 64\nseq_len = 8192\nsteps = 10\n[parallelism]\ndata_parallel_shard_degree = 64\n[optimizer]\nname = \"NAME\"\n";
+        for ok in ["AdamW", "Adam"] {
+            assert!(parse(&text.replace("NAME", ok), Path::new("x.toml")).is_ok());
+        }
+        let e = parse(&text.replace("NAME", "Muon"), Path::new("x.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("optimizer.name") && e.contains("Muon"), "{e}");
+    }
 
     #[test]
     fn a_minimal_job_reads_and_unknown_keys_are_named() {
