@@ -95,21 +95,22 @@ fn a_pipeline_stage_holds_the_blocks_of_its_layers() {
 
 #[test]
 fn megatron_lm_s_file_for_a_hybrid_is_nvidia_s_own_and_reads_back_into_the_plan() {
-    // Nemotron 3 Nano on 64 GPUs at EP 8: the pattern, mixer and MoE options Megatron-LM's own
-    // script for it writes (`examples/post_training/modelopt/conf/nvidia/
-    // NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.sh`), run by `pretrain_mamba.py`; read back with
-    // its config, the same plan.
-    let nano = fixture("nemotron-3-nano-30b-a3b");
-    let nano = nano.to_str().unwrap();
+    // Nemotron-H 8B on 64 GPUs without recomputation: the pattern and mixer options NVIDIA's
+    // own Megatron-LM scripts for Nemotron-H write, and the Mamba stack's spec
+    // `pretrain_mamba.py` requires; read back with its config, the same plan.
+    let h8 = fixture("nemotron-h-8b-base-8k");
+    let h8 = h8.to_str().unwrap();
     let plan = [
         "--model-config",
-        nano,
+        h8,
         "--tokens",
         "1e12",
         "--gpus",
         "64",
-        "--ep",
-        "8",
+        "--tp",
+        "2",
+        "--recompute",
+        "none",
         "--memory",
         "detailed",
         "--time",
@@ -130,32 +131,29 @@ fn megatron_lm_s_file_for_a_hybrid_is_nvidia_s_own_and_reads_back_into_the_plan(
     for option in [
         "pretrain_mamba.py",
         "--is-hybrid-model",
-        "--hybrid-override-pattern MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
-        "--mamba-num-heads 64",
+        "--spec megatron.core.models.mamba.mamba_layer_specs mamba_stack_spec",
+        "--hybrid-override-pattern \"M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-\"",
+        "--mamba-num-heads 128",
         "--mamba-head-dim 64",
+        "--mamba-num-groups 8",
+        "--mamba-state-dim 128",
         "--squared-relu",
         "--position-embedding-type none",
-        "--num-experts 128",
-        "--moe-router-topk 6",
-        "--moe-router-score-function sigmoid",
-        "--moe-router-enable-expert-bias",
-        "--moe-shared-expert-intermediate-size 3712",
-        "--ffn-hidden-size 1856",
-        "--kv-channels 128",
+        "--ffn-hidden-size 21504",
     ] {
         assert!(file.contains(option), "{option}: {file}");
     }
-    assert!(!file.contains("--moe-layer-freq") && !file.contains("--swiglu"));
+    assert!(!file.contains("--swiglu") && !file.contains("--recompute"));
     let dir = std::env::temp_dir().join(format!("trainplan-hybrid-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let script = dir.join("nano.sh");
+    let script = dir.join("h8.sh");
     std::fs::write(&script, &file).unwrap();
     let read = json(&[
         "check",
         "--from",
         script.to_str().unwrap(),
         "--model-config",
-        nano,
+        h8,
         "--memory",
         "detailed",
         "--time",
@@ -169,44 +167,74 @@ fn megatron_lm_s_file_for_a_hybrid_is_nvidia_s_own_and_reads_back_into_the_plan(
     for key in ["layout", "step", "memory_gb", "step_seconds", "mfu"] {
         assert_eq!(read[key], planned[key], "{key}");
     }
-    // MambaModel splits its layers evenly over the stages, in one chunk each: 52 layers
-    // over PP 3 are not.
-    refuses(
-        &[
-            "export",
-            "--format",
-            "megatron",
-            "--model-config",
-            nano,
-            "--tokens",
-            "1e12",
-            "--gpus",
-            "48",
-            "--pp",
-            "3",
-            "--ep",
-            "8",
-        ],
-        "a pipeline Megatron-core's MambaModel builds",
-    );
     // Without its config the file's model is refused by name, as any MoE's is.
     refuses(
         &["check", "--from", script.to_str().unwrap()],
         "--from = --hybrid-override-pattern",
     );
     // A pattern the layers do not match is refused by its option.
-    std::fs::write(&script, file.replace("EMEMEMEME\n", "EMEMEME\n")).unwrap();
+    std::fs::write(&script, file.replace("M-M-M-M-M-\"", "M-M-M-M-\"")).unwrap();
     refuses(
         &[
             "check",
             "--from",
             script.to_str().unwrap(),
             "--model-config",
-            nano,
+            h8,
         ],
         "--hybrid-override-pattern",
     );
     std::fs::remove_dir_all(&dir).unwrap();
+    // What the pinned Megatron-LM's MambaStack does not build is refused by name: a
+    // checkpointed block, MoE blocks (Nemotron 3's E), a split other than even.
+    let refused = |extra: &[&str], model: &str, why: &str| {
+        let mut args = vec!["export", "--format", "megatron", "--model-config", model];
+        args.extend(["--tokens", "1e12"]);
+        args.extend(extra);
+        refuses(&args, why);
+    };
+    refused(
+        &[
+            "--gpus",
+            "64",
+            "--recompute",
+            "full",
+            "--memory",
+            "detailed",
+        ],
+        h8,
+        "it checkpoints no block",
+    );
+    let nano = fixture("nemotron-3-nano-30b-a3b");
+    let nano = nano.to_str().unwrap();
+    refused(
+        &[
+            "--gpus",
+            "64",
+            "--ep",
+            "8",
+            "--recompute",
+            "none",
+            "--memory",
+            "detailed",
+        ],
+        nano,
+        "has 23 MoE blocks (E), which Megatron-LM builds from 9a1c0d0",
+    );
+    refused(
+        &[
+            "--gpus",
+            "48",
+            "--pp",
+            "3",
+            "--recompute",
+            "none",
+            "--memory",
+            "detailed",
+        ],
+        h8,
+        "a pipeline Megatron-core's MambaModel builds",
+    );
 }
 
 #[test]

@@ -11,13 +11,17 @@
 //! (on exactly the `E` blocks) the mixtures. [`Hybrid`] adds the Mamba-2 mixer's dimensions
 //! and whether the MLPs are gated.
 //!
-//! Counted exactly (parameters, active parameters, the matrices a token multiplies) and
-//! planned by the plate model; the detailed model refuses them by name until it costs their
-//! blocks (`Detailed::attention_allowed`), as do the launchers.
+//! Counted exactly (parameters, active parameters, the matrices a token multiplies), planned
+//! by the plate model and costed block by block by the detailed one
+//! (`Context::hybrid_blocks`), and written for Megatron-LM's `pretrain_mamba.py`.
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+
+/// The layer spec Megatron-core builds a hybrid's blocks from, which Megatron-LM's
+/// `pretrain_mamba.py` requires (`--spec`, its module and name).
+pub const MEGATRON_SPEC: &str = "megatron.core.models.mamba.mamba_layer_specs mamba_stack_spec";
 
 /// One block of a hybrid pattern.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -261,6 +261,11 @@ impl MemorySpace {
         }
         all.sort_unstable();
         all.dedup();
+        // A hybrid's stages run one chunk each, whatever schedules were named
+        // ([`crate::cost::step::detailed::Detailed::hybrid_schedule_allowed`]).
+        if shape.hybrid.is_some() {
+            all.retain(|s| s.schedule.chunks() == 1);
+        }
         if !((*interleave || *v_schedules) && layout.pp >= 2) {
             return;
         }

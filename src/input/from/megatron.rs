@@ -232,7 +232,7 @@ fn float(option: &str, text: &str) -> Result<f64> {
 
 /// Megatron-LM's options that take a list of values (`nargs='*'`): every word up to the next
 /// option.
-const LISTS: [&str; 1] = ["--recompute-modules"];
+const LISTS: [&str; 2] = ["--recompute-modules", "--spec"];
 
 /// Whether `word`, the word after a switch in the same command or array, is a value the switch
 /// cannot take (`--sequence-parallel false`), rather than the script's next argument: a
@@ -464,6 +464,20 @@ pub fn parse(text: &str) -> Result<FromFile> {
                 }
             },
             "--is-hybrid-model" => dims.hybrid = true,
+            // The layer spec `pretrain_mamba.py` requires: Megatron-core's Mamba stack.
+            "--spec" => match need()? {
+                crate::model::hybrid::MEGATRON_SPEC => dims.spec = true,
+                v => {
+                    return Err(Error::invalid(
+                        name.as_str(),
+                        v,
+                        format!(
+                            "{}, Megatron-core's Mamba stack (the blocks trainplan models)",
+                            crate::model::hybrid::MEGATRON_SPEC
+                        ),
+                    ))
+                }
+            },
             "--hybrid-override-pattern" => dims.pattern = Some(need()?.to_string()),
             "--mamba-num-heads" => dims.mamba_heads = Some(n()?),
             "--mamba-head-dim" => dims.mamba_head_dim = Some(n()?),
@@ -564,7 +578,7 @@ pub fn parse(text: &str) -> Result<FromFile> {
             // counts; another optimizer's state and step differ, so it is refused, not read
             // as Adam.
             "--optimizer" => match need()? {
-                "adam" => {}
+                "adam" => from.unused.push("--optimizer adam".into()),
                 v => {
                     return Err(Error::invalid(
                         name.as_str(),
@@ -1201,6 +1215,7 @@ struct DimsBuilder {
     mamba_head_dim: Option<u64>,
     mamba_groups: Option<u64>,
     mamba_state: Option<u64>,
+    spec: bool,
 }
 
 struct Built {
@@ -1218,6 +1233,7 @@ impl DimsBuilder {
         let Some(pattern) = &self.pattern else {
             let given = [
                 ("--is-hybrid-model", self.hybrid),
+                ("--spec", self.spec),
                 ("--mamba-num-heads", self.mamba_heads.is_some()),
                 ("--mamba-head-dim", self.mamba_head_dim.is_some()),
                 ("--mamba-num-groups", self.mamba_groups.is_some()),

@@ -295,6 +295,23 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
                 s.name, h.pattern, l.stages
             )));
         }
+        // At the pinned commit `MambaStack` builds `M`, `*` and `-` blocks
+        // (`mamba_hybrid_layer_allocation.Symbols`; `E` came after it) and recomputes none of
+        // them.
+        if h.counts().moe > 0 {
+            return Err(refuse(format!(
+                "a pattern the pinned Megatron-LM's MambaStack builds (M, * and - blocks): {} has {} MoE blocks (E), which Megatron-LM builds from 9a1c0d0 (2025-11-17) on, after the commit these options are checked against",
+                s.name,
+                h.counts().moe
+            )));
+        }
+        if matches!(step.recompute, Recompute::Full | Recompute::SelectiveLayer) {
+            return Err(refuse(format!(
+                "a recomputation the pinned Megatron-LM's MambaStack runs (none, or selective: attention's core): it checkpoints no block, and {} asks for {}",
+                s.name,
+                step.recompute.name()
+            )));
+        }
         if h.mamba.conv_kernel != 4 {
             return Err(refuse(format!(
                 "a Mamba-2 convolution of 4 taps, Megatron-core's (no argument sets another); {} has {}",
@@ -403,7 +420,15 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     // Nemotron-H and Nemotron 3 scripts write.
     if let Some(h) = &s.hybrid {
         push("--is-hybrid-model", None);
-        push("--hybrid-override-pattern", Some(h.pattern.clone()));
+        push(
+            "--spec",
+            Some(crate::model::hybrid::MEGATRON_SPEC.to_string()),
+        );
+        // Quoted: `*` is a glob to the shell.
+        push(
+            "--hybrid-override-pattern",
+            Some(format!("\"{}\"", h.pattern)),
+        );
         push("--mamba-num-heads", Some(h.mamba.heads.to_string()));
         push("--mamba-head-dim", Some(h.mamba.head_dim.to_string()));
         push("--mamba-num-groups", Some(h.mamba.groups.to_string()));
