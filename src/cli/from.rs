@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use super::args::{
     DesignArgs, DispatcherArg, GradientArg, LossArg, MasterArg, MemoryArg, MoeRecomputeArg, OnOff,
-    RecomputeArg, SearchArgs, StagesArg, StatesArg,
+    OptimizerArg, RecomputeArg, SearchArgs, StagesArg, StatesArg,
 };
 use crate::cost::step::detailed::Options;
 use crate::cost::step::experts::Dispatcher;
@@ -672,6 +672,15 @@ pub fn apply(d: &mut DesignArgs, mut f: FromFile, path: &str) -> Result<Vec<Stri
         f.optimizer_states.map(|o| match o {
             OptimizerStates::Fp32 => StatesArg::Fp32,
             OptimizerStates::Bf16 => StatesArg::Bf16,
+        }),
+        kebab,
+    )?;
+    set_by(
+        "--optimizer",
+        &mut x.optimizer,
+        f.optimizer.map(|o| match o {
+            crate::cost::step::recipe::Optimizer::AdamW => OptimizerArg::Adamw,
+            crate::cost::step::recipe::Optimizer::Muon => OptimizerArg::Muon,
         }),
         kebab,
     )?;

@@ -8,7 +8,7 @@ use super::parse::{stack_parser, OnOff};
 use crate::cost::step::detailed::Options;
 use crate::cost::step::experts::Dispatcher;
 use crate::cost::step::optimizer_offload::Fraction;
-use crate::cost::step::recipe::{Bf16Layers, Fp8Recipe, MasterWeights, OptimizerStates};
+use crate::cost::step::recipe::{Bf16Layers, Fp8Recipe, MasterWeights, Optimizer, OptimizerStates};
 use crate::cost::step::stack::{GradientPrecision, Kernels, LossPrecision, Stack, StageSplit};
 use crate::cost::step::MoeRecompute;
 use crate::error::{Error, Result};
@@ -97,6 +97,11 @@ pub struct DetailedArgs {
     /// --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16) [detailed; default: fp32].
     #[arg(long, value_enum)]
     pub optimizer_states: Option<StatesArg>,
+    /// The optimizer: adamw, or muon on the hidden matrices (their master and one moment,
+    /// Newton–Schulz on each update; AdamW on the rest; Megatron-core's muon, dist_muon under
+    /// ZeRO 1) [detailed; default: adamw].
+    #[arg(long, value_enum)]
+    pub optimizer: Option<OptimizerArg>,
     /// The optimizer's master weights: fp32, fp16 (--main-params-dtype fp16), or remainders,
     /// the 16 bits of the FP32 master a BF16 weight lacks (store_param_remainders)
     /// [detailed; default: fp32].
@@ -130,6 +135,15 @@ fn bf16_layers_parser(text: &str) -> std::result::Result<Bf16Layers, String> {
 /// `--fp8-recipe`'s value, with the one-line error the recipe's own parser writes.
 fn recipe_parser(text: &str) -> std::result::Result<Fp8Recipe, String> {
     text.parse::<Fp8Recipe>().map_err(|e| e.to_string())
+}
+
+/// The optimizer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OptimizerArg {
+    /// AdamW throughout.
+    Adamw,
+    /// Muon on the hidden matrices, AdamW on the rest.
+    Muon,
 }
 
 /// Adam's moments.
@@ -259,6 +273,7 @@ impl DetailedArgs {
             || self.fp8_recipe.is_some()
             || self.fp8_params.is_some()
             || self.optimizer_states.is_some()
+            || self.optimizer.is_some()
             || self.master_weights.is_some()
             || self.fp8_bf16_layers.is_some()
             || self.offload_activations.is_some()
@@ -353,6 +368,11 @@ impl DetailedArgs {
             offload_optimizer: match self.offload_optimizer {
                 Some(f) => Fraction::new("--offload-optimizer", f)?,
                 None => d.offload_optimizer,
+            },
+            optimizer: match self.optimizer {
+                Some(OptimizerArg::Adamw) => Optimizer::AdamW,
+                Some(OptimizerArg::Muon) => Optimizer::Muon,
+                None => d.optimizer,
             },
             // The GPU's, set with the brief ([`Options::on_gpu`]).
             fp8_any_layout: d.fp8_any_layout,

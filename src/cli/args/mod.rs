@@ -29,7 +29,7 @@ pub use design::{AttentionArgs, DesignArgs, ModelArgs};
 pub use family::FamilyArgs;
 pub use memory::{
     DetailedArgs, DispatcherArg, GradientArg, KernelsArg, LossArg, MasterArg, MemoryArg,
-    MoeRecomputeArg, StagesArg, StatesArg,
+    MoeRecomputeArg, OptimizerArg, StagesArg, StatesArg,
 };
 pub use parse::OnOff;
 pub use search::{

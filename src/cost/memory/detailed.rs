@@ -355,6 +355,15 @@ impl Detailed {
                     None => stage_params_with(shape, layout.tp, n_layers, moe, first, last),
                 },
                 matrices: blocks.map(|(_, c)| hybrid_stage_matrices(shape, layout.tp, c)),
+                // Its layers' hidden matrices on this GPU (the routed experts' apart), which
+                // Muon steps with one moment.
+                hidden_matrices: match blocks {
+                    Some((_, c)) => hybrid_stage_matrices(shape, layout.tp, c),
+                    None => {
+                        (n_layers - moe) as f64 * shape.layer_matrix_params() as f64 / tp
+                            + moe as f64 * moe_matrix
+                    }
+                },
                 experts: stage_expert_params(shape, layout, moe),
                 // Each multi-token-prediction depth keeps its own logits and head inputs, and
                 // its two norms' inputs (the hidden state and the next token's embedding) and
@@ -397,11 +406,16 @@ impl Detailed {
         // Master weights and Adam's moments, 12 bytes a parameter unless lower
         // ([`crate::cost::step::recipe`]).
         let optimizer = opts.optimizer_bytes();
+        // Muon keeps a hidden matrix's master and one moment (AdamW's bytes otherwise).
+        let matrix = opts.matrix_optimizer_bytes();
         // The routed experts' state shards over the expert data-parallel group instead.
         let (experts, expert_shards) = (share.experts, layout.expert_shard_group());
         // An offloaded fraction of it lives in host memory ([`offload_optimizer`]).
-        let state = shard(optimizer * psi, zero.shards_optimizer(), shards)
-            + shard(optimizer * experts, zero.shards_optimizer(), expert_shards);
+        let state = shard(
+            optimizer * psi - (optimizer - matrix) * share.hidden_matrices,
+            zero.shards_optimizer(),
+            shards,
+        ) + shard(matrix * experts, zero.shards_optimizer(), expert_shards);
         let host = offload_optimizer::host_bytes(state / optimizer, opts.offload_optimizer.get());
         // ZeRO 3 gathers a unit's weights a unit ahead (two units of BF16 weights whole) and
         // reduces one unit's gradients whole: the largest unit of the stage (FSDP2's and ZeRO
@@ -666,6 +680,9 @@ struct StageShare {
     /// of, its routed experts' apart ([`hybrid_stage_matrices`]); `None` for a shape without a
     /// pattern, whose layers count theirs.
     matrices: Option<f64>,
+    /// Its layers' matrices on this GPU, the routed experts' apart: what Muon steps
+    /// ([`crate::cost::step::muon`]).
+    hidden_matrices: f64,
 }
 
 impl StageBase {

@@ -16,7 +16,7 @@ use crate::cost::step::pipeline::stage_kinds;
 use crate::cost::step::pipeline::StageKinds;
 use crate::cost::step::precision::Precision;
 use crate::cost::step::recipe::{
-    optimizer_bytes, Bf16Layers, Fp8Recipe, MasterWeights, OptimizerStates,
+    optimizer_bytes, Bf16Layers, Fp8Recipe, MasterWeights, Optimizer, OptimizerStates,
 };
 use crate::cost::step::stack::GradientPrecision;
 use crate::cost::step::stack::Kernels;
@@ -120,6 +120,10 @@ pub struct Options {
     /// --optimizer-offload-fraction F`, [`crate::cost::step::optimizer_offload`]); default 0.
     #[serde(default, skip_serializing_if = "Fraction::is_zero")]
     pub offload_optimizer: Fraction,
+    /// The optimizer (`--optimizer`): AdamW, or Muon on the hidden matrices
+    /// ([`crate::cost::step::muon`]); default AdamW.
+    #[serde(default, skip_serializing_if = "Optimizer::is_default")]
+    pub optimizer: Optimizer,
     /// Whether the GPU multiplies FP8 with its operands in any layout, where Transformer
     /// Engine keeps no transposed copy of a per-tensor-scaled FP8 tensor: its quantizer makes
     /// the column-wise copy only where `non_tn_fp8_gemm_supported()` is false (compute
@@ -168,6 +172,7 @@ impl Default for Options {
             bf16_layers: Bf16Layers { start: 0, end: 0 },
             offload_activations: 0,
             offload_optimizer: Fraction::ZERO,
+            optimizer: Optimizer::AdamW,
             fp8_any_layout: false,
         }
     }
@@ -189,6 +194,19 @@ impl Options {
     /// by default ([`crate::cost::step::recipe::optimizer_bytes`]).
     pub fn optimizer_bytes(&self) -> f64 {
         optimizer_bytes(self.master_weights, self.optimizer_states)
+    }
+
+    /// Bytes per parameter of a hidden matrix's optimizer state: AdamW's
+    /// ([`Options::optimizer_bytes`]), or Muon's master and one moment
+    /// ([`crate::cost::step::muon::matrix_state_bytes`]).
+    pub fn matrix_optimizer_bytes(&self) -> f64 {
+        match self.optimizer {
+            Optimizer::AdamW => self.optimizer_bytes(),
+            Optimizer::Muon => crate::cost::step::muon::matrix_state_bytes(
+                self.master_weights,
+                self.optimizer_states,
+            ),
+        }
     }
 
     /// FP8 weights and BF16 first and last layers are FP8's settings: refused where the step
@@ -362,6 +380,7 @@ impl Detailed {
         self.stack_allows(layout)?;
         self.attention_allowed(shape, layout)?;
         self.experts_allowed(shape, layout)?;
+        self.optimizer_allowed(shape, layout)?;
         self.bf16_layers_allowed(shape)?;
         self.offload_allowed(shape, layout)?;
         self.optimizer_offload_allowed(layout)?;
@@ -376,6 +395,7 @@ impl Detailed {
         self.stack_allows(layout)?;
         self.attention_allowed(shape, layout)?;
         self.experts_allowed(shape, layout)?;
+        self.optimizer_allowed(shape, layout)?;
         self.bf16_layers_allowed(shape)?;
         self.offload_allowed(shape, layout)?;
         self.optimizer_offload_allowed(layout)?;
@@ -576,7 +596,60 @@ impl Detailed {
     pub(crate) fn shape_allowed(&self, shape: &Shape, layout: &Layout) -> Result<()> {
         self.attention_allowed(shape, layout)?;
         self.experts_allowed(shape, layout)?;
+        self.optimizer_allowed(shape, layout)?;
         self.bf16_layers_allowed(shape)
+    }
+
+    /// Whether the step goes with its optimizer as the model costs it: AdamW always; Muon
+    /// as Megatron-core runs it (`muon` under ZeRO 0, `dist_muon`'s layer-wise sharding under
+    /// ZeRO 1; on megatron-te, without optimizer offload, whose CPU step is Adam's), on
+    /// grouped-query attention and its MLPs or experts, the matrices whose Newton–Schulz
+    /// shapes the model counts ([`crate::cost::step::muon`]).
+    pub(crate) fn optimizer_allowed(&self, shape: &Shape, layout: &Layout) -> Result<()> {
+        let opts = &self.options;
+        if opts.optimizer != Optimizer::Muon {
+            return Ok(());
+        }
+        let refuse = |flag: &str, value: String, why: String| Err(Error::invalid(flag, value, why));
+        if opts.stack != Stack::MegatronTe {
+            return refuse(
+                "--stack",
+                opts.stack.name().to_string(),
+                "megatron-te with --optimizer muon (Megatron-core's Muon)".into(),
+            );
+        }
+        if layout.zero.get() > 1 {
+            return refuse(
+                "--zero",
+                layout.zero.get().to_string(),
+                "0 or 1 with --optimizer muon (Megatron-core's muon, and dist_muon's layer-wise distributed optimizer; Megatron-FSDP steps no Muon)".into(),
+            );
+        }
+        if opts.offload_optimizer.get() > 0.0 {
+            return refuse(
+                "--offload-optimizer",
+                crate::format::exact(opts.offload_optimizer.get()),
+                "0 with --optimizer muon (Megatron-core's CPU optimizer steps Adam)".into(),
+            );
+        }
+        let what = if shape.attention.latent.is_some() {
+            Some("latent attention")
+        } else if shape.hybrid.is_some() {
+            Some("a hybrid's Mamba-2 blocks")
+        } else {
+            None
+        };
+        if let Some(what) = what {
+            return refuse(
+                "--optimizer",
+                "muon".into(),
+                format!(
+                    "adamw for {}: the Newton–Schulz shapes of {what} are not counted yet",
+                    shape.name
+                ),
+            );
+        }
+        Ok(())
     }
 
     /// Whether the step goes with a mixture of experts as the model costs it: sequence

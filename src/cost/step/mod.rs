@@ -19,6 +19,7 @@
 
 pub mod detailed;
 pub mod experts;
+pub mod muon;
 pub mod offload;
 pub mod optimizer_offload;
 pub mod pipeline;

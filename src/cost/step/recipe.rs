@@ -415,6 +415,33 @@ impl OptimizerStates {
     }
 }
 
+/// The optimizer: AdamW throughout, or Muon on the hidden matrices and AdamW on the rest
+/// ([`crate::cost::step::muon`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Optimizer {
+    /// AdamW (Megatron-core's `adam`, decoupled weight decay).
+    #[default]
+    AdamW,
+    /// Muon on the hidden matrices (Megatron-core's `muon`, and `dist_muon` under ZeRO 1).
+    Muon,
+}
+
+impl Optimizer {
+    /// The name `--optimizer` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Optimizer::AdamW => "adamw",
+            Optimizer::Muon => "muon",
+        }
+    }
+
+    /// Whether this is the default (AdamW).
+    pub fn is_default(&self) -> bool {
+        *self == Optimizer::AdamW
+    }
+}
+
 /// How the optimizer keeps its master copy of the weights.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

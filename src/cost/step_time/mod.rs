@@ -216,8 +216,11 @@ pub fn unscheduled_of(
         experts,
         fp8_casts,
         fp8_matrices,
+        matrices,
+        newton_schulz,
         ..
     } = part;
+    let muon = d.options.optimizer == crate::cost::step::recipe::Optimizer::Muon;
     let (tp, m_f) = (layout.tp, m as f64);
     let grad_bytes = d.options.gradients.bytes();
     // ZeRO's shard group: DP/replicate × CP ranks, TP apart (ranks run TP, CP, DP from the
@@ -263,6 +266,9 @@ pub fn unscheduled_of(
     let dp_comm = match layout.zero.get() {
         // Gradients all-reduced once over DP × CP, during the last micro-batch's backward.
         0 => exposed(all_reduced, hide_backward),
+        // Muon's layer-wise distributed optimizer (Megatron-core's `dist_muon`): gradients
+        // all-reduced, each rank steps whole matrices, the updated weights all-gathered.
+        1 if muon => exposed(all_reduced, hide_backward) + exposed(gather, hide_forward),
         // Distributed optimizer: gradients reduce-scattered during the last backward; the
         // updated weights all-gathered during the next step's first forward.
         1 => exposed(reduce, hide_backward) + exposed(gather, hide_forward),
@@ -294,10 +300,23 @@ pub fn unscheduled_of(
     // once less: 28 − 2·(12 − s) bytes with s the state's bytes
     // ([`crate::cost::step::detailed::Options::optimizer_bytes`]).
     let moved = OPTIMIZER_BYTES_MOVED - 2.0 * (12.0 - d.options.optimizer_bytes());
+    // Muon's matrices read and write one moment fewer, and run their Newton–Schulz
+    // iterations, each data-parallel rank its share of the stage's under ZeRO 1.
+    let updated_matrices = shard(matrices, layout.zero.shards_optimizer(), shards)
+        + shard(experts, layout.zero.shards_optimizer(), expert_shards);
+    let fewer = 2.0 * (d.options.optimizer_bytes() - d.options.matrix_optimizer_bytes());
+    let newton_schulz = shard(newton_schulz.0, layout.zero.shards_optimizer(), shards)
+        + shard(
+            newton_schulz.1,
+            layout.zero.shards_optimizer(),
+            expert_shards,
+        );
     // An offloaded fraction F steps on the CPU instead, its copies and CPU step pipelined
     // beside the GPU's share ([`crate::cost::step::optimizer_offload`]).
     let f = d.options.offload_optimizer.get();
-    let optimizer = (updated * (1.0 - f) * moved + fp8_casts) / hbm;
+    let optimizer =
+        (updated * (1.0 - f) * moved - updated_matrices * (1.0 - f) * fewer + fp8_casts) / hbm
+            + newton_schulz;
     let host = (
         machine.topology.host_link_gbps * 1e9,
         machine.topology.host_memory_gbps * 1e9,

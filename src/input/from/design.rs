@@ -185,6 +185,9 @@ pub struct FromFile {
     pub loss: Option<LossPrecision>,
     /// Adam's moments' precision.
     pub optimizer_states: Option<OptimizerStates>,
+    /// The optimizer, where the file names one other than Adam (Megatron-LM's `--optimizer
+    /// muon`, `dist_muon`).
+    pub optimizer: Option<crate::cost::step::recipe::Optimizer>,
     /// The optimizer's master weights.
     pub master_weights: Option<MasterWeights>,
     /// Layers at the start and end kept in BF16 under FP8.
@@ -241,6 +244,7 @@ impl FromFile {
             gradients: None,
             loss: None,
             optimizer_states: None,
+            optimizer: None,
             master_weights: None,
             bf16_layers: None,
             offload_activations: None,

@@ -373,6 +373,7 @@ pub fn parse(text: &str) -> Result<FromFile> {
     // --cross-entropy-fusion-impl: whether it names Transformer Engine's.
     let mut loss_impl: Option<bool> = None;
     let (mut fsdp, mut distributed, mut strategy) = (false, false, None::<String>);
+    let mut muon: Option<bool> = None;
     let mut bf16 = false;
     let (mut iters, mut samples, mut virtual_layers) = (None, None, None);
     let mut divisor = None;
@@ -574,16 +575,18 @@ pub fn parse(text: &str) -> Result<FromFile> {
             "--main-params-dtype" => optimizer.main_params = Some(need()?.to_string()),
             "--exp-avg-dtype" => optimizer.exp_avg = Some(need()?.to_string()),
             "--exp-avg-sq-dtype" => optimizer.exp_avg_sq = Some(need()?.to_string()),
-            // Adam (Megatron-core's is AdamW's decoupled decay), whose state the memory
-            // counts; another optimizer's state and step differ, so it is refused, not read
-            // as Adam.
+            // Adam (Megatron-core's is AdamW's decoupled decay); Muon, or its layer-wise
+            // distributed optimizer (ZeRO 1 here), whose state and step the model counts; SGD
+            // is refused, not read as Adam.
             "--optimizer" => match need()? {
                 "adam" => from.unused.push("--optimizer adam".into()),
+                "muon" => muon = Some(false),
+                "dist_muon" => muon = Some(true),
                 v => {
                     return Err(Error::invalid(
                         name.as_str(),
                         v,
-                        "adam: the optimizer whose state (master weights and two moments) and step trainplan counts",
+                        "adam, muon or dist_muon: the optimizers whose state and step trainplan counts",
                     ))
                 }
             },
@@ -720,6 +723,19 @@ pub fn parse(text: &str) -> Result<FromFile> {
             ))
         }
     });
+    // Muon: its own optimizer under ZeRO 0 (`muon`) or its layer-wise distributed one under
+    // ZeRO 1 (`dist_muon`), with no distributed optimizer beside it (Megatron-LM turns it off).
+    if let Some(layer_wise) = muon {
+        if distributed || fsdp {
+            return Err(Error::invalid(
+                "--optimizer",
+                if layer_wise { "dist_muon" } else { "muon" },
+                "without --use-distributed-optimizer or --use-megatron-fsdp (Megatron-LM runs Muon on its own, or layer-wise as dist_muon)",
+            ));
+        }
+        from.optimizer = Some(crate::cost::step::recipe::Optimizer::Muon);
+        from.zero = Some(ZeroStage::new(u8::from(layer_wise))?);
+    }
     from.sequence_parallel = Some(from.sequence_parallel.unwrap_or(false));
     from.tp_comm_overlap = Some(from.tp_comm_overlap.unwrap_or(false));
     from.recompute = Some(recompute.mode()?);
@@ -1439,7 +1455,7 @@ mod tests {
     #[test]
     fn an_optimizer_other_than_adam_is_refused_not_read_as_adam() {
         assert!(parse(&script("  --optimizer adam", "")).is_ok());
-        for other in ["muon", "dist_muon", "sgd"] {
+        for other in ["sgd", "adagrad"] {
             let e = parse(&script(&format!("  --optimizer {other}"), ""))
                 .unwrap_err()
                 .to_string();

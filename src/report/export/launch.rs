@@ -194,6 +194,11 @@ pub fn beyond_stack(options: &Options) -> (Vec<Setting>, Vec<Setting>) {
         d.master_weights.name().to_string(),
     );
     push(
+        "--optimizer",
+        options.optimizer.name().to_string(),
+        d.optimizer.name().to_string(),
+    );
+    push(
         "--offload-activations",
         options.offload_activations.to_string(),
         d.offload_activations.to_string(),

@@ -35,6 +35,7 @@ use crate::cost::step::detailed::Options;
 use crate::cost::step::experts::Dispatcher;
 use crate::cost::step::pipeline::deepest_interleaving;
 use crate::cost::step::precision::Precision;
+use crate::cost::step::recipe::Optimizer;
 use crate::cost::step::recipe::{Fp8Recipe, MasterWeights, OptimizerStates};
 use crate::cost::step::stack::Attention;
 use crate::cost::step::stack::GradientPrecision;
@@ -260,6 +261,7 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
         "--fp8-recipe",
         "--fp8-params",
         "--optimizer-states",
+        "--optimizer",
         "--master-weights",
         "--fp8-bf16-layers",
         "--offload-activations",
@@ -355,6 +357,16 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     // ZeRO: the distributed optimizer shards the optimizer state (stage 1); Megatron-FSDP's
     // sharding strategies optim_grads and optim_grads_params are stages 2 and 3.
     match l.zero().get() {
+        // Muon (`muon`), and its layer-wise distributed optimizer (`dist_muon`), without
+        // Megatron-core's distributed optimizer.
+        0 | 1 if l.options.optimizer == Optimizer::Muon => {
+            let name = if l.zero().get() == 0 {
+                "muon"
+            } else {
+                "dist_muon"
+            };
+            push("--optimizer", Some(name.into()));
+        }
         0 => {}
         1 => push("--use-distributed-optimizer", None),
         stage => {

@@ -236,6 +236,12 @@ fn memory_rows(p: &Plan) -> Vec<Vec<String>> {
     };
     let mut rows = vec![row("weights", weights, m.weights)];
     let optimizer = match options {
+        // Muon: the master and one moment on the hidden matrices, AdamW's on the rest.
+        Some(o) if o.optimizer == crate::cost::step::recipe::Optimizer::Muon => format!(
+            "Muon: master + moment on the matrices, {}; Adam's {} on the rest",
+            per(o.matrix_optimizer_bytes() as u32, zero.shards_optimizer()),
+            per(o.optimizer_bytes() as u32, zero.shards_optimizer())
+        ),
         Some(o) if !(o.master_weights.is_default() && o.optimizer_states.is_default()) => {
             let master = match o.master_weights {
                 MasterWeights::Fp32 => "FP32 master",
@@ -406,7 +412,13 @@ fn time_section(p: &Plan, brief: &Brief) -> Option<String> {
         .is_some_and(|o| o.offload_optimizer.get() > 0.0);
     let share = |x: f64| format!("{} %", fixed(100.0 * x / seconds, 1));
     let precision = p.step.map(|s| s.precision).unwrap_or_default();
-    let optimizer = if precision.is_fp4() {
+    let muon = p
+        .memory_model
+        .as_ref()
+        .is_some_and(|o| o.optimizer == crate::cost::step::recipe::Optimizer::Muon);
+    let optimizer = if muon {
+        "Muon's Newton–Schulz and the step, GEMMs and HBM"
+    } else if precision.is_fp4() {
         "AdamW step and FP4 weight casts, HBM-bound"
     } else if precision.is_fp8() {
         "AdamW step and FP8 weight casts, HBM-bound"
