@@ -150,4 +150,12 @@ fn muon_is_refused_where_it_is_not_costed() {
         &base(&["--offload-optimizer", "0.5", "--zero", "1"]),
         "0 with --optimizer muon",
     );
+    refuses(
+        &base(&["--master-weights", "fp16"]),
+        "Megatron-core's Muon keeps FP32 masters and moments",
+    );
+    // DeepSpeed's config steps its own Adam.
+    let mut export = vec!["export", "--format", "deepspeed"];
+    export.extend(base(&[])[1..].iter().copied());
+    refuses(&export, "a plan with AdamW: --optimizer muon");
 }

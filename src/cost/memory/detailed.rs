@@ -359,9 +359,15 @@ impl Detailed {
                 // Muon steps with one moment.
                 hidden_matrices: match blocks {
                     Some((_, c)) => hybrid_stage_matrices(shape, layout.tp, c),
+                    // The router's `E·h`, whole on every TP rank, a matrix Muon steps too.
                     None => {
                         (n_layers - moe) as f64 * shape.layer_matrix_params() as f64 / tp
                             + moe as f64 * moe_matrix
+                            + moe as f64
+                                * shape
+                                    .experts
+                                    .as_ref()
+                                    .map_or(0.0, |e| f64::from(e.routed) * shape.hidden as f64)
                     }
                 },
                 experts: stage_expert_params(shape, layout, moe),

@@ -632,8 +632,24 @@ impl Detailed {
                 "0 with --optimizer muon (Megatron-core's CPU optimizer steps Adam)".into(),
             );
         }
+        if !(opts.master_weights.is_default() && opts.optimizer_states.is_default()) {
+            return refuse(
+                "--optimizer",
+                "muon".into(),
+                "adamw with --master-weights or --optimizer-states other than fp32: Megatron-core's Muon keeps FP32 masters and moments (its precision-aware optimizer needs the distributed optimizer, which Muon runs without)".into(),
+            );
+        }
+        if layout.replicate > 1 {
+            return refuse(
+                "--replicate",
+                layout.replicate.to_string(),
+                "1 with --optimizer muon (distributed-optimizer instances are the distributed optimizer's, which Muon runs without)".into(),
+            );
+        }
         let what = if shape.attention.latent.is_some() {
             Some("latent attention")
+        } else if shape.mtp > 0 {
+            Some("multi-token prediction's projections")
         } else if shape.hybrid.is_some() {
             Some("a hybrid's Mamba-2 blocks")
         } else {

@@ -11,7 +11,11 @@
 //!   `--muon-tp-mode blockwise`), Q, K and V apart (`--muon-no-split-qkv` off), the layer's
 //!   gate and up projection one matrix as it holds them ([`layer_flops`]).
 //! - **Traffic**: under `dist_muon` (ZeRO 1 here) the gradients are all-reduced, each rank
-//!   steps its layers and all-gathers the updated weights ([`crate::cost::step_time`]).
+//!   steps whole matrices (its share of the stage's, at least the largest one) and the
+//!   updated weights are all-gathered ([`crate::cost::step_time`]).
+//!
+//! Megatron-core's Muon keeps FP32 masters and moments (no precision-aware optimizer, which
+//! needs its distributed optimizer): other settings are refused.
 
 use crate::cost::step::recipe::{MasterWeights, OptimizerStates};
 use crate::model::Shape;
@@ -55,17 +59,50 @@ pub fn layer_flops(shape: &Shape, tp: u64, mlp: u64, steps: f64) -> f64 {
     ns(h, q / t) + 2.0 * ns(h, g / t) + ns(q / t, h) + ns(h, up * f / t) + ns(f / t, h)
 }
 
-/// Newton–Schulz FLOPs of one MoE layer's router (`E × h`, whole on every rank) and its
-/// `local` experts on this rank, each `h × m·f_e/ETP` and `f_e/ETP × h`.
-pub fn experts_flops(shape: &Shape, local: f64, etp: u64, steps: f64) -> f64 {
+/// Newton–Schulz FLOPs of one MoE layer's router (`E × h`, whole on every rank, stepped with
+/// the dense matrices' data-parallel group).
+pub fn router_flops(shape: &Shape, steps: f64) -> f64 {
+    shape.experts.as_ref().map_or(0.0, |e| {
+        newton_schulz_flops(f64::from(e.routed), shape.hidden as f64, steps)
+    })
+}
+
+/// Newton–Schulz FLOPs of one MoE layer's `local` experts on this rank, each `h × m·f_e/ETP`
+/// and `f_e/ETP × h`; and of the larger of one expert's two.
+pub fn experts_flops(shape: &Shape, local: f64, etp: u64, steps: f64) -> (f64, f64) {
     let Some(e) = &shape.experts else {
-        return 0.0;
+        return (0.0, 0.0);
     };
     let h = shape.hidden as f64;
     let f = e.ffn as f64 / etp as f64;
     let up = shape.mlp_inputs() as f64;
-    newton_schulz_flops(f64::from(e.routed), h, steps)
-        + local * (newton_schulz_flops(h, up * f, steps) + newton_schulz_flops(f, h, steps))
+    let (fc1, fc2) = (
+        newton_schulz_flops(h, up * f, steps),
+        newton_schulz_flops(f, h, steps),
+    );
+    (local * (fc1 + fc2), fc1.max(fc2))
+}
+
+/// The Newton–Schulz FLOPs of a layer's largest dense matrix on one TP rank ([`layer_flops`]'s
+/// matrices): what one data-parallel rank of `dist_muon`, which gives each rank whole
+/// matrices, steps at least.
+pub fn largest_flops(shape: &Shape, tp: u64, mlp: u64, steps: f64) -> f64 {
+    let t = tp as f64;
+    let h = shape.hidden as f64;
+    let w = shape.attention_widths();
+    let f = mlp as f64;
+    let up = shape.mlp_inputs() as f64;
+    [
+        (h, w.query / t),
+        (h, w.key / t),
+        (w.query / t, h),
+        (h, up * f / t),
+        (f / t, h),
+    ]
+    .iter()
+    .filter(|(r, c)| r * c > 0.0)
+    .map(|&(r, c)| newton_schulz_flops(r, c, steps))
+    .fold(0.0, f64::max)
 }
 
 #[cfg(test)]
@@ -94,10 +131,6 @@ mod tests {
         assert_eq!(
             matrix_state_bytes(MasterWeights::Fp32, OptimizerStates::Fp32),
             8.0
-        );
-        assert_eq!(
-            matrix_state_bytes(MasterWeights::Fp32, OptimizerStates::Bf16),
-            6.0
         );
     }
 }

@@ -305,12 +305,15 @@ pub fn unscheduled_of(
     let updated_matrices = shard(matrices, layout.zero.shards_optimizer(), shards)
         + shard(experts, layout.zero.shards_optimizer(), expert_shards);
     let fewer = 2.0 * (d.options.optimizer_bytes() - d.options.matrix_optimizer_bytes());
-    let newton_schulz = shard(newton_schulz.0, layout.zero.shards_optimizer(), shards)
-        + shard(
-            newton_schulz.1,
-            layout.zero.shards_optimizer(),
-            expert_shards,
-        );
+    // `dist_muon` gives each rank whole matrices: its share, and at least the largest.
+    let share = |(all, largest): (f64, f64), group: u64| {
+        if layout.zero.shards_optimizer() {
+            (all / group.max(1) as f64).max(largest.min(all))
+        } else {
+            all
+        }
+    };
+    let newton_schulz = share(newton_schulz[0], shards) + share(newton_schulz[1], expert_shards);
     // An offloaded fraction F steps on the CPU instead, its copies and CPU step pipelined
     // beside the GPU's share ([`crate::cost::step::optimizer_offload`]).
     let f = d.options.offload_optimizer.get();

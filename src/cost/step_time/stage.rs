@@ -76,9 +76,10 @@ pub struct Unsharded {
     /// steps with one moment ([`crate::cost::step::muon`]).
     pub(super) matrices: f64,
     /// Muon's Newton–Schulz iterations on the stage's matrices on this GPU, before the data-
-    /// parallel ranks share them: (its layers' dense matrices, its routed experts'), seconds a
-    /// step; 0 under AdamW.
-    pub(super) newton_schulz: (f64, f64),
+    /// parallel ranks share them, and on the largest one (what a rank steps at least): for its
+    /// layers' dense matrices and router, and for its routed experts, seconds a step; 0 under
+    /// AdamW.
+    pub(super) newton_schulz: [(f64, f64); 2],
 }
 
 /// [`Unsharded`] for the step `d` under `layout` in the pipeline `kinds` ([`Detailed::kinds`]
@@ -372,27 +373,37 @@ pub fn unsharded_in(
     };
     // The stage's hidden matrices on this GPU, and Muon's Newton–Schulz iterations on them at
     // the chip's BF16 GEMM ceiling (square-ish products thousands wide).
+    let router = shape
+        .experts
+        .as_ref()
+        .map_or(0.0, |e| f64::from(e.routed) * h);
     let matrices = match stage_blocks {
         Some(c) => hybrid_stage_matrices(shape, tp, c),
         None => narrow_matrices(shape, tp, stage_layers, stage_moe, stage_moe, 0.0),
-    };
+    } + stage_moe as f64 * router;
     let newton_schulz = if d.options.optimizer == crate::cost::step::recipe::Optimizer::Muon {
         use crate::cost::step::muon;
         let chip = crate::cost::chip::chip_for(machine, d.options.stack)?;
         let rate = peak * chip.gemm_ceiling() * opts.calibration.sustained_for(d.options.stack);
         let steps = muon::NS_STEPS;
-        let dense =
-            (stage_layers - stage_moe) as f64 * muon::layer_flops(shape, tp, shape.ffn, steps);
+        let dense_layers = (stage_layers - stage_moe) as f64;
         let shared = shape.experts.as_ref().map_or(0, |e| e.shared_ffn);
-        let moe = stage_moe as f64 * muon::layer_flops(shape, tp, shared, steps);
+        let dense = dense_layers * muon::layer_flops(shape, tp, shape.ffn, steps)
+            + stage_moe as f64
+                * (muon::layer_flops(shape, tp, shared, steps) + muon::router_flops(shape, steps));
+        let largest = muon::largest_flops(shape, tp, shape.ffn, steps)
+            .max(muon::largest_flops(shape, tp, shared, steps));
         let local = shape
             .experts
             .as_ref()
             .map_or(0.0, |e| f64::from(e.routed) / layout.ep as f64);
-        let experts = stage_moe as f64 * muon::experts_flops(shape, local, layout.etp, steps);
-        ((dense + moe) / rate, experts / rate)
+        let (experts, expert) = muon::experts_flops(shape, local, layout.etp, steps);
+        [
+            (dense / rate, largest / rate),
+            (stage_moe as f64 * experts / rate, expert / rate),
+        ]
     } else {
-        (0.0, 0.0)
+        [(0.0, 0.0); 2]
     };
     let cluster_peak = machine.cluster.gpus as f64 * peak;
     let (full_layer, _) = layer_flops(shape, 1, step.seq_len, step.recompute);

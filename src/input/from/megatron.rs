@@ -374,6 +374,7 @@ pub fn parse(text: &str) -> Result<FromFile> {
     let mut loss_impl: Option<bool> = None;
     let (mut fsdp, mut distributed, mut strategy) = (false, false, None::<String>);
     let mut muon: Option<bool> = None;
+    let mut stated_adam = false;
     let mut bf16 = false;
     let (mut iters, mut samples, mut virtual_layers) = (None, None, None);
     let mut divisor = None;
@@ -579,7 +580,10 @@ pub fn parse(text: &str) -> Result<FromFile> {
             // distributed optimizer (ZeRO 1 here), whose state and step the model counts; SGD
             // is refused, not read as Adam.
             "--optimizer" => match need()? {
-                "adam" => from.unused.push("--optimizer adam".into()),
+                "adam" => {
+                    muon = None;
+                    stated_adam = true;
+                }
                 "muon" => muon = Some(false),
                 "dist_muon" => muon = Some(true),
                 v => {
@@ -695,6 +699,7 @@ pub fn parse(text: &str) -> Result<FromFile> {
             "given with --first-last-layers-bf16, without which Megatron-LM keeps no layer in BF16",
         )),
     });
+    let (cpu_offload, aware) = (optimizer.cpu_offload, optimizer.aware);
     optimizer.apply(&mut from, fp8_params)?;
     // The loss: Megatron-core reads the fused cross-entropy's implementation only under
     // --cross-entropy-loss-fusion (`language_module.py`); otherwise, or with `native`, its own
@@ -726,6 +731,17 @@ pub fn parse(text: &str) -> Result<FromFile> {
     // Muon: its own optimizer under ZeRO 0 (`muon`) or its layer-wise distributed one under
     // ZeRO 1 (`dist_muon`), with no distributed optimizer beside it (Megatron-LM turns it off).
     if let Some(layer_wise) = muon {
+        if cpu_offload || aware {
+            return Err(Error::invalid(
+                if cpu_offload {
+                    "--optimizer-cpu-offload"
+                } else {
+                    "--use-precision-aware-optimizer"
+                },
+                "given with Muon",
+                "left out with --optimizer muon or dist_muon (Megatron-core's Muon keeps FP32 state on the GPU)",
+            ));
+        }
         if distributed || fsdp {
             return Err(Error::invalid(
                 "--optimizer",
@@ -735,6 +751,8 @@ pub fn parse(text: &str) -> Result<FromFile> {
         }
         from.optimizer = Some(crate::cost::step::recipe::Optimizer::Muon);
         from.zero = Some(ZeroStage::new(u8::from(layer_wise))?);
+    } else if stated_adam {
+        from.optimizer = Some(crate::cost::step::recipe::Optimizer::AdamW);
     }
     from.sequence_parallel = Some(from.sequence_parallel.unwrap_or(false));
     from.tp_comm_overlap = Some(from.tp_comm_overlap.unwrap_or(false));
@@ -1451,6 +1469,34 @@ impl DimsBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn muon_is_read_with_its_zero_stage_and_refused_beside_what_it_runs_without() {
+        use crate::cost::step::recipe::Optimizer;
+        let f = parse(&script("  --optimizer muon", "")).unwrap();
+        assert_eq!(
+            (f.optimizer, f.zero.map(|z| z.get())),
+            (Some(Optimizer::Muon), Some(0))
+        );
+        let f = parse(&script("  --optimizer dist_muon", "")).unwrap();
+        assert_eq!(
+            (f.optimizer, f.zero.map(|z| z.get())),
+            (Some(Optimizer::Muon), Some(1))
+        );
+        for (extra, option) in [
+            (
+                "  --optimizer dist_muon --use-distributed-optimizer",
+                "--optimizer = dist_muon",
+            ),
+            (
+                "  --optimizer muon --use-precision-aware-optimizer",
+                "--use-precision-aware-optimizer",
+            ),
+        ] {
+            let e = parse(&script(extra, "")).unwrap_err().to_string();
+            assert!(e.contains(option), "{e}");
+        }
+    }
 
     #[test]
     fn an_optimizer_other_than_adam_is_refused_not_read_as_adam() {

@@ -101,6 +101,13 @@ pub fn config(l: &Launch) -> Result<Value> {
             l.options.offload_optimizer
         )));
     }
+    // The config's optimizer is DeepSpeed's Adam; Muon's state and step are Megatron-core's.
+    if l.options.optimizer != crate::cost::step::recipe::Optimizer::AdamW {
+        return Err(refuse(format!(
+            "a plan with AdamW: --optimizer {} is costed as Megatron-core's; --format megatron writes it",
+            l.options.optimizer.name()
+        )));
+    }
     // DeepSpeed's PipelineEngine asserts ZeRO stage < 2 (runtime/pipe/engine.py).
     if l.layout.pp > 1 && stage >= 2 {
         return Err(Error::invalid(
