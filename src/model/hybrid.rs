@@ -205,6 +205,24 @@ pub struct BlockCounts {
     pub moe: u64,
 }
 
+impl BlockCounts {
+    /// One block of `block`'s kind.
+    pub fn one(block: Block) -> BlockCounts {
+        let mut c = BlockCounts::default();
+        c.add(block);
+        c
+    }
+
+    fn add(&mut self, block: Block) {
+        match block {
+            Block::Mamba => self.mamba += 1,
+            Block::Attention => self.attention += 1,
+            Block::Mlp => self.mlp += 1,
+            Block::Moe => self.moe += 1,
+        }
+    }
+}
+
 impl Hybrid {
     /// The pattern's blocks, in order (every character checked by [`Hybrid::validate`]).
     pub fn blocks(&self) -> impl Iterator<Item = Block> + '_ {
@@ -213,14 +231,14 @@ impl Hybrid {
 
     /// The blocks of each kind.
     pub fn counts(&self) -> BlockCounts {
+        self.counts_in(0, u64::MAX)
+    }
+
+    /// The blocks of each kind among the `n` layers from layer `start` (a pipeline stage's).
+    pub fn counts_in(&self, start: u64, n: u64) -> BlockCounts {
         let mut c = BlockCounts::default();
-        for b in self.blocks() {
-            match b {
-                Block::Mamba => c.mamba += 1,
-                Block::Attention => c.attention += 1,
-                Block::Mlp => c.mlp += 1,
-                Block::Moe => c.moe += 1,
-            }
+        for b in self.blocks().skip(start as usize).take(n as usize) {
+            c.add(b);
         }
         c
     }

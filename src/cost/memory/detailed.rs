@@ -270,15 +270,9 @@ impl Detailed {
             kinds
                 .iter()
                 .map(|&b| {
-                    let moe = u64::from(b == Block::Moe);
-                    let one = crate::model::hybrid::BlockCounts {
-                        mamba: u64::from(b == Block::Mamba),
-                        attention: u64::from(b == Block::Attention),
-                        mlp: u64::from(b == Block::Mlp),
-                        moe,
-                    };
+                    let one = crate::model::hybrid::BlockCounts::one(b);
                     hybrid_stage_params(shape, layout.tp, one, false, false)
-                        + stage_expert_params(shape, layout, moe)
+                        + stage_expert_params(shape, layout, one.moe)
                 })
                 .fold(0.0, f64::max)
         } else if routed.is_some() {

@@ -360,18 +360,7 @@ pub fn blocks_of_run(shape: &Shape, stages: &[u64], index: u64) -> BlockCounts {
     let Some(hybrid) = &shape.hybrid else {
         return BlockCounts::default();
     };
-    let of = |start: u64, n: u64| {
-        let mut c = BlockCounts::default();
-        for b in hybrid.blocks().skip(start as usize).take(n as usize) {
-            match b {
-                Block::Mamba => c.mamba += 1,
-                Block::Attention => c.attention += 1,
-                Block::Mlp => c.mlp += 1,
-                Block::Moe => c.moe += 1,
-            }
-        }
-        c
-    };
+    let of = |start: u64, n: u64| hybrid.counts_in(start, n);
     let weight = |c: &BlockCounts| (c.moe, c.mamba, c.attention);
     let i = index as usize;
     let last = stages.len() - 1;
