@@ -684,6 +684,9 @@ pub fn apply(d: &mut DesignArgs, mut f: FromFile, path: &str) -> Result<Vec<Stri
         }),
         kebab,
     )?;
+    set_by("--cuda-graphs", &mut x.cuda_graphs, f.cuda_graphs, |g| {
+        g.to_string()
+    })?;
     set_by(
         "--master-weights",
         &mut x.master_weights,

@@ -193,6 +193,7 @@ fn run_calibrate(args: &CalibrateArgs, quiet: bool, out: &mut dyn Write) -> Resu
         let record = CalibrationFile {
             sustained: Some(new.sustained),
             stacks: Some(new.stacks),
+            host_expert: None,
             points: None,
             fit: Some(FitRecord {
                 runs_file: args.runs.display().to_string(),

@@ -302,6 +302,10 @@ pub struct CalibrationFile {
     /// Stacks' own values (each needs `sustained` beside it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stacks: Option<PerStack>,
+    /// The host's time for one local expert's launches ([`crate::cost::step::graphs`]),
+    /// seconds; the published fit where absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_expert: Option<f64>,
     /// The eager stack's efficiency table (the file `--efficiency` read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub points: Option<Vec<Point>>,
@@ -386,6 +390,9 @@ pub fn parse_calibration(text: &str, path: &Path) -> Result<Calibrated> {
             let c = Calibration {
                 sustained,
                 stacks: stacks.unwrap_or_default(),
+                host_expert: file
+                    .host_expert
+                    .unwrap_or(crate::cost::chip::calibration::PUBLISHED_HOST_EXPERT),
             };
             c.validate()?;
             Some(c)

@@ -18,6 +18,7 @@ use crate::brief::{Brief, BriefPatch};
 use crate::cost::chip::calibration::{golden_section, Calibration, SUSTAINED};
 use crate::cost::step::detailed::{Detailed, Options};
 use crate::cost::step::experts::Dispatcher;
+use crate::cost::step::graphs::CudaGraphs;
 use crate::cost::step::optimizer_offload::Fraction;
 use crate::cost::step::precision::Precision;
 use crate::cost::step::recipe::{Bf16Layers, Fp8Recipe, MasterWeights, OptimizerStates};
@@ -135,6 +136,10 @@ pub struct Run {
     /// when it names it, else Megatron-core's `alltoall`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub dispatcher: String,
+    /// What the run captured in CUDA graphs (Megatron-core's `--cuda-graph-scope`, as
+    /// `--cuda-graphs` reads it); default none.
+    #[serde(default, skip_serializing_if = "CudaGraphs::is_none")]
+    pub cuda_graphs: CudaGraphs,
     /// The precision of the matrix products (default BF16).
     #[serde(default)]
     pub precision: Precision,
@@ -453,6 +458,7 @@ impl Run {
             .recompute_modules()
             .is_some_and(|m| m.iter().any(|m| m == "mla_up_proj"));
         options.ep_dispatcher = self.ep_dispatcher();
+        options.cuda_graphs = self.cuda_graphs;
         options.fp8_recipe = self.fp8_recipe;
         options.fp8_params = self.fp8_params;
         options.optimizer_states = self.optimizer_states;

@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 use super::parse::{stack_parser, OnOff};
 use crate::cost::step::detailed::Options;
 use crate::cost::step::experts::Dispatcher;
+use crate::cost::step::graphs::CudaGraphs;
 use crate::cost::step::optimizer_offload::Fraction;
 use crate::cost::step::recipe::{Bf16Layers, Fp8Recipe, MasterWeights, Optimizer, OptimizerStates};
 use crate::cost::step::stack::{GradientPrecision, Kernels, LossPrecision, Stack, StageSplit};
@@ -102,6 +103,12 @@ pub struct DetailedArgs {
     /// ZeRO 1) [detailed; default: adamw].
     #[arg(long, value_enum)]
     pub optimizer: Option<OptimizerArg>,
+    /// What the step captures in CUDA graphs: none, full_iteration, or Megatron-core's
+    /// partial scopes separated by commas (attn, mlp, moe_router, moe_preprocess, mamba;
+    /// --cuda-graph-impl transformer_engine). A mixture of experts' MoE layers wait on the
+    /// host's launches of what is not captured [detailed; default: none].
+    #[arg(long, value_name = "SCOPES", value_parser = graphs_parser)]
+    pub cuda_graphs: Option<CudaGraphs>,
     /// The optimizer's master weights: fp32, fp16 (--main-params-dtype fp16), or remainders,
     /// the 16 bits of the FP32 master a BF16 weight lacks (store_param_remainders)
     /// [detailed; default: fp32].
@@ -135,6 +142,10 @@ fn bf16_layers_parser(text: &str) -> std::result::Result<Bf16Layers, String> {
 /// `--fp8-recipe`'s value, with the one-line error the recipe's own parser writes.
 fn recipe_parser(text: &str) -> std::result::Result<Fp8Recipe, String> {
     text.parse::<Fp8Recipe>().map_err(|e| e.to_string())
+}
+
+fn graphs_parser(text: &str) -> std::result::Result<CudaGraphs, String> {
+    text.parse::<CudaGraphs>().map_err(|e| e.to_string())
 }
 
 /// The optimizer.
@@ -274,6 +285,7 @@ impl DetailedArgs {
             || self.fp8_params.is_some()
             || self.optimizer_states.is_some()
             || self.optimizer.is_some()
+            || self.cuda_graphs.is_some()
             || self.master_weights.is_some()
             || self.fp8_bf16_layers.is_some()
             || self.offload_activations.is_some()
@@ -374,6 +386,7 @@ impl DetailedArgs {
                 Some(OptimizerArg::Muon) => Optimizer::Muon,
                 None => d.optimizer,
             },
+            cuda_graphs: self.cuda_graphs.unwrap_or(d.cuda_graphs),
             // The GPU's, set with the brief ([`Options::on_gpu`]).
             fp8_any_layout: d.fp8_any_layout,
         };

@@ -9,6 +9,7 @@
 use crate::cost::step::experts::Dispatcher;
 use crate::cost::step::experts::BALANCED;
 use crate::cost::step::experts::MAX_IMBALANCE;
+use crate::cost::step::graphs::CudaGraphs;
 use crate::cost::step::optimizer_offload::Fraction;
 use crate::cost::step::pipeline::kinds_of;
 use crate::cost::step::pipeline::shape_stages;
@@ -124,6 +125,11 @@ pub struct Options {
     /// ([`crate::cost::step::muon`]); default AdamW.
     #[serde(default, skip_serializing_if = "Optimizer::is_default")]
     pub optimizer: Optimizer,
+    /// What the step captures in CUDA graphs (`--cuda-graphs`, Megatron-core's
+    /// `--cuda-graph-scope`; [`crate::cost::step::graphs`]): the time model's host floor of a
+    /// mixture of experts counts the launches of what is not captured; default none.
+    #[serde(default, skip_serializing_if = "CudaGraphs::is_none")]
+    pub cuda_graphs: CudaGraphs,
     /// Whether the GPU multiplies FP8 with its operands in any layout, where Transformer
     /// Engine keeps no transposed copy of a per-tensor-scaled FP8 tensor: its quantizer makes
     /// the column-wise copy only where `non_tn_fp8_gemm_supported()` is false (compute
@@ -173,6 +179,7 @@ impl Default for Options {
             offload_activations: 0,
             offload_optimizer: Fraction::ZERO,
             optimizer: Optimizer::AdamW,
+            cuda_graphs: CudaGraphs::NONE,
             fp8_any_layout: false,
         }
     }
@@ -905,6 +912,18 @@ impl Detailed {
         }
         if self.step.tp_comm_overlap {
             stack.tp_overlap_allowed()?;
+        }
+        // CUDA graphs by Megatron-core's scopes, which megatron-te runs; the other stacks'
+        // graphs (torch.compile's, XLA's) are not these.
+        if !self.options.cuda_graphs.is_none() && stack != Stack::MegatronTe {
+            return Err(Error::invalid(
+                "--cuda-graphs",
+                self.options.cuda_graphs,
+                format!(
+                    "none on the {stack} stack: the scopes are Megatron-core's \
+                     (--cuda-graph-scope), which megatron-te runs"
+                ),
+            ));
         }
         // Transformer Engine's cross-entropy is Megatron-core's to call (its
         // `cross_entropy_fusion_impl`); the other stacks run their own losses.

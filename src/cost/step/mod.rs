@@ -6,6 +6,7 @@
 //! - [`recipe`]: the FP8 scaling recipes, FP8 weights and the optimizer state's precision;
 //! - [`stack`]: the software presets and the kernels they run;
 //! - [`experts`]: a mixture of experts on the expert grid — its routes, its dispatcher;
+//! - [`graphs`]: CUDA graphs and the host-side floor of a mixture of experts' step;
 //! - [`pipeline`]: the stages — their layers, their kinds, the parameters each holds — and
 //!   the micro-batches a step takes in them;
 //! - [`detailed`]: a step with the settings that are not part of it ([`detailed::Detailed`])
@@ -19,6 +20,7 @@
 
 pub mod detailed;
 pub mod experts;
+pub mod graphs;
 pub mod muon;
 pub mod offload;
 pub mod optimizer_offload;

@@ -36,6 +36,10 @@ pub struct MicroBatch {
     /// One MoE layer's (all, forward, GEMMs), seconds, and its routing; `None` for a dense
     /// shape.
     pub(super) moe: Option<(StageCompute, Routed)>,
+    /// One MoE layer's part ahead of its tokens-per-expert synchronisation, (all) seconds:
+    /// its dense part (attention, norms, shared experts), the GPU time the host's launches
+    /// of that part can hide behind ([`crate::cost::step::graphs`]); 0 for a dense shape.
+    pub(super) moe_before: f64,
     /// One layer's (all, forward, GEMMs) kept in BF16 under FP8 (`--fp8-bf16-layers`);
     /// `None` where none is.
     pub(super) bf16_layer: Option<StageCompute>,
@@ -127,6 +131,12 @@ impl MicroBatch {
             // TP collectives overlap the GEMMs, the recomputed forward's among them.
             let gemm = l.gemm.forward + l.gemm.backward + l.recompute;
             let o = ctx.head(shape);
+            let moe_before = if routed.is_some() {
+                ctx.layer(&crate::model::moe_dense_part(shape), step.recompute)
+                    .total()
+            } else {
+                0.0
+            };
             let moe = routed.map(|r| {
                 let l = ctx.moe_layer(shape, step.recompute, d.options.moe_recompute, &r);
                 let gemm = l.gemm.forward + l.gemm.backward + l.recompute;
@@ -173,6 +183,7 @@ impl MicroBatch {
                 head: (o.forward + o.backward, o.forward),
                 attention: (l.attention.forward, l.attention.backward),
                 moe,
+                moe_before,
                 bf16_layer,
                 blocks,
             })
@@ -210,6 +221,7 @@ impl MicroBatch {
                 head: (tokens * 3.0 * one_head / rate, tokens * one_head / rate),
                 attention: (attention, 2.5 * attention),
                 moe: None,
+                moe_before: 0.0,
                 bf16_layer: None,
                 blocks: None,
             })

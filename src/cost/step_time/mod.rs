@@ -97,6 +97,10 @@ pub struct Breakdown {
     /// combine, and its expert-TP gathers (absent for a dense model).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub ep_comm: f64,
+    /// A mixture of experts' waits for the host's launches of what no CUDA graph captures,
+    /// past the GPU's work ([`crate::cost::step::graphs`]; absent for none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub host: f64,
     /// Waits for offloaded activations' copies to and from host memory, past the compute
     /// they hide behind (`--offload-activations`; absent for none).
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -123,6 +127,7 @@ impl Breakdown {
             + self.bubble
             + self.optimizer
             + self.ep_comm
+            + self.host
             + self.offload
             + self.optimizer_offload
     }
@@ -372,7 +377,7 @@ pub fn scheduled_breakdown(
     step.interleaving_allowed_in(layout, &part.kinds, part.m)?;
     let pp = layout.pp;
     let (compute, forward) = (part.compute, part.forward);
-    let per_micro_batch = compute + part.tp_comm + part.cp_comm + part.ep_comm;
+    let per_micro_batch = compute + part.tp_comm + part.cp_comm + part.ep_comm + part.host;
     let chunks = step.schedule.chunks() as f64;
     let m_f = part.m as f64;
     let pp_comm = if pp > 1 {
@@ -398,6 +403,7 @@ pub fn scheduled_breakdown(
         ),
         optimizer,
         ep_comm: m_f * part.ep_comm,
+        host: m_f * part.host,
         offload: m_f * part.offload,
         optimizer_offload,
     })

@@ -16,6 +16,7 @@ use crate::cost::links::topology::Link;
 use crate::cost::links::topology::{all_reduce, reduce_scatter};
 use crate::cost::step::detailed::Detailed;
 use crate::cost::step::experts::dispatcher_allowed;
+use crate::cost::step::graphs::exposed;
 use crate::cost::step::pipeline::mtp_on_stage;
 use crate::cost::step::pipeline::shape_stages;
 use crate::cost::step::pipeline::stage_expert_params;
@@ -57,6 +58,10 @@ pub struct Unsharded {
     /// The slowest stage's exposed expert-parallel traffic per micro-batch (all-to-alls and
     /// the expert-TP gathers), seconds; 0 for a dense model.
     pub(super) ep_comm: f64,
+    /// The slowest stage's MoE layers' host-bound time per micro-batch past their GPU time
+    /// (launches no CUDA graph captures, [`crate::cost::step::graphs`]), seconds; 0 for a
+    /// dense model and off the megatron-te stack.
+    pub(super) host: f64,
     /// The FP8 casts of the slowest stage's matrices, bytes a step (0 in BF16).
     pub(super) fp8_casts: f64,
     /// The stage's layer-matrix parameters on this GPU when they are kept in FP8
@@ -108,9 +113,28 @@ pub fn unsharded_in(
         head,
         attention,
         moe,
+        moe_before,
         bf16_layer,
         blocks,
     } = *micro_batch;
+    // An MoE layer's host floor past its routed part's GPU time (the megatron-te stack's, the
+    // one its parameter was fitted on; [`crate::cost::step::graphs`]).
+    let local_experts = shape
+        .experts
+        .as_ref()
+        .map_or(0.0, |e| f64::from(e.routed) / layout.ep as f64);
+    let host_floor = |routed: f64| {
+        if d.options.stack == Stack::MegatronTe {
+            exposed(
+                opts.calibration.host_expert,
+                d.options.cuda_graphs,
+                local_experts,
+                routed,
+            )
+        } else {
+            0.0
+        }
+    };
     if moe.is_some() {
         dispatcher_allowed(&machine.cluster, layout, d.options.ep_dispatcher)?;
     }
@@ -188,97 +212,104 @@ pub fn unsharded_in(
         Vec::new()
     };
 
-    // The slowest stage: (index, compute, forward compute, tp and cp, ep, moe) per
+    // The slowest stage: (index, compute, forward compute, tp and cp, ep, moe, host) per
     // micro-batch.
-    let (slowest, stage_layers, compute, forward, tp_comm, cp_comm, ep_comm, stage_moe) = kinds
-        .kinds()
-        .iter()
-        .map(|k| {
-            let (i, l) = (k.index, k.layers);
-            let last = i == pp - 1;
-            let (head_all, head_fwd) = if last { head } else { (0.0, 0.0) };
-            // The last stage runs its multi-token-prediction layers after its own, each a
-            // layer of its kind (the depths' heads and projections are in `head`).
-            let (mtp, mtp_moe) = mtp_on_stage(shape, i, pp);
-            // A hybrid stage sums its blocks by kind. Each block but an MoE one has one
-            // column- and one row-parallel projection, half a layer's TP collectives, hidden
-            // behind its own GEMMs; an MoE block an MoE layer's exposed ones less an
-            // attention block's; attention blocks alone exchange K and V over CP.
-            if let Some(b) = blocks {
-                let c = blocks_of_run(shape, &stage_list, i);
-                let n = [c.mamba, c.attention, c.mlp, c.moe].map(|n| n as f64);
-                let sum = |part: fn(&StageCompute) -> f64| {
-                    n.iter().zip(&b).map(|(n, b)| n * part(b)).sum::<f64>()
-                };
-                let (tp_moe, ep_moe) = moe_layer.map_or((0.0, 0.0), |(_, tp, ep)| (tp, ep));
-                // Half a layer's collectives, hidden behind the block's own GEMMs.
-                let half = tp_layer / 2.0;
-                let tp_block = |b: &StageCompute| half - hidden(half, overlap, b.2);
-                let tp_attention = tp_block(&b[1]);
-                return (
-                    i,
-                    l,
-                    sum(|b| b.0) + head_all,
-                    sum(|b| b.1) + head_fwd,
-                    n[0] * tp_block(&b[0])
-                        + n[1] * tp_attention
-                        + n[2] * tp_block(&b[2])
-                        + n[3] * (tp_moe - tp_attention).max(0.0),
-                    n[1] * cp_per_layer,
-                    n[3] * ep_moe,
-                    c.moe,
-                );
-            }
-            match moe_layer {
-                Some(((all_moe, fwd_moe, _), tp_moe, ep_moe)) => {
-                    let n_moe =
-                        crate::cost::step::pipeline::moe_layers_of_run(shape, &stage_list, i)
-                            + mtp_moe;
-                    let l = l + mtp;
-                    let (dense, m) = ((l - n_moe) as f64, n_moe as f64);
-                    (
+    let (slowest, stage_layers, compute, forward, tp_comm, cp_comm, ep_comm, stage_moe, host) =
+        kinds
+            .kinds()
+            .iter()
+            .map(|k| {
+                let (i, l) = (k.index, k.layers);
+                let last = i == pp - 1;
+                let (head_all, head_fwd) = if last { head } else { (0.0, 0.0) };
+                // The last stage runs its multi-token-prediction layers after its own, each a
+                // layer of its kind (the depths' heads and projections are in `head`).
+                let (mtp, mtp_moe) = mtp_on_stage(shape, i, pp);
+                // A hybrid stage sums its blocks by kind. Each block but an MoE one has one
+                // column- and one row-parallel projection, half a layer's TP collectives, hidden
+                // behind its own GEMMs; an MoE block an MoE layer's exposed ones less an
+                // attention block's; attention blocks alone exchange K and V over CP.
+                if let Some(b) = blocks {
+                    let c = blocks_of_run(shape, &stage_list, i);
+                    let n = [c.mamba, c.attention, c.mlp, c.moe].map(|n| n as f64);
+                    let sum = |part: fn(&StageCompute) -> f64| {
+                        n.iter().zip(&b).map(|(n, b)| n * part(b)).sum::<f64>()
+                    };
+                    let (tp_moe, ep_moe) = moe_layer.map_or((0.0, 0.0), |(_, tp, ep)| (tp, ep));
+                    // Half a layer's collectives, hidden behind the block's own GEMMs.
+                    let half = tp_layer / 2.0;
+                    let tp_block = |b: &StageCompute| half - hidden(half, overlap, b.2);
+                    let tp_attention = tp_block(&b[1]);
+                    // Each MoE block's host floor, after its routed part.
+                    let host = n[3] * host_floor(b[3].0 + ep_moe);
+                    return (
                         i,
                         l,
-                        dense * layer.0 + m * all_moe + head_all,
-                        dense * layer.1 + m * fwd_moe + head_fwd,
-                        dense * tp_per_layer + m * tp_moe,
-                        l as f64 * cp_per_layer,
-                        m * ep_moe,
-                        n_moe,
-                    )
+                        sum(|b| b.0) + head_all,
+                        sum(|b| b.1) + head_fwd,
+                        n[0] * tp_block(&b[0])
+                            + n[1] * tp_attention
+                            + n[2] * tp_block(&b[2])
+                            + n[3] * (tp_moe - tp_attention).max(0.0),
+                        n[1] * cp_per_layer,
+                        n[3] * ep_moe,
+                        c.moe,
+                        host,
+                    );
                 }
-                None => {
-                    // The stage's layers kept in BF16 (`--fp8-bf16-layers`) at their own time.
-                    let bf16 = d.options.bf16_layers.on_stage(i, pp, l);
-                    let l = l + mtp;
-                    let layers = l;
-                    let l = l as f64;
-                    let (mut all, mut fwd) = (l * layer.0, l * layer.1);
-                    if let (Some(b), true) = (bf16_layer, bf16 > 0) {
-                        let (n, fp8) = (bf16 as f64, l - bf16 as f64);
-                        (all, fwd) = (fp8 * layer.0 + n * b.0, fp8 * layer.1 + n * b.1);
+                match moe_layer {
+                    Some(((all_moe, fwd_moe, _), tp_moe, ep_moe)) => {
+                        let n_moe =
+                            crate::cost::step::pipeline::moe_layers_of_run(shape, &stage_list, i)
+                                + mtp_moe;
+                        let l = l + mtp;
+                        let (dense, m) = ((l - n_moe) as f64, n_moe as f64);
+                        let host = m * host_floor(all_moe - moe_before + ep_moe);
+                        (
+                            i,
+                            l,
+                            dense * layer.0 + m * all_moe + head_all,
+                            dense * layer.1 + m * fwd_moe + head_fwd,
+                            dense * tp_per_layer + m * tp_moe,
+                            l as f64 * cp_per_layer,
+                            m * ep_moe,
+                            n_moe,
+                            host,
+                        )
                     }
-                    let all = all + if last { head.0 } else { 0.0 };
-                    let fwd = fwd + if last { head.1 } else { 0.0 };
-                    (
-                        i,
-                        layers,
-                        all,
-                        fwd,
-                        l * tp_per_layer,
-                        l * cp_per_layer,
-                        0.0,
-                        0,
-                    )
+                    None => {
+                        // The stage's layers kept in BF16 (`--fp8-bf16-layers`) at their own time.
+                        let bf16 = d.options.bf16_layers.on_stage(i, pp, l);
+                        let l = l + mtp;
+                        let layers = l;
+                        let l = l as f64;
+                        let (mut all, mut fwd) = (l * layer.0, l * layer.1);
+                        if let (Some(b), true) = (bf16_layer, bf16 > 0) {
+                            let (n, fp8) = (bf16 as f64, l - bf16 as f64);
+                            (all, fwd) = (fp8 * layer.0 + n * b.0, fp8 * layer.1 + n * b.1);
+                        }
+                        let all = all + if last { head.0 } else { 0.0 };
+                        let fwd = fwd + if last { head.1 } else { 0.0 };
+                        (
+                            i,
+                            layers,
+                            all,
+                            fwd,
+                            l * tp_per_layer,
+                            l * cp_per_layer,
+                            0.0,
+                            0,
+                            0.0,
+                        )
+                    }
                 }
-            }
-        })
-        .max_by(|a, b| {
-            (a.2 + a.4 + a.5 + a.6)
-                .total_cmp(&(b.2 + b.4 + b.5 + b.6))
-                .then(b.0.cmp(&a.0))
-        })
-        .expect("a pipeline has at least one stage");
+            })
+            .max_by(|a, b| {
+                (a.2 + a.4 + a.5 + a.6 + a.8)
+                    .total_cmp(&(b.2 + b.4 + b.5 + b.6 + b.8))
+                    .then(b.0.cmp(&a.0))
+            })
+            .expect("a pipeline has at least one stage");
 
     let pp_send = if pp > 1 {
         let bytes = 2.0 * tokens * h
@@ -460,6 +491,7 @@ pub fn unsharded_in(
         psi,
         experts,
         ep_comm,
+        host,
         fp8_casts,
         fp8_matrices,
         offload,

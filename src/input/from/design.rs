@@ -188,6 +188,9 @@ pub struct FromFile {
     /// The optimizer, where the file names one other than Adam (Megatron-LM's `--optimizer
     /// muon`, `dist_muon`).
     pub optimizer: Option<crate::cost::step::recipe::Optimizer>,
+    /// What the step captures in CUDA graphs (Megatron-LM's `--cuda-graph-impl` and
+    /// `--cuda-graph-scope`).
+    pub cuda_graphs: Option<crate::cost::step::graphs::CudaGraphs>,
     /// The optimizer's master weights.
     pub master_weights: Option<MasterWeights>,
     /// Layers at the start and end kept in BF16 under FP8.
@@ -245,6 +248,7 @@ impl FromFile {
             loss: None,
             optimizer_states: None,
             optimizer: None,
+            cuda_graphs: None,
             master_weights: None,
             bf16_layers: None,
             offload_activations: None,

@@ -66,8 +66,9 @@ const LAUNCHER_OPTIONS: [&str; 16] = [
 
 /// Prefixes of options that do not change the plan: data, tokenizer, optimizer and its
 /// schedule, logging, checkpoints, evaluation, seeds, initialisation, dropout, timeouts.
-const UNUSED_PREFIXES: [&str; 49] = [
+const UNUSED_PREFIXES: [&str; 50] = [
     "--attention-softmax-in-fp32",
+    "--cuda-graph-warmup-steps",
     "--calculate-per-token-loss",
     "--empty-unused-memory-level",
     "--profile",
@@ -230,9 +231,51 @@ fn float(option: &str, text: &str) -> Result<f64> {
         .ok_or_else(|| Error::invalid(option, text, "a number > 0"))
 }
 
+/// The CUDA graphs of `--cuda-graph-impl` and `--cuda-graph-scope` (`arguments.py`): none
+/// under `none` (its default, whatever scope is given); a whole iteration under `local` with
+/// `full_iteration`; Transformer Engine's partial scopes under `transformer_engine`. Capturing
+/// each layer whole (`local` or `transformer_engine` with no scope, or the `moe` scope) needs
+/// token-dropping experts where the model has experts, and is refused by name
+/// ([`crate::cost::step::graphs`]).
+fn cuda_graphs(
+    implementation: Option<&str>,
+    scope: Option<&str>,
+) -> Result<Option<crate::cost::step::graphs::CudaGraphs>> {
+    use crate::cost::step::graphs::CudaGraphs;
+    let words = scope.unwrap_or("").trim();
+    match implementation {
+        None if scope.is_none() => Ok(None),
+        None | Some("none") => Ok(Some(CudaGraphs::NONE)),
+        Some("local") if words == "full_iteration" => Ok(Some(CudaGraphs::FULL)),
+        Some("transformer_engine") if !words.is_empty() && words != "full_iteration" => {
+            words.parse().map(Some).map_err(|e: Error| {
+                Error::invalid(
+                    "--cuda-graph-scope",
+                    words,
+                    e.to_string()
+                        .split_once(": ")
+                        .map_or(String::new(), |(_, why)| why.to_string()),
+                )
+            })
+        }
+        Some(i @ ("local" | "transformer_engine")) => Err(Error::invalid(
+            "--cuda-graph-scope",
+            if words.is_empty() { "none given" } else { words },
+            format!(
+                "full_iteration with --cuda-graph-impl local, or partial scopes (attn, mlp, moe_router, moe_preprocess, mamba) with transformer_engine: the graphs trainplan plans (--cuda-graph-impl {i} given)"
+            ),
+        )),
+        Some(other) => Err(Error::invalid(
+            "--cuda-graph-impl",
+            other,
+            "none, local or transformer_engine",
+        )),
+    }
+}
+
 /// Megatron-LM's options that take a list of values (`nargs='*'`): every word up to the next
 /// option.
-const LISTS: [&str; 2] = ["--recompute-modules", "--spec"];
+const LISTS: [&str; 3] = ["--recompute-modules", "--spec", "--cuda-graph-scope"];
 
 /// Whether `word`, the word after a switch in the same command or array, is a value the switch
 /// cannot take (`--sequence-parallel false`), rather than the script's next argument: a
@@ -374,6 +417,8 @@ pub fn parse(text: &str) -> Result<FromFile> {
     let mut loss_impl: Option<bool> = None;
     let (mut fsdp, mut distributed, mut strategy) = (false, false, None::<String>);
     let mut muon: Option<bool> = None;
+    // --cuda-graph-impl and --cuda-graph-scope, as written.
+    let mut graphs: (Option<String>, Option<String>) = (None, None);
     let mut stated_adam = false;
     let mut bf16 = false;
     let (mut iters, mut samples, mut virtual_layers) = (None, None, None);
@@ -594,6 +639,8 @@ pub fn parse(text: &str) -> Result<FromFile> {
                     ))
                 }
             },
+            "--cuda-graph-impl" => graphs.0 = Some(need()?.to_string()),
+            "--cuda-graph-scope" => graphs.1 = Some(need()?.to_string()),
             "--fp4-format" => fp4.0 = Some(need()?.to_string()),
             "--fp4-recipe" => fp4.1 = Some(need()?.to_string()),
             option if LAUNCHER_OPTIONS.contains(&option) => {}
@@ -754,6 +801,7 @@ pub fn parse(text: &str) -> Result<FromFile> {
     } else if stated_adam {
         from.optimizer = Some(crate::cost::step::recipe::Optimizer::AdamW);
     }
+    from.cuda_graphs = cuda_graphs(graphs.0.as_deref(), graphs.1.as_deref())?;
     from.sequence_parallel = Some(from.sequence_parallel.unwrap_or(false));
     from.tp_comm_overlap = Some(from.tp_comm_overlap.unwrap_or(false));
     from.recompute = Some(recompute.mode()?);
@@ -1469,6 +1517,48 @@ impl DimsBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cuda_graphs_are_read_by_implementation_and_scope() {
+        use crate::cost::step::graphs::CudaGraphs;
+        let graphs = |extra: &str| parse(&script(extra, "")).map(|f| f.cuda_graphs);
+        assert_eq!(graphs("").unwrap(), None);
+        let partial = graphs(
+            "  --cuda-graph-impl transformer_engine --cuda-graph-scope attn moe_router moe_preprocess --cuda-graph-warmup-steps 3",
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(partial.to_string(), "attn,moe_router,moe_preprocess");
+        assert_eq!(
+            graphs("  --cuda-graph-impl local --cuda-graph-scope full_iteration").unwrap(),
+            Some(CudaGraphs::FULL)
+        );
+        // Megatron-LM ignores a scope without an implementation.
+        assert_eq!(
+            graphs("  --cuda-graph-scope attn").unwrap(),
+            Some(CudaGraphs::NONE)
+        );
+        // Whole layers captured, a scope that is not Megatron-core's, an implementation that is
+        // not: each refused by name.
+        for (extra, needle) in [
+            (
+                "  --cuda-graph-impl local",
+                "--cuda-graph-scope = none given",
+            ),
+            (
+                "  --cuda-graph-impl transformer_engine --cuda-graph-scope moe",
+                "token-dropping",
+            ),
+            (
+                "  --cuda-graph-impl transformer_engine --cuda-graph-scope attn layer",
+                "--cuda-graph-scope = attn layer",
+            ),
+            ("  --cuda-graph-impl cudnn", "--cuda-graph-impl = cudnn"),
+        ] {
+            let e = graphs(extra).unwrap_err().to_string();
+            assert!(e.contains(needle), "{extra}: {e}");
+        }
+    }
 
     #[test]
     fn muon_is_read_with_its_zero_stage_and_refused_beside_what_it_runs_without() {

@@ -116,7 +116,7 @@ pub(super) fn serde_name(value: impl serde::Serialize) -> String {
 /// The settings of `options` that are not its stack's defaults ([`Options::for_stack`]), as
 /// `check`'s flags: what a launcher reading back to the stack's defaults would lose. In two
 /// kinds: the run's (`run`: gradients, loss, kernels, stages, a mixture of experts' overlap,
-/// recomputation and dispatcher, the FP8 recipe and weights, the optimizer state), which a launcher writes or refuses, and the memory model's
+/// recomputation and dispatcher, the FP8 recipe and weights, the optimizer state, the CUDA graphs), which a launcher writes or refuses, and the memory model's
 /// assumptions (`assumed`: the reserve, fragmentation and routing imbalance), which no launcher
 /// sets and which `check --from` takes as flags alongside.
 pub fn beyond_stack(options: &Options) -> (Vec<Setting>, Vec<Setting>) {
@@ -197,6 +197,11 @@ pub fn beyond_stack(options: &Options) -> (Vec<Setting>, Vec<Setting>) {
         "--optimizer",
         options.optimizer.name().to_string(),
         d.optimizer.name().to_string(),
+    );
+    push(
+        "--cuda-graphs",
+        options.cuda_graphs.to_string(),
+        d.cuda_graphs.to_string(),
     );
     push(
         "--offload-activations",

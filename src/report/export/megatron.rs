@@ -262,6 +262,7 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
         "--fp8-params",
         "--optimizer-states",
         "--optimizer",
+        "--cuda-graphs",
         "--master-weights",
         "--fp8-bf16-layers",
         "--offload-activations",
@@ -647,6 +648,18 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     }
     for a in optimizer_arguments(&l.options)? {
         push(&a, None);
+    }
+    // CUDA graphs: a whole iteration under Megatron-core's own capture, partial scopes under
+    // Transformer Engine's (`--cuda-graph-scope` takes its scopes as words).
+    let graphs = l.options.cuda_graphs;
+    if !graphs.is_none() {
+        let implementation = if graphs.is_full() {
+            "local"
+        } else {
+            "transformer_engine"
+        };
+        push("--cuda-graph-impl", Some(implementation.into()));
+        push("--cuda-graph-scope", Some(graphs.scopes().join(" ")));
     }
     // The kernels and overlaps the stack's time model assumed (cost::step::stack::Settings), and the
     // step's TP overlap.

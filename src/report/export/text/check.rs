@@ -442,6 +442,11 @@ fn time_section(p: &Plan, brief: &Brief) -> Option<String> {
             "expert all-to-alls and gathers, exposed",
             b.ep_comm,
         ),
+        (
+            "host",
+            "routed experts' launches on the host, past the GPU's",
+            b.host,
+        ),
         ("bubble", bubble, b.bubble),
         ("optimizer", optimizer, b.optimizer),
         (
@@ -463,6 +468,7 @@ fn time_section(p: &Plan, brief: &Brief) -> Option<String> {
     })
     .filter(|(name, ..)| *name != "cp_comm" || p.layout.cp > 1)
     .filter(|(name, ..)| *name != "ep_comm" || p.active_params.is_some())
+    .filter(|(name, ..)| *name != "host" || p.active_params.is_some())
     .map(|(name, how, s)| vec![name.to_string(), how.to_string(), fixed(*s, 3), share(*s)])
     .collect();
     let mut out = String::from("\ntime per step\n");
