@@ -106,6 +106,29 @@ pub fn general(x: f64) -> String {
     trim_zeros(&format!("{r:.decimals$}")).to_string()
 }
 
+/// [`general`] with thousands separators in its whole part, for quantities a person reads in
+/// a report (`2250` TFLOP/s → `2,250`, `1000` W → `1,000`, `1979.5` → `1,979.5`); formula
+/// constants and values a launcher or a flag reads back keep [`general`]'s digits.
+pub fn grouped(x: f64) -> String {
+    let text = general(x);
+    if !x.is_finite() || !(1e3..1e15).contains(&x.abs()) {
+        return text;
+    }
+    let (sign, digits) = match text.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", text.as_str()),
+    };
+    let (int, frac) = match digits.split_once('.') {
+        Some((i, f)) => (i, Some(f)),
+        None => (digits, None),
+    };
+    let int = int.parse::<u64>().map_or(int.to_string(), thousands);
+    match frac {
+        Some(f) => format!("{sign}{int}.{f}"),
+        None => format!("{sign}{int}"),
+    }
+}
+
 /// A number exactly as it was given (Rust's shortest round-trip form), in scientific notation
 /// outside 10^-4 to 10^15: for error messages, which must show the value the user typed.
 pub fn exact(x: f64) -> String {
@@ -169,6 +192,16 @@ mod tests {
         assert_eq!(count(999_999_999_999.0), "1 T");
         assert_eq!(count(1e12), "1 T");
         assert_eq!(count(4.405e19), "4.405e19");
+    }
+
+    #[test]
+    fn grouped_numbers_have_separators_in_their_whole_part() {
+        assert_eq!(grouped(2250.0), "2,250");
+        assert_eq!(grouped(1000.0), "1,000");
+        assert_eq!(grouped(1979.5), "1,979.5");
+        assert_eq!(grouped(989.0), "989");
+        assert_eq!(grouped(-12345.6), "-12,345.6");
+        assert_eq!(grouped(0.4), "0.4");
     }
 
     #[test]

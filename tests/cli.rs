@@ -1604,3 +1604,47 @@ fn fp8_params_alone_keeps_the_weights_in_fp8_as_on_does() {
         bare["memory_gb"]["total"].as_f64().unwrap() < off["memory_gb"]["total"].as_f64().unwrap()
     );
 }
+
+#[test]
+fn detailed_is_short_for_both_detailed_models() {
+    let long = json(&[
+        "check", "--model", "70b", "--tokens", "1e12", "--memory", "detailed", "--time",
+        "detailed", "--json",
+    ]);
+    let short = json(&[
+        "check",
+        "--model",
+        "70b",
+        "--tokens",
+        "1e12",
+        "--detailed",
+        "--json",
+    ]);
+    assert_eq!(long, short);
+    assert_eq!(short["memory_model"]["stack"], "megatron-te", "{short}");
+    refuses(
+        &[
+            "check",
+            "--model",
+            "70b",
+            "--tokens",
+            "1e12",
+            "--detailed",
+            "--memory",
+            "plate",
+        ],
+        "'--detailed' cannot be used with '--memory <MEMORY>'",
+    );
+    refuses(
+        &[
+            "check",
+            "--model",
+            "70b",
+            "--tokens",
+            "1e12",
+            "--recompute",
+            "none",
+        ],
+        "--memory detailed (or --detailed)",
+    );
+}

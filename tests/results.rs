@@ -431,3 +431,98 @@ fn the_readme_s_sensitivity_excerpt_is_the_real_report_cut_where_it_says() {
     let want = lines[from..=to].join("\n") + "\n";
     assert_eq!(shown, want);
 }
+
+/// The files the commands of README.md and docs/ read (`--model-config`, `--calibration`,
+/// `--runs`, `--efficiency`, `--plan` where no earlier command of the page writes it) exist,
+/// from the repository's root, as typed: a newcomer copies the command, not a path the tests
+/// use instead. Names in capitals (`FILE.json`) are placeholders; a shell variable set in the
+/// same block (`config=…`) is read through.
+#[test]
+fn every_file_a_documented_command_reads_exists() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages = vec![root.join("README.md")];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            pages.push(path);
+        }
+    }
+    pages.sort();
+    let mut missing = Vec::new();
+    let mut read = 0;
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        let mut in_block = false;
+        let mut vars: std::collections::BTreeMap<String, String> = Default::default();
+        let mut written: Vec<String> = Vec::new();
+        for (n, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("```") {
+                in_block = !in_block;
+                vars.clear();
+                continue;
+            }
+            if !in_block {
+                continue;
+            }
+            let command = line.trim_start().trim_start_matches("$ ");
+            if let Some((name, value)) = command.split_once('=') {
+                if !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+                    vars.insert(name.to_string(), value.trim().to_string());
+                    continue;
+                }
+            }
+            if !command.starts_with("trainplan") && !command.starts_with("--") {
+                continue;
+            }
+            let words: Vec<&str> = command.split_whitespace().collect();
+            for pair in words.windows(2) {
+                if let [flag, target] = pair {
+                    if *flag == ">" {
+                        written.push(target.to_string());
+                    }
+                }
+            }
+            for pair in words.windows(2) {
+                let [flag, value] = pair else { continue };
+                if !matches!(
+                    *flag,
+                    "--model-config" | "--calibration" | "--runs" | "--efficiency" | "--plan"
+                ) {
+                    continue;
+                }
+                let value = value.trim_end_matches(['\\', ';', ')']);
+                let value = match value.strip_prefix('$') {
+                    Some(var) => match vars.get(var) {
+                        Some(v) => v.clone(),
+                        None => continue,
+                    },
+                    None => value.to_string(),
+                };
+                let placeholder = value
+                    .chars()
+                    .filter(|c| c.is_alphabetic())
+                    .all(|c| c.is_uppercase());
+                if placeholder || written.contains(&value) {
+                    continue;
+                }
+                read += 1;
+                if !root.join(&value).exists() {
+                    missing.push(format!(
+                        "{}:{}: {flag} {value}",
+                        page.strip_prefix(root).unwrap().display(),
+                        n + 1
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        read >= 10,
+        "only {read} files read by the documented commands"
+    );
+    assert!(
+        missing.is_empty(),
+        "files the documented commands read that do not exist:\n{}",
+        missing.join("\n")
+    );
+}

@@ -19,8 +19,8 @@ pyo3::create_exception!(
     trainplan,
     TrainplanError,
     PyValueError,
-    "Bad input: the command line's one-line message (`error: ...`), as `trainplan` prints it \
-     on stderr before exiting with status 2."
+    "Bad input: the command line's one-line message, as `trainplan` prints it on stderr (after \
+     its `error: `) before exiting with status 2."
 );
 
 /// How long the waiting thread sleeps, GIL released, between looks for Ctrl-C.
@@ -90,7 +90,13 @@ fn run(py: Python<'_>, argv: Vec<String>) -> PyResult<(String, bool)> {
     match result {
         Ok(Ok(Outcome::Answer(passed))) => Ok((text, passed)),
         Ok(Ok(Outcome::Help(shown))) => Ok((shown.render().to_string(), true)),
-        Ok(Err(message)) => Err(TrainplanError::new_err(message)),
+        // The binary's line less its `error: `: Python names the exception already.
+        Ok(Err(message)) => Err(TrainplanError::new_err(
+            message
+                .strip_prefix("error: ")
+                .unwrap_or(&message)
+                .to_string(),
+        )),
         Err(panic) => {
             let what = panic
                 .downcast_ref::<&str>()

@@ -95,6 +95,7 @@ where
         }
         Err(e) => return Err(one_line(&e.render().to_string())),
     };
+    expand_detailed(&mut cli.command);
     let read = match apply_from(&mut cli.command, cli.quiet) {
         Ok(read) => read,
         Err(e) => return Err(format!("error: {e}")),
@@ -112,6 +113,21 @@ where
     outcome
         .map(Outcome::Answer)
         .map_err(|e| format!("error: {e}"))
+}
+
+/// `--detailed` as the two flags it stands for, `--memory detailed --time detailed` (clap has
+/// refused it beside either).
+fn expand_detailed(command: &mut Command) {
+    let (memory, time) = match command {
+        Command::Check(args) => (&mut args.design.detailed.memory, &mut args.design.time),
+        Command::Export(args) => (&mut args.design.detailed.memory, &mut args.design.time),
+        Command::Search(args) => (&mut args.detailed.memory, &mut args.time),
+        _ => return,
+    };
+    if time.detailed {
+        *memory = args::MemoryArg::Detailed;
+        time.time = args::TimeArg::Detailed;
+    }
 }
 
 /// Lays a `--from` file over the flags of `check` or `search`, printing its notes on stderr

@@ -151,10 +151,12 @@ pub fn memory(report: &CheckReport) -> Result<String> {
                     colour.stroke_width(3),
                 ))
                 .map_err(failed)?;
+            // The label beside its line's top, not on it: its left edge a hundredth of the
+            // axis to the right.
             chart
                 .draw_series(std::iter::once(Text::new(
                     label,
-                    (x, y),
+                    (x + high / 100.0, y),
                     font(15).color(&colour),
                 )))
                 .map_err(failed)?;

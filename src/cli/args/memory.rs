@@ -309,7 +309,7 @@ impl DetailedArgs {
                 return Err(Error::invalid(
                     "--memory",
                     "plate",
-                    "--memory detailed, which the training-step and memory-model flags need",
+                    "--memory detailed (or --detailed), which the training-step and memory-model flags need",
                 ));
             }
             return Ok(None);

@@ -29,6 +29,9 @@ pub struct TimeArgs {
     /// model needs --memory detailed, which defines the step.
     #[arg(long, value_enum, default_value = "plate")]
     pub time: TimeArg,
+    /// The detailed models, memory and time: short for --memory detailed --time detailed.
+    #[arg(long, conflicts_with_all = ["memory", "time"])]
+    pub detailed: bool,
     /// Calibrated parameters from `trainplan calibrate` (and, for --stack eager, an efficiency
     /// table {"points": [{"width": h/TP, "efficiency": f}, …]}, the form --efficiency read)
     /// [default: the fit to data/published].

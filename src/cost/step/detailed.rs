@@ -907,7 +907,7 @@ impl Detailed {
             return Err(Error::invalid(
                 "--cp",
                 layout.cp,
-                format!("1: the {stack} stack has no context parallelism"),
+                format!("1 (the {stack} stack has no context parallelism)"),
             ));
         }
         if self.step.tp_comm_overlap {

@@ -3,7 +3,7 @@
 
 use crate::brief::Brief;
 use crate::cost::links::placement::{GroupPlacement, RankPlacement};
-use crate::format::{fixed, general, money, thousands};
+use crate::format::{fixed, general, grouped, money, thousands};
 
 /// The brief in two lines, and a third for its price, power and cost limit when it has them.
 pub fn brief_lines(b: &Brief) -> String {
@@ -44,11 +44,11 @@ pub fn brief_lines(b: &Brief) -> String {
         "brief     {} GPUs × {} TFLOP/s at {}% MFU ({node}), at most {} days, {} GB cap of {} GB per GPU\n          \
          loss ≤ {} with {formula}, sequence {} tokens\n",
         thousands(b.gpus),
-        general(b.peak_tflops),
+        grouped(b.peak_tflops),
         general(b.mfu * 100.0),
         general(b.max_days),
-        general(b.memory_cap_gb),
-        general(b.gpu_memory_gb),
+        grouped(b.memory_cap_gb),
+        grouped(b.gpu_memory_gb),
         general(b.loss_target),
         thousands(b.seq_len),
     );
@@ -123,12 +123,12 @@ fn spend_line(b: &Brief) -> Option<String> {
     if let Some(w) = s.gpu_power_w {
         parts.push(format!(
             "{} W a GPU × PUE {}",
-            general(w),
+            grouped(w),
             general(s.pue.unwrap_or(1.0))
         ));
     }
     if let Some(c) = s.carbon_g_per_kwh {
-        parts.push(format!("{} g CO2e/kWh", general(c)));
+        parts.push(format!("{} g CO2e/kWh", grouped(c)));
     }
     if let Some(limit) = b.max_cost {
         let days = b.cost_limit_days().map_or(String::new(), |d| {

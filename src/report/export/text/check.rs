@@ -483,7 +483,7 @@ fn time_section(p: &Plan, brief: &Brief) -> Option<String> {
         format!(
             " against the BF16 peak ({} % of the {} TFLOP/s {} peak)",
             fixed(100.0 * mfu * brief.peak_tflops / narrow_peak, 1),
-            general(narrow_peak),
+            crate::format::grouped(narrow_peak),
             if precision.is_fp4() { "FP4" } else { "FP8" }
         )
     } else {
