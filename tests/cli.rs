@@ -1648,3 +1648,60 @@ fn detailed_is_short_for_both_detailed_models() {
         "--memory detailed (or --detailed)",
     );
 }
+
+#[test]
+fn check_grades_a_search_s_plan_as_the_search_did() {
+    // Issue 42's case: 70B on 1,024 GPUs under the detailed models, where the search's step
+    // (no recomputation, SP with TP overlap) is not check's default one.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plans.json");
+    let out = trainplan()
+        .args([
+            "search",
+            "--gpus",
+            "1024",
+            "--max-days",
+            "21",
+            "--models",
+            "70b",
+            "--loss-target",
+            "1.97",
+            "--detailed",
+            "--top",
+            "4",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    std::fs::write(&file, &out.stdout).unwrap();
+    let search: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let plans = search["plans"].as_array().unwrap();
+    assert_eq!(plans.len(), 4);
+    for (i, listed) in plans.iter().enumerate() {
+        let index = (i + 1).to_string();
+        let graded = json(&[
+            "check",
+            "--plan",
+            file.to_str().unwrap(),
+            "--index",
+            &index,
+            "--json",
+        ]);
+        for key in [
+            "tokens",
+            "layout",
+            "step",
+            "days",
+            "step_seconds",
+            "mfu",
+            "memory_gb",
+            "pass",
+        ] {
+            assert_eq!(graded[key], listed[key], "plan {index}: {key}");
+        }
+    }
+    refuses(
+        &["check", "--plan", file.to_str().unwrap(), "--tp", "8"],
+        "--tp = given with --plan",
+    );
+}

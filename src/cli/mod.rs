@@ -272,6 +272,42 @@ fn grade(args: &DesignArgs, sensitivity: bool) -> Result<CheckReport> {
     Ok(report)
 }
 
+/// `check --plan FILE --index N`: the plan of a JSON file graded as the file's command graded
+/// it, under its brief (the flags' where the file carries none), its step and its settings.
+fn grade_plan(
+    args: &DesignArgs,
+    path: &Path,
+    index: u64,
+    sensitivity: bool,
+) -> Result<CheckReport> {
+    if let Some(flag) = args.design_flag() {
+        return Err(Error::invalid(
+            flag,
+            "given with --plan",
+            "either a plan file or the design flags, not both (with --plan: --model-config for the plan's model, the brief's flags)",
+        ));
+    }
+    let plan = PlanFile::read(path, index)?;
+    let shape = plan.shape(args.model.model_config.as_deref())?;
+    let brief = match &plan.brief {
+        Some(brief) => brief.clone(),
+        None => args.brief.resolve()?,
+    };
+    let m = plan.graded_with(&shape, brief)?;
+    let design = Design {
+        shape: &shape,
+        tokens: plan.fields.tokens,
+        layout: m.layout,
+        memory: m.memory,
+        time: &m.time,
+    };
+    let mut report = check(&m.brief, &design)?;
+    if sensitivity {
+        report.sensitivity = Some(plan::sensitivity::sensitivity(&m.brief, &design)?);
+    }
+    Ok(report)
+}
+
 fn run_check(
     args: &CheckArgs,
     read: Option<&from::Read>,
@@ -281,10 +317,14 @@ fn run_check(
     if let Some(plot) = &args.plot {
         let mut inputs = args.design.inputs();
         inputs.extend(args.from.as_deref());
+        inputs.extend(args.plan.as_deref());
         refuse_overwrite("--plot", plot, &inputs)?;
     }
     args.check_sensitivity()?;
-    let report = grade(&args.design, args.sensitivity)?;
+    let report = match &args.plan {
+        Some(path) => grade_plan(&args.design, path, args.index, args.sensitivity)?,
+        None => grade(&args.design, args.sensitivity)?,
+    };
     if let Some(path) = &args.plot {
         let svg = match &report.sensitivity {
             Some(s) => plot::tornado(s, &report.brief, &report.plan)?,

@@ -159,14 +159,13 @@ impl PlanFile {
         })
     }
 
-    /// The plan on `shape`, graded again against `brief` (sized to the plan's GPUs, and to its
-    /// step's sequence when it names a step) and ready for a launcher: every degree of its
-    /// layout (TP, CP, PP, DP, ZeRO, the replicas, EP and ETP, each checked by the layout's
-    /// own rules as `check` checks them), its step and its settings. What the file says of the
-    /// plan's checks is not read: the grade returned is worked out again, under the models the
-    /// plan names (its step and memory settings, and the detailed time model at its stack's
-    /// options where the file gives a step time).
-    pub fn launch(&self, shape: Shape, mut brief: Brief) -> Result<(Launch, Plan)> {
+    /// What grades the plan on `shape` against `brief`: the brief sized to the plan's GPUs
+    /// (and to its step's sequence when it names a step), every degree of its layout (TP, CP,
+    /// PP, DP, ZeRO, the replicas, EP and ETP, each checked by the layout's own rules as
+    /// `check` checks them), and the models the plan names (its step and memory settings, and
+    /// the detailed time model at its stack's options where the file gives a step time). What
+    /// the file says of the plan's checks is not read.
+    pub fn graded_with(&self, shape: &Shape, mut brief: Brief) -> Result<PlanModels> {
         let fields = &self.fields;
         let l = fields.layout;
         brief.gpus =
@@ -198,7 +197,7 @@ impl PlanFile {
             ep: l.ep,
             etp: Some(l.etp),
         };
-        let layout = Layout::with(&brief, &shape, degrees, l.zero)?;
+        let layout = Layout::with(&brief, shape, degrees, l.zero)?;
         if let (None, Some(options)) = (&shape.experts, &fields.memory_model) {
             let d = Options::for_stack(options.stack);
             let expert = [
@@ -221,8 +220,8 @@ impl PlanFile {
         }
         // The GPU's own settings are the brief's, not the file's ([`Options::on_gpu`]).
         let on_gpu = |o: Options| o.on_gpu(brief.mxfp8);
-        let memory_model = fields.memory_model.map(on_gpu);
-        let memory = match (fields.step, memory_model) {
+        let options = fields.memory_model.map(on_gpu);
+        let memory = match (fields.step, options) {
             (Some(step), options) => MemoryModel::Detailed(Detailed {
                 step,
                 options: options.unwrap_or_else(|| on_gpu(Options::default())),
@@ -235,25 +234,55 @@ impl PlanFile {
             )),
             None => TimeModel::Plate,
         };
+        Ok(PlanModels {
+            brief,
+            layout,
+            memory,
+            time,
+            options,
+        })
+    }
+
+    /// The plan on `shape`, graded again against `brief` ([`PlanFile::graded_with`]) and
+    /// ready for a launcher: its layout, its step and its settings.
+    pub fn launch(&self, shape: Shape, brief: Brief) -> Result<(Launch, Plan)> {
+        let m = self.graded_with(&shape, brief)?;
+        let fields = &self.fields;
         let design = Design {
             shape: &shape,
             tokens: fields.tokens,
-            layout,
-            memory,
-            time: &time,
+            layout: m.layout,
+            memory: m.memory,
+            time: &m.time,
         };
-        let graded = evaluate(&brief, &design)?;
+        let graded = evaluate(&m.brief, &design)?;
         let launch = Launch::new(
             shape,
             fields.tokens,
-            layout,
+            m.layout,
             fields.step,
-            brief.seq_len,
-            &brief.batch_target(),
-            memory_model,
+            m.brief.seq_len,
+            &m.brief.batch_target(),
+            m.options,
         )?;
         Ok((launch, graded))
     }
+}
+
+/// What [`PlanFile::graded_with`] grades a plan under: the brief, the layout, the memory and
+/// time models, and the detailed settings where the plan has them.
+#[derive(Debug, Clone)]
+pub struct PlanModels {
+    /// The brief, sized to the plan.
+    pub brief: Brief,
+    /// The layout.
+    pub layout: Layout,
+    /// The memory model.
+    pub memory: MemoryModel,
+    /// The time model.
+    pub time: TimeModel,
+    /// The detailed model's settings on the brief's GPU, where the plan names them.
+    pub options: Option<Options>,
 }
 
 #[cfg(test)]

@@ -37,6 +37,14 @@ pub struct CheckArgs {
     /// (docs/configs.md).
     #[arg(long, value_name = "FILE")]
     pub from: Option<PathBuf>,
+    /// Grade a plan from a JSON file as it was graded there: `check --json` output, or a
+    /// search's JSON or Pareto file (with --index), under the file's brief, step and settings.
+    /// The design flags are refused beside it (--model-config names the plan's model).
+    #[arg(long, value_name = "FILE.json", conflicts_with = "from")]
+    pub plan: Option<PathBuf>,
+    /// Which plan of a search's `plans` (or a Pareto file's `front`), from 1.
+    #[arg(long, value_name = "N", default_value = "1", value_parser = parse_whole, requires = "plan")]
+    pub index: u64,
     #[command(flatten)]
     pub design: DesignArgs,
 }
