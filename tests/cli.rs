@@ -1705,3 +1705,53 @@ fn check_grades_a_search_s_plan_as_the_search_did() {
         "--tp = given with --plan",
     );
 }
+
+#[test]
+fn a_passing_window_between_grid_counts_still_lists_its_plans() {
+    // Issue 42's case: 70B passes on 1.733 T – 1.736 T tokens, between two counts of the
+    // 10 B-token grid; the search goes exact there rather than list nothing.
+    let out = trainplan()
+        .args([
+            "search",
+            "--gpus",
+            "1024",
+            "--max-days",
+            "21",
+            "--models",
+            "70b",
+            "--loss-target",
+            "1.97",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        text.contains("passes on 1.733 T – 1.736 T tokens"),
+        "{text}"
+    );
+    assert!(
+        text.contains("over every whole token count in the windows"),
+        "{text}"
+    );
+    assert!(!text.contains("no plan passes every check"), "{text}");
+    assert!(
+        err.contains("no count of the token grid (10 B to 50 T by 10 B) falls in llama3-70b's passing window"),
+        "{err}"
+    );
+    let json = json(&[
+        "search",
+        "--gpus",
+        "1024",
+        "--max-days",
+        "21",
+        "--models",
+        "70b",
+        "--loss-target",
+        "1.97",
+        "--json",
+    ]);
+    assert_eq!(json["exact"], true);
+    assert!(!json["plans"].as_array().unwrap().is_empty());
+}

@@ -35,7 +35,7 @@ use crate::search::progress::{self, Progress};
 use crate::search::rank::Distinct;
 use crate::search::sensitivity::sensitivity;
 use crate::search::shard::{fingerprint, merge, Partial, Shard};
-use crate::search::{search, search_all, Ranked, SearchOptions, SearchReport};
+use crate::search::{search, search_all, search_listing, Ranked, SearchOptions, SearchReport};
 use crate::serve;
 use args::{
     BriefCommandArgs, BriefFormat, CalibrateArgs, CheckArgs, Cli, Command, CompletionsArgs,
@@ -598,7 +598,10 @@ fn run_search(args: &SearchArgs, quiet: bool, out: &mut dyn Write) -> Result<boo
         );
         return write_report(&args.output, &report, &shown, quiet, out);
     }
-    let mut report = pool.install(|| search(&brief, &shapes, &options, progress));
+    let (mut report, why) = pool.install(|| search_listing(&brief, &shapes, &options, progress));
+    if let (Some(why), false) = (why, quiet) {
+        eprintln!("note: {why}");
+    }
     if args.sensitivity {
         let found = pool.install(|| sensitivity(&brief, &shapes, &options, &report))?;
         report.sensitivity = Some(found);

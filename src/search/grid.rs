@@ -463,6 +463,37 @@ impl Streamed {
     }
 }
 
+/// [`search`], gone exact where the grid would list nothing a verdict says passes: a search
+/// with no passing plan on the grid while a shape passes on a window no grid count falls in
+/// (1.733 T – 1.736 T between two counts 10 B apart) is searched again over every whole token
+/// count of the windows, as `--exact` does, and the reason comes back to be said. A search that
+/// lists plans keeps its grid (a family sweep's narrow windows do not turn it exact).
+pub fn search_listing(
+    brief: &Brief,
+    shapes: &[Shape],
+    options: &SearchOptions,
+    progress: &dyn Progress,
+) -> (SearchReport, Option<String>) {
+    let report = search(brief, shapes, options, progress);
+    if options.exact || report.any_pass() {
+        return (report, None);
+    }
+    match report.off_grid() {
+        Some(why) => {
+            let exact = SearchOptions {
+                exact: true,
+                ..options.clone()
+            };
+            let report = search(brief, shapes, &exact, progress);
+            let why = format!(
+                "{why}: ranked over every whole token count of the windows, as --exact does"
+            );
+            (report, Some(why))
+        }
+        None => (report, None),
+    }
+}
+
 /// Searches every shape in `shapes` under `brief` (which must be valid) on the current rayon
 /// thread pool, reporting progress in shapes searched.
 pub fn search(

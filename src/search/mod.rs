@@ -45,7 +45,7 @@ mod weigh;
 mod windows;
 
 pub use all::{search_all, AllPlans};
-pub use grid::search;
+pub use grid::{search, search_listing};
 pub use options::{SearchOptions, TokenGrid};
 pub use report::{FrontRun, FrontRuns, Ranked, SearchReport, MAX_FRONT_RUNS};
 pub use space::{

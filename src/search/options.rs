@@ -82,6 +82,17 @@ impl TokenGrid {
     pub fn at(&self, i: u64) -> u64 {
         self.min + i * self.step
     }
+
+    /// Whether a count of the grid lies in `[lo, hi]`: the first count at or above `lo`,
+    /// `min + ⌈(lo − min)/step⌉·step`, is at most `hi` and on the grid.
+    pub fn meets(&self, lo: u64, hi: u64) -> bool {
+        let first = if lo <= self.min {
+            0
+        } else {
+            (lo - self.min).div_ceil(self.step)
+        };
+        first < self.len() && self.at(first) <= hi
+    }
 }
 
 /// What to search and how to report it.
@@ -125,6 +136,18 @@ impl Default for SearchOptions {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_window_meets_the_grid_where_a_count_falls_in_it() {
+        let g = super::TokenGrid::default();
+        // 1.733 T – 1.736 T lies between 1.73 T and 1.74 T.
+        assert!(!g.meets(1_733_000_000_000, 1_736_000_000_000));
+        assert!(g.meets(1_733_000_000_000, 1_740_000_000_000));
+        assert!(g.meets(1, 10_000_000_000));
+        assert!(!g.meets(1, 9_999_999_999));
+        assert!(g.meets(50_000_000_000_000, u64::MAX));
+        assert!(!g.meets(50_000_000_000_001, u64::MAX));
+    }
+
     use super::*;
 
     #[test]

@@ -64,6 +64,27 @@ impl SearchReport {
         let runs = self.front_runs.as_ref();
         self.passing > 0 || !self.plans.is_empty() || runs.is_some_and(|f| !f.runs.is_empty())
     }
+
+    /// The first shape whose passing token window holds no count of the grid, said as a
+    /// reason; `None` where every window holds one (the default brief's do).
+    pub fn off_grid(&self) -> Option<String> {
+        use crate::format::count;
+        let grid = &self.grid;
+        self.shapes.iter().find_map(|s| {
+            let [lo, hi] = s.token_window?;
+            (!grid.meets(lo, hi)).then(|| {
+                format!(
+                    "no count of the token grid ({} to {} by {}) falls in {}'s passing window ({} – {} tokens)",
+                    count(grid.min as f64),
+                    count(grid.at(grid.len() - 1) as f64),
+                    count(grid.step as f64),
+                    s.model,
+                    count(lo as f64),
+                    count(hi as f64),
+                )
+            })
+        })
+    }
 }
 
 /// The ranked plans of a search, walked best first as often as a report needs (the text

@@ -29,7 +29,9 @@ use crate::plan::Design;
 use crate::report::export::{Exporter, Format, Json, Launch};
 use crate::search::progress::{stopping, Progress, Silent};
 use crate::search::rank::{Distinct, Rank};
-use crate::search::{search, searchable_precision, MemorySpace, ParallelSpace, SearchOptions};
+use crate::search::{
+    search_listing, searchable_precision, MemorySpace, ParallelSpace, SearchOptions,
+};
 
 use super::body::{answer, failure, parse, seconds, JsonBody};
 use super::limits::{Client, Peer, Searches, MAX_MODELS, MAX_TOP};
@@ -321,7 +323,7 @@ fn search_watched(body: &[u8], progress: &dyn Progress) -> Result<Option<String>
             );
         options.time = TimeModel::Detailed(TimeOptions::for_stack(stack));
     }
-    let report = search(&brief, &shapes, &options, progress);
+    let (report, _) = search_listing(&brief, &shapes, &options, progress);
     if stopping(progress) {
         return Ok(None);
     }
@@ -597,6 +599,21 @@ mod tests {
         );
         drop(held);
         assert_eq!(answer_search(&s, br#"{"top": 1}"#).0, StatusCode::OK);
+    }
+
+    #[test]
+    fn a_passing_window_between_grid_counts_lists_its_plans_on_the_page_too() {
+        // 70B passes on 1.733 T – 1.736 T tokens, between two counts of the grid: the page's
+        // search goes exact there, as the command line's does, rather than show 0 of 0.
+        let s = searches(Limits::default());
+        let (status, body) = answer_search(
+            &s,
+            br#"{"models": ["70b"], "top": 3, "brief": {"gpus": 1024, "max_days": 21, "loss_target": 1.97}}"#,
+        );
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["search"]["exact"], true, "{body}");
+        assert_eq!(v["search"]["plans"].as_array().unwrap().len(), 3, "{body}");
     }
 
     #[test]
