@@ -603,6 +603,11 @@ fn run_search(args: &SearchArgs, quiet: bool, out: &mut dyn Write) -> Result<boo
         eprintln!("note: {why}");
     }
     if args.sensitivity {
+        // Under the options the report was made with (exact, where the search went exact).
+        let options = SearchOptions {
+            exact: report.exact,
+            ..options
+        };
         let found = pool.install(|| sensitivity(&brief, &shapes, &options, &report))?;
         report.sensitivity = Some(found);
     }
