@@ -1759,4 +1759,68 @@ fn a_passing_window_between_grid_counts_still_lists_its_plans() {
     ]);
     assert_eq!(json["exact"], true);
     assert!(!json["plans"].as_array().unwrap().is_empty());
+    // Every plan asked for: the windows' whole counts are too many to list, so the search
+    // keeps its grid and says how to see them (it does not go exact and never ends).
+    for distinct in ["plan", "layout"] {
+        trainplan()
+            .args([
+                "search",
+                "--gpus",
+                "1024",
+                "--max-days",
+                "21",
+                "--models",
+                "70b",
+                "--loss-target",
+                "1.97",
+                "--all",
+                "--distinct",
+                distinct,
+            ])
+            .timeout(std::time::Duration::from_secs(60))
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(
+                "--exact with --top N ranks the window's",
+            ));
+    }
+}
+
+#[test]
+fn check_refuses_beside_a_plan_what_it_would_otherwise_drop() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plans.json");
+    let out = trainplan()
+        .args([
+            "search",
+            "--models",
+            "70b",
+            "--top",
+            "2",
+            "--detailed",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    std::fs::write(&file, &out.stdout).unwrap();
+    let plan = file.to_str().unwrap();
+    for (extra, needle) in [
+        (
+            &["--max-days", "1"][..],
+            "the brief's flags = given with --plan",
+        ),
+        (
+            &["--stack", "torchtitan"][..],
+            "the detailed model's flags = given with --plan",
+        ),
+        (
+            &["--dp-overlap", "0"][..],
+            "the time model's flags = given with --plan",
+        ),
+        (&["--detailed"][..], "--detailed = given with --plan"),
+    ] {
+        let mut args = vec!["check", "--plan", plan];
+        args.extend(extra);
+        refuses(&args, needle);
+    }
 }

@@ -280,17 +280,45 @@ fn grade_plan(
     index: u64,
     sensitivity: bool,
 ) -> Result<CheckReport> {
-    if let Some(flag) = args.design_flag() {
-        return Err(Error::invalid(
+    let refuse = |flag: &str, why: &str| {
+        Err(Error::invalid(
             flag,
             "given with --plan",
-            "either a plan file or the design flags, not both (with --plan: --model-config for the plan's model, the brief's flags)",
-        ));
+            format!("left out: {why} (with --plan: --model-config for the plan's model, and the brief's flags where the file has no brief)"),
+        ))
+    };
+    if args.time.detailed {
+        return refuse("--detailed", "the plan's models are the file's");
+    }
+    if let Some(flag) = args.design_flag() {
+        return refuse(flag, "the plan's design is the file's");
+    }
+    // The detailed model's and the time model's flags are read only with their models, which
+    // a plan file names: given here they would be dropped without a word.
+    if args.detailed.options(false).is_err() {
+        return refuse(
+            "the detailed model's flags",
+            "the plan's step and settings are the file's",
+        );
+    }
+    if args.time.model(args.detailed.stack()).is_err() {
+        return refuse(
+            "the time model's flags",
+            "the plan is graded at its stack's time options",
+        );
     }
     let plan = PlanFile::read(path, index)?;
     let shape = plan.shape(args.model.model_config.as_deref())?;
     let brief = match &plan.brief {
-        Some(brief) => brief.clone(),
+        Some(brief) => {
+            if args.brief.resolve()? != Brief::default() {
+                return refuse(
+                    "the brief's flags",
+                    "the file carries the brief it was graded under",
+                );
+            }
+            brief.clone()
+        }
         None => args.brief.resolve()?,
     };
     let m = plan.graded_with(&shape, brief)?;
@@ -592,6 +620,9 @@ fn run_search(args: &SearchArgs, quiet: bool, out: &mut dyn Write) -> Result<boo
     if options.top.is_none() && options.distinct == Distinct::Plan {
         // Every passing plan, made one at a time as it is written, never all held.
         let (report, all) = pool.install(|| search_all(&brief, &shapes, &options, progress));
+        if let (false, Some(why), false) = (report.any_pass(), report.off_grid(), quiet) {
+            eprintln!("note: {why}: the grid lists no plan of it; --exact with --top N ranks the window's");
+        }
         let shown = Written::new(
             &all,
             quiet || args.output.pareto.as_deref() == Some(Path::new("-")),

@@ -467,7 +467,8 @@ impl Streamed {
 /// with no passing plan on the grid while a shape passes on a window no grid count falls in
 /// (1.733 T – 1.736 T between two counts 10 B apart) is searched again over every whole token
 /// count of the windows, as `--exact` does, and the reason comes back to be said. A search that
-/// lists plans keeps its grid (a family sweep's narrow windows do not turn it exact).
+/// lists plans keeps its grid (a family sweep's narrow windows do not turn it exact), and one
+/// that asks for every plan (no top) is not made exact, only told how to see the window's.
 pub fn search_listing(
     brief: &Brief,
     shapes: &[Shape],
@@ -479,6 +480,14 @@ pub fn search_listing(
         return (report, None);
     }
     match report.off_grid() {
+        // Every plan asked for (`--all`): exact windows hold too many whole counts to list,
+        // so the reason comes back with the way to see them.
+        Some(why) if options.top.is_none() => (
+            report,
+            Some(format!(
+                "{why}: the grid lists no plan of it; --exact with --top N ranks the window's"
+            )),
+        ),
         Some(why) => {
             let exact = SearchOptions {
                 exact: true,

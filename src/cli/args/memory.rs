@@ -106,7 +106,8 @@ pub struct DetailedArgs {
     /// What the step captures in CUDA graphs: none, full_iteration, or Megatron-core's
     /// partial scopes separated by commas (attn, mlp, moe_router, moe_preprocess, mamba;
     /// --cuda-graph-impl transformer_engine). A mixture of experts' MoE layers wait on the
-    /// host's launches of what is not captured [detailed; default: none].
+    /// host's launches of their routed experts, which only full_iteration captures; partial
+    /// scopes are written to launchers and change no time [detailed; default: none].
     #[arg(long, value_name = "SCOPES", value_parser = graphs_parser)]
     pub cuda_graphs: Option<CudaGraphs>,
     /// The optimizer's master weights: fp32, fp16 (--main-params-dtype fp16), or remainders,

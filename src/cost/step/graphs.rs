@@ -43,7 +43,9 @@ use crate::error::{Error, Result};
 
 /// What a step captures in CUDA graphs (Megatron-core's `--cuda-graph-scope`, with
 /// `--cuda-graph-impl transformer_engine` for the partial scopes and `local` for a full
-/// iteration). Default: nothing, Megatron-core's default.
+/// iteration). Default: nothing, Megatron-core's default. The partial scopes are read, written
+/// and carried as a launcher has them; the time model's floor depends only on whether a whole
+/// iteration is captured ([`exposed`]), partial scopes leaving the routed experts uncaptured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct CudaGraphs(u8);
 
@@ -63,14 +65,6 @@ impl CudaGraphs {
     /// A whole iteration captured (`--cuda-graph-impl local --cuda-graph-scope full_iteration`).
     pub const FULL: CudaGraphs = CudaGraphs(1 << 5);
 
-    fn has(self, scope: &str) -> bool {
-        let i = SCOPES
-            .iter()
-            .position(|&s| s == scope)
-            .expect("a scope of SCOPES");
-        self.0 & (1 << i) != 0 || self.is_full()
-    }
-
     /// Whether nothing is captured.
     pub fn is_none(&self) -> bool {
         self.0 == 0
@@ -79,32 +73,6 @@ impl CudaGraphs {
     /// Whether a whole iteration is captured.
     pub fn is_full(&self) -> bool {
         self.0 & CudaGraphs::FULL.0 != 0
-    }
-
-    /// The attention's part of each layer captured (`attn`).
-    pub fn attention(self) -> bool {
-        self.has("attn")
-    }
-
-    /// A dense layer's MLP captured (`mlp`).
-    pub fn mlp(self) -> bool {
-        self.has("mlp")
-    }
-
-    /// The router and the dispatch's preprocessing captured (`moe_router moe_preprocess`;
-    /// Megatron-core takes `moe_preprocess` only with `moe_router`, and a router captured
-    /// alone still leaves the preprocessing's launches, counted as the pair's half).
-    pub fn router(self) -> f64 {
-        match (self.has("moe_router"), self.has("moe_preprocess")) {
-            (true, true) => 1.0,
-            (true, false) => 0.5,
-            _ => 0.0,
-        }
-    }
-
-    /// A hybrid's Mamba blocks captured (`mamba`).
-    pub fn mamba(self) -> bool {
-        self.has("mamba")
     }
 
     /// The scopes' names, Megatron-core's, in its order (empty for none).
@@ -133,8 +101,9 @@ impl fmt::Display for CudaGraphs {
 impl FromStr for CudaGraphs {
     type Err = Error;
 
-    /// `none`, `full_iteration` (or `full`), or scopes separated by commas or spaces:
-    /// `attn,moe_router,moe_preprocess`.
+    /// `none`, `full_iteration`, or scopes separated by commas or spaces:
+    /// `attn,moe_router,moe_preprocess` (Megatron-core's old `full`, each layer whole, is not
+    /// one of them).
     fn from_str(text: &str) -> Result<CudaGraphs> {
         let expected = "none, full_iteration, or scopes among attn, mlp, moe_router, \
                         moe_preprocess and mamba separated by commas";
@@ -150,7 +119,7 @@ impl FromStr for CudaGraphs {
             let w = w.to_ascii_lowercase().replace('-', "_");
             match w.as_str() {
                 "none" if words.len() == 1 => return Ok(CudaGraphs::NONE),
-                "full" | "full_iteration" if words.len() == 1 => return Ok(CudaGraphs::FULL),
+                "full_iteration" if words.len() == 1 => return Ok(CudaGraphs::FULL),
                 "moe" => {
                     return Err(Error::invalid(
                         "--cuda-graphs",
@@ -213,15 +182,15 @@ mod tests {
 
     #[test]
     fn scopes_read_and_write_as_megatron_names_them() {
-        let g: CudaGraphs = "attn,moe_router,moe_preprocess".parse().unwrap();
-        assert!(g.attention() && !g.mamba() && !g.is_full());
-        assert_eq!(g.router(), 1.0);
+        let g: CudaGraphs = "moe_preprocess attn,moe_router".parse().unwrap();
+        assert!(!g.is_full() && !g.is_none());
         assert_eq!(g.to_string(), "attn,moe_router,moe_preprocess");
-        assert_eq!("moe_router".parse::<CudaGraphs>().unwrap().router(), 0.5);
+        assert_eq!(g.scopes(), ["attn", "moe_router", "moe_preprocess"]);
         assert_eq!("none".parse::<CudaGraphs>().unwrap(), CudaGraphs::NONE);
         let full: CudaGraphs = "full_iteration".parse().unwrap();
-        assert!(full.is_full() && full.attention() && full.router() == 1.0);
+        assert!(full.is_full());
         assert_eq!(full.to_string(), "full_iteration");
+        assert!("full".parse::<CudaGraphs>().is_err());
         let e = "moe".parse::<CudaGraphs>().unwrap_err().to_string();
         assert!(e.contains("token-dropping"), "{e}");
         assert!("attn,none".parse::<CudaGraphs>().is_err());

@@ -240,8 +240,11 @@ pub fn unsharded_in(
                     let half = tp_layer / 2.0;
                     let tp_block = |b: &StageCompute| half - hidden(half, overlap, b.2);
                     let tp_attention = tp_block(&b[1]);
-                    // Each MoE block's host floor, after its routed part.
-                    let host = n[3] * host_floor(b[3].0 + ep_moe);
+                    // Each MoE block's host floor, after its routed part: the block less its
+                    // shared experts and norms (the MoE layer's dense part less its attention,
+                    // which here is a block of its own).
+                    let routed = (b[3].0 - (moe_before - b[1].0).max(0.0)).max(0.0);
+                    let host = n[3] * host_floor(routed + ep_moe);
                     return (
                         i,
                         l,

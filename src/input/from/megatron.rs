@@ -234,9 +234,9 @@ fn float(option: &str, text: &str) -> Result<f64> {
 /// The CUDA graphs of `--cuda-graph-impl` and `--cuda-graph-scope` (`arguments.py`): none
 /// under `none` (its default, whatever scope is given); a whole iteration under `local` with
 /// `full_iteration`; Transformer Engine's partial scopes under `transformer_engine`. Capturing
-/// each layer whole (`local` or `transformer_engine` with no scope, or the `moe` scope) needs
-/// token-dropping experts where the model has experts, and is refused by name
-/// ([`crate::cost::step::graphs`]).
+/// each layer whole (`local` or `transformer_engine` with no scope) and the `moe` scope (which
+/// needs token-dropping experts) are graphs trainplan does not plan, and are refused by name
+/// for every model ([`crate::cost::step::graphs`]).
 fn cuda_graphs(
     implementation: Option<&str>,
     scope: Option<&str>,

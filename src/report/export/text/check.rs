@@ -468,7 +468,16 @@ fn time_section(p: &Plan, brief: &Brief) -> Option<String> {
     })
     .filter(|(name, ..)| *name != "cp_comm" || p.layout.cp > 1)
     .filter(|(name, ..)| *name != "ep_comm" || p.active_params.is_some())
-    .filter(|(name, ..)| *name != "host" || p.active_params.is_some())
+    // The host floor is megatron-te's: shown for its mixtures of experts, and wherever it is
+    // not zero.
+    .filter(|(name, ..)| {
+        *name != "host"
+            || b.host > 0.0
+            || (p.active_params.is_some()
+                && p.memory_model
+                    .as_ref()
+                    .is_some_and(|o| o.stack == crate::cost::step::stack::Stack::MegatronTe))
+    })
     .map(|(name, how, s)| vec![name.to_string(), how.to_string(), fixed(*s, 3), share(*s)])
     .collect();
     let mut out = String::from("\ntime per step\n");
