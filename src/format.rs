@@ -20,22 +20,24 @@ pub fn fixed(x: f64, decimals: usize) -> String {
         return format!("{x:.3e}");
     }
     let text = format!("{:.*}", decimals, x.abs());
-    let (int, frac) = match text.split_once('.') {
-        Some((i, f)) => (i, Some(f)),
-        None => (text.as_str(), None),
-    };
     let sign = if x < 0.0 && text.chars().any(|c| c.is_ascii_digit() && c != '0') {
         "-"
     } else {
         ""
     };
-    let int = int
-        .parse::<u64>()
-        .map(thousands)
-        .unwrap_or_else(|_| int.to_string());
+    format!("{sign}{}", group_whole(&text))
+}
+
+/// `digits` (an unsigned decimal) with thousands separators in its whole part.
+fn group_whole(digits: &str) -> String {
+    let (int, frac) = match digits.split_once('.') {
+        Some((i, f)) => (i, Some(f)),
+        None => (digits, None),
+    };
+    let int = int.parse::<u64>().map_or(int.to_string(), thousands);
     match frac {
-        Some(f) => format!("{sign}{int}.{f}"),
-        None => format!("{sign}{int}"),
+        Some(f) => format!("{int}.{f}"),
+        None => int,
     }
 }
 
@@ -114,18 +116,9 @@ pub fn grouped(x: f64) -> String {
     if !x.is_finite() || !(1e3..1e15).contains(&x.abs()) {
         return text;
     }
-    let (sign, digits) = match text.strip_prefix('-') {
-        Some(rest) => ("-", rest),
-        None => ("", text.as_str()),
-    };
-    let (int, frac) = match digits.split_once('.') {
-        Some((i, f)) => (i, Some(f)),
-        None => (digits, None),
-    };
-    let int = int.parse::<u64>().map_or(int.to_string(), thousands);
-    match frac {
-        Some(f) => format!("{sign}{int}.{f}"),
-        None => format!("{sign}{int}"),
+    match text.strip_prefix('-') {
+        Some(rest) => format!("-{}", group_whole(rest)),
+        None => group_whole(&text),
     }
 }
 
