@@ -404,6 +404,13 @@ pub fn parse_calibration(text: &str, path: &Path) -> Result<Calibrated> {
                 "\"sustained\" beside it, the value of the stacks it does not name",
             ))
         }
+        (None, None) if file.host_expert.is_some() => {
+            return Err(Error::invalid(
+                "calibration.host_expert",
+                path.display(),
+                "\"sustained\" beside it: the calibrated parameters come together",
+            ))
+        }
         (None, None) => None,
     };
     let efficiency = file.points.map(EfficiencyCurve::new).transpose()?;
@@ -441,6 +448,32 @@ pub fn efficiency_curve(path: &Path) -> Result<EfficiencyCurve> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_calibration_file_s_host_floor_comes_with_sustained_and_within_its_bounds() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            path
+        };
+        let alone = write(
+            "alone.json",
+            r#"{"points": [{"width": 4096, "efficiency": 0.55}], "host_expert": 0.0005}"#,
+        );
+        let e = calibration(&alone).err().unwrap().to_string();
+        assert!(e.contains("calibration.host_expert"), "{e}");
+        let beside = write(
+            "beside.json",
+            r#"{"sustained": 0.8, "host_expert": 0.0005}"#,
+        );
+        let c = calibration(&beside).unwrap().calibration.unwrap();
+        assert_eq!(c.host_expert, 0.0005);
+        // Milliseconds where seconds are meant: out of bounds, named.
+        let ms = write("ms.json", r#"{"sustained": 0.8, "host_expert": 0.5}"#);
+        let e = calibration(&ms).err().unwrap().to_string();
+        assert!(e.contains("calibration.host_expert = 0.5"), "{e}");
+    }
 
     #[test]
     fn a_calibration_file_s_fit_record_is_what_a_fit_can_record() {
