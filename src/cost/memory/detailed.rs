@@ -351,19 +351,13 @@ impl Detailed {
                 matrices: blocks.map(|(_, c)| hybrid_stage_matrices(shape, layout.tp, c)),
                 // Its layers' hidden matrices on this GPU (the routed experts' apart), which
                 // Muon steps with one moment.
-                hidden_matrices: match blocks {
-                    Some((_, c)) => hybrid_stage_matrices(shape, layout.tp, c),
-                    // The router's `E·h`, whole on every TP rank, a matrix Muon steps too.
-                    None => {
-                        (n_layers - moe) as f64 * shape.layer_matrix_params() as f64 / tp
-                            + moe as f64 * moe_matrix
-                            + moe as f64
-                                * shape
-                                    .experts
-                                    .as_ref()
-                                    .map_or(0.0, |e| f64::from(e.routed) * shape.hidden as f64)
-                    }
-                },
+                hidden_matrices: crate::cost::step::pipeline::stage_hidden_matrices(
+                    shape,
+                    layout.tp,
+                    n_layers,
+                    moe,
+                    blocks.map(|(_, c)| c),
+                ),
                 experts: stage_expert_params(shape, layout, moe),
                 // Each multi-token-prediction depth keeps its own logits and head inputs, and
                 // its two norms' inputs (the hidden state and the next token's embedding) and

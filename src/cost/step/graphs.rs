@@ -101,10 +101,17 @@ impl fmt::Display for CudaGraphs {
 impl FromStr for CudaGraphs {
     type Err = Error;
 
+    /// [`CudaGraphs::parse_as`] for `--cuda-graphs`.
+    fn from_str(text: &str) -> Result<CudaGraphs> {
+        CudaGraphs::parse_as("--cuda-graphs", text)
+    }
+}
+
+impl CudaGraphs {
     /// `none`, `full_iteration`, or scopes separated by commas or spaces:
     /// `attn,moe_router,moe_preprocess` (Megatron-core's old `full`, each layer whole, is not
-    /// one of them).
-    fn from_str(text: &str) -> Result<CudaGraphs> {
+    /// one of them); an error names `option`, the flag or the launcher's option it came from.
+    pub fn parse_as(option: &str, text: &str) -> Result<CudaGraphs> {
         let expected = "none, full_iteration, or scopes among attn, mlp, moe_router, \
                         moe_preprocess and mamba separated by commas";
         let words: Vec<&str> = text
@@ -112,7 +119,7 @@ impl FromStr for CudaGraphs {
             .filter(|w| !w.is_empty())
             .collect();
         if words.is_empty() {
-            return Err(Error::invalid("--cuda-graphs", text, expected));
+            return Err(Error::invalid(option, text, expected));
         }
         let mut bits = 0u8;
         for w in &words {
@@ -122,7 +129,7 @@ impl FromStr for CudaGraphs {
                 "full_iteration" if words.len() == 1 => return Ok(CudaGraphs::FULL),
                 "moe" => {
                     return Err(Error::invalid(
-                        "--cuda-graphs",
+                        option,
                         text,
                         "no `moe` scope: Megatron-core captures the routed experts only for \
                          token-dropping experts, and trainplan plans dropless ones (full_iteration \
@@ -131,7 +138,7 @@ impl FromStr for CudaGraphs {
                 }
                 s => match SCOPES[..5].iter().position(|&x| x == s) {
                     Some(i) => bits |= 1 << i,
-                    None => return Err(Error::invalid("--cuda-graphs", text, expected)),
+                    None => return Err(Error::invalid(option, text, expected)),
                 },
             }
         }

@@ -38,25 +38,34 @@ pub fn newton_schulz_flops(r: f64, c: f64, steps: f64) -> f64 {
     steps * (4.0 * a * a * b + 2.0 * a * a * a)
 }
 
-/// Newton–Schulz FLOPs of one layer's dense matrices on one TP rank of `tp`, `mlp` wide (the
-/// FFN, or an MoE layer's shared experts; 0 for none): Q (`h × q/t`), K and V (`h × g/t`
-/// each), the output (`q/t × h`), gate and up (`h × m·f/t`, `m` the MLP's inputs) and down
-/// (`f/t × h`).
-pub fn layer_flops(shape: &Shape, tp: u64, mlp: u64, steps: f64) -> f64 {
+/// One layer's dense matrices on one TP rank of `tp`, `mlp` wide (the FFN, or an MoE layer's
+/// shared experts; 0 for none), each `(rows, columns, how many)`: Q (`h × q/t`), K and V
+/// (`h × g/t`, two), the output (`q/t × h`), gate and up (`h × m·f/t`, `m` the MLP's inputs)
+/// and down (`f/t × h`).
+fn layer_matrices(shape: &Shape, tp: u64, mlp: u64) -> [(f64, f64, f64); 5] {
     let t = tp as f64;
     let h = shape.hidden as f64;
     let w = shape.attention_widths();
-    let (q, g) = (w.query, w.key);
     let f = mlp as f64;
     let up = shape.mlp_inputs() as f64;
-    let ns = |r: f64, c: f64| {
-        if r * c == 0.0 {
-            0.0
-        } else {
-            newton_schulz_flops(r, c, steps)
-        }
-    };
-    ns(h, q / t) + 2.0 * ns(h, g / t) + ns(q / t, h) + ns(h, up * f / t) + ns(f / t, h)
+    [
+        (h, w.query / t, 1.0),
+        (h, w.key / t, 2.0),
+        (w.query / t, h, 1.0),
+        (h, up * f / t, 1.0),
+        (f / t, h, 1.0),
+    ]
+}
+
+/// Newton–Schulz FLOPs of one layer's dense matrices on one TP rank of `tp`, `mlp` wide
+/// ([`layer_matrices`]; a matrix of no width costs nothing).
+pub fn layer_flops(shape: &Shape, tp: u64, mlp: u64, steps: f64) -> f64 {
+    layer_matrices(shape, tp, mlp)
+        .iter()
+        .filter(|(r, c, _)| r * c != 0.0)
+        .fold(0.0, |sum, &(r, c, n)| {
+            sum + n * newton_schulz_flops(r, c, steps)
+        })
 }
 
 /// Newton–Schulz FLOPs of one MoE layer's router (`E × h`, whole on every rank, stepped with
@@ -83,26 +92,15 @@ pub fn experts_flops(shape: &Shape, local: f64, etp: u64, steps: f64) -> (f64, f
     (local * (fc1 + fc2), fc1.max(fc2))
 }
 
-/// The Newton–Schulz FLOPs of a layer's largest dense matrix on one TP rank ([`layer_flops`]'s
-/// matrices): what one data-parallel rank of `dist_muon`, which gives each rank whole
-/// matrices, steps at least.
+/// The Newton–Schulz FLOPs of a layer's largest dense matrix on one TP rank
+/// ([`layer_matrices`]): what one data-parallel rank of `dist_muon`, which gives each rank
+/// whole matrices, steps at least.
 pub fn largest_flops(shape: &Shape, tp: u64, mlp: u64, steps: f64) -> f64 {
-    let t = tp as f64;
-    let h = shape.hidden as f64;
-    let w = shape.attention_widths();
-    let f = mlp as f64;
-    let up = shape.mlp_inputs() as f64;
-    [
-        (h, w.query / t),
-        (h, w.key / t),
-        (w.query / t, h),
-        (h, up * f / t),
-        (f / t, h),
-    ]
-    .iter()
-    .filter(|(r, c)| r * c > 0.0)
-    .map(|&(r, c)| newton_schulz_flops(r, c, steps))
-    .fold(0.0, f64::max)
+    layer_matrices(shape, tp, mlp)
+        .iter()
+        .filter(|(r, c, _)| r * c > 0.0)
+        .map(|&(r, c, _)| newton_schulz_flops(r, c, steps))
+        .fold(0.0, f64::max)
 }
 
 #[cfg(test)]

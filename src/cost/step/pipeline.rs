@@ -401,6 +401,34 @@ pub fn hybrid_stage_matrices(shape: &Shape, tp: u64, blocks: BlockCounts) -> f64
     blocks_sum(shape, blocks, |p| (p.matrices as f64, 0.0)).0 / tp as f64
 }
 
+/// A stage's hidden matrices on one GPU of TP `tp`, the routed experts' apart: what Muon steps
+/// with one moment ([`crate::cost::step::muon`]). Its `layers` dense layers' matrices less
+/// the `moe` MoE layers' routed experts (their dense part: attention, shared experts), or a
+/// hybrid stage's `blocks`' ([`hybrid_stage_matrices`]); and each MoE layer's router, `E·h`,
+/// whole on every TP rank.
+pub fn stage_hidden_matrices(
+    shape: &Shape,
+    tp: u64,
+    layers: u64,
+    moe: u64,
+    blocks: Option<BlockCounts>,
+) -> f64 {
+    let t = tp as f64;
+    let layers_part = match blocks {
+        Some(c) => hybrid_stage_matrices(shape, tp, c),
+        None if moe == 0 => layers as f64 * shape.layer_matrix_params() as f64 / t,
+        None => {
+            (layers - moe) as f64 * shape.layer_matrix_params() as f64 / t
+                + moe as f64 * crate::model::moe_dense_part(shape).layer_matrix_params() as f64 / t
+        }
+    };
+    let router = shape
+        .experts
+        .as_ref()
+        .map_or(0.0, |e| f64::from(e.routed) * shape.hidden as f64);
+    layers_part + moe as f64 * router
+}
+
 /// `Σ count · part(block)` over the four kinds.
 fn blocks_sum(
     shape: &Shape,

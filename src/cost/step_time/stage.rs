@@ -119,10 +119,8 @@ pub fn unsharded_in(
     } = *micro_batch;
     // An MoE layer's host floor past its routed part's GPU time (the megatron-te stack's, the
     // one its parameter was fitted on; [`crate::cost::step::graphs`]).
-    let local_experts = shape
-        .experts
-        .as_ref()
-        .map_or(0.0, |e| f64::from(e.routed) / layout.ep as f64);
+    // The experts on this rank, `E/EP` ([`crate::cost::step::experts::Routed`]).
+    let local_experts = moe.map_or(0.0, |(_, r)| r.local_experts);
     let host_floor = |routed: f64| {
         if d.options.stack == Stack::MegatronTe {
             exposed(
@@ -407,15 +405,20 @@ pub fn unsharded_in(
     };
     // The stage's hidden matrices on this GPU, and Muon's Newton–Schulz iterations on them at
     // the chip's BF16 GEMM ceiling (square-ish products thousands wide).
-    let router = shape
-        .experts
-        .as_ref()
-        .map_or(0.0, |e| f64::from(e.routed) * h);
-    let matrices = match stage_blocks {
-        Some(c) => hybrid_stage_matrices(shape, tp, c),
-        None => narrow_matrices(shape, tp, stage_layers, stage_moe, stage_moe, 0.0),
-    } + stage_moe as f64 * router;
-    let newton_schulz = if d.options.optimizer == crate::cost::step::recipe::Optimizer::Muon {
+    let muon = d.options.optimizer == crate::cost::step::recipe::Optimizer::Muon;
+    let matrices = if muon {
+        crate::cost::step::pipeline::stage_hidden_matrices(
+            shape,
+            tp,
+            stage_layers,
+            stage_moe,
+            stage_blocks,
+        )
+    } else {
+        // AdamW steps every matrix alike: none apart.
+        0.0
+    };
+    let newton_schulz = if muon {
         use crate::cost::step::muon;
         let chip = crate::cost::chip::chip_for(machine, d.options.stack)?;
         let rate = peak * chip.gemm_ceiling() * opts.calibration.sustained_for(d.options.stack);
@@ -427,11 +430,7 @@ pub fn unsharded_in(
                 * (muon::layer_flops(shape, tp, shared, steps) + muon::router_flops(shape, steps));
         let largest = muon::largest_flops(shape, tp, shape.ffn, steps)
             .max(muon::largest_flops(shape, tp, shared, steps));
-        let local = shape
-            .experts
-            .as_ref()
-            .map_or(0.0, |e| f64::from(e.routed) / layout.ep as f64);
-        let (experts, expert) = muon::experts_flops(shape, local, layout.etp, steps);
+        let (experts, expert) = muon::experts_flops(shape, local_experts, layout.etp, steps);
         [
             (dense / rate, largest / rate),
             (stage_moe as f64 * experts / rate, expert / rate),

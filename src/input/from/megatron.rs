@@ -248,15 +248,7 @@ fn cuda_graphs(
         None | Some("none") => Ok(Some(CudaGraphs::NONE)),
         Some("local") if words == "full_iteration" => Ok(Some(CudaGraphs::FULL)),
         Some("transformer_engine") if !words.is_empty() && words != "full_iteration" => {
-            words.parse().map(Some).map_err(|e: Error| {
-                Error::invalid(
-                    "--cuda-graph-scope",
-                    words,
-                    e.to_string()
-                        .split_once(": ")
-                        .map_or(String::new(), |(_, why)| why.to_string()),
-                )
-            })
+            CudaGraphs::parse_as("--cuda-graph-scope", words).map(Some)
         }
         Some(i @ ("local" | "transformer_engine")) => Err(Error::invalid(
             "--cuda-graph-scope",
