@@ -210,7 +210,15 @@ fn the_brief_in_the_output_reads_back_as_a_brief_file() {
     ]);
     let path = dir.path().join("brief.json");
     std::fs::write(&path, v["brief"].to_string()).unwrap();
-    let again = json(&["search", "--json", "--brief", path.to_str().unwrap()]);
+    let mut again = json(&["search", "--json", "--brief", path.to_str().unwrap()]);
+    // The plans' commands name the brief as it was given: its flags, or the file.
+    let mut v = v;
+    for (doc, brief) in [(&mut v, "--gpus"), (&mut again, "--brief")] {
+        for plan in doc["plans"].as_array_mut().unwrap() {
+            let check = plan.as_object_mut().unwrap().remove("check").unwrap();
+            assert!(check.as_array().unwrap().iter().any(|a| a == brief));
+        }
+    }
     assert_eq!(again, v);
 }
 

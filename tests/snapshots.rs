@@ -247,8 +247,15 @@ fn search_sensitivity_of_the_detailed_search_on_4096_gpus() {
 fn the_detailed_search_on_1536_gpus_finds_70b_at_the_batch_nearest_16_mi() {
     snapshot(
         &[
-            "search", "--gpus", "1536", "--memory", "detailed", "--time", "detailed", "--models",
-            "70b", "--top", "3", "-q",
+            "search",
+            "--gpus",
+            "1536",
+            "--detailed",
+            "--models",
+            "70b",
+            "--top",
+            "3",
+            "-q",
         ],
         "search-1536.txt",
     );

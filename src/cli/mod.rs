@@ -6,6 +6,7 @@
 //! a buffer for the Python package), so every caller gets the same bytes.
 
 pub mod args;
+mod commands;
 mod from;
 
 use std::io::{self, IsTerminal, Write};
@@ -13,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::error::ErrorKind;
-use clap::{CommandFactory, Parser};
+use clap::{ArgMatches, CommandFactory, FromArgMatches};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::brief::Brief;
@@ -85,8 +86,8 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let mut cli = match Cli::try_parse_from(args) {
-        Ok(cli) => cli,
+    let matches = match Cli::command().try_get_matches_from(args) {
+        Ok(matches) => matches,
         Err(e) if !e.use_stderr() => return Ok(Outcome::Help(Box::new(e))),
         Err(e) if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             return Err(
@@ -95,6 +96,7 @@ where
         }
         Err(e) => return Err(one_line(&e.render().to_string())),
     };
+    let mut cli = Cli::from_arg_matches(&matches).map_err(|e| one_line(&e.render().to_string()))?;
     expand_detailed(&mut cli.command);
     let read = match apply_from(&mut cli.command, cli.quiet) {
         Ok(read) => read,
@@ -102,7 +104,10 @@ where
     };
     let outcome = match &cli.command {
         Command::Check(args) => run_check(args, read.as_ref(), cli.quiet, out),
-        Command::Search(args) => run_search(args, cli.quiet, out),
+        Command::Search(args) => {
+            let given = matches.subcommand_matches("search");
+            run_search(args, given, cli.quiet, out)
+        }
         Command::Merge(args) => run_merge(args, cli.quiet, out),
         Command::Export(args) => run_export(args, cli.quiet, out),
         Command::Calibrate(args) => run_calibrate(args, cli.quiet, out),
@@ -571,7 +576,13 @@ fn family_shapes(args: &SearchArgs, brief: &Brief, quiet: bool) -> Result<Vec<Sh
     shapes
 }
 
-fn run_search(args: &SearchArgs, quiet: bool, out: &mut dyn Write) -> Result<bool> {
+/// `search`; `given`, its flags as clap read them, makes each listed plan's `check` command.
+fn run_search(
+    args: &SearchArgs,
+    given: Option<&ArgMatches>,
+    quiet: bool,
+    out: &mut dyn Write,
+) -> Result<bool> {
     let brief = args.brief.resolve()?;
     let shapes = family_shapes(args, &brief, quiet)?;
     let options = args.options(&brief)?;
@@ -597,7 +608,9 @@ fn run_search(args: &SearchArgs, quiet: bool, out: &mut dyn Write) -> Result<boo
             distinct_front: false,
             ..options.clone()
         };
-        let report = pool.install(|| search(&brief, &mine, &whole, progress));
+        let mut report = pool.install(|| search(&brief, &mine, &whole, progress));
+        let every = options.top.is_none();
+        report.commands = given.map(|m| commands::check_command(m, args, &mine, &report, every));
         // Every shape's full dimensions, not just its name, and the models searched.
         let print_key = format!("{shapes:?} {:?} {:?}", options.memory, options.time);
         let partial = Partial::from_report(
@@ -619,7 +632,8 @@ fn run_search(args: &SearchArgs, quiet: bool, out: &mut dyn Write) -> Result<boo
     }
     if options.top.is_none() && options.distinct == Distinct::Plan {
         // Every passing plan, made one at a time as it is written, never all held.
-        let (report, all) = pool.install(|| search_all(&brief, &shapes, &options, progress));
+        let (mut report, all) = pool.install(|| search_all(&brief, &shapes, &options, progress));
+        report.commands = given.map(|m| commands::check_command(m, args, &shapes, &report, true));
         if let (false, Some(why), false) = (report.any_pass(), report.off_grid(), quiet) {
             eprintln!("note: {why}: the grid lists no plan of it; --exact with --top N ranks the window's");
         }
@@ -630,6 +644,7 @@ fn run_search(args: &SearchArgs, quiet: bool, out: &mut dyn Write) -> Result<boo
         return write_report(&args.output, &report, &shown, quiet, out);
     }
     let (mut report, why) = pool.install(|| search_listing(&brief, &shapes, &options, progress));
+    report.commands = given.map(|m| commands::check_command(m, args, &shapes, &report, false));
     if let (Some(why), false) = (why, quiet) {
         eprintln!("note: {why}");
     }

@@ -17,6 +17,7 @@
 
 pub mod calibrate;
 pub mod check;
+pub mod command;
 pub mod limits;
 pub mod pace;
 pub mod runnable;

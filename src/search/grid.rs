@@ -744,6 +744,7 @@ pub(crate) fn search_in_blocks<'a>(
         graded: Some(graded),
         passing: found.passing,
         sensitivity: None,
+        commands: None,
     };
     (report, kept)
 }

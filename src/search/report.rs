@@ -4,6 +4,7 @@
 
 use crate::brief::Brief;
 use crate::laws::ComputeOptimal;
+use crate::plan::command::CheckCommand;
 use crate::plan::sensitivity::SearchSensitivity;
 use crate::plan::verdict::ShapeVerdict;
 use crate::plan::Plan;
@@ -54,6 +55,10 @@ pub struct SearchReport {
     /// uncertain input at the ends of its range ([`crate::search::sensitivity::sensitivity`]); `None`
     /// otherwise.
     pub sensitivity: Option<SearchSensitivity>,
+    /// What makes each listed plan's `check` command: the search's flags `check` shares and
+    /// each shape's model flags, where the caller knows them (the command line sets it; a
+    /// search run by the library alone has none).
+    pub commands: Option<CheckCommand>,
 }
 
 impl SearchReport {

@@ -178,6 +178,10 @@ pub struct SearchArgs {
     /// counts and the grid's front are still reported).
     #[arg(long, conflicts_with = "all")]
     pub exact: bool,
+    /// Also list, after the plans, the `check` command that grades each again as the search
+    /// graded it, its whole step written out (the JSON gives every plan's as `check`).
+    #[arg(long)]
+    pub show_commands: bool,
     #[command(flatten)]
     pub output: OutputArgs,
     /// Also grade the first plan with each uncertain input at the low and the high end of its

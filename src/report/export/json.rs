@@ -12,6 +12,7 @@ use crate::cost::links::placement::RankPlacement;
 use crate::error::{Error, Result};
 use crate::laws::ComputeOptimal;
 use crate::plan::check::CheckReport;
+use crate::plan::command::CheckCommand;
 use crate::plan::sensitivity::SearchSensitivity;
 use crate::plan::verdict::ShapeVerdict;
 use crate::plan::Plan;
@@ -65,29 +66,40 @@ struct SearchDocument<'a> {
 
 /// Ranked plans serialized as an array while they are walked, never held; with the brief
 /// they were graded on, which says where each plan's ranks sit when its scale-up domain is
-/// larger than its node.
-struct Walked<'a>(&'a dyn Ranked, &'a Brief);
+/// larger than its node, and the search's flags, which make each plan's `check` command.
+struct Walked<'a>(&'a dyn Ranked, &'a Brief, Option<&'a CheckCommand>);
 
-/// A plan with where its ranks sit.
+/// A plan with where its ranks sit and the `check` command that grades it again.
 #[derive(Serialize)]
 struct Placed {
     #[serde(flatten)]
     plan: Plan,
     #[serde(skip_serializing_if = "Option::is_none")]
     placement: Option<RankPlacement>,
+    /// The arguments of `trainplan check` that grade the plan again as the search did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    check: Option<Vec<String>>,
+    /// Why `check` cannot grade it from flags, where it cannot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    check_unavailable: Option<String>,
 }
 
 impl Serialize for Walked<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        let brief = self.1;
-        // Where nodes are their own domains no plan states a placement: the plans go out as
+        let Walked(plans, brief, commands) = *self;
+        // Where nodes are their own domains and no command is asked for, the plans go out as
         // they are, without the flattened map.
-        if brief.domain_gpus() == brief.gpus_per_node {
-            return s.collect_seq(self.0.walk());
+        if brief.domain_gpus() == brief.gpus_per_node && commands.is_none() {
+            return s.collect_seq(plans.walk());
         }
-        s.collect_seq(self.0.walk().map(|plan| Placed {
-            placement: brief.placement(&plan.layout),
-            plan,
+        s.collect_seq(plans.walk().map(|plan| {
+            let args = commands.map(|c| c.args(&plan, brief));
+            Placed {
+                placement: brief.placement(&plan.layout),
+                check: args.clone().and_then(|a| a.ok()),
+                check_unavailable: args.and_then(|a| a.err()),
+                plan,
+            }
         }))
     }
 }
@@ -160,7 +172,7 @@ impl Exporter for Json {
             shapes: &r.shapes,
             evaluated: r.evaluated,
             passing: r.passing,
-            plans: Walked(plans, &r.brief),
+            plans: Walked(plans, &r.brief, r.commands.as_ref()),
             sensitivity: r.sensitivity.as_ref(),
         };
         write_json(&document, out)
@@ -171,7 +183,7 @@ impl Exporter for Json {
             schema_version: SCHEMA_VERSION,
             brief: &r.brief,
             objectives: ["loss", "days"],
-            front: Walked(&r.front.as_slice(), &r.brief),
+            front: Walked(&r.front.as_slice(), &r.brief, r.commands.as_ref()),
             exact_front: r.front_runs.as_ref(),
         })
     }

@@ -21,6 +21,7 @@ use crate::error::{Error, Result};
 use crate::laws::ComputeOptimal;
 use crate::model::layout::Layout;
 use crate::model::Shape;
+use crate::plan::command::CheckCommand;
 use crate::plan::pace::Pace;
 use crate::plan::verdict::ShapeVerdict;
 use crate::plan::{evaluate, Design, Plan};
@@ -130,6 +131,10 @@ pub struct Partial {
     pub evaluated: u64,
     /// Candidates of this shard that passed.
     pub passing: u64,
+    /// What makes each plan's `check` command: the search's flags and this shard's shapes'
+    /// model flags (a merge joins the shards' shapes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commands: Option<CheckCommand>,
     /// The file this partial was read from (set by its reader, never written), which errors
     /// about it name; empty for a partial made in memory.
     #[serde(skip)]
@@ -257,6 +262,7 @@ impl Partial {
             grid: report.grid,
             evaluated: report.evaluated,
             passing: report.passing,
+            commands: report.commands,
             source: String::new(),
         }
     }
@@ -488,6 +494,17 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
     let mut front = Front::new();
     let mut exact_fronts = Vec::new();
     let (mut evaluated, mut passing, mut choices) = (0u64, 0u64, 0u64);
+    // The search's flags are every shard's; the shapes' model flags, each shard's own.
+    let commands = partials
+        .first()
+        .and_then(|p| p.commands.clone())
+        .map(|mut c| {
+            for p in &partials {
+                let models = p.commands.as_ref().map(|c| c.models.clone());
+                c.models.extend(models.unwrap_or_default());
+            }
+            c
+        });
     for p in partials {
         choices = choices.saturating_add(p.choices);
         exact_fronts.extend(p.exact_front);
@@ -554,6 +571,7 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
         passing,
         brief,
         sensitivity: None,
+        commands,
     })
 }
 

@@ -121,7 +121,7 @@ fn plan_header_with(shown: Shown) -> Vec<&'static str> {
         header.insert(3, "CP");
     }
     if shown.mfu {
-        header.extend(["days@MFU", "MFU"]);
+        header.extend(["plate days", "MFU"]);
     }
     for (has, name) in [
         (shown.gpu_hours, "GPU-h"),

@@ -7,12 +7,14 @@ use std::io;
 
 use super::brief::{brief_lines, placement_lines};
 use super::front;
-use super::plan_table::{step_text, write_plan_table};
+use super::plan_table::{plan_line, step_text, write_plan_table};
 use super::sensitivity::search_sensitivity_section;
 use super::table::table;
 use crate::brief::Brief;
 use crate::error::Result;
 use crate::format::{count, fixed, general, plural, sci, thousands};
+use crate::plan::command::{self, CheckCommand};
+use crate::plan::runnable::Runnable;
 use crate::plan::verdict::ShapeVerdict;
 use crate::plan::Plan;
 use crate::report::output::written;
@@ -22,20 +24,26 @@ use crate::search::{Ranked, SearchReport};
 /// A whole search written to `sink`: the brief, the budget, the verdict per shape, the ranked
 /// `plans` as a table written row by row, the front and the sensitivity.
 pub(super) fn write(r: &SearchReport, plans: &dyn Ranked, sink: &mut dyn io::Write) -> Result<()> {
+    // The first plan, whether the report holds its plans or they are streamed (`--all`).
+    let first = plans.walk().next();
     let mut out = brief_lines(&r.brief);
     out.push_str(&budget_lines(r));
+    out.push_str(&answer_lines(r, first.as_ref()));
     out.push_str(&shapes_section(r));
     if let Some(k) = r.plans.iter().find_map(|p| p.kernel_figures.as_ref()) {
         out.push('\n');
         out.push_str(&super::brief::figures_lines(k));
     }
-    out.push_str(&ranked_heading(r, plans));
+    out.push_str(&ranked_heading(r, plans, first.as_ref()));
     written(sink.write_all(out.as_bytes()))?;
     if plans.count() > 0 {
         written(write_plan_table(plans, sink))?;
     }
-    let mut out = String::new();
-    if let Some(placement) = r.plans.first().and_then(|p| r.brief.placement(&p.layout)) {
+    let mut out = tie_lines(plans);
+    if let Some(c) = r.commands.as_ref().filter(|c| c.show && plans.count() > 0) {
+        out.push_str(&command_lines(c, &r.brief, plans));
+    }
+    if let Some(placement) = first.as_ref().and_then(|p| r.brief.placement(&p.layout)) {
         out.push('\n');
         out.push_str(&placement_lines(&placement, "of the first plan: "));
     }
@@ -93,6 +101,189 @@ fn v_schedule_lines(plans: &dyn Ranked) -> String {
         }
     }
     out
+}
+
+/// `--show-commands`: each listed plan's `check` command, its whole step written out.
+fn command_lines(c: &CheckCommand, brief: &Brief, plans: &dyn Ranked) -> String {
+    let mut out = String::from("\ncommands that grade each plan again as the search did\n");
+    for (i, p) in plans.walk().enumerate() {
+        let text = match c.args(&p, brief) {
+            Ok(args) => command::line(&args),
+            Err(why) => format!("none: {why}"),
+        };
+        let _ = writeln!(out, "  #{:<3} {text}", i + 1);
+    }
+    out
+}
+
+/// The report's answer, first: the plan to act on and the model that graded it. Under the
+/// plate, that is the best of the shapes' best plans that the detailed model passes (graded
+/// as `check --detailed` would), with the command that grades it; or why none is.
+fn answer_lines(r: &SearchReport, first: Option<&Plan>) -> String {
+    let Some(first) = first else {
+        return String::new();
+    };
+    let mut out = String::new();
+    if first.step.is_some() && first.mfu.is_some() {
+        let _ = writeln!(
+            out,
+            "answer    {}\n          {} days at {} MFU, {} GB/GPU, loss {}: plan #1, by the detailed models",
+            plan_line(first),
+            fixed(first.days, 2),
+            percent(first.mfu.unwrap_or(0.0)),
+            fixed(first.memory_gb.total, 2),
+            fixed(first.loss, 5),
+        );
+        if let Some(Ok(args)) = r.commands.as_ref().map(|c| c.args(first, &r.brief)) {
+            let _ = writeln!(out, "          {}", command::line(&args));
+        }
+        out.push('\n');
+        return out;
+    }
+    if first.step.is_some() || first.mfu.is_some() {
+        // One model detailed, the other the plate's: plan #1 as listed.
+        let (memory, days) = if first.step.is_some() {
+            ("the detailed model's", "the plate's")
+        } else {
+            ("the plate's", "the detailed model's")
+        };
+        let _ = writeln!(
+            out,
+            "answer    {}\n          plan #1: its memory {memory}, its days {days}; --detailed grades both in detail\n",
+            plan_line(first),
+        );
+        return out;
+    }
+    let graded = graded_best(r);
+    match graded.iter().find(|(_, v)| v.pass) {
+        Some((p, v)) => {
+            let _ = writeln!(
+                out,
+                "answer    {}, {}\n          {} days at {} MFU, {} GB/GPU, loss {}: the detailed model passes it",
+                plan_line(p),
+                step_text_short(v.step.as_ref()),
+                fixed(v.days, 2),
+                percent(v.mfu),
+                fixed(v.memory, 2),
+                fixed(p.loss, 5),
+            );
+            if let Some(Ok(args)) = r.commands.as_ref().map(|c| c.detailed_args(p)) {
+                let _ = writeln!(out, "          {}", command::line(&args));
+            }
+            let _ = writeln!(
+                out,
+                "          the rest is the plate model's ({}) but where it says detailed",
+                plate_terms(&r.brief)
+            );
+        }
+        None if !graded.is_empty() => {
+            let why: Vec<String> = graded
+                .iter()
+                .map(|(p, v)| format!("{}: {}", p.model, v.text))
+                .collect();
+            let _ = writeln!(
+                out,
+                "answer    none: the detailed model passes none of the plate's best plans ({})\n          search under it with --detailed; the rest is the plate model's ({}) but where it says detailed",
+                why.join("; "),
+                plate_terms(&r.brief)
+            );
+        }
+        None => {
+            let why = r
+                .shapes
+                .iter()
+                .find_map(|v| v.best_plan.as_ref()?.runnable.as_ref()?.refused.clone())
+                .unwrap_or_else(|| "no grade".into());
+            let _ = writeln!(
+                out,
+                "answer    {}\n          plan #1, by the plate model alone ({}): the detailed model cannot grade it ({why})",
+                plan_line(first),
+                plate_terms(&r.brief)
+            );
+        }
+    }
+    out.push('\n');
+    out
+}
+
+/// What the plate model assumes, in a phrase.
+fn plate_terms(brief: &Brief) -> String {
+    format!(
+        "16 bytes a parameter, 6ND at {} % MFU",
+        general(brief.mfu * 100.0)
+    )
+}
+
+/// A fraction as a percentage to a tenth.
+fn percent(x: f64) -> String {
+    format!("{} %", fixed(100.0 * x, 1))
+}
+
+/// The step of a runnable grade in words: `b1 full recompute`.
+fn step_text_short(step: Option<&crate::cost::step::Step>) -> String {
+    step.map_or_else(String::new, |s| {
+        format!("b{} {} recompute", s.micro_batch, s.recompute.name())
+    })
+}
+
+/// A plate plan as the detailed model grades it ([`Runnable`]).
+struct DetailedVerdict {
+    pass: bool,
+    text: String,
+    days: f64,
+    mfu: f64,
+    memory: f64,
+    step: Option<crate::cost::step::Step>,
+}
+
+/// The detailed model's verdict on a runnable grade; `None` where it could not grade.
+fn detailed_verdict(brief: &Brief, r: &Runnable) -> Option<DetailedVerdict> {
+    let (days, mfu, memory) = (r.days?, r.mfu?, r.memory_gb?);
+    let (pass, text) = match (r.fits, days <= brief.max_days, days <= brief.days_limit()) {
+        (true, true, true) => (true, "fits, in time".to_string()),
+        (true, true, false) => (false, "fits, over the cost limit".to_string()),
+        (true, false, _) => (
+            false,
+            format!("fits, {} days over", fixed(days - brief.max_days, 1)),
+        ),
+        (false, _, _) => (
+            false,
+            format!("over the {} GB cap", general(brief.memory_cap_gb)),
+        ),
+    };
+    Some(DetailedVerdict {
+        pass,
+        text,
+        days,
+        mfu,
+        memory,
+        step: r.step,
+    })
+}
+
+/// The shapes' best plate plans the detailed model graded, passing first, each group in the
+/// ranking's order.
+fn graded_best(r: &SearchReport) -> Vec<(&Plan, DetailedVerdict)> {
+    let mut graded: Vec<(&Plan, DetailedVerdict)> = r
+        .shapes
+        .iter()
+        .filter_map(|v| {
+            let p = v.best_plan.as_ref()?;
+            Some((p, detailed_verdict(&r.brief, p.runnable.as_ref()?)?))
+        })
+        .collect();
+    let key = |p: &Plan, v: &DetailedVerdict| match r.rank {
+        crate::search::rank::Rank::Loss => (p.loss, v.days),
+        crate::search::rank::Rank::Days | crate::search::rank::Rank::Cost => (v.days, p.loss),
+        crate::search::rank::Rank::Memory => (v.memory, p.loss),
+    };
+    graded.sort_by(|(p, v), (q, w)| {
+        w.pass
+            .cmp(&v.pass)
+            .then(key(p, v).0.total_cmp(&key(q, w).0))
+            .then(key(p, v).1.total_cmp(&key(q, w).1))
+    });
+    graded
 }
 
 /// The search's budget in FLOPs, and the compute-optimal split of it.
@@ -204,53 +395,95 @@ fn shapes_section(r: &SearchReport) -> String {
         );
     }
     out.push_str(&runnable_lines(&r.brief, &listed));
-    if r.shapes.iter().any(|v| !is_preset(&v.model)) {
+    let found = r.shapes.iter().any(|v| v.best_plan.is_some());
+    if found && r.shapes.iter().any(|v| !is_preset(&v.model)) {
         out.push_str(&best_shapes(r));
     }
     out
 }
 
-/// The line above the plan table: how many plans it shows, of how many, ranked by what.
-fn ranked_heading(r: &SearchReport, plans: &dyn Ranked) -> String {
+/// Which models made a plan's numbers, for a heading: `by the plate model`, `by the detailed
+/// models`, or which made which.
+fn made_by(p: &Plan) -> &'static str {
+    match (p.step.is_some(), p.mfu.is_some()) {
+        (true, true) => "by the detailed models",
+        (true, false) => "memory by the detailed model, days by the plate's",
+        (false, true) => "memory by the plate model, days by the detailed one",
+        (false, false) => "by the plate model",
+    }
+}
+
+/// The lines above the plan table: which model made its numbers, how many plans it shows of
+/// how many, ranked by what, and what was graded.
+fn ranked_heading(r: &SearchReport, plans: &dyn Ranked, first: Option<&Plan>) -> String {
     let mut out = String::from("\n");
+    let by = first.map_or(String::new(), |p| format!(" {}", made_by(p)));
+    let steps = first.is_some_and(|p| p.step.is_some());
     if r.exact {
         let _ = writeln!(
             out,
-            "top {} by {} over every whole token count in the windows (on the grid: {} passing of {} graded on {})",
-            plural(plans.count(), "plan"),
+            "plans{by}: the {} best by {} over every whole token count in the windows",
+            thousands(plans.count()),
             r.rank.name(),
+        );
+        let _ = writeln!(
+            out,
+            "  (on the grid, {} of the {} plans graded pass: each shape and layout{} at {})",
             thousands(r.passing),
-            plural(r.evaluated, "candidate"),
+            thousands(r.evaluated),
+            if steps { " and step" } else { "" },
             plural(r.grid.len(), "token count")
         );
     } else {
         let shown = if plans.count() == r.choices {
             format!("all {}", thousands(r.choices))
         } else {
-            format!("top {} of {}", plans.count(), thousands(r.choices))
+            format!(
+                "the {} best of {}",
+                thousands(plans.count()),
+                thousands(r.choices)
+            )
         };
         let what = match r.distinct {
-            Distinct::Plan => {
-                format!("passing {}", if r.passing == 1 { "plan" } else { "plans" })
+            Distinct::Plan => format!("passing {}", if r.passing == 1 { "plan" } else { "plans" }),
+            Distinct::Layout if steps => {
+                "passing layouts and steps, each at its best token count,".to_string()
             }
-            Distinct::Layout => format!(
-                "passing layouts and steps, each at its best token count, of {} passing plans,",
-                thousands(r.passing)
-            ),
-            Distinct::Shape => format!(
-                "passing shapes, each at its best plan, of {} passing plans,",
-                thousands(r.passing)
-            ),
+            Distinct::Layout => "passing layouts, each at its best token count,".to_string(),
+            Distinct::Shape => "passing shapes, each at its best plan,".to_string(),
         };
+        let _ = writeln!(out, "plans{by}: {shown} {what} by {}", r.rank.name());
         let _ = writeln!(
             out,
-            "{shown} {what} by {} ({} graded on {})",
-            r.rank.name(),
-            plural(r.evaluated, "candidate"),
+            "  ({} of the {} plans graded pass: each shape and layout{} at {})",
+            thousands(r.passing),
+            thousands(r.evaluated),
+            if steps { " and step" } else { "" },
             plural(r.grid.len(), "token count")
         );
     }
     out
+}
+
+/// The rows from the first that tie with it on loss and days, when there are several: the
+/// plate grades every layout of a shape and token count alike, so its best rows often do.
+fn tie_lines(plans: &dyn Ranked) -> String {
+    let mut walk = plans.walk().take(V_NOTE_PLANS);
+    let Some(first) = walk.next() else {
+        return String::new();
+    };
+    let tied = 1 + walk
+        .take_while(|p| p.loss == first.loss && p.days == first.days)
+        .count();
+    if tied < 2 {
+        return String::new();
+    }
+    let order = if first.runnable.is_some() {
+        "the detailed model's pace, then memory"
+    } else {
+        "memory, then the smaller degrees"
+    };
+    format!("\n#1 to #{tied} tie on loss and days; among them the order is {order} (docs/guide.md, Ties)\n")
 }
 
 /// How the brief's law grades the mixtures of experts of a search, when there are any: by its
@@ -430,40 +663,34 @@ fn facet_lines(v: &ShapeVerdict, brief: &Brief) -> String {
 /// default step): what the plate's assumed MFU hides, as `check --memory detailed --time
 /// detailed` would grade it. Empty when no listed shape has a plate plan.
 fn runnable_lines(brief: &Brief, shapes: &[&ShapeVerdict]) -> String {
-    let rows: Vec<Vec<String>> = shapes
+    let mut rows: Vec<(bool, Vec<String>)> = shapes
         .iter()
         .filter_map(|v| {
             let p = v.best_plan.as_ref()?;
             let r = p.runnable.as_ref()?;
-            let l = &p.layout;
-            let layout = l.describe();
-            let (Some(days), Some(mfu), Some(memory)) = (r.days, r.mfu, r.memory_gb) else {
+            let layout = p.layout.describe();
+            let Some(v) = detailed_verdict(brief, r) else {
                 let why = r.refused.clone().unwrap_or_default();
-                return Some(vec![
+                let blank = String::new;
+                let row = vec![p.model.clone(), layout, blank(), blank(), blank()];
+                return Some((false, [row, vec![format!("not graded: {why}")]].concat()));
+            };
+            Some((
+                v.pass,
+                vec![
                     p.model.clone(),
                     layout,
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                    format!("not graded: {why}"),
-                ]);
-            };
-            let verdict = match (r.fits, days <= brief.max_days, days <= brief.days_limit()) {
-                (true, true, true) => "fits, in time".to_string(),
-                (true, true, false) => "fits, over the cost limit".to_string(),
-                (true, false, _) => format!("fits, {} days over", fixed(days - brief.max_days, 1)),
-                (false, _, _) => format!("over the {} GB cap", general(brief.memory_cap_gb)),
-            };
-            Some(vec![
-                p.model.clone(),
-                layout,
-                fixed(days, 2),
-                format!("{} %", fixed(100.0 * mfu, 1)),
-                fixed(memory, 2),
-                verdict,
-            ])
+                    fixed(v.days, 2),
+                    percent(v.mfu),
+                    fixed(v.memory, 2),
+                    v.text,
+                ],
+            ))
         })
         .collect();
+    // The plans the detailed model passes first, as the answer above names the first.
+    rows.sort_by_key(|(pass, _)| !pass);
+    let rows: Vec<Vec<String>> = rows.into_iter().map(|(_, row)| row).collect();
     let Some(stack) = shapes
         .iter()
         .find_map(|v| Some(v.best_plan.as_ref()?.runnable.as_ref()?.stack))
