@@ -1832,3 +1832,28 @@ fn check_refuses_beside_a_plan_what_it_would_otherwise_drop() {
         refuses(&args, needle);
     }
 }
+
+#[test]
+fn best_loss_searches_to_the_lowest_loss_the_budget_reaches() {
+    // The default brief's lowest loss in reach is 70B's at the most tokens 30 days allow,
+    // 1.947913: searched to it, rounded up, 70B passes; a hair below it nothing does.
+    let v = json(&["search", "--json", "--best-loss"]);
+    assert_eq!(v["brief"]["loss_target"], 1.94792);
+    let first = &v["plans"][0];
+    assert_eq!(first["model"], "llama3-70b");
+    let loss = first["loss"].as_f64().unwrap();
+    assert!((1.94791..=1.94792).contains(&loss), "{loss}");
+    let check = first["check"].as_array().unwrap();
+    assert!(check
+        .windows(2)
+        .any(|w| w[0] == "--loss-target" && w[1] == "1.94792"));
+    let below = trainplan()
+        .args(["search", "--loss-target", "1.94791", "--exact"])
+        .output()
+        .unwrap();
+    assert_eq!(below.status.code(), Some(1));
+    common::refuses(
+        &["search", "--best-loss", "--loss-target", "2"],
+        "--best-loss",
+    );
+}

@@ -45,6 +45,14 @@ pub(super) fn check_command(
         let stack = args.detailed.stack.map(|s| s.name().to_string());
         lay(&mut settings, "--stack", stack);
     }
+    if args.best_loss {
+        // The target the first search found, which `check` takes as the brief's.
+        brief.retain(|f| f[0] != "--loss-target");
+        brief.push(vec![
+            "--loss-target".into(),
+            report.brief.loss_target.to_string(),
+        ]);
+    }
     let mut wanted: BTreeSet<&str> = report.plans.iter().map(|p| p.model.as_str()).collect();
     for v in &report.shapes {
         if every && v.token_window.is_some() {

@@ -600,6 +600,11 @@ fn run_search(
         .num_threads(threads)
         .build()
         .map_err(|e| Error::invalid("--threads", args.threads, e.to_string()))?;
+    let brief = if args.best_loss {
+        best_loss(brief, &shapes, &options, &pool, quiet)?
+    } else {
+        brief
+    };
     if let Some(shard) = shard {
         let indices: Vec<usize> = (0..shapes.len()).filter(|&i| shard.takes(i)).collect();
         let mine: Vec<_> = indices.iter().map(|&i| shapes[i].clone()).collect();
@@ -658,6 +663,50 @@ fn run_search(
         report.sensitivity = Some(found);
     }
     write_report(&args.output, &report, &report.plans.as_slice(), quiet, out)
+}
+
+/// A loss target no plan misses: the law's loss at a handful of tokens is far above it.
+const ANY_LOSS: f64 = 1e9;
+
+/// `brief` with the best loss its GPUs, days and memory reach as its target (`--best-loss`):
+/// the lowest loss of a search to [`ANY_LOSS`] over every whole token count of the windows,
+/// rounded up to five decimals, so the best plan and those within the rounding pass. The
+/// brief as it is where no plan passes even then (the report says why).
+fn best_loss(
+    brief: Brief,
+    shapes: &[Shape],
+    options: &SearchOptions,
+    pool: &rayon::ThreadPool,
+    quiet: bool,
+) -> Result<Brief> {
+    let loose = Brief {
+        loss_target: ANY_LOSS,
+        ..brief.clone()
+    };
+    let first = SearchOptions {
+        rank: crate::search::rank::Rank::Loss,
+        top: Some(1),
+        exact: true,
+        distinct: Distinct::Shape,
+        ..options.clone()
+    };
+    let found = pool.install(|| search(&loose, shapes, &first, &progress::Silent));
+    let Some(best) = found.plans.first() else {
+        return Ok(brief);
+    };
+    let target = (best.loss * 1e5).ceil() / 1e5;
+    if !quiet {
+        eprintln!(
+            "note: --best-loss: the lowest loss in reach is {} ({} on {} tokens); searching to loss ≤ {target}",
+            crate::format::fixed(best.loss, 6),
+            best.model,
+            crate::format::count(best.tokens as f64)
+        );
+    }
+    Ok(Brief {
+        loss_target: target,
+        ..brief
+    })
 }
 
 fn run_merge(args: &MergeArgs, quiet: bool, out: &mut dyn Write) -> Result<bool> {

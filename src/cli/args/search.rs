@@ -178,6 +178,11 @@ pub struct SearchArgs {
     /// counts and the grid's front are still reported).
     #[arg(long, conflicts_with = "all")]
     pub exact: bool,
+    /// Aim at the best loss the brief's GPUs, days and memory reach instead of a target: a first
+    /// search finds it (over every whole token count), and the search is made with it, rounded
+    /// up to five decimals, as the loss target.
+    #[arg(long, conflicts_with = "loss_target")]
+    pub best_loss: bool,
     /// Also list, after the plans, the `check` command that grades each again as the search
     /// graded it, its whole step written out (the JSON gives every plan's as `check`).
     #[arg(long)]
