@@ -526,3 +526,115 @@ fn every_file_a_documented_command_reads_exists() {
         missing.join("\n")
     );
 }
+
+/// The commands of the README's and docs/' console blocks not run here, by a part of them, each
+/// with why (their outputs are snapshots' all the same: `SHOWN`).
+const NOT_RUN: [(&str, &str); 6] = [
+    ("trainplan serve", "a server: its first lines only"),
+    (
+        "trainplan search ... --json",
+        "the elided flags are the section's",
+    ),
+    ("--plan plans.json", "reads what the elided search writes"),
+    (
+        "trainplan merge part-1.json",
+        "a partial file edited by hand",
+    ),
+    (
+        "python -c",
+        "the Python package, which CI builds and tests apart",
+    ),
+    (
+        "cargo run --release -- search",
+        "results/default-summary.txt, compared above",
+    ),
+];
+
+#[test]
+fn every_console_block_of_the_readme_and_the_docs_shows_what_its_command_prints() {
+    // Each ```console block's `$ command` (continuations joined), run from the crate's root as
+    // a shell would, must print exactly the lines the block shows after it.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bin = assert_cmd::cargo::cargo_bin("trainplan");
+    let mut pages = vec![root.join("README.md")];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            pages.push(path);
+        }
+    }
+    pages.sort();
+    let (mut ran, mut wrong) = (0, Vec::new());
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        for block in text.split("```console\n").skip(1) {
+            let block = block.split("```").next().unwrap();
+            // Each `$ command` of the block, its continuations joined, and the lines under it.
+            let mut runs: Vec<(String, Vec<&str>)> = Vec::new();
+            let mut lines = block.lines();
+            while let Some(line) = lines.next() {
+                match (line.strip_prefix("$ "), runs.last_mut()) {
+                    (Some(first), _) => {
+                        let mut command = first.to_string();
+                        while command.ends_with('\\') {
+                            command.pop();
+                            command.push_str(lines.next().unwrap().trim_start());
+                        }
+                        runs.push((command, Vec::new()));
+                    }
+                    (None, Some((_, shown))) => shown.push(line),
+                    (None, None) => {}
+                }
+            }
+            for (command, shown) in runs {
+                if command.contains('…') || NOT_RUN.iter().any(|(part, _)| command.contains(part))
+                {
+                    continue;
+                }
+                let command = command.replacen("trainplan", &bin.display().to_string(), 1);
+                let out = std::process::Command::new("sh")
+                    .args(["-c", &command])
+                    .current_dir(root)
+                    .output()
+                    .unwrap();
+                let refused = shown.first().is_some_and(|l| l.starts_with("error:"));
+                let code = out.status.code();
+                if code != Some(if refused { 2 } else { 0 }) && (refused || code != Some(1)) {
+                    wrong.push(format!("{}: `{command}` exits {code:?}", page.display()));
+                }
+                // What a failing command says is on stderr, and shown where stdout is empty.
+                let printed = match out.stdout.is_empty() {
+                    true => String::from_utf8(out.stderr).unwrap(),
+                    false => String::from_utf8(out.stdout).unwrap(),
+                };
+                let printed: Vec<&str> = printed.lines().collect();
+                if let Some(missing) = excerpt_missing(&shown, &printed) {
+                    wrong.push(format!(
+                        "{}: `{command}` does not print, in order:\n{}",
+                        page.display(),
+                        missing.join("\n")
+                    ));
+                }
+                ran += 1;
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert!(ran >= 20, "only {ran} blocks ran");
+}
+
+/// The first run of `shown`'s lines, between its `…` lines, that `printed` does not hold at or
+/// after the previous run; `None` when every run is there in order. A block shows all of what
+/// its command prints, or its first lines, or runs of it with `…` where lines are left out.
+fn excerpt_missing<'a>(shown: &[&'a str], printed: &[&str]) -> Option<Vec<&'a str>> {
+    let mut from = 0;
+    for run in shown.split(|l| l.trim() == "…").filter(|r| !r.is_empty()) {
+        let found = (from..=printed.len().saturating_sub(run.len()))
+            .find(|&i| printed.get(i..i + run.len()) == Some(run));
+        let Some(at) = found else {
+            return Some(run.to_vec());
+        };
+        from = at + run.len();
+    }
+    None
+}
