@@ -437,9 +437,8 @@ fn the_readme_s_sensitivity_excerpt_is_the_real_report_cut_where_it_says() {
 /// from the repository's root, as typed: a newcomer copies the command, not a path the tests
 /// use instead. Names in capitals (`FILE.json`) are placeholders; a shell variable set in the
 /// same block (`config=…`) is read through.
-#[test]
-fn every_file_a_documented_command_reads_exists() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+/// The README and the pages of docs/, in order.
+fn pages(root: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut pages = vec![root.join("README.md")];
     for entry in std::fs::read_dir(root.join("docs")).unwrap() {
         let path = entry.unwrap().path();
@@ -448,6 +447,13 @@ fn every_file_a_documented_command_reads_exists() {
         }
     }
     pages.sort();
+    pages
+}
+
+#[test]
+fn every_file_a_documented_command_reads_exists() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let pages = pages(root);
     let mut missing = Vec::new();
     let mut read = 0;
     for page in &pages {
@@ -553,17 +559,10 @@ const NOT_RUN: [(&str, &str); 6] = [
 #[test]
 fn every_console_block_of_the_readme_and_the_docs_shows_what_its_command_prints() {
     // Each ```console block's `$ command` (continuations joined), run from the crate's root as
-    // a shell would, must print exactly the lines the block shows after it.
+    // a shell would, must print the lines the block shows after it ([`excerpt_missing`]).
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let bin = assert_cmd::cargo::cargo_bin("trainplan");
-    let mut pages = vec![root.join("README.md")];
-    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "md") {
-            pages.push(path);
-        }
-    }
-    pages.sort();
+    let pages = pages(root);
     let (mut ran, mut wrong) = (0, Vec::new());
     for page in &pages {
         let text = std::fs::read_to_string(page).unwrap();
