@@ -506,6 +506,19 @@ proptest! {
             let first = report.plans.iter().find(|p| p.model == shape.name && p.params == shape.params());
             let best = v.best_plan.take();
             prop_assert_eq!(best.as_ref(), first);
+            // Where the detailed model runs the best plan past the limit, the same layout on
+            // the most tokens it passes in time, still inside the window; one token more and
+            // the detailed model runs over.
+            if let Some(sooner) = v.detailed_best.take() {
+                let best = best.as_ref().unwrap();
+                let [lo, _] = v.token_window.unwrap();
+                prop_assert_eq!(sooner.layout, best.layout);
+                prop_assert!(lo <= sooner.tokens && sooner.tokens < best.tokens);
+                let r = sooner.runnable.as_ref().unwrap();
+                prop_assert!(r.fits && r.days.unwrap() <= brief.days_limit());
+                let per_token = r.days_per_token.unwrap();
+                prop_assert!((sooner.tokens + 1) as f64 * per_token > brief.days_limit());
+            }
             let configs = configurations(&brief, shape, &space, &time);
             // Every configuration the space offers is graded or counted out by its rule.
             let offered: u64 = layouts(&brief, shape)

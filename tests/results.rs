@@ -623,13 +623,24 @@ fn every_console_block_of_the_readme_and_the_docs_shows_what_its_command_prints(
 }
 
 /// The first run of `shown`'s lines, between its `…` lines, that `printed` does not hold at or
-/// after the previous run; `None` when every run is there in order. A block shows all of what
-/// its command prints, or its first lines, or runs of it with `…` where lines are left out.
+/// after the previous run (the first run at the start, unless `shown` opens with `…`); `None`
+/// when every run is there in order. A block shows all of what its command prints, or its first
+/// lines, or runs of it with `…` where lines are left out.
 fn excerpt_missing<'a>(shown: &[&'a str], printed: &[&str]) -> Option<Vec<&'a str>> {
     let mut from = 0;
-    for run in shown.split(|l| l.trim() == "…").filter(|r| !r.is_empty()) {
-        let found = (from..=printed.len().saturating_sub(run.len()))
-            .find(|&i| printed.get(i..i + run.len()) == Some(run));
+    // Without a `…` first, the block's first line is the output's.
+    let anywhere = shown.first().is_some_and(|l| l.trim() == "…");
+    for (n, run) in shown
+        .split(|l| l.trim() == "…")
+        .filter(|r| !r.is_empty())
+        .enumerate()
+    {
+        let last = if n == 0 && !anywhere {
+            0
+        } else {
+            printed.len().saturating_sub(run.len())
+        };
+        let found = (from..=last).find(|&i| printed.get(i..i + run.len()) == Some(run));
         let Some(at) = found else {
             return Some(run.to_vec());
         };

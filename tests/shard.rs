@@ -151,7 +151,7 @@ fn a_partial_file_of_another_version_is_refused_by_name() {
         &[],
         "p1.json",
         "\"kind\"",
-        "\"schema_version\": 3",
+        "\"schema_version\": 4",
         "\"schema_version\": 1",
     );
     assert!(

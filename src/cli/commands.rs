@@ -46,8 +46,8 @@ pub(super) fn check_command(
         lay(&mut settings, "--stack", stack);
     }
     if args.best_loss {
-        // The target the first search found, which `check` takes as the brief's.
-        brief.retain(|f| f[0] != "--loss-target");
+        // The target the first search found, which `check` takes as the brief's (clap has
+        // refused --loss-target beside --best-loss).
         brief.push(vec![
             "--loss-target".into(),
             report.brief.loss_target.to_string(),
@@ -62,19 +62,24 @@ pub(super) fn check_command(
             wanted.insert(&p.model);
         }
     }
-    let configs: Vec<(String, String)> = args
+    // The search read each config already; a config a second read refuses names no shape.
+    let configs: Vec<(Shape, String)> = args
         .model_config
         .iter()
-        .filter_map(|path| {
-            let shape = hf::read(path).ok()?;
-            Some((shape.name, path.display().to_string()))
-        })
+        .filter_map(|path| Some((hf::read(path).ok()?, path.display().to_string())))
         .collect();
-    let models = shapes
-        .iter()
-        .filter(|s| wanted.contains(s.name.as_str()))
-        .map(|s| (s.name.clone(), model_flags(s, &configs)))
-        .collect::<BTreeMap<_, _>>();
+    let mut models = BTreeMap::new();
+    for s in shapes.iter().filter(|s| wanted.contains(s.name.as_str())) {
+        let flags = match models.get(&s.name) {
+            // A plan names its model, so two shapes of one name cannot be told apart.
+            Some(_) => Err(format!(
+                "two searched shapes are named {}: grade it with check --plan FILE.json --index N",
+                s.name
+            )),
+            None => model_flags(s, &configs),
+        };
+        models.insert(s.name.clone(), flags);
+    }
     CheckCommand {
         brief,
         settings,
@@ -87,35 +92,34 @@ pub(super) fn check_command(
 /// (a list's joined by commas).
 fn given_flags(matches: &ArgMatches, group: &clap::Command) -> Vec<Vec<String>> {
     let mut out = Vec::new();
-    {
-        for arg in group.get_arguments() {
-            let id = arg.get_id().as_str();
-            let (Some(long), Some(ValueSource::CommandLine)) =
-                (arg.get_long(), matches.value_source(id))
-            else {
-                continue;
-            };
-            let mut flag = vec![format!("--{long}")];
-            if arg.get_action().takes_values() {
-                let values: Vec<String> = matches
-                    .get_raw(id)
-                    .into_iter()
-                    .flatten()
-                    .map(|v| v.to_string_lossy().into_owned())
-                    .collect();
-                flag.push(values.join(","));
-            }
-            out.push(flag);
+    for arg in group.get_arguments() {
+        let id = arg.get_id().as_str();
+        let (Some(long), Some(ValueSource::CommandLine)) =
+            (arg.get_long(), matches.value_source(id))
+        else {
+            continue;
+        };
+        let mut flag = vec![format!("--{long}")];
+        if arg.get_action().takes_values() {
+            let values: Vec<String> = matches
+                .get_raw(id)
+                .into_iter()
+                .flatten()
+                .map(|v| v.to_string_lossy().into_owned())
+                .collect();
+            flag.push(values.join(","));
         }
+        out.push(flag);
     }
     out
 }
 
-/// The flags that name `shape` to `check`: its config file where it came from one, its name
-/// where that is a preset or a family shape with Llama 3's dimensions, else its dimensions
-/// (a dense shape); why there are none for a mixture of experts or a hybrid made by a family.
-fn model_flags(shape: &Shape, configs: &[(String, String)]) -> Result<Vec<String>, String> {
-    if let Some((_, path)) = configs.iter().find(|(name, _)| *name == shape.name) {
+/// The flags that name `shape` to `check`: the config file it was read from (the same shape,
+/// not just its name), its name where that is a preset's or a family shape's, else the
+/// dimensions of an ad-hoc dense shape; why there are none for a shape no flags make (a
+/// config's biases, latent attention or blocks, given without its file).
+fn model_flags(shape: &Shape, configs: &[(Shape, String)]) -> Result<Vec<String>, String> {
+    if let Some((_, path)) = configs.iter().find(|(read, _)| read == shape) {
         return Ok(vec!["--model-config".into(), path.clone()]);
     }
     if model::preset(&shape.name).is_ok_and(|s| s == *shape) {
@@ -182,7 +186,7 @@ mod tests {
         let shape = hf::read(std::path::Path::new(path)).unwrap();
         let why = model_flags(&shape, &[]).unwrap_err();
         assert!(why.contains("check --plan FILE.json --index N"), "{why}");
-        let configs = [(shape.name.clone(), "q.json".to_string())];
+        let configs = [(shape.clone(), "q.json".to_string())];
         assert_eq!(
             model_flags(&shape, &configs).unwrap(),
             ["--model-config", "q.json"]

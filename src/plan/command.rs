@@ -23,9 +23,9 @@ pub struct CheckCommand {
     /// The search's flags of the memory and time models, which `check` takes as they are,
     /// each a flag and its value, none for a switch (`--detailed`, `--stack torchtitan`).
     pub settings: Vec<Vec<String>>,
-    /// Each searched shape's model flags, by its name (`--model llama3-70b`,
+    /// Each listed shape's model flags, by its name (`--model llama3-70b`,
     /// `--model-config PATH`, or an ad-hoc shape's dimensions), or why `check` has none for it
-    /// (a family of mixtures of experts: `check` takes no ad-hoc experts).
+    /// (a config's biases or blocks without its file, two shapes of one name).
     pub models: BTreeMap<String, std::result::Result<Vec<String>, String>>,
     /// Whether the text report lists each plan's command (`--show-commands`); the JSON
     /// always gives them.

@@ -67,6 +67,12 @@ pub struct ShapeVerdict {
     /// The shape's best passing plan on the grid under the search's ranking (searches only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub best_plan: Option<Plan>,
+    /// Where the detailed model fits `best_plan` but puts it past the day (or cost) limit: the
+    /// same layout on the most tokens it passes in time under the detailed model
+    /// (`⌊days limit / its days per token⌋`), where that still reaches the loss target (a plate
+    /// search's answer, [`crate::plan::runnable`]); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detailed_best: Option<Plan>,
     /// Configurations the search left out for a reason other than memory, days or loss (a
     /// global batch no layout's micro-batches make, a schedule the stages do not allow, a time
     /// model without figures for the GPU), by rule; empty when none were.
@@ -401,6 +407,7 @@ pub fn verdict_because(
         min_memory_gb: lightest.map(|l| gb(l.bytes)),
         reason: (!reasons.is_empty()).then(|| reasons.join("; ")),
         best_plan: None,
+        detailed_best: None,
         excluded: Vec::new(),
         facets: Vec::new(),
     }

@@ -228,6 +228,27 @@ fn grade(
     })
 }
 
+/// The candidate `c` (a shape's best plate plan, `p` graded) on the most tokens the detailed
+/// model passes in time, where it fits `p`'s layout but puts `p` past the day or cost limit and
+/// those tokens still reach the loss target (`v`'s window): its runnable days are linear in the
+/// tokens, so the count is `⌊days limit / days per token⌋`.
+fn in_time_under_detailed(
+    brief: &Brief,
+    v: &ShapeVerdict,
+    c: &Candidate,
+    p: &Plan,
+) -> Option<Candidate> {
+    let r = p.runnable.as_ref()?;
+    let (days, per_token) = (r.days?, r.days_per_token?);
+    let limit = brief.days_limit();
+    if !r.fits || days <= limit || per_token <= 0.0 {
+        return None;
+    }
+    let [lo, _] = v.token_window?;
+    let tokens = (limit / per_token).floor() as u64;
+    (tokens >= lo && tokens < c.tokens).then_some(Candidate { tokens, ..*c })
+}
+
 /// Each shape's [`MicroBatchCache`] (by its place) for grading many plans: a front holds many
 /// token counts of few configurations.
 pub(crate) type MicroBatches = std::cell::RefCell<crate::hash::FastMap<usize, MicroBatchCache>>;
@@ -719,6 +740,11 @@ pub(crate) fn search_in_blocks<'a>(
             .zip(&best)
             .map(|(mut v, best)| {
                 v.best_plan = best.as_ref().map(grade);
+                v.detailed_best = best
+                    .as_ref()
+                    .zip(v.best_plan.as_ref())
+                    .and_then(|(c, p)| in_time_under_detailed(brief, &v, c, p))
+                    .map(|c| grade(&c));
                 v
             })
             .collect(),

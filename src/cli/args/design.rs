@@ -122,7 +122,7 @@ pub struct AttentionArgs {
 
 impl AttentionArgs {
     /// The shape of `layers × hidden × ffn` with these dimensions, named by them.
-    pub fn shape(&self, layers: u64, hidden: u64, ffn: u64) -> Result<Shape> {
+    pub(crate) fn shape(&self, layers: u64, hidden: u64, ffn: u64) -> Result<Shape> {
         let narrow = |flag: &str, n: u64| {
             u32::try_from(n)
                 .map_err(|_| Error::invalid(flag, n, "a whole number of at most 4294967295"))

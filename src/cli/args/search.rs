@@ -181,7 +181,9 @@ pub struct SearchArgs {
     /// Aim at the best loss the brief's GPUs, days and memory reach instead of a target: a first
     /// search finds it (over every whole token count), and the search is made with it, rounded
     /// up to five decimals, as the loss target.
-    #[arg(long, conflicts_with = "loss_target")]
+    /// (With --shard each shard would search every shape first: run the unsharded search's
+    /// target as --loss-target instead.)
+    #[arg(long, conflicts_with_all = ["loss_target", "shard"])]
     pub best_loss: bool,
     /// Also list, after the plans, the `check` command that grades each again as the search
     /// graded it, its whole step written out (the JSON gives every plan's as `check`).
@@ -279,6 +281,16 @@ impl SearchArgs {
         let table = matches!(self.output.format(), Format::Text | Format::Json);
         if self.sensitivity && !table {
             return Err(sensitivity_format(self.output.format.to_possible_value()));
+        }
+        // The CSV and Markdown tables have one row a plan and no place for its command.
+        if self.show_commands && !table {
+            let value = self.output.format.to_possible_value();
+            let name = value.map(|v| v.get_name().to_string()).unwrap_or_default();
+            return Err(Error::invalid(
+                "--show-commands",
+                format!("with --format {name}"),
+                "the text report, or --json, whose plans carry theirs as check",
+            ));
         }
         Ok(())
     }

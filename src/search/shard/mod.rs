@@ -37,10 +37,11 @@ mod check;
 /// What a partial file says it is.
 pub const PARTIAL_KIND: &str = "trainplan-partial";
 
-/// The partial format's version: 3 since plate plans carry the detailed grade they rank by
-/// (`runnable`) and the plans may be distinct choices; a partial file of another version is
-/// refused by name.
-pub const PARTIAL_SCHEMA_VERSION: u32 = 3;
+/// The partial format's version: 4 since it carries what makes each plan's `check` command
+/// (`commands`) and each verdict may carry its `detailed_best` (3: plate plans carry the
+/// detailed grade they rank by, `runnable`, and the plans may be distinct choices); a partial
+/// file of another version is refused by name.
+pub const PARTIAL_SCHEMA_VERSION: u32 = 4;
 
 /// One slice of a search: shard `index` of `count`, 1-based.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

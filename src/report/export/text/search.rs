@@ -39,7 +39,7 @@ pub(super) fn write(r: &SearchReport, plans: &dyn Ranked, sink: &mut dyn io::Wri
     if plans.count() > 0 {
         written(write_plan_table(plans, sink))?;
     }
-    let mut out = tie_lines(plans);
+    let mut out = tie_lines(r, plans);
     if let Some(c) = r.commands.as_ref().filter(|c| c.show && plans.count() > 0) {
         out.push_str(&command_lines(c, &r.brief, plans));
     }
@@ -140,26 +140,28 @@ fn answer_lines(r: &SearchReport, first: Option<&Plan>) -> String {
         out.push('\n');
         return out;
     }
-    if first.step.is_some() || first.mfu.is_some() {
-        // One model detailed, the other the plate's: plan #1 as listed.
-        let (memory, days) = if first.step.is_some() {
-            ("the detailed model's", "the plate's")
-        } else {
-            ("the plate's", "the detailed model's")
-        };
+    if first.step.is_some() {
+        // Detailed memory, the plate's days (the detailed time model needs the step).
         let _ = writeln!(
             out,
-            "answer    {}\n          plan #1: its memory {memory}, its days {days}; --detailed grades both in detail\n",
+            "answer    {}\n          plan #1: its memory the detailed model's, its days the plate's; --detailed grades both in detail\n",
             plan_line(first),
         );
         return out;
     }
     let graded = graded_best(r);
-    match graded.iter().find(|(_, v)| v.pass) {
-        Some((p, v)) => {
+    match graded.iter().find(|(_, v, _)| v.pass) {
+        Some((p, v, instead)) => {
+            let why = match instead {
+                None => "the detailed model passes it".to_string(),
+                Some(best) => format!(
+                    "the detailed model passes it, not the plate's {} tokens",
+                    count(best.tokens as f64)
+                ),
+            };
             let _ = writeln!(
                 out,
-                "answer    {}, {}\n          {} days at {} MFU, {} GB/GPU, loss {}: the detailed model passes it",
+                "answer    {}, {}\n          {} days at {} MFU, {} GB/GPU, loss {}: {why}",
                 plan_line(p),
                 step_text_short(v.step.as_ref()),
                 fixed(v.days, 2),
@@ -179,7 +181,7 @@ fn answer_lines(r: &SearchReport, first: Option<&Plan>) -> String {
         None if !graded.is_empty() => {
             let why: Vec<String> = graded
                 .iter()
-                .map(|(p, v)| format!("{}: {}", p.model, v.text))
+                .map(|(p, v, _)| format!("{}: {}", p.model, v.text))
                 .collect();
             let _ = writeln!(
                 out,
@@ -261,15 +263,27 @@ fn detailed_verdict(brief: &Brief, r: &Runnable) -> Option<DetailedVerdict> {
     })
 }
 
-/// The shapes' best plate plans the detailed model graded, passing first, each group in the
-/// ranking's order.
-fn graded_best(r: &SearchReport) -> Vec<(&Plan, DetailedVerdict)> {
-    let mut graded: Vec<(&Plan, DetailedVerdict)> = r
+/// Each shape's best plate plan as the detailed model grades it, or, where that one runs past
+/// the limit, its layout on the most tokens the detailed model passes in time
+/// ([`ShapeVerdict::detailed_best`]), with the best plan it stands for; passing first, each
+/// group in the ranking's order.
+fn graded_best(r: &SearchReport) -> Vec<(&Plan, DetailedVerdict, Option<&Plan>)> {
+    let mut graded: Vec<(&Plan, DetailedVerdict, Option<&Plan>)> = r
         .shapes
         .iter()
         .filter_map(|v| {
-            let p = v.best_plan.as_ref()?;
-            Some((p, detailed_verdict(&r.brief, p.runnable.as_ref()?)?))
+            let best = v.best_plan.as_ref()?;
+            let sooner = v.detailed_best.as_ref().and_then(|p| {
+                let graded = detailed_verdict(&r.brief, p.runnable.as_ref()?)?;
+                graded.pass.then_some((p, graded, Some(best)))
+            });
+            sooner.or_else(|| {
+                Some((
+                    best,
+                    detailed_verdict(&r.brief, best.runnable.as_ref()?)?,
+                    None,
+                ))
+            })
         })
         .collect();
     let key = |p: &Plan, v: &DetailedVerdict| match r.rank {
@@ -277,7 +291,7 @@ fn graded_best(r: &SearchReport) -> Vec<(&Plan, DetailedVerdict)> {
         crate::search::rank::Rank::Days | crate::search::rank::Rank::Cost => (v.days, p.loss),
         crate::search::rank::Rank::Memory => (v.memory, p.loss),
     };
-    graded.sort_by(|(p, v), (q, w)| {
+    graded.sort_by(|(p, v, _), (q, w, _)| {
         w.pass
             .cmp(&v.pass)
             .then(key(p, v).0.total_cmp(&key(q, w).0))
@@ -405,11 +419,11 @@ fn shapes_section(r: &SearchReport) -> String {
 /// Which models made a plan's numbers, for a heading: `by the plate model`, `by the detailed
 /// models`, or which made which.
 fn made_by(p: &Plan) -> &'static str {
+    // The detailed time model needs the detailed memory model's step: three cases.
     match (p.step.is_some(), p.mfu.is_some()) {
         (true, true) => "by the detailed models",
         (true, false) => "memory by the detailed model, days by the plate's",
-        (false, true) => "memory by the plate model, days by the detailed one",
-        (false, false) => "by the plate model",
+        _ => "by the plate model",
     }
 }
 
@@ -465,10 +479,18 @@ fn ranked_heading(r: &SearchReport, plans: &dyn Ranked, first: Option<&Plan>) ->
     out
 }
 
-/// The rows from the first that tie with it on loss and days, when there are several: the
-/// plate grades every layout of a shape and token count alike, so its best rows often do.
-fn tie_lines(plans: &dyn Ranked) -> String {
-    let mut walk = plans.walk().take(V_NOTE_PLANS);
+/// The most rows [`tie_lines`] looks through.
+const TIE_ROWS: usize = 1000;
+
+/// The rows from the first that tie with it on loss and days, when the ranking is by either
+/// and there are several: the plate grades every layout of a shape and token count alike, so
+/// its best rows often do, and the report says what orders them (docs/guide.md, Ties).
+fn tie_lines(r: &SearchReport, plans: &dyn Ranked) -> String {
+    use crate::search::rank::Rank;
+    if !matches!(r.rank, Rank::Loss | Rank::Days) {
+        return String::new();
+    }
+    let mut walk = plans.walk().take(TIE_ROWS);
     let Some(first) = walk.next() else {
         return String::new();
     };
@@ -478,7 +500,11 @@ fn tie_lines(plans: &dyn Ranked) -> String {
     if tied < 2 {
         return String::new();
     }
-    let order = if first.runnable.is_some() {
+    let paced = first
+        .runnable
+        .as_ref()
+        .is_some_and(|g| g.days_per_token.is_some());
+    let order = if paced {
         "the detailed model's pace, then memory"
     } else {
         "memory, then the smaller degrees"
