@@ -228,16 +228,16 @@ fn grade(
     })
 }
 
-/// The candidate `c` (a shape's best plate plan, `p` graded) on the most tokens the detailed
-/// model passes in time, where it fits `p`'s layout but puts `p` past the day or cost limit and
+/// The candidate `c` (a shape's best plate plan, `p` graded) and the most tokens the detailed
+/// model passes it on in time, where it fits `p`'s layout but puts `p` past the day or cost limit and
 /// those tokens still reach the loss target (`v`'s window): its runnable days are linear in the
 /// tokens, so the count is `⌊days limit / days per token⌋`.
-fn in_time_under_detailed(
+fn in_time_under_detailed<'c>(
     brief: &Brief,
     v: &ShapeVerdict,
-    c: &Candidate,
+    c: &'c Candidate,
     p: &Plan,
-) -> Option<Candidate> {
+) -> Option<(&'c Candidate, u64)> {
     let r = p.runnable.as_ref()?;
     let (days, per_token) = (r.days?, r.days_per_token?);
     let limit = brief.days_limit();
@@ -246,7 +246,7 @@ fn in_time_under_detailed(
     }
     let [lo, _] = v.token_window?;
     let tokens = (limit / per_token).floor() as u64;
-    (tokens >= lo && tokens < c.tokens).then_some(Candidate { tokens, ..*c })
+    (tokens >= lo && tokens < c.tokens).then_some((c, tokens))
 }
 
 /// Each shape's [`MicroBatchCache`] (by its place) for grading many plans: a front holds many
@@ -744,7 +744,16 @@ pub(crate) fn search_in_blocks<'a>(
                     .as_ref()
                     .zip(v.best_plan.as_ref())
                     .and_then(|(c, p)| in_time_under_detailed(brief, &v, c, p))
-                    .map(|c| grade(&c));
+                    .and_then(|(c, tokens)| {
+                        let design = Design {
+                            shape: &shapes[c.shape],
+                            tokens,
+                            layout: c.layout,
+                            memory: c.model,
+                            time: &options.time,
+                        };
+                        crate::plan::evaluate(brief, &design).ok()
+                    });
                 v
             })
             .collect(),
