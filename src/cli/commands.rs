@@ -132,6 +132,7 @@ fn model_flags(shape: &Shape, configs: &[(Shape, String)]) -> Result<Vec<String>
         head_dim: Some(shape.head_dim),
         vocab: Some(shape.vocab),
         tied_embeddings: shape.tied_embeddings,
+        no_rope_scaling: arch.rope_scaling.is_none(),
         rope_theta: Some(arch.rope_theta),
         norm_eps: Some(arch.norm_eps),
         sliding_window: arch.sliding_window,
@@ -157,6 +158,9 @@ fn model_flags(shape: &Shape, configs: &[(Shape, String)]) -> Result<Vec<String>
         .collect();
         if shape.tied_embeddings {
             flags.push("--tied-embeddings".into());
+        }
+        if arch.rope_scaling.is_none() {
+            flags.push("--no-rope-scaling".into());
         }
         flags.extend(["--rope-theta".into(), arch.rope_theta.to_string()]);
         flags.extend(["--norm-eps".into(), arch.norm_eps.to_string()]);
@@ -200,6 +204,7 @@ mod tests {
             head_dim: None,
             vocab: None,
             tied_embeddings: true,
+            no_rope_scaling: false,
             rope_theta: Some(10_000.0),
             norm_eps: None,
             sliding_window: Some(4096),

@@ -375,8 +375,6 @@ fn model(d: &mut DesignArgs, f: &FromFile) -> Result<()> {
                 Some("--qk-layernorm")
             } else if dims.biases != crate::model::Biases::default() {
                 Some("biases")
-            } else if !dims.rope_scaling {
-                Some("no --use-rope-scaling")
             } else {
                 None
             };
@@ -384,7 +382,7 @@ fn model(d: &mut DesignArgs, f: &FromFile) -> Result<()> {
                 return Err(Error::invalid(
                     "--from",
                     what,
-                    "a model the flags can state (dense, no biases or query-key norm, Llama 3.1's RoPE scaling): give the model's config.json with --model-config",
+                    "a model the flags can state (dense, no biases or query-key norm): give the model's config.json with --model-config",
                 ));
             }
             m.layers = Some(dims.layers);
@@ -399,6 +397,8 @@ fn model(d: &mut DesignArgs, f: &FromFile) -> Result<()> {
             a.rope_theta = Some(dims.rope_theta);
             a.norm_eps = Some(dims.norm_eps);
             a.sliding_window = dims.sliding_window;
+            // Without --use-rope-scaling Megatron-LM runs RoPE unscaled.
+            a.no_rope_scaling = !dims.rope_scaling;
             // A preset's dimensions are the preset, named as --model names it.
             let shape = m.shape()?;
             if let Some(p) = model::presets()
@@ -411,7 +411,7 @@ fn model(d: &mut DesignArgs, f: &FromFile) -> Result<()> {
                 let a = &mut m.attention;
                 (a.heads, a.kv_heads, a.head_dim, a.vocab) = (None, None, None, None);
                 (a.rope_theta, a.norm_eps, a.sliding_window) = (None, None, None);
-                a.tied_embeddings = false;
+                (a.tied_embeddings, a.no_rope_scaling) = (false, false);
                 m.model = Some(p.name);
             }
             Ok(())

@@ -111,6 +111,10 @@ pub struct AttentionArgs {
     /// RoPE base θ of an ad-hoc shape, which the launchers pass on [default: 500000, Llama 3's].
     #[arg(long, value_name = "THETA", requires = "layers")]
     pub rope_theta: Option<f64>,
+    /// The ad-hoc shape's RoPE runs unscaled (Llama 3 and Llama 2 do; a Megatron-LM script
+    /// without --use-rope-scaling) [default: Llama 3.1's scaling].
+    #[arg(long, requires = "layers")]
+    pub no_rope_scaling: bool,
     /// RMSNorm ε of an ad-hoc shape [default: 1e-5, Llama 3's].
     #[arg(long, value_name = "EPS", requires = "layers")]
     pub norm_eps: Option<f64>,
@@ -165,8 +169,12 @@ impl AttentionArgs {
             biases: Biases::default(),
             architecture: Architecture {
                 rope_theta: self.rope_theta.unwrap_or(LLAMA3_ROPE_THETA),
-                // Llama 3.1's scaling, as every shape not read from a config has.
-                rope_scaling: Architecture::default().rope_scaling,
+                // Llama 3.1's scaling, as every shape not read from a config has, unless
+                // --no-rope-scaling.
+                rope_scaling: match self.no_rope_scaling {
+                    true => None,
+                    false => Architecture::default().rope_scaling,
+                },
                 norm_eps: self.norm_eps.unwrap_or(LLAMA3_NORM_EPS),
                 sliding_window: self.sliding_window,
                 window_layers: None,

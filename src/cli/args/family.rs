@@ -80,6 +80,7 @@ impl FamilyArgs {
             head_dim: self.head_dim,
             vocab: Some(self.vocab),
             tied_embeddings: self.tied_embeddings,
+            no_rope_scaling: false,
             rope_theta: None,
             norm_eps: None,
             sliding_window: None,

@@ -66,8 +66,16 @@ const LAUNCHER_OPTIONS: [&str; 16] = [
 
 /// Prefixes of options that do not change the plan: data, tokenizer, optimizer and its
 /// schedule, logging, checkpoints, evaluation, seeds, initialisation, dropout, timeouts.
-const UNUSED_PREFIXES: [&str; 50] = [
+const UNUSED_PREFIXES: [&str; 55] = [
     "--attention-softmax-in-fp32",
+    // LayerNorm's gamma held as 1 + γ: the same parameters and kernels.
+    "--apply-layernorm-1p",
+    // The embeddings' own learning rates (Megatron-LM's decoupled AdamW): the optimizer's
+    // schedule, not its state.
+    "--decoupled-",
+    "--tiktoken-",
+    "--no-create-attention-mask-in-dataloader",
+    "--no-mmap-bin-files",
     "--cuda-graph-warmup-steps",
     "--calculate-per-token-loss",
     "--empty-unused-memory-level",
@@ -691,7 +699,8 @@ pub fn parse(text: &str) -> Result<FromFile> {
     let (precision, recipe) = match (fp8.0.as_deref(), fp8.1.as_deref()) {
         (None, None) if fp4.0.is_some() => (Precision::Nvfp4, None),
         (None, None) => (Precision::Bf16, None),
-        (Some("hybrid"), Some("delayed")) => (Precision::Fp8, None),
+        // Megatron-core's TransformerConfig takes `fp8_recipe = "delayed"` unless told.
+        (Some("hybrid"), Some("delayed") | None) => (Precision::Fp8, None),
         (Some("hybrid" | "e4m3"), Some("tensorwise")) => {
             (Precision::Fp8, Some(Fp8Recipe::Tensorwise))
         }
@@ -794,6 +803,14 @@ pub fn parse(text: &str) -> Result<FromFile> {
         from.optimizer = Some(crate::cost::step::recipe::Optimizer::AdamW);
     }
     from.cuda_graphs = cuda_graphs(graphs.0.as_deref(), graphs.1.as_deref())?;
+    // Megatron-LM's arguments.py turns sequence parallelism off at TP 1 ("Disabling sequence
+    // parallelism because tensor model parallelism is disabled"), and so does the reading.
+    if from.sequence_parallel == Some(true) && from.tp.unwrap_or(1) == 1 {
+        from.notes.push(
+            "--sequence-parallel at TP 1 is off, as Megatron-LM turns it off without tensor parallelism".into(),
+        );
+        from.sequence_parallel = Some(false);
+    }
     from.sequence_parallel = Some(from.sequence_parallel.unwrap_or(false));
     from.tp_comm_overlap = Some(from.tp_comm_overlap.unwrap_or(false));
     from.recompute = Some(recompute.mode()?);
@@ -1742,6 +1759,40 @@ mod tests {
     }
 
     #[test]
+    fn what_megatron_lm_decides_for_a_script_is_read_as_it_decides() {
+        // Sequence parallelism at TP 1 is turned off (arguments.py), said in a note.
+        let f = parse(&script("  --sequence-parallel", "")).unwrap();
+        assert_eq!(f.sequence_parallel, Some(false));
+        assert!(f
+            .notes
+            .iter()
+            .any(|n| n.contains("--sequence-parallel at TP 1 is off")));
+        // `--fp8-format hybrid` alone runs TransformerConfig's default recipe, delayed.
+        let f = parse(&script("  --fp8-format hybrid", "")).unwrap();
+        let g = parse(&script("  --fp8-format hybrid --fp8-recipe delayed", "")).unwrap();
+        assert_eq!((f.precision, f.fp8_recipe), (g.precision, g.fp8_recipe));
+        assert_eq!(f.precision, Some(Precision::Fp8));
+        // NVIDIA's Llama 3 8B FP8 example's options that change neither memory nor time.
+        let f = parse(&script(
+            "  --apply-layernorm-1p --decoupled-lr 5.0e-4 --decoupled-min-lr 4.5e-5\n  \
+             --tiktoken-pattern v2 --no-create-attention-mask-in-dataloader --no-mmap-bin-files",
+            "",
+        ))
+        .unwrap();
+        for option in [
+            "--apply-layernorm-1p",
+            "--decoupled-lr 5.0e-4",
+            "--no-mmap-bin-files",
+        ] {
+            assert!(
+                f.unused.iter().any(|u| u == option),
+                "{option}: {:?}",
+                f.unused
+            );
+        }
+    }
+
+    #[test]
     fn a_switch_takes_no_value_and_a_value_holds_nothing_unexpanded() {
         let e = refusal(&script("  --sequence-parallel false", ""));
         assert!(
@@ -1749,7 +1800,11 @@ mod tests {
             "{e}"
         );
         // The next command's words are no value of it.
-        let f = parse(&script("  --sequence-parallel", "echo done")).unwrap();
+        let f = parse(&script(
+            "  --sequence-parallel --tensor-model-parallel-size 2",
+            "echo done",
+        ))
+        .unwrap();
         assert_eq!(f.sequence_parallel, Some(true));
         let e = refusal(&script("  --tensor-model-parallel-size ${TP}x", ""));
         assert!(
