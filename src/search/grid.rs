@@ -228,16 +228,11 @@ fn grade(
     })
 }
 
-/// The candidate `c` (a shape's best plate plan, `p` graded) and the most tokens the detailed
-/// model passes it on in time, where it fits `p`'s layout but puts `p` past the day or cost limit and
-/// those tokens still reach the loss target (`v`'s window): its runnable days are linear in the
-/// tokens, so the count is `⌊days limit / days per token⌋`.
-fn in_time_under_detailed<'c>(
-    brief: &Brief,
-    v: &ShapeVerdict,
-    c: &'c Candidate,
-    p: &Plan,
-) -> Option<(&'c Candidate, u64)> {
+/// The most tokens the detailed model passes a shape's best plate plan `p` on in time, where
+/// it fits `p`'s layout but runs `p` past the day or cost limit and those tokens still reach
+/// the loss target (`v`'s window): its runnable days are linear in the tokens, so the count is
+/// `⌊days limit / days per token⌋`.
+fn in_time_under_detailed(brief: &Brief, v: &ShapeVerdict, p: &Plan) -> Option<u64> {
     let r = p.runnable.as_ref()?;
     let (days, per_token) = (r.days?, r.days_per_token?);
     let limit = brief.days_limit();
@@ -246,7 +241,7 @@ fn in_time_under_detailed<'c>(
     }
     let [lo, _] = v.token_window?;
     let tokens = (limit / per_token).floor() as u64;
-    (tokens >= lo && tokens < c.tokens).then_some((c, tokens))
+    (tokens >= lo && tokens < p.tokens).then_some(tokens)
 }
 
 /// Each shape's [`MicroBatchCache`] (by its place) for grading many plans: a front holds many
@@ -739,21 +734,31 @@ pub(crate) fn search_in_blocks<'a>(
             .into_iter()
             .zip(&best)
             .map(|(mut v, best)| {
-                v.best_plan = best.as_ref().map(grade);
-                v.detailed_best = best
-                    .as_ref()
-                    .zip(v.best_plan.as_ref())
-                    .and_then(|(c, p)| in_time_under_detailed(brief, &v, c, p))
-                    .and_then(|(c, tokens)| {
-                        let design = Design {
-                            shape: &shapes[c.shape],
-                            tokens,
-                            layout: c.layout,
-                            memory: c.model,
-                            time: &options.time,
-                        };
-                        crate::plan::evaluate(brief, &design).ok()
-                    });
+                let Some(c) = best else {
+                    return v;
+                };
+                // One detailed grade of the layout, for the best plan and its sooner one.
+                let shape = &shapes[c.shape];
+                let detailed = std::cell::OnceCell::new();
+                let detailed = || {
+                    detailed
+                        .get_or_init(|| {
+                            detailed_grade(brief, shape, &c.layout).map_err(|e| e.to_string())
+                        })
+                        .clone()
+                };
+                let p = grade_with(brief, shape, &options.time, c, &micro_batches, &detailed);
+                v.detailed_best = in_time_under_detailed(brief, &v, &p).and_then(|tokens| {
+                    let design = Design {
+                        shape,
+                        tokens,
+                        layout: c.layout,
+                        memory: c.model,
+                        time: &options.time,
+                    };
+                    crate::plan::evaluate_graded(brief, &design, &detailed).ok()
+                });
+                v.best_plan = Some(p);
                 v
             })
             .collect(),
