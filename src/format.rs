@@ -14,6 +14,11 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// A fraction as a percentage to a tenth: `0.444` → `44.4 %`.
+pub fn percent(x: f64) -> String {
+    format!("{} %", fixed(100.0 * x, 1))
+}
+
 /// A number with `decimals` decimals and thousands separators: `1139.59` → `1,139.6`.
 pub fn fixed(x: f64, decimals: usize) -> String {
     if !x.is_finite() || x.abs() >= 1e15 {

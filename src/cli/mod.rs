@@ -639,8 +639,8 @@ fn run_search(
         // Every passing plan, made one at a time as it is written, never all held.
         let (mut report, all) = pool.install(|| search_all(&brief, &shapes, &options, progress));
         report.commands = given.map(|m| commands::check_command(m, args, &shapes, &report, true));
-        if let (false, Some(why), false) = (report.any_pass(), report.off_grid(), quiet) {
-            eprintln!("note: {why}: the grid lists no plan of it; --exact with --top N ranks the window's");
+        if let (Some(why), false) = (report.unlisted(), quiet) {
+            eprintln!("note: {why}");
         }
         let shown = Written::new(
             &all,

@@ -495,15 +495,13 @@ pub fn search_listing(
     if options.exact || report.any_pass() {
         return (report, None);
     }
-    match report.off_grid() {
+    if options.top.is_none() {
         // Every plan asked for (`--all`): exact windows hold too many whole counts to list,
         // so the reason comes back with the way to see them.
-        Some(why) if options.top.is_none() => (
-            report,
-            Some(format!(
-                "{why}: the grid lists no plan of it; --exact with --top N ranks the window's"
-            )),
-        ),
+        let why = report.unlisted();
+        return (report, why);
+    }
+    match report.off_grid() {
         Some(why) => {
             let exact = SearchOptions {
                 exact: true,

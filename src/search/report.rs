@@ -70,6 +70,18 @@ impl SearchReport {
         self.passing > 0 || !self.plans.is_empty() || runs.is_some_and(|f| !f.runs.is_empty())
     }
 
+    /// Why a listing of every plan (no top) shows nothing though a verdict passes, with the
+    /// way to see the window's plans: [`SearchReport::off_grid`] where no plan passes.
+    pub fn unlisted(&self) -> Option<String> {
+        if self.any_pass() {
+            return None;
+        }
+        let why = self.off_grid()?;
+        Some(format!(
+            "{why}: the grid lists no plan of it; --exact with --top N ranks the window's"
+        ))
+    }
+
     /// The first shape whose passing token window holds no count of the grid, said as a
     /// reason; `None` where every window holds one (the default brief's do).
     pub fn off_grid(&self) -> Option<String> {

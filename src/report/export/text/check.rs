@@ -10,7 +10,7 @@ use crate::brief::Brief;
 use crate::cost::step::recipe::{MasterWeights, OptimizerStates};
 use crate::cost::step::stack::{GradientPrecision, LossPrecision};
 use crate::cost::step::Schedule;
-use crate::format::{count, fixed, general, money, thousands};
+use crate::format::{count, fixed, general, money, percent, thousands};
 use crate::plan::check::CheckReport;
 use crate::plan::limits::law_size;
 use crate::plan::Plan;
@@ -410,7 +410,7 @@ fn time_section(p: &Plan, brief: &Brief) -> Option<String> {
         .memory_model
         .as_ref()
         .is_some_and(|o| o.offload_optimizer.get() > 0.0);
-    let share = |x: f64| format!("{} %", fixed(100.0 * x / seconds, 1));
+    let share = |x: f64| percent(x / seconds);
     let precision = p.step.map(|s| s.precision).unwrap_or_default();
     let muon = p
         .memory_model

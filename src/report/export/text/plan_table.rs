@@ -6,7 +6,7 @@ use std::io;
 
 use super::table::Columns;
 use crate::cost::step::Step;
-use crate::format::{count, fixed, money, thousands};
+use crate::format::{count, fixed, money, percent, thousands};
 use crate::model::layout::Layout;
 use crate::plan::Plan;
 use crate::search::Ranked;
@@ -43,7 +43,7 @@ fn plan_row(number: Option<u64>, p: &Plan) -> Vec<String> {
     ]);
     if let (Some(plate), Some(mfu)) = (p.days_plate, p.mfu) {
         row.push(fixed(plate, 3));
-        row.push(format!("{} %", fixed(100.0 * mfu, 1)));
+        row.push(percent(mfu));
     }
     if let Some(spend) = &p.spend {
         row.push(fixed(spend.gpu_hours, 0));

@@ -12,13 +12,13 @@ use super::sensitivity::search_sensitivity_section;
 use super::table::table;
 use crate::brief::Brief;
 use crate::error::Result;
-use crate::format::{count, fixed, general, plural, sci, thousands};
+use crate::format::{count, fixed, general, percent, plural, sci, thousands};
 use crate::plan::command::{self, CheckCommand};
 use crate::plan::runnable::Runnable;
 use crate::plan::verdict::ShapeVerdict;
 use crate::plan::Plan;
 use crate::report::output::written;
-use crate::search::rank::Distinct;
+use crate::search::rank::{Distinct, Rank};
 use crate::search::{Ranked, SearchReport};
 
 /// A whole search written to `sink`: the brief, the budget, the verdict per shape, the ranked
@@ -216,11 +216,6 @@ fn plate_terms(brief: &Brief) -> String {
     )
 }
 
-/// A fraction as a percentage to a tenth.
-fn percent(x: f64) -> String {
-    format!("{} %", fixed(100.0 * x, 1))
-}
-
 /// The step of a runnable grade in words: `b1 full recompute`.
 fn step_text_short(step: Option<&crate::cost::step::Step>) -> String {
     step.map_or_else(String::new, |s| {
@@ -286,18 +281,24 @@ fn graded_best(r: &SearchReport) -> Vec<(&Plan, DetailedVerdict, Option<&Plan>)>
             })
         })
         .collect();
-    let key = |p: &Plan, v: &DetailedVerdict| match r.rank {
-        crate::search::rank::Rank::Loss => (p.loss, v.days),
-        crate::search::rank::Rank::Days | crate::search::rank::Rank::Cost => (v.days, p.loss),
-        crate::search::rank::Rank::Memory => (v.memory, p.loss),
-    };
-    graded.sort_by(|(p, v, _), (q, w, _)| {
-        w.pass
-            .cmp(&v.pass)
-            .then(key(p, v).0.total_cmp(&key(q, w).0))
-            .then(key(p, v).1.total_cmp(&key(q, w).1))
-    });
+    let key = |p: &Plan, v: &DetailedVerdict| rank_key(r.rank, p.loss, v.days, v.memory);
+    graded.sort_by(|(p, v, _), (q, w, _)| w.pass.cmp(&v.pass).then(by_key(key(p, v), key(q, w))));
     graded
+}
+
+/// A plan's place under `rank`: the ranking's objective, then the other of loss and days
+/// (loss after memory).
+fn rank_key(rank: Rank, loss: f64, days: f64, memory: f64) -> (f64, f64) {
+    match rank {
+        Rank::Loss => (loss, days),
+        Rank::Days | Rank::Cost => (days, loss),
+        Rank::Memory => (memory, loss),
+    }
+}
+
+/// Two [`rank_key`]s in order.
+fn by_key(a: (f64, f64), b: (f64, f64)) -> std::cmp::Ordering {
+    a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1))
 }
 
 /// The search's budget in FLOPs, and the compute-optimal split of it.
@@ -486,7 +487,6 @@ const TIE_ROWS: usize = 1000;
 /// and there are several: the plate grades every layout of a shape and token count alike, so
 /// its best rows often do, and the report says what orders them (docs/guide.md, Ties).
 fn tie_lines(r: &SearchReport, plans: &dyn Ranked) -> String {
-    use crate::search::rank::Rank;
     if !matches!(r.rank, Rank::Loss | Rank::Days) {
         return String::new();
     }
@@ -765,17 +765,8 @@ fn best_shapes(r: &SearchReport) -> String {
         .iter()
         .filter_map(|v| v.best_plan.as_ref())
         .collect();
-    let key = |p: &Plan| match rank {
-        crate::search::rank::Rank::Loss => (p.loss, p.days),
-        crate::search::rank::Rank::Days | crate::search::rank::Rank::Cost => (p.days, p.loss),
-        crate::search::rank::Rank::Memory => (p.memory_gb.total, p.loss),
-    };
-    best.sort_by(|a, b| {
-        key(a)
-            .0
-            .total_cmp(&key(b).0)
-            .then(key(a).1.total_cmp(&key(b).1))
-    });
+    let key = |p: &Plan| rank_key(rank, p.loss, p.days, p.memory_gb.total);
+    best.sort_by(|a, b| by_key(key(a), key(b)));
     let mut out = format!("\nbest shapes by {} (each at its best plan)\n", rank.name());
     let rows: Vec<Vec<String>> = best
         .iter()

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use super::plan_table::plan_line;
 use super::table::{table, verdict_word};
-use crate::format::{count, fixed, thousands};
+use crate::format::{count, fixed, percent, thousands};
 use crate::plan::sensitivity::{Input, Point, SearchSensitivity, Sensitivity};
 use crate::plan::Plan;
 
@@ -13,10 +13,7 @@ use crate::plan::Plan;
 /// of its range, the ends where the verdict flips, and the inputs that cannot move it.
 pub(super) fn sensitivity_section(s: &Sensitivity) -> String {
     let days = |p: &Point| p.days.map_or("never ends".into(), |d| fixed(d, 2));
-    let mfu = |p: &Point| {
-        p.mfu
-            .map_or("—".into(), |m| format!("{} %", fixed(100.0 * m, 1)))
-    };
+    let mfu = |p: &Point| p.mfu.map_or("—".into(), percent);
     let verdict = |p: &Point| {
         if p.pass {
             "PASS".to_string()
