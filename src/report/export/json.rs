@@ -93,11 +93,15 @@ impl Serialize for Walked<'_> {
             return s.collect_seq(plans.walk());
         }
         s.collect_seq(plans.walk().map(|plan| {
-            let args = commands.map(|c| c.args(&plan, brief));
+            let (check, check_unavailable) = match commands.map(|c| c.args(&plan, brief)) {
+                Some(Ok(args)) => (Some(args), None),
+                Some(Err(why)) => (None, Some(why)),
+                None => (None, None),
+            };
             Placed {
                 placement: brief.placement(&plan.layout),
-                check: args.clone().and_then(|a| a.ok()),
-                check_unavailable: args.and_then(|a| a.err()),
+                check,
+                check_unavailable,
                 plan,
             }
         }))
