@@ -1667,9 +1667,9 @@ fn check_grades_a_search_s_plan_as_the_search_did() {
     // Issue 42's case: 70B on 1,024 GPUs under the detailed models, where the search's step
     // (no recomputation, SP with TP overlap) is not check's default one.
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("plans.json");
-    let out = trainplan()
-        .args([
+    let (file, search) = search_json_file(
+        dir.path(),
+        &[
             "search",
             "--gpus",
             "1024",
@@ -1683,11 +1683,8 @@ fn check_grades_a_search_s_plan_as_the_search_did() {
             "--top",
             "4",
             "--json",
-        ])
-        .output()
-        .unwrap();
-    std::fs::write(&file, &out.stdout).unwrap();
-    let search: Value = serde_json::from_slice(&out.stdout).unwrap();
+        ],
+    );
     let plans = search["plans"].as_array().unwrap();
     assert_eq!(plans.len(), 4);
     for (i, listed) in plans.iter().enumerate() {
@@ -1797,9 +1794,9 @@ fn a_passing_window_between_grid_counts_still_lists_its_plans() {
 #[test]
 fn check_refuses_beside_a_plan_what_it_would_otherwise_drop() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("plans.json");
-    let out = trainplan()
-        .args([
+    let (file, _) = search_json_file(
+        dir.path(),
+        &[
             "search",
             "--models",
             "70b",
@@ -1807,10 +1804,8 @@ fn check_refuses_beside_a_plan_what_it_would_otherwise_drop() {
             "2",
             "--detailed",
             "--json",
-        ])
-        .output()
-        .unwrap();
-    std::fs::write(&file, &out.stdout).unwrap();
+        ],
+    );
     let plan = file.to_str().unwrap();
     for (extra, needle) in [
         (
@@ -1856,4 +1851,13 @@ fn best_loss_searches_to_the_lowest_loss_the_budget_reaches() {
         &["search", "--best-loss", "--loss-target", "2"],
         "--best-loss",
     );
+}
+
+/// A search's JSON (`args` are `search`'s, `--json` among them), written to `plans.json` in
+/// `dir` for `check --plan`, and read.
+fn search_json_file(dir: &std::path::Path, args: &[&str]) -> (std::path::PathBuf, Value) {
+    let out = trainplan().args(args).output().unwrap();
+    let file = dir.join("plans.json");
+    std::fs::write(&file, &out.stdout).unwrap();
+    (file, serde_json::from_slice(&out.stdout).unwrap())
 }

@@ -1265,34 +1265,24 @@ fn a_script_without_rope_scaling_is_planned_unscaled_and_exported_so() {
     // do): the model the flags state is that one, graded, and its export says no scaling.
     let text = "A=(\n --num-layers 2 --hidden-size 256 --ffn-hidden-size 512 --num-attention-heads 2\n --swiglu --disable-bias-linear --bf16 --seq-length 128 --micro-batch-size 1\n --global-batch-size 8 --train-iters 10 --vocab-size 1024 --rotary-base 1000000\n --untie-embeddings-and-output-weights\n)\ntorchrun pretrain_gpt.py \"${A[@]}\"\n";
     let file = Scratch::new("unscaled.sh", text);
-    let plan = common::json(&[
-        "check",
-        "--gpus",
-        "8",
-        "--stack",
-        "megatron-te",
-        "--from",
-        &file.path(),
-        "--json",
-    ]);
-    // An architecture other than Llama 3's is written out, its RoPE scaling only when it has one.
-    assert_eq!(plan["architecture"]["rope_theta"], 1_000_000.0);
-    assert!(plan["architecture"].get("rope_scaling").is_none(), "{plan}");
-    let out = trainplan()
-        .args([
+    let path = file.path();
+    let check = |extra: &[&str]| {
+        let base = [
             "check",
-            "--format",
-            "megatron",
             "--gpus",
             "8",
             "--stack",
             "megatron-te",
             "--from",
-            &file.path(),
-            "-q",
-        ])
-        .output()
-        .unwrap();
+            &path,
+        ];
+        trainplan().args(base).args(extra).output().unwrap()
+    };
+    let plan: serde_json::Value = serde_json::from_slice(&check(&["--json"]).stdout).unwrap();
+    // An architecture other than Llama 3's is written out, its RoPE scaling only when it has one.
+    assert_eq!(plan["architecture"]["rope_theta"], 1_000_000.0);
+    assert!(plan["architecture"].get("rope_scaling").is_none(), "{plan}");
+    let out = check(&["--format", "megatron", "-q"]);
     let export = String::from_utf8(out.stdout).unwrap();
     // Graded (the tiny model misses the loss: exit 1), not refused.
     assert_eq!(
