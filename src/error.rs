@@ -48,6 +48,10 @@ pub enum Error {
         /// What is not supported and what is.
         reason: String,
     },
+    /// Every problem of one input at once (a launch script's refused options), one line each
+    /// after a heading: the one error of more than one line.
+    #[error("{}", problems(.0))]
+    Problems(Vec<String>),
     /// A file that was read but is not a valid document of the expected kind.
     #[error("cannot parse '{}': {}", one_line(&path.display().to_string()), one_line(message))]
     Parse {
@@ -56,6 +60,18 @@ pub enum Error {
         /// The parser's message, on one line.
         message: String,
     },
+}
+
+/// One problem as its line; several under a heading, one a line.
+fn problems(lines: &[String]) -> String {
+    match lines {
+        [one] => one.clone(),
+        _ => format!(
+            "{} lines, every problem at once:\n  {}",
+            lines.len(),
+            lines.join("\n  ")
+        ),
+    }
 }
 
 impl Error {

@@ -464,7 +464,7 @@ proptest! {
             let text = match written {
                 Ok(text) => text,
                 Err(e) => {
-                    prop_assert!(!e.contains('\n'), "{}", e);
+                    prop_assert!(one_report(&e), "{}", e);
                     continue;
                 }
             };
@@ -846,8 +846,8 @@ fn check_from_an_exported_megatron_file_grades_it() {
 }
 
 #[test]
-fn what_cannot_be_mapped_is_named_on_one_line() {
-    let base = "A=(\n --num-layers 2 --hidden-size 256 --ffn-hidden-size 512 --num-attention-heads 2\n --swiglu --disable-bias-linear --bf16 --seq-length 128 --micro-batch-size 1\n --global-batch-size 8 --train-iters 10 --vocab-size 1024 --use-rope-scaling\n";
+fn what_cannot_be_mapped_is_named_with_its_line_all_at_once() {
+    let base = "A=(\n --num-layers 2 --hidden-size 256 --ffn-hidden-size 512 --num-attention-heads 2\n --swiglu --disable-bias-linear --bf16 --normalization RMSNorm --position-embedding-type rope --seq-length 128 --micro-batch-size 1\n --global-batch-size 8 --train-iters 10 --vocab-size 1024 --use-rope-scaling\n";
     for (extra, named) in [
         (
             " --moe-expert-capacity-factor 1.25\n)",
@@ -874,11 +874,49 @@ fn what_cannot_be_mapped_is_named_on_one_line() {
             .unwrap();
         let err = String::from_utf8(out.stderr).unwrap();
         assert_eq!(out.status.code(), Some(2), "{err}");
-        assert!(
-            err.contains(named) && err.trim().lines().count() == 1,
-            "{err}"
-        );
+        let report = err.trim().trim_start_matches("error: ");
+        assert!(err.contains(named) && one_report(report), "{err}");
+        // One problem is one line, with the line it is on.
+        assert!(report.lines().count() == 1, "{err}");
     }
+    // Every problem at once, each with its line; --lenient grades without them, said.
+    let file = Scratch::new(
+        "args.sh",
+        &format!("{base} --fp16\n --rampup-batch-size 16 16 100\n)"),
+    );
+    let args = [
+        "check",
+        "--gpus",
+        "8",
+        "--stack",
+        "megatron-te",
+        "--from",
+        &file.path(),
+    ];
+    let out = trainplan().args(args).output().unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("line 5: invalid --fp16")
+            && err.contains("line 6: invalid --rampup-batch-size"),
+        "{err}"
+    );
+    // Several come with what was mapped and what was read and not used.
+    assert!(
+        err.contains("mapped to the design (15): --num-layers 2,")
+            && err.contains("read and not used (they do not change the plan): none")
+            && err.contains("--lenient grades the file without"),
+        "{err}"
+    );
+    let out = trainplan().args(args).arg("--lenient").output().unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_ne!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "graded without what the design cannot say (--lenient): line 5: invalid --fp16"
+        ),
+        "{err}"
+    );
     // Data and optimizer options are read and listed as unused, on stderr.
     let file = Scratch::new(
         "args.sh",
@@ -926,13 +964,17 @@ fn what_cannot_be_mapped_is_named_on_one_line() {
         .unwrap();
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("--gpus"), "{err}");
-    // Without --stack, a file with no kernel or overlap options says no stack.
+    // Without --stack, a file whose kernel and overlap options are no stack's is graded under
+    // the nearest, named with what differs.
     let out = trainplan()
         .args(["check", "--gpus", "8", "--from", &file.path()])
         .output()
         .unwrap();
     let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.contains("kernel and overlap options none"), "{err}");
+    assert!(
+        err.contains("the file's kernel and overlap options (none) are no stack's; graded as the nearest, megatron-deepspeed, which differs in: the file's none and the stack's --attention-backend unfused --cross-entropy-loss-fusion"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -1052,6 +1094,23 @@ fn a_torchtitan_job_that_shards_over_the_rest_takes_the_world_from_gpus() {
     );
 }
 
+/// An error as the CLI prints it: one line, or every problem of a file at once under a
+/// heading that counts its lines.
+fn one_report(e: &str) -> bool {
+    let mut lines = e.lines();
+    let Some(head) = lines.next() else {
+        return false;
+    };
+    let rest: Vec<&str> = lines.collect();
+    if rest.is_empty() {
+        return true;
+    }
+    head == format!("{} lines, every problem at once:", rest.len())
+        && rest
+            .iter()
+            .all(|l| l.starts_with("  ") && !l[2..].starts_with(' '))
+}
+
 /// The fuzz target's seeds, and every prefix of them, give a design or one line of error,
 /// never a panic (`fuzz/fuzz_targets/launcher_from.rs` runs the same on random input).
 #[test]
@@ -1072,7 +1131,7 @@ fn every_prefix_of_the_seed_files_is_read_or_refused_on_one_line() {
                 if let Err(e) =
                     trainplan::input::from::parse(&text[..end], std::path::Path::new(name))
                 {
-                    assert!(!e.to_string().contains('\n'), "{e}");
+                    assert!(one_report(&e.to_string()), "{e}");
                 }
             }
         }
@@ -1106,8 +1165,15 @@ fn a_config_s_model_round_trips_with_the_config_alongside() {
     args.extend(design.clone());
     let text = cli(&args).unwrap();
     let file = Scratch::new("qwen.sh", &text);
-    let e = cli(&strings(&["check", "--from", &file.path()])).unwrap_err();
-    assert!(e.contains("--model-config") && !e.contains('\n'), "{e}");
+    // The file states the whole model (its biases too), which it grades without the config:
+    // the same plan as with it.
+    let alone = without_from(cli(&strings(&[
+        "check",
+        "--json",
+        "--quiet",
+        "--from",
+        &file.path(),
+    ])));
     let from = without_from(cli(&strings(&[
         "check",
         "--json",
@@ -1129,7 +1195,16 @@ fn a_config_s_model_round_trips_with_the_config_alongside() {
     ]);
     flags.extend(design);
     assert_eq!(from, cli(&flags));
-    assert!(from.unwrap().contains("\"tp\": 4"));
+    let (alone, from) = (alone.unwrap(), from.unwrap());
+    assert!(from.contains("\"tp\": 4"));
+    // Alike but for the model's name (the config's, or the dimensions').
+    let unnamed = |text: &str| {
+        let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
+        v["model"].take();
+        v["fixes"].take();
+        v
+    };
+    assert_eq!(unnamed(&alone), unnamed(&from));
 }
 
 /// Words a launcher file is made of, and some it should not be.
@@ -1253,7 +1328,7 @@ proptest! {
                 Ok(mut f) => {
                     let _ = f.resolve_interleaving(u64::MAX);
                 }
-                Err(e) => prop_assert!(!e.to_string().contains('\n'), "{e}"),
+                Err(e) => prop_assert!(one_report(&e.to_string()), "{e}"),
             }
         }
     }
@@ -1263,7 +1338,7 @@ proptest! {
 fn a_script_without_rope_scaling_is_planned_unscaled_and_exported_so() {
     // Megatron-LM runs RoPE unscaled without --use-rope-scaling (NVIDIA's Llama 3 8B examples
     // do): the model the flags state is that one, graded, and its export says no scaling.
-    let text = "A=(\n --num-layers 2 --hidden-size 256 --ffn-hidden-size 512 --num-attention-heads 2\n --swiglu --disable-bias-linear --bf16 --seq-length 128 --micro-batch-size 1\n --global-batch-size 8 --train-iters 10 --vocab-size 1024 --rotary-base 1000000\n --untie-embeddings-and-output-weights\n)\ntorchrun pretrain_gpt.py \"${A[@]}\"\n";
+    let text = "A=(\n --num-layers 2 --hidden-size 256 --ffn-hidden-size 512 --num-attention-heads 2\n --swiglu --disable-bias-linear --bf16 --normalization RMSNorm --position-embedding-type rope --seq-length 128 --micro-batch-size 1\n --global-batch-size 8 --train-iters 10 --vocab-size 1024 --rotary-base 1000000\n --untie-embeddings-and-output-weights\n)\ntorchrun pretrain_gpt.py \"${A[@]}\"\n";
     let file = Scratch::new("unscaled.sh", text);
     let path = file.path();
     let check = |extra: &[&str]| {

@@ -167,11 +167,27 @@ fn megatron_lm_s_file_for_a_hybrid_is_nvidia_s_own_and_reads_back_into_the_plan(
     for key in ["layout", "step", "memory_gb", "step_seconds", "mfu"] {
         assert_eq!(read[key], planned[key], "{key}");
     }
-    // Without its config the file's model is refused by name, as any MoE's is.
-    refuses(
-        &["check", "--from", script.to_str().unwrap()],
-        "--from = --hybrid-override-pattern",
-    );
+    // Without its config the file's options build the same model, graded alike.
+    let alone = json(&[
+        "check",
+        "--from",
+        script.to_str().unwrap(),
+        "--memory",
+        "detailed",
+        "--time",
+        "detailed",
+        "--json",
+    ]);
+    for key in [
+        "layout",
+        "step",
+        "memory_gb",
+        "step_seconds",
+        "mfu",
+        "params",
+    ] {
+        assert_eq!(alone[key], read[key], "{key}");
+    }
     // A pattern the layers do not match is refused by its option.
     std::fs::write(&script, file.replace("M-M-M-M-M-\"", "M-M-M-M-\"")).unwrap();
     refuses(

@@ -66,7 +66,7 @@ fn files(dir: &Path) {
         ),
         (
             "args.sh",
-            &b"ARGS=(\n  --num-layers 32\n  --moe-expert-capacity-factor 1.25\n)\n"[..],
+            &b"ARGS=(\n  --num-layers 32\n)\n"[..],
         ),
         (
             "job.toml",
@@ -92,23 +92,23 @@ fn files(dir: &Path) {
         ),
         (
             "nodes.sh",
-            &b"torchrun --nproc_per_node 8 --nnodes 2:4 pretrain_gpt.py --num-layers 32\n"[..],
+            &b"torchrun --nproc_per_node 8 --nnodes 2:4 pretrain_gpt.py --num-layers 2 --hidden-size 256 --ffn-hidden-size 512 --num-attention-heads 2 --swiglu --disable-bias-linear --bf16 --normalization RMSNorm --position-embedding-type rope --seq-length 128 --micro-batch-size 1 --global-batch-size 16 --train-iters 10 --vocab-size 1024\n"[..],
         ),
         (
             "nodes-unset.sh",
-            &b"torchrun --nproc_per_node 8 --nnodes $NODES pretrain_gpt.py --num-layers 32\n"[..],
+            &b"torchrun --nproc_per_node 8 --nnodes $NODES pretrain_gpt.py --num-layers 2 --hidden-size 256 --ffn-hidden-size 512 --num-attention-heads 2 --swiglu --disable-bias-linear --bf16 --normalization RMSNorm --position-embedding-type rope --seq-length 128 --micro-batch-size 1 --global-batch-size 16 --train-iters 10 --vocab-size 1024\n"[..],
         ),
         (
             "append.sh",
-            &b"ARGS=(--num-layers 32)\nARGS+=(--tensor-model-parallel-size 2)\n"[..],
+            &b"ARGS=(--num-layers 2 --hidden-size 256 --ffn-hidden-size 512 --num-attention-heads 2 --swiglu --disable-bias-linear --bf16 --normalization RMSNorm --position-embedding-type rope --seq-length 128 --micro-batch-size 1 --global-batch-size 16 --train-iters 10 --vocab-size 1024)\nwhile true; do\n  ARGS+=(--tensor-model-parallel-size 2)\ndone\n"[..],
         ),
         (
             "if.sh",
-            &b"TP=1\nif [ -n \"$BIG\" ]; then\n  TP=8\nfi\nARGS=(--tensor-model-parallel-size $TP)\n"[..],
+            &b"if [ -f /etc/big ]; then\n  TP=8\nelse\n  TP=1\nfi\nARGS=(--tensor-model-parallel-size $TP --num-layers 2 --hidden-size 256 --ffn-hidden-size 512 --num-attention-heads 2 --swiglu --disable-bias-linear --bf16 --normalization RMSNorm --position-embedding-type rope --seq-length 128 --micro-batch-size 1 --global-batch-size 16 --train-iters 10 --vocab-size 1024)\n"[..],
         ),
         (
             "function.sh",
-            &b"big() {\n  TP=8\n}\nARGS=(--tensor-model-parallel-size $TP)\n"[..],
+            &b"ARGS=(--num-layers 2 --hidden-size 256 --ffn-hidden-size 512 --num-attention-heads 2 --swiglu --disable-bias-linear --bf16 --normalization RMSNorm --position-embedding-type rope --seq-length 128 --micro-batch-size 1 --global-batch-size 16 --train-iters 10 --vocab-size 1024)\nARGS+=(--fp16)\n"[..],
         ),
         (
             "heredoc.sh",
@@ -116,19 +116,19 @@ fn files(dir: &Path) {
         ),
         (
             "sp-false.sh",
-            &b"ARGS=(--num-layers 32 --sequence-parallel false)\n"[..],
+            &b"ARGS=(--num-layers 2 --hidden-size 256 --ffn-hidden-size 512 --num-attention-heads 2 --swiglu --disable-bias-linear --bf16 --normalization RMSNorm --position-embedding-type rope --seq-length 128 --micro-batch-size 1 --global-batch-size 16 --train-iters 10 --vocab-size 1024 --sequence-parallel false)\n"[..],
         ),
         (
             "par.sh",
-            &b"PAR=\"--tensor-model-parallel-size 4 --sequence-parallel\"\ntorchrun pretrain_gpt.py \"$PAR\"\n"[..],
+            &b"PAR=\"--tensor-model-parallel-size 4 --sequence-parallel\"\ntorchrun pretrain_gpt.py --num-layers 2 --hidden-size 256 --ffn-hidden-size 512 --num-attention-heads 2 --swiglu --disable-bias-linear --bf16 --normalization RMSNorm --position-embedding-type rope --seq-length 128 --micro-batch-size 1 --global-batch-size 16 --train-iters 10 --vocab-size 1024 \"$PAR\"\n"[..],
         ),
         (
             "value.sh",
-            &b"ARGS=(--tensor-model-parallel-size ${TP}0)\n"[..],
+            &b"ARGS=(--tensor-model-parallel-size $(nproc) --num-layers 2 --hidden-size 256 --ffn-hidden-size 512 --num-attention-heads 2 --swiglu --disable-bias-linear --bf16 --normalization RMSNorm --position-embedding-type rope --seq-length 128 --micro-batch-size 1 --global-batch-size 16 --train-iters 10 --vocab-size 1024)\n"[..],
         ),
         (
             "moe.sh",
-            &b"ARGS=(\n  --num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32\n  --swiglu --disable-bias-linear --bf16 --seq-length 4096 --micro-batch-size 1\n  --global-batch-size 256 --train-iters 1000\n  --num-experts 8 --moe-router-topk 2 --moe-grouped-gemm --moe-token-dispatcher-type allgather\n)\n"[..],
+            &b"ARGS=(\n  --num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32\n  --swiglu --disable-bias-linear --bf16 --normalization RMSNorm --position-embedding-type rope --seq-length 4096 --micro-batch-size 1\n  --global-batch-size 256 --train-iters 1000\n  --num-experts 8 --moe-router-topk 2 --moe-grouped-gemm --moe-token-dispatcher-type allgather\n)\n"[..],
         ),
         (
             "ds-yes.json",
@@ -167,17 +167,17 @@ fn files(dir: &Path) {
         // Round 3 files: models, families and flags.
         (
             "window.sh",
-            &b"ARGS=(\n  --num-layers 2 --hidden-size 256 --ffn-hidden-size 512 --num-attention-heads 2\n  --swiglu --disable-bias-linear --bf16 --seq-length 128 --micro-batch-size 1\n  --global-batch-size 16 --train-iters 10 --window-size 18446744073709551615,0\n)\n"[..],
+            &b"ARGS=(\n  --num-layers 2 --hidden-size 256 --ffn-hidden-size 512 --num-attention-heads 2\n  --swiglu --disable-bias-linear --bf16 --normalization RMSNorm --position-embedding-type rope --seq-length 128 --micro-batch-size 1\n  --global-batch-size 16 --train-iters 10 --window-size 18446744073709551615,0\n)\n"[..],
         ),
         ("gpus-date.toml", &b"gpus = 1979-05-27\n"[..]),
         // FP8 recipes, FP8 weights and the optimizer state.
         (
             "moments.sh",
-            &b"ARGS=(\n  --num-layers 2 --hidden-size 256 --ffn-hidden-size 512 --num-attention-heads 2\n  --swiglu --disable-bias-linear --bf16 --seq-length 128 --micro-batch-size 1\n  --global-batch-size 16 --train-iters 10 --use-precision-aware-optimizer\n  --exp-avg-dtype fp8 --exp-avg-sq-dtype fp8\n)\n"[..],
+            &b"ARGS=(\n  --num-layers 2 --hidden-size 256 --ffn-hidden-size 512 --num-attention-heads 2\n  --swiglu --disable-bias-linear --bf16 --normalization RMSNorm --position-embedding-type rope --seq-length 128 --micro-batch-size 1\n  --global-batch-size 16 --train-iters 10 --use-precision-aware-optimizer\n  --exp-avg-dtype fp8 --exp-avg-sq-dtype fp8\n)\n"[..],
         ),
         (
             "param-gather.sh",
-            &b"ARGS=(\n  --num-layers 2 --hidden-size 256 --ffn-hidden-size 512 --num-attention-heads 2\n  --swiglu --disable-bias-linear --bf16 --seq-length 128 --micro-batch-size 1\n  --global-batch-size 16 --train-iters 10 --fp8-param-gather\n)\n"[..],
+            &b"ARGS=(\n  --num-layers 2 --hidden-size 256 --ffn-hidden-size 512 --num-attention-heads 2\n  --swiglu --disable-bias-linear --bf16 --normalization RMSNorm --position-embedding-type rope --seq-length 128 --micro-batch-size 1\n  --global-batch-size 16 --train-iters 10 --fp8-param-gather\n)\n"[..],
         ),
         (
             "plan-twice.json",
@@ -405,7 +405,7 @@ const ROWS: &[Row] = &[
     row("`--experts`, `--top-k`, `--granularity`", "whole-number ranges up to 4,096", &["search", "--layers", "32", "--hidden", "4096", "--ffn-ratio", "3.5", "--experts", "1..4.5"], "error: invalid --experts = 1..4.5:1: whole numbers up to 4096 in the range and its step"),
     row("a shape family", "at most 10⁶ shapes", &["search", "--layers", "1..100000:1", "--hidden", "128..1000000:128", "--ffn-ratio", "1..64:1"], "error: invalid shape family = 49996800000 shapes: at most 1000000 (widen the steps)"),
     // Launcher files read back (check --from).
-    row("`--from` Megatron-LM arguments", "options trainplan maps or knows to leave alone", &["check", "--from", "args.sh"], "error: invalid --moe-expert-capacity-factor = 1.25: an option trainplan maps to the design or knows to leave the plan alone (take it out, or state it with trainplan's flags if it changes the design)"),
+    row("`--from` Megatron-LM arguments", "a whole design, BF16 stated (options the plan cannot say are each refused at once: docs/configs.md)", &["check", "--from", "args.sh"], "error: invalid --bf16 = missing: BF16 training (--bf16), the precision every plan keeps its weights in"),
     row("`--from` torchtitan keys", "keys trainplan maps or knows to leave alone", &["check", "--from", "moe.toml"], "error: invalid parallelism.expert_parallel_degree = 8: a key trainplan maps to the design or knows to leave the plan alone (take it out, or state it with trainplan's flags if it changes the design)"),
     row("a flag with `--from`", "what the file says, where it says it", &["check", "--from", "job.toml", "--tp", "2"], "error: invalid --tp = 2: 1, what the --from file says (a flag the file sets must agree with it)"),
     row("`--from` a DeepSpeed JSON", "with the model alongside", &["check", "--from", "ds_config.json"], "error: invalid --from = deepspeed: the model alongside: DeepSpeed's JSON has none (give --model-config config.json, or --model)"),
@@ -429,15 +429,15 @@ const ROWS: &[Row] = &[
     row("a plan file's CP, `--format deepspeed`", "1: DeepSpeed's config has no context parallelism", &["export", "--format", "deepspeed", "--plan", "plan-cp.json"], "error: invalid --format = deepspeed: a plan without context parallelism: cp = 2 splits each sequence with K/V exchanged between its slices, and DeepSpeed's config has no such scheme (its sequence_parallel_size is DeepSpeed-Ulysses, an all-to-all splitting attention by heads, a different one)"),
     row("a detailed plan's ZeRO stage, `--format torchtitan`", "2 or 3; 0 without TP, CP or PP", &["export", "--format", "torchtitan", "--model", "8b", "--tokens", "1e12", "--gpus", "64", "--zero", "1", "--memory", "detailed", "--stack", "torchtitan"], "error: invalid --format = torchtitan: a ZeRO stage torchtitan runs: FSDP2 shards the gradients with the optimizer state (ZeRO 2 or 3), and its replication (ZeRO 0) does not compose with TP, CP or PP; this plan has ZeRO 1, which would run as ZeRO 2 (check it with --zero 2)"),
     row("a plan's settings beyond its stack, `--format megatron`", "the stage split, the experts' settings, gradients, Transformer Engine's loss, FP8 recipe and weights, optimizer state, which its arguments write", &["export", "--format", "megatron", "--model", "70b", "--tokens", "1e12", "--tp", "8", "--pp", "8", "--zero", "1", "--memory", "detailed", "--loss-precision", "bf16"], "error: invalid --format = megatron: a plan whose settings the file can say: llama3-70b was graded with --loss-precision bf16, which no Megatron-LM setting written here gives (it would run the megatron-te stack's --loss-precision fp32); check the plan without it"),
-    row("`--from` torchrun's `--nnodes`", "a whole number ≥ 1, not an elastic range", &["check", "--from", "nodes.sh"], "error: invalid --nnodes = 2:4: a whole number of nodes ≥ 1, which the GPUs are counted from (an elastic range, an unset variable or a command is not read: write the count, or leave it out and give --gpus)"),
-    row("`--from` torchrun's `--nnodes`", "a number, not a variable the file does not set", &["check", "--from", "nodes-unset.sh"], "error: invalid --nnodes = no value: a whole number of nodes ≥ 1, which the GPUs are counted from (an elastic range, an unset variable or a command is not read: write the count, or leave it out and give --gpus)"),
-    row("`--from` a script's appends", "assignments and arrays, not `NAME+=`", &["check", "--from", "append.sh"], "error: invalid megatron arguments = ARGS+=( (line 2): arrays, not an append (NAME+=(…)), which adds to what the reader may not have (the reader does not run the script: write the options out plainly)"),
-    row("`--from` a script's `if`, `case` and loops", "plain commands", &["check", "--from", "if.sh"], "error: invalid megatron arguments = if (line 2): commands outside if, case, loops and functions, whose options and assignments may not run as written (the reader does not run the script: write the options out plainly)"),
-    row("`--from` a script's functions", "plain commands", &["check", "--from", "function.sh"], "error: invalid megatron arguments = big( (line 1): commands and arrays (NAME=( … )), not a function, a subshell or another parenthesis, which may not run as written (the reader does not run the script: write the options out plainly)"),
-    row("`--from` a here-document", "none: its text is no option", &["check", "--from", "heredoc.sh"], "error: invalid megatron arguments = << (line 1): no here-document, whose text would be read as options (the reader does not run the script: write the options out plainly)"),
-    row("`--from` a switch (`--sequence-parallel`, …)", "no value: on when given", &["check", "--from", "sp-false.sh"], "error: invalid --sequence-parallel = false: no value: --sequence-parallel is a switch, on when given and off when left out"),
-    row("`--from` a quoted variable of several options", "one option a word, as bash passes them", &["check", "--from", "par.sh"], "error: invalid megatron arguments = --tensor-model-parallel-size 4 --sequence-parallel: options written out, one a word: the reader puts in a whole-word variable the file sets, split where unquoted ($PAR), not a reference inside a word or a quoted expansion of several options"),
-    row("`--from` a value holding `$` or a command", "written out, or a whole-word variable the file sets", &["check", "--from", "value.sh"], "error: invalid --tensor-model-parallel-size = ${TP}0: a value written out: the reader puts in a whole-word variable the file sets ($X, ${X:-default}), not a command ($(…) or backquotes), arithmetic or a reference inside a word"),
+    row("`--from` torchrun's `--nnodes`", "a whole number ≥ 1, not an elastic range", &["check", "--from", "nodes.sh"], "error: line 1: invalid --nnodes = 2:4: a whole number of nodes ≥ 1, which the GPUs are counted from (an elastic range, an unset variable or a command is not read: give --gpus, or --set the variable)"),
+    row("`--from` torchrun's `--nnodes`", "a number, not a variable the file does not set", &["check", "--from", "nodes-unset.sh"], "error: line 1: invalid --nnodes = no value: a whole number of nodes ≥ 1, which the GPUs are counted from (an elastic range, an unset variable or a command is not read: give --gpus, or --set the variable)"),
+    row("`--from` a script's `while` and `until` loops", "none holding options (the reader runs no loop whose turns it cannot count)", &["check", "--from", "append.sh"], "error: line 2: invalid --from script = a while loop holding options: options outside loops whose turns the reader cannot count (write them out of the loop)"),
+    row("`--from` a script's `if`, `case`, `&&` and `||`", "decided by the script's values, or by `--branch` or `--set` where the branches give different options", &["check", "--from", "if.sh"], "error: line 1: invalid --from script = `[ -f /etc/big ]` (line 1): a condition the script's values decide, or a branch chosen: its branches give different options (--branch 1=then gives --tensor-model-parallel-size 8, --branch 1=else gives --tensor-model-parallel-size 1; or --set the variable it tests)"),
+    row("`--from` Megatron-LM options", "each mapped, read and not used, or refused with what the plan would need (several at once: docs/configs.md)", &["check", "--from", "function.sh"], "error: line 2: invalid --fp16 = given: an option the plan can say, not this one (FP16 training with loss scaling: trainplan plans BF16 (and FP8/FP4 on top))"),
+    row("`--from` a here-document", "its text skipped, never read as options", &["check", "--from", "heredoc.sh"], "error: invalid --from = no Megatron-LM options: a Megatron-LM argument list (--num-layers …), a torchtitan job TOML or a DeepSpeed JSON"),
+    row("`--from` a switch (`--sequence-parallel`, …)", "no value: on when given", &["check", "--from", "sp-false.sh"], "error: line 1: invalid --sequence-parallel = false: no value: --sequence-parallel is a switch, on when given and off when left out"),
+    row("`--from` a quoted variable of several options", "one option a word, as bash passes them", &["check", "--from", "par.sh"], "error: line 1: invalid megatron arguments = --tensor-model-parallel-size 4 --sequence-parallel: options written out, one a word (bash hands a quoted \"--a b\" over as one word, which Megatron-LM's parser refuses)"),
+    row("`--from` a value from a command's output", "one the script sets (the reader runs no command), or given with `--set`", &["check", "--from", "value.sh"], "error: line 1: invalid --tensor-model-parallel-size = $(nproc): a value the script sets: the reader runs no command ($(…), backquotes) and cannot work out this one (give the variable with --set NAME=VALUE, or write the value out)"),
     row("`--from` Megatron-LM's `--moe-token-dispatcher-type`", "alltoall, or flex with `--moe-enable-deepep`", &["check", "--from", "moe.sh", "--gpus", "64"], "error: invalid --moe-token-dispatcher-type = allgather: alltoall, or flex with --moe-enable-deepep: the dispatchers the time model costs"),
     row("`--from` DeepSpeed's flags (`cpu_checkpointing`, …)", "true or false", &["check", "--from", "ds-yes.json"], "error: invalid activation_checkpointing.cpu_checkpointing = \"yes\": true or false"),
     row("`--from` a DeepSpeed key", "given once", &["check", "--from", "ds-twice.json"], "error: cannot parse 'ds-twice.json': not a DeepSpeed config: train_batch_size: given twice: each key may be given once at line 1 column 43"),
@@ -456,7 +456,7 @@ const ROWS: &[Row] = &[
     row("a run of `calibrate RUNS.json`", "one that fits its card under the detailed memory model", &["calibrate", "runs-memory.json"], "error: invalid runs[nemo-gpt3-175b-bf16-128] = 222.8 GB predicted on its fullest GPU: at most what its card's 80 GB hold, 85.2 GB of 10^9 bytes: as described (TP 4 × PP 8 × DP 4, ZeRO 1, micro-batch 8, recomputation none), the detailed memory model says it could never fit, so it cannot calibrate the time model; check the run's layout, micro_batch, recompute and zero, give the card's memory in card_gb, or leave the run out"),
     row("`--calibration FILE`'s `fit`", "a run or more, errors finite and ≥ 0", &["check", "--model", "70b", "--tokens", "1e12", "--memory", "detailed", "--time", "detailed", "--calibration", "fit-none.json"], "error: invalid fit-none.json: fit.runs = 0: at least 1: trainplan calibrate fits one run or more"),
     // Round 3: models, families and flags.
-    row("`--window-size` in `--from` Megatron-LM arguments", "LEFT,0 with LEFT below 2⁶⁴ − 1", &["check", "--from", "window.sh"], "error: invalid --window-size = 18446744073709551615,0: a causal window as LEFT,0 (tokens before each one it sees), LEFT below 2^64 − 1"),
+    row("`--window-size` in `--from` Megatron-LM arguments", "LEFT,0 with LEFT below 2⁶⁴ − 1", &["check", "--from", "window.sh"], "error: line 4: invalid --window-size = 18446744073709551615,0: a causal window as LEFT,0 (tokens before each one it sees), LEFT below 2^64 − 1"),
     row("`--unique-tokens` / `unique_tokens`", "at most 10¹⁸, compared as a whole number", &["check", "--model", "70b", "--tokens", "1e12", "--loss-law", "muennighoff", "--unique-tokens", "1000000000000000001"], "error: invalid brief.unique_tokens = 1000000000000000001: a whole number from 1 to 1e18"),
     row("a whole number in TOML (`gpus`, …)", "a number, not a datetime", &["check", "--model", "70b", "--tokens", "1e12", "--brief", "gpus-date.toml"], "error: cannot parse 'gpus-date.toml': not a brief: gpus: invalid type: a TOML datetime (1979-05-27), expected a whole number ≥ 0 at line 1 column 8"),
     row("`rope_theta` and every number a config gives", "in range, a huge value named as typed", &["check", "--model-config", "theta/config.json", "--tokens", "1e12"], "error: invalid theta/config.json: rope_theta = 1e300: a number > 0 and below 1e18"),

@@ -378,12 +378,10 @@ fn model(d: &mut DesignArgs, f: &FromFile) -> Result<()> {
             } else {
                 None
             };
-            if let Some(what) = unstated {
-                return Err(Error::invalid(
-                    "--from",
-                    what,
-                    "a model the flags can state (dense, no biases or query-key norm): give the model's config.json with --model-config",
-                ));
+            if unstated.is_some() {
+                // The flags cannot say it: the model the file builds, whole.
+                m.file = Some(dims.shape(vocab)?);
+                return Ok(());
             }
             m.layers = Some(dims.layers);
             m.hidden = Some(dims.hidden);
@@ -557,6 +555,16 @@ pub fn apply(d: &mut DesignArgs, mut f: FromFile, path: &str) -> Result<Vec<Stri
         (Some(dp), _) => Some(dp.saturating_mul(parallel)),
         (None, g) => g,
     };
+    // A script's launcher counts (torchrun's, Slurm's) are where it ran last; --gpus beside
+    // it says where it is to run.
+    let mut overridden = None;
+    let gpus = match (f.source, f.dp, gpus, d.brief.gpus) {
+        (Source::Megatron, None, Some(counted), Some(given)) if counted != given => {
+            overridden = Some(counted);
+            Some(given)
+        }
+        (_, _, g, _) => g,
+    };
     set("--gpus", &mut d.brief.gpus, gpus)?;
     if d.brief.gpus.is_none() && d.brief.brief.is_none() {
         return Err(Error::invalid(
@@ -715,6 +723,11 @@ pub fn apply(d: &mut DesignArgs, mut f: FromFile, path: &str) -> Result<Vec<Stri
         .iter()
         .map(|n| format!("note: --from {path}: {n}"))
         .collect();
+    if let (Some(counted), Some(given)) = (overridden, d.brief.gpus) {
+        notes.push(format!(
+            "note: --from {path}: --gpus {given} stands for the launcher's count in the file ({counted} GPUs)"
+        ));
+    }
     if f.source == Source::Megatron {
         let step = d.memory(&brief)?;
         let crate::cost::memory::MemoryModel::Detailed(detailed) = step else {
@@ -743,20 +756,68 @@ pub fn apply(d: &mut DesignArgs, mut f: FromFile, path: &str) -> Result<Vec<Stri
             Some(_) => {}
             None => {
                 let fits: Vec<Stack> = PREFERENCE.into_iter().filter(|&s| matches(s)).collect();
-                let Some(&stack) = fits.first() else {
-                    return Err(Error::invalid(
-                        "--from",
-                        format!("kernel and overlap options {shown}"),
-                        "the options of one of trainplan's stacks (or name the stack with --stack)",
-                    ));
+                let stack = match fits.as_slice() {
+                    [stack, others @ ..] => {
+                        if !others.is_empty() {
+                            let others: Vec<String> =
+                                others.iter().map(|s| s.to_string()).collect();
+                            notes.push(format!(
+                                "note: --from {path}: the kernel and overlap options fit the {stack} stack and also {}; graded as {stack} (name another with --stack)",
+                                others.join(", ")
+                            ));
+                        }
+                        *stack
+                    }
+                    [] => {
+                        // None is the file's: the nearest, by the options that differ (the
+                        // first in preference among equals), named with what differs.
+                        let nearest = PREFERENCE
+                            .into_iter()
+                            .filter(|&s| !detailed.step.tp_comm_overlap || s.overlaps_tp())
+                            .filter_map(|s| {
+                                let theirs = megatron_stack_options(
+                                    &shape,
+                                    tokens,
+                                    layout,
+                                    detailed.step,
+                                    s,
+                                )
+                                .ok()?;
+                                let only_file: Vec<String> = wanted
+                                    .iter()
+                                    .filter(|o| !theirs.contains(o))
+                                    .cloned()
+                                    .collect();
+                                let only_stack: Vec<String> = theirs
+                                    .iter()
+                                    .filter(|o| !wanted.contains(o))
+                                    .cloned()
+                                    .collect();
+                                Some((only_file.len() + only_stack.len(), s, only_file, only_stack))
+                            })
+                            .min_by_key(|(d, ..)| *d);
+                        let Some((_, stack, only_file, only_stack)) = nearest else {
+                            return Err(Error::invalid(
+                                "--from",
+                                format!("kernel and overlap options {shown}"),
+                                "the options of one of trainplan's stacks (or name the stack with --stack)",
+                            ));
+                        };
+                        let list = |v: &[String]| {
+                            if v.is_empty() {
+                                "none".to_string()
+                            } else {
+                                v.join(" ")
+                            }
+                        };
+                        notes.push(format!(
+                            "note: --from {path}: the file's kernel and overlap options ({shown}) are no stack's; graded as the nearest, {stack}, which differs in: the file's {} and the stack's {} (name another with --stack)",
+                            list(&only_file),
+                            list(&only_stack)
+                        ));
+                        stack
+                    }
                 };
-                if fits.len() > 1 {
-                    let others: Vec<String> = fits[1..].iter().map(|s| s.to_string()).collect();
-                    notes.push(format!(
-                        "note: --from {path}: the kernel and overlap options fit the {stack} stack and also {}; graded as {stack} (name another with --stack)",
-                        others.join(", ")
-                    ));
-                }
                 d.detailed.stack = Some(stack);
             }
         }
@@ -847,6 +908,16 @@ pub fn apply_search(args: &mut SearchArgs, f: FromFile, path: &str) -> Result<Ve
     let gpus = match f.source {
         Source::DeepSpeed => None,
         _ => f.gpus.or(f.dp.map(|dp| dp.saturating_mul(parallel))),
+    };
+    // A script's launcher counts give way to --gpus, as in `check`.
+    let gpus = match (f.source, f.dp, gpus, args.brief.gpus) {
+        (Source::Megatron, None, Some(counted), Some(given)) if counted != given => {
+            notes.push(format!(
+                "note: --from {path}: --gpus {given} stands for the launcher's count in the file ({counted} GPUs)"
+            ));
+            Some(given)
+        }
+        (_, _, g, _) => g,
     };
     set("--gpus", &mut args.brief.gpus, gpus)?;
     // The stack is the detailed model's: under the plate it is only named.

@@ -138,22 +138,32 @@ fn expand_detailed(command: &mut Command) {
 /// Lays a `--from` file over the flags of `check` or `search`, printing its notes on stderr
 /// (unless quiet); what was read, for `check --json`'s `from`.
 fn apply_from(command: &mut Command, quiet: bool) -> Result<Option<from::Read>> {
-    let (path, gpus) = match command {
-        Command::Check(args) => (args.from.clone(), args.design.brief.gpus),
-        Command::Search(args) => (args.from.clone(), args.brief.gpus),
-        _ => (None, None),
+    let (path, options) = match command {
+        Command::Check(args) => (
+            args.from.clone(),
+            args.script.options(args.design.brief.gpus),
+        ),
+        Command::Search(args) => (args.from.clone(), args.script.options(args.brief.gpus)),
+        _ => (None, input::from::Options::default()),
     };
     let Some(path) = path else {
         return Ok(None);
     };
-    let file = input::from::read_with(&path, gpus)?;
+    let file = input::from::read_with(&path, &options)?;
     let read = from::Read::of(&file, &path);
     let shown = path.display().to_string();
-    let notes = match command {
+    let refused = file.refused.clone();
+    let mut notes = match command {
         Command::Check(args) => from::apply(&mut args.design, file, &shown)?,
         Command::Search(args) => from::apply_search(args, file, &shown)?,
         _ => Vec::new(),
     };
+    if !refused.is_empty() {
+        notes.push(format!(
+            "note: --from {shown}: graded without what the design cannot say (--lenient): {}",
+            refused.join("; ")
+        ));
+    }
     if !quiet {
         for note in notes {
             eprintln!("{note}");

@@ -7,6 +7,7 @@ MODEL=(
   --num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336
   --num-attention-heads 32 --group-query-attention --num-query-groups 8
   --swiglu --disable-bias-linear --untie-embeddings-and-output-weights
+  --normalization RMSNorm --position-embedding-type rope
   --rotary-base 500000 --use-rope-scaling --vocab-size 128256
 )
 TRAIN=(

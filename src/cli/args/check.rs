@@ -37,6 +37,8 @@ pub struct CheckArgs {
     /// (docs/configs.md).
     #[arg(long, value_name = "FILE")]
     pub from: Option<PathBuf>,
+    #[command(flatten)]
+    pub script: ScriptArgs,
     /// Grade a plan from a JSON file as it was graded there: `check --json` output, or a
     /// search's JSON or Pareto file (with --index), under the file's brief, step and settings.
     /// The design flags are refused beside it (--model-config names the plan's model).
@@ -47,6 +49,37 @@ pub struct CheckArgs {
     pub index: u64,
     #[command(flatten)]
     pub design: DesignArgs,
+}
+
+/// What a `--from` script leaves open, and whether to grade it without what is refused.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ScriptArgs {
+    /// With --from: a variable of the script (or its own argument, by number: `1=fp8`) holds
+    /// VALUE wherever the script reads it, its own assignments to it passed over; repeatable.
+    #[arg(long = "set", value_name = "NAME=VALUE", requires = "from", value_parser = crate::input::from::shell::Given::parse_var)]
+    pub vars: Vec<(String, String)>,
+    /// With --from: the `if` (or `case`) on LINE takes its `then`, `else` or N-th branch,
+    /// where the script's values do not decide it; repeatable.
+    #[arg(long = "branch", value_name = "LINE=BRANCH", requires = "from", value_parser = crate::input::from::shell::Given::parse_branch)]
+    pub branches: Vec<(usize, String)>,
+    /// With --from: grade the file without the options the design cannot say, listed in a
+    /// note, instead of refusing it (exit 2) with every problem listed.
+    #[arg(long, requires = "from")]
+    pub lenient: bool,
+}
+
+impl ScriptArgs {
+    /// The reader's options for a file read beside `gpus`.
+    pub fn options(&self, gpus: Option<u64>) -> crate::input::from::Options {
+        crate::input::from::Options {
+            gpus,
+            given: crate::input::from::shell::Given {
+                vars: self.vars.clone(),
+                branches: self.branches.clone(),
+            },
+            lenient: self.lenient,
+        }
+    }
 }
 
 impl CheckArgs {

@@ -85,6 +85,10 @@ pub struct ModelArgs {
     /// SwiGLU FFN width of an ad-hoc shape.
     #[arg(long, value_name = "F", value_parser = parse_whole, requires = "layers")]
     pub ffn: Option<u64>,
+    /// The model a `--from` file builds where the flags above cannot state it (experts,
+    /// latent attention, a hybrid pattern): set by the reader, never by a flag.
+    #[arg(skip)]
+    pub file: Option<Shape>,
     #[command(flatten)]
     pub attention: AttentionArgs,
 }
@@ -192,6 +196,9 @@ impl AttentionArgs {
 impl ModelArgs {
     /// The shape asked for.
     pub fn shape(&self) -> Result<Shape> {
+        if let Some(shape) = &self.file {
+            return Ok(shape.clone());
+        }
         match (&self.model, &self.model_config, self.layers) {
             (Some(name), None, None) => model::preset(name),
             (None, Some(path), None) => hf::read(path),

@@ -207,6 +207,8 @@ pub struct SearchArgs {
     #[arg(long, value_name = "FILE")]
     pub from: Option<PathBuf>,
     #[command(flatten)]
+    pub script: super::check::ScriptArgs,
+    #[command(flatten)]
     pub family: FamilyArgs,
     #[command(flatten)]
     pub step: SearchStepArgs,

@@ -203,6 +203,13 @@ pub struct FromFile {
     pub offload_optimizer: Option<f64>,
     /// What was read and left alone: options that do not change the plan.
     pub unused: Vec<String>,
+    /// What was read into the design, as written (`--num-layers 32`).
+    pub mapped: Vec<String>,
+    /// The launcher's options other than its counts (where ranks meet, its container).
+    pub launcher: Vec<String>,
+    /// What the design cannot say or the reader could not read, one line each (with its line
+    /// in the file): the caller refuses the file, or grades without them (`--lenient`).
+    pub refused: Vec<String>,
     /// What the reader read as bash does but the user should know (a variable the file does
     /// not set, read as empty), one line each.
     pub notes: Vec<String>,
@@ -254,6 +261,9 @@ impl FromFile {
             offload_activations: None,
             offload_optimizer: None,
             unused: Vec::new(),
+            mapped: Vec::new(),
+            launcher: Vec::new(),
+            refused: Vec::new(),
             notes: Vec::new(),
         }
     }
@@ -300,9 +310,21 @@ impl FromFile {
     }
 }
 
-/// A whole number ≥ 1 for `field`, from `text`.
+/// A whole number ≥ 1 for `field`, from `text` (with Python's `_` between digits, as
+/// argparse's `int` and TOML read `220_000_000`).
 pub(crate) fn whole(field: &str, text: &str) -> Result<u64> {
-    match text.trim().parse::<u64>() {
+    let t = text.trim();
+    let grouped = t.contains('_')
+        && !t.starts_with('_')
+        && !t.ends_with('_')
+        && !t.contains("__")
+        && t.chars().all(|c| c.is_ascii_digit() || c == '_');
+    let digits = if grouped {
+        t.replace('_', "")
+    } else {
+        t.to_string()
+    };
+    match digits.parse::<u64>() {
         Ok(n) if n >= 1 => Ok(n),
         _ => Err(Error::invalid(field, text, "a whole number ≥ 1")),
     }
@@ -312,4 +334,103 @@ pub(crate) fn whole(field: &str, text: &str) -> Result<u64> {
 pub(crate) fn times(field: &str, a: u64, b: u64) -> Result<u64> {
     a.checked_mul(b)
         .ok_or_else(|| Error::invalid(field, format!("{a} × {b}"), "a product below 2^64"))
+}
+
+/// Every problem of a file at once, then what it mapped to the design and what it read and
+/// left alone; `whole` says whether the design stands without the refused options
+/// (`--lenient` grades it) or lacks what only they would have given.
+pub fn refusal(mut lines: Vec<String>, file: &FromFile, whole: bool) -> Error {
+    let group = |what: &str, items: &[String]| {
+        if items.is_empty() {
+            format!("{what}: none")
+        } else {
+            format!("{what} ({}): {}", items.len(), items.join(", "))
+        }
+    };
+    lines.push(group("mapped to the design", &file.mapped));
+    lines.push(group(
+        "read and not used (they do not change the plan)",
+        &file.unused,
+    ));
+    lines.push(if whole {
+        "--lenient grades the file without what is refused above, listed in a note".into()
+    } else {
+        "the design is not whole without them: --lenient cannot grade it".into()
+    });
+    Error::Problems(lines)
+}
+
+impl Dims {
+    /// The model these dimensions build, as Megatron-LM builds it, named by its dimensions
+    /// ([`crate::model::ShapeSpec::dimension_name`]): for a file whose model the flags of
+    /// `check` cannot state (experts, latent attention, a hybrid pattern, biases, query-key
+    /// norms, multi-token prediction, a window on some layers).
+    pub fn shape(&self, vocab: u64) -> Result<crate::model::Shape> {
+        use crate::model::{Architecture, Attention, Experts, LayerSet, ShapeSpec};
+        let narrow = |field: &str, n: u64| {
+            u32::try_from(n)
+                .map_err(|_| Error::invalid(field, n, "a whole number of at most 4294967295"))
+        };
+        let layers = narrow("--num-layers", self.layers)?;
+        let experts = match &self.experts {
+            None => None,
+            Some(e) => Some(Experts {
+                routed: narrow("--num-experts", e.routed)?,
+                per_token: narrow("--moe-router-topk", e.per_token)?,
+                ffn: e.ffn,
+                shared_ffn: e.shared_ffn,
+                shared_gate: false,
+                biases: false,
+                router_bias: false,
+                score_bias: e.score_bias,
+                groups: e.groups,
+                layers: match &e.layers {
+                    None => LayerSet::ALL,
+                    Some(flags) => LayerSet::from_list(
+                        flags
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, &moe)| moe)
+                            .map(|(i, _)| i as u32)
+                            .collect(),
+                        layers,
+                    ),
+                },
+            }),
+        };
+        ShapeSpec {
+            name: String::new(),
+            layers,
+            hidden: self.hidden,
+            ffn: self.ffn,
+            heads: narrow("--num-attention-heads", self.heads)?,
+            kv_heads: narrow("--num-query-groups", self.kv_heads)?,
+            vocab,
+            head_dim: self.head_dim,
+            tied_embeddings: self.tied_embeddings,
+            biases: self.biases,
+            architecture: Architecture {
+                rope_theta: self.rope_theta,
+                rope_scaling: if self.rope_scaling {
+                    Architecture::llama31().rope_scaling
+                } else {
+                    None
+                },
+                norm_eps: self.norm_eps,
+                sliding_window: self.sliding_window,
+                window_layers: self.window_layers.clone(),
+            },
+            experts,
+            // With latent attention `--qk-layernorm` builds the latents' norms, which the
+            // latent shape has.
+            attention: Attention {
+                latent: self.latent,
+                qk_norm: self.qk_norm && self.latent.is_none(),
+                sinks: false,
+            },
+            mtp: self.mtp,
+            hybrid: self.hybrid.clone(),
+        }
+        .build_named()
+    }
 }

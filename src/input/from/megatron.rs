@@ -28,6 +28,7 @@ use crate::model::layout::ZeroStage;
 use crate::model::Biases;
 
 use super::design::{times, whole, Dims, FileExperts, FileModel, FromFile, Source};
+use super::megatron_options;
 use super::shell::{self, Arg};
 
 /// Options that say which kernels and overlaps run: the stack's (`cost::step::stack::Settings`).
@@ -275,7 +276,12 @@ fn cuda_graphs(
 
 /// Megatron-LM's options that take a list of values (`nargs='*'`): every word up to the next
 /// option.
-const LISTS: [&str; 3] = ["--recompute-modules", "--spec", "--cuda-graph-scope"];
+const LISTS: [&str; 4] = [
+    "--recompute-modules",
+    "--spec",
+    "--cuda-graph-scope",
+    "--cuda-graph-modules",
+];
 
 /// Whether `word`, the word after a switch in the same command or array, is a value the switch
 /// cannot take (`--sequence-parallel false`), rather than the script's next argument: a
@@ -284,88 +290,336 @@ fn stray_value(word: &str) -> bool {
     !word.starts_with('-') && !word.ends_with(".py") && !word.contains(['>', '<'])
 }
 
-/// The options of the script's arguments, each with its value (or values, for [`LISTS`]).
-fn options(args: &[Arg]) -> Result<Vec<(String, Option<String>)>> {
-    let mut options: Vec<(String, Option<String>)> = Vec::new();
+/// An option of the script: its value (or values, for [`LISTS`]), the line it is written on,
+/// whether its value is the script's own, and whether it is the launcher's (before the
+/// `*.py` its command runs, or a word of `srun`, `sbatch` and their like).
+#[derive(Debug, Clone, PartialEq)]
+struct Opt {
+    name: String,
+    value: Option<String>,
+    line: usize,
+    known: bool,
+    launcher: bool,
+}
+
+impl Opt {
+    /// `--name value`, as the report lists it.
+    fn text(&self) -> String {
+        match &self.value {
+            Some(v) => format!("{} {v}", self.name),
+            None => self.name.clone(),
+        }
+    }
+}
+
+/// Commands whose options are all the job's placement (Slurm's, MPI's), never the program's.
+const PLACERS: [&str; 5] = ["srun", "sbatch", "salloc", "mpirun", "mpiexec"];
+
+/// The options of the script's arguments, each with its value (or values, for [`LISTS`]);
+/// a word that cannot be one option (several words quoted as one, a reference kept as
+/// written) is a problem, said with its line.
+fn options(args: &[Arg], problems: &mut Vec<(usize, Error)>) -> Vec<Opt> {
+    let mut options: Vec<Opt> = Vec::new();
+    // Where each command's program starts: its `*.py` word.
+    let mut program: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
+    let mut placer: HashSet<usize> = HashSet::new();
+    for (k, a) in args.iter().enumerate() {
+        if a.text.ends_with(".py") {
+            program.entry(a.group).or_insert(k);
+        }
+        let first = k == 0 || args[k - 1].group != a.group;
+        if first && PLACERS.contains(&a.text.rsplit('/').next().unwrap_or("")) {
+            placer.insert(a.group);
+        }
+    }
+    // Where the script runs a training program (`pretrain_gpt.py`), the other programs it
+    // runs (a data tool, a converter) hand it no options.
+    let trains = |k: &usize| {
+        let name = args[*k].text.rsplit('/').next().unwrap_or("");
+        name.contains("train") || name.contains("finetune")
+    };
+    let elsewhere: HashSet<usize> = if program.values().any(trains) {
+        program
+            .iter()
+            .filter(|(_, k)| !trains(k))
+            .map(|(g, _)| *g)
+            .collect()
+    } else {
+        HashSet::new()
+    };
     let mut i = 0;
     while i < args.len() {
         let w = &args[i];
+        let k = i;
         i += 1;
-        if !w.text.starts_with("--") {
+        if !w.text.starts_with("--") || elsewhere.contains(&w.group) {
             continue;
         }
+        let launcher = placer.contains(&w.group) || program.get(&w.group).is_some_and(|&p| k < p);
         let name = w.text.split_once('=').map_or(w.text.as_str(), |(n, _)| n);
-        if name.contains(['$', '`']) || name.contains(char::is_whitespace) {
-            // A quoted expansion of several words, or a reference inside one (`"--tp $TP"`):
-            // bash would hand it over otherwise.
-            return Err(Error::invalid(
-                "megatron arguments",
-                w.text.escape_debug(),
-                "options written out, one a word: the reader puts in a whole-word variable the file sets, split where unquoted ($PAR), not a reference inside a word or a quoted expansion of several options",
-            ));
+        if launcher && (!w.known || name.contains(char::is_whitespace)) {
+            // The launcher's own (a log file named by a command's output): not the plan's.
+            continue;
         }
+        if !w.known || name.contains(char::is_whitespace) {
+            // Several options quoted as one word, or a name the reader does not know:
+            // bash would hand it over otherwise.
+            problems.push((
+                w.line,
+                Error::invalid(
+                    "megatron arguments",
+                    w.text.escape_debug(),
+                    "options written out, one a word (bash hands a quoted \"--a b\" over as one word, which Megatron-LM's parser refuses)",
+                ),
+            ));
+            continue;
+        }
+        let opt = |name: &str, value: Option<String>, known: bool| Opt {
+            name: name.to_string(),
+            value,
+            line: w.line,
+            known,
+            launcher,
+        };
         if let Some((n, v)) = w.text.split_once('=') {
-            options.push((n.to_string(), Some(v.to_string())));
+            options.push(opt(n, Some(v.to_string()), w.known));
             continue;
         }
         let name = w.text.as_str();
         // The next word of the same command or array.
         let next = args.get(i).filter(|n| n.group == w.group);
-        if SWITCHES.contains(&name) {
-            if let Some(next) = next.filter(|n| stray_value(&n.text)) {
-                return Err(Error::invalid(
-                    name,
-                    next.text.escape_debug(),
-                    format!("no value: {name} is a switch, on when given and off when left out"),
+        if SWITCHES.contains(&name) && !launcher {
+            if let Some(next) = next.filter(|n| n.known && stray_value(&n.text)) {
+                problems.push((
+                    next.line,
+                    Error::invalid(
+                        name,
+                        next.text.escape_debug(),
+                        format!(
+                            "no value: {name} is a switch, on when given and off when left out"
+                        ),
+                    ),
                 ));
+                i += 1;
+                continue;
             }
-            options.push((name.to_string(), None));
+            options.push(opt(name, None, true));
             continue;
         }
         let value_like = |n: &&Arg| !n.text.starts_with("--") && !n.text.ends_with(".py");
-        if LISTS.contains(&name) {
+        if LISTS.contains(&name) && !launcher {
             let mut values = Vec::new();
+            let mut known = true;
             while let Some(next) = args
                 .get(i)
                 .filter(|n| n.group == w.group)
                 .filter(value_like)
             {
                 values.push(next.text.clone());
+                known &= next.known;
                 i += 1;
             }
-            options.push((
-                name.to_string(),
+            options.push(opt(
+                name,
                 (!values.is_empty()).then(|| values.join(" ")),
+                known,
             ));
             continue;
         }
-        let value = next.filter(value_like).map(|n| n.text.clone());
+        let value = next.filter(value_like);
         if value.is_some() {
             i += 1;
         }
-        options.push((name.to_string(), value));
-    }
-    Ok(options)
-}
-
-/// The value `value` of `option`, refused when it holds what the reader did not expand (a
-/// reference inside a word, a command substitution, arithmetic).
-fn written(option: &str, value: &str) -> Result<()> {
-    if value.contains(['$', '`']) {
-        return Err(Error::invalid(
-            option,
-            value.escape_debug(),
-            "a value written out: the reader puts in a whole-word variable the file sets ($X, ${X:-default}), not a command ($(…) or backquotes), arithmetic or a reference inside a word",
+        options.push(opt(
+            name,
+            value.map(|n| n.text.clone()),
+            value.is_none_or(|n| n.known),
         ));
     }
-    Ok(())
+    options
 }
 
 /// The design the arguments in `text` state.
 pub fn parse(text: &str) -> Result<FromFile> {
-    let script = shell::read(text)?;
+    let file = parse_with(text, &shell::Given::default(), None)?;
+    if file.refused.is_empty() {
+        Ok(file)
+    } else {
+        Err(Error::Problems(file.refused))
+    }
+}
+
+/// The `--branch` value that takes a reading's branch (`then`, `else`, a number); a reading
+/// that passed a condition by (`not 2`) is named by the next one, which the flag can take.
+fn branch_flag(taken: &str) -> String {
+    match taken.strip_prefix("not ") {
+        Some("then") => "2".into(),
+        Some(n) => n
+            .parse::<usize>()
+            .map_or("else".into(), |n| (n + 1).to_string()),
+        None => match taken {
+            "true" => "then".into(),
+            "false" => "else".into(),
+            t => t.split(' ').next().unwrap_or(t).to_string(),
+        },
+    }
+}
+
+/// The vocabulary a tokenizer type fixes (Megatron-LM's `--tokenizer-type`), with the
+/// tokenizer's name: GPT-2's BPE (50,257, Radford et al. 2019) and Llama 2's SentencePiece
+/// model (32,000, Touvron et al. 2023). Others read theirs from a file.
+fn tokenizer_vocab(kind: &str) -> Option<(u64, &'static str)> {
+    match kind {
+        "GPT2BPETokenizer" => Some((50_257, "GPT-2's BPE")),
+        "Llama2Tokenizer" => Some((32_000, "Llama 2's tokenizer")),
+        _ => None,
+    }
+}
+
+/// The options of a reading that change the plan, as `--name value` (the launcher's GPU
+/// counts among them): what two readings of a script must agree on.
+fn planned(options: &[Opt]) -> Vec<String> {
+    let mut out: Vec<String> = options
+        .iter()
+        .filter(|o| {
+            !UNUSED_PREFIXES.iter().any(|p| o.name.starts_with(p))
+                && (!o.launcher || COUNTS.iter().any(|names| names.contains(&o.name.as_str())))
+        })
+        .map(Opt::text)
+        .collect();
+    out.sort();
+    out
+}
+
+/// The launcher's counts, each by its names in the order they are read: GPUs a node
+/// (torchrun's, the deepspeed launcher's, then Slurm's tasks or GPUs a node), and nodes
+/// (torchrun's, the deepspeed launcher's, then Slurm's).
+const COUNTS: [&[&str]; 2] = [
+    &[
+        "--nproc_per_node",
+        "--nproc-per-node",
+        "--num_gpus",
+        "--ntasks-per-node",
+        "--gpus-per-node",
+    ],
+    &["--nnodes", "--num_nodes", "--nodes"],
+];
+
+/// Where the readings of a script (its undecided conditions) disagree on the plan's options:
+/// one problem for each reading that differs from the first, naming its choices.
+fn disagreements(script: &shell::Script) -> (Vec<(usize, Error)>, Vec<String>) {
+    let mut problems = Vec::new();
+    let mut notes = Vec::new();
+    let first = planned(&options(script.args(), &mut Vec::new()));
+    let mut undecided: Vec<&shell::Choice> = Vec::new();
+    for reading in &script.readings[1..] {
+        let these = planned(&options(&reading.args, &mut Vec::new()));
+        let choices: Vec<&shell::Choice> = reading
+            .choices
+            .iter()
+            .filter(|c| !script.readings[0].choices.contains(c))
+            .collect();
+        if these == first {
+            undecided.extend(choices);
+            continue;
+        }
+        let only = |a: &[String], b: &[String]| -> String {
+            let v: Vec<&str> = a
+                .iter()
+                .filter(|x| !b.contains(x))
+                .map(String::as_str)
+                .collect();
+            if v.is_empty() {
+                "nothing".into()
+            } else {
+                v.join(", ")
+            }
+        };
+        let line = choices.first().map_or(0, |c| c.line);
+        // The branch flags that give each reading: this one's, and the first's.
+        let flags = |of: &[&shell::Choice]| -> String {
+            of.iter()
+                .map(|c| format!("--branch {}={}", c.line, branch_flag(&c.taken)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let firsts: Vec<&shell::Choice> = script.readings[0]
+            .choices
+            .iter()
+            .filter(|c| choices.iter().any(|o| o.line == c.line))
+            .collect();
+        let conditions: Vec<String> = choices
+            .iter()
+            .map(|c| format!("`{}` (line {})", c.condition, c.line))
+            .collect();
+        problems.push((
+            line,
+            Error::invalid(
+                "--from script",
+                conditions.join(", "),
+                format!(
+                    "a condition the script's values decide, or a branch chosen: its branches give different options ({} gives {}, {} gives {}; or --set the variable it tests)",
+                    flags(&firsts),
+                    only(&first, &these),
+                    flags(&choices),
+                    only(&these, &first),
+                ),
+            ),
+        ));
+    }
+    undecided.sort_by_key(|c| c.line);
+    undecided.dedup_by_key(|c| c.line);
+    for c in undecided {
+        notes.push(format!(
+            "line {}: `{}` is not decided by the script's values; its branches differ only in options that do not change the plan",
+            c.line, c.condition
+        ));
+    }
+    (problems, notes)
+}
+
+/// The problems as one report: each refused option with its line, then what was mapped and
+/// what was read and not used.
+pub fn report(problems: &[(usize, Error)]) -> Vec<String> {
+    let mut sorted: Vec<&(usize, Error)> = problems.iter().collect();
+    sorted.sort_by_key(|(line, _)| *line);
+    sorted
+        .into_iter()
+        .map(|(line, e)| {
+            if *line == 0 {
+                e.to_string()
+            } else {
+                format!("line {line}: {e}")
+            }
+        })
+        .collect()
+}
+
+/// [`parse`], with the user's word on what the script leaves open ([`shell::Given`]) and the
+/// GPUs when given (`--gpus`), which stand for launcher counts the reader cannot read.
+///
+/// Every problem is collected: an option refused, a value the reader does not know, a
+/// condition whose readings disagree. When the design is whole without the refused options,
+/// it is returned with them in [`FromFile::refused`] (the caller refuses it, or grades it
+/// under `--lenient`); when it is not, the error lists them all.
+pub fn parse_with(text: &str, given: &shell::Given, gpus: Option<u64>) -> Result<FromFile> {
+    let script = shell::read_with(text, given)?;
+    let args = script.args();
     let comments = &script.comments;
-    let options = options(&script.args)?;
+    let mut problems: Vec<(usize, Error)> = Vec::new();
+    for p in &script.problems {
+        // The reader's problems start with their line.
+        let (line, text) = p
+            .strip_prefix("line ")
+            .and_then(|r| r.split_once(": "))
+            .and_then(|(n, t)| Some((n.parse::<usize>().ok()?, t)))
+            .unwrap_or((0, p.as_str()));
+        let (what, expected) = text
+            .split_once(": ")
+            .unwrap_or((text, "a script the reader can follow"));
+        problems.push((line, Error::invalid("--from script", what, expected)));
+    }
+    let options = options(args, &mut problems);
     if options.is_empty() {
         return Err(Error::invalid(
             "--from",
@@ -375,34 +629,49 @@ pub fn parse(text: &str) -> Result<FromFile> {
     }
     let mut from = FromFile::new(Source::Megatron);
     from.notes = script.notes.clone();
-    // The launcher's counts (torchrun's, or the deepspeed launcher's): the GPUs per node when
-    // a number (torchrun's `gpu` or `auto` leave them to --gpus), times the nodes, which must
-    // be a number when given (1 when not, torchrun's default): an elastic range, an unset
-    // variable or a command is not one node.
-    let option = |names: &[&str]| {
-        options
+    if script.readings.len() > 1 {
+        let (differ, notes) = disagreements(&script);
+        problems.extend(differ);
+        from.notes.extend(notes);
+    }
+    // The launcher's counts (torchrun's, the deepspeed launcher's, Slurm's): the GPUs a node
+    // when a number (torchrun's `gpu` or `auto` leave them to --gpus), times the nodes, which
+    // must be a number when given (1 when not, torchrun's default): an elastic range, an
+    // unset variable or a command is not one node. `--gpus` stands for counts not read.
+    let counted = |names: &[&str]| -> Option<(&Opt, Option<u64>)> {
+        let found: Vec<&Opt> = names
             .iter()
-            .find(|(n, _)| names.contains(&n.as_str()))
-            .map(|(n, v)| (n.as_str(), v.as_deref()))
+            .filter_map(|n| options.iter().find(|o| o.name == *n))
+            .collect();
+        let parsed = found.iter().find_map(|o| {
+            let v = o.value.as_deref()?.trim().parse::<u64>().ok()?;
+            (o.known && v >= 1).then_some((*o, Some(v)))
+        });
+        parsed.or_else(|| found.first().map(|o| (*o, None)))
     };
-    let per_node = option(&["--nproc_per_node", "--nproc-per-node", "--num_gpus"])
-        .and_then(|(_, v)| v?.parse::<u64>().ok())
-        .filter(|&n| n >= 1);
-    let nodes = match option(&["--nnodes", "--num_nodes"]) {
-        None => 1,
-        Some((name, value)) => match value.map(|v| v.parse::<u64>()) {
-            Some(Ok(n)) if n >= 1 => n,
-            _ => {
-                return Err(Error::invalid(
-                    name,
-                    value.map_or("no value".into(), |v| v.escape_debug().to_string()),
-                    "a whole number of nodes ≥ 1, which the GPUs are counted from (an elastic range, an unset variable or a command is not read: write the count, or leave it out and give --gpus)",
-                ))
+    let per_node = counted(COUNTS[0]).and_then(|(_, v)| v);
+    let nodes = match counted(COUNTS[1]) {
+        None => Some(1),
+        Some((_, Some(n))) => Some(n),
+        Some((o, None)) => {
+            if gpus.is_none() {
+                problems.push((
+                    o.line,
+                    Error::invalid(
+                        o.name.as_str(),
+                        o.value.as_deref().map_or("no value".into(), |v| v.escape_debug().to_string()),
+                        "a whole number of nodes ≥ 1, which the GPUs are counted from (an elastic range, an unset variable or a command is not read: give --gpus, or --set the variable)",
+                    ),
+                ));
             }
-        },
+            None
+        }
     };
-    if let Some(per_node) = per_node {
-        from.gpus = Some(times("--nnodes", per_node, nodes)?);
+    if let (Some(per_node), Some(nodes)) = (per_node, nodes) {
+        match times("--nnodes", per_node, nodes) {
+            Ok(g) => from.gpus = Some(g),
+            Err(e) => problems.push((0, e)),
+        }
     }
     let mut seen: HashSet<&str> = HashSet::with_capacity(options.len());
     let mut experts = ExpertsBuilder::default();
@@ -423,23 +692,43 @@ pub fn parse(text: &str) -> Result<FromFile> {
     let mut bf16 = false;
     let (mut iters, mut samples, mut virtual_layers) = (None, None, None);
     let mut divisor = None;
-    for (name, value) in &options {
+    for opt in &options {
+        let (name, value, line) = (&opt.name, &opt.value, opt.line);
+        if opt.launcher {
+            // The launcher's own: its counts are read above; where the ranks meet, its
+            // container, its logs are not the plan's.
+            if !COUNTS.iter().any(|names| names.contains(&name.as_str())) {
+                from.launcher.push(opt.text());
+            }
+            continue;
+        }
         if !seen.insert(name.as_str()) {
-            return Err(Error::invalid(
-                name.as_str(),
-                "given twice",
-                "each option once",
+            problems.push((
+                line,
+                Error::invalid(name.as_str(), "given twice", "each option once"),
             ));
+            continue;
         }
         let need = || {
             let v = value
                 .as_deref()
                 .ok_or_else(|| Error::invalid(name.as_str(), "no value", "a value"))?;
-            written(name, v)?;
+            if !opt.known {
+                return Err(Error::invalid(
+                    name.as_str(),
+                    v.escape_debug(),
+                    "a value the script sets: the reader runs no command ($(…), backquotes) and cannot work out this one (give the variable with --set NAME=VALUE, or write the value out)",
+                ));
+            }
             Ok::<&str, Error>(v)
         };
+        let unused = megatron_options::UNUSED.contains(&name.as_str())
+            || UNUSED_PREFIXES.iter().any(|p| name.starts_with(p))
+            || LAUNCHER_OPTIONS.contains(&name.as_str());
         let n = || whole(name, need()?);
-        match name.as_str() {
+        #[allow(clippy::redundant_closure_call)]
+        let outcome = (|| -> Result<()> {
+            match name.as_str() {
             "--tensor-model-parallel-size" => from.tp = Some(n()?),
             "--pipeline-model-parallel-size" => from.pp = Some(n()?),
             "--context-parallel-size" => from.cp = Some(n()?),
@@ -500,8 +789,14 @@ pub fn parse(text: &str) -> Result<FromFile> {
             "--squared-relu" => dims.squared_relu = true,
             // RoPE, or none: a hybrid's attention blocks take no position embedding.
             "--position-embedding-type" => match need()? {
-                "rope" => dims.no_position = false,
-                "none" => dims.no_position = true,
+                "rope" => {
+                    dims.no_position = false;
+                    dims.position_given = true;
+                }
+                "none" => {
+                    dims.no_position = true;
+                    dims.position_given = true;
+                }
                 v => {
                     return Err(Error::invalid(
                         name.as_str(),
@@ -513,7 +808,11 @@ pub fn parse(text: &str) -> Result<FromFile> {
             "--is-hybrid-model" => dims.hybrid = true,
             // The layer spec `pretrain_mamba.py` requires: Megatron-core's Mamba stack.
             "--spec" => match need()? {
-                crate::model::hybrid::MEGATRON_SPEC => dims.spec = true,
+                // Megatron-LM's newer module for the same stack (d98e8a6).
+                crate::model::hybrid::MEGATRON_SPEC
+                | "megatron.core.models.hybrid.hybrid_layer_specs hybrid_stack_spec" => {
+                    dims.spec = true
+                }
                 v => {
                     return Err(Error::invalid(
                         name.as_str(),
@@ -525,7 +824,10 @@ pub fn parse(text: &str) -> Result<FromFile> {
                     ))
                 }
             },
-            "--hybrid-override-pattern" => dims.pattern = Some(need()?.to_string()),
+            // Megatron-LM's newer name for it (d98e8a6).
+            "--hybrid-override-pattern" | "--hybrid-layer-pattern" => {
+                dims.pattern = Some(need()?.to_string())
+            }
             "--mamba-num-heads" => dims.mamba_heads = Some(n()?),
             "--mamba-head-dim" => dims.mamba_head_dim = Some(n()?),
             "--mamba-num-groups" => dims.mamba_groups = Some(n()?),
@@ -640,7 +942,19 @@ pub fn parse(text: &str) -> Result<FromFile> {
                 }
             },
             "--cuda-graph-impl" => graphs.0 = Some(need()?.to_string()),
-            "--cuda-graph-scope" => graphs.1 = Some(need()?.to_string()),
+            // `--cuda-graph-modules` is Megatron-LM's newer name for it (d98e8a6).
+            "--cuda-graph-scope" | "--cuda-graph-modules" => graphs.1 = Some(need()?.to_string()),
+            // RoPE by name; YaRN (latent attention's default there) is not planned.
+            "--rope-type" => match need()? {
+                "rope" => {}
+                v => {
+                    return Err(Error::invalid(
+                        name.as_str(),
+                        v,
+                        "rope: plain RoPE (or Llama 3's scaling, --use-rope-scaling), the position encoding trainplan plans",
+                    ))
+                }
+            },
             "--fp4-format" => fp4.0 = Some(need()?.to_string()),
             "--fp4-recipe" => fp4.1 = Some(need()?.to_string()),
             option if LAUNCHER_OPTIONS.contains(&option) => {}
@@ -649,6 +963,7 @@ pub fn parse(text: &str) -> Result<FromFile> {
                 None => option.to_string(),
             }),
             option if FIXED.iter().any(|(o, _)| *o == option) => {
+                dims.norm_given |= option == "--normalization";
                 let want = FIXED.iter().find(|(o, _)| *o == option).map(|(_, v)| *v);
                 if value.as_deref() != want {
                     return Err(Error::invalid(
@@ -660,6 +975,20 @@ pub fn parse(text: &str) -> Result<FromFile> {
                         ),
                     ));
                 }
+            }
+            option if megatron_options::UNUSED.contains(&option) => {
+                from.unused.push(opt.text());
+            }
+            option if megatron_options::REFUSED.iter().any(|(o, _)| *o == option) => {
+                let why = megatron_options::REFUSED
+                    .iter()
+                    .find(|(o, _)| *o == option)
+                    .map_or("", |(_, why)| why);
+                return Err(Error::invalid(
+                    option,
+                    value.as_deref().unwrap_or("given"),
+                    format!("an option the plan can say, not this one ({why})"),
+                ));
             }
             option if UNUSED_PREFIXES.iter().any(|p| option.starts_with(p)) => {
                 from.unused.push(match value {
@@ -675,17 +1004,26 @@ pub fn parse(text: &str) -> Result<FromFile> {
                 ))
             }
         }
+            Ok(())
+        })();
+        match outcome {
+            Ok(()) if !unused => from.mapped.push(opt.text()),
+            Ok(()) => {}
+            Err(e) => problems.push((line, e)),
+        }
     }
-    // Precision: BF16 with Transformer Engine's FP8 recipes on top.
-    if !bf16 {
-        return Err(Error::invalid(
-            "--bf16",
-            "missing",
-            "BF16 training (--bf16), the precision every plan keeps its weights in",
-        ));
-    }
-    // NVFP4: Megatron-LM's `--fp4-format e2m1`, its one `--fp4-recipe` (`nvfp4`, the default).
-    match (fp4.0.as_deref(), fp4.1.as_deref()) {
+    #[allow(clippy::redundant_closure_call)]
+    let finished = (|| -> Result<()> {
+        // Precision: BF16 with Transformer Engine's FP8 recipes on top.
+        if !bf16 {
+            return Err(Error::invalid(
+                "--bf16",
+                "missing",
+                "BF16 training (--bf16), the precision every plan keeps its weights in",
+            ));
+        }
+        // NVFP4: Megatron-LM's `--fp4-format e2m1`, its one `--fp4-recipe` (`nvfp4`, the default).
+        match (fp4.0.as_deref(), fp4.1.as_deref()) {
         (None, None) => {}
         (Some("e2m1"), None | Some("nvfp4")) if fp8 == (None, None) => {}
         (format, recipe) => return Err(Error::invalid(
@@ -694,9 +1032,9 @@ pub fn parse(text: &str) -> Result<FromFile> {
             "e2m1/nvfp4 (NVFP4) without an FP8 recipe, the FP4 recipe the precision model counts",
         )),
     }
-    // Delayed scaling is FP8's default recipe (and MXFP8's its own): read as none, the way a
-    // plan says it.
-    let (precision, recipe) = match (fp8.0.as_deref(), fp8.1.as_deref()) {
+        // Delayed scaling is FP8's default recipe (and MXFP8's its own): read as none, the way a
+        // plan says it.
+        let (precision, recipe) = match (fp8.0.as_deref(), fp8.1.as_deref()) {
         (None, None) if fp4.0.is_some() => (Precision::Nvfp4, None),
         (None, None) => (Precision::Bf16, None),
         // Megatron-core's TransformerConfig takes `fp8_recipe = "delayed"` unless told.
@@ -714,21 +1052,21 @@ pub fn parse(text: &str) -> Result<FromFile> {
             "hybrid/delayed, hybrid/tensorwise, hybrid/blockwise (FP8) or e4m3/mxfp8 (MXFP8), the recipes the precision model counts",
         )),
     };
-    from.precision = Some(precision);
-    from.fp8_recipe = recipe;
-    if from.fp8_params == Some(true) && !precision.is_fp8() {
-        return Err(Error::invalid(
-            "--fp8-param-gather",
-            "given",
-            "an FP8 recipe beside it (--fp8-format, --fp8-recipe): the weights it keeps in FP8",
-        ));
-    }
-    // What the file leaves out is Megatron-LM's default, which the file then says: BF16
-    // weights, FP32 gradients, an FP32 optimizer state.
-    let fp8_params = from.fp8_params == Some(true);
-    from.fp8_params = Some(fp8_params);
-    from.offload_activations = Some(from.offload_activations.unwrap_or(0));
-    from.bf16_layers = Some(match bf16_layers {
+        from.precision = Some(precision);
+        from.fp8_recipe = recipe;
+        if from.fp8_params == Some(true) && !precision.is_fp8() {
+            return Err(Error::invalid(
+                "--fp8-param-gather",
+                "given",
+                "an FP8 recipe beside it (--fp8-format, --fp8-recipe): the weights it keeps in FP8",
+            ));
+        }
+        // What the file leaves out is Megatron-LM's default, which the file then says: BF16
+        // weights, FP32 gradients, an FP32 optimizer state.
+        let fp8_params = from.fp8_params == Some(true);
+        from.fp8_params = Some(fp8_params);
+        from.offload_activations = Some(from.offload_activations.unwrap_or(0));
+        from.bf16_layers = Some(match bf16_layers {
         (false, None, None) => Bf16Layers::default(),
         (true, start, end) if precision != Precision::Bf16 => Bf16Layers {
             start: start.unwrap_or(1),
@@ -747,40 +1085,39 @@ pub fn parse(text: &str) -> Result<FromFile> {
             "given with --first-last-layers-bf16, without which Megatron-LM keeps no layer in BF16",
         )),
     });
-    let (cpu_offload, aware) = (optimizer.cpu_offload, optimizer.aware);
-    optimizer.apply(&mut from, fp8_params)?;
-    // The loss: Megatron-core reads the fused cross-entropy's implementation only under
-    // --cross-entropy-loss-fusion (`language_module.py`); otherwise, or with `native`, its own
-    // keeps FP32 logits.
-    let fused_loss = from
-        .stack_options
-        .iter()
-        .any(|o| o == "--cross-entropy-loss-fusion");
-    if let Some(te) = loss_impl {
-        from.loss = Some(if te && fused_loss {
-            LossPrecision::InPlace
-        } else {
-            LossPrecision::Fp32
-        });
-    }
-    // ZeRO: the distributed optimizer is stage 1; Megatron-FSDP's strategies 2 and 3.
-    from.zero = Some(match (fsdp, strategy.as_deref()) {
-        (false, None) => ZeroStage::new(u8::from(distributed))?,
-        (true, Some("optim_grads")) => ZeroStage::new(2)?,
-        (true, Some("optim_grads_params")) => ZeroStage::new(3)?,
-        (_, s) => {
-            return Err(Error::invalid(
-                "--data-parallel-sharding-strategy",
-                s.unwrap_or("missing"),
-                "optim_grads (ZeRO 2) or optim_grads_params (ZeRO 3) with --use-megatron-fsdp",
-            ))
+        let (cpu_offload, aware) = (optimizer.cpu_offload, optimizer.aware);
+        optimizer.apply(&mut from, fp8_params)?;
+        // The loss: Megatron-core reads the fused cross-entropy's implementation only under
+        // --cross-entropy-loss-fusion (`language_module.py`); otherwise, or with `native`, its own
+        // keeps FP32 logits.
+        let fused_loss = from
+            .stack_options
+            .iter()
+            .any(|o| o == "--cross-entropy-loss-fusion");
+        if let Some(te) = loss_impl {
+            from.loss = Some(if te && fused_loss {
+                LossPrecision::InPlace
+            } else {
+                LossPrecision::Fp32
+            });
         }
-    });
-    // Muon: its own optimizer under ZeRO 0 (`muon`) or its layer-wise distributed one under
-    // ZeRO 1 (`dist_muon`), with no distributed optimizer beside it (Megatron-LM turns it off).
-    if let Some(layer_wise) = muon {
-        if cpu_offload || aware {
-            return Err(Error::invalid(
+        // ZeRO: the distributed optimizer is stage 1; Megatron-FSDP's strategies 2 and 3.
+        from.zero =
+            Some(match (fsdp, strategy.as_deref()) {
+                (false, None) => ZeroStage::new(u8::from(distributed))?,
+                (true, Some("optim_grads")) => ZeroStage::new(2)?,
+                (true, Some("optim_grads_params")) => ZeroStage::new(3)?,
+                (_, s) => return Err(Error::invalid(
+                    "--data-parallel-sharding-strategy",
+                    s.unwrap_or("missing"),
+                    "optim_grads (ZeRO 2) or optim_grads_params (ZeRO 3) with --use-megatron-fsdp",
+                )),
+            });
+        // Muon: its own optimizer under ZeRO 0 (`muon`) or its layer-wise distributed one under
+        // ZeRO 1 (`dist_muon`), with no distributed optimizer beside it (Megatron-LM turns it off).
+        if let Some(layer_wise) = muon {
+            if cpu_offload || aware {
+                return Err(Error::invalid(
                 if cpu_offload {
                     "--optimizer-cpu-offload"
                 } else {
@@ -789,173 +1126,211 @@ pub fn parse(text: &str) -> Result<FromFile> {
                 "given with Muon",
                 "left out with --optimizer muon or dist_muon (Megatron-core's Muon keeps FP32 state on the GPU)",
             ));
-        }
-        if distributed || fsdp {
-            return Err(Error::invalid(
+            }
+            if distributed || fsdp {
+                return Err(Error::invalid(
                 "--optimizer",
                 if layer_wise { "dist_muon" } else { "muon" },
                 "without --use-distributed-optimizer or --use-megatron-fsdp (Megatron-LM runs Muon on its own, or layer-wise as dist_muon)",
             ));
+            }
+            from.optimizer = Some(crate::cost::step::recipe::Optimizer::Muon);
+            from.zero = Some(ZeroStage::new(u8::from(layer_wise))?);
+        } else if stated_adam {
+            from.optimizer = Some(crate::cost::step::recipe::Optimizer::AdamW);
         }
-        from.optimizer = Some(crate::cost::step::recipe::Optimizer::Muon);
-        from.zero = Some(ZeroStage::new(u8::from(layer_wise))?);
-    } else if stated_adam {
-        from.optimizer = Some(crate::cost::step::recipe::Optimizer::AdamW);
-    }
-    from.cuda_graphs = cuda_graphs(graphs.0.as_deref(), graphs.1.as_deref())?;
-    // Megatron-LM's arguments.py turns sequence parallelism off at TP 1 ("Disabling sequence
-    // parallelism because tensor model parallelism is disabled"), and so does the reading.
-    if from.sequence_parallel == Some(true) && from.tp.unwrap_or(1) == 1 {
-        from.notes.push(
+        from.cuda_graphs = cuda_graphs(graphs.0.as_deref(), graphs.1.as_deref())?;
+        // Megatron-LM's arguments.py turns sequence parallelism off at TP 1 ("Disabling sequence
+        // parallelism because tensor model parallelism is disabled"), and so does the reading.
+        if from.sequence_parallel == Some(true) && from.tp.unwrap_or(1) == 1 {
+            from.notes.push(
             "--sequence-parallel at TP 1 is off, as Megatron-LM turns it off without tensor parallelism".into(),
         );
-        from.sequence_parallel = Some(false);
-    }
-    from.sequence_parallel = Some(from.sequence_parallel.unwrap_or(false));
-    from.tp_comm_overlap = Some(from.tp_comm_overlap.unwrap_or(false));
-    from.recompute = Some(recompute.mode()?);
-    let Modules {
-        layernorm,
-        mla_up_proj,
-        moe,
-        ..
-    } = recompute.modules()?;
-    let mut model = dims.build(from.tp.unwrap_or(1), divisor, comments)?;
-    let layers = model.layers;
-    let hybrid_experts = model.dims.hybrid.as_ref().map(|h| {
-        h.blocks()
-            .map(|b| b == crate::model::hybrid::Block::Moe)
-            .collect::<Vec<bool>>()
-    });
-    model.dims.experts = experts.build(layers, model.dims.ffn, hybrid_experts, &mut from)?;
-    // Latent attention's up-projections: stated where the arguments build latent attention;
-    // for another model only where the file turns them on, which the design then refuses by
-    // name.
-    from.latent_recompute = if model.dims.latent.is_some() {
-        Some(mla_up_proj)
-    } else {
-        mla_up_proj.then_some(true)
-    };
-    // How MoE layers run: stated for a mixture of experts; for a dense model only what the
-    // file turns on, which the design then refuses by name.
-    if model.dims.experts.is_some() {
-        from.ep_overlap = Some(experts.overlap);
-        from.moe_recompute = Some(moe);
-        from.norm_recompute = Some(layernorm);
-    } else {
-        from.ep_overlap = experts.overlap.then_some(true);
-        from.moe_recompute = (moe != MoeRecompute::None).then_some(moe);
-        from.norm_recompute = layernorm.then_some(true);
-    }
-    let pp = from.pp.unwrap_or(1);
-    if let Some(n) = virtual_layers {
-        let per_stage = layers / pp.max(1);
-        if layers % pp.max(1) != 0 || per_stage % n != 0 || per_stage / n < 2 {
-            return Err(Error::invalid(
+            from.sequence_parallel = Some(false);
+        }
+        from.sequence_parallel = Some(from.sequence_parallel.unwrap_or(false));
+        from.tp_comm_overlap = Some(from.tp_comm_overlap.unwrap_or(false));
+        from.recompute = Some(recompute.mode()?);
+        let Modules {
+            layernorm,
+            mla_up_proj,
+            moe,
+            ..
+        } = recompute.modules()?;
+        // A vocabulary the file leaves to its tokenizer, where the tokenizer's type fixes it,
+        // padded as Megatron-LM pads it (`_vocab_size_with_padding`: a multiple of
+        // --make-vocab-size-divisible-by, 128 by default, times TP).
+        if dims.vocab.is_none() && number_after(comments, "vocabulary ").is_none() {
+            let tokenizer = options
+                .iter()
+                .find(|o| o.name == "--tokenizer-type")
+                .and_then(|o| o.value.as_deref());
+            if let Some((v, which)) = tokenizer.and_then(tokenizer_vocab) {
+                let multiple = divisor
+                    .unwrap_or(128)
+                    .saturating_mul(from.tp.unwrap_or(1))
+                    .max(1);
+                let padded = v.div_ceil(multiple) * multiple;
+                from.notes.push(format!(
+                    "the vocabulary is {which}'s {v}, padded to {padded} as Megatron-LM pads it (a multiple of {multiple})"
+                ));
+                dims.vocab = Some(padded);
+            }
+        }
+        let mut model = dims.build(from.tp.unwrap_or(1), divisor, comments)?;
+        let layers = model.layers;
+        let hybrid_experts = model.dims.hybrid.as_ref().map(|h| {
+            h.blocks()
+                .map(|b| b == crate::model::hybrid::Block::Moe)
+                .collect::<Vec<bool>>()
+        });
+        model.dims.experts = experts.build(layers, model.dims.ffn, hybrid_experts, &mut from)?;
+        // Latent attention's up-projections: stated where the arguments build latent attention;
+        // for another model only where the file turns them on, which the design then refuses by
+        // name.
+        from.latent_recompute = if model.dims.latent.is_some() {
+            Some(mla_up_proj)
+        } else {
+            mla_up_proj.then_some(true)
+        };
+        // How MoE layers run: stated for a mixture of experts; for a dense model only what the
+        // file turns on, which the design then refuses by name.
+        if model.dims.experts.is_some() {
+            from.ep_overlap = Some(experts.overlap);
+            from.moe_recompute = Some(moe);
+            from.norm_recompute = Some(layernorm);
+        } else {
+            from.ep_overlap = experts.overlap.then_some(true);
+            from.moe_recompute = (moe != MoeRecompute::None).then_some(moe);
+            from.norm_recompute = layernorm.then_some(true);
+        }
+        let pp = from.pp.unwrap_or(1);
+        if let Some(n) = virtual_layers {
+            let per_stage = layers / pp.max(1);
+            if layers % pp.max(1) != 0 || per_stage % n != 0 || per_stage / n < 2 {
+                return Err(Error::invalid(
                 "--num-layers-per-virtual-pipeline-stage",
                 n,
                 format!("layers a chunk that split each stage's {per_stage} layers into 2 or more chunks"),
             ));
+            }
+            from.schedule = Some(Schedule::Interleaved((per_stage / n) as u32));
         }
-        from.schedule = Some(Schedule::Interleaved((per_stage / n) as u32));
-    }
-    if let Some((entries, text)) = &from.pipeline_layout {
-        if entries % pp != 0 {
-            return Err(Error::invalid(
-                "--pipeline-model-parallel-layout",
-                text,
-                format!("a whole number of chunks on each of the PP {pp} stages"),
-            ));
-        }
-        let chunks = entries / pp;
-        from.schedule = Some(match u32::try_from(chunks) {
-            Ok(1) => Schedule::OneFOneB,
-            Ok(v) => Schedule::Interleaved(v),
-            Err(_) => {
+        if let Some((entries, text)) = &from.pipeline_layout {
+            if entries % pp != 0 {
                 return Err(Error::invalid(
                     "--pipeline-model-parallel-layout",
                     text,
-                    "fewer chunks",
-                ))
+                    format!("a whole number of chunks on each of the PP {pp} stages"),
+                ));
             }
-        });
-    }
-    if from.schedule.is_none() {
-        from.schedule = Some(Schedule::OneFOneB);
-    }
-    if let Some(r) = recompute.layers {
-        // The block method over half of each stage's layers is selective-layer.
-        if from.recompute == Some(Recompute::SelectiveLayer) {
-            let per_stage = layers / pp;
-            if layers % pp != 0 || per_stage < 2 || r != per_stage / 2 {
-                return Err(Error::invalid(
+            let chunks = entries / pp;
+            from.schedule = Some(match u32::try_from(chunks) {
+                Ok(1) => Schedule::OneFOneB,
+                Ok(v) => Schedule::Interleaved(v),
+                Err(_) => {
+                    return Err(Error::invalid(
+                        "--pipeline-model-parallel-layout",
+                        text,
+                        "fewer chunks",
+                    ))
+                }
+            });
+        }
+        if from.schedule.is_none() {
+            from.schedule = Some(Schedule::OneFOneB);
+        }
+        if let Some(r) = recompute.layers {
+            // The block method over half of each stage's layers is selective-layer.
+            if from.recompute == Some(Recompute::SelectiveLayer) {
+                let per_stage = layers / pp;
+                if layers % pp != 0 || per_stage < 2 || r != per_stage / 2 {
+                    return Err(Error::invalid(
                     "--recompute-num-layers",
                     r,
                     format!("half of each stage's {per_stage} layers, rounded down, with --recompute-method block (trainplan's selective-layer)"),
                 ));
+                }
             }
         }
-    }
-    let seq = from.seq_len;
-    if let (Some(max), Some(s)) = (model.max_positions, seq) {
-        if max < s {
-            return Err(Error::invalid(
-                "--max-position-embeddings",
-                max,
-                format!("at least --seq-length {s}"),
-            ));
+        let seq = from.seq_len;
+        if let (Some(max), Some(s)) = (model.max_positions, seq) {
+            if max < s {
+                return Err(Error::invalid(
+                    "--max-position-embeddings",
+                    max,
+                    format!("at least --seq-length {s}"),
+                ));
+            }
         }
-    }
-    from.model = FileModel::Dims(Box::new(model.dims));
-    // Tokens: the steps of G sequences, or the samples, of s tokens.
-    let s = seq.ok_or_else(|| Error::invalid("--seq-length", "missing", "the sequence length"))?;
-    let g = from.global_batch.ok_or_else(|| {
-        Error::invalid(
-            "--global-batch-size",
-            "missing",
-            "the global batch, sequences",
-        )
-    })?;
-    from.tokens = Some(match (iters, samples) {
-        (Some(i), None) => times("--train-iters", times("--global-batch-size", g, s)?, i)?,
-        (None, Some(n)) => times("--train-samples", n, s)?,
-        (None, None) => {
-            return Err(Error::invalid(
-                "--train-iters",
+        from.model = FileModel::Dims(Box::new(model.dims));
+        // Tokens: the steps of G sequences, or the samples, of s tokens.
+        let s =
+            seq.ok_or_else(|| Error::invalid("--seq-length", "missing", "the sequence length"))?;
+        let g = from.global_batch.ok_or_else(|| {
+            Error::invalid(
+                "--global-batch-size",
                 "missing",
-                "the training length (--train-iters or --train-samples)",
-            ))
+                "the global batch, sequences",
+            )
+        })?;
+        from.tokens = Some(match (iters, samples) {
+            (Some(i), None) => times("--train-iters", times("--global-batch-size", g, s)?, i)?,
+            (None, Some(n)) => times("--train-samples", n, s)?,
+            (None, None) => {
+                return Err(Error::invalid(
+                    "--train-iters",
+                    "missing",
+                    "the training length (--train-iters or --train-samples)",
+                ))
+            }
+            (Some(_), Some(_)) => {
+                return Err(Error::invalid(
+                    "--train-samples",
+                    "given with --train-iters",
+                    "one of them",
+                ))
+            }
+        });
+        if from.gpus.is_none() {
+            from.gpus = number_after(comments, "Launch on ");
         }
-        (Some(_), Some(_)) => {
-            return Err(Error::invalid(
-                "--train-samples",
-                "given with --train-iters",
-                "one of them",
-            ))
+        // The split the export names where it is not the stack's (`(--stages llama3)`).
+        from.stages = comments.iter().find_map(|c| {
+            let name = c.split_once("(--stages ")?.1.split_once(')')?.0;
+            [
+                StageSplit::Even,
+                StageSplit::Llama3,
+                StageSplit::Balanced,
+                StageSplit::Loss,
+            ]
+            .into_iter()
+            .find(|s| {
+                serde_json::to_value(s)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .as_deref()
+                    == Some(name)
+            })
+        });
+        Ok(())
+    })();
+    match finished {
+        Ok(()) => {
+            from.refused = report(&problems);
+            Ok(from)
         }
-    });
-    if from.gpus.is_none() {
-        from.gpus = number_after(comments, "Launch on ");
+        Err(e) if problems.is_empty() => Err(e),
+        Err(e) => {
+            problems.push((0, e));
+            let lines = report(&problems);
+            Err(if lines.len() == 1 {
+                Error::Problems(lines)
+            } else {
+                super::design::refusal(lines, &from, false)
+            })
+        }
     }
-    // The split the export names where it is not the stack's (`(--stages llama3)`).
-    from.stages = comments.iter().find_map(|c| {
-        let name = c.split_once("(--stages ")?.1.split_once(')')?.0;
-        [
-            StageSplit::Even,
-            StageSplit::Llama3,
-            StageSplit::Balanced,
-            StageSplit::Loss,
-        ]
-        .into_iter()
-        .find(|s| {
-            serde_json::to_value(s)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .as_deref()
-                == Some(name)
-        })
-    });
-    Ok(from)
 }
 
 #[derive(Default)]
@@ -1300,6 +1675,11 @@ struct DimsBuilder {
     window_skip: Option<String>,
     squared_relu: bool,
     no_position: bool,
+    /// `--position-embedding-type` given (Megatron-LM's default is learned absolute
+    /// positions).
+    position_given: bool,
+    /// `--normalization` given (Megatron-LM's default is LayerNorm).
+    norm_given: bool,
     hybrid: bool,
     pattern: Option<String>,
     mamba_heads: Option<u64>,
@@ -1370,9 +1750,22 @@ impl DimsBuilder {
         let need = |option: &str, v: Option<u64>| {
             v.ok_or_else(|| Error::invalid(option, "missing", "the model's dimension"))
         };
-        let layers = need("--num-layers", self.layers)?;
+        // A later Megatron-LM counts a hybrid's layers from its pattern when not given.
+        let layers = match (self.layers, &self.pattern) {
+            (None, Some(p)) if self.hybrid || self.spec => {
+                let n = p.chars().filter(|c| "M*-E".contains(*c)).count() as u64;
+                need("--num-layers", (n > 0).then_some(n))?
+            }
+            (layers, _) => need("--num-layers", layers)?,
+        };
         let hidden = need("--hidden-size", self.hidden)?;
-        let ffn = need("--ffn-hidden-size", self.ffn)?;
+        // Megatron-LM's default FFN width (`arguments.py`): 4h, or with SwiGLU two thirds of
+        // it rounded down to a multiple of 64.
+        let ffn = self.ffn.unwrap_or(if self.swiglu {
+            (8 * hidden / 3) / 64 * 64
+        } else {
+            4 * hidden
+        });
         let heads = need("--num-attention-heads", self.heads)?;
         let kv_heads = match (self.gqa, self.kv_heads) {
             (true, Some(k)) => k,
@@ -1416,6 +1809,21 @@ impl DimsBuilder {
                     "a SwiGLU MLP (--swiglu), or --squared-relu in a hybrid Mamba-2 model: the blocks trainplan models",
                 ))
             }
+        }
+        // What Megatron-LM builds when the arguments do not say: GPT-2's blocks.
+        if !self.norm_given {
+            return Err(Error::invalid(
+                "--normalization",
+                "missing",
+                "RMSNorm, stated: Megatron-LM's default is LayerNorm (GPT-style blocks), which trainplan does not plan",
+            ));
+        }
+        if !self.position_given && hybrid.is_none() {
+            return Err(Error::invalid(
+                "--position-embedding-type",
+                "missing",
+                "rope, stated: Megatron-LM's default is learned absolute positions (GPT-style blocks), which trainplan does not plan",
+            ));
         }
         if self.no_position && hybrid.is_none() {
             return Err(Error::invalid(
@@ -1610,7 +2018,7 @@ mod tests {
 
     #[test]
     fn a_launch_script_s_array_and_torchrun_s_counts_are_read() {
-        let script = "#!/bin/bash\nARGS=(\n  --num-layers 2 --hidden-size 256 --ffn-hidden-size 512\n  --num-attention-heads 2 --swiglu --disable-bias-linear --bf16\n  --seq-length 128 --micro-batch-size 1 --train-iters 10\n)\ntorchrun --nproc_per_node=8 --nnodes 2 pretrain_gpt.py \"${ARGS[@]}\" \\\n  --global-batch-size 16\n";
+        let script = "#!/bin/bash\nARGS=(\n  --num-layers 2 --hidden-size 256 --ffn-hidden-size 512\n  --num-attention-heads 2 --swiglu --disable-bias-linear --bf16 --normalization RMSNorm --position-embedding-type rope\n  --seq-length 128 --micro-batch-size 1 --train-iters 10\n)\ntorchrun --nproc_per_node=8 --nnodes 2 pretrain_gpt.py \"${ARGS[@]}\" \\\n  --global-batch-size 16\n";
         let f = parse(script).unwrap();
         assert_eq!(f.gpus, Some(16));
         assert_eq!(f.tokens, Some(10 * 16 * 128));
@@ -1625,7 +2033,7 @@ mod tests {
 
     /// A small model's arguments, as an array, with `extra` among them and `after` below.
     fn script(extra: &str, after: &str) -> String {
-        format!("ARGS=(\n  --num-layers 2 --hidden-size 256 --ffn-hidden-size 512\n  --num-attention-heads 2 --swiglu --disable-bias-linear --bf16\n  --seq-length 128 --micro-batch-size 1 --global-batch-size 16 --train-iters 10\n{extra}\n)\n{after}\n")
+        format!("ARGS=(\n  --num-layers 2 --hidden-size 256 --ffn-hidden-size 512\n  --num-attention-heads 2 --swiglu --disable-bias-linear --bf16 --normalization RMSNorm --position-embedding-type rope\n  --seq-length 128 --micro-batch-size 1 --global-batch-size 16 --train-iters 10\n{extra}\n)\n{after}\n")
     }
 
     fn refusal(text: &str) -> String {
@@ -1720,7 +2128,7 @@ mod tests {
         );
         let e = refusal(&script("--cross-entropy-fusion-impl triton", ""));
         assert!(
-            e.starts_with("invalid --cross-entropy-fusion-impl = triton: native or te"),
+            e.starts_with("line 5: invalid --cross-entropy-fusion-impl = triton: native or te"),
             "{e}"
         );
     }
@@ -1806,13 +2214,21 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(f.sequence_parallel, Some(true));
-        let e = refusal(&script("  --tensor-model-parallel-size ${TP}x", ""));
+        // A reference inside a word is put in, as bash puts it in.
+        let e = refusal(&format!(
+            "TP=4\n{}",
+            script("  --tensor-model-parallel-size ${TP}x", "")
+        ));
         assert!(
-            e.contains("--tensor-model-parallel-size = ${TP}x: a value written out"),
+            e.contains("--tensor-model-parallel-size = 4x: a whole number"),
             "{e}"
         );
+        // A command's output is not known: the reader runs nothing.
         let e = refusal(&script("  --tensor-model-parallel-size $(echo 2)", ""));
-        assert!(e.contains("= $(echo 2)"), "{e}");
+        assert!(
+            e.contains("= $(echo 2): a value the script sets: the reader runs no command"),
+            "{e}"
+        );
         // An unquoted variable of several options is split as bash splits it.
         let f = parse(&format!(
             "PAR=\"--tensor-model-parallel-size 2 --sequence-parallel\"\n{}",
@@ -1820,8 +2236,12 @@ mod tests {
         ))
         .unwrap();
         assert_eq!((f.tp, f.sequence_parallel), (Some(2), Some(true)));
-        // Quoted, or with a reference inside, it is no option bash would hand over as one.
-        for par in ["\"$PAR\"", "\"--tensor-model-parallel-size $TP\"", "--$X"] {
+        // Quoted, it is no option bash would hand over as one.
+        for par in [
+            "\"$PAR\"",
+            "\"--tensor-model-parallel-size $TP\"",
+            "--$(echo x)",
+        ] {
             let e = refusal(&format!(
                 "PAR=\"--tensor-model-parallel-size 2 --sequence-parallel\"\n{}",
                 script("", &format!("torchrun pretrain_gpt.py {par}"))
@@ -1836,7 +2256,8 @@ mod tests {
         .unwrap();
         assert_eq!(f.notes.len(), 1);
         assert!(
-            f.notes[0].starts_with("$EXTRA_ARGS (line 7) is not set in the file"),
+            f.notes[0].starts_with("not set in the file, read as empty")
+                && f.notes[0].contains("$EXTRA_ARGS (line 7)"),
             "{:?}",
             f.notes
         );
@@ -1963,7 +2384,7 @@ mod tests {
 
     #[test]
     fn an_unknown_option_is_named_and_a_data_option_is_unused() {
-        let base = "--num-layers 2 --hidden-size 256 --ffn-hidden-size 512 --num-attention-heads 2 --swiglu --disable-bias-linear --bf16 --seq-length 128 --micro-batch-size 1 --global-batch-size 8 --train-iters 10";
+        let base = "--num-layers 2 --hidden-size 256 --ffn-hidden-size 512 --num-attention-heads 2 --swiglu --disable-bias-linear --bf16 --normalization RMSNorm --position-embedding-type rope --seq-length 128 --micro-batch-size 1 --global-batch-size 8 --train-iters 10";
         let f = parse(&format!("{base} --data-path /x --lr 3e-4")).unwrap();
         assert_eq!(f.unused, ["--data-path /x", "--lr 3e-4"]);
         assert_eq!(f.tokens, Some(10 * 8 * 128));
@@ -1976,10 +2397,63 @@ mod tests {
         );
         let e = parse(&format!("{base} --fp16")).unwrap_err().to_string();
         assert!(e.contains("--fp16"), "{e}");
-        let e = parse(&format!("{base} --normalization LayerNorm"))
+        let e = parse(&base.replace("RMSNorm", "LayerNorm"))
             .unwrap_err()
             .to_string();
         assert!(e.contains("LayerNorm"), "{e}");
+        // What Megatron-LM builds when the arguments do not say is GPT-2's blocks: refused.
+        let e = parse(&base.replace("--normalization RMSNorm", ""))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("default is LayerNorm"), "{e}");
+        let e = parse(&base.replace("--position-embedding-type rope", ""))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("learned absolute positions"), "{e}");
+        // Several problems are all said at once, each with its line.
+        let e = parse(&format!(
+            "A=({base}\n --fp16\n --rampup-batch-size 16 16 100\n --no-such-option 1)"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("3 lines, every problem at once"), "{e}");
+        assert!(
+            e.contains(
+                "line 2: invalid --fp16 = given: an option the plan can say, not this one (FP16"
+            ),
+            "{e}"
+        );
+        assert!(e.contains("line 3: invalid --rampup-batch-size"), "{e}");
+        assert!(e.contains("line 4: invalid --no-such-option = 1"), "{e}");
+    }
+
+    /// Every option Megatron-LM registers (at the pin of `megatron-arguments.txt`) is mapped,
+    /// read and not used, or refused by name with what the plan would need: none is unknown.
+    #[test]
+    fn every_option_megatron_lm_registers_is_classified() {
+        let base = script("", "");
+        let unknown = "an option trainplan maps to the design or knows to leave the plan alone";
+        let listed: Vec<&str> =
+            include_str!("../../../tests/fixtures/launchers/megatron-arguments.txt")
+                .lines()
+                .filter(|l| l.starts_with("--"))
+                .collect();
+        assert!(listed.len() > 800, "{}", listed.len());
+        let mut unclassified = Vec::new();
+        for option in listed {
+            // As a switch and with a value: one of them reads, or is refused by name.
+            let known = ["", " 1"].iter().any(|value| {
+                let text = base.replace("\n)", &format!("\n  {option}{value}\n)"));
+                match parse(&text) {
+                    Ok(_) => true,
+                    Err(e) => !e.to_string().contains(unknown),
+                }
+            });
+            if !known {
+                unclassified.push(option);
+            }
+        }
+        assert!(unclassified.is_empty(), "unclassified: {unclassified:?}");
     }
 
     #[test]
@@ -1991,7 +2465,7 @@ mod tests {
         assert_eq!(dims.sliding_window, Some(4096));
         let e = refusal(&script("  --window-size 18446744073709551615,0", ""));
         assert!(
-            e.starts_with("invalid --window-size = 18446744073709551615,0"),
+            e.starts_with("line 5: invalid --window-size = 18446744073709551615,0"),
             "{e}"
         );
     }

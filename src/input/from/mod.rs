@@ -17,6 +17,7 @@
 pub mod deepspeed;
 pub mod design;
 pub mod megatron;
+mod megatron_options;
 pub mod shell;
 pub mod torchtitan;
 
@@ -57,30 +58,49 @@ pub fn detect(text: &str, path: &Path) -> Source {
     Source::Megatron
 }
 
-/// Reads the launcher configuration at `path`.
-pub fn read(path: &Path) -> Result<FromFile> {
-    read_with(path, None)
+/// What the user gives beside the file: the GPUs (`--gpus`), which a torchtitan job's
+/// `data_parallel_shard_degree = -1` resolves against and which stand for launcher counts a
+/// script leaves unknown; the script's undecided values and branches (`--set`, `--branch`);
+/// and whether to grade without what the design cannot say (`--lenient`).
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub gpus: Option<u64>,
+    pub given: shell::Given,
+    pub lenient: bool,
 }
 
-/// Reads the launcher configuration at `path`, with the world size when the user gives one
-/// (`--gpus`), which a torchtitan job's `data_parallel_shard_degree = -1` resolves against.
-pub fn read_with(path: &Path, world: Option<u64>) -> Result<FromFile> {
+/// Reads the launcher configuration at `path`.
+pub fn read(path: &Path) -> Result<FromFile> {
+    read_with(path, &Options::default())
+}
+
+/// Reads the launcher configuration at `path`, with what the user gives beside it.
+pub fn read_with(path: &Path, options: &Options) -> Result<FromFile> {
     let text = read_text(path, LAUNCHER)?;
-    parse_with(&text, path, world)
+    parse_with(&text, path, options)
 }
 
 /// The design `text` (the file at `path`) states.
 pub fn parse(text: &str, path: &Path) -> Result<FromFile> {
-    parse_with(text, path, None)
+    parse_with(text, path, &Options::default())
 }
 
-/// [`parse`], with the world size when the user gives one ([`read_with`]).
-pub fn parse_with(text: &str, path: &Path, world: Option<u64>) -> Result<FromFile> {
+/// [`parse`], with what the user gives beside the file ([`read_with`]). What the file states
+/// that the design cannot say is refused, every problem at once with what was mapped and
+/// what was read and not used, unless [`Options::lenient`].
+pub fn parse_with(text: &str, path: &Path, options: &Options) -> Result<FromFile> {
     let text = text.trim_start_matches('\u{feff}');
-    match detect(text, path) {
-        Source::Megatron => megatron::parse(text),
-        Source::Torchtitan => torchtitan::parse_with(text, path, world),
-        Source::DeepSpeed => deepspeed::parse(text, path),
+    let file = match detect(text, path) {
+        Source::Megatron => megatron::parse_with(text, &options.given, options.gpus)?,
+        Source::Torchtitan => torchtitan::parse_with(text, path, options.gpus)?,
+        Source::DeepSpeed => deepspeed::parse(text, path)?,
+    };
+    match file.refused.len() {
+        0 => Ok(file),
+        _ if options.lenient => Ok(file),
+        // One problem is one line, as every other error is.
+        1 => Err(crate::error::Error::Problems(file.refused)),
+        _ => Err(design::refusal(file.refused.clone(), &file, true)),
     }
 }
 

@@ -1,0 +1,300 @@
+use super::*;
+
+fn args(text: &str) -> Vec<String> {
+    read(text)
+        .unwrap()
+        .args()
+        .iter()
+        .map(|a| a.text.clone())
+        .collect()
+}
+
+fn refusal(text: &str) -> String {
+    let e = read(text).unwrap_err().to_string();
+    assert!(!e.contains('\n'), "{e}");
+    e
+}
+
+fn readings(text: &str, given: &Given) -> Vec<Vec<String>> {
+    read_with(text, given)
+        .unwrap()
+        .readings
+        .iter()
+        .map(|r| r.args.iter().map(|a| a.text.clone()).collect())
+        .collect()
+}
+
+#[test]
+fn words_split_as_bash_splits_them() {
+    let s = read("A=(\n  --x 1 # one\n  --y \"a b\" \\\n --z='q'\n)\n").unwrap();
+    let words: Vec<&str> = s.args().iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(words, ["--x", "1", "--y", "a b", "--z=q"]);
+    assert_eq!(s.comments, [" one"]);
+    // An array is one group, each command another.
+    assert!(s.args().iter().all(|a| a.group == s.args()[0].group));
+    let s = read("a --x\nb --y").unwrap();
+    assert_ne!(s.args()[1].group, s.args()[3].group);
+    assert_eq!(s.args()[3].line, 2);
+    assert!(refusal("--x \"open").contains("quote"));
+    assert!(refusal("if true; then\n  run --x\n").contains("without its fi"));
+}
+
+#[test]
+fn variables_and_their_defaults_are_bash_s() {
+    assert_eq!(
+        args("TP=${TP:-2}\nARGS=(--tensor-model-parallel-size $TP)\n"),
+        ["--tensor-model-parallel-size", "2"]
+    );
+    assert_eq!(args("run ${PP-8} ${PP:-4}"), ["run", "8", "4"]);
+    assert_eq!(args("PP=\nrun ${PP-8} ${PP:-4}"), ["run", "4"]);
+    assert_eq!(args("TP=4\nrun $TP-x x${TP}y"), ["run", "4-x", "x4y"]);
+    assert_eq!(
+        args("export N=4\ntorchrun --nnodes=$N"),
+        ["torchrun", "--nnodes=4"]
+    );
+    // An unquoted expansion splits into words, a quoted one is one word.
+    assert_eq!(
+        args("PAR=\"--tp 4 --pp 2\"\nrun $PAR \"$PAR\""),
+        ["run", "--tp", "4", "--pp", "2", "--tp 4 --pp 2"]
+    );
+    // Arithmetic is worked out; a command's output is unknown, kept as written.
+    let s =
+        read("G=8\nN=$(scontrol show hostnames | wc -l)\nrun --nnodes $N $((G * 2)) $((N * 2))")
+            .unwrap();
+    let got: Vec<(&str, bool)> = s
+        .args()
+        .iter()
+        .map(|a| (a.text.as_str(), a.known))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("run", true),
+            ("--nnodes", true),
+            ("$(scontrol show hostnames | wc -l)", false),
+            ("16", true),
+            ("$((N * 2))", false)
+        ]
+    );
+    // Operators on values.
+    assert_eq!(
+        args(
+            "M=llama3-8b.yaml\nrun ${M%.yaml} ${M#*-} ${#M} ${M^^} ${M/8b/70b} ${X:+set} ${M:+set}"
+        ),
+        [
+            "run",
+            "llama3-8b",
+            "8b.yaml",
+            "14",
+            "LLAMA3-8B.YAML",
+            "llama3-70b.yaml",
+            "set"
+        ]
+    );
+    assert_eq!(args("run ${X:=5} $X"), ["run", "5", "5"]);
+}
+
+#[test]
+fn arrays_are_expanded_where_used_item_by_item() {
+    // NVIDIA's pattern: items written as one quoted string each, expanded unquoted.
+    let text = "A=(\"--fp8-format hybrid\" --bf16)\nA+=(\"--split '99,1,0'\")\nB=(--x)\nB+=(\"${A[@]}\")\ntorchrun pretrain_gpt.py ${B[@]} \"${A[@]}\"\n";
+    assert_eq!(
+        args(text),
+        [
+            "torchrun",
+            "pretrain_gpt.py",
+            "--x",
+            "--fp8-format",
+            "hybrid",
+            "--bf16",
+            "--split",
+            "'99,1,0'",
+            "--fp8-format hybrid",
+            "--bf16",
+            "--split '99,1,0'"
+        ]
+    );
+    assert_eq!(
+        args("A=(a b c)\nrun ${#A[@]} ${A[1]} $A"),
+        ["run", "3", "b", "a"]
+    );
+    // An array no command expands is read where it is written (the export's array).
+    assert_eq!(args("A=(--x 1)\necho done"), ["--x", "1"]);
+    assert_eq!(args("S=abc\nS+=def\nrun $S"), ["run", "abcdef"]);
+}
+
+#[test]
+fn a_variable_the_file_does_not_set_is_empty_and_said() {
+    let s = read("torchrun pretrain_gpt.py $EXTRA_ARGS \"$@\" --x \"$Y\"").unwrap();
+    let words: Vec<&str> = s.args().iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(words, ["torchrun", "pretrain_gpt.py", "--x", ""]);
+    assert_eq!(s.notes.len(), 1, "{:?}", s.notes);
+    assert!(
+        s.notes[0].contains("$EXTRA_ARGS (line 1), $Y (line 1)"),
+        "{}",
+        s.notes[0]
+    );
+    // --set gives it, and the script's own arguments by number.
+    let given = Given {
+        vars: vec![("Y".into(), "7".into()), ("1".into(), "fp8".into())],
+        branches: vec![],
+    };
+    assert_eq!(
+        readings("D=${1:-bf16}\nY=3\nrun --x $Y --d $D", &given),
+        [["run", "--x", "7", "--d", "fp8"]]
+    );
+}
+
+#[test]
+fn conditions_the_script_decides_are_decided() {
+    let text = "DTYPE=\"fp8\"\nARGS=()\nif [[ \"$DTYPE\" == \"fp8\" ]]; then\n  ARGS+=(--fp8-format hybrid)\nelif [ \"$DTYPE\" = bf16 ]; then\n  ARGS+=(--bf16)\nelse\n  ARGS+=(--fp16)\nfi\nrun ${ARGS[@]}\n";
+    assert_eq!(args(text), ["run", "--fp8-format", "hybrid"]);
+    assert_eq!(
+        args(&text.replace("DTYPE=\"fp8\"", "DTYPE=bf16")),
+        ["run", "--bf16"]
+    );
+    assert_eq!(
+        args(&text.replace("DTYPE=\"fp8\"", "DTYPE=fp16")),
+        ["run", "--fp16"]
+    );
+    // Numbers, patterns, -z and -n, && and ||, !, (( )).
+    for (cond, taken) in [
+        ("[ $N -gt 1 ]", true),
+        ("[[ $N -le 1 ]]", false),
+        ("(( N * 2 == 4 ))", true),
+        ("[[ $M == llama* ]]", true),
+        ("[[ $M == \"llama*\" ]]", false),
+        ("[ -z \"$UNSET\" ]", true),
+        ("[ -n \"$M\" ] && [ $N = 2 ]", true),
+        ("[[ $N == 3 || $M != x ]]", true),
+        ("! [ $N -eq 2 ]", false),
+        ("test \"$M\" != llama3", true),
+    ] {
+        let text = format!("N=2\nM=llama3-8b\nif {cond}; then run --a; else run --b; fi\n");
+        let want = if taken { "--a" } else { "--b" };
+        assert_eq!(args(&text), ["run", want], "{cond}");
+    }
+    // case, by pattern.
+    let text = "case \"$SIZE\" in\n  8b|8B) L=32 ;;\n  70b) L=80 ;;\n  *) L=0 ;;\nesac\nrun --num-layers $L\n";
+    assert_eq!(
+        args(&format!("SIZE=70b\n{text}")),
+        ["run", "--num-layers", "80"]
+    );
+    assert_eq!(
+        args(&format!("SIZE=8B\n{text}")),
+        ["run", "--num-layers", "32"]
+    );
+    // && and || after a test: the command runs where the test says.
+    assert_eq!(args("[ -z \"$TP\" ] && TP=8\nrun $TP"), ["run", "8"]);
+    assert_eq!(args("TP=2\n[ -z \"$TP\" ] && TP=8\nrun $TP"), ["run", "2"]);
+}
+
+#[test]
+fn a_condition_the_script_does_not_decide_gives_each_reading() {
+    let text = "if [ -f /etc/cluster ]; then\n  TP=8\nelse\n  TP=4\nfi\nrun --tp $TP\n";
+    let s = read(text).unwrap();
+    assert_eq!(s.readings.len(), 2);
+    assert_eq!(s.readings[0].args[2].text, "8");
+    assert_eq!(s.readings[1].args[2].text, "4");
+    assert_eq!(
+        s.readings[0].choices,
+        [Choice {
+            line: 1,
+            condition: "[ -f /etc/cluster ]".into(),
+            taken: "then".into()
+        }]
+    );
+    assert_eq!(s.readings[1].choices[0].taken, "else");
+    // --branch decides it.
+    let given = Given {
+        vars: vec![],
+        branches: vec![(1, "else".into())],
+    };
+    assert_eq!(readings(text, &given), [["run", "--tp", "4"]]);
+    // A branch that fails the script is not the one that launches.
+    let text = "if [ ! -f pretrain_gpt.py ]; then\n  echo missing\n  exit 1\nfi\ntorchrun pretrain_gpt.py --x\n";
+    assert_eq!(
+        readings(text, &Given::default()),
+        [["torchrun", "pretrain_gpt.py", "--x"]]
+    );
+    // Readings alike in their words are one.
+    let text = "if command -v nvidia-smi; then echo yes; fi\nrun --x\n";
+    assert_eq!(readings(text, &Given::default()), [["run", "--x"]]);
+    // A command's output in a test is not known.
+    let text = "if [ \"$(hostname)\" = a ]; then run --a; else run --b; fi\n";
+    assert_eq!(read(text).unwrap().readings.len(), 2);
+}
+
+#[test]
+fn functions_loops_and_inner_scripts_are_followed() {
+    assert_eq!(
+        args("setup() {\n  TP=$1\n}\nsetup 4\nrun --tp $TP"),
+        ["run", "--tp", "4"]
+    );
+    assert_eq!(
+        args("function f { A+=(--$1); }\nA=()\nf x\nf y\nrun ${A[@]}"),
+        ["run", "--x", "--y"]
+    );
+    assert_eq!(
+        args("A=()\nfor o in a b; do\n  A+=(--$o)\ndone\nrun ${A[@]}"),
+        ["run", "--a", "--b"]
+    );
+    let s = read("while true; do\n  run --x\ndone\n").unwrap();
+    assert!(
+        s.problems[0].contains("while loop holding options"),
+        "{:?}",
+        s.problems
+    );
+    // srun's text for bash -c read as a script; an inert command hands over nothing.
+    assert_eq!(
+        args("CMD=\"torchrun --nnodes 2 pretrain_gpt.py --x 1\"\necho $CMD\nsrun --nodes 2 bash -c \"$CMD\""),
+        ["srun", "--nodes", "2", "torchrun", "--nnodes", "2", "pretrain_gpt.py", "--x", "1"]
+    );
+    // #SBATCH counts, as Slurm's variables.
+    let s = read("#SBATCH --nodes=4\n#SBATCH --gpus-per-node=8\ntorchrun --nnodes $SLURM_NNODES --nproc_per_node $SLURM_GPUS_PER_NODE a.py").unwrap();
+    let words: Vec<&str> = s.args().iter().map(|a| a.text.as_str()).collect();
+    assert_eq!(
+        words,
+        [
+            "sbatch",
+            "--nodes=4",
+            "--gpus-per-node=8",
+            "torchrun",
+            "--nnodes",
+            "4",
+            "--nproc_per_node",
+            "8",
+            "a.py"
+        ]
+    );
+    // Here-documents are skipped, redirections are no words.
+    assert_eq!(
+        args("cat <<EOF > ds.json\n{\"x\": --num-layers}\nEOF\nrun --x 1 > log 2>&1"),
+        ["run", "--x", "1"]
+    );
+}
+
+#[test]
+fn reserved_words_as_values_and_in_arrays_are_words() {
+    assert_eq!(
+        args("A=(if fi)\nrun --x done ${A[@]}"),
+        ["run", "--x", "done", "if", "fi"]
+    );
+    assert_eq!(
+        args("cd /x && torchrun a.py --x 1 >log 2>&1"),
+        ["torchrun", "a.py", "--x", "1"]
+    );
+}
+
+#[test]
+fn text_that_is_no_script_is_refused_by_line() {
+    for (script, named) in [
+        ("if [ x ]; then\n  run\n", "if without its fi (line 1)"),
+        ("run )\n", ") out of place (line 1)"),
+        ("case $X in\n a) run;;\n", "(line 1)"),
+        ("A=(--x\n", "( of an array"),
+    ] {
+        let e = refusal(script);
+        assert!(e.contains(named), "{script:?}: {e}");
+    }
+}
