@@ -1,0 +1,188 @@
+//! Real public launch scripts (`tests/fixtures/scripts/`, their sources beside them), each
+//! graded by `check --from` as it is, without an edit: graded where the plan can say the job,
+//! refused with every reason at once where it cannot. The reader runs nothing.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::trainplan;
+
+fn fixture(path: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/scripts")
+        .join(path)
+        .display()
+        .to_string()
+}
+
+/// `check --from` on the script with `extra`: exit status, stdout, stderr.
+fn check(path: &str, extra: &[&str]) -> (Option<i32>, String, String) {
+    let out = trainplan()
+        .args(["check", "--from", &fixture(path)])
+        .args(extra)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// The plan JSON of a script that grades.
+fn graded(path: &str, extra: &[&str]) -> (serde_json::Value, String) {
+    let mut args = vec!["--json"];
+    args.extend(extra);
+    let (code, out, err) = check(path, &args);
+    assert!(matches!(code, Some(0 | 1)), "{path}: {err}");
+    (serde_json::from_str(&out).unwrap(), err)
+}
+
+/// The report of a script that is refused: every problem, each on its line.
+fn refused(path: &str, extra: &[&str]) -> String {
+    let (code, _, err) = check(path, extra);
+    assert_eq!(code, Some(2), "{path}: {err}");
+    err
+}
+
+#[test]
+fn nvidia_s_llama3_8b_fp8_script_grades_as_it_is() {
+    let (plan, err) = graded(
+        "megatron-lm/llama_train_llama3_8b_h100_fp8.sh",
+        &["--gpu", "h100-sxm"],
+    );
+    // Its `if [[ "$DTYPE" == "fp8" ]]` decided, its items "--fp8-format hybrid" split as
+    // bash splits them, its data `if` decided by the positional defaults ("MOCK").
+    assert_eq!(plan["layout"]["tp"], 1);
+    assert_eq!(plan["layout"]["dp"], 8);
+    assert_eq!(plan["layout"]["zero"], 1);
+    assert_eq!(plan["params"], 8_030_261_248u64);
+    assert_eq!(plan["step"]["precision"], "fp8");
+    assert_eq!(plan["memory_model"]["fp8_params"], true);
+    assert_eq!(plan["memory_model"]["gradients"], "bf16");
+    // 1,953,125,000 samples of 8,192 tokens.
+    assert_eq!(plan["tokens"], 16_000_000_000_000u64);
+    assert!(
+        err.contains("--sequence-parallel at TP 1 is off") && err.contains("$PWD (line 44)"),
+        "{err}"
+    );
+    assert!(err.contains("--tiktoken-pattern v2"), "{err}");
+}
+
+#[test]
+fn nvidia_s_llama3_8b_fsdp_script_grades_as_it_is() {
+    let (plan, _) = graded(
+        "megatron-lm/megatron_fsdp_train_llama3_8b_fsdp_h100_fp8.sh",
+        &["--gpu", "h100-sxm"],
+    );
+    assert_eq!(plan["layout"]["zero"], 3);
+    assert_eq!(plan["step"]["precision"], "fp8");
+}
+
+#[test]
+fn nvidia_s_mixtral_script_grades_on_the_gpus_its_layout_needs() {
+    // As written it launches 8 GPUs (one node), which its PP 4 × EP 8 cannot fill: refused by
+    // the layout rule; on 64 GPUs it is graded, its vocabulary its tokenizer's.
+    let err = refused(
+        "megatron-lm/mixtral_train_mixtral_8x7b_distributed.sh",
+        &["--gpu", "h100-sxm"],
+    );
+    assert!(err.contains("etp × ep = 1 × 8 = 8 must divide"), "{err}");
+    let (plan, err) = graded(
+        "megatron-lm/mixtral_train_mixtral_8x7b_distributed.sh",
+        &["--gpu", "h100-sxm", "--gpus", "64"],
+    );
+    assert_eq!(plan["params"], 46_702_792_704u64);
+    assert_eq!(plan["layout"]["pp"], 4);
+    assert_eq!(plan["layout"]["ep"], 8);
+    assert!(
+        err.contains("Llama 2's tokenizer's 32000")
+            && err.contains("--gpus 64 stands for the launcher's count in the file (8 GPUs)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn scripts_whose_model_trainplan_does_not_plan_are_refused_with_every_reason() {
+    for (path, reasons) in [
+        (
+            "megatron-lm/gpt3_train_gpt3_175b_distributed.sh",
+            &[
+                "line 47: invalid --fp16 = given",
+                "line 40: invalid --step-batch-size-schedule",
+            ][..],
+        ),
+        (
+            "megatron-lm/gptoss_02_train.sh",
+            &[
+                "--quick-geglu",
+                "--softmax-type = learnable",
+                "--swiglu = missing",
+            ],
+        ),
+        // Its `case "${MODEL_SCALE}"` decided (800M); GeLU MLPs.
+        ("megatron-lm/mamba_train.sh", &["--swiglu = missing"]),
+        (
+            "public/megatron_gpt_345m_torchrun_tp2_pp2.sh",
+            &["line 28: invalid --fp16 = given"],
+        ),
+        (
+            "public/bigscience_tr11_176b_ml_slurm.sh",
+            &[
+                "--position-embedding-type = alibi",
+                "--rampup-batch-size",
+                "--deepspeed = given",
+            ],
+        ),
+        (
+            "public/mds_llama2_torchrun_zero.sh",
+            &["--zero-stage = 0", "--num-key-value-heads = 4"],
+        ),
+    ] {
+        let err = refused(path, &["--gpu", "h100-sxm"]);
+        // One line, or every problem at once under one heading.
+        assert!(
+            err.starts_with("error: ")
+                && (err.trim().lines().count() == 1 || err.contains("every problem at once")),
+            "{path}: {err}"
+        );
+        for reason in reasons {
+            assert!(err.contains(reason), "{path}: {reason}: {err}");
+        }
+    }
+}
+
+#[test]
+fn every_public_script_is_read_without_a_panic_and_never_one_option_at_a_time() {
+    for dir in ["megatron-lm", "public"] {
+        let dir = PathBuf::from(fixture(dir));
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().and_then(|e| e.to_str()) != Some("sh") {
+                continue;
+            }
+            let name = format!(
+                "{}/{}",
+                dir.file_name().unwrap().to_str().unwrap(),
+                path.file_name().unwrap().to_str().unwrap()
+            );
+            let (code, _, err) = check(&name, &["--gpu", "h100-sxm", "--gpus", "64"]);
+            assert!(matches!(code, Some(0..=2)), "{name}: {err}");
+            assert!(!err.contains("panicked"), "{name}: {err}");
+        }
+    }
+}
+
+#[test]
+fn a_smoke_script_with_arrays_and_appends_grades_under_the_nearest_stack() {
+    let (plan, err) = graded(
+        "public/megatron_llama3_8b_fp8_2gpu_smoke_arrays.sh",
+        &["--gpu", "h100-sxm"],
+    );
+    assert_eq!(plan["layout"]["tp"], 2);
+    assert!(
+        err.contains("are no stack's; graded as the nearest, megatron-te"),
+        "{err}"
+    );
+}
