@@ -186,3 +186,68 @@ fn a_smoke_script_with_arrays_and_appends_grades_under_the_nearest_stack() {
         "{err}"
     );
 }
+
+/// A script whose `if` the script's values do not decide: refused with the branches named,
+/// then graded by the branch `--branch` takes, or by the variable `--set` gives.
+#[test]
+fn an_undecided_branch_is_taken_by_branch_or_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.sh");
+    std::fs::write(
+        &path,
+        "if [ -f /etc/big-cluster ]; then\n  TP=8\nelse\n  TP=${TP:-2}\nfi\nARGS=(\n  --tensor-model-parallel-size $TP --num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336\n  --num-attention-heads 32 --group-query-attention --num-query-groups 8 --swiglu\n  --disable-bias-linear --bf16 --normalization RMSNorm --position-embedding-type rope\n  --seq-length 8192 --micro-batch-size 1 --global-batch-size 128 --train-iters 1000\n  --vocab-size 128256 --untie-embeddings-and-output-weights --rotary-base 500000 --use-rope-scaling\n)\ntorchrun --nproc_per_node 8 --nnodes 2 pretrain_gpt.py \"${ARGS[@]}\" --overlap-grad-reduce\n",
+    )
+    .unwrap();
+    let file = path.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let out = trainplan()
+            .args(["check", "--from", file, "--json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let err = String::from_utf8(out.stderr).unwrap();
+        (
+            out.status.code(),
+            String::from_utf8(out.stdout).unwrap(),
+            err,
+        )
+    };
+    let (code, _, err) = run(&[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--branch 1=then gives --tensor-model-parallel-size 8, --branch 1=else gives --tensor-model-parallel-size 2"),
+        "{err}"
+    );
+    let tp = |extra: &[&str]| {
+        let (code, out, err) = run(extra);
+        assert!(matches!(code, Some(0 | 1)), "{extra:?}: {err}");
+        let plan: serde_json::Value = serde_json::from_str(&out).unwrap();
+        plan["layout"]["tp"].as_u64().unwrap()
+    };
+    assert_eq!(tp(&["--branch", "1=then"]), 8);
+    assert_eq!(tp(&["--branch", "1=else"]), 2);
+    assert_eq!(tp(&["--branch", "1=else", "--set", "TP=4"]), 4);
+    // --lenient grades the first reading, and says what it graded without.
+    let (code, out, err) = run(&["--lenient"]);
+    assert!(matches!(code, Some(0 | 1)), "{err}");
+    let plan: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(plan["layout"]["tp"], 8);
+    assert!(
+        plan["from"]["refused"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("line 1: invalid --from script"),
+        "{plan}"
+    );
+    assert!(
+        err.contains("graded without what the design cannot say (--lenient)"),
+        "{err}"
+    );
+    // A branch the if does not have is said.
+    let (code, _, err) = run(&["--branch", "1=3"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--branch 1=3: then, else, or 1 to 1, the branches of the if on line 1"),
+        "{err}"
+    );
+}

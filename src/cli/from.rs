@@ -953,6 +953,11 @@ pub struct Read {
     pub format: &'static str,
     /// What was read and not used.
     pub unused: Vec<String>,
+    /// What was mapped to the design, as written.
+    pub mapped: Vec<String>,
+    /// What the design cannot say, each with its line: graded without under `--lenient`
+    /// (empty otherwise, or the file is refused).
+    pub refused: Vec<String>,
 }
 
 impl Read {
@@ -962,6 +967,8 @@ impl Read {
             file: path.display().to_string(),
             format: file.source.name(),
             unused: file.unused.clone(),
+            mapped: file.mapped.clone(),
+            refused: file.refused.clone(),
         }
     }
 

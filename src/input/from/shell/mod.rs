@@ -639,7 +639,7 @@ impl Reader<'_> {
                 ));
                 if chosen.is_some_and(|c| c >= arms.len()) {
                     self.problems.push(format!(
-                        "line {line}: --branch {line}={branch}: a branch of the if, which has {} conditions",
+                        "line {line}: --branch {line}={branch}: then, else, or 1 to {}, the branches of the if on line {line}",
                         arms.len()
                     ));
                 }
@@ -709,7 +709,7 @@ impl Reader<'_> {
                 Some((_, body)) => self.list(body, vec![w]),
                 None => {
                     self.problems.push(format!(
-                        "line {line}: --branch {line}={branch}: a pattern of the case, which has {} counted from 1",
+                        "line {line}: --branch {line}={branch}: 1 to {}, the patterns of the case on line {line}",
                         arms.len()
                     ));
                     vec![w]
