@@ -1,18 +1,41 @@
 //! Bash's arithmetic (`$((…))`, `((…))`, `[[ a -lt b ]]`) on 64-bit integers, and its
 //! patterns (`case`, `[[ a == b* ]]`, `${X%.*}`).
 
-/// The value of `expr`, its variables read by `var` (a name's text, itself an expression;
-/// unset is 0), or `None` where a value is unknown or the expression is not one the reader
-/// follows (assignments, a division by zero, an overflow).
-pub fn eval(expr: &str, var: &mut dyn FnMut(&str) -> Option<String>) -> Option<i64> {
+/// How arithmetic reaches the script's variables: `get` a name's text (itself an
+/// expression; empty or unset is 0), `None` where unknown; `set` a name to a value.
+pub trait Vars {
+    fn get(&mut self, name: &str) -> Option<String>;
+    fn set(&mut self, name: &str, value: i64);
+}
+
+/// The value of `expr`, as bash works it out on 64-bit integers: C's operators and
+/// precedence, `?:`, `&&` and `||` evaluating only the side they need, assignments (`=`,
+/// `+=` and the like, `++`, `--`) made through `vars`; `None` where a value is unknown or the
+/// expression is not arithmetic (a division by zero, an overflow, a syntax error).
+pub fn eval(expr: &str, vars: &mut dyn Vars) -> Option<i64> {
+    eval_at(expr, vars, 0)
+}
+
+/// Nesting at most: deeper expressions (and variables naming variables) are not followed.
+const DEPTH: usize = 64;
+
+fn eval_at(expr: &str, vars: &mut dyn Vars, depth: usize) -> Option<i64> {
+    if depth > DEPTH {
+        return None;
+    }
     let tokens = tokenize(expr)?;
     let mut p = Eval {
         tokens,
         at: 0,
-        var,
-        depth: 0,
+        vars,
+        depth,
+        nesting: 0,
     };
-    let v = p.ternary()?;
+    let mut v = p.assignment(true)?;
+    // The comma operator: the last value.
+    while p.eat(",") {
+        v = p.assignment(true)?;
+    }
     (p.at == p.tokens.len()).then_some(v)
 }
 
@@ -23,9 +46,11 @@ enum Tok {
     Op(&'static str),
 }
 
-const OPS: [&str; 30] = [
-    "**", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "+=", "-=", "*=", "/=", "++", "--", "+",
-    "-", "*", "/", "%", "<", ">", "&", "|", "^", "!", "~", "?", ":", "=",
+/// Operators, longest first.
+const OPS: [&str; 39] = [
+    "<<=", ">>=", "**", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "+=", "-=", "*=", "/=",
+    "%=", "&=", "|=", "^=", "++", "--", "+", "-", "*", "/", "%", "<", ">", "&", "|", "^", "!", "~",
+    "?", ":", "=", "(", ")", ",",
 ];
 
 fn tokenize(expr: &str) -> Option<Vec<Tok>> {
@@ -34,20 +59,17 @@ fn tokenize(expr: &str) -> Option<Vec<Tok>> {
     let mut i = 0;
     while i < s.len() {
         let c = s[i] as char;
-        if c.is_whitespace() {
-            i += 1;
-        } else if c == '(' || c == ')' {
-            out.push(Tok::Op(if c == '(' { "(" } else { ")" }));
+        if c.is_ascii_whitespace() {
             i += 1;
         } else if c.is_ascii_digit() {
             let start = i;
-            while i < s.len() && (s[i] as char).is_ascii_alphanumeric() {
+            while i < s.len() && (s[i].is_ascii_alphanumeric() || s[i] == b'#') {
                 i += 1;
             }
             out.push(Tok::Num(number(&expr[start..i])?));
         } else if c.is_ascii_alphabetic() || c == '_' {
             let start = i;
-            while i < s.len() && ((s[i] as char).is_ascii_alphanumeric() || s[i] == b'_') {
+            while i < s.len() && (s[i].is_ascii_alphanumeric() || s[i] == b'_') {
                 i += 1;
             }
             out.push(Tok::Name(expr[start..i].to_string()));
@@ -60,8 +82,12 @@ fn tokenize(expr: &str) -> Option<Vec<Tok>> {
     Some(out)
 }
 
-/// A literal: decimal, `0x` hexadecimal, or `0` octal.
+/// A literal: decimal, `0x` hexadecimal, `0` octal, or `BASE#digits`.
 fn number(text: &str) -> Option<i64> {
+    if let Some((base, digits)) = text.split_once('#') {
+        let base: u32 = base.parse().ok().filter(|b| (2..=36).contains(b))?;
+        return i64::from_str_radix(digits, base).ok();
+    }
     if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
         i64::from_str_radix(hex, 16).ok()
     } else if text.len() > 1 && text.starts_with('0') {
@@ -74,21 +100,31 @@ fn number(text: &str) -> Option<i64> {
 struct Eval<'a> {
     tokens: Vec<Tok>,
     at: usize,
-    var: &'a mut dyn FnMut(&str) -> Option<String>,
+    vars: &'a mut dyn Vars,
     depth: usize,
+    /// Parentheses and operators open: bounded, so no input runs the stack out.
+    nesting: usize,
 }
 
+/// The binary operators by C's precedence, loosest first (`&&` and `||` apart).
+const LEVELS: [&[&str]; 8] = [
+    &["|"],
+    &["^"],
+    &["&"],
+    &["==", "!="],
+    &["<", ">", "<=", ">="],
+    &["<<", ">>"],
+    &["+", "-"],
+    &["*", "/", "%"],
+];
+
 impl Eval<'_> {
+    fn peek(&self) -> Option<&Tok> {
+        self.tokens.get(self.at)
+    }
+
     fn eat(&mut self, op: &str) -> bool {
-        if self.tokens.get(self.at)
-            == Some(&Tok::Op(match op {
-                "(" => "(",
-                ")" => ")",
-                "?" => "?",
-                ":" => ":",
-                _ => return false,
-            }))
-        {
+        if matches!(self.peek(), Some(Tok::Op(o)) if *o == op) {
             self.at += 1;
             true
         } else {
@@ -96,116 +132,201 @@ impl Eval<'_> {
         }
     }
 
-    fn ternary(&mut self) -> Option<i64> {
-        let c = self.binary(0)?;
+    /// Enters a nested rule; `None` past the bound.
+    fn enter(&mut self) -> Option<()> {
+        self.nesting += 1;
+        (self.nesting <= 256).then_some(())
+    }
+
+    /// The variable `name`'s value (`live`: where not, 0 and nothing read).
+    fn read(&mut self, name: &str, live: bool) -> Option<i64> {
+        if !live {
+            return Some(0);
+        }
+        let text = self.vars.get(name)?;
+        if text.trim().is_empty() {
+            return Some(0);
+        }
+        eval_at(&text, self.vars, self.depth + 1)
+    }
+
+    /// `NAME op= value`, or the conditional expression; `live` is false on the side `?:`,
+    /// `&&` or `||` does not take, where nothing is read, set or refused.
+    fn assignment(&mut self, live: bool) -> Option<i64> {
+        self.enter()?;
+        if let (Some(Tok::Name(name)), Some(Tok::Op(op))) = (
+            self.tokens.get(self.at).cloned(),
+            self.tokens.get(self.at + 1).cloned(),
+        ) {
+            if op.ends_with('=') && !["==", "!=", "<=", ">="].contains(&op) {
+                self.at += 2;
+                let rhs = self.assignment(live)?;
+                let value = if op == "=" {
+                    rhs
+                } else {
+                    let old = self.read(&name, live)?;
+                    apply(&op[..op.len() - 1], old, rhs, live)?
+                };
+                if live {
+                    self.vars.set(&name, value);
+                }
+                self.nesting -= 1;
+                return Some(value);
+            }
+        }
+        let v = self.ternary(live);
+        self.nesting -= 1;
+        v
+    }
+
+    fn ternary(&mut self, live: bool) -> Option<i64> {
+        let c = self.or(live)?;
         if self.eat("?") {
-            let a = self.ternary()?;
+            let a = self.assignment(live && c != 0)?;
             if !self.eat(":") {
                 return None;
             }
-            let b = self.ternary()?;
+            let b = self.assignment(live && c == 0)?;
             return Some(if c != 0 { a } else { b });
         }
         Some(c)
     }
 
-    /// Binary operators by C's precedence, loosest first.
-    fn binary(&mut self, level: usize) -> Option<i64> {
-        const LEVELS: [&[&str]; 10] = [
-            &["||"],
-            &["&&"],
-            &["|"],
-            &["^"],
-            &["&"],
-            &["==", "!="],
-            &["<", ">", "<=", ">="],
-            &["<<", ">>"],
-            &["+", "-"],
-            &["*", "/", "%"],
-        ];
-        if level == LEVELS.len() {
-            return self.power();
+    fn or(&mut self, live: bool) -> Option<i64> {
+        let mut v = self.and(live)?;
+        while self.eat("||") {
+            let rhs = self.and(live && v == 0)?;
+            v = i64::from(v != 0 || rhs != 0);
         }
-        let mut left = self.binary(level + 1)?;
-        while let Some(Tok::Op(op)) = self.tokens.get(self.at) {
+        Some(v)
+    }
+
+    fn and(&mut self, live: bool) -> Option<i64> {
+        let mut v = self.binary(0, live)?;
+        while self.eat("&&") {
+            let rhs = self.binary(0, live && v != 0)?;
+            v = i64::from(v != 0 && rhs != 0);
+        }
+        Some(v)
+    }
+
+    fn binary(&mut self, level: usize, live: bool) -> Option<i64> {
+        if level == LEVELS.len() {
+            return self.power(live);
+        }
+        let mut left = self.binary(level + 1, live)?;
+        while let Some(Tok::Op(op)) = self.peek() {
             let op = *op;
             if !LEVELS[level].contains(&op) {
                 break;
             }
             self.at += 1;
-            let right = self.binary(level + 1)?;
-            left = match op {
-                "||" => i64::from(left != 0 || right != 0),
-                "&&" => i64::from(left != 0 && right != 0),
-                "|" => left | right,
-                "^" => left ^ right,
-                "&" => left & right,
-                "==" => i64::from(left == right),
-                "!=" => i64::from(left != right),
-                "<" => i64::from(left < right),
-                ">" => i64::from(left > right),
-                "<=" => i64::from(left <= right),
-                ">=" => i64::from(left >= right),
-                "<<" => left.checked_shl(u32::try_from(right).ok()?)?,
-                ">>" => left.checked_shr(u32::try_from(right).ok()?)?,
-                "+" => left.checked_add(right)?,
-                "-" => left.checked_sub(right)?,
-                "*" => left.checked_mul(right)?,
-                "/" => left.checked_div(right)?,
-                _ => left.checked_rem(right)?,
-            };
+            let right = self.binary(level + 1, live)?;
+            left = apply(op, left, right, live)?;
         }
         Some(left)
     }
 
-    fn power(&mut self) -> Option<i64> {
-        let base = self.unary()?;
-        if self.tokens.get(self.at) == Some(&Tok::Op("**")) {
-            self.at += 1;
-            let exp = self.power()?;
-            return base.checked_pow(u32::try_from(exp).ok()?);
+    fn power(&mut self, live: bool) -> Option<i64> {
+        let base = self.unary(live)?;
+        if self.eat("**") {
+            self.enter()?;
+            let exp = self.power(live)?;
+            self.nesting -= 1;
+            return apply("**", base, exp, live);
         }
         Some(base)
     }
 
-    fn unary(&mut self) -> Option<i64> {
-        let tok = self.tokens.get(self.at)?.clone();
+    fn unary(&mut self, live: bool) -> Option<i64> {
+        self.enter()?;
+        let tok = self.peek()?.clone();
         self.at += 1;
-        match tok {
+        let v = match tok {
             Tok::Num(n) => Some(n),
             Tok::Name(name) => {
-                if matches!(self.tokens.get(self.at), Some(Tok::Op(op)) if op.ends_with('=') && !["==", "!=", "<=", ">="].contains(op) || *op == "++" || *op == "--")
-                {
-                    // An assignment inside arithmetic: not followed.
-                    return None;
-                }
-                let text = (self.var)(&name)?;
-                if text.trim().is_empty() {
-                    return Some(0);
-                }
-                if self.depth > 8 {
-                    return None;
-                }
-                let mut inner = Eval {
-                    tokens: tokenize(&text)?,
-                    at: 0,
-                    var: self.var,
-                    depth: self.depth + 1,
+                // NAME++ and NAME--: the old value, the variable stepped.
+                let step = match self.peek() {
+                    Some(Tok::Op("++")) => Some(1),
+                    Some(Tok::Op("--")) => Some(-1),
+                    _ => None,
                 };
-                let v = inner.ternary()?;
-                (inner.at == inner.tokens.len()).then_some(v)
+                let v = self.read(&name, live)?;
+                if let Some(step) = step {
+                    self.at += 1;
+                    if live {
+                        self.vars.set(&name, v.checked_add(step)?);
+                    }
+                }
+                Some(v)
             }
+            Tok::Op(op @ ("++" | "--")) => match self.peek().cloned() {
+                Some(Tok::Name(name)) => {
+                    self.at += 1;
+                    let v = self.read(&name, live)?;
+                    let v = if op == "++" {
+                        v.checked_add(1)?
+                    } else {
+                        v.checked_sub(1)?
+                    };
+                    if live {
+                        self.vars.set(&name, v);
+                    }
+                    Some(v)
+                }
+                _ => None,
+            },
             Tok::Op("(") => {
-                let v = self.ternary()?;
+                let mut v = self.assignment(live)?;
+                while self.eat(",") {
+                    v = self.assignment(live)?;
+                }
                 self.eat(")").then_some(v)
             }
-            Tok::Op("-") => self.unary()?.checked_neg(),
-            Tok::Op("+") => self.unary(),
-            Tok::Op("!") => Some(i64::from(self.unary()? == 0)),
-            Tok::Op("~") => Some(!self.unary()?),
+            Tok::Op("-") => {
+                let v = self.unary(live)?;
+                if live {
+                    v.checked_neg()
+                } else {
+                    Some(0)
+                }
+            }
+            Tok::Op("+") => self.unary(live),
+            Tok::Op("!") => Some(i64::from(self.unary(live)? == 0)),
+            Tok::Op("~") => Some(!self.unary(live)?),
             _ => None,
-        }
+        };
+        self.nesting -= 1;
+        v
     }
+}
+
+/// `left op right`, `None` where bash would fail (division by zero, a negative exponent) or
+/// the value leaves 64 bits; on the side not taken (`live` false), 0.
+fn apply(op: &str, left: i64, right: i64, live: bool) -> Option<i64> {
+    if !live {
+        return Some(0);
+    }
+    Some(match op {
+        "|" => left | right,
+        "^" => left ^ right,
+        "&" => left & right,
+        "==" => i64::from(left == right),
+        "!=" => i64::from(left != right),
+        "<" => i64::from(left < right),
+        ">" => i64::from(left > right),
+        "<=" => i64::from(left <= right),
+        ">=" => i64::from(left >= right),
+        "<<" => left.checked_shl(u32::try_from(right).ok()?)?,
+        ">>" => left.checked_shr(u32::try_from(right).ok()?)?,
+        "+" => left.checked_add(right)?,
+        "-" => left.checked_sub(right)?,
+        "*" => left.checked_mul(right)?,
+        "/" => left.checked_div(right)?,
+        "%" => left.checked_rem(right)?,
+        "**" => left.checked_pow(u32::try_from(right).ok()?)?,
+        _ => return None,
+    })
 }
 
 /// Whether `text` matches the shell pattern `pattern` (`*`, `?`, `[…]`, `\` escapes).
@@ -287,21 +408,38 @@ fn in_class(body: &[char], c: char) -> bool {
 mod tests {
     use super::*;
 
+    struct Map(std::collections::HashMap<String, String>);
+
+    impl Vars for Map {
+        fn get(&mut self, name: &str) -> Option<String> {
+            match name {
+                "UNKNOWN" => None,
+                _ => Some(self.0.get(name).cloned().unwrap_or_default()),
+            }
+        }
+        fn set(&mut self, name: &str, value: i64) {
+            self.0.insert(name.to_string(), value.to_string());
+        }
+    }
+
+    fn vars() -> Map {
+        Map([
+            ("GPUS_PER_NODE", "8"),
+            ("NUM_NODES", "2"),
+            ("TWICE", "NUM_NODES * 2"),
+        ]
+        .into_iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect())
+    }
+
     fn calc(expr: &str) -> Option<i64> {
-        eval(expr, &mut |name| match name {
-            "GPUS_PER_NODE" => Some("8".into()),
-            "NUM_NODES" => Some("2".into()),
-            "TWICE" => Some("NUM_NODES * 2".into()),
-            _ => None,
-        })
+        eval(expr, &mut vars())
     }
 
     #[test]
     fn arithmetic_is_bash_s() {
-        assert_eq!(
-            calc("$GPUS_PER_NODE*$NUM_NODES".replace('$', "").as_str()),
-            Some(16)
-        );
+        assert_eq!(calc("GPUS_PER_NODE*NUM_NODES"), Some(16));
         assert_eq!(calc("1 + 2 * 3"), Some(7));
         assert_eq!(calc("(1 + 2) * 3"), Some(9));
         assert_eq!(calc("2 ** 3 ** 2"), Some(512));
@@ -309,13 +447,33 @@ mod tests {
         assert_eq!(calc("7 / 2 + 7 % 2"), Some(4));
         assert_eq!(calc("NUM_NODES > 1 ? 4 : 1"), Some(4));
         assert_eq!(calc("TWICE + 1"), Some(5));
-        assert_eq!(calc("0x10 + 010"), Some(24));
+        assert_eq!(calc("0x10 + 010 + 2#11"), Some(27));
         assert_eq!(calc("-3 + !0"), Some(-2));
-        // What is not known, or not arithmetic the reader follows, is no value.
+        assert_eq!(calc("UNSET + 1"), Some(1));
+        // Only the side taken is worked out, as in C.
+        assert_eq!(calc("NUM_NODES > 2 ? 8 / (NUM_NODES - 2) : 1"), Some(1));
+        assert_eq!(calc("NUM_NODES == 2 || 1 / 0"), Some(1));
+        assert_eq!(calc("0 && UNKNOWN"), Some(0));
+        // What is not known, or not arithmetic, is no value.
         assert_eq!(calc("UNKNOWN + 1"), None);
         assert_eq!(calc("1 / 0"), None);
-        assert_eq!(calc("X = 3"), None);
         assert_eq!(calc("1 +"), None);
+        assert_eq!(calc(&"(".repeat(10_000)), None);
+    }
+
+    #[test]
+    fn assignments_set_the_variables() {
+        let mut v = vars();
+        assert_eq!(eval("GBS = GPUS_PER_NODE * 8", &mut v), Some(64));
+        assert_eq!(v.0["GBS"], "64");
+        assert_eq!(eval("GBS += 1, GBS++", &mut v), Some(65));
+        assert_eq!(v.0["GBS"], "66");
+        assert_eq!(eval("--GBS", &mut v), Some(65));
+        assert_eq!(eval("X = Y = 3", &mut v), Some(3));
+        assert_eq!((v.0["X"].as_str(), v.0["Y"].as_str()), ("3", "3"));
+        // Not on the side not taken.
+        assert_eq!(eval("0 && (Z = 1)", &mut v), Some(0));
+        assert!(!v.0.contains_key("Z"));
     }
 
     #[test]

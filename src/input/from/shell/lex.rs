@@ -86,8 +86,9 @@ pub enum Token {
     /// `NAME=(` or `NAME+=(`: an array's words follow up to [`Token::Close`].
     Array(String, bool, usize),
     Close,
-    /// A redirection's operator: the next word is its target, not an argument.
-    Redirect(usize),
+    /// A redirection's operator (`>`, `2>&`, `<`, …): the next word is its target, not an
+    /// argument (inside `[[ ]]`, `<` and `>` compare strings).
+    Redirect(String, usize),
     /// `((…))`: an arithmetic command.
     Arith(String, usize),
 }
@@ -383,6 +384,7 @@ impl<'a> Lexer<'a> {
             return Ok(());
         }
         self.finish();
+        let mut op = c.to_string();
         if c == '<' && self.peek() == Some('<') {
             self.bump();
             if self.peek() == Some('<') {
@@ -396,10 +398,11 @@ impl<'a> Lexer<'a> {
                 self.delimiter = Some(strip);
                 return Ok(());
             }
-        } else if matches!(self.peek(), Some('>' | '&' | '|')) {
+        } else if let Some(n @ ('>' | '&' | '|')) = self.peek() {
             self.bump();
+            op.push(n);
         }
-        self.tokens.push(Token::Redirect(self.line));
+        self.tokens.push(Token::Redirect(op, self.line));
         Ok(())
     }
 
@@ -488,7 +491,7 @@ impl<'a> Lexer<'a> {
                         if self.peek() == Some('>') {
                             self.bump();
                         }
-                        self.tokens.push(Token::Redirect(self.line));
+                        self.tokens.push(Token::Redirect("&>".into(), self.line));
                     } else {
                         self.op("&");
                     }

@@ -131,7 +131,7 @@ impl Script {
 const MAX_READINGS: usize = 32;
 
 /// Commands that start no training and whose words are no launcher's options.
-const INERT: [&str; 48] = [
+const INERT: [&str; 47] = [
     "echo",
     "printf",
     "mkdir",
@@ -177,7 +177,6 @@ const INERT: [&str; 48] = [
     "alias",
     "module",
     "conda",
-    "return",
     "sed",
     "awk",
 ];
@@ -221,6 +220,8 @@ enum Expanded {
     One(Field),
     /// `${A[@]}`, `$@`: one word an item when quoted.
     Many(Vec<Field>),
+    /// `${A[*]}`, `$*`: the items joined by a blank, one word when quoted.
+    Joined(Vec<Field>),
 }
 
 /// The script's state in one reading.
@@ -238,6 +239,10 @@ struct World {
     arrays: Vec<String>,
     /// The script exited here: whether with success.
     exit: Option<bool>,
+    /// A function returned: the rest of its body does not run.
+    returning: bool,
+    /// Each function call's `local` variables, with the values they hid.
+    frames: Vec<Vec<(String, Option<Var>)>>,
     depth: usize,
 }
 
@@ -251,7 +256,21 @@ struct Reader<'g> {
     /// The readings are at [`MAX_READINGS`]: no more forks.
     full: bool,
     live: usize,
+    /// The lines `--branch` named that a condition took.
+    used: HashSet<usize>,
+    /// Commands run in all readings, up to [`MAX_STEPS`]; past it the reading stops.
+    steps: usize,
+    /// Expansions inside expansions (`${X:-${Y:-…}}`), bounded.
+    nesting: usize,
 }
+
+/// Commands the reader runs in all, readings and loops together: a script that runs more
+/// (a recursion, loops within loops) is not followed past it.
+const MAX_STEPS: usize = 200_000;
+
+/// Expansions nested in expansions, and compound commands nested in compound commands, at
+/// most: no input runs the reader's stack out.
+const MAX_NESTING: usize = 64;
 
 /// The script `text` read, every condition the script's values decide decided.
 pub fn read(text: &str) -> Result<Script> {
@@ -266,12 +285,22 @@ pub fn read_with(text: &str, given: &Given) -> Result<Script> {
     let nodes = Parser::new(lexer.tokens).script()?;
     let mut reader = Reader {
         given,
-        pinned: given.vars.iter().cloned().collect(),
+        // The script's own arguments are its positional parameters (a function's are its
+        // own); a name holds its value everywhere.
+        pinned: given
+            .vars
+            .iter()
+            .filter(|(n, _)| lex::variable(n))
+            .cloned()
+            .collect(),
         unset: BTreeMap::new(),
         notes: Vec::new(),
         problems: Vec::new(),
         full: false,
         live: 1,
+        used: HashSet::new(),
+        steps: 0,
+        nesting: 0,
     };
     let mut world = World {
         vars: HashMap::new(),
@@ -283,6 +312,8 @@ pub fn read_with(text: &str, given: &Given) -> Result<Script> {
         referenced: HashSet::new(),
         arrays: Vec::new(),
         exit: None,
+        returning: false,
+        frames: Vec::new(),
         depth: 0,
     };
     // The script's own arguments, as --set gives them.
@@ -305,6 +336,17 @@ pub fn read_with(text: &str, given: &Given) -> Result<Script> {
         ));
     }
     let worlds = reader.list(&nodes, vec![world]);
+    // A --branch no condition the script reached took is said.
+    for (line, branch) in &given.branches {
+        if !reader.used.contains(line) {
+            reader.problems.push(format!(
+                "line {line}: --branch {line}={branch}: the line of an if, case, && or || the script reaches (none on line {line} was undecided or reached)"
+            ));
+        }
+    }
+    // Each problem once.
+    let mut seen = HashSet::new();
+    reader.problems.retain(|p| seen.insert(p.clone()));
     // A reading that ends in a failing exit is not the one that launches, unless all do.
     let launching: Vec<&World> = worlds.iter().filter(|w| w.exit != Some(false)).collect();
     let chosen: Vec<&World> = if launching.is_empty() {
@@ -488,7 +530,9 @@ fn holds_options(nodes: &[Node]) -> bool {
                 || otherwise.as_deref().is_some_and(holds_options)
         }
         Node::Case { arms, .. } => arms.iter().any(|(_, b)| holds_options(b)),
-        Node::For { body, .. } | Node::Loop { body, .. } | Node::Group(body) => holds_options(body),
+        Node::For { body, .. } | Node::Loop { body, .. } | Node::Group(body, _) => {
+            holds_options(body)
+        }
         Node::AndOr(first, rest) => {
             holds_options(std::slice::from_ref(first))
                 || rest
@@ -507,13 +551,41 @@ impl Reader<'_> {
         for node in nodes {
             let mut next = Vec::with_capacity(worlds.len());
             for w in worlds {
-                if w.exit.is_some() {
+                if w.exit.is_some() || w.returning || self.steps > MAX_STEPS {
                     next.push(w);
                 } else {
+                    self.steps += 1;
+                    if self.steps > MAX_STEPS {
+                        self.problems.push(format!(
+                            "line {}: more than {MAX_STEPS} commands run (a recursion, or loops within loops): at most {MAX_STEPS}, past which the reader stops",
+                            line_of(node)
+                        ));
+                    }
                     next.extend(self.node(node, w));
                 }
             }
             worlds = next;
+        }
+        worlds
+    }
+
+    /// `nodes` run in a subshell: its words handed over, its variables, functions and exit
+    /// its own.
+    fn subshell(&mut self, nodes: &[Node], w: World) -> Vec<World> {
+        let (vars, functions, positional, frames) = (
+            w.vars.clone(),
+            w.functions.clone(),
+            w.positional.clone(),
+            w.frames.clone(),
+        );
+        let mut worlds = self.list(nodes, vec![w]);
+        for w in &mut worlds {
+            w.vars = vars.clone();
+            w.functions = functions.clone();
+            w.positional = positional.clone();
+            w.frames = frames.clone();
+            w.exit = None;
+            w.returning = false;
         }
         worlds
     }
@@ -545,8 +617,19 @@ impl Reader<'_> {
                 .into_iter()
                 .map(|(w, _)| w)
                 .collect(),
-            Node::Pipeline(nodes) => self.list(nodes, vec![w]),
-            Node::Group(nodes) => self.list(nodes, vec![w]),
+            // Each command of a pipeline runs in a subshell, as bash runs it.
+            Node::Pipeline(nodes) => {
+                let mut worlds = vec![w];
+                for n in nodes {
+                    worlds = worlds
+                        .into_iter()
+                        .flat_map(|w| self.subshell(std::slice::from_ref(n), w))
+                        .collect();
+                }
+                worlds
+            }
+            Node::Group(nodes, false) => self.list(nodes, vec![w]),
+            Node::Group(nodes, true) => self.subshell(nodes, w),
             Node::Function(name, body) => {
                 w.functions.insert(name.clone(), body.clone());
                 vec![w]
@@ -555,7 +638,7 @@ impl Reader<'_> {
                 arms,
                 otherwise,
                 line,
-            } => self.if_(arms, 0, otherwise.as_deref(), *line, w),
+            } => self.if_(arms, 0, otherwise.as_deref(), *line, w, None),
             Node::Case {
                 subject,
                 arms,
@@ -611,47 +694,17 @@ impl Reader<'_> {
     }
 
     /// `if` from its arm `k`: the first arm whose condition holds runs its branch; an
-    /// undecided condition forks the reading.
+    /// undecided condition forks the reading. `pending` is the first undecided condition a
+    /// reading passed by, recorded with the branch it ends in (the one `--branch` names).
     fn if_(
         &mut self,
         arms: &[(Vec<Node>, Vec<Node>)],
         k: usize,
         otherwise: Option<&[Node]>,
         line: usize,
-        w: World,
+        mut w: World,
+        pending: Option<String>,
     ) -> Vec<World> {
-        let Some((cond, body)) = arms.get(k) else {
-            return match otherwise {
-                Some(body) => self.list(body, vec![w]),
-                None => vec![w],
-            };
-        };
-        if let Some((_, branch)) = self.given.branches.iter().find(|(l, _)| *l == line) {
-            let chosen = match branch.as_str() {
-                "then" => Some(0),
-                "else" => None,
-                n => n.parse::<usize>().ok().map(|n| n - 1),
-            };
-            if k == 0 {
-                self.notes.push(format!(
-                    "line {line}: the if takes its {} branch, as --branch {line}={branch} says",
-                    branch
-                ));
-                if chosen.is_some_and(|c| c >= arms.len()) {
-                    self.problems.push(format!(
-                        "line {line}: --branch {line}={branch}: then, else, or 1 to {}, the branches of the if on line {line}",
-                        arms.len()
-                    ));
-                }
-            }
-            return match chosen {
-                Some(c) if c < arms.len() => self.list(&arms[c].1, vec![w]),
-                _ => match otherwise {
-                    Some(body) => self.list(body, vec![w]),
-                    None => vec![w],
-                },
-            };
-        }
         let label = |k: usize| {
             if k == 0 {
                 "then".to_string()
@@ -659,39 +712,82 @@ impl Reader<'_> {
                 (k + 1).to_string()
             }
         };
+        let Some((cond, body)) = arms.get(k) else {
+            if let Some(condition) = pending {
+                w.choices.push(Choice {
+                    line,
+                    condition,
+                    taken: "else".into(),
+                });
+            }
+            return match otherwise {
+                Some(body) => self.list(body, vec![w]),
+                None => vec![w],
+            };
+        };
+        if k == 0 {
+            if let Some(branch) = self.branch(line) {
+                let chosen = match branch.as_str() {
+                    "then" => Some(0),
+                    "else" => None,
+                    n => n.parse::<usize>().ok().map(|n| n - 1),
+                };
+                self.notes.push(format!(
+                    "line {line}: the if takes its {branch} branch, as --branch {line}={branch} says"
+                ));
+                if chosen.is_some_and(|c| c >= arms.len()) {
+                    self.problems.push(format!(
+                        "line {line}: --branch {line}={branch}: then, else, or 1 to {}, the branches of the if on line {line}",
+                        arms.len()
+                    ));
+                }
+                return match chosen {
+                    Some(c) if c < arms.len() => self.list(&arms[c].1, vec![w]),
+                    _ => match otherwise {
+                        Some(body) => self.list(body, vec![w]),
+                        None => vec![w],
+                    },
+                };
+            }
+        }
         let mut out = Vec::new();
         for (mut w, status) in self.conditions(cond, w) {
             match status {
-                Some(true) => out.extend(self.list(body, vec![w])),
-                Some(false) => out.extend(self.if_(arms, k + 1, otherwise, line, w)),
-                None => {
-                    let condition = describe(cond);
-                    if self.may_fork(line) {
-                        let mut other = w.clone();
+                Some(true) => {
+                    if let Some(condition) = pending.clone() {
                         w.choices.push(Choice {
                             line,
-                            condition: condition.clone(),
+                            condition,
                             taken: label(k),
                         });
-                        out.extend(self.list(body, vec![w]));
-                        let last = k + 1 == arms.len();
-                        other.choices.push(Choice {
-                            line,
-                            condition,
-                            taken: if last {
-                                "else".into()
-                            } else {
-                                format!("not {}", label(k))
-                            },
-                        });
-                        out.extend(self.if_(arms, k + 1, otherwise, line, other));
-                    } else {
-                        out.extend(self.list(body, vec![w]));
                     }
+                    out.extend(self.list(body, vec![w]));
                 }
+                Some(false) => {
+                    out.extend(self.if_(arms, k + 1, otherwise, line, w, pending.clone()))
+                }
+                None if self.may_fork(line) => {
+                    let condition = pending.clone().unwrap_or_else(|| describe(cond));
+                    let other = w.clone();
+                    w.choices.push(Choice {
+                        line,
+                        condition: condition.clone(),
+                        taken: label(k),
+                    });
+                    out.extend(self.list(body, vec![w]));
+                    out.extend(self.if_(arms, k + 1, otherwise, line, other, Some(condition)));
+                }
+                None => out.extend(self.list(body, vec![w])),
             }
         }
         out
+    }
+
+    /// The branch `--branch` gives the condition on `line`, noted as used.
+    fn branch(&mut self, line: usize) -> Option<String> {
+        let (_, branch) = self.given.branches.iter().find(|(l, _)| *l == line)?;
+        self.used.insert(line);
+        Some(branch.clone())
     }
 
     fn case(
@@ -701,15 +797,16 @@ impl Reader<'_> {
         line: usize,
         mut w: World,
     ) -> Vec<World> {
-        if let Some((_, branch)) = self.given.branches.iter().find(|(l, _)| *l == line) {
+        if let Some(branch) = self.branch(line) {
             self.notes.push(format!(
-                "line {line}: the case takes its pattern {branch}, as --branch {line}={branch} says"
+                "line {line}: the case takes its arm {branch}, as --branch {line}={branch} says"
             ));
             return match branch.parse::<usize>().ok().and_then(|n| arms.get(n - 1)) {
                 Some((_, body)) => self.list(body, vec![w]),
+                None if branch == "else" => vec![w],
                 None => {
                     self.problems.push(format!(
-                        "line {line}: --branch {line}={branch}: 1 to {}, the patterns of the case on line {line}",
+                        "line {line}: --branch {line}={branch}: 1 to {} (the arms of the case on line {line}), or else for none",
                         arms.len()
                     ));
                     vec![w]
@@ -717,51 +814,63 @@ impl Reader<'_> {
             };
         }
         let value = self.joined(&mut w, &subject.parts, line);
-        if value.known {
-            for (patterns, body) in arms {
+        let condition = format!("case {}", subject.raw);
+        let mut out = Vec::new();
+        // The readings still looking for their arm, each with whether it passed one by on an
+        // undecided pattern.
+        let mut live = vec![(w, false)];
+        for (k, (patterns, body)) in arms.iter().enumerate() {
+            let mut next = Vec::new();
+            for (mut w, passed) in live {
+                // Whether an arm's patterns match: decided, or not where a value is unknown.
+                let mut status = Some(false);
                 for p in patterns {
                     let pattern = self.pattern(&mut w, p);
-                    if pattern
-                        .as_deref()
-                        .is_some_and(|p| arith::glob(p, &value.text))
-                    {
-                        return self.list(body, vec![w]);
+                    match (value.known, pattern) {
+                        (true, Some(p)) if arith::glob(&p, &value.text) => {
+                            status = Some(true);
+                            break;
+                        }
+                        (true, Some(_)) => {}
+                        _ => status = None,
                     }
                 }
+                match status {
+                    Some(true) => {
+                        if passed {
+                            w.choices.push(Choice {
+                                line,
+                                condition: condition.clone(),
+                                taken: (k + 1).to_string(),
+                            });
+                        }
+                        out.extend(self.list(body, vec![w]))
+                    }
+                    Some(false) => next.push((w, passed)),
+                    None if self.may_fork(line) => {
+                        let mut taken = w.clone();
+                        taken.choices.push(Choice {
+                            line,
+                            condition: condition.clone(),
+                            taken: (k + 1).to_string(),
+                        });
+                        out.extend(self.list(body, vec![taken]));
+                        next.push((w, true));
+                    }
+                    None => out.extend(self.list(body, vec![w])),
+                }
             }
-            return vec![w];
+            live = next;
         }
-        // Not known: each arm a reading.
-        let mut out = Vec::new();
-        let catch_all = arms
-            .iter()
-            .any(|(ps, _)| ps.iter().any(|p| p.plain() == Some("*")));
-        for (k, (patterns, body)) in arms.iter().enumerate() {
-            if k > 0 && !self.may_fork(line) {
-                break;
+        // Past every arm: no pattern matched.
+        for (mut w, passed) in live {
+            if passed {
+                w.choices.push(Choice {
+                    line,
+                    condition: condition.clone(),
+                    taken: "else".into(),
+                });
             }
-            let mut v = w.clone();
-            v.choices.push(Choice {
-                line,
-                condition: format!("case {}", subject.raw),
-                taken: format!(
-                    "{} ({})",
-                    k + 1,
-                    patterns
-                        .iter()
-                        .map(|p| p.raw.as_str())
-                        .collect::<Vec<_>>()
-                        .join("|")
-                ),
-            });
-            out.extend(self.list(body, vec![v]));
-        }
-        if !catch_all && self.may_fork(line) {
-            w.choices.push(Choice {
-                line,
-                condition: format!("case {}", subject.raw),
-                taken: "none".into(),
-            });
             out.push(w);
         }
         out
@@ -847,7 +956,14 @@ impl Reader<'_> {
                                         _ => None,
                                     };
                                     after.push((probe, combined));
-                                } else if self.may_fork(0) {
+                                } else if let Some(branch) = self.branch(line_of(next)) {
+                                    // --branch LINE=then runs it, else passes it by.
+                                    if branch == "else" {
+                                        after.push((w, Some(!*and)));
+                                    } else {
+                                        after.extend(self.condition(next, w));
+                                    }
+                                } else if self.may_fork(line_of(next)) {
                                     let line = line_of(next);
                                     let condition = describe(std::slice::from_ref(first));
                                     let mut runs = w.clone();
@@ -913,19 +1029,14 @@ impl Reader<'_> {
         if !text.known {
             return None;
         }
-        let mut lookup = |name: &str| -> Option<String> {
-            if let Some(v) = self.pinned.get(name) {
-                return Some(v.clone());
-            }
-            match w.vars.get(name) {
-                Some(Var::Str(f)) => f.known.then(|| f.text.clone()),
-                Some(Var::Arr(items)) => items
-                    .first()
-                    .map_or(Some(String::new()), |f| f.known.then(|| f.text.clone())),
-                None => Some(String::new()),
-            }
-        };
-        arith::eval(&text.text, &mut lookup)
+        arith::eval(
+            &text.text,
+            &mut ArithVars {
+                pinned: &self.pinned,
+                w,
+                line,
+            },
+        )
     }
 
     /// A test's status (`[[ … ]]` when `double`, else `[ … ]`), `None` when not decided.
@@ -947,6 +1058,7 @@ impl Reader<'_> {
             vals,
             at: 0,
             double,
+            depth: 0,
         };
         let v = t.or(self, w, line);
         if t.at != t.vals.len() {
@@ -990,18 +1102,70 @@ impl Reader<'_> {
             }
             let saved = std::mem::replace(&mut w.positional, fields[1..].to_vec());
             w.depth += 1;
+            w.frames.push(Vec::new());
             let mut worlds = self.node(&body, w);
             for w in &mut worlds {
                 w.positional = saved.clone();
                 w.depth -= 1;
-                // `exit` in a function ends the script; `return` does not reach here.
+                w.returning = false;
+                // Its locals give back what they hid.
+                for (name, old) in w.frames.pop().unwrap_or_default().into_iter().rev() {
+                    match old {
+                        Some(v) => w.vars.insert(name, v),
+                        None => w.vars.remove(&name),
+                    };
+                }
             }
             return worlds;
         }
         match name.as_str() {
             "export" | "declare" | "typeset" | "local" | "readonly" => {
+                // In a function, `local` (and `declare` without -g) hides the name until the
+                // function returns.
+                let scoped = !w.frames.is_empty()
+                    && (name == "local"
+                        || (matches!(name.as_str(), "declare" | "typeset")
+                            && !fields.iter().any(|f| f.text.starts_with("-g"))));
+                if scoped {
+                    let names = assigns
+                        .iter()
+                        .map(|a| a.name.split('[').next().unwrap_or("").to_string())
+                        .chain(
+                            fields[1..]
+                                .iter()
+                                .filter(|f| lex::variable(&f.text))
+                                .map(|f| f.text.clone()),
+                        );
+                    for n in names.collect::<Vec<_>>() {
+                        let old = w.vars.get(&n).cloned();
+                        let frame = w.frames.last_mut().expect("a frame");
+                        if !frame.iter().any(|(f, _)| *f == n) {
+                            frame.push((n.clone(), old));
+                        }
+                        if !assigns.iter().any(|a| a.name.split('[').next() == Some(&n)) {
+                            w.vars.remove(&n);
+                        }
+                    }
+                }
                 for a in assigns {
                     self.assign(&mut w, a, line);
+                }
+                vec![w]
+            }
+            "return" => {
+                if w.frames.is_empty() {
+                    // Outside a function (a sourced script's end): the script ends.
+                    w.exit = Some(true);
+                } else {
+                    w.returning = true;
+                }
+                vec![w]
+            }
+            "let" => {
+                for f in &fields[1..] {
+                    if f.known {
+                        self.arith(&mut w, &f.text, line);
+                    }
                 }
                 vec![w]
             }
@@ -1095,13 +1259,16 @@ impl Reader<'_> {
             Ok(nodes) if w.depth < 16 => {
                 let mut w = w;
                 w.depth += 1;
-                let before = w.args.len();
+                let (before, chosen) = (w.args.len(), w.choices.len());
                 let mut worlds = self.list(&nodes, vec![w]);
                 for w in &mut worlds {
                     w.depth -= 1;
-                    // The text's words are the outer line's.
+                    // The text's words and conditions are the outer line's.
                     for a in w.args.iter_mut().skip(before) {
                         a.line = line;
+                    }
+                    for c in w.choices.iter_mut().skip(chosen) {
+                        c.line = line;
                     }
                 }
                 worlds
@@ -1199,7 +1366,8 @@ impl Reader<'_> {
             return Expanded::One(Field::known(v.clone()));
         }
         match name {
-            "@" | "*" => return Expanded::Many(w.positional.clone()),
+            "@" => return Expanded::Many(w.positional.clone()),
+            "*" => return Expanded::Joined(w.positional.clone()),
             "#" => return Expanded::One(Field::known(w.positional.len().to_string())),
             "0" => return Expanded::One(Field::known("script")),
             "?" => return Expanded::One(Field::known("0")),
@@ -1214,14 +1382,26 @@ impl Reader<'_> {
         }
         match (w.vars.get(name), index) {
             (None, _) => Expanded::Unset,
-            (Some(Var::Arr(items)), Some("@" | "*")) => {
+            (Some(Var::Arr(items)), Some(every @ ("@" | "*"))) => {
                 w.referenced.insert(name.to_string());
-                Expanded::Many(items.clone())
+                if every == "@" {
+                    Expanded::Many(items.clone())
+                } else {
+                    Expanded::Joined(items.clone())
+                }
             }
             (Some(Var::Str(f)), Some("@" | "*")) => Expanded::Many(vec![f.clone()]),
             (Some(var), Some(i)) => {
                 let var = var.clone();
-                let i = self.arith(w, i, line).and_then(|i| usize::try_from(i).ok());
+                let len = match &var {
+                    Var::Arr(items) => items.len() as i64,
+                    Var::Str(_) => 1,
+                };
+                // A negative index counts from the end.
+                let i = self
+                    .arith(w, i, line)
+                    .map(|i| if i < 0 { len + i } else { i })
+                    .and_then(|i| usize::try_from(i).ok());
                 match (var, i) {
                     (Var::Arr(items), Some(i)) => {
                         items.get(i).cloned().map_or(Expanded::Unset, Expanded::One)
@@ -1242,8 +1422,18 @@ impl Reader<'_> {
         }
     }
 
-    /// `${expr}` (or `$name`) expanded.
+    /// `${expr}` (or `$name`) expanded, expansions inside it at most [`MAX_NESTING`] deep.
     fn param(&mut self, w: &mut World, expr: &str, line: usize) -> Expanded {
+        if self.nesting >= MAX_NESTING {
+            return Expanded::One(Field::unknown(format!("${{{expr}}}")));
+        }
+        self.nesting += 1;
+        let v = self.param_at(w, expr, line);
+        self.nesting -= 1;
+        v
+    }
+
+    fn param_at(&mut self, w: &mut World, expr: &str, line: usize) -> Expanded {
         let unknown = || Expanded::One(Field::unknown(format!("${{{expr}}}")));
         // ${#NAME}, ${#NAME[@]}: lengths.
         if let Some(rest) = expr.strip_prefix('#').filter(|r| !r.is_empty()) {
@@ -1252,7 +1442,9 @@ impl Reader<'_> {
                 return unknown();
             }
             return match self.lookup(w, name, index, line) {
-                Expanded::Many(items) => Expanded::One(Field::known(items.len().to_string())),
+                Expanded::Many(items) | Expanded::Joined(items) => {
+                    Expanded::One(Field::known(items.len().to_string()))
+                }
                 Expanded::One(f) if f.known => {
                     Expanded::One(Field::known(f.text.chars().count().to_string()))
                 }
@@ -1270,7 +1462,7 @@ impl Reader<'_> {
         let is_null = match &value {
             Expanded::Unset => true,
             Expanded::One(f) => f.known && f.text.is_empty(),
-            Expanded::Many(items) => items.is_empty(),
+            Expanded::Many(items) | Expanded::Joined(items) => items.is_empty(),
         };
         let is_unset = matches!(value, Expanded::Unset);
         let operand = |reader: &mut Self, w: &mut World, text: &str| -> Field {
@@ -1343,7 +1535,7 @@ impl Reader<'_> {
                 let f = match value {
                     Expanded::One(f) => f,
                     Expanded::Unset => Field::known(""),
-                    Expanded::Many(_) => return unknown(),
+                    Expanded::Many(_) | Expanded::Joined(_) => return unknown(),
                 };
                 if !f.known {
                     return unknown();
@@ -1422,10 +1614,6 @@ impl Reader<'_> {
             let line = f.line;
             let add =
                 |cur: &mut Option<Field>, text: &str, known: bool| add(cur, text, known, line);
-            if !f.known {
-                add(cur, &f.text, false);
-                return;
-            }
             let text = &f.text;
             if text.is_empty() {
                 return;
@@ -1435,9 +1623,16 @@ impl Reader<'_> {
                     out.push(c);
                 }
             }
-            let mut words = text.split_whitespace().peekable();
-            while let Some(word) = words.next() {
-                add(cur, word, true);
+            // A value holding a command's output splits at the blanks outside it; the words
+            // that hold it are unknown.
+            let words = if f.known {
+                text.split_whitespace().map(|w| (w, true)).collect()
+            } else {
+                split_unknown(text)
+            };
+            let mut words = words.into_iter().peekable();
+            while let Some((word, known)) = words.next() {
+                add(cur, word, known);
                 if words.peek().is_some() {
                     out.push(cur.take().expect("a word"));
                 }
@@ -1453,6 +1648,23 @@ impl Reader<'_> {
             match part {
                 Part::Lit(text, _) => add(&mut cur, text, true, line),
                 Part::Param(expr, quoted) => match (self.param(w, expr, line), quoted) {
+                    (Expanded::Joined(items), true) => {
+                        let known = items.iter().all(|f| f.known);
+                        let text: Vec<String> = items.into_iter().map(|f| f.text).collect();
+                        add(&mut cur, &text.join(" "), known, line)
+                    }
+                    (Expanded::Joined(items), false) => {
+                        let n = items.len();
+                        for (k, f) in items.into_iter().enumerate() {
+                            let f = Field { line: at(&f), ..f };
+                            split(&mut out, &mut cur, &f);
+                            if k + 1 < n {
+                                if let Some(c) = cur.take() {
+                                    out.push(c);
+                                }
+                            }
+                        }
+                    }
                     (Expanded::Unset, true) => add(&mut cur, "", true, line),
                     (Expanded::Unset, false) => {}
                     (Expanded::One(f), true) => add(&mut cur, &f.text, f.known, at(&f)),
@@ -1520,6 +1732,48 @@ impl Reader<'_> {
     }
 }
 
+/// Text that holds a command's output (`$(…)`, backquotes, an unknown `${…}`, kept as
+/// written) split at the blanks outside those: each word, and whether none is in it.
+fn split_unknown(text: &str) -> Vec<(&str, bool)> {
+    let mut out = Vec::new();
+    let (mut depth, mut tick, mut start, mut known) = (0usize, false, None, true);
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'$' && matches!(b.get(i + 1), Some(b'(' | b'{')) {
+            depth += 1;
+            known = false;
+            start.get_or_insert(i);
+            i += 2;
+            continue;
+        }
+        match c {
+            b'`' => {
+                tick = !tick;
+                known = false;
+            }
+            b'(' | b'{' if depth > 0 => depth += 1,
+            b')' | b'}' if depth > 0 => depth -= 1,
+            c if c.is_ascii_whitespace() && depth == 0 && !tick => {
+                if let Some(s) = start.take() {
+                    out.push((&text[s..i], known));
+                }
+                known = true;
+            }
+            _ => {}
+        }
+        if !c.is_ascii_whitespace() || depth > 0 || tick {
+            start.get_or_insert(i);
+        }
+        i += 1;
+    }
+    if let Some(s) = start {
+        out.push((&text[s..], known));
+    }
+    out
+}
+
 fn line_of(node: &Node) -> usize {
     match node {
         Node::Simple { line, .. }
@@ -1531,8 +1785,40 @@ fn line_of(node: &Node) -> usize {
         | Node::Loop { line, .. } => *line,
         Node::Not(n) => line_of(n),
         Node::AndOr(n, _) => line_of(n),
-        Node::Pipeline(ns) | Node::Group(ns) => ns.first().map_or(0, line_of),
+        Node::Pipeline(ns) | Node::Group(ns, _) => ns.first().map_or(0, line_of),
         Node::Function(_, n) => line_of(n),
+    }
+}
+
+/// The script's variables as arithmetic reads and sets them.
+struct ArithVars<'a> {
+    pinned: &'a HashMap<String, String>,
+    w: &'a mut World,
+    line: usize,
+}
+
+impl arith::Vars for ArithVars<'_> {
+    fn get(&mut self, name: &str) -> Option<String> {
+        if let Some(v) = self.pinned.get(name) {
+            return Some(v.clone());
+        }
+        match self.w.vars.get(name) {
+            Some(Var::Str(f)) => f.known.then(|| f.text.clone()),
+            Some(Var::Arr(items)) => items
+                .first()
+                .map_or(Some(String::new()), |f| f.known.then(|| f.text.clone())),
+            None => Some(String::new()),
+        }
+    }
+
+    fn set(&mut self, name: &str, value: i64) {
+        if !self.pinned.contains_key(name) {
+            let field = Field {
+                line: self.line,
+                ..Field::known(value.to_string())
+            };
+            self.w.vars.insert(name.to_string(), Var::Str(field));
+        }
     }
 }
 
@@ -1599,6 +1885,8 @@ struct TestEval {
     vals: Vec<(Field, Option<String>)>,
     at: usize,
     double: bool,
+    /// `!` and parentheses open, at most [`MAX_NESTING`].
+    depth: usize,
 }
 
 impl TestEval {
@@ -1637,11 +1925,19 @@ impl TestEval {
     }
 
     fn not(&mut self, r: &mut Reader, w: &mut World, line: usize) -> Option<bool> {
-        if self.word(0) == Some("!") && self.vals.len() > self.at + 1 {
-            self.at += 1;
-            return self.not(r, w, line).map(|b| !b);
+        self.depth += 1;
+        if self.depth > MAX_NESTING {
+            self.at = self.vals.len();
+            return None;
         }
-        self.primary(r, w, line)
+        let v = if self.word(0) == Some("!") && self.vals.len() > self.at + 1 {
+            self.at += 1;
+            self.not(r, w, line).map(|b| !b)
+        } else {
+            self.primary(r, w, line)
+        };
+        self.depth -= 1;
+        v
     }
 
     fn primary(&mut self, r: &mut Reader, w: &mut World, line: usize) -> Option<bool> {

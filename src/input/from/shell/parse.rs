@@ -60,8 +60,8 @@ pub enum Node {
         body: Vec<Node>,
         line: usize,
     },
-    /// `{ … }` or a subshell `( … )`.
-    Group(Vec<Node>),
+    /// `{ … }`, or a subshell `( … )` (true), whose variables are its own.
+    Group(Vec<Node>, bool),
     /// A function's definition.
     Function(String, Rc<Node>),
     /// A pipeline, then others after `&&` (true) or `||` (false).
@@ -83,11 +83,20 @@ fn syntax(what: &str, line: usize) -> Error {
 pub struct Parser {
     tokens: Vec<Token>,
     at: usize,
+    /// Compound commands open around the cursor.
+    depth: usize,
 }
+
+/// Compound commands nested at most: deeper is refused, so no input runs the stack out.
+const MAX_DEPTH: usize = 64;
 
 impl Parser {
     pub fn new(tokens: Vec<Token>) -> Parser {
-        Parser { tokens, at: 0 }
+        Parser {
+            tokens,
+            at: 0,
+            depth: 0,
+        }
     }
 
     fn peek(&self) -> Option<&Token> {
@@ -104,7 +113,7 @@ impl Parser {
                 Token::Op(_, l)
                 | Token::Newline(l)
                 | Token::Array(_, _, l)
-                | Token::Redirect(l)
+                | Token::Redirect(_, l)
                 | Token::Arith(_, l),
             ) => *l,
             _ => 0,
@@ -203,7 +212,7 @@ impl Parser {
 
     /// Redirections after a compound command, passed over.
     fn redirections(&mut self) {
-        while let Some(Token::Redirect(_)) = self.peek() {
+        while let Some(Token::Redirect(..)) = self.peek() {
             self.at += 1;
             if let Some(Token::Word(_)) = self.peek() {
                 self.at += 1;
@@ -212,6 +221,19 @@ impl Parser {
     }
 
     fn command(&mut self) -> Result<Node> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(syntax(
+                &format!("commands nested more than {MAX_DEPTH} deep"),
+                self.line(),
+            ));
+        }
+        let node = self.compound();
+        self.depth -= 1;
+        node
+    }
+
+    fn compound(&mut self) -> Result<Node> {
         let line = self.line();
         let node = match self.peek() {
             Some(Token::Op("(", _)) => {
@@ -221,7 +243,7 @@ impl Parser {
                     Some(Token::Op(")", _)) => self.at += 1,
                     _ => return Err(syntax("a ( without its )", line)),
                 }
-                Node::Group(body)
+                Node::Group(body, true)
             }
             Some(Token::Arith(expr, line)) => {
                 let node = Node::Arith(expr.clone(), *line);
@@ -245,7 +267,7 @@ impl Parser {
                     self.at += 1;
                     let body = self.list(&["}"])?;
                     self.expect("}", "{", line)?;
-                    Node::Group(body)
+                    Node::Group(body, false)
                 }
                 Some("[[") => {
                     self.at += 1;
@@ -262,12 +284,12 @@ impl Parser {
                                 raw: op.to_string(),
                                 line: *l,
                             }),
-                            Some(Token::Redirect(l)) => {
-                                return Err(syntax(
-                                    "< or > inside [[ ]] (compare strings with == or !=)",
-                                    *l,
-                                ))
-                            }
+                            // `<` and `>` compare strings inside `[[ ]]`.
+                            Some(Token::Redirect(op, l)) => words.push(Word {
+                                parts: vec![Part::Lit(op.clone(), false)],
+                                raw: op.clone(),
+                                line: *l,
+                            }),
                             _ => return Err(syntax("[[ without its ]]", line)),
                         }
                         self.at += 1;
@@ -301,7 +323,7 @@ impl Parser {
                 }
                 _ => return self.simple(),
             },
-            Some(Token::Array(..) | Token::Redirect(_)) => return self.simple(),
+            Some(Token::Array(..) | Token::Redirect(..)) => return self.simple(),
             Some(Token::Op(op, line)) => return Err(syntax(&format!("{op} out of place"), *line)),
             Some(Token::Newline(_)) | None => return Err(syntax("a command missing", line)),
             Some(Token::Close) => return Err(syntax(") out of place", line)),
@@ -355,7 +377,7 @@ impl Parser {
                         return Err(syntax(&format!("{name}=( as an argument"), l));
                     }
                 }
-                Some(Token::Redirect(_)) => {
+                Some(Token::Redirect(..)) => {
                     self.at += 1;
                     if let Some(Token::Word(_)) = self.peek() {
                         self.at += 1;

@@ -298,3 +298,139 @@ fn text_that_is_no_script_is_refused_by_line() {
         assert!(e.contains(named), "{script:?}: {e}");
     }
 }
+
+#[test]
+fn arithmetic_sets_what_it_assigns() {
+    assert_eq!(
+        args("MBS=2\n(( GBS = MBS * 8 ))\nlet TP=4 'PP = TP / 2'\nN=1\n((N++))\nX=$((Y=3))\nrun $GBS $TP $PP $N $X $Y"),
+        ["run", "16", "4", "2", "2", "3", "3"]
+    );
+    // Only the side taken is worked out.
+    assert_eq!(
+        args("B=2\nrun $(( B > 2 ? 8 / (B - 2) : 1 ))"),
+        ["run", "1"]
+    );
+    assert_eq!(
+        args("B=2\nif (( B == 2 || 1 / 0 )); then run --a; fi"),
+        ["run", "--a"]
+    );
+}
+
+#[test]
+fn functions_subshells_and_pipelines_keep_their_variables() {
+    let text = "setup() {\n  local TP=2\n  PP=4\n}\nTP=8\nsetup\n( TP=4 )\necho x | { CP=5; }\nadd() {\n  [[ $1 == skip ]] && return\n  OPTS=--use-flash-attn\n}\nadd skip\nrun --tp $TP --pp $PP --cp ${CP:-1} $OPTS";
+    assert_eq!(args(text), ["run", "--tp", "8", "--pp", "4", "--cp", "1"]);
+    // The script's own arguments are not a function's.
+    let given = Given {
+        vars: vec![("1".into(), "fp8".into())],
+        branches: vec![],
+    };
+    assert_eq!(
+        readings(
+            "run_it() {\n  run --tp \"$1\" --d \"$D\"\n}\nD=$1\nrun_it 4",
+            &given
+        ),
+        [["run", "--tp", "4", "--d", "fp8"]]
+    );
+}
+
+#[test]
+fn words_holding_a_command_s_output_split_where_bash_splits_them() {
+    let s = read("EXTRA=\"--bf16 --log-dir $(date +%s) --use-flash-attn\"\nrun $EXTRA \"$EXTRA\"")
+        .unwrap();
+    let got: Vec<(&str, bool)> = s
+        .args()
+        .iter()
+        .map(|a| (a.text.as_str(), a.known))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("run", true),
+            ("--bf16", true),
+            ("--log-dir", true),
+            ("$(date +%s)", false),
+            ("--use-flash-attn", true),
+            ("--bf16 --log-dir $(date +%s) --use-flash-attn", false)
+        ]
+    );
+    // "$*" and "${A[*]}" are one word; "${A[@]}" one an item; ${A[-1]} the last.
+    assert_eq!(
+        args("A=(--x 1)\nbash -c \"run ${A[*]}\"\nrun \"${A[*]}\" \"${A[@]}\" ${A[-1]}"),
+        ["run", "--x", "1", "run", "--x 1", "--x", "1", "1"]
+    );
+    assert_eq!(
+        args("V=10\nif [[ \"$V\" < \"2\" ]]; then run --a; fi"),
+        ["run", "--a"]
+    );
+}
+
+#[test]
+fn each_reading_names_the_branch_that_gives_it() {
+    let text = "if [ -f /a ]; then\n  TP=2\nelif [ \"$MODE\" = big ]; then\n  TP=4\nelse\n  TP=1\nfi\nrun --tp $TP\n";
+    let s = read(text).unwrap();
+    let taken: Vec<(&str, &str)> = s
+        .readings
+        .iter()
+        .map(|r| (r.args[2].text.as_str(), r.choices[0].taken.as_str()))
+        .collect();
+    // $MODE is unset: the elif is decided (false), so the second reading is the else's.
+    assert_eq!(taken, [("2", "then"), ("1", "else")]);
+    for (branch, tp) in [("then", "2"), ("2", "4"), ("else", "1")] {
+        let given = Given {
+            vars: vec![],
+            branches: vec![(1, branch.into())],
+        };
+        assert_eq!(readings(text, &given), [["run", "--tp", tp]], "{branch}");
+    }
+    // A case pattern the reader cannot know forks; && and || take --branch too.
+    let text = "case $(hostname) in\n  a*) TP=8 ;;\nesac\nrun --tp ${TP:-1}\n";
+    assert_eq!(read(text).unwrap().readings.len(), 2);
+    let text = "[ -f /big ] && TP=8\nrun --tp ${TP:-1}\n";
+    assert_eq!(read(text).unwrap().readings.len(), 2);
+    let given = Given {
+        vars: vec![],
+        branches: vec![(1, "then".into())],
+    };
+    assert_eq!(readings(text, &given), [["run", "--tp", "8"]]);
+    // A --branch that names no condition the script reaches is said.
+    let given = Given {
+        vars: vec![],
+        branches: vec![(9, "then".into())],
+    };
+    let s = read_with(text, &given).unwrap();
+    assert!(
+        s.problems[0].starts_with("line 9: --branch 9=then"),
+        "{:?}",
+        s.problems
+    );
+}
+
+#[test]
+fn hostile_scripts_are_bounded_not_a_crash() {
+    // Nesting past the bound is refused; recursion and loops stop at the work bound.
+    let deep = format!(
+        "{}run{}",
+        "if true; then ".repeat(3000),
+        "; fi".repeat(3000)
+    );
+    assert!(refusal(&deep).contains("nested more than 64 deep"));
+    let deep = format!("run $(({}1{}))", "(".repeat(10_000), ")".repeat(10_000));
+    assert_eq!(
+        args(&deep),
+        [
+            "run",
+            &format!("$(({}1{}))", "(".repeat(10_000), ")".repeat(10_000))
+        ]
+    );
+    let deep = format!("run {}x{}", "${Y:-".repeat(10_000), "}".repeat(10_000));
+    assert_eq!(read(&deep).unwrap().args().len(), 2);
+    let s = read("f() {\n  f\n  f\n  f\n}\nf\nrun --x").unwrap();
+    assert!(s.problems.len() <= 4, "{:?}", s.problems);
+    let s = read("for a in $(seq 1 64); do for b in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64; do for c in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64; do for d in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64; do X=1; done; done; done; done\nrun --x").unwrap();
+    assert!(
+        s.problems[0].contains("more than 200000 commands run"),
+        "{:?}",
+        s.problems
+    );
+}
