@@ -251,3 +251,39 @@ fn an_undecided_branch_is_taken_by_branch_or_set() {
         "{err}"
     );
 }
+
+/// Launch forms: Slurm's counts (`#SBATCH`, `$SLURM_NNODES`), `srun`, a profiler before the
+/// launcher, `python -m torch.distributed.run`: the GPUs are the launcher's counts, and
+/// nothing of the launchers' own options is taken for the program's.
+#[test]
+fn launch_forms_give_the_gpus_and_keep_their_options_to_themselves() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("job.sbatch");
+    std::fs::write(
+        &path,
+        "#!/bin/bash\n#SBATCH --nodes=4\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=8\n#SBATCH --time=04:00:00\nARGS=(\n  --tensor-model-parallel-size 8 --num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336\n  --num-attention-heads 32 --group-query-attention --num-query-groups 8 --swiglu\n  --disable-bias-linear --bf16 --normalization RMSNorm --position-embedding-type rope\n  --seq-length 8192 --micro-batch-size 1 --global-batch-size 128 --train-iters 1000\n  --vocab-size 128256 --untie-embeddings-and-output-weights --rotary-base 500000 --use-rope-scaling\n)\nsrun --container-image nvcr.io/nvidia/pytorch:25.01-py3 --output logs/%j.log \\\n  nsys profile -o trace --trace cuda,nvtx \\\n  python -m torch.distributed.run --nproc_per_node $SLURM_GPUS_PER_NODE --nnodes $SLURM_NNODES \\\n  --rdzv-backend c10d pretrain_gpt.py \"${ARGS[@]}\"\n",
+    )
+    .unwrap();
+    let out = trainplan()
+        .args([
+            "check",
+            "--json",
+            "--quiet",
+            "--stack",
+            "megatron-te",
+            "--from",
+        ])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{err}");
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // 4 nodes × 8 GPUs: TP 8 × DP 4.
+    assert_eq!(plan["layout"]["dp"], 4, "{plan}");
+    let unused = plan["from"]["unused"].to_string();
+    assert!(
+        !unused.contains("--trace") && !unused.contains("--container-image"),
+        "{unused}"
+    );
+}

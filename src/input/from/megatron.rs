@@ -355,7 +355,12 @@ fn options(args: &[Arg], problems: &mut Vec<(usize, Error)>) -> Vec<Opt> {
         if !w.text.starts_with("--") || elsewhere.contains(&w.group) {
             continue;
         }
-        let launcher = placer.contains(&w.group) || program.get(&w.group).is_some_and(|&p| k < p);
+        // Before the program a command runs, the launcher's (torchrun's, srun's, a
+        // profiler's); in a command that runs none, srun's or sbatch's all.
+        let launcher = match program.get(&w.group) {
+            Some(&p) => k < p,
+            None => placer.contains(&w.group),
+        };
         let name = w.text.split_once('=').map_or(w.text.as_str(), |(n, _)| n);
         if launcher && (!w.known || name.contains(char::is_whitespace)) {
             // The launcher's own (a log file named by a command's output): not the plan's.
