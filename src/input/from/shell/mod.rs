@@ -1,10 +1,10 @@
 //! A launch script's commands read as bash would run them — without running anything.
 //!
-//! The script is split as bash's tokenizer splits it ([`lex`]), put together by bash's grammar
-//! ([`parse`]), and then followed: variables and their defaults (`${X:-d}`, `${X:=d}`,
+//! The script is split as bash's tokenizer splits it (`lex.rs`), put together by bash's grammar
+//! (`parse.rs`), and then followed: variables and their defaults (`${X:-d}`, `${X:=d}`,
 //! `${X:+w}`, `${#X}`, `${X%pat}` and the like), arrays and `+=`, quoted and unquoted
 //! expansion (`"${A[@]}"` one word an item, `${A[@]}` and `$X` split at blanks), arithmetic
-//! (`$((…))`, [`arith`]), `export`, functions, `for` over a list, and `if`/`elif`/`else`,
+//! (`$((…))`, `arith.rs`), `export`, functions, `for` over a list, and `if`/`elif`/`else`,
 //! `case`, `&&` and `||` decided where the script's own values decide them: tests of strings
 //! and numbers (`[[ "$DTYPE" == fp8 ]]`, `[ -z "$X" ]`, `(( N > 1 ))`). What the reader cannot
 //! know is never guessed:
@@ -17,6 +17,11 @@
 //! - a branch that ends in `exit` with a failure is not the one that launches;
 //! - `while` and `until` loops are not run (said, and a problem where they hold options);
 //! - `source` reads no other file (said).
+//!
+//! Functions keep their `local` variables and stop at `return`; a subshell `( … )` and each
+//! command of a pipeline keep their variables to themselves, as bash runs them. Nesting past
+//! 64 is refused and a reading stops after 200,000 commands (a recursion, loops within loops),
+//! said as a problem: no script exhausts the reader.
 //!
 //! Commands that cannot launch training (`echo`, `mkdir`, `cd` and their like) hand over no
 //! words. `bash -c "…"` and `sh -c "…"` (as `srun … bash -c` writes them) and `eval` read their
