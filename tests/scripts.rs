@@ -287,3 +287,52 @@ fn launch_forms_give_the_gpus_and_keep_their_options_to_themselves() {
         "{unused}"
     );
 }
+
+/// A vocabulary the script leaves to a tokenizer file is given with `--vocab`; one the file
+/// states must agree with it.
+#[test]
+fn a_vocabulary_left_to_a_tokenizer_file_comes_with_vocab() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.sh");
+    let args = "--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 --group-query-attention --num-query-groups 8 --swiglu --disable-bias-linear --bf16 --normalization RMSNorm --position-embedding-type rope --seq-length 8192 --micro-batch-size 1 --global-batch-size 128 --train-iters 1000 --untie-embeddings-and-output-weights --rotary-base 500000 --use-rope-scaling";
+    std::fs::write(
+        &path,
+        format!("torchrun --nproc_per_node 8 pretrain_gpt.py {args} --tokenizer-type HuggingFaceTokenizer --tokenizer-model /models/llama3\n"),
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        trainplan()
+            .args([
+                "check",
+                "--json",
+                "--quiet",
+                "--stack",
+                "megatron-te",
+                "--from",
+            ])
+            .arg(&path)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("give it with --vocab"), "{err}");
+    let out = run(&["--vocab", "128256"]);
+    assert!(matches!(out.status.code(), Some(0 | 1)));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Llama 3 8B's dimensions with its vocabulary: the preset.
+    assert_eq!(plan["params"], 8_030_261_248u64);
+    std::fs::write(
+        &path,
+        format!("torchrun --nproc_per_node 8 pretrain_gpt.py {args} --vocab-size 128256\n"),
+    )
+    .unwrap();
+    let out = run(&["--vocab", "32000"]);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("invalid --vocab = 32000: 128256, what the --from file says"),
+        "{err}"
+    );
+}

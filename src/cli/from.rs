@@ -354,13 +354,24 @@ fn model(d: &mut DesignArgs, f: &FromFile) -> Result<()> {
                     "the model from the file (or --model-config, which it must match)",
                 ));
             }
-            let vocab = dims.vocab.ok_or_else(|| {
-                Error::invalid(
-                    "--vocab-size",
-                    "missing",
-                    "the model's vocabulary: add --vocab-size to the file's arguments, or give the model's config.json with --model-config",
-                )
-            })?;
+            // The file's vocabulary, or --vocab where the file leaves it to the tokenizer.
+            let vocab = match (dims.vocab, m.attention.vocab) {
+                (Some(file), Some(flag)) if file != flag => {
+                    return Err(Error::invalid(
+                        "--vocab",
+                        flag,
+                        format!("{file}, what the --from file says (a flag the file sets must agree with it)"),
+                    ))
+                }
+                (Some(v), _) | (None, Some(v)) => v,
+                (None, None) => {
+                    return Err(Error::invalid(
+                        "--vocab-size",
+                        "missing",
+                        "the model's vocabulary: add --vocab-size to the file's arguments, give it with --vocab, or give the model's config.json with --model-config",
+                    ))
+                }
+            };
             let unstated = if dims.hybrid.is_some() {
                 Some("--hybrid-override-pattern")
             } else if dims.experts.is_some() {

@@ -106,8 +106,9 @@ pub struct AttentionArgs {
     /// Head dimension of an ad-hoc shape [default: hidden / heads].
     #[arg(long, value_name = "D", value_parser = parse_whole, requires = "layers")]
     pub head_dim: Option<u64>,
-    /// Vocabulary of an ad-hoc shape [default: 128256].
-    #[arg(long, value_name = "V", value_parser = parse_whole, requires = "layers")]
+    /// Vocabulary of an ad-hoc shape [default: 128256]; with --from, of a file that leaves
+    /// it to its tokenizer.
+    #[arg(long, value_name = "V", value_parser = parse_whole)]
     pub vocab: Option<u64>,
     /// The ad-hoc shape's output head shares the input embedding.
     #[arg(long, requires = "layers")]
@@ -198,6 +199,14 @@ impl ModelArgs {
     pub fn shape(&self) -> Result<Shape> {
         if let Some(shape) = &self.file {
             return Ok(shape.clone());
+        }
+        // --vocab states an ad-hoc shape's (or, laid over by --from, a file's) vocabulary.
+        if let (Some(v), None) = (self.attention.vocab, self.layers) {
+            return Err(Error::invalid(
+                "--vocab",
+                v,
+                "given with --layers (a model stated by flags) or --from (a file that leaves its vocabulary to the tokenizer)",
+            ));
         }
         match (&self.model, &self.model_config, self.layers) {
             (Some(name), None, None) => model::preset(name),
