@@ -132,12 +132,13 @@ fn scripts_whose_model_trainplan_does_not_plan_are_refused_with_every_reason() {
             &[
                 "--position-embedding-type = alibi",
                 "--rampup-batch-size",
-                "--deepspeed = given",
+                "--embed-layernorm = given",
             ],
         ),
+        // Megatron-DeepSpeed's GPT-2 blocks with experts.
         (
-            "public/mds_llama2_torchrun_zero.sh",
-            &["--zero-stage = 0", "--num-key-value-heads = 4"],
+            "public/mds_gpt_1.3b_rope_slw_deepspeed.sh",
+            &["--fp16 = given", "--rotary-percent"],
         ),
     ] {
         let err = refused(path, &["--gpu", "h100-sxm"]);
@@ -335,4 +336,22 @@ fn a_vocabulary_left_to_a_tokenizer_file_comes_with_vocab() {
         err.contains("invalid --vocab = 32000: 128256, what the --from file says"),
         "{err}"
     );
+}
+
+/// Megatron-DeepSpeed's own spellings (`--deepspeed`, `--zero-stage`, `--num-key-value-heads`,
+/// `--use-rotary-position-embeddings`, `--normalization rmsnorm`): its Llama 2 example graded
+/// on its stack, with the vocabulary its SentencePiece file leaves to `--vocab`.
+#[test]
+fn megatron_deepspeed_s_llama2_script_grades_on_its_stack() {
+    let path = "public/mds_llama2_torchrun_zero.sh";
+    let err = refused(path, &["--gpu", "h100-sxm"]);
+    assert!(err.contains("--vocab"), "{err}");
+    let (plan, err) = graded(path, &["--gpu", "h100-sxm", "--vocab", "32000"]);
+    assert_eq!(plan["layout"]["zero"], 0);
+    assert_eq!(plan["layout"]["tp"], 2);
+    assert_eq!(plan["layout"]["pp"], 2);
+    assert_eq!(plan["memory_model"]["stack"], "megatron-deepspeed");
+    // 24 layers of h 2,048, 4 KV heads, FFN 5,504, V 32,000, untied.
+    assert_eq!(plan["params"], 1_194_428_416u64);
+    assert!(err.contains("here-document's text is not read"), "{err}");
 }

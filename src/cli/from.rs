@@ -760,6 +760,13 @@ pub fn apply(d: &mut DesignArgs, mut f: FromFile, path: &str) -> Result<Vec<Stri
         } else {
             wanted.join(" ")
         };
+        // A file run by another engine (Megatron-DeepSpeed's `--deepspeed`) names its stack.
+        if let (None, Some(stack)) = (d.detailed.stack, f.stack) {
+            notes.push(format!(
+                "note: --from {path}: the file runs on the {stack} stack (--deepspeed); graded so (name another with --stack)"
+            ));
+            d.detailed.stack = Some(stack);
+        }
         match d.detailed.stack {
             Some(stack) if !matches(stack) => notes.push(format!(
                 "note: --from {path}: the file's kernel and overlap options ({shown}) are not the {stack} stack's; graded as --stack says"

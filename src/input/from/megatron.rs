@@ -67,7 +67,7 @@ const LAUNCHER_OPTIONS: [&str; 16] = [
 
 /// Prefixes of options that do not change the plan: data, tokenizer, optimizer and its
 /// schedule, logging, checkpoints, evaluation, seeds, initialisation, dropout, timeouts.
-const UNUSED_PREFIXES: [&str; 55] = [
+const UNUSED_PREFIXES: [&str; 59] = [
     "--attention-softmax-in-fp32",
     // LayerNorm's gamma held as 1 + γ: the same parameters and kernels.
     "--apply-layernorm-1p",
@@ -126,6 +126,12 @@ const UNUSED_PREFIXES: [&str; 55] = [
     "--fp8-margin",
     "--no-gradient-accumulation-fusion",
     "--mtp-loss-scaling-factor",
+    // Megatron-DeepSpeed's: the engine's JSON (its batch and stage are the options'), its
+    // checkpointing (the recompute options say what is recomputed), and FP16's scaling off.
+    "--deepspeed_config",
+    "--deepspeed-config",
+    "--deepspeed-activation-checkpointing",
+    "--no-query-key-layer-scaling",
 ];
 
 /// Options the exporter writes whose value is a fact of every design here (Llama-style
@@ -137,7 +143,10 @@ const FIXED: [(&str, &str); 3] = [
 ];
 
 /// Options that take no value.
-const SWITCHES: [&str; 40] = [
+const SWITCHES: [&str; 43] = [
+    "--deepspeed",
+    "--use-rotary-position-embeddings",
+    "--deepspeed-activation-checkpointing",
     "--multi-latent-attention",
     "--is-hybrid-model",
     "--squared-relu",
@@ -470,6 +479,13 @@ fn branch_flag(taken: &str) -> String {
     }
 }
 
+/// A whole number ≥ 0 for `field` (a ZeRO stage), as a `u8`.
+fn n_or_zero(field: &str, text: &str) -> Result<u8> {
+    text.trim()
+        .parse::<u8>()
+        .map_err(|_| Error::invalid(field, text, "a whole number, 0 to 3"))
+}
+
 /// The vocabulary a tokenizer type fixes (Megatron-LM's `--tokenizer-type`), with the
 /// tokenizer's name: GPT-2's BPE (50,257, Radford et al. 2019) and Llama 2's SentencePiece
 /// model (32,000, Touvron et al. 2023). Others read theirs from a file.
@@ -694,6 +710,8 @@ pub fn parse_with(text: &str, given: &shell::Given, gpus: Option<u64>) -> Result
     // --cuda-graph-impl and --cuda-graph-scope, as written.
     let mut graphs: (Option<String>, Option<String>) = (None, None);
     let mut stated_adam = false;
+    // Megatron-DeepSpeed's engine, and its ZeRO stage.
+    let (mut deepspeed, mut ds_zero) = (false, None::<ZeroStage>);
     let mut bf16 = false;
     let (mut iters, mut samples, mut virtual_layers) = (None, None, None);
     let mut divisor = None;
@@ -781,6 +799,24 @@ pub fn parse_with(text: &str, given: &shell::Given, gpus: Option<u64>) -> Result
             "--tp-comm-overlap" => from.tp_comm_overlap = Some(true),
             "--use-distributed-optimizer" => distributed = true,
             "--use-megatron-fsdp" => fsdp = true,
+            // Megatron-DeepSpeed's spellings (microsoft/Megatron-DeepSpeed `arguments.py`):
+            // the DeepSpeed engine and its ZeRO stage, grouped-query attention's KV heads,
+            // RoPE. Its JSON (`--deepspeed_config`) is the batch and stage the options state.
+            "--deepspeed" => deepspeed = true,
+            "--zero-stage" => {
+                let v = n_or_zero(name, need()?)?;
+                ds_zero = Some(ZeroStage::new(v).map_err(|_| {
+                    Error::invalid(name.as_str(), v, "0, 1, 2 or 3, DeepSpeed's ZeRO stages")
+                })?);
+            }
+            "--num-key-value-heads" => {
+                dims.kv_heads = Some(n()?);
+                dims.gqa = true;
+            }
+            "--use-rotary-position-embeddings" => {
+                dims.no_position = false;
+                dims.position_given = true;
+            }
             "--data-parallel-sharding-strategy" => strategy = Some(need()?.to_string()),
             "--num-layers" => dims.layers = Some(n()?),
             "--hidden-size" => dims.hidden = Some(n()?),
@@ -970,7 +1006,12 @@ pub fn parse_with(text: &str, given: &shell::Given, gpus: Option<u64>) -> Result
             option if FIXED.iter().any(|(o, _)| *o == option) => {
                 dims.norm_given |= option == "--normalization";
                 let want = FIXED.iter().find(|(o, _)| *o == option).map(|(_, v)| *v);
-                if value.as_deref() != want {
+                // Megatron-DeepSpeed spells it `rmsnorm`.
+                let same = match (value.as_deref(), want) {
+                    (Some(v), Some(w)) => v.eq_ignore_ascii_case(w),
+                    _ => false,
+                };
+                if !same {
                     return Err(Error::invalid(
                         option,
                         value.as_deref().unwrap_or("no value"),
@@ -1106,9 +1147,21 @@ pub fn parse_with(text: &str, given: &shell::Given, gpus: Option<u64>) -> Result
                 LossPrecision::Fp32
             });
         }
+        // Megatron-DeepSpeed: the engine's ZeRO stage (0 where not given), its stack.
+        if deepspeed || ds_zero.is_some() {
+            if !deepspeed || distributed || fsdp {
+                return Err(Error::invalid(
+                    "--zero-stage",
+                    ds_zero.map_or("missing".into(), |z| z.to_string()),
+                    "with --deepspeed and without Megatron-LM's distributed optimizer or Megatron-FSDP (Megatron-DeepSpeed's engine shards the state itself)",
+                ));
+            }
+            from.zero = Some(ds_zero.unwrap_or(ZeroStage::new(0)?));
+            from.stack = Some(crate::cost::step::stack::Stack::MegatronDeepspeed);
+        }
         // ZeRO: the distributed optimizer is stage 1; Megatron-FSDP's strategies 2 and 3.
-        from.zero =
-            Some(match (fsdp, strategy.as_deref()) {
+        if from.zero.is_none() {
+            from.zero = Some(match (fsdp, strategy.as_deref()) {
                 (false, None) => ZeroStage::new(u8::from(distributed))?,
                 (true, Some("optim_grads")) => ZeroStage::new(2)?,
                 (true, Some("optim_grads_params")) => ZeroStage::new(3)?,
@@ -1118,6 +1171,7 @@ pub fn parse_with(text: &str, given: &shell::Given, gpus: Option<u64>) -> Result
                     "optim_grads (ZeRO 2) or optim_grads_params (ZeRO 3) with --use-megatron-fsdp",
                 )),
             });
+        }
         // Muon: its own optimizer under ZeRO 0 (`muon`) or its layer-wise distributed one under
         // ZeRO 1 (`dist_muon`), with no distributed optimizer beside it (Megatron-LM turns it off).
         if let Some(layer_wise) = muon {
@@ -2430,6 +2484,37 @@ mod tests {
         );
         assert!(e.contains("line 3: invalid --rampup-batch-size"), "{e}");
         assert!(e.contains("line 4: invalid --no-such-option = 1"), "{e}");
+    }
+
+    #[test]
+    fn megatron_deepspeed_s_engine_and_spellings_are_read() {
+        let ds = "  --deepspeed --zero-stage=2 --deepspeed_config=ds.json --num-key-value-heads 1\n  --use-rotary-position-embeddings";
+        let text = script(ds, "").replace(
+            "--normalization RMSNorm --position-embedding-type rope",
+            "--normalization rmsnorm",
+        );
+        let f = parse(&text).unwrap();
+        assert_eq!(f.zero, Some(ZeroStage::new(2).unwrap()));
+        assert_eq!(
+            f.stack,
+            Some(crate::cost::step::stack::Stack::MegatronDeepspeed)
+        );
+        let FileModel::Dims(dims) = &f.model else {
+            panic!("dimensions")
+        };
+        assert_eq!(dims.kv_heads, 1);
+        assert!(f.unused.iter().any(|u| u == "--deepspeed_config ds.json"));
+        // The stage without the engine, or beside Megatron-LM's own sharding, is refused.
+        let e = refusal(&script("  --zero-stage 1", ""));
+        assert!(e.contains("--zero-stage = 1: with --deepspeed"), "{e}");
+        let e = refusal(&script(
+            "  --deepspeed --zero-stage 1 --use-distributed-optimizer",
+            "",
+        ));
+        assert!(
+            e.contains("without Megatron-LM's distributed optimizer"),
+            "{e}"
+        );
     }
 
     /// Every option Megatron-LM registers (at the pin of `megatron-arguments.txt`) is mapped,

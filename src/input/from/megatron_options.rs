@@ -537,7 +537,6 @@ pub const REFUSED: &[(&str, &str)] = &[
     ("--rotary-interleaved", "RoFormer's interleaved RoPE pairs: trainplan's RoPE rotates half against half"),
     ("--rotary-scaling-factor", "YaRN RoPE scaling: trainplan's RoPE is plain or Llama 3-scaled (--use-rope-scaling)"),
     ("--rotary-seq-len-interpolation-factor", "RoPE position interpolation: trainplan's RoPE is plain or Llama 3-scaled"),
-    ("--use-rotary-position-embeddings", "the old spelling of --position-embedding-type rope: state that, which trainplan reads"),
     ("--yarn-beta-fast", "YaRN RoPE scaling: trainplan's RoPE is plain or Llama 3-scaled (--use-rope-scaling)"),
     ("--yarn-beta-slow", "YaRN RoPE scaling: trainplan's RoPE is plain or Llama 3-scaled (--use-rope-scaling)"),
     ("--yarn-correction-range-round-to-int", "YaRN RoPE scaling: trainplan's RoPE is plain or Llama 3-scaled (--use-rope-scaling)"),
