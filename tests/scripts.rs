@@ -46,38 +46,36 @@ fn refused(path: &str, extra: &[&str]) -> String {
     err
 }
 
+/// NVIDIA's Llama 3 8B FP8 scripts, the distributed optimizer's and Megatron-FSDP's.
 #[test]
-fn nvidia_s_llama3_8b_fp8_script_grades_as_it_is() {
+fn nvidia_s_llama3_8b_fp8_scripts_grade_as_they_are() {
+    for (script, zero) in [
+        ("megatron-lm/llama_train_llama3_8b_h100_fp8.sh", 1),
+        (
+            "megatron-lm/megatron_fsdp_train_llama3_8b_fsdp_h100_fp8.sh",
+            3,
+        ),
+    ] {
+        let (plan, err) = graded(script, &["--gpu", "h100-sxm"]);
+        // Its `if [[ "$DTYPE" == "fp8" ]]` decided, its items "--fp8-format hybrid" split as
+        // bash splits them, its data `if` decided by the positional defaults ("MOCK").
+        assert_eq!(plan["layout"]["tp"], 1, "{script}");
+        assert_eq!(plan["layout"]["dp"], 8, "{script}");
+        assert_eq!(plan["layout"]["zero"], zero, "{script}");
+        assert_eq!(plan["params"], 8_030_261_248u64);
+        assert_eq!(plan["step"]["precision"], "fp8");
+        assert_eq!(plan["memory_model"]["fp8_params"], true);
+        // 1,953,125,000 samples of 8,192 tokens.
+        assert_eq!(plan["tokens"], 16_000_000_000_000u64);
+        assert!(err.contains("--sequence-parallel at TP 1 is off"), "{err}");
+        assert!(err.contains("--tiktoken-pattern v2"), "{err}");
+    }
     let (plan, err) = graded(
         "megatron-lm/llama_train_llama3_8b_h100_fp8.sh",
         &["--gpu", "h100-sxm"],
     );
-    // Its `if [[ "$DTYPE" == "fp8" ]]` decided, its items "--fp8-format hybrid" split as
-    // bash splits them, its data `if` decided by the positional defaults ("MOCK").
-    assert_eq!(plan["layout"]["tp"], 1);
-    assert_eq!(plan["layout"]["dp"], 8);
-    assert_eq!(plan["layout"]["zero"], 1);
-    assert_eq!(plan["params"], 8_030_261_248u64);
-    assert_eq!(plan["step"]["precision"], "fp8");
-    assert_eq!(plan["memory_model"]["fp8_params"], true);
     assert_eq!(plan["memory_model"]["gradients"], "bf16");
-    // 1,953,125,000 samples of 8,192 tokens.
-    assert_eq!(plan["tokens"], 16_000_000_000_000u64);
-    assert!(
-        err.contains("--sequence-parallel at TP 1 is off") && err.contains("$PWD (line 44)"),
-        "{err}"
-    );
-    assert!(err.contains("--tiktoken-pattern v2"), "{err}");
-}
-
-#[test]
-fn nvidia_s_llama3_8b_fsdp_script_grades_as_it_is() {
-    let (plan, _) = graded(
-        "megatron-lm/megatron_fsdp_train_llama3_8b_fsdp_h100_fp8.sh",
-        &["--gpu", "h100-sxm"],
-    );
-    assert_eq!(plan["layout"]["zero"], 3);
-    assert_eq!(plan["step"]["precision"], "fp8");
+    assert!(err.contains("$PWD (line 44)"), "{err}");
 }
 
 #[test]
@@ -188,30 +186,44 @@ fn a_smoke_script_with_arrays_and_appends_grades_under_the_nearest_stack() {
     );
 }
 
+/// Llama 3 8B as Megatron-LM's options state it (the vocabulary apart), for scripts
+/// written here.
+const LLAMA3_8B: &str = "--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 \
+--num-attention-heads 32 --group-query-attention --num-query-groups 8 --swiglu \
+--disable-bias-linear --bf16 --normalization RMSNorm --position-embedding-type rope \
+--seq-length 8192 --micro-batch-size 1 --global-batch-size 128 --train-iters 1000 \
+--untie-embeddings-and-output-weights --rotary-base 500000 --use-rope-scaling";
+
+/// `check --from` on the script `text` (written to a file) with `extra`: exit status, stdout,
+/// stderr.
+fn check_text(text: &str, extra: &[&str]) -> (Option<i32>, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.sh");
+    std::fs::write(&path, text).unwrap();
+    let out = trainplan()
+        .args(["check", "--from"])
+        .arg(&path)
+        .args(extra)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
 /// A script whose `if` the script's values do not decide: refused with the branches named,
 /// then graded by the branch `--branch` takes, or by the variable `--set` gives.
 #[test]
 fn an_undecided_branch_is_taken_by_branch_or_set() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("run.sh");
-    std::fs::write(
-        &path,
-        "if [ -f /etc/big-cluster ]; then\n  TP=8\nelse\n  TP=${TP:-2}\nfi\nARGS=(\n  --tensor-model-parallel-size $TP --num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336\n  --num-attention-heads 32 --group-query-attention --num-query-groups 8 --swiglu\n  --disable-bias-linear --bf16 --normalization RMSNorm --position-embedding-type rope\n  --seq-length 8192 --micro-batch-size 1 --global-batch-size 128 --train-iters 1000\n  --vocab-size 128256 --untie-embeddings-and-output-weights --rotary-base 500000 --use-rope-scaling\n)\ntorchrun --nproc_per_node 8 --nnodes 2 pretrain_gpt.py \"${ARGS[@]}\" --overlap-grad-reduce\n",
-    )
-    .unwrap();
-    let file = path.to_str().unwrap();
+    let text = format!(
+        "if [ -f /etc/big-cluster ]; then\n  TP=8\nelse\n  TP=${{TP:-2}}\nfi\nARGS=(--tensor-model-parallel-size $TP {LLAMA3_8B} --vocab-size 128256)\ntorchrun --nproc_per_node 8 --nnodes 2 pretrain_gpt.py \"${{ARGS[@]}}\" --overlap-grad-reduce\n"
+    );
     let run = |extra: &[&str]| {
-        let out = trainplan()
-            .args(["check", "--from", file, "--json"])
-            .args(extra)
-            .output()
-            .unwrap();
-        let err = String::from_utf8(out.stderr).unwrap();
-        (
-            out.status.code(),
-            String::from_utf8(out.stdout).unwrap(),
-            err,
-        )
+        let mut args = vec!["--json"];
+        args.extend(extra);
+        check_text(&text, &args)
     };
     let (code, _, err) = run(&[]);
     assert_eq!(code, Some(2), "{err}");
@@ -258,28 +270,12 @@ fn an_undecided_branch_is_taken_by_branch_or_set() {
 /// nothing of the launchers' own options is taken for the program's.
 #[test]
 fn launch_forms_give_the_gpus_and_keep_their_options_to_themselves() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("job.sbatch");
-    std::fs::write(
-        &path,
-        "#!/bin/bash\n#SBATCH --nodes=4\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=8\n#SBATCH --time=04:00:00\nARGS=(\n  --tensor-model-parallel-size 8 --num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336\n  --num-attention-heads 32 --group-query-attention --num-query-groups 8 --swiglu\n  --disable-bias-linear --bf16 --normalization RMSNorm --position-embedding-type rope\n  --seq-length 8192 --micro-batch-size 1 --global-batch-size 128 --train-iters 1000\n  --vocab-size 128256 --untie-embeddings-and-output-weights --rotary-base 500000 --use-rope-scaling\n)\nsrun --container-image nvcr.io/nvidia/pytorch:25.01-py3 --output logs/%j.log \\\n  nsys profile -o trace --trace cuda,nvtx \\\n  python -m torch.distributed.run --nproc_per_node $SLURM_GPUS_PER_NODE --nnodes $SLURM_NNODES \\\n  --rdzv-backend c10d pretrain_gpt.py \"${ARGS[@]}\"\n",
-    )
-    .unwrap();
-    let out = trainplan()
-        .args([
-            "check",
-            "--json",
-            "--quiet",
-            "--stack",
-            "megatron-te",
-            "--from",
-        ])
-        .arg(&path)
-        .output()
-        .unwrap();
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert!(matches!(out.status.code(), Some(0 | 1)), "{err}");
-    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = format!(
+        "#!/bin/bash\n#SBATCH --nodes=4\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=8\n#SBATCH --time=04:00:00\nARGS=(--tensor-model-parallel-size 8 {LLAMA3_8B} --vocab-size 128256)\nsrun --container-image nvcr.io/nvidia/pytorch:25.01-py3 --output logs/%j.log \\\n  nsys profile -o trace --trace cuda,nvtx \\\n  python -m torch.distributed.run --nproc_per_node $SLURM_GPUS_PER_NODE --nnodes $SLURM_NNODES \\\n  --rdzv-backend c10d pretrain_gpt.py \"${{ARGS[@]}}\"\n"
+    );
+    let (code, out, err) = check_text(&text, &["--json", "--quiet", "--stack", "megatron-te"]);
+    assert!(matches!(code, Some(0 | 1)), "{err}");
+    let plan: serde_json::Value = serde_json::from_str(&out).unwrap();
     // 4 nodes × 8 GPUs: TP 8 × DP 4.
     assert_eq!(plan["layout"]["dp"], 4, "{plan}");
     let unused = plan["from"]["unused"].to_string();
@@ -293,45 +289,19 @@ fn launch_forms_give_the_gpus_and_keep_their_options_to_themselves() {
 /// states must agree with it.
 #[test]
 fn a_vocabulary_left_to_a_tokenizer_file_comes_with_vocab() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("run.sh");
-    let args = "--num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 --group-query-attention --num-query-groups 8 --swiglu --disable-bias-linear --bf16 --normalization RMSNorm --position-embedding-type rope --seq-length 8192 --micro-batch-size 1 --global-batch-size 128 --train-iters 1000 --untie-embeddings-and-output-weights --rotary-base 500000 --use-rope-scaling";
-    std::fs::write(
-        &path,
-        format!("torchrun --nproc_per_node 8 pretrain_gpt.py {args} --tokenizer-type HuggingFaceTokenizer --tokenizer-model /models/llama3\n"),
-    )
-    .unwrap();
-    let run = |extra: &[&str]| {
-        trainplan()
-            .args([
-                "check",
-                "--json",
-                "--quiet",
-                "--stack",
-                "megatron-te",
-                "--from",
-            ])
-            .arg(&path)
-            .args(extra)
-            .output()
-            .unwrap()
-    };
-    let out = run(&[]);
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let flags = ["--json", "--quiet", "--stack", "megatron-te"];
+    let tokenizer = format!("torchrun --nproc_per_node 8 pretrain_gpt.py {LLAMA3_8B} --tokenizer-type HuggingFaceTokenizer --tokenizer-model /models/llama3\n");
+    let (code, _, err) = check_text(&tokenizer, &flags);
+    assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("give it with --vocab"), "{err}");
-    let out = run(&["--vocab", "128256"]);
-    assert!(matches!(out.status.code(), Some(0 | 1)));
-    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (code, out, err) = check_text(&tokenizer, &[&flags[..], &["--vocab", "128256"]].concat());
+    assert!(matches!(code, Some(0 | 1)), "{err}");
+    let plan: serde_json::Value = serde_json::from_str(&out).unwrap();
     // Llama 3 8B's dimensions with its vocabulary: the preset.
     assert_eq!(plan["params"], 8_030_261_248u64);
-    std::fs::write(
-        &path,
-        format!("torchrun --nproc_per_node 8 pretrain_gpt.py {args} --vocab-size 128256\n"),
-    )
-    .unwrap();
-    let out = run(&["--vocab", "32000"]);
-    let err = String::from_utf8(out.stderr).unwrap();
+    let stated =
+        format!("torchrun --nproc_per_node 8 pretrain_gpt.py {LLAMA3_8B} --vocab-size 128256\n");
+    let (_, _, err) = check_text(&stated, &[&flags[..], &["--vocab", "32000"]].concat());
     assert!(
         err.contains("invalid --vocab = 32000: 128256, what the --from file says"),
         "{err}"
