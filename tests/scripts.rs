@@ -283,6 +283,17 @@ fn launch_forms_give_the_gpus_and_keep_their_options_to_themselves() {
         !unused.contains("--trace") && !unused.contains("--container-image"),
         "{unused}"
     );
+    // A launcher's option after the program is the program's, which its parser refuses: no
+    // GPU count is taken from it.
+    let after = format!(
+        "torchrun --nproc_per_node 8 pretrain_gpt.py {LLAMA3_8B} --vocab-size 128256 --nnodes 4\n"
+    );
+    let (code, _, err) = check_text(&after, &["--stack", "megatron-te"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("invalid --nnodes = 4: before the program"),
+        "{err}"
+    );
 }
 
 /// A vocabulary the script leaves to a tokenizer file is given with `--vocab`; one the file

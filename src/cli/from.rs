@@ -815,6 +815,15 @@ pub fn apply(d: &mut DesignArgs, mut f: FromFile, path: &str) -> Result<Vec<Stri
                             })
                             .min_by_key(|(d, ..)| *d);
                         let Some((_, stack, only_file, only_stack)) = nearest else {
+                            // No stack's options could be written: the design's own fault
+                            // (a batch no layout divides, say) is the one to say.
+                            megatron_stack_options(
+                                &shape,
+                                tokens,
+                                layout,
+                                detailed.step,
+                                Stack::MegatronTe,
+                            )?;
                             return Err(Error::invalid(
                                 "--from",
                                 format!("kernel and overlap options {shown}"),

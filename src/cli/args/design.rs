@@ -289,6 +289,7 @@ impl DesignArgs {
             ("--tokens", self.tokens.is_some()),
             ("--model", m.model.is_some()),
             ("--layers", m.layers.is_some()),
+            ("--vocab", m.attention.vocab.is_some()),
             ("--tp", self.tp.is_some()),
             ("--pp", self.pp.is_some()),
             ("--cp", self.cp.is_some()),

@@ -340,10 +340,23 @@ pub(crate) fn times(field: &str, a: u64, b: u64) -> Result<u64> {
 /// left alone; `whole` says whether the design stands without the refused options
 /// (`--lenient` grades it) or lacks what only they would have given.
 pub fn refusal(mut lines: Vec<String>, file: &FromFile, whole: bool) -> Error {
+    // Each group on its line: a value's line breaks and other controls written escaped.
+    let plain = |item: &String| -> String {
+        item.chars()
+            .flat_map(|c| {
+                if c.is_control() {
+                    c.escape_debug().collect::<Vec<char>>()
+                } else {
+                    vec![c]
+                }
+            })
+            .collect()
+    };
     let group = |what: &str, items: &[String]| {
         if items.is_empty() {
             format!("{what}: none")
         } else {
+            let items: Vec<String> = items.iter().map(plain).collect();
             format!("{what} ({}): {}", items.len(), items.join(", "))
         }
     };
@@ -398,7 +411,7 @@ impl Dims {
                 },
             }),
         };
-        ShapeSpec {
+        let built = ShapeSpec {
             name: String::new(),
             layers,
             hidden: self.hidden,
@@ -431,6 +444,20 @@ impl Dims {
             mtp: self.mtp,
             hybrid: self.hybrid.clone(),
         }
-        .build_named()
+        .build_named()?;
+        // A name that reads back as another model (a hybrid's, latent attention's) says it
+        // is the file's, so that no plan graded on it is graded again as that other model.
+        let shape = built;
+        let same = crate::model::preset(&shape.name).is_ok_and(|p| {
+            p.same_dimensions(&shape) && p.params() == shape.params() && p.experts == shape.experts
+        });
+        if same {
+            Ok(shape)
+        } else {
+            Ok(crate::model::Shape {
+                name: format!("{}-from-file", shape.name),
+                ..shape
+            })
+        }
     }
 }

@@ -366,9 +366,16 @@ fn options(args: &[Arg], problems: &mut Vec<(usize, Error)>) -> Vec<Opt> {
         }
         // Before the program a command runs, the launcher's (torchrun's, srun's, a
         // profiler's); in a command that runs none, srun's or sbatch's all.
+        // A command that runs no program (a file of arguments, an array read where written)
+        // holds the launcher's counts as the launcher's.
         let launcher = match program.get(&w.group) {
             Some(&p) => k < p,
-            None => placer.contains(&w.group),
+            None => {
+                let name = w.text.split_once('=').map_or(w.text.as_str(), |(n, _)| n);
+                placer.contains(&w.group)
+                    || LAUNCHER_OPTIONS.contains(&name)
+                    || COUNTS.iter().any(|names| names.contains(&name))
+            }
         };
         let name = w.text.split_once('=').map_or(w.text.as_str(), |(n, _)| n);
         if launcher && (!w.known || name.contains(char::is_whitespace)) {
@@ -660,9 +667,10 @@ pub fn parse_with(text: &str, given: &shell::Given, gpus: Option<u64>) -> Result
     // must be a number when given (1 when not, torchrun's default): an elastic range, an
     // unset variable or a command is not one node. `--gpus` stands for counts not read.
     let counted = |names: &[&str]| -> Option<(&Opt, Option<u64>)> {
+        // The launcher's own: the same names after the program are the program's (refused).
         let found: Vec<&Opt> = names
             .iter()
-            .filter_map(|n| options.iter().find(|o| o.name == *n))
+            .filter_map(|n| options.iter().find(|o| o.launcher && o.name == *n))
             .collect();
         let parsed = found.iter().find_map(|o| {
             let v = o.value.as_deref()?.trim().parse::<u64>().ok()?;
@@ -746,8 +754,7 @@ pub fn parse_with(text: &str, given: &shell::Given, gpus: Option<u64>) -> Result
             Ok::<&str, Error>(v)
         };
         let unused = megatron_options::UNUSED.contains(&name.as_str())
-            || UNUSED_PREFIXES.iter().any(|p| name.starts_with(p))
-            || LAUNCHER_OPTIONS.contains(&name.as_str());
+            || UNUSED_PREFIXES.iter().any(|p| name.starts_with(p));
         let n = || whole(name, need()?);
         #[allow(clippy::redundant_closure_call)]
         let outcome = (|| -> Result<()> {
@@ -998,7 +1005,14 @@ pub fn parse_with(text: &str, given: &shell::Given, gpus: Option<u64>) -> Result
             },
             "--fp4-format" => fp4.0 = Some(need()?.to_string()),
             "--fp4-recipe" => fp4.1 = Some(need()?.to_string()),
-            option if LAUNCHER_OPTIONS.contains(&option) => {}
+            // A launcher's option after the program: Megatron-LM's parser refuses it.
+            option if LAUNCHER_OPTIONS.contains(&option) => {
+                return Err(Error::invalid(
+                    option,
+                    value.as_deref().unwrap_or("given"),
+                    "before the program (pretrain_gpt.py): after it, it is the program's, which Megatron-LM's parser refuses",
+                ))
+            }
             option if STACK_OPTIONS.contains(&option) => from.stack_options.push(match value {
                 Some(v) => format!("{option} {v}"),
                 None => option.to_string(),
