@@ -540,6 +540,26 @@ fn stages(d: &mut DesignArgs, f: &FromFile, shape: &Shape) -> Result<()> {
     }
 }
 
+/// The GPUs to lay over `--gpus` (`given`) from the file's count (`counted`): a script's
+/// launcher counts (torchrun's, Slurm's) are where it ran last, and `--gpus` beside it says
+/// where it is to run, with a note; a count the file derives from its own degrees (DP) stands.
+fn launcher_gpus(
+    f: &FromFile,
+    counted: Option<u64>,
+    given: Option<u64>,
+    path: &str,
+) -> (Option<u64>, Option<String>) {
+    match (f.source, f.dp, counted, given) {
+        (Source::Megatron, None, Some(counted), Some(given)) if counted != given => (
+            Some(given),
+            Some(format!(
+                "note: --from {path}: --gpus {given} stands for the launcher's count in the file ({counted} GPUs)"
+            )),
+        ),
+        _ => (counted, None),
+    }
+}
+
 /// Lays the file over the design flags; returns the notes to print.
 pub fn apply(d: &mut DesignArgs, mut f: FromFile, path: &str) -> Result<Vec<String>> {
     model(d, &f)?;
@@ -566,16 +586,7 @@ pub fn apply(d: &mut DesignArgs, mut f: FromFile, path: &str) -> Result<Vec<Stri
         (Some(dp), _) => Some(dp.saturating_mul(parallel)),
         (None, g) => g,
     };
-    // A script's launcher counts (torchrun's, Slurm's) are where it ran last; --gpus beside
-    // it says where it is to run.
-    let mut overridden = None;
-    let gpus = match (f.source, f.dp, gpus, d.brief.gpus) {
-        (Source::Megatron, None, Some(counted), Some(given)) if counted != given => {
-            overridden = Some(counted);
-            Some(given)
-        }
-        (_, _, g, _) => g,
-    };
+    let (gpus, overridden) = launcher_gpus(&f, gpus, d.brief.gpus, path);
     set("--gpus", &mut d.brief.gpus, gpus)?;
     if d.brief.gpus.is_none() && d.brief.brief.is_none() {
         return Err(Error::invalid(
@@ -734,11 +745,7 @@ pub fn apply(d: &mut DesignArgs, mut f: FromFile, path: &str) -> Result<Vec<Stri
         .iter()
         .map(|n| format!("note: --from {path}: {n}"))
         .collect();
-    if let (Some(counted), Some(given)) = (overridden, d.brief.gpus) {
-        notes.push(format!(
-            "note: --from {path}: --gpus {given} stands for the launcher's count in the file ({counted} GPUs)"
-        ));
-    }
+    notes.extend(overridden);
     if f.source == Source::Megatron {
         let step = d.memory(&brief)?;
         let crate::cost::memory::MemoryModel::Detailed(detailed) = step else {
@@ -936,16 +943,8 @@ pub fn apply_search(args: &mut SearchArgs, f: FromFile, path: &str) -> Result<Ve
         Source::DeepSpeed => None,
         _ => f.gpus.or(f.dp.map(|dp| dp.saturating_mul(parallel))),
     };
-    // A script's launcher counts give way to --gpus, as in `check`.
-    let gpus = match (f.source, f.dp, gpus, args.brief.gpus) {
-        (Source::Megatron, None, Some(counted), Some(given)) if counted != given => {
-            notes.push(format!(
-                "note: --from {path}: --gpus {given} stands for the launcher's count in the file ({counted} GPUs)"
-            ));
-            Some(given)
-        }
-        (_, _, g, _) => g,
-    };
+    let (gpus, overridden) = launcher_gpus(&f, gpus, args.brief.gpus, path);
+    notes.extend(overridden);
     set("--gpus", &mut args.brief.gpus, gpus)?;
     // The stack is the detailed model's: under the plate it is only named.
     if let Some(stack) = f.stack {

@@ -470,22 +470,6 @@ pub fn parse(text: &str) -> Result<FromFile> {
     }
 }
 
-/// The `--branch` value that takes a reading's branch (`then`, `else`, a number); a reading
-/// that passed a condition by (`not 2`) is named by the next one, which the flag can take.
-fn branch_flag(taken: &str) -> String {
-    match taken.strip_prefix("not ") {
-        Some("then") => "2".into(),
-        Some(n) => n
-            .parse::<usize>()
-            .map_or("else".into(), |n| (n + 1).to_string()),
-        None => match taken {
-            "true" => "then".into(),
-            "false" => "else".into(),
-            t => t.split(' ').next().unwrap_or(t).to_string(),
-        },
-    }
-}
-
 /// A whole number ≥ 0 for `field` (a ZeRO stage), as a `u8`.
 fn n_or_zero(field: &str, text: &str) -> Result<u8> {
     text.trim()
@@ -534,11 +518,12 @@ const COUNTS: [&[&str]; 2] = [
 ];
 
 /// Where the readings of a script (its undecided conditions) disagree on the plan's options:
-/// one problem for each reading that differs from the first, naming its choices.
-fn disagreements(script: &shell::Script) -> (Vec<(usize, Error)>, Vec<String>) {
+/// one problem for each reading that differs from the first (whose options are `first`),
+/// naming its choices.
+fn disagreements(script: &shell::Script, first: &[Opt]) -> (Vec<(usize, Error)>, Vec<String>) {
     let mut problems = Vec::new();
     let mut notes = Vec::new();
-    let first = planned(&options(script.args(), &mut Vec::new()));
+    let first = planned(first);
     let mut undecided: Vec<&shell::Choice> = Vec::new();
     for reading in &script.readings[1..] {
         let these = planned(&options(&reading.args, &mut Vec::new()));
@@ -567,7 +552,7 @@ fn disagreements(script: &shell::Script) -> (Vec<(usize, Error)>, Vec<String>) {
         // The branch flags that give each reading: this one's, and the first's.
         let flags = |of: &[&shell::Choice]| -> String {
             of.iter()
-                .map(|c| format!("--branch {}={}", c.line, branch_flag(&c.taken)))
+                .map(|c| format!("--branch {}={}", c.line, c.taken))
                 .collect::<Vec<_>>()
                 .join(" ")
         };
@@ -658,7 +643,7 @@ pub fn parse_with(text: &str, given: &shell::Given, gpus: Option<u64>) -> Result
     let mut from = FromFile::new(Source::Megatron);
     from.notes = script.notes.clone();
     if script.readings.len() > 1 {
-        let (differ, notes) = disagreements(&script);
+        let (differ, notes) = disagreements(&script, &options);
         problems.extend(differ);
         from.notes.extend(notes);
     }
@@ -753,8 +738,8 @@ pub fn parse_with(text: &str, given: &shell::Given, gpus: Option<u64>) -> Result
             }
             Ok::<&str, Error>(v)
         };
-        let unused = megatron_options::UNUSED.contains(&name.as_str())
-            || UNUSED_PREFIXES.iter().any(|p| name.starts_with(p));
+        // An option the arms below do not list as unused is mapped.
+        let unused_before = from.unused.len();
         let n = || whole(name, need()?);
         #[allow(clippy::redundant_closure_call)]
         let outcome = (|| -> Result<()> {
@@ -1067,7 +1052,7 @@ pub fn parse_with(text: &str, given: &shell::Given, gpus: Option<u64>) -> Result
             Ok(())
         })();
         match outcome {
-            Ok(()) if !unused => from.mapped.push(opt.text()),
+            Ok(()) if from.unused.len() == unused_before => from.mapped.push(opt.text()),
             Ok(()) => {}
             Err(e) => problems.push((line, e)),
         }

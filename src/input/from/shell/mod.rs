@@ -102,7 +102,8 @@ pub struct Choice {
     pub line: usize,
     /// The condition as written.
     pub condition: String,
-    /// The branch: `then`, `else`, a number, or `true`/`false` for `&&` and `||`.
+    /// The branch, as `--branch` takes it: `then`, `else`, a number (for `&&` and `||`, `then`
+    /// where the command after it runs).
     pub taken: String,
 }
 
@@ -975,14 +976,14 @@ impl Reader<'_> {
                                     runs.choices.push(Choice {
                                         line,
                                         condition: condition.clone(),
-                                        taken: (*and).to_string(),
+                                        taken: "then".into(),
                                     });
                                     after.extend(self.condition(next, runs));
                                     let mut skips = w;
                                     skips.choices.push(Choice {
                                         line,
                                         condition,
-                                        taken: (!*and).to_string(),
+                                        taken: "else".into(),
                                     });
                                     after.push((skips, Some(!*and)));
                                 } else {
@@ -1065,7 +1066,7 @@ impl Reader<'_> {
             double,
             depth: 0,
         };
-        let v = t.or(self, w, line);
+        let v = t.joined(self, w, line, true);
         if t.at != t.vals.len() {
             return None;
         }
@@ -1899,30 +1900,29 @@ impl TestEval {
         self.vals.get(self.at + k).map(|(f, _)| f.text.as_str())
     }
 
-    fn or(&mut self, r: &mut Reader, w: &mut World, line: usize) -> Option<bool> {
-        let or = if self.double { "||" } else { "-o" };
-        let mut v = self.and(r, w, line);
-        while self.word(0) == Some(or) {
+    /// Operands joined by `||` (`-o` in `[ ]`) when `or`, else by `&&` (`-a`), in
+    /// three-valued logic: a decided side that settles it settles it.
+    fn joined(&mut self, r: &mut Reader, w: &mut World, line: usize, or: bool) -> Option<bool> {
+        let op = match (or, self.double) {
+            (true, true) => "||",
+            (true, false) => "-o",
+            (false, true) => "&&",
+            (false, false) => "-a",
+        };
+        let operand = |t: &mut Self, r: &mut Reader, w: &mut World| {
+            if or {
+                t.joined(r, w, line, false)
+            } else {
+                t.not(r, w, line)
+            }
+        };
+        let mut v = operand(self, r, w);
+        while self.word(0) == Some(op) {
             self.at += 1;
-            let b = self.and(r, w, line);
+            let b = operand(self, r, w);
             v = match (v, b) {
-                (Some(true), _) | (_, Some(true)) => Some(true),
-                (Some(false), Some(false)) => Some(false),
-                _ => None,
-            };
-        }
-        v
-    }
-
-    fn and(&mut self, r: &mut Reader, w: &mut World, line: usize) -> Option<bool> {
-        let and = if self.double { "&&" } else { "-a" };
-        let mut v = self.not(r, w, line);
-        while self.word(0) == Some(and) {
-            self.at += 1;
-            let b = self.not(r, w, line);
-            v = match (v, b) {
-                (Some(false), _) | (_, Some(false)) => Some(false),
-                (Some(true), Some(true)) => Some(true),
+                (Some(x), _) | (_, Some(x)) if x == or => Some(or),
+                (Some(_), Some(_)) => Some(!or),
                 _ => None,
             };
         }
@@ -1948,7 +1948,7 @@ impl TestEval {
     fn primary(&mut self, r: &mut Reader, w: &mut World, line: usize) -> Option<bool> {
         if self.word(0) == Some("(") {
             self.at += 1;
-            let v = self.or(r, w, line);
+            let v = self.joined(r, w, line, true);
             if self.word(0) == Some(")") {
                 self.at += 1;
             }

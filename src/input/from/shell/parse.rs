@@ -258,9 +258,7 @@ impl Parser {
                     let kind = if kind == "while" { "while" } else { "until" };
                     self.at += 1;
                     self.list(&["do"])?;
-                    self.expect("do", kind, line)?;
-                    let body = self.list(&["done"])?;
-                    self.expect("done", kind, line)?;
+                    let body = self.do_done(kind, line)?;
                     Node::Loop { kind, body, line }
                 }
                 Some("{") => {
@@ -393,6 +391,14 @@ impl Parser {
         })
     }
 
+    /// A loop's `do … done`, its body.
+    fn do_done(&mut self, kind: &str, line: usize) -> Result<Vec<Node>> {
+        self.expect("do", kind, line)?;
+        let body = self.list(&["done"])?;
+        self.expect("done", kind, line)?;
+        Ok(body)
+    }
+
     fn if_(&mut self) -> Result<Node> {
         let line = self.line();
         self.at += 1;
@@ -485,9 +491,7 @@ impl Parser {
         if let Some(Token::Arith(..)) = self.peek() {
             self.at += 1;
             self.list(&["do"])?;
-            self.expect("do", "for", line)?;
-            let body = self.list(&["done"])?;
-            self.expect("done", "for", line)?;
+            let body = self.do_done("for", line)?;
             return Ok(Node::Loop {
                 kind: "for ((…))",
                 body,
@@ -517,9 +521,7 @@ impl Parser {
         while matches!(self.peek(), Some(Token::Newline(_) | Token::Op(";", _))) {
             self.at += 1;
         }
-        self.expect("do", "for", line)?;
-        let body = self.list(&["done"])?;
-        self.expect("done", "for", line)?;
+        let body = self.do_done("for", line)?;
         Ok(Node::For {
             name,
             items,
