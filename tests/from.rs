@@ -451,12 +451,19 @@ proptest! {
             return Ok(());
         };
         let plan = Scratch::new("plan.json", &json);
-        for format in ["megatron", "torchtitan", "deepspeed"] {
-            let mut from_flags = strings(&["export", "--format", format, "--quiet"]);
+        for (format, version) in [
+            ("megatron", "0.2.2"),
+            ("torchtitan", "0.2.2"),
+            ("torchtitan", "0.3"),
+            ("deepspeed", "0.2.2"),
+        ] {
+            let mut from_flags = strings(&[
+                "export", "--format", format, "--torchtitan-version", version, "--quiet",
+            ]);
             from_flags.extend(d.flags());
             let mut from_plan = strings(&[
-                "export", "--format", format, "--quiet", "--plan", &plan.path(),
-                "--seq-len", &d.seq.to_string(),
+                "export", "--format", format, "--torchtitan-version", version, "--quiet",
+                "--plan", &plan.path(), "--seq-len", &d.seq.to_string(),
             ]);
             from_plan.extend(config_of(&d));
             let written = cli(&from_plan);
@@ -474,7 +481,9 @@ proptest! {
             if d.plate || (format == "torchtitan" && !titan) {
                 continue;
             }
-            let file = Scratch::new(&format!("launch.{format}"), &text);
+            // 0.3's job is a command line, read as a script.
+            let extension = if version == "0.3" { "sh" } else { format };
+            let file = Scratch::new(&format!("launch.{extension}"), &text);
             let alongside = match format {
                 "megatron" if d.stack != "megatron-te" => {
                     let mut a = strings(&["--stack", d.stack]);

@@ -454,3 +454,127 @@ fn deepspeed_refuses_context_parallelism_fp8_and_replicas_by_name() {
         }
     }
 }
+
+/// The words after `-m torchtitan.train` of a torchtitan 0.3 export.
+fn torchtitan03_words(text: &str) -> Vec<String> {
+    let joined: String = text
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.trim_end_matches('\\'))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let (_, after) = joined
+        .split_once("-m torchtitan.train")
+        .unwrap_or_else(|| panic!("no torchtitan.train:\n{text}"));
+    after.split_whitespace().map(String::from).collect()
+}
+
+/// torchtitan 0.3's command line: every option written is one torchtitan 0.3.0 freezes
+/// (`data/launchers/torchtitan-0.3.0-options.txt`), the subcommand word last; with
+/// `TRAINPLAN_LAUNCHER_TESTS=required`, torchtitan 0.3.0's own `ConfigManager` parses it
+/// (`check_torchtitan03.py`, through `TRAINPLAN_PYTHON03`) and resolves the degrees, batch and
+/// checkpointing the file says.
+#[test]
+fn every_torchtitan_0_3_option_written_is_one_it_freezes_and_its_parser_takes() {
+    let known: BTreeSet<String> = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("data/launchers/torchtitan-0.3.0-options.txt"),
+    )
+    .unwrap()
+    .lines()
+    .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    .map(String::from)
+    .collect();
+    let mut exported = 0;
+    for design in DESIGNS {
+        let mut with = vec!["--torchtitan-version", "0.3"];
+        with.extend_from_slice(design);
+        let Some(text) = export("torchtitan", &with) else {
+            continue;
+        };
+        exported += 1;
+        let words = torchtitan03_words(&text);
+        assert_eq!(&words[..2], ["--module", "llama3"], "{text}");
+        assert!(
+            words.last().unwrap().starts_with("activation-checkpoint:"),
+            "{text}"
+        );
+        let mut values = Vec::new();
+        for pair in words[4..words.len() - 1].iter().enumerate() {
+            let (i, w) = pair;
+            let Some(name) = w.strip_prefix("--") else {
+                continue;
+            };
+            let key = name.replace("no-", "");
+            assert!(
+                known.contains(&key),
+                "{design:?}: {w} is not a torchtitan 0.3 option"
+            );
+            match words.get(4 + i + 1) {
+                // A value: the next word, unless an option or the subcommand word.
+                Some(v) if !v.starts_with("--") && 4 + i + 1 < words.len() - 1 => {
+                    values.push((key, v.clone()))
+                }
+                // A switch: on, or off written `no-`.
+                _ => values.push((key, (!name.contains("no-")).to_string())),
+            }
+        }
+        if std::env::var("TRAINPLAN_LAUNCHER_TESTS").as_deref() != Ok("required") {
+            continue;
+        }
+        let python = std::env::var("TRAINPLAN_PYTHON03").unwrap_or_else(|_| "python3".into());
+        let mut args: Vec<String> = Vec::new();
+        for (key, _) in &values {
+            args.extend(["--print".into(), key.clone()]);
+        }
+        args.extend([
+            "--print".into(),
+            "activation_checkpoint".into(),
+            "--".into(),
+        ]);
+        args.extend(words.iter().cloned());
+        let out = Command::new(python)
+            .arg(fixtures().join("check_torchtitan03.py"))
+            .args(&args)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "check_torchtitan03.py refused:\n{text}\n{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // What torchtitan resolved is what the file says.
+        for (key, value) in &values {
+            let want = if key == "compile.components" {
+                format!(
+                    "[{}]",
+                    value
+                        .split(',')
+                        .map(|c| format!("\"{c}\""))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                )
+            } else {
+                value.clone()
+            };
+            assert!(
+                stdout.lines().any(|l| l == format!("{key}={want}")),
+                "{key}={want}:\n{stdout}"
+            );
+        }
+        let ac = words
+            .last()
+            .unwrap()
+            .trim_start_matches("activation-checkpoint:");
+        let class = match ac {
+            "selective" => "SelectiveAC.Config",
+            "full" => "FullAC.Config",
+            _ => "None",
+        };
+        assert!(
+            stdout.contains(&format!("activation_checkpoint={class}")),
+            "{stdout}"
+        );
+    }
+    assert!(exported >= 3, "only {exported} designs exported");
+}

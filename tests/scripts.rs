@@ -154,11 +154,14 @@ fn scripts_whose_model_trainplan_does_not_plan_are_refused_with_every_reason() {
 
 #[test]
 fn every_public_script_is_read_without_a_panic_and_never_one_option_at_a_time() {
-    for dir in ["megatron-lm", "public"] {
+    for dir in ["megatron-lm", "public", "torchtitan"] {
         let dir = PathBuf::from(fixture(dir));
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
-            if path.extension().and_then(|e| e.to_str()) != Some("sh") {
+            if !matches!(
+                path.extension().and_then(|e| e.to_str()),
+                Some("sh" | "slurm")
+            ) {
                 continue;
             }
             let name = format!(
@@ -335,4 +338,50 @@ fn megatron_deepspeed_s_llama2_script_grades_on_its_stack() {
     // 24 layers of h 2,048, 4 KV heads, FFN 5,504, V 32,000, untied.
     assert_eq!(plan["params"], 1_194_428_416u64);
     assert!(err.contains("here-document's text is not read"), "{err}");
+}
+
+/// torchtitan 0.3's own launch files, as they are: `-m torchtitan.train --module ${MODULE}
+/// --config ${CONFIG} "$@"`, the named config of its llama3 registry with the script's
+/// arguments as overrides.
+#[test]
+fn torchtitan_s_launch_files_grade_their_named_configs() {
+    // run_train.sh's defaults: llama3_debugmodel (6 layers of 256) on torchrun's 8 GPUs, the
+    // shard degree's −1 filling them; 8 × 2,048 tokens a rank, 10 steps.
+    let (plan, _) = graded("torchtitan/run_train.sh", &["--gpu", "h100-sxm"]);
+    assert_eq!(plan["model"], "L6-h256-f768-a16-kv16-v2048");
+    assert_eq!(plan["layout"]["dp"], 8);
+    assert_eq!(plan["tokens"], 8 * 8 * 2048 * 10);
+    assert_eq!(plan["from"]["format"], "torchtitan");
+    // The Slurm file: torchrun's 4 nodes of 8; CONFIG and the script's arguments given.
+    let (plan, err) = graded(
+        "torchtitan/multinode_trainer.slurm",
+        &[
+            "--gpu",
+            "h100-sxm",
+            "--set",
+            "CONFIG=llama3_70b",
+            "--set",
+            "1=--training.steps",
+            "--set",
+            "2=500",
+            "--set",
+            "3=activation-checkpoint:selective",
+        ],
+    );
+    assert_eq!(plan["model"], "llama3-70b");
+    // llama3_70b: TP 8, local batch 8 of 8,192 tokens; DP the 32 GPUs' rest.
+    assert_eq!(plan["layout"]["tp"], 8);
+    assert_eq!(plan["layout"]["dp"], 4);
+    assert_eq!(plan["tokens"], 8 * 4 * 8192 * 500);
+    assert_eq!(plan["step"]["recompute"], "selective-op");
+    assert!(err.contains("named config llama3_70b"), "{err}");
+    // llama3_405b trains float8 with rowwise scaling: refused by name, in one line.
+    let err = refused(
+        "torchtitan/run_train.sh",
+        &["--gpu", "h100-sxm", "--set", "CONFIG=llama3_405b"],
+    );
+    assert!(
+        err.contains("rowwise") && err.trim().lines().count() == 1,
+        "{err}"
+    );
 }

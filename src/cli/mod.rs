@@ -378,7 +378,7 @@ fn run_check(
     let format = if args.json {
         Format::Json
     } else {
-        args.format.format()
+        args.torchtitan_version.of(args.format.format())
     };
     if format.is_launcher() {
         let launch = Launch::from_check(&report)?;
@@ -422,7 +422,7 @@ fn print_launch(
 }
 
 fn run_export(args: &ExportArgs, quiet: bool, out: &mut dyn Write) -> Result<bool> {
-    let format = args.format.format();
+    let format = args.torchtitan_version.of(args.format.format());
     let Some(path) = &args.plan else {
         let report = grade(&args.design, false)?;
         let launch = Launch::from_check(&report)?;

@@ -19,6 +19,10 @@ pub struct CheckArgs {
     /// launcher configuration for the plan.
     #[arg(long, value_enum, default_value = "text")]
     pub format: CheckFormat,
+    /// The torchtitan release `--format torchtitan` writes for: 0.2.2's job TOML, or 0.3's
+    /// command line (a named config of its llama3 registry and `--section.key` overrides).
+    #[arg(long, value_enum, value_name = "VERSION", default_value = "0.2.2")]
+    pub torchtitan_version: TorchtitanVersion,
     /// Also draw the plan's memory per GPU by component against the cap, as SVG (written
     /// atomically); with --sensitivity, a tornado chart of days instead.
     #[arg(long, value_name = "FILE.svg")]
@@ -122,6 +126,27 @@ pub enum CheckFormat {
     Torchtitan,
 }
 
+/// `--torchtitan-version`: the torchtitan release a torchtitan file is written for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TorchtitanVersion {
+    /// torchtitan 0.2.2: a job TOML (`--job.config_file`).
+    #[value(name = "0.2.2")]
+    V0_2_2,
+    /// torchtitan 0.3: `--module llama3 --config NAME` and `--section.key` overrides.
+    #[value(name = "0.3")]
+    V0_3,
+}
+
+impl TorchtitanVersion {
+    /// `format`, the torchtitan one for this release.
+    pub fn of(self, format: Format) -> Format {
+        match (format, self) {
+            (Format::Torchtitan, TorchtitanVersion::V0_3) => Format::Torchtitan03,
+            (format, _) => format,
+        }
+    }
+}
+
 impl CheckFormat {
     /// The library's format.
     pub fn format(self) -> Format {
@@ -147,6 +172,10 @@ pub struct ExportArgs {
     /// Without it, the design flags below give the plan, as for `check`.
     #[arg(long, value_name = "FILE.json")]
     pub plan: Option<PathBuf>,
+    /// The torchtitan release `--format torchtitan` writes for: 0.2.2's job TOML, or 0.3's
+    /// command line (a named config of its llama3 registry and `--section.key` overrides).
+    #[arg(long, value_enum, value_name = "VERSION", default_value = "0.2.2")]
+    pub torchtitan_version: TorchtitanVersion,
     /// Which plan of a search's `plans` (or a Pareto file's `front`), from 1.
     #[arg(long, value_name = "N", default_value = "1", value_parser = parse_whole, requires = "plan")]
     pub index: u64,

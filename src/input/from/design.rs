@@ -374,6 +374,33 @@ pub fn refusal(mut lines: Vec<String>, file: &FromFile, whole: bool) -> Error {
 }
 
 impl Dims {
+    /// A Llama 3.1 decoder of these dimensions: no biases, untied embeddings, Llama 3.1's RoPE
+    /// (θ 500,000, scaled) and ε, full attention, no experts.
+    pub fn llama3(layers: u64, hidden: u64, ffn: u64, heads: u64, kv_heads: u64) -> Dims {
+        let arch = crate::model::Architecture::default();
+        Dims {
+            layers,
+            hidden,
+            ffn,
+            heads,
+            kv_heads,
+            head_dim: None,
+            vocab: None,
+            tied_embeddings: false,
+            biases: Biases::default(),
+            rope_theta: arch.rope_theta,
+            rope_scaling: true,
+            norm_eps: arch.norm_eps,
+            sliding_window: None,
+            window_layers: None,
+            qk_norm: false,
+            latent: None,
+            mtp: 0,
+            experts: None,
+            hybrid: None,
+        }
+    }
+
     /// The model these dimensions build, as Megatron-LM builds it, named by its dimensions
     /// ([`crate::model::ShapeSpec::dimension_name`]): for a file whose model the flags of
     /// `check` cannot state (experts, latent attention, a hybrid pattern, biases, query-key

@@ -303,12 +303,12 @@ fn stray_value(word: &str) -> bool {
 /// whether its value is the script's own, and whether it is the launcher's (before the
 /// `*.py` its command runs, or a word of `srun`, `sbatch` and their like).
 #[derive(Debug, Clone, PartialEq)]
-struct Opt {
-    name: String,
-    value: Option<String>,
-    line: usize,
-    known: bool,
-    launcher: bool,
+pub(super) struct Opt {
+    pub(super) name: String,
+    pub(super) value: Option<String>,
+    pub(super) line: usize,
+    pub(super) known: bool,
+    pub(super) launcher: bool,
 }
 
 impl Opt {
@@ -327,7 +327,7 @@ const PLACERS: [&str; 5] = ["srun", "sbatch", "salloc", "mpirun", "mpiexec"];
 /// The options of the script's arguments, each with its value (or values, for [`LISTS`]);
 /// a word that cannot be one option (several words quoted as one, a reference kept as
 /// written) is a problem, said with its line.
-fn options(args: &[Arg], problems: &mut Vec<(usize, Error)>) -> Vec<Opt> {
+pub(super) fn options(args: &[Arg], problems: &mut Vec<(usize, Error)>) -> Vec<Opt> {
     let mut options: Vec<Opt> = Vec::new();
     // Where each command's program starts: its `*.py` word.
     let mut program: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
@@ -458,6 +458,72 @@ fn options(args: &[Arg], problems: &mut Vec<(usize, Error)>) -> Vec<Opt> {
         ));
     }
     options
+}
+
+/// The GPUs the launcher's counts give (torchrun's, the deepspeed launcher's, Slurm's): the
+/// GPUs a node when a number (torchrun's `gpu` or `auto` leave them to --gpus), times the
+/// nodes, which must be a number when given (1 when not, torchrun's default): an elastic
+/// range, an unset variable or a command is not one node. `--gpus` stands for counts not read.
+pub(super) fn launcher_gpus(
+    options: &[Opt],
+    gpus: Option<u64>,
+    problems: &mut Vec<(usize, Error)>,
+) -> Option<u64> {
+    let counted = |names: &[&str]| -> Option<(&Opt, Option<u64>)> {
+        // The launcher's own: the same names after the program are the program's (refused).
+        let found: Vec<&Opt> = names
+            .iter()
+            .filter_map(|n| options.iter().find(|o| o.launcher && o.name == *n))
+            .collect();
+        let parsed = found.iter().find_map(|o| {
+            let v = o.value.as_deref()?.trim().parse::<u64>().ok()?;
+            (o.known && v >= 1).then_some((*o, Some(v)))
+        });
+        parsed.or_else(|| found.first().map(|o| (*o, None)))
+    };
+    let per_node = counted(COUNTS[0]).and_then(|(_, v)| v);
+    let nodes = match counted(COUNTS[1]) {
+        None => Some(1),
+        Some((_, Some(n))) => Some(n),
+        Some((o, None)) => {
+            if gpus.is_none() {
+                problems.push((
+                    o.line,
+                    Error::invalid(
+                        o.name.as_str(),
+                        o.value.as_deref().map_or("no value".into(), |v| v.escape_debug().to_string()),
+                        "a whole number of nodes ≥ 1, which the GPUs are counted from (an elastic range, an unset variable or a command is not read: give --gpus, or --set the variable)",
+                    ),
+                ));
+            }
+            None
+        }
+    };
+    match times("--nnodes", per_node?, nodes?) {
+        Ok(g) => Some(g),
+        Err(e) => {
+            problems.push((0, e));
+            None
+        }
+    }
+}
+
+/// What the shell reader could not follow, each with its line, as problems of `--from`.
+pub(super) fn script_problems(script: &shell::Script) -> Vec<(usize, Error)> {
+    let mut problems: Vec<(usize, Error)> = Vec::new();
+    for p in &script.problems {
+        // The reader's problems start with their line.
+        let (line, text) = p
+            .strip_prefix("line ")
+            .and_then(|r| r.split_once(": "))
+            .and_then(|(n, t)| Some((n.parse::<usize>().ok()?, t)))
+            .unwrap_or((0, p.as_str()));
+        let (what, expected) = text
+            .split_once(": ")
+            .unwrap_or((text, "a script the reader can follow"));
+        problems.push((line, Error::invalid("--from script", what, expected)));
+    }
+    problems
 }
 
 /// The design the arguments in `text` state.
@@ -619,19 +685,7 @@ pub fn parse_with(text: &str, given: &shell::Given, gpus: Option<u64>) -> Result
     let script = shell::read_with(text, given)?;
     let args = script.args();
     let comments = &script.comments;
-    let mut problems: Vec<(usize, Error)> = Vec::new();
-    for p in &script.problems {
-        // The reader's problems start with their line.
-        let (line, text) = p
-            .strip_prefix("line ")
-            .and_then(|r| r.split_once(": "))
-            .and_then(|(n, t)| Some((n.parse::<usize>().ok()?, t)))
-            .unwrap_or((0, p.as_str()));
-        let (what, expected) = text
-            .split_once(": ")
-            .unwrap_or((text, "a script the reader can follow"));
-        problems.push((line, Error::invalid("--from script", what, expected)));
-    }
+    let mut problems = script_problems(&script);
     let options = options(args, &mut problems);
     if options.is_empty() {
         return Err(Error::invalid(
@@ -647,46 +701,7 @@ pub fn parse_with(text: &str, given: &shell::Given, gpus: Option<u64>) -> Result
         problems.extend(differ);
         from.notes.extend(notes);
     }
-    // The launcher's counts (torchrun's, the deepspeed launcher's, Slurm's): the GPUs a node
-    // when a number (torchrun's `gpu` or `auto` leave them to --gpus), times the nodes, which
-    // must be a number when given (1 when not, torchrun's default): an elastic range, an
-    // unset variable or a command is not one node. `--gpus` stands for counts not read.
-    let counted = |names: &[&str]| -> Option<(&Opt, Option<u64>)> {
-        // The launcher's own: the same names after the program are the program's (refused).
-        let found: Vec<&Opt> = names
-            .iter()
-            .filter_map(|n| options.iter().find(|o| o.launcher && o.name == *n))
-            .collect();
-        let parsed = found.iter().find_map(|o| {
-            let v = o.value.as_deref()?.trim().parse::<u64>().ok()?;
-            (o.known && v >= 1).then_some((*o, Some(v)))
-        });
-        parsed.or_else(|| found.first().map(|o| (*o, None)))
-    };
-    let per_node = counted(COUNTS[0]).and_then(|(_, v)| v);
-    let nodes = match counted(COUNTS[1]) {
-        None => Some(1),
-        Some((_, Some(n))) => Some(n),
-        Some((o, None)) => {
-            if gpus.is_none() {
-                problems.push((
-                    o.line,
-                    Error::invalid(
-                        o.name.as_str(),
-                        o.value.as_deref().map_or("no value".into(), |v| v.escape_debug().to_string()),
-                        "a whole number of nodes ≥ 1, which the GPUs are counted from (an elastic range, an unset variable or a command is not read: give --gpus, or --set the variable)",
-                    ),
-                ));
-            }
-            None
-        }
-    };
-    if let (Some(per_node), Some(nodes)) = (per_node, nodes) {
-        match times("--nnodes", per_node, nodes) {
-            Ok(g) => from.gpus = Some(g),
-            Err(e) => problems.push((0, e)),
-        }
-    }
+    from.gpus = launcher_gpus(&options, gpus, &mut problems);
     let mut seen: HashSet<&str> = HashSet::with_capacity(options.len());
     let mut experts = ExpertsBuilder::default();
     let mut dims = DimsBuilder::default();

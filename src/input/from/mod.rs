@@ -20,6 +20,7 @@ pub mod megatron;
 mod megatron_options;
 pub mod shell;
 pub mod torchtitan;
+pub mod torchtitan_cli;
 
 use std::path::Path;
 
@@ -91,6 +92,9 @@ pub fn parse(text: &str, path: &Path) -> Result<FromFile> {
 pub fn parse_with(text: &str, path: &Path, options: &Options) -> Result<FromFile> {
     let text = text.trim_start_matches('\u{feff}');
     let file = match detect(text, path) {
+        Source::Megatron if torchtitan_cli::is_job(text) => {
+            torchtitan_cli::parse_with(text, &options.given, options.gpus)?
+        }
         Source::Megatron => megatron::parse_with(text, &options.given, options.gpus)?,
         Source::Torchtitan => torchtitan::parse_with(text, path, options.gpus)?,
         Source::DeepSpeed => deepspeed::parse(text, path)?,

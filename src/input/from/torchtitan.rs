@@ -164,6 +164,12 @@ pub fn parse_with(text: &str, path: &Path, world: Option<u64>) -> Result<FromFil
             ),
         }
     })?;
+    from_table(&root, world)
+}
+
+/// The design a job's tables state (a TOML file's, or those torchtitan 0.3's named config and
+/// command line build, [`super::torchtitan_cli`]), with the world size when given.
+pub(super) fn from_table(root: &Table, world: Option<u64>) -> Result<FromFile> {
     let mut from = FromFile::new(Source::Torchtitan);
     let empty = Table::new();
     let section = |name: &str| -> Result<&Table> {
@@ -173,7 +179,7 @@ pub fn parse_with(text: &str, path: &Path, world: Option<u64>) -> Result<FromFil
             Some(v) => Err(error(name, v, "a table")),
         }
     };
-    for (key, value) in &root {
+    for (key, value) in root {
         let k = key.as_str();
         if k == "optimizer" {
             optimizer_is_adam(value)?;

@@ -8,7 +8,7 @@ use super::json::Json;
 use super::markdown::Markdown;
 use super::megatron::Megatron;
 use super::text::Text;
-use super::torchtitan::Torchtitan;
+use super::torchtitan::{Torchtitan, Torchtitan03};
 
 /// The formats there are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,8 +25,10 @@ pub enum Format {
     Megatron,
     /// A DeepSpeed `ds_config.json`.
     DeepSpeed,
-    /// A torchtitan job TOML.
+    /// A torchtitan job TOML (0.2.2).
     Torchtitan,
+    /// A torchtitan 0.3 command line: a named config and its overrides.
+    Torchtitan03,
 }
 
 impl Format {
@@ -40,6 +42,7 @@ impl Format {
             Format::Megatron => Box::new(Megatron),
             Format::DeepSpeed => Box::new(DeepSpeed),
             Format::Torchtitan => Box::new(Torchtitan),
+            Format::Torchtitan03 => Box::new(Torchtitan03),
         }
     }
 
@@ -49,6 +52,7 @@ impl Format {
             (Format::Megatron, Megatron::NAME),
             (Format::DeepSpeed, DeepSpeed::NAME),
             (Format::Torchtitan, Torchtitan::NAME),
+            (Format::Torchtitan03, Torchtitan03::NAME),
         ]
         .into_iter()
         .find_map(|(format, n)| (n == name).then_some(format))
@@ -58,7 +62,7 @@ impl Format {
     pub fn is_launcher(self) -> bool {
         matches!(
             self,
-            Format::Megatron | Format::DeepSpeed | Format::Torchtitan
+            Format::Megatron | Format::DeepSpeed | Format::Torchtitan | Format::Torchtitan03
         )
     }
 }

@@ -430,6 +430,148 @@ impl Launcher for Torchtitan {
     }
 }
 
+/// A torchtitan 0.3 job: the command line of `python -m torchtitan.train`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Torchtitan03;
+
+impl Launcher for Torchtitan03 {
+    const NAME: &'static str = "torchtitan-0.3";
+    fn render(&self, launch: &Launch) -> Result<String> {
+        render_03(launch)
+    }
+}
+
+/// The job as torchtitan 0.3.0 takes it: a named config of its llama3 registry
+/// (`torchtitan/models/llama3/config_registry.py`) and `--section.key` overrides, which
+/// [`crate::input::from::torchtitan_cli`] reads back.
+///
+/// torchtitan 0.3 moved the job from 0.2.2's TOML to Python functions and froze the command
+/// line (`data/launchers/torchtitan-0.3.0-options.txt`); the model and its converters are the
+/// function's, off the command line. So the TOML this plan would get ([`render`], with every
+/// check and comment) is written as overrides of the function that builds the same model in
+/// the same precision: `llama3_8b`, `llama3_70b` (BF16) and `llama3_8b_mxfp8`. A plan no
+/// named config builds (another model, FP8 with per-tensor scaling — 0.3's float8 recipe is
+/// rowwise —, 405B in BF16) is refused by name, as is 0.2.2's per-layer selective
+/// recomputation, gone in 0.3. Every layout, batch, compile and checkpointing setting is
+/// written out, so nothing is left to the function's own; tyro's spellings: a switch `--a.b`
+/// or `--a.no-b`, a list comma-joined, and the activation-checkpoint subcommand word last
+/// (tyro reads every option after it as the subcommand's).
+pub fn render_03(l: &Launch) -> Result<String> {
+    let toml_text = render(l)?;
+    let refuse = |what: String| Err(Error::invalid("--format", "torchtitan-0.3", what));
+    let root: toml::Table = toml_text
+        .parse()
+        .map_err(|e| Error::invalid("--format", "torchtitan-0.3", format!("{e}")))?;
+    let table = |name: &str| root.get(name).and_then(toml::Value::as_table);
+    let flavor = table("model")
+        .and_then(|m| m.get("flavor"))
+        .and_then(toml::Value::as_str)
+        .unwrap_or("CHANGE-ME");
+    let config = match (flavor, l.precision()) {
+        ("8B", Precision::Bf16) => "llama3_8b",
+        ("8B", Precision::Mxfp8) => "llama3_8b_mxfp8",
+        ("70B", Precision::Bf16) => "llama3_70b",
+        ("CHANGE-ME", _) => {
+            return refuse(format!(
+                "a model torchtitan 0.3 names: {} is not one of its llama3 flavors, and 0.3 sets the model in a Python config function, off its command line (write one in torchtitan_recipes, or --format torchtitan writes 0.2.2's TOML)",
+                l.shape.name
+            ))
+        }
+        (flavor, precision) => {
+            return refuse(format!(
+                "a named config of torchtitan 0.3.0's llama3 registry that builds {flavor} in {precision}: it has llama3_8b and llama3_70b in BF16 and llama3_8b_mxfp8 (its llama3_405b trains float8 with rowwise scaling); the precision is the config function's, off the command line (--format torchtitan writes 0.2.2's TOML)"
+            ))
+        }
+    };
+    let ac = table("activation_checkpoint");
+    let mode = ac
+        .and_then(|t| t.get("mode"))
+        .and_then(toml::Value::as_str)
+        .unwrap_or("selective");
+    let option = ac
+        .and_then(|t| t.get("selective_ac_option"))
+        .and_then(toml::Value::as_str);
+    let subcommand = match (mode, option) {
+        ("none", _) => "none",
+        ("full", _) => "full",
+        ("selective", Some("op")) => "selective",
+        _ => {
+            return refuse(
+                "a recomputation torchtitan 0.3 has: none, full, or selective-op (0.3's selective is per-op; per-layer selective-layer is gone)".into(),
+            )
+        }
+    };
+    let mut out = String::new();
+    for line in toml_text.lines().take_while(|l| l.starts_with('#')) {
+        if line.starts_with("# torchtitan job config") || line.starts_with("# Launch on") {
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    let gpus = l.gpus();
+    let per_node = l.gpus_per_host.clamp(1, gpus.max(1));
+    let (per_node, nodes) = if gpus % per_node == 0 {
+        (per_node, gpus / per_node)
+    } else {
+        (gpus, 1)
+    };
+    let _ = writeln!(
+        out,
+        "# torchtitan 0.3.0: the named config {config} of torchtitan/models/llama3/config_registry.py with the plan's settings as overrides (its frozen command-line options). Run from a torchtitan checkout, or with the wheel installed."
+    );
+    if config == "llama3_8b_mxfp8" {
+        let _ = writeln!(
+            out,
+            "# MXFP8: llama3_8b_mxfp8 converts every Linear, the output layer too, where the plan kept it in BF16 (about 6 % of the 8B's matrix FLOPs)."
+        );
+    }
+    let mut words: Vec<String> = vec![
+        format!("torchrun --nproc_per_node {per_node} --nnodes {nodes}"),
+        format!("-m torchtitan.train --module llama3 --config {config}"),
+    ];
+    let value = |v: &toml::Value| -> String {
+        match v {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Array(a) => a
+                .iter()
+                .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string))
+                .collect::<Vec<_>>()
+                .join(","),
+            other => other.to_string(),
+        }
+    };
+    for section in ["training", "parallelism"] {
+        for (key, v) in table(section).into_iter().flatten() {
+            // 0.3 always gathers K/V for context parallelism: the option is gone. A schedule
+            // is for a pipeline.
+            if key == "context_parallel_rotate_method"
+                || (key == "pipeline_parallel_schedule" && l.layout.pp == 1)
+            {
+                continue;
+            }
+            words.push(format!("--{section}.{key} {}", value(v)));
+        }
+    }
+    // 0.3 captures CUDA graphs unless told not to, which its pipelines do not support
+    // (`configs.py`: "CUDA graphs do not support pipeline parallelism yet").
+    if l.layout.pp > 1 {
+        words.push("--training.disable_cuda_graphs".into());
+    }
+    match table("compile") {
+        Some(c) if c.get("enable").and_then(toml::Value::as_bool) == Some(true) => {
+            words.push("--compile.enable".into());
+            if let Some(components) = c.get("components") {
+                words.push(format!("--compile.components {}", value(components)));
+            }
+        }
+        _ => words.push("--compile.no-enable".into()),
+    }
+    words.push(format!("activation-checkpoint:{subcommand}"));
+    let _ = writeln!(out, "{}", words.join(" \\\n  "));
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
