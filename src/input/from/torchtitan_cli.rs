@@ -40,8 +40,10 @@ const AC_SUBCOMMANDS: [&str; 4] = ["selective", "full", "memory-budget", "none"]
 /// or the file `torchtitan/train.py`), or it is the command line alone (`--module …`).
 pub fn is_job(text: &str) -> bool {
     let trimmed = text.trim_start();
-    text.contains("torchtitan.train")
-        || text.contains("torchtitan/train.py")
+    // A comment that names it is not a command that runs it.
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .any(|l| l.contains("torchtitan.train") || l.contains("torchtitan/train.py"))
         || (trimmed.starts_with("--module") && text.contains("--config"))
 }
 
@@ -268,6 +270,13 @@ fn program(args: &[Arg]) -> Option<(Vec<&Arg>, Vec<Arg>)> {
     match start {
         Some(k) => {
             let group = args[k].group;
+            // A second command that runs it: the job is not one.
+            if args[k + 1..].iter().any(|a| {
+                a.group != group
+                    && (a.text == "torchtitan.train" || a.text.ends_with("torchtitan/train.py"))
+            }) {
+                return None;
+            }
             let words = args[k + 1..]
                 .iter()
                 .take_while(|a| a.group == group)
@@ -568,6 +577,20 @@ fn debug_model() -> Dims {
     }
 }
 
+/// Every problem at once: one line alone, or the report of them all (the design is not whole).
+fn every_problem(problems: &[(usize, Error)]) -> Error {
+    let lines = report(problems);
+    if lines.len() == 1 {
+        Error::Problems(lines)
+    } else {
+        super::design::refusal(
+            lines,
+            &FromFile::new(super::design::Source::Torchtitan),
+            false,
+        )
+    }
+}
+
 /// The design a torchtitan 0.3 job in `text` states, with the user's word on what its script
 /// leaves open and the GPUs when given (`--gpus`).
 pub fn parse_with(text: &str, given: &shell::Given, gpus: Option<u64>) -> Result<FromFile> {
@@ -576,8 +599,8 @@ pub fn parse_with(text: &str, given: &shell::Given, gpus: Option<u64>) -> Result
     let Some((words, launcher)) = program(script.args()) else {
         return Err(Error::invalid(
             "--from",
-            "no torchtitan command",
-            "a command that runs torchtitan.train (python -m torchtitan.train --module llama3 --config …)",
+            "no torchtitan command, or several",
+            "one command that runs torchtitan.train (python -m torchtitan.train --module llama3 --config …); of a script that runs it twice, decide which with --branch or --set",
         ));
     };
     // Readings of the script that hand torchtitan other words.
@@ -606,7 +629,11 @@ pub fn parse_with(text: &str, given: &shell::Given, gpus: Option<u64>) -> Result
     let (items, module, config) = items(&words, &known, &mut problems);
     let mut launcher_problems = Vec::new();
     let launcher_options = megatron::options(&launcher, &mut launcher_problems);
-    let world = megatron::launcher_gpus(&launcher_options, gpus, &mut problems);
+    // `--gpus` stands for the launcher's counts, as beside any script.
+    let world = match gpus {
+        Some(g) => Some(g),
+        None => megatron::launcher_gpus(&launcher_options, gpus, &mut problems),
+    };
     let mut refused: Vec<(usize, Error)> = Vec::new();
     let module = module.map_or("missing".to_string(), |(m, _)| m);
     if module != "llama3" && module != "torchtitan.models.llama3" {
@@ -621,7 +648,8 @@ pub fn parse_with(text: &str, given: &shell::Given, gpus: Option<u64>) -> Result
     let named = NAMED.iter().find(|n| n.name == config_name).copied();
     let module_ok = module == "llama3" || module == "torchtitan.models.llama3";
     let Some(named) = named.filter(|_| module_ok) else {
-        if named.is_none() {
+        // Another module's config names are its own: the module's refusal says it.
+        if named.is_none() && module_ok {
             let names: Vec<&str> = NAMED.iter().map(|n| n.name).collect();
             problems.push((
                 config.as_ref().map_or(0, |(_, l)| *l),
@@ -635,12 +663,7 @@ pub fn parse_with(text: &str, given: &shell::Given, gpus: Option<u64>) -> Result
                 ),
             ));
         }
-        let lines = report(&problems);
-        return Err(if lines.len() == 1 {
-            Error::Problems(lines)
-        } else {
-            super::design::refusal(lines, &FromFile::new(super::design::Source::Torchtitan), false)
-        });
+        return Err(every_problem(&problems));
     };
     if let Some(why) = named.refused {
         refused.push((
@@ -849,14 +872,24 @@ pub fn parse_with(text: &str, given: &shell::Given, gpus: Option<u64>) -> Result
             }
         }
     }
+    // torchtitan 0.3 captures CUDA graphs unless told not to, and refuses them with a pipeline
+    // (`Trainer.Config.__post_init__`: "CUDA graphs do not support pipeline parallelism yet").
+    let no_graphs = items.iter().any(|it| {
+        matches!(it, Item::Opt { key, value: None, switch: Some(true), .. } if key == "training.disable_cuda_graphs")
+    });
+    if pp > 1 && !no_graphs {
+        refused.push((
+            0,
+            Error::invalid(
+                "--parallelism.pipeline_parallel_degree",
+                pp,
+                "a pipeline with --training.disable_cuda_graphs: torchtitan 0.3 refuses CUDA graphs with pipeline parallelism",
+            ),
+        ));
+    }
     if !problems.is_empty() {
         problems.extend(refused);
-        let lines = report(&problems);
-        return Err(if lines.len() == 1 {
-            Error::Problems(lines)
-        } else {
-            super::design::refusal(lines, &FromFile::new(super::design::Source::Torchtitan), false)
-        });
+        return Err(every_problem(&problems));
     }
     let mut from = super::torchtitan::from_table(&root, world)?;
     if named.flavor == "debugmodel" {
@@ -974,6 +1007,33 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("--training.stepz") && e.contains("ten"), "{e}");
+    }
+
+    #[test]
+    fn gpus_given_stand_for_the_launcher_and_a_pipeline_needs_cuda_graphs_off() {
+        let alone = "python -m torchtitan.train --module llama3 --config llama3_8b\n";
+        let f = parse_with(alone, &shell::Given::default(), Some(16)).unwrap();
+        assert_eq!((f.gpus, f.dp), (Some(16), Some(16)));
+        let pp = "python -m torchtitan.train --module llama3 --config llama3_8b --parallelism.pipeline_parallel_degree 2 --parallelism.data_parallel_shard_degree 4\n";
+        let f = read(pp).unwrap();
+        assert!(
+            f.refused[0].contains("disable_cuda_graphs"),
+            "{:?}",
+            f.refused
+        );
+        let f = read(&pp.replace("\n", " --training.disable_cuda_graphs\n")).unwrap();
+        assert!(f.refused.is_empty(), "{:?}", f.refused);
+        // Two commands that run it are not one job; a comment that names it is no command.
+        let e = read(&format!("{alone}{alone}")).unwrap_err().to_string();
+        assert!(e.contains("several"), "{e}");
+        assert!(!is_job(
+            "# see torchtitan.train\npython pretrain_gpt.py --num-layers 2\n"
+        ));
+        // Another module: one line.
+        let e = read("python -m torchtitan.train --module qwen3 --config qwen3_8b\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e.trim().lines().count(), 1, "{e}");
     }
 
     #[test]
