@@ -891,7 +891,7 @@ fn what_cannot_be_mapped_is_named_with_its_line_all_at_once() {
     // Every problem at once, each with its line; --lenient grades without them, said.
     let file = Scratch::new(
         "args.sh",
-        &format!("{base} --fp16\n --rampup-batch-size 16 16 100\n)"),
+        &format!("{base} --reset-attention-mask\n --moe-expert-capacity-factor 1.25\n)"),
     );
     let args = [
         "check",
@@ -906,8 +906,8 @@ fn what_cannot_be_mapped_is_named_with_its_line_all_at_once() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("line 5: invalid --fp16")
-            && err.contains("line 6: invalid --rampup-batch-size"),
+        err.contains("line 5: invalid --reset-attention-mask")
+            && err.contains("line 6: invalid --moe-expert-capacity-factor"),
         "{err}"
     );
     // Several come with what was mapped and what was read and not used.
@@ -922,7 +922,7 @@ fn what_cannot_be_mapped_is_named_with_its_line_all_at_once() {
     assert_ne!(out.status.code(), Some(2), "{err}");
     assert!(
         err.contains(
-            "graded without what the design cannot say (--lenient): line 5: invalid --fp16"
+            "graded without what the design cannot say (--lenient): line 5: invalid --reset-attention-mask"
         ),
         "{err}"
     );

@@ -221,6 +221,12 @@ fn differs(shape: &Shape, d: &Dims) -> Option<String> {
             say(&d.hybrid)
         ));
     }
+    if shape.style != d.style {
+        return Some(format!(
+            "the block (--normalization, --swiglu, --position-embedding-type): the model has {:?}, the file {:?}",
+            shape.style, d.style
+        ));
+    }
     let llama31 = a.rope_scaling == crate::model::Architecture::llama31().rope_scaling;
     if llama31 != d.rope_scaling {
         return Some(format!(
@@ -386,6 +392,8 @@ fn model(d: &mut DesignArgs, f: &FromFile) -> Result<()> {
                 Some("--qk-layernorm")
             } else if dims.biases != crate::model::Biases::default() {
                 Some("biases")
+            } else if dims.style != crate::model::Style::default() {
+                Some("a GPT-style block")
             } else {
                 None
             };

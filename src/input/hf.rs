@@ -303,6 +303,7 @@ pub fn parse(text: &str, path: &Path) -> Result<Shape> {
             Architecture::NemotronH => Some(fields.hybrid()?),
             _ => None,
         },
+        style: Default::default(),
     };
     // The shape's checks name its own fields; say the config's keys instead.
     let prefix = fields.prefix;

@@ -29,6 +29,111 @@ impl Biases {
     }
 }
 
+/// The normalisation before each block and at the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Norm {
+    /// RMSNorm (Zhang & Sennrich 2019): a scale vector, `h` parameters (Llama).
+    #[default]
+    RmsNorm,
+    /// LayerNorm (Ba et al. 2016): a scale and a shift vector, `2h` parameters (GPT-2/3,
+    /// BLOOM, OPT; Megatron-LM's default `--normalization`).
+    LayerNorm,
+}
+
+impl Norm {
+    /// Vectors of `h` one norm holds: 1 for RMSNorm's scale, 2 for LayerNorm's scale and shift.
+    pub fn vectors(self) -> u64 {
+        match self {
+            Norm::RmsNorm => 1,
+            Norm::LayerNorm => 2,
+        }
+    }
+}
+
+/// The MLP's activation, which decides whether it is gated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mlp {
+    /// SwiGLU (Shazeer 2020): gate and up projections `h → f`, down `f → h`, `3·h·f`.
+    #[default]
+    Swiglu,
+    /// GeLU between an up projection `h → f` and a down projection `f → h`, `2·h·f` (GPT-2/3,
+    /// BLOOM; Megatron-LM's default activation).
+    Gelu,
+    /// ReLU, not gated, `2·h·f` (OPT).
+    Relu,
+    /// Squared ReLU, not gated, `2·h·f` (Primer, So et al. 2021; Nemotron).
+    SquaredRelu,
+}
+
+impl Mlp {
+    /// Whether a gate projection multiplies the up projection's output.
+    pub fn gated(self) -> bool {
+        self == Mlp::Swiglu
+    }
+
+    /// The MLP's matrices of `h·f`: 3 gated, 2 not.
+    pub fn matrices(self) -> u64 {
+        if self.gated() {
+            3
+        } else {
+            2
+        }
+    }
+}
+
+/// How positions enter the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Positions {
+    /// Rotary embeddings on queries and keys (Su et al. 2021): no parameters.
+    #[default]
+    Rope,
+    /// A learned table of `rows` positions by `h` added to the token embeddings (GPT-2/3, OPT;
+    /// Megatron-LM's default `learned_absolute`, `--max-position-embeddings` rows): `rows·h`
+    /// parameters on the first stage, whole on every TP rank.
+    Learned { rows: u64 },
+}
+
+/// A decoder's style: the parts of its blocks beside their dimensions: the norm, the MLP's activation and the
+/// positions. Llama's by default (RMSNorm, SwiGLU, RoPE); GPT-style blocks (LayerNorm, GeLU,
+/// learned positions) as GPT-3, BLOOM and OPT scripts set them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Style {
+    #[serde(default)]
+    pub norm: Norm,
+    #[serde(default)]
+    pub mlp: Mlp,
+    #[serde(default)]
+    pub positions: Positions,
+}
+
+impl Style {
+    pub(crate) fn is_default(&self) -> bool {
+        *self == Style::default()
+    }
+
+    /// GPT-3's block (Brown et al. 2020, as Megatron-LM builds it): LayerNorm, GeLU and a
+    /// learned table of `rows` positions.
+    pub fn gpt(rows: u64) -> Style {
+        Style {
+            norm: Norm::LayerNorm,
+            mlp: Mlp::Gelu,
+            positions: Positions::Learned { rows },
+        }
+    }
+
+    /// Parameters of the position table, `rows·h` (0 for RoPE).
+    pub fn position_params(&self, hidden: u64) -> Option<u64> {
+        match self.positions {
+            Positions::Rope => Some(0),
+            Positions::Learned { rows } => rows.checked_mul(hidden),
+        }
+    }
+}
+
 /// Llama 3.1's RoPE frequency scaling (`rope_scaling` of a Hugging Face config): wavelengths
 /// past `original_max_position_embeddings / low_freq_factor` are stretched by `factor`, those
 /// below `… / high_freq_factor` kept, and those between blended (transformers'

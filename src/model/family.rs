@@ -446,6 +446,7 @@ impl Family {
                             attention: Attention::default(),
                             mtp: 0,
                             hybrid: None,
+                            style: Default::default(),
                         }
                         .build_named()?;
                         shapes.push(shape);

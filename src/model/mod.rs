@@ -53,6 +53,7 @@ pub(crate) mod testing {
             },
             mtp: 0,
             hybrid: None,
+            style: Default::default(),
         }
         .build()
         .unwrap()

@@ -93,6 +93,19 @@ impl ShapeSpec {
         if let Some(e) = &self.experts {
             name += &format!("-e{}k{}w{}", e.routed, e.per_token, e.ffn);
         }
+        // A GPT-style block: its norm, activation and position table (names no preset reads).
+        if self.style.norm == crate::model::Norm::LayerNorm {
+            name += "-ln";
+        }
+        name += match self.style.mlp {
+            crate::model::Mlp::Swiglu => "",
+            crate::model::Mlp::Gelu => "-gelu",
+            crate::model::Mlp::Relu => "-relu",
+            crate::model::Mlp::SquaredRelu => "-relu2",
+        };
+        if let crate::model::Positions::Learned { rows } = self.style.positions {
+            name += &format!("-pos{rows}");
+        }
         name
     }
 }
@@ -171,6 +184,7 @@ fn family_shape(name: &str) -> Result<Option<Shape>> {
         attention: Attention::default(),
         mtp: 0,
         hybrid: None,
+        style: Default::default(),
     }
     .build()
     .map(Some)
@@ -213,6 +227,7 @@ mod tests {
             attention: Attention::default(),
             mtp: 0,
             hybrid: None,
+            style: Default::default(),
         };
         let name = nemo.dimension_name();
         assert_eq!(name, "L40-h5120-f14336-a32-d128-v131072");

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::model::hybrid::Block;
-use crate::model::{Architecture, Attention, Biases, Experts, Hybrid};
+use crate::model::{Architecture, Attention, Biases, Experts, Hybrid, Style};
 
 /// One hybrid block's parameters on a TP group ([`Shape::block_params`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -64,6 +64,9 @@ pub struct Shape {
     /// each of its `layers` one block; `None` for a decoder whose layers are each attention
     /// and an MLP ([`crate::model::hybrid`]).
     pub hybrid: Option<Hybrid>,
+    /// The norm, the MLP's activation and the positions: Llama's, or GPT's
+    /// ([`crate::model::Style`]).
+    pub style: Style,
 }
 
 /// A shape as written in a file or built by a reader, before [`ShapeSpec::build`] checks it.
@@ -110,6 +113,9 @@ pub struct ShapeSpec {
     /// A hybrid model's pattern of blocks ([`Shape::hybrid`]), when it is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hybrid: Option<Hybrid>,
+    /// The norm, the MLP's activation and the positions, when not Llama's.
+    #[serde(default, skip_serializing_if = "Style::is_default")]
+    pub style: Style,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -144,6 +150,7 @@ impl From<Shape> for ShapeSpec {
             attention: s.attention,
             mtp: s.mtp,
             hybrid: s.hybrid,
+            style: s.style,
         }
     }
 }
@@ -219,6 +226,7 @@ impl ShapeSpec {
             attention: self.attention,
             mtp: self.mtp,
             hybrid: self.hybrid,
+            style: self.style,
         };
         if shape.counts().is_none() {
             return Err(Error::invalid(
@@ -274,6 +282,7 @@ impl ShapeSpec {
                 "a sliding window",
             ),
             (self.mtp > 0, "mtp", "multi-token prediction"),
+            (!self.style.is_default(), "style", "a GPT-style block"),
             (
                 !hybrid.gated && self.biases.mlp,
                 "biases.mlp",
@@ -427,6 +436,7 @@ impl Shape {
             attention: Attention::default(),
             mtp: 0,
             hybrid: None,
+            style: Default::default(),
         }
         .build()
     }
@@ -475,17 +485,21 @@ impl Shape {
                 (add(add(query, key_value)?, output)?, norms)
             }
         };
-        let layer_matrices = add(attention_matrices, mul(mul(h, f)?, 3)?)?;
+        // The MLP's matrices: 3 of `h·f` for SwiGLU, 2 for a non-gated MLP; each norm one
+        // vector of `h` (RMSNorm) or two (LayerNorm's scale and shift).
+        let m = self.style.mlp.matrices();
+        let nw = self.style.norm.vectors();
+        let layer_matrices = add(attention_matrices, mul(mul(h, f)?, m)?)?;
         let qkv_bias = if b.qkv { add(q, mul(kv, 2)?)? } else { 0 };
         let sinks = if self.attention.sinks { heads } else { 0 };
         let attention_split = add(qkv_bias, sinks)?;
-        let gate_up_bias = if b.mlp { mul(f, 2)? } else { 0 };
+        let gate_up_bias = if b.mlp { mul(f, m - 1)? } else { 0 };
         let qk_norm = if self.attention.qk_norm {
-            mul(self.head_dim, 2)?
+            mul(self.head_dim, 2 * nw)?
         } else {
             0
         };
-        let norms = add(add(mul(h, 2)?, qk_norm)?, latent_norms)?;
+        let norms = add(add(mul(h, 2 * nw)?, qk_norm)?, mul(latent_norms, nw)?)?;
         let attention_whole = add(norms, if b.output { h } else { 0 })?;
         let layer_whole = add(attention_whole, if b.mlp { h } else { 0 })?;
         let layer_split_biases = add(attention_split, gate_up_bias)?;
@@ -499,14 +513,14 @@ impl Shape {
             match &self.experts {
                 None => none,
                 Some(e) => {
-                    let expert = e.expert_params_with(h, 3, &mul, &add)?;
-                    let routing = e.common_params_with(h, 3, &mul, &add)?;
+                    let expert = e.expert_params_with(h, m, &mul, &add)?;
+                    let routing = e.common_params_with(h, m, &mul, &add)?;
                     let common = add(attention, routing)?;
-                    let shared = mul(mul(h, e.shared_ffn)?, 3)?;
+                    let shared = mul(mul(h, e.shared_ffn)?, m)?;
                     let split = add(add(attention_matrices, attention_split)?, shared)?;
                     let active_matrices = add(
                         attention_matrices,
-                        e.active_matrix_params_with(h, 3, &mul, &add)?,
+                        e.active_matrix_params_with(h, m, &mul, &add)?,
                     )?;
                     (
                         e.moe_layers(self.layers),
@@ -523,7 +537,9 @@ impl Shape {
         let dense_layers = u64::from(self.layers - moe_layers);
         let moe_layers = u64::from(moe_layers);
         let tables = if self.tied_embeddings { 1 } else { 2 };
-        let outside = add(mul(embedding, tables)?, h)?;
+        // The embeddings, a learned position table and the final norm.
+        let positions = self.style.position_params(h)?;
+        let outside = add(add(mul(embedding, tables)?, mul(h, nw)?)?, positions)?;
         let dense = mul(dense_layers, per_layer)?;
         let total = add(add(dense, mul(moe_layers, moe_layer)?)?, outside)?;
         let active = add(add(dense, mul(moe_layers, moe_active)?)?, outside)?;
@@ -548,7 +564,7 @@ impl Shape {
         };
         let projection = mul(mul(h, h)?, 2)?;
         let depths = u64::from(self.mtp);
-        let mtp = mul(add(add(last_layer, projection)?, mul(h, 3)?)?, depths)?;
+        let mtp = mul(add(add(last_layer, projection)?, mul(h, 3 * nw)?)?, depths)?;
         let mtp_matrices = mul(add(add(last_matrices, projection)?, embedding)?, depths)?;
         // A hybrid model sums its blocks, each one norm and one mixer or MLP
         // ([`crate::model::hybrid`]).
@@ -672,6 +688,7 @@ impl Shape {
         dimensions(self) == dimensions(other)
             && self.experts == other.experts
             && self.hybrid == other.hybrid
+            && self.style == other.style
     }
 
     /// Appends `shape` to `shapes` unless one of them has its dimensions already (the first
@@ -927,10 +944,26 @@ impl Shape {
     /// hybrid model's non-gated MLPs and experts (Nemotron-H's squared ReLU,
     /// [`Hybrid::gated`]): what an MLP's time and activations scale by.
     pub fn mlp_inputs(&self) -> u64 {
-        match &self.hybrid {
-            Some(h) if !h.gated => 1,
-            _ => 2,
+        let gated = match &self.hybrid {
+            Some(h) => h.gated,
+            None => self.style.mlp.gated(),
+        };
+        if gated {
+            2
+        } else {
+            1
         }
+    }
+
+    /// Parameters of one norm, `h` (RMSNorm) or `2h` (LayerNorm).
+    pub fn norm_params(&self) -> u64 {
+        self.hidden * self.style.norm.vectors()
+    }
+
+    /// Parameters of the learned position table, on the first stage and whole on every TP
+    /// rank (0 with RoPE).
+    pub fn position_params(&self) -> u64 {
+        self.style.position_params(self.hidden).unwrap_or(u64::MAX)
     }
 
     /// One block of a hybrid pattern's parameters ([`crate::model::hybrid`]), as
@@ -1091,6 +1124,7 @@ mod tests {
             attention: Attention::default(),
             mtp: 0,
             hybrid: None,
+            style: Default::default(),
         };
         let shape = spec.clone().build().unwrap();
         // By hand, per layer: q and o 2·5120·4096 = 41,943,040; k and v 2·5120·1024 =
@@ -1154,6 +1188,7 @@ mod tests {
             attention: Attention::default(),
             mtp: 0,
             hybrid: None,
+            style: Default::default(),
         }
     }
 
@@ -1224,6 +1259,50 @@ mod tests {
         );
         // The core's FLOPs a token, s·(q + o): 2·s·20,480 at its (q + o)/2.
         assert_eq!(shape.attention_core_width(), 20_480.0);
+    }
+
+    #[test]
+    fn a_gpt_style_block_counts_layer_norms_a_gelu_mlp_and_learned_positions() {
+        // GPT-3 175B as Megatron-LM builds it (Brown et al. 2020 Table 2.1: 96 layers of
+        // 12,288, 96 heads, 2,048 positions): per layer Q, K, V and output 4h² with biases 4h, a
+        // GeLU MLP of 4h (8h², biases 5h) and two LayerNorms (4h); the tied embedding of
+        // 51,200 rows, the 2,048-row position table and the final LayerNorm (2h).
+        let spec: ShapeSpec = serde_json::from_str(
+            r#"{"name":"gpt3-175b","layers":96,"hidden":12288,"ffn":49152,"heads":96,"kv_heads":96,
+                "vocab":51200,"tied_embeddings":true,"biases":{"qkv":true,"output":true,"mlp":true},
+                "style":{"norm":"layer_norm","mlp":"gelu","positions":{"learned":{"rows":2048}}}}"#,
+        )
+        .unwrap();
+        assert_eq!(spec.style, Style::gpt(2048));
+        let shape = spec.clone().build().unwrap();
+        let h: u64 = 12288;
+        assert_eq!(shape.layer_matrix_params(), 12 * h * h);
+        assert_eq!(
+            shape.layer_split_params() + shape.layer_whole_params(),
+            12 * h * h + 13 * h
+        );
+        assert_eq!(shape.params(), 174_615_846_912);
+        assert_eq!(
+            shape.params(),
+            96 * (12 * h * h + 13 * h) + 51_200 * h + 2048 * h + 2 * h
+        );
+        // The matrices a token multiplies: the layers' and the (tied) head, not the tables.
+        assert_eq!(shape.matrix_params(), 96 * 12 * h * h + 51_200 * h);
+        assert_eq!((shape.mlp_inputs(), shape.norm_params()), (1, 2 * h));
+        assert_eq!(shape.position_params(), 2048 * h);
+        // Written back whole; not the same model as Llama's blocks of the same dimensions.
+        let back: ShapeSpec = serde_json::from_str(&serde_json::to_string(&spec).unwrap()).unwrap();
+        assert_eq!(back, spec);
+        let llama = ShapeSpec {
+            style: Style::default(),
+            ..spec
+        }
+        .build()
+        .unwrap();
+        assert!(!llama.same_dimensions(&shape));
+        // Llama's block of the same widths: SwiGLU's 3·h·4h with biases 2f + h, RMSNorms of h,
+        // RoPE.
+        assert_eq!(llama.params(), 96 * (16 * h * h + 15 * h) + 51_200 * h + h);
     }
 
     #[test]

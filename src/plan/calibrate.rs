@@ -429,6 +429,7 @@ impl Run {
             },
             mtp: s.mtp,
             hybrid: s.hybrid.clone(),
+            style: Default::default(),
         }
         .build()?;
         let zero = ZeroStage::new(self.zero)?;

@@ -188,6 +188,7 @@ impl AttentionArgs {
             attention: Attention::default(),
             mtp: 0,
             hybrid: None,
+            style: Default::default(),
         }
         .build_named()
         .map_err(|e| e.renamed(|field| format!("--{}", field.replace('_', "-"))))

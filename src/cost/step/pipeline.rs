@@ -200,9 +200,10 @@ fn split_stages(layers: u64, mtp: u64, pp: u64, split: StageSplit) -> Result<Vec
 }
 
 /// Parameters one GPU of a stage holds, `Ψᵢ`: the stage's layers' matrices (and their
-/// column-parallel biases) split over TP and their RMSNorm vectors (and row-parallel biases)
+/// column-parallel biases) split over TP and their norm vectors (and row-parallel biases)
 /// whole, the input embedding (first stage) and the output head (last stage) split over TP by
-/// vocabulary, the final norm (last stage) whole. Tied embeddings on one stage are one matrix;
+/// vocabulary, the final norm (last stage) and a learned position table (first stage, as
+/// Megatron-LM's `LanguageModelEmbedding` holds it) whole. Tied embeddings on one stage are one matrix;
 /// over several stages the last keeps its own copy of the head, as Megatron-LM does.
 ///
 /// The last stage's `layers` count its multi-token-prediction layers ([`mtp_on_stage`]); it
@@ -221,7 +222,15 @@ pub fn stage_params(shape: &Shape, tp: u64, layers: u64, first: bool, last: bool
         + if first || mtp_embedding { e } else { 0.0 }
         + if head { e } else { 0.0 }
         + mtp * 2.0 * h * h;
-    let whole = l * shape.layer_whole_params() as f64 + if last { h } else { 0.0 } + mtp * 3.0 * h;
+    let norm = shape.norm_params() as f64;
+    let whole = l * shape.layer_whole_params() as f64
+        + if last { norm } else { 0.0 }
+        + if first {
+            shape.position_params() as f64
+        } else {
+            0.0
+        }
+        + mtp * 3.0 * norm;
     split / tp as f64 + whole
 }
 
@@ -666,6 +675,27 @@ mod tests {
     use crate::model::layout::ZeroStage;
     use crate::model::preset;
     use crate::model::LayerSet;
+
+    #[test]
+    fn the_first_stage_holds_a_learned_position_table_whole() {
+        // A GPT-style block: the first stage adds the embedding split over TP and the
+        // 2,048-row table whole; the last, the final LayerNorm's 2h.
+        let mut spec: crate::model::ShapeSpec = crate::model::preset("8b").unwrap().into();
+        spec.style = crate::model::Style::gpt(2048);
+        let shape = spec.build().unwrap();
+        let h = shape.hidden as f64;
+        let middle = stage_params(&shape, 8, 4, false, false);
+        let first = stage_params(&shape, 8, 4, true, false);
+        let last = stage_params(&shape, 8, 4, false, true);
+        assert_eq!(
+            first - middle,
+            shape.embedding_params() as f64 / 8.0 + 2048.0 * h
+        );
+        assert_eq!(
+            last - middle,
+            shape.embedding_params() as f64 / 8.0 + 2.0 * h
+        );
+    }
 
     #[test]
     fn the_v_schedules_hold_as_much_on_every_gpu() {

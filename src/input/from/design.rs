@@ -76,6 +76,9 @@ pub struct Dims {
     /// A hybrid Mamba-2 model's pattern and mixer (`--hybrid-override-pattern`, the
     /// `--mamba-*` options), when the arguments build one.
     pub hybrid: Option<crate::model::Hybrid>,
+    /// The norm, the MLP's activation and the positions (`--normalization`, `--swiglu`,
+    /// `--position-embedding-type`): Llama's, or GPT's (Megatron-LM's defaults).
+    pub style: crate::model::Style,
 }
 
 /// A mixture of experts as Megatron-LM's arguments give it.
@@ -398,6 +401,7 @@ impl Dims {
             mtp: 0,
             experts: None,
             hybrid: None,
+            style: crate::model::Style::default(),
         }
     }
 
@@ -470,6 +474,7 @@ impl Dims {
             },
             mtp: self.mtp,
             hybrid: self.hybrid.clone(),
+            style: self.style,
         }
         .build_named()?;
         // A name that reads back as another model (a hybrid's, latent attention's) says it

@@ -47,7 +47,7 @@ use crate::cost::step::Recompute;
 use crate::cost::step::Schedule;
 use crate::error::{Error, Result};
 use crate::model::layout::Layout;
-use crate::model::{Experts, LayerSet, Shape};
+use crate::model::{Experts, LayerSet, Mlp, Norm, Positions, Shape};
 
 /// Megatron-LM command-line arguments.
 #[derive(Debug, Clone, Copy, Default)]
@@ -447,18 +447,57 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
         push("--mamba-num-groups", Some(h.mamba.groups.to_string()));
         push("--mamba-state-dim", Some(h.mamba.state.to_string()));
     }
-    if s.mlp_inputs() == 2 {
-        push("--swiglu", None);
-    } else {
-        push("--squared-relu", None);
+    // The block: SwiGLU, squared ReLU or GeLU (Megatron-LM's default activation, no flag);
+    // RMSNorm or LayerNorm; RoPE, none (a hybrid's) or a learned position table.
+    let style = &s.style;
+    match (s.hybrid.is_some(), style.mlp) {
+        (true, _) if s.mlp_inputs() == 2 => push("--swiglu", None),
+        (true, _) => push("--squared-relu", None),
+        (false, Mlp::Swiglu) => push("--swiglu", None),
+        (false, Mlp::SquaredRelu) => push("--squared-relu", None),
+        (false, Mlp::Gelu) => {}
+        (false, Mlp::Relu) => {
+            return Err(refuse(format!(
+                "an MLP activation Megatron-LM's arguments name (SwiGLU, squared ReLU, GeLU): {} has ReLU",
+                s.name
+            )))
+        }
     }
-    push("--normalization", Some("RMSNorm".into()));
+    push(
+        "--normalization",
+        Some(
+            match style.norm {
+                Norm::RmsNorm => "RMSNorm",
+                Norm::LayerNorm => "LayerNorm",
+            }
+            .into(),
+        ),
+    );
     push("--norm-epsilon", Some(python_float(a.norm_eps)));
-    if s.hybrid.is_some() {
-        push("--position-embedding-type", Some("none".into()));
-    } else {
-        push("--position-embedding-type", Some("rope".into()));
-    }
+    let max_positions = match (s.hybrid.is_some(), style.positions) {
+        (true, _) => {
+            push("--position-embedding-type", Some("none".into()));
+            step.seq_len
+        }
+        (false, Positions::Rope) => {
+            push("--position-embedding-type", Some("rope".into()));
+            step.seq_len
+        }
+        // Megatron-LM asserts the table holds the sequence (arguments.py).
+        (false, Positions::Learned { rows }) if rows < step.seq_len => {
+            return Err(refuse(format!(
+                "a learned position table of at least the sequence: {} has {rows} rows, the plan's sequence is {} tokens",
+                s.name, step.seq_len
+            )))
+        }
+        (false, Positions::Learned { rows }) => {
+            push(
+                "--position-embedding-type",
+                Some("learned_absolute".into()),
+            );
+            rows
+        }
+    };
     // Megatron-LM's --rotary-base is an int (default 10,000).
     if a.rope_theta.fract() != 0.0 || a.rope_theta > 9.0e15 {
         return Err(refuse(format!(
@@ -551,10 +590,14 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     }
     // The step.
     push("--seq-length", Some(step.seq_len.to_string()));
-    push("--max-position-embeddings", Some(step.seq_len.to_string()));
+    push("--max-position-embeddings", Some(max_positions.to_string()));
     push("--micro-batch-size", Some(step.micro_batch.to_string()));
     push("--global-batch-size", Some(l.global_batch.to_string()));
     push("--train-iters", Some(l.iterations().to_string()));
+    // No dropout (Megatron-LM's default is 0.1): the activations the plan counts keep no
+    // dropout masks, as Llama 3's pretraining ran.
+    push("--attention-dropout", Some("0.0".into()));
+    push("--hidden-dropout", Some("0.0".into()));
     // Megatron-core's recompute modules: core attention under selective recomputation (its
     // default list), the norms, latent attention's up-projections and the MoE layers' parts where
     // the options ask for them.

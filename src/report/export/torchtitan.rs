@@ -100,6 +100,17 @@ pub fn render(l: &Launch) -> Result<String> {
             ),
         ));
     }
+    // Its llama3 model is RMSNorm, SwiGLU and RoPE.
+    if !s.style.is_default() {
+        return Err(Error::invalid(
+            "--format",
+            "torchtitan",
+            format!(
+                "a Llama block (RMSNorm, SwiGLU, RoPE), the one torchtitan's llama3 model builds: {} has {:?}; --format megatron writes it",
+                s.name, s.style
+            ),
+        ));
+    }
     if s.mtp > 0 {
         return Err(Error::invalid(
             "--format",
