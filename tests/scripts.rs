@@ -147,7 +147,7 @@ fn scripts_whose_model_trainplan_does_not_plan_are_refused_with_every_reason() {
 
 #[test]
 fn every_public_script_is_read_without_a_panic_and_never_one_option_at_a_time() {
-    for dir in ["megatron-lm", "public", "torchtitan"] {
+    for dir in ["megatron-lm", "public", "torchtitan", "megatron-bridge"] {
         let dir = PathBuf::from(fixture(dir));
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
@@ -446,4 +446,28 @@ fn gpt_style_scripts_grade_with_exact_counts() {
     assert_eq!(n, 174_615_846_912);
     assert_eq!(plan["params"], n);
     assert_eq!(plan["layout"]["pp"], 16);
+}
+
+/// Megatron-Bridge's launch scripts run a recipe, a Python config with key=value overrides:
+/// refused in one line that names the recipe and what to give instead.
+#[test]
+fn megatron_bridge_recipe_launches_are_refused_by_name() {
+    for (path, recipe) in [
+        (
+            "megatron-bridge/gpt_oss_slurm_pretrain.sh",
+            "${RECIPE_NAME}",
+        ),
+        (
+            "megatron-bridge/nemotron_3_nano_slurm_pretrain.sh",
+            "${MODEL_NAME}_pretrain_config",
+        ),
+    ] {
+        let err = refused(path, &["--gpu", "h100-sxm"]);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(
+            err.contains(&format!("run_recipe.py --recipe {recipe}"))
+                && err.contains("--model-config"),
+            "{err}"
+        );
+    }
 }

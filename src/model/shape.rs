@@ -282,7 +282,12 @@ impl ShapeSpec {
                 "a sliding window",
             ),
             (self.mtp > 0, "mtp", "multi-token prediction"),
-            (!self.style.is_default(), "style", "a GPT-style block"),
+            (
+                self.style.norm != crate::model::Norm::RmsNorm
+                    || self.style.mlp != crate::model::Mlp::Swiglu,
+                "style",
+                "a LayerNorm or a GPT-style MLP (the pattern's MLP blocks are SwiGLU or squared ReLU, hybrid.gated)",
+            ),
             (
                 !hybrid.gated && self.biases.mlp,
                 "biases.mlp",

@@ -823,9 +823,11 @@ pub fn parse_with(text: &str, given: &shell::Given, gpus: Option<u64>) -> Result
                 dims.kv_heads = Some(n()?);
                 dims.gqa = true;
             }
+            // Megatron-LM turns RoPE on whatever --position-embedding-type says.
             "--use-rotary-position-embeddings" => {
                 dims.no_position = false;
                 dims.position_given = true;
+                dims.rotary_forced = true;
             }
             "--data-parallel-sharding-strategy" => strategy = Some(need()?.to_string()),
             "--num-layers" => dims.layers = Some(n()?),
@@ -861,7 +863,7 @@ pub fn parse_with(text: &str, given: &shell::Given, gpus: Option<u64>) -> Result
                 }
                 "learned_absolute" => {
                     dims.no_position = false;
-                    dims.position_given = false;
+                    dims.position_given = dims.rotary_forced;
                 }
                 "none" => {
                     dims.no_position = true;
@@ -1126,7 +1128,7 @@ pub fn parse_with(text: &str, given: &shell::Given, gpus: Option<u64>) -> Result
             // master weights and moments) and runs at the same dense tensor-core peak (A100,
             // H100, B200 datasheets: FP16 = BF16); its loss scale is a scalar.
             (false, true) => from.notes.push(
-                "--fp16: FP16 mixed precision planned as BF16: the same bytes a parameter and the same dense tensor-core peak; dynamic loss scaling adds no memory the plan counts".into(),
+                "--fp16: FP16 mixed precision planned as BF16's 16-bit weights with FP32 master weights and moments, at the same dense tensor-core peak; its gradient buffers 16-bit, as Megatron-LM keeps them under --fp16 without --accumulate-allreduce-grads-in-fp32; dynamic loss scaling adds no memory the plan counts".into(),
             ),
             (true, true) => {
                 return Err(Error::invalid(
@@ -1207,7 +1209,7 @@ pub fn parse_with(text: &str, given: &shell::Given, gpus: Option<u64>) -> Result
         )),
     });
         let (cpu_offload, aware) = (optimizer.cpu_offload, optimizer.aware);
-        optimizer.apply(&mut from, fp8_params)?;
+        optimizer.apply(&mut from, fp8_params, fp16 && !bf16)?;
         // The loss: Megatron-core reads the fused cross-entropy's implementation only under
         // --cross-entropy-loss-fusion (`language_module.py`); otherwise, or with `native`, its own
         // keeps FP32 logits.
@@ -1311,6 +1313,7 @@ pub fn parse_with(text: &str, given: &shell::Given, gpus: Option<u64>) -> Result
                 dims.vocab = Some(padded);
             }
         }
+        dims.moe = experts.routed.is_some();
         let mut model = dims.build(from.tp.unwrap_or(1), divisor, comments)?;
         let layers = model.layers;
         let hybrid_experts = model.dims.hybrid.as_ref().map(|h| {
@@ -1418,8 +1421,8 @@ pub fn parse_with(text: &str, given: &shell::Given, gpus: Option<u64>) -> Result
                 let (last, consumed) = schedule.run(iters, samples)?;
                 from.global_batch = Some(last);
                 from.notes.push(format!(
-                "--step-batch-size-schedule: planned at its last global batch, {last} sequences; its first {} tokens run at smaller batches, whose slower steps the plan does not count",
-                schedule.ramp_samples().saturating_mul(s)
+                "--step-batch-size-schedule: planned at the largest global batch the run reaches, {last} sequences; its first {} tokens run at smaller batches, whose slower steps the plan does not count (nor does it check those batches divide by micro-batch × DP, as Megatron-LM does each step)",
+                schedule.ramp_samples(last).saturating_mul(s)
             ));
                 Some(times("--step-batch-size-schedule", consumed, s)?)
             }
@@ -1857,20 +1860,47 @@ impl BatchSchedule {
         if entries.iter().any(|e| e.1 == 0) {
             return Err(bad("batches of at least one sequence"));
         }
+        // Megatron-core asserts the micro-batches a step never decrease.
+        if entries.windows(2).any(|w| w[1].1 < w[0].1) {
+            return Err(bad(
+                "batches that never decrease (Megatron-core asserts it)",
+            ));
+        }
         Ok(BatchSchedule { entries })
     }
 
-    /// The samples consumed before the last batch holds.
-    fn ramp_samples(&self) -> u64 {
-        self.entries.last().map_or(0, |e| e.0)
+    /// The samples consumed before `batch` holds.
+    fn ramp_samples(&self, batch: u64) -> u64 {
+        self.entries
+            .iter()
+            .find(|e| e.1 == batch)
+            .map_or(0, |e| e.0)
     }
 
     /// The last global batch and the samples consumed after `iters` iterations, or once
     /// `samples` are reached (Megatron-LM's `update_train_iters`: iterations until the samples
     /// consumed reach `--train-samples`).
+    /// The batch planned is the largest the run reaches: the last entry's, or an earlier one's
+    /// when the run ends before the last threshold.
     fn run(&self, iters: Option<u64>, samples: Option<u64>) -> Result<(u64, u64)> {
-        let last = self.entries.last().map_or(1, |e| e.1);
-        let (mut consumed, mut done) = (0u64, 0u64);
+        match (iters, samples) {
+            (None, None) => {
+                return Err(Error::invalid(
+                    "--train-iters",
+                    "missing",
+                    "the training length (--train-iters or --train-samples)",
+                ))
+            }
+            (Some(_), Some(_)) => {
+                return Err(Error::invalid(
+                    "--train-samples",
+                    "given with --train-iters",
+                    "one of them",
+                ))
+            }
+            _ => {}
+        }
+        let (mut consumed, mut done, mut last) = (0u64, 0u64, 0u64);
         for (k, &(_, batch)) in self.entries.iter().enumerate() {
             // This entry's batch holds until the consumed samples reach the next threshold.
             let end = self.entries.get(k + 1).map_or(u64::MAX, |e| e.0);
@@ -1885,6 +1915,9 @@ impl BatchSchedule {
             if let (Some(i), None) = (iters, samples) {
                 steps = steps.min(i - done);
             }
+            if steps > 0 {
+                last = batch;
+            }
             done += steps;
             consumed = steps
                 .checked_mul(batch)
@@ -1897,19 +1930,7 @@ impl BatchSchedule {
                     )
                 })?;
         }
-        match (iters, samples) {
-            (Some(_), None) | (None, Some(_)) => Ok((last, consumed)),
-            (None, None) => Err(Error::invalid(
-                "--train-iters",
-                "missing",
-                "the training length (--train-iters or --train-samples)",
-            )),
-            (Some(_), Some(_)) => Err(Error::invalid(
-                "--train-samples",
-                "given with --train-iters",
-                "one of them",
-            )),
-        }
+        Ok((last.max(self.entries[0].1), consumed))
     }
 }
 
@@ -1948,6 +1969,11 @@ struct DimsBuilder {
     position_given: bool,
     /// `--normalization` (Megatron-LM's default is LayerNorm).
     norm: Option<Norm>,
+    /// `--use-rotary-position-embeddings` (Megatron-DeepSpeed's), which wins over
+    /// `--position-embedding-type`.
+    rotary_forced: bool,
+    /// Experts given (`--num-experts`).
+    moe: bool,
     hybrid: bool,
     pattern: Option<String>,
     mamba_heads: Option<u64>,
@@ -2077,6 +2103,9 @@ impl DimsBuilder {
             }
         };
         // Positions: RoPE, none in a hybrid, or Megatron-LM's default, a learned table.
+        // A hybrid's `none` is no table; so is RoPE (its attention blocks rotate, nothing to
+        // count). A hybrid builds a learned table too when the arguments leave the type
+        // (Megatron-LM's `HybridModel` takes `--position-embedding-type`).
         let positions = if self.position_given {
             if self.no_position && hybrid.is_none() {
                 return Err(Error::invalid(
@@ -2085,8 +2114,6 @@ impl DimsBuilder {
                     "rope or learned_absolute outside a hybrid Mamba-2 model (the blocks trainplan models)",
                 ));
             }
-            Positions::Rope
-        } else if hybrid.is_some() {
             Positions::Rope
         } else {
             let rows = self.max_positions.ok_or_else(|| {
@@ -2106,8 +2133,29 @@ impl DimsBuilder {
         if hybrid.is_some() && style.norm != Norm::RmsNorm {
             return Err(Error::invalid(
                 "--normalization",
-                "LayerNorm",
-                "RMSNorm in a hybrid Mamba-2 model (its blocks' norm; Megatron-LM's default is LayerNorm)",
+                if self.norm.is_some() {
+                    "LayerNorm"
+                } else {
+                    "missing (Megatron-LM's default, LayerNorm)"
+                },
+                "RMSNorm in a hybrid Mamba-2 model (its blocks' norm)",
+            ));
+        }
+        // Megatron-LM asserts it (arguments.py): multi-token prediction reads RoPE positions.
+        if matches!(style.positions, Positions::Learned { .. }) && self.mtp.is_some_and(|d| d > 0) {
+            return Err(Error::invalid(
+                "--mtp-num-layers",
+                self.mtp.unwrap_or(0),
+                "none with learned absolute positions, as Megatron-LM asserts (--position-embedding-type rope)",
+            ));
+        }
+        // Megatron-core's grouped experts with biases (fc1, fc2 and the router's) are neither
+        // counted here nor run with its default bias-dropout fusion (experts.py asserts).
+        if !self.no_bias && self.moe {
+            return Err(Error::invalid(
+                "--disable-bias-linear",
+                "missing, with experts",
+                "experts without biases (--disable-bias-linear, optionally --add-qkv-bias): the mixtures trainplan counts; Megatron-LM's default biases on grouped experts need bias-dropout fusion off",
             ));
         }
         let biases = match (self.no_bias, self.qkv_bias) {
@@ -2215,6 +2263,41 @@ mod tests {
     use super::*;
 
     #[test]
+    fn gpt_defaults_are_read_as_megatron_lm_builds_them() {
+        let gpt = "--num-layers 2 --hidden-size 256 --num-attention-heads 2 --seq-length 128 --max-position-embeddings 128 --micro-batch-size 1 --global-batch-size 8 --train-iters 10 --vocab-size 1024";
+        // FP16 keeps 16-bit gradient buffers unless told to accumulate in FP32.
+        let f = parse(&format!("{gpt} --fp16")).unwrap();
+        assert_eq!(f.gradients, Some(GradientPrecision::Bf16));
+        let f = parse(&format!(
+            "{gpt} --fp16 --accumulate-allreduce-grads-in-fp32"
+        ))
+        .unwrap();
+        assert_eq!(f.gradients, Some(GradientPrecision::Fp32));
+        // Megatron-DeepSpeed's RoPE switch wins over the type, in either order.
+        for order in [
+            "--use-rotary-position-embeddings --position-embedding-type learned_absolute",
+            "--position-embedding-type learned_absolute --use-rotary-position-embeddings",
+        ] {
+            match parse(&format!("{gpt} --bf16 {order}")).unwrap().model {
+                FileModel::Dims(d) => assert_eq!(d.style.positions, Positions::Rope, "{order}"),
+                other => panic!("{other:?}"),
+            }
+        }
+        // What Megatron-LM asserts against, or what the counts leave out, is refused.
+        let e = parse(&format!("{gpt} --bf16 --mtp-num-layers 1"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--mtp-num-layers"), "{e}");
+        let e = parse(&format!("{gpt} --bf16 --num-experts 4 --moe-grouped-gemm --moe-router-load-balancing-type aux_loss --moe-token-dispatcher-type alltoall"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--disable-bias-linear = missing, with experts"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn a_step_batch_schedule_runs_as_megatron_core_runs_it() {
         // NVIDIA's GPT-3 175B schedule at 2,048 tokens a sequence: 500,000 iterations consume
         // 649,446,688 samples, and 100,000 samples take 6,250 iterations of 16 — both counted
@@ -2223,8 +2306,18 @@ mod tests {
             .unwrap();
         assert_eq!(s.entries[1], (2_400_000_000 / 2048, 320));
         assert_eq!(s.run(Some(500_000), None).unwrap(), (1536, 649_446_688));
-        assert_eq!(s.run(None, Some(100_000)).unwrap(), (1536, 100_000));
-        for bad in ["", "5000:16", "0:16 100:32", "0:16 1x:2", "0:0"] {
+        assert_eq!(s.run(None, Some(100_000)).unwrap(), (16, 100_000));
+        // A run that ends before the last threshold is planned at the batch it reaches.
+        assert_eq!(s.run(None, Some(1000)).unwrap(), (16, 1008));
+        assert!(s.run(None, None).is_err() && s.run(Some(1), Some(1)).is_err());
+        for bad in [
+            "",
+            "5000:16",
+            "0:16 100:32",
+            "0:16 1x:2",
+            "0:0",
+            "0:16 2M:32 3M:8",
+        ] {
             assert!(BatchSchedule::parse(bad, 2048).is_err(), "{bad}");
         }
     }
@@ -2857,8 +2950,11 @@ impl OptimizerBuilder {
     /// or BF16 or in two precisions. Under the precision-aware optimizer Megatron-core keeps
     /// an FP32 master as remainders beside BF16 weights unless told not to
     /// (`--no-store-param-remainders`) or the weights are FP8 (`--fp8-param-gather`).
-    fn apply(self, from: &mut FromFile, fp8_params: bool) -> Result<()> {
+    fn apply(self, from: &mut FromFile, fp8_params: bool, fp16: bool) -> Result<()> {
         let bf16_grads = match self.main_grads.as_deref() {
+            // Megatron-LM accumulates and reduces in FP32 by default only under --bf16
+            // (arguments.py): under --fp16 the gradient buffers are 16-bit unless told.
+            None if fp16 => !self.grads_fp32,
             None | Some("fp32") => self.grads_bf16,
             Some("bf16") => true,
             Some(other) => {

@@ -91,6 +91,13 @@ pub fn parse(text: &str, path: &Path) -> Result<FromFile> {
 /// what was read and not used, unless [`Options::lenient`].
 pub fn parse_with(text: &str, path: &Path, options: &Options) -> Result<FromFile> {
     let text = text.trim_start_matches('\u{feff}');
+    if let Some(recipe) = bridge_recipe(text) {
+        return Err(crate::error::Error::invalid(
+            "--from",
+            format!("a Megatron-Bridge recipe launch (run_recipe.py --recipe {recipe})"),
+            "a Megatron-LM argument list, a torchtitan job or a DeepSpeed JSON: a Megatron-Bridge recipe is a Python config (its model, layout and precision set in code, key=value overrides on top), which trainplan does not read; state the run with --model-config and check's layout, batch and precision flags",
+        ));
+    }
     let file = match detect(text, path) {
         Source::Megatron if torchtitan_cli::is_job(text) => {
             torchtitan_cli::parse_with(text, &options.given, options.gpus)?
@@ -106,6 +113,22 @@ pub fn parse_with(text: &str, path: &Path, options: &Options) -> Result<FromFile
         1 => Err(crate::error::Error::Problems(file.refused)),
         _ => Err(design::refusal(file.refused.clone(), &file, true)),
     }
+}
+
+/// The recipe a Megatron-Bridge launch names (`scripts/training/run_recipe.py --recipe NAME`,
+/// as Megatron-Bridge's `examples/models/*/slurm_pretrain.sh` run it), as written, if the text
+/// runs one outside a comment.
+fn bridge_recipe(text: &str) -> Option<String> {
+    let code = |l: &&str| !l.trim_start().starts_with('#');
+    text.lines()
+        .filter(code)
+        .find(|l| l.contains("run_recipe.py"))?;
+    let name = text
+        .lines()
+        .filter(code)
+        .find_map(|l| l.split_once("--recipe")?.1.split_whitespace().next())
+        .unwrap_or("…");
+    Some(name.trim_matches(['"', '\'']).to_string())
 }
 
 #[cfg(test)]

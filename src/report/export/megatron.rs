@@ -475,7 +475,7 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     );
     push("--norm-epsilon", Some(python_float(a.norm_eps)));
     let max_positions = match (s.hybrid.is_some(), style.positions) {
-        (true, _) => {
+        (true, Positions::Rope) => {
             push("--position-embedding-type", Some("none".into()));
             step.seq_len
         }
@@ -484,13 +484,13 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
             step.seq_len
         }
         // Megatron-LM asserts the table holds the sequence (arguments.py).
-        (false, Positions::Learned { rows }) if rows < step.seq_len => {
+        (_, Positions::Learned { rows }) if rows < step.seq_len => {
             return Err(refuse(format!(
                 "a learned position table of at least the sequence: {} has {rows} rows, the plan's sequence is {} tokens",
                 s.name, step.seq_len
             )))
         }
-        (false, Positions::Learned { rows }) => {
+        (_, Positions::Learned { rows }) => {
             push(
                 "--position-embedding-type",
                 Some("learned_absolute".into()),
