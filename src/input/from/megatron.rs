@@ -1434,24 +1434,11 @@ pub fn parse_with(text: &str, given: &shell::Given, gpus: Option<u64>) -> Result
                 "the global batch, sequences",
             )
         })?;
-        from.tokens = Some(match (iters, samples) {
-            _ if scheduled.is_some() => scheduled.unwrap_or(0),
-            (Some(i), None) => times("--train-iters", times("--global-batch-size", g, s)?, i)?,
-            (None, Some(n)) => times("--train-samples", n, s)?,
-            (None, None) => {
-                return Err(Error::invalid(
-                    "--train-iters",
-                    "missing",
-                    "the training length (--train-iters or --train-samples)",
-                ))
-            }
-            (Some(_), Some(_)) => {
-                return Err(Error::invalid(
-                    "--train-samples",
-                    "given with --train-iters",
-                    "one of them",
-                ))
-            }
+        one_length(iters, samples)?;
+        from.tokens = Some(match (scheduled, iters, samples) {
+            (Some(tokens), _, _) => tokens,
+            (None, Some(i), _) => times("--train-iters", times("--global-batch-size", g, s)?, i)?,
+            (None, _, n) => times("--train-samples", n.unwrap_or(0), s)?,
         });
         if from.gpus.is_none() {
             from.gpus = number_after(comments, "Launch on ");
@@ -1806,6 +1793,23 @@ fn flags_of(option: &str, text: &str, layers: u64) -> Result<Vec<bool>> {
     Ok(flags)
 }
 
+/// The training length given once: `--train-iters` or `--train-samples`, not both, not neither.
+fn one_length(iters: Option<u64>, samples: Option<u64>) -> Result<()> {
+    match (iters, samples) {
+        (None, None) => Err(Error::invalid(
+            "--train-iters",
+            "missing",
+            "the training length (--train-iters or --train-samples)",
+        )),
+        (Some(_), Some(_)) => Err(Error::invalid(
+            "--train-samples",
+            "given with --train-iters",
+            "one of them",
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Megatron-core's step batch-size schedule (`--step-batch-size-schedule "0:16 2.4B:320 …"`,
 /// `StepBatchsizeNumMicroBatchesCalculator` in `megatron/core/num_microbatches_calculator.py`):
 /// each entry a threshold of tokens consumed (suffixes K, M, B, T; converted to samples by
@@ -1877,29 +1881,12 @@ impl BatchSchedule {
             .map_or(0, |e| e.0)
     }
 
-    /// The last global batch and the samples consumed after `iters` iterations, or once
-    /// `samples` are reached (Megatron-LM's `update_train_iters`: iterations until the samples
-    /// consumed reach `--train-samples`).
-    /// The batch planned is the largest the run reaches: the last entry's, or an earlier one's
-    /// when the run ends before the last threshold.
+    /// The largest global batch the run reaches (the last entry's, or an earlier one's when the
+    /// run ends before the last threshold) and the samples consumed after `iters` iterations,
+    /// or once `samples` are reached (Megatron-LM's `update_train_iters`: iterations until the
+    /// samples consumed reach `--train-samples`).
     fn run(&self, iters: Option<u64>, samples: Option<u64>) -> Result<(u64, u64)> {
-        match (iters, samples) {
-            (None, None) => {
-                return Err(Error::invalid(
-                    "--train-iters",
-                    "missing",
-                    "the training length (--train-iters or --train-samples)",
-                ))
-            }
-            (Some(_), Some(_)) => {
-                return Err(Error::invalid(
-                    "--train-samples",
-                    "given with --train-iters",
-                    "one of them",
-                ))
-            }
-            _ => {}
-        }
+        one_length(iters, samples)?;
         let (mut consumed, mut done, mut last) = (0u64, 0u64, 0u64);
         for (k, &(_, batch)) in self.entries.iter().enumerate() {
             // This entry's batch holds until the consumed samples reach the next threshold.
