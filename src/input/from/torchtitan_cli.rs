@@ -307,6 +307,18 @@ fn program(args: &[Arg]) -> Option<(Vec<&Arg>, Vec<Arg>)> {
 /// A name given to `--module` or `--config`, with its line.
 type NameAt = (String, usize);
 
+/// The activation-checkpoint subcommands whose config holds `option`
+/// (`torchtitan/distributed/activation_checkpoint.py`: every policy's `preserve_rng_state`,
+/// `determinism_check` and `debug`; `SelectiveAC`'s `force_recompute_mm_shapes_by_fqns`;
+/// `MemoryBudgetAC`'s `memory_budget` and `visualize_memory_budget_pareto`).
+fn ac_option_owners(option: &str) -> &'static [&'static str] {
+    match option {
+        "force_recompute_mm_shapes_by_fqns" => &["selective"],
+        "memory_budget" | "visualize_memory_budget_pareto" => &["memory-budget"],
+        _ => &["selective", "full", "memory-budget"],
+    }
+}
+
 /// The program's words as tyro reads them; `--module` and `--config` apart.
 fn items(
     words: &[&Arg],
@@ -335,6 +347,19 @@ fn items(
             continue;
         }
         if let Some(name) = subcommand(&w.text) {
+            if let Some(Item::Ac { name: first, .. }) =
+                items.iter().find(|it| matches!(it, Item::Ac { .. }))
+            {
+                problems.push((
+                    w.line,
+                    Error::invalid(
+                        "activation-checkpoint",
+                        format!("{first} and then {name}"),
+                        "one subcommand word (tyro takes one)",
+                    ),
+                ));
+                continue;
+            }
             items.push(Item::Ac { name, line: w.line });
             continue;
         }
@@ -393,12 +418,7 @@ fn items(
                 } else {
                     &mut config
                 };
-                if slot.is_some() {
-                    problems.push((
-                        w.line,
-                        Error::invalid(format!("--{name}"), "given twice", "once"),
-                    ));
-                }
+                // ConfigManager keeps the last given.
                 *slot = Some((v, w.line));
             }
             _ => {
@@ -414,18 +434,28 @@ fn items(
                     ));
                     continue;
                 }
-                if key.starts_with("activation_checkpoint.")
-                    && !items.iter().any(|it| matches!(it, Item::Ac { .. }))
-                {
-                    problems.push((
-                        w.line,
-                        Error::invalid(
-                            format!("--{name}"),
-                            "before activation-checkpoint:NAME",
-                            "after the subcommand word whose option it is (tyro refuses it before)",
-                        ),
-                    ));
-                    continue;
+                if let Some(option) = key.strip_prefix("activation_checkpoint.") {
+                    let sub = items.iter().find_map(|it| match it {
+                        Item::Ac { name, .. } => Some(name.as_str()),
+                        _ => None,
+                    });
+                    let owners = ac_option_owners(option);
+                    if !sub.is_some_and(|s| owners.contains(&s)) {
+                        problems.push((
+                            w.line,
+                            Error::invalid(
+                                format!("--{name}"),
+                                sub.map_or("before activation-checkpoint:NAME".to_string(), |s| {
+                                    format!("after activation-checkpoint:{s}")
+                                }),
+                                format!(
+                                    "after activation-checkpoint:{} (tyro takes it there only)",
+                                    owners.join(" or :")
+                                ),
+                            ),
+                        ));
+                        continue;
+                    }
                 }
                 let switch = match (off, &value) {
                     (Some(_), Some(v)) => {
@@ -1002,6 +1032,29 @@ mod tests {
             e.contains("llama3_7b") && e.contains("llama3_8b_mxfp8"),
             "{e}"
         );
+        // Subcommand options belong to their subcommand; one subcommand word.
+        for (words, what) in [
+            (
+                "activation-checkpoint:full --activation-checkpoint.memory-budget 0.5",
+                "memory-budget",
+            ),
+            (
+                "activation-checkpoint:none --activation_checkpoint.debug",
+                "selective or :full",
+            ),
+            (
+                "activation-checkpoint:full activation-checkpoint:none",
+                "one subcommand word",
+            ),
+        ] {
+            let e = read(&format!("python -m torchtitan.train --module llama3 --config llama3_8b --parallelism.data_parallel_shard_degree 8 {words}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(what), "{words}: {e}");
+        }
+        // A repeated --config: ConfigManager keeps the last.
+        let f = read("python -m torchtitan.train --module llama3 --config llama3_70b --config llama3_8b --parallelism.data_parallel_shard_degree 8\n").unwrap();
+        assert_eq!(f.model, FileModel::Preset("llama3-8b".into()));
         // A misspelt option and a bad value, both at once.
         let e = read("python -m torchtitan.train --module llama3 --config llama3_8b --training.stepz 10 --training.steps ten --parallelism.data_parallel_shard_degree 8\n")
             .unwrap_err()
