@@ -468,7 +468,23 @@ impl Launcher for Torchtitan03 {
 /// or `--a.no-b`, a list comma-joined, and the activation-checkpoint subcommand word last
 /// (tyro reads every option after it as the subcommand's).
 pub fn render_03(l: &Launch) -> Result<String> {
-    let toml_text = render(l)?;
+    // The TOML's refusals are 0.3's too, said of the format asked for; "its TOML" is 0.3's
+    // config function.
+    let toml_text = render(l).map_err(|e| match e {
+        Error::Invalid {
+            field,
+            value,
+            expected,
+        } if field == "--format" && value == "torchtitan" => Error::Invalid {
+            field,
+            value: "torchtitan-0.3".into(),
+            expected: expected
+                .replace("its TOML", "its config function")
+                .replace("the job TOML", "the config function")
+                .replace("a job config", "a config function"),
+        },
+        other => other,
+    })?;
     let refuse = |what: String| Err(Error::invalid("--format", "torchtitan-0.3", what));
     let root: toml::Table = toml_text
         .parse()
