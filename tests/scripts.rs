@@ -116,8 +116,6 @@ fn scripts_whose_model_trainplan_does_not_plan_are_refused_with_every_reason() {
             "megatron-lm/gptoss_02_train.sh",
             &["--quick-geglu", "--softmax-type = learnable"],
         ),
-        // Its `case "${MODEL_SCALE}"` decided (800M); GeLU MLPs.
-        ("megatron-lm/mamba_train.sh", &["--swiglu = missing"]),
         (
             "public/bigscience_tr11_176b_ml_slurm.sh",
             &[
@@ -470,4 +468,48 @@ fn megatron_bridge_recipe_launches_are_refused_by_name() {
             "{err}"
         );
     }
+}
+
+/// NVIDIA's Mamba example: its `case "${MODEL_SCALE}"` decided (800M), a hybrid whose MLP blocks
+/// are Megatron-LM's default GeLU (not gated, as squared ReLU's are counted), its vocabulary in a
+/// SentencePiece file (`--vocab`).
+#[test]
+fn nvidia_s_mamba_example_grades_with_gelu_mlp_blocks() {
+    let (plan, _) = graded(
+        "megatron-lm/mamba_train.sh",
+        &["--gpu", "h100-sxm", "--vocab", "256000"],
+    );
+    let name = plan["model"].as_str().unwrap();
+    assert!(
+        name.starts_with("L48-h1024-f4096") && name.contains("-gelu"),
+        "{name}"
+    );
+    // Against the same pattern with squared ReLU blocks, written out: the same count, since
+    // both are an up and a down projection.
+    let (code, export, err) = check(
+        "megatron-lm/mamba_train.sh",
+        &[
+            "--gpu", "h100-sxm", "--vocab", "256000", "--format", "megatron", "-q",
+        ],
+    );
+    assert!(matches!(code, Some(0 | 1)), "{err}");
+    assert!(!export.contains("--squared-relu") && !export.contains("--swiglu"));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("relu2.sh");
+    std::fs::write(
+        &file,
+        export.replace(
+            "--normalization RMSNorm",
+            "--normalization RMSNorm --squared-relu",
+        ),
+    )
+    .unwrap();
+    let out = trainplan()
+        .args(["check", "--json", "-q", "--gpu", "h100-sxm", "--from"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let relu2: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(relu2["params"], plan["params"]);
+    assert!(relu2["model"].as_str().unwrap().contains("-relu2"));
 }

@@ -221,7 +221,20 @@ fn differs(shape: &Shape, d: &Dims) -> Option<String> {
             say(&d.hybrid)
         ));
     }
-    if shape.style != d.style {
+    // A hybrid's MLP gating is its pattern's (compared above); SwiGLU in its style leaves the
+    // activation to that flag, so only two activations both named can differ.
+    let same_style = match &shape.hybrid {
+        Some(_) => {
+            let unnamed = |m: crate::model::Mlp| m == crate::model::Mlp::Swiglu;
+            shape.style.norm == d.style.norm
+                && shape.style.positions == d.style.positions
+                && (shape.style.mlp == d.style.mlp
+                    || unnamed(shape.style.mlp)
+                    || unnamed(d.style.mlp))
+        }
+        None => shape.style == d.style,
+    };
+    if !same_style {
         return Some(format!(
             "the block (--normalization, --swiglu, --position-embedding-type): the model has {:?}, the file {:?}",
             shape.style, d.style

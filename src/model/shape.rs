@@ -283,10 +283,17 @@ impl ShapeSpec {
             ),
             (self.mtp > 0, "mtp", "multi-token prediction"),
             (
-                self.style.norm != crate::model::Norm::RmsNorm
-                    || self.style.mlp != crate::model::Mlp::Swiglu,
-                "style",
-                "a LayerNorm or a GPT-style MLP (the pattern's MLP blocks are SwiGLU or squared ReLU, hybrid.gated)",
+                self.style.norm != crate::model::Norm::RmsNorm,
+                "style.norm",
+                "a LayerNorm",
+            ),
+            // The pattern's MLP blocks are gated as `hybrid.gated` says; the style names the
+            // activation (SwiGLU, the default, leaves it to the flag).
+            (
+                self.style.mlp != crate::model::Mlp::Swiglu
+                    && self.style.mlp.gated() != hybrid.gated,
+                "style.mlp",
+                "an MLP activation other than the pattern's gating",
             ),
             (
                 !hybrid.gated && self.biases.mlp,

@@ -2067,8 +2067,8 @@ impl DimsBuilder {
             }
         };
         let hybrid = self.hybrid(layers, hidden)?;
-        // The MLP: SwiGLU, squared ReLU, or Megatron-LM's default GeLU; a hybrid's MLP
-        // blocks are SwiGLU or squared ReLU ([`crate::model::Hybrid::gated`]).
+        // The MLP: SwiGLU, squared ReLU, or Megatron-LM's default GeLU, a hybrid's MLP blocks
+        // too ([`crate::model::Hybrid::gated`] says whether they are gated).
         let mlp = match (self.swiglu, self.squared_relu, hybrid.is_some()) {
             (true, true, _) => {
                 return Err(Error::invalid(
@@ -2078,16 +2078,8 @@ impl DimsBuilder {
                 ))
             }
             (true, false, _) => Mlp::Swiglu,
-            (false, true, false) => Mlp::SquaredRelu,
-            (false, true, true) => Mlp::Swiglu,
-            (false, false, false) => Mlp::Gelu,
-            (false, false, true) => {
-                return Err(Error::invalid(
-                    "--swiglu",
-                    "missing",
-                    "SwiGLU (--swiglu) or squared ReLU (--squared-relu) MLP blocks in a hybrid Mamba-2 model: the blocks trainplan counts there (Megatron-LM's default is GeLU)",
-                ))
-            }
+            (false, true, _) => Mlp::SquaredRelu,
+            (false, false, _) => Mlp::Gelu,
         };
         // Positions: RoPE, none in a hybrid, or Megatron-LM's default, a learned table.
         // A hybrid's `none` is no table; so is RoPE (its attention blocks rotate, nothing to

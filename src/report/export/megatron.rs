@@ -452,6 +452,7 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     let style = &s.style;
     match (s.hybrid.is_some(), style.mlp) {
         (true, _) if s.mlp_inputs() == 2 => push("--swiglu", None),
+        (true, Mlp::Gelu) => {}
         (true, _) => push("--squared-relu", None),
         (false, Mlp::Swiglu) => push("--swiglu", None),
         (false, Mlp::SquaredRelu) => push("--squared-relu", None),
