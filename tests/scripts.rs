@@ -207,6 +207,13 @@ fn check_text(text: &str, extra: &[&str]) -> (Option<i32>, String, String) {
     )
 }
 
+/// The plan JSON `check --from` grades from the script `text` on an H100.
+fn read_back(text: &str) -> serde_json::Value {
+    let (code, out, err) = check_text(text, &["--json", "-q", "--gpu", "h100-sxm"]);
+    assert!(matches!(code, Some(0 | 1)), "{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
 /// A script whose `if` the script's values do not decide: refused with the branches named,
 /// then graded by the branch `--branch` takes, or by the variable `--set` gives.
 #[test]
@@ -413,15 +420,7 @@ fn gpt_style_scripts_grade_with_exact_counts() {
         assert!(export.contains(option), "{option}: {export}");
     }
     assert!(!export.contains("--swiglu") && !export.contains("--disable-bias-linear"));
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("gpt.sh");
-    std::fs::write(&file, &export).unwrap();
-    let out = trainplan()
-        .args(["check", "--json", "-q", "--gpu", "h100-sxm", "--from"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    let mut back: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut back = read_back(&export);
     let mut first = plan.clone();
     back["from"] = serde_json::Value::Null;
     first["from"] = serde_json::Value::Null;
@@ -494,22 +493,10 @@ fn nvidia_s_mamba_example_grades_with_gelu_mlp_blocks() {
     );
     assert!(matches!(code, Some(0 | 1)), "{err}");
     assert!(!export.contains("--squared-relu") && !export.contains("--swiglu"));
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("relu2.sh");
-    std::fs::write(
-        &file,
-        export.replace(
-            "--normalization RMSNorm",
-            "--normalization RMSNorm --squared-relu",
-        ),
-    )
-    .unwrap();
-    let out = trainplan()
-        .args(["check", "--json", "-q", "--gpu", "h100-sxm", "--from"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    let relu2: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let relu2 = read_back(&export.replace(
+        "--normalization RMSNorm",
+        "--normalization RMSNorm --squared-relu",
+    ));
     assert_eq!(relu2["params"], plan["params"]);
     assert!(relu2["model"].as_str().unwrap().contains("-relu2"));
 }

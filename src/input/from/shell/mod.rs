@@ -1659,18 +1659,6 @@ impl Reader<'_> {
                         let text: Vec<String> = items.into_iter().map(|f| f.text).collect();
                         add(&mut cur, &text.join(" "), known, line)
                     }
-                    (Expanded::Joined(items), false) => {
-                        let n = items.len();
-                        for (k, f) in items.into_iter().enumerate() {
-                            let f = Field { line: at(&f), ..f };
-                            split(&mut out, &mut cur, &f);
-                            if k + 1 < n {
-                                if let Some(c) = cur.take() {
-                                    out.push(c);
-                                }
-                            }
-                        }
-                    }
                     (Expanded::Unset, true) => add(&mut cur, "", true, line),
                     (Expanded::Unset, false) => {}
                     (Expanded::One(f), true) => add(&mut cur, &f.text, f.known, at(&f)),
@@ -1687,7 +1675,8 @@ impl Reader<'_> {
                             }
                         }
                     }
-                    (Expanded::Many(items), false) => {
+                    // Unquoted, each item splits, and the items stay apart.
+                    (Expanded::Joined(items) | Expanded::Many(items), false) => {
                         let n = items.len();
                         for (k, f) in items.into_iter().enumerate() {
                             let f = Field { line: at(&f), ..f };

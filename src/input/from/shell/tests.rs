@@ -1,5 +1,13 @@
 use super::*;
 
+/// The first reading's words, each with whether its value is the script's.
+fn words(s: &Script) -> Vec<(&str, bool)> {
+    s.args()
+        .iter()
+        .map(|a| (a.text.as_str(), a.known))
+        .collect()
+}
+
 fn args(text: &str) -> Vec<String> {
     read(text)
         .unwrap()
@@ -61,11 +69,7 @@ fn variables_and_their_defaults_are_bash_s() {
     let s =
         read("G=8\nN=$(scontrol show hostnames | wc -l)\nrun --nnodes $N $((G * 2)) $((N * 2))")
             .unwrap();
-    let got: Vec<(&str, bool)> = s
-        .args()
-        .iter()
-        .map(|a| (a.text.as_str(), a.known))
-        .collect();
+    let got = words(&s);
     assert_eq!(
         got,
         [
@@ -338,11 +342,7 @@ fn functions_subshells_and_pipelines_keep_their_variables() {
 fn words_holding_a_command_s_output_split_where_bash_splits_them() {
     let s = read("EXTRA=\"--bf16 --log-dir $(date +%s) --use-flash-attn\"\nrun $EXTRA \"$EXTRA\"")
         .unwrap();
-    let got: Vec<(&str, bool)> = s
-        .args()
-        .iter()
-        .map(|a| (a.text.as_str(), a.known))
-        .collect();
+    let got = words(&s);
     assert_eq!(
         got,
         [
