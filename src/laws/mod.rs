@@ -6,11 +6,15 @@
 //! - [`loss`]: the loss laws, the Chinchilla form `L = E + A/N^α + B/D^β` with what repeated
 //!   data (Muennighoff et al. 2023) and experts (Ludziejewski et al. 2025) are worth, the
 //!   presets `--loss-law` names, and the compute-optimal model.
+//! - [`batch`]: the batch-size laws (DeepSeek LLM's and StepFun's Step Law) that set a plan's
+//!   global batch and learning rate when the brief names one (`--batch-law`).
 //!
 //! Uses the ground floor and `model`; used by `brief` and the parts above it.
 
+pub mod batch;
 pub mod loss;
 
+pub use batch::{BatchLaw, LawInputs};
 pub use loss::{
     ComputeOptimal, Effective, ExpertScaling, LawSize, LossLaw, LossLawPreset, Repetition,
 };
