@@ -25,7 +25,7 @@ use trainplan::search::progress::Silent;
 use trainplan::search::rank::{Distinct, Rank};
 use trainplan::search::Config;
 use trainplan::search::{
-    configurations, search, search_all, MemorySpace, Ranked, SearchOptions, SearchReport,
+    configurations, search, search_all, BatchAim, MemorySpace, Ranked, SearchOptions, SearchReport,
     TokenGrid, MAX_FRONT_RUNS,
 };
 use trainplan::Brief;
@@ -216,7 +216,7 @@ fn space() -> impl Strategy<Value = MemorySpace> {
                     interleave,
                     // The V schedules go with the interleavings, where the stack runs them.
                     v_schedules: interleave,
-                    batch: nearest.then(BatchTarget::default),
+                    batch: nearest.then(|| BatchAim::Fixed(BatchTarget::default())),
                     parallel: Default::default(),
                     divisors,
                 }

@@ -26,9 +26,10 @@ use crate::cost::step::{BatchTarget, DEFAULT_BATCH_TOLERANCE, DEFAULT_GLOBAL_BAT
 use crate::cost::Machine;
 use crate::error::{Error, Result};
 use crate::format::{exact, general, thousands};
-use crate::laws::{Effective, LawSize, LossLaw};
+use crate::laws::{BatchLaw, Effective, LawInputs, LawSize, LossLaw};
 use crate::model::family::FamilySpec;
 use crate::model::layout::{Cluster, Layout};
+use crate::model::Shape;
 use crate::units::{FLOPS_PER_TFLOPS, SECONDS_PER_DAY};
 
 /// The largest values a brief accepts: far beyond any real cluster, small enough that every
@@ -124,6 +125,11 @@ pub struct Brief {
     /// How far from `batch_target_tokens` a layout's batch may be, a fraction (default 0.25).
     #[serde(default = "default_batch_tolerance")]
     pub batch_tolerance: f64,
+    /// The law that sets the batch a plan aims at ([`BatchLaw`]): `fixed` (the default, and
+    /// then not written) aims at `batch_target_tokens`; `deepseek` or `step` at the law's
+    /// optimum for each shape ([`Brief::batch_target_for`]), within `batch_tolerance`.
+    #[serde(default, skip_serializing_if = "BatchLaw::is_fixed")]
+    pub batch_law: BatchLaw,
     /// Distinct tokens the data holds, `U`: a run of more tokens repeats them, and is graded by
     /// its effective tokens under a law that says what repeats are worth (Muennighoff et al.
     /// 2023; the law needs a [`crate::laws::Repetition`]). `None`: as many as a run
@@ -188,6 +194,7 @@ impl Default for Brief {
             seq_len: 8192,
             batch_target_tokens: DEFAULT_GLOBAL_BATCH_TOKENS,
             batch_tolerance: DEFAULT_BATCH_TOLERANCE,
+            batch_law: BatchLaw::Fixed,
             unique_tokens: None,
             loss_law: LossLaw::default(),
             topology: Topology::default(),
@@ -498,6 +505,57 @@ impl Brief {
         BatchTarget {
             tokens: self.batch_target_tokens,
             tolerance: self.batch_tolerance,
+            law: None,
+        }
+    }
+
+    /// What the brief's batch law reads of `shape` trained on `tokens`: its non-embedding
+    /// matrices (the active ones: [`Shape::matrix_params`] less the head's `V·h`), layers,
+    /// width and the brief's sequence.
+    pub fn law_inputs(&self, shape: &Shape, tokens: f64) -> LawInputs {
+        let head = shape.embedding_params().min(shape.matrix_params());
+        LawInputs {
+            params: (shape.matrix_params() - head) as f64,
+            layers: f64::from(shape.layers),
+            hidden: shape.hidden as f64,
+            seq_len: self.seq_len as f64,
+            tokens,
+        }
+    }
+
+    /// The tokens a batch law sizes `shape`'s batch for: the fewest that reach the brief's
+    /// loss target (the run the brief asks for, where a search's passing window of the shape
+    /// begins), or, for a shape that never reaches it, the most its budget trains at the
+    /// assumed MFU, `C/(6·N_active)`.
+    pub fn batch_law_tokens(&self, shape: &Shape) -> f64 {
+        let size = LawSize {
+            params: shape.active_params() as f64,
+            expansion: shape.expansion(),
+        };
+        self.tokens_for_loss(size, self.loss_target)
+            .filter(|d| d.is_finite() && *d >= 1.0)
+            .unwrap_or_else(|| self.budget_flops() / (6.0 * size.params))
+    }
+
+    /// The batch law's optimal global batch for `shape`, tokens ([`Brief::batch_law_tokens`]);
+    /// `None` under the fixed target.
+    pub fn law_batch(&self, shape: &Shape) -> Option<f64> {
+        let tokens = self.batch_law_tokens(shape);
+        self.batch_law
+            .optimal_batch(&self.law_inputs(shape, tokens))
+    }
+
+    /// The batch `shape`'s layouts aim at: the batch law's optimum for it
+    /// ([`Brief::law_batch`], rounded to whole tokens, at least one sequence), or the brief's
+    /// fixed target, within the brief's tolerance either way.
+    pub fn batch_target_for(&self, shape: &Shape) -> BatchTarget {
+        match self.law_batch(shape) {
+            None => self.batch_target(),
+            Some(b) => BatchTarget {
+                tokens: (b.round() as u64).clamp(self.seq_len, limits::BATCH_TOKENS),
+                tolerance: self.batch_tolerance,
+                law: Some(self.batch_law.name()),
+            },
         }
     }
 

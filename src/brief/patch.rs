@@ -13,7 +13,7 @@ use crate::cost::links::topology::Topology;
 use crate::cost::run::reliability::Reliability;
 use crate::cost::run::spend::Spend;
 use crate::error::{Error, Result};
-use crate::laws::{ExpertScaling, LossLaw, Repetition};
+use crate::laws::{BatchLaw, ExpertScaling, LossLaw, Repetition};
 use crate::model::family::FamilySpec;
 
 /// Some fields of a brief, to lay over another: what a brief file or the flags set.
@@ -80,6 +80,9 @@ pub struct BriefPatch {
     /// See [`Brief::batch_tolerance`].
     #[serde(default, deserialize_with = "number")]
     pub batch_tolerance: Option<f64>,
+    /// See [`Brief::batch_law`].
+    #[serde(default)]
+    pub batch_law: Option<BatchLaw>,
     /// See [`Brief::unique_tokens`].
     #[serde(default, deserialize_with = "whole")]
     pub unique_tokens: Option<u64>,
@@ -223,6 +226,7 @@ impl BriefPatch {
                 .batch_target_tokens
                 .unwrap_or(brief.batch_target_tokens),
             batch_tolerance: number_or(self.batch_tolerance, brief.batch_tolerance),
+            batch_law: self.batch_law.unwrap_or(brief.batch_law),
             unique_tokens: self.unique_tokens.or(brief.unique_tokens),
             loss_law: self.loss_law.apply(brief.loss_law),
             topology: self.topology.apply(brief.topology),

@@ -256,13 +256,14 @@ impl PlanFile {
             time: &m.time,
         };
         let graded = evaluate(&m.brief, &design)?;
+        let target = m.brief.batch_target_for(&shape);
         let launch = Launch::new(
             shape,
             fields.tokens,
             m.layout,
             fields.step,
             m.brief.seq_len,
-            &m.brief.batch_target(),
+            &target,
             m.options,
         )?;
         Ok((launch, graded))

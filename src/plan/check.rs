@@ -1,5 +1,6 @@
 //! `check`: one design graded, and for a failing design what would fix it.
 
+use crate::plan::batch::LawBatch;
 use serde::Serialize;
 
 use crate::brief::Brief;
@@ -37,6 +38,10 @@ pub struct CheckReport {
     /// its range ([`crate::plan::sensitivity`]); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sensitivity: Option<Sensitivity>,
+    /// The brief's batch law for the shape ([`LawBatch`]): the batch it asks for, against
+    /// which the plan's own stands; absent under a fixed target.
+    #[serde(rename = "batch_law", skip_serializing_if = "Option::is_none")]
+    pub batch: Option<LawBatch>,
 }
 
 /// Grades `design` and works out the fixes for whatever fails; an error if the design's step
@@ -62,6 +67,7 @@ pub fn check(brief: &Brief, design: &Design) -> Result<CheckReport> {
         brief: brief.clone(),
         shape: design.shape.clone(),
         placement: brief.placement(&design.layout),
+        batch: LawBatch::of(brief, design.shape),
         plan,
         fixes,
         sensitivity: None,

@@ -15,6 +15,7 @@
 //! | loss | predicted loss ≤ the brief's target |
 //! | cost | GPU-hours × price ≤ the brief's `max_cost` (only when the brief sets one) |
 
+pub mod batch;
 pub mod calibrate;
 pub mod check;
 pub mod command;

@@ -43,7 +43,7 @@ pub struct DetailedGrade {
 /// figures).
 pub fn detailed_grade(brief: &Brief, shape: &Shape, layout: &Layout) -> Result<DetailedGrade> {
     let stack = Stack::default();
-    let step = Step::default_for(layout, brief.seq_len, &brief.batch_target(), stack)?;
+    let step = Step::default_for(layout, brief.seq_len, &brief.batch_target_for(shape), stack)?;
     let memory = MemoryModel::Detailed(Detailed {
         step,
         options: Options::for_stack(stack).on_gpu(brief.mxfp8),

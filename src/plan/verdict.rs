@@ -23,6 +23,7 @@ use crate::format::{count, fixed, money};
 use crate::laws::LawSize;
 use crate::model::layout::{layouts, Layout};
 use crate::model::Shape;
+use crate::plan::batch::LawBatch;
 use crate::plan::limits::{law_size, loss, loss_meets, memory_fits, within_time_and_cost};
 use crate::plan::pace::Pace;
 use crate::plan::Plan;
@@ -83,6 +84,10 @@ pub struct ShapeVerdict {
     /// never passes and what a precision buys; empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub facets: Vec<Facet>,
+    /// The brief's batch law for the shape ([`LawBatch`]): the batch its layouts aim at and
+    /// why; absent under a fixed target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<LawBatch>,
 }
 
 /// A shape's verdict from the configurations of one context-parallel degree or one
@@ -410,6 +415,7 @@ pub fn verdict_because(
         detailed_best: None,
         excluded: Vec::new(),
         facets: Vec::new(),
+        batch: LawBatch::of(brief, shape),
     }
 }
 

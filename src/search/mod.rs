@@ -49,6 +49,6 @@ pub use grid::{search, search_listing};
 pub use options::{SearchOptions, TokenGrid};
 pub use report::{FrontRun, FrontRuns, Ranked, SearchReport, MAX_FRONT_RUNS};
 pub use space::{
-    configurations, configurations_counted, searchable_precision, Config, MemorySpace,
+    configurations, configurations_counted, searchable_precision, BatchAim, Config, MemorySpace,
     ParallelSpace, DEFAULT_MICRO_BATCHES, DEFAULT_RECOMPUTE,
 };

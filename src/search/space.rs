@@ -27,6 +27,36 @@ use crate::search::progress::{until_stopped, Progress, Silent};
 // One value a search, never held in bulk: its detailed variant's size (the options copied by
 // value into every grade) costs nothing here.
 #[allow(clippy::large_enum_variant)]
+/// What a layout's global batch aims at when no step fixes it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BatchAim {
+    /// One target for every shape: the brief's `batch_target_tokens`.
+    Fixed(BatchTarget),
+    /// The brief's batch law's optimum for each shape ([`Brief::batch_target_for`]).
+    Law(Box<Brief>),
+}
+
+impl BatchAim {
+    /// The aim of `brief`: its batch law's where it names one, else its fixed target.
+    pub fn of(brief: &Brief) -> BatchAim {
+        if brief.batch_law.is_fixed() {
+            BatchAim::Fixed(brief.batch_target())
+        } else {
+            BatchAim::Law(Box::new(brief.clone()))
+        }
+    }
+
+    /// The target of `shape`'s layouts.
+    pub fn target(&self, shape: &Shape) -> BatchTarget {
+        match self {
+            BatchAim::Fixed(t) => *t,
+            BatchAim::Law(brief) => brief.batch_target_for(shape),
+        }
+    }
+}
+
+// One space a search, built once: the detailed variant's size costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum MemorySpace {
     /// The plate model alone.
@@ -51,7 +81,7 @@ pub enum MemorySpace {
         /// `global_batch_tokens` is then replaced, layout by layout, by the whole rounds of
         /// `b·s·DP` nearest the target ([`BatchTarget::resolve`]); `None` keeps the steps'
         /// own batches, which a layout they do not divide cannot train on.
-        batch: Option<BatchTarget>,
+        batch: Option<BatchAim>,
         /// The context-parallel degrees and hybrid-sharding replicas tried with each
         /// (TP, PP, ZeRO) layout.
         parallel: ParallelSpace,
@@ -164,7 +194,10 @@ impl MemorySpace {
         };
         let (mut steps, mut refused, mut extra) = (Vec::new(), Vec::new(), Vec::new());
         self.steps_into(shape, layout, &mut steps, &mut refused, &mut extra);
-        let refused: Vec<Error> = refused.iter().map(|s| self.refusal(s, layout)).collect();
+        let refused: Vec<Error> = refused
+            .iter()
+            .map(|s| self.refusal(shape, s, layout))
+            .collect();
         steps
             .into_iter()
             .map(|step| {
@@ -177,13 +210,14 @@ impl MemorySpace {
             .collect()
     }
 
-    /// Why the batch rule turns `step` away under `layout` ([`BatchTarget::resolve`]'s error).
-    pub(crate) fn refusal(&self, step: &Step, layout: &Layout) -> Error {
+    /// Why the batch rule turns `step` of `shape` away under `layout`
+    /// ([`BatchTarget::resolve`]'s error).
+    pub(crate) fn refusal(&self, shape: &Shape, step: &Step, layout: &Layout) -> Error {
         match self {
             MemorySpace::Detailed {
-                batch: Some(target),
-                ..
-            } => target
+                batch: Some(aim), ..
+            } => aim
+                .target(shape)
                 .resolve(step.micro_batch, step.seq_len, layout.dp)
                 .err(),
             _ => None,
@@ -218,6 +252,7 @@ impl MemorySpace {
         else {
             return;
         };
+        let batch = batch.as_ref().map(|aim| aim.target(shape));
         if let (true, Some(target)) = (*divisors, batch) {
             for s in steps.iter().filter(|s| s.micro_batch == 1) {
                 let local = target
@@ -489,7 +524,7 @@ impl MemorySpace {
             interleave: options.stack.settings().interleaving,
             v_schedules: options.stack.settings().v_schedules != VSchedules::None,
             options,
-            batch: Some(brief.batch_target()),
+            batch: Some(BatchAim::of(brief)),
             parallel: ParallelSpace::default(),
             divisors: true,
         }

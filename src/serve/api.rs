@@ -180,7 +180,12 @@ fn grade(request: DesignRequest, sensitivity: bool) -> Result<CheckReport> {
             MemoryModel::Detailed(Detailed {
                 step: Step {
                     precision,
-                    ..Step::default_for(&layout, brief.seq_len, &brief.batch_target(), stack)?
+                    ..Step::default_for(
+                        &layout,
+                        brief.seq_len,
+                        &brief.batch_target_for(&shape),
+                        stack,
+                    )?
                 },
                 options: Options::for_stack(stack).on_gpu(brief.mxfp8),
             }),

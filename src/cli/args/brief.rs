@@ -13,7 +13,7 @@ use crate::brief::{
 };
 use crate::error::Result;
 use crate::input;
-use crate::laws::LossLawPreset;
+use crate::laws::{BatchLaw, LossLawPreset};
 
 /// `brief`.
 #[derive(Debug, Args)]
@@ -98,6 +98,10 @@ pub struct BriefArgs {
     /// How far from --batch-target a layout's batch may be, a fraction [default: 0.25].
     #[arg(long, value_name = "FRACTION")]
     pub batch_tolerance: Option<f64>,
+    /// The law that sets the batch each shape aims at when no --global-batch-tokens fixes it
+    /// (detailed model), with the learning rate it implies [default: fixed].
+    #[arg(long, value_enum, value_name = "LAW")]
+    pub batch_law: Option<BatchLawArg>,
     /// Scaling-law constants to start from [default: besiroglu].
     #[arg(long, value_enum, value_name = "PRESET")]
     pub loss_law: Option<LawArg>,
@@ -195,6 +199,28 @@ pub enum LawArg {
     Ludziejewski,
 }
 
+/// Batch-size laws.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum BatchLawArg {
+    /// The brief's --batch-target (16 Mi tokens by default).
+    Fixed,
+    /// DeepSeek LLM (arXiv:2401.02954): B = 0.2920·C^0.3271 tokens, η = 0.3118·C^−0.125, C =
+    /// M·D in its non-embedding FLOPs a token.
+    Deepseek,
+    /// StepFun's Step Law (arXiv:2503.04715): B = 0.58·D^0.571 tokens, η = 1.79·N^−0.713·D^0.307.
+    Step,
+}
+
+impl BatchLawArg {
+    fn law(self) -> BatchLaw {
+        match self {
+            BatchLawArg::Fixed => BatchLaw::Fixed,
+            BatchLawArg::Deepseek => BatchLaw::DeepSeek,
+            BatchLawArg::Step => BatchLaw::Step,
+        }
+    }
+}
+
 impl LawArg {
     fn preset(self) -> LossLawPreset {
         match self {
@@ -237,6 +263,7 @@ impl BriefArgs {
             seq_len: self.seq_len,
             batch_target_tokens: self.batch_target,
             batch_tolerance: self.batch_tolerance,
+            batch_law: self.batch_law.map(BatchLawArg::law),
             unique_tokens: self.unique_tokens,
             loss_law: LossLawPatch {
                 e: self.loss_e,

@@ -337,7 +337,8 @@ impl DesignArgs {
         };
         let options = options.on_gpu(brief.mxfp8);
         let micro_batch = s.micro_batch.unwrap_or(1);
-        // Without --global-batch-tokens, the rounds of b·s·DP nearest the brief's target (a
+        // Without --global-batch-tokens, the rounds of b·s·DP nearest the brief's target or its
+        // batch law's (a
         // layout the GPUs do not divide is refused later, by the layout's own rule).
         let global_batch_tokens = match s.global_batch_tokens {
             Some(tokens) => tokens,
@@ -347,11 +348,15 @@ impl DesignArgs {
                     .saturating_mul(self.cp())
                     .saturating_mul(self.pp())
                     .max(1);
+                // The brief's target, or its batch law's for the shape.
+                let target = if brief.batch_law.is_fixed() {
+                    brief.batch_target()
+                } else {
+                    brief.batch_target_for(&self.shape()?)
+                };
                 match brief.gpus / model_parallel {
-                    0 => brief.batch_target_tokens,
-                    dp => brief
-                        .batch_target()
-                        .resolve(micro_batch, brief.seq_len, dp)?,
+                    0 => target.tokens,
+                    dp => target.resolve(micro_batch, brief.seq_len, dp)?,
                 }
             }
         };

@@ -355,7 +355,7 @@ impl SearchArgs {
                         .step
                         .global_batch_tokens
                         .is_empty()
-                        .then(|| brief.batch_target()),
+                        .then(|| crate::search::BatchAim::of(brief)),
                     parallel: self.step.parallel()?,
                     // Without a list, each layout's local batch's divisors too.
                     divisors: self.step.micro_batches.is_empty(),

@@ -56,6 +56,9 @@ pub struct BatchTarget {
     pub tokens: u64,
     /// The largest `|G − T| / T` accepted, a fraction in [0, 1).
     pub tolerance: f64,
+    /// The batch law that set `tokens` (`deepseek`, `step`: [`crate::laws::batch`]), which a
+    /// refusal names; `None` for the brief's fixed target.
+    pub law: Option<&'static str>,
 }
 
 impl Default for BatchTarget {
@@ -63,6 +66,7 @@ impl Default for BatchTarget {
         BatchTarget {
             tokens: DEFAULT_GLOBAL_BATCH_TOKENS,
             tolerance: DEFAULT_BATCH_TOLERANCE,
+            law: None,
         }
     }
 }
@@ -110,11 +114,13 @@ impl BatchTarget {
                 BatchTarget::RULE,
                 nearest.map_or_else(|| "none".to_string(), |g| format!("{} tokens", thousands(g))),
                 format!(
-                    "the whole rounds of b × s × DP = {micro_batch} × {} × {} tokens nearest the {}-token target, within {} % of it (--batch-target, --batch-tolerance), or a fixed --global-batch-tokens",
+                    "the whole rounds of b × s × DP = {micro_batch} × {} × {} tokens nearest the {}-token target{}, within {} % of it ({}, --batch-tolerance), or a fixed --global-batch-tokens",
                     thousands(seq_len),
                     thousands(dp),
                     thousands(self.tokens),
+                    self.law.map_or(String::new(), |l| format!(" of the {l} batch law")),
                     general(self.tolerance * 100.0),
+                    if self.law.is_some() { "--batch-law" } else { "--batch-target" },
                 ),
             )),
         }

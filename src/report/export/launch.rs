@@ -414,7 +414,7 @@ impl Launch {
             p.layout,
             p.step,
             report.brief.seq_len,
-            &report.brief.batch_target(),
+            &report.brief.batch_target_for(&report.shape),
             p.memory_model,
         )?;
         if let Some(placement) = &report.placement {

@@ -335,7 +335,7 @@ pub(crate) fn weighed_configurations(
         // The steps the batch rule turned away, after the others (as `steps_for` lists them),
         // each rule's message written once.
         for s in refused.iter() {
-            excluded.add_lazily(BatchTarget::RULE, || space.refusal(s, &layout));
+            excluded.add_lazily(BatchTarget::RULE, || space.refusal(shape, s, &layout));
         }
     }
     if fit == 0 && all > 0 {

@@ -20,6 +20,9 @@ use crate::plan::Plan;
 pub(super) fn report(r: &CheckReport) -> String {
     let p = &r.plan;
     let mut out = header(p);
+    if let Some(line) = batch_line(r) {
+        out.push_str(&line);
+    }
     if let Some(placement) = &r.placement {
         out.push_str(&placement_lines(placement, ""));
         out.push('\n');
@@ -80,6 +83,35 @@ pub(super) fn report(r: &CheckReport) -> String {
         out.push_str(&sensitivity_section(sensitivity));
     }
     out
+}
+
+/// The brief's batch law against the plan's batch: `batch law deepseek: 26.52 M tokens a step
+/// (learning rate 2.84e-4) for the 817.7 B tokens that reach loss 1.955; this plan's 27.26 M,
+/// +2.8 %`, with where the law extrapolates; `None` under a fixed target.
+fn batch_line(r: &CheckReport) -> Option<String> {
+    let b = r.batch.as_ref()?;
+    let mut out = format!(
+        "batch law {}: {} tokens a step (learning rate {}) for the {} tokens that reach loss {}",
+        b.law,
+        count(b.optimal_batch_tokens),
+        crate::format::sci(b.learning_rate),
+        count(b.tokens),
+        r.brief.loss_target
+    );
+    if let Some(step) = &r.plan.step {
+        let g = step.global_batch_tokens as f64;
+        let _ = write!(
+            out,
+            "; this plan's {}, {:+.1} %",
+            count(g),
+            (g / b.optimal_batch_tokens - 1.0) * 100.0
+        );
+    }
+    out.push('\n');
+    if let Some(e) = &b.extrapolation {
+        let _ = writeln!(out, "          {e}");
+    }
+    Some(out)
 }
 
 /// The report's first lines: the plan's model, parameters, tokens and layout, and for a

@@ -380,6 +380,7 @@ fn shapes_section(r: &SearchReport) -> String {
     if let Some(line) = range_note(r) {
         out.push_str(&line);
     }
+    out.push_str(&batch_lines(r, &listed));
     for v in &listed {
         for e in &v.excluded {
             let _ = writeln!(
@@ -538,6 +539,126 @@ fn law_note(r: &SearchReport) -> Option<String> {
             "  {with} by a law fitted on dense models: each MoE as a dense model of its active parameters, an upper bound on its loss; --loss-law ludziejewski grades its experts\n"
         ),
     })
+}
+
+/// The brief's batch law ([`crate::plan::batch::LawBatch`]): each listed shape's batch and
+/// learning rate and the run they are sized for; the shapes no layout trains at the law's
+/// batch (batch-bound); the answer's batch against the law's, and a pipeline it cannot fill.
+/// Nothing under a fixed target.
+fn batch_lines(r: &SearchReport, listed: &[&ShapeVerdict]) -> String {
+    let mut out = String::new();
+    let mut beyond = Vec::new();
+    // Shapes that reach the loss target: the run the law is sized for.
+    for v in listed.iter().filter(|v| v.min_tokens_for_loss.is_some()) {
+        let Some(b) = &v.batch else { continue };
+        if out.is_empty() {
+            let _ = writeln!(
+                out,
+                "  batch law {}: each shape's layouts aim at its optimum for the run that reaches loss {}, within {} %",
+                b.law,
+                r.brief.loss_target,
+                general(r.brief.batch_tolerance * 100.0)
+            );
+        }
+        let budget = match b.law {
+            crate::laws::BatchLaw::DeepSeek => {
+                format!(" (C = M·D = {} FLOPs)", sci(b.compute_flops))
+            }
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "    {}: {} tokens a step ({} sequences), learning rate {}, for {} tokens{budget}; at most {} replicas of one sequence",
+            v.model,
+            count(b.optimal_batch_tokens),
+            thousands(b.target_tokens / r.brief.seq_len.max(1)),
+            sci(b.learning_rate),
+            count(b.tokens),
+            thousands(b.most_replicas)
+        );
+        if b.extrapolation.is_some() {
+            beyond.push(v.model.as_str());
+        }
+    }
+    // A shape that reaches the loss but has no layout the batch rule lets through: the
+    // brief's GPUs need more replicas than the law's batch has sequences.
+    for v in listed.iter().filter(|v| {
+        v.min_tokens_for_loss.is_some()
+            && v.token_window.is_none()
+            && v.excluded
+                .iter()
+                .any(|e| e.rule == crate::cost::step::BatchTarget::RULE)
+    }) {
+        let Some(b) = &v.batch else { continue };
+        let _ = writeln!(
+            out,
+            "    {} is batch-bound: the law's batch keeps at most {} replicas of one sequence busy, so {} GPUs need TP × CP × PP of at least {} a replica; fewer GPUs, or a batch past the law's (--global-batch-tokens), train it",
+            v.model,
+            thousands(b.most_replicas),
+            thousands(r.brief.gpus),
+            thousands(r.brief.gpus.div_ceil(b.most_replicas.max(1)))
+        );
+    }
+    let law = r.brief.batch_law;
+    if let (false, Some(range)) = (beyond.is_empty(), law.fitted()) {
+        let (lo, hi) = range.span;
+        let span = if range.what == "compute" {
+            format!("budgets of {}–{} FLOPs", sci(lo), sci(hi))
+        } else {
+            format!("{}–{} tokens", count(lo), count(hi))
+        };
+        let _ = writeln!(
+            out,
+            "    {law} extrapolates for {}: fitted on {span} ({})",
+            beyond.join(", "),
+            range.source
+        );
+    }
+    let first = r.plans.first();
+    let law = first.and_then(|p| {
+        let v = r.shapes.iter().find(|v| v.model == p.model)?;
+        Some((p, p.step?, v.batch.as_ref()?))
+    });
+    if let Some((p, step, b)) = law {
+        let l = p.layout;
+        let per_round = step
+            .micro_batch
+            .saturating_mul(step.seq_len)
+            .saturating_mul(l.dp)
+            .max(1);
+        let rounds = step.global_batch_tokens / per_round;
+        let _ = writeln!(
+            out,
+            "    the answer's batch: {} tokens ({:+.1} % from the law's {}), {} of {} × {} on each of {} replicas",
+            count(step.global_batch_tokens as f64),
+            (step.global_batch_tokens as f64 / b.optimal_batch_tokens - 1.0) * 100.0,
+            count(b.optimal_batch_tokens),
+            micro_batches(rounds),
+            step.micro_batch,
+            thousands(step.seq_len),
+            thousands(l.dp)
+        );
+        if l.pp > 1 && rounds < l.pp {
+            let p = l.pp as f64;
+            let _ = writeln!(
+                out,
+                "    the batch binds the pipeline: {} a replica over {} stages idles (p − 1)/(m + p − 1) = {} of a 1F1B step; fewer GPUs, or a batch past the law's (--global-batch-tokens), fill it",
+                micro_batches(rounds),
+                l.pp,
+                percent((p - 1.0) / (rounds as f64 + p - 1.0))
+            );
+        }
+    }
+    out
+}
+
+/// `1 micro-batch`, `13 micro-batches`.
+fn micro_batches(n: u64) -> String {
+    if n == 1 {
+        "1 micro-batch".into()
+    } else {
+        format!("{} micro-batches", thousands(n))
+    }
 }
 
 /// The most shapes [`range_note`] names; past it, it counts them.

@@ -1,0 +1,165 @@
+//! Batch-size laws (`--batch-law`) from the command line: the batch each shape aims at and
+//! why, the answer's batch against the law's, where the batch binds a plan, and that the
+//! default (a fixed 16 Mi target) leaves every answer as it was.
+
+mod common;
+
+use common::{json, trainplan};
+
+/// The brief: 131,072 H100s for at most 60 days, under the detailed models.
+fn wide(law: &str) -> Vec<&str> {
+    vec![
+        "search",
+        "--gpus",
+        "131072",
+        "--memory",
+        "detailed",
+        "--time",
+        "detailed",
+        "--max-days",
+        "60",
+        "--batch-law",
+        law,
+    ]
+}
+
+#[test]
+fn deepseek_sets_each_shapes_batch_and_the_answer_uses_the_gpus_better_than_a_fixed_16_mi() {
+    let mut args = wide("deepseek");
+    args.push("--json");
+    let doc = json(&args);
+    let shapes = doc["shapes"].as_array().unwrap();
+    let of = |model: &str| {
+        shapes
+            .iter()
+            .find(|s| s["model"] == model)
+            .map(|s| s["batch"].clone())
+            .unwrap()
+    };
+    // 405B reaches 1.955 on 817.7 B tokens: C = M·D = 2.14e24, B = 0.2920·C^0.3271 = 26.5 M
+    // tokens (the law's worked number for the shape, src/plan/batch.rs).
+    let b = of("llama3-405b");
+    assert_eq!(b["law"], "deepseek");
+    let optimal = b["optimal_batch_tokens"].as_f64().unwrap();
+    assert!((optimal / 2.652e7 - 1.0).abs() < 2e-3, "{optimal}");
+    assert!(b["extrapolation"].as_str().unwrap().contains("above 2e19"));
+    // Every listed plan's batch is within the tolerance of its shape's law.
+    for plan in doc["plans"].as_array().unwrap() {
+        let target = of(plan["model"].as_str().unwrap())["target_tokens"]
+            .as_f64()
+            .unwrap();
+        let g = plan["step"]["global_batch_tokens"].as_f64().unwrap();
+        assert!((g / target - 1.0).abs() <= 0.25, "{g} against {target}");
+    }
+    // The law's larger batch gives the pipeline more micro-batches than 16 Mi did: a higher
+    // MFU for the first plan.
+    let mut fixed = wide("fixed");
+    fixed.push("--json");
+    let fixed = json(&fixed);
+    let mfu = |d: &serde_json::Value| d["plans"][0]["mfu"].as_f64().unwrap();
+    assert!(mfu(&doc) > mfu(&fixed), "{} vs {}", mfu(&doc), mfu(&fixed));
+    // Under the fixed target no shape carries a law.
+    assert!(fixed["shapes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s.get("batch").is_none()));
+}
+
+#[test]
+fn the_report_says_what_batch_it_used_and_where_the_batch_binds() {
+    let out = trainplan().args(wide("step")).assert().success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(
+        text.contains("batch law step: each shape's layouts aim at its optimum for the run that reaches loss 1.955, within 25 %"),
+        "{text}"
+    );
+    // Step Law at 405B's 817.7 B tokens: 0.58·D^0.571 = 3.68 M tokens, 448 sequences.
+    assert!(
+        text.contains("llama3-405b: 3.677 M tokens a step (448 sequences)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("step extrapolates for llama3-70b, llama3-405b"),
+        "{text}"
+    );
+    // 131,072 GPUs at the law's small batch leave each replica one micro-batch: the
+    // pipeline, not the GPUs, binds the answer, and the report says so.
+    assert!(text.contains("the answer's batch: 4.194 M tokens (+14.1 % from the law's 3.677 M), 1 micro-batch of 1 × 8,192 on each of 512 replicas"), "{text}");
+    assert!(
+        text.contains("the batch binds the pipeline: 1 micro-batch a replica over 16 stages"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_cluster_wider_than_the_laws_batch_is_batch_bound() {
+    // Llama 3 8B on 1,048,576 GPUs for a loss it reaches: Step Law's batch for its 515.8 B
+    // tokens is 2.83 M tokens, at most 431 replicas of a sequence, so each would need 2,433
+    // GPUs, more than any layout of its 32 layers has: no plan passes (exit 1), and the
+    // report says why.
+    let out = trainplan()
+        .args([
+            "search",
+            "--models",
+            "llama3-8b",
+            "--gpus",
+            "1048576",
+            "--loss-target",
+            "2.1",
+            "--memory",
+            "detailed",
+            "--time",
+            "detailed",
+            "--batch-law",
+            "step",
+        ])
+        .assert()
+        .failure();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(
+        text.contains("llama3-8b is batch-bound: the law's batch keeps at most 431 replicas of one sequence busy, so 1,048,576 GPUs need TP × CP × PP of at least 2,433 a replica"),
+        "{text}"
+    );
+}
+
+/// `check` of Llama 3 70B at TP 8 × PP 4 on `gpus` under DeepSeek's batch law.
+fn check_70b(gpus: &str) -> Vec<&str> {
+    vec![
+        "check",
+        "--model",
+        "70b",
+        "--tokens",
+        "2e12",
+        "--gpus",
+        gpus,
+        "--tp",
+        "8",
+        "--pp",
+        "4",
+        "--memory",
+        "detailed",
+        "--time",
+        "detailed",
+        "--batch-law",
+        "deepseek",
+    ]
+}
+
+#[test]
+fn check_states_the_laws_batch_beside_the_plans_and_a_refusal_names_the_law() {
+    let mut args = check_70b("1024");
+    args.push("--json");
+    let doc = json(&args);
+    let b = &doc["batch_law"];
+    let target = b["target_tokens"].as_f64().unwrap();
+    let g = doc["step"]["global_batch_tokens"].as_f64().unwrap();
+    assert!((g / target - 1.0).abs() <= 0.25);
+    // 65,536 GPUs at TP 8 × PP 4 make rounds of 2,048 sequences (16.8 M tokens), 30 % below
+    // the law's 24.2 M for 70B: refused, naming the law.
+    let out = trainplan().args(check_70b("65536")).assert().failure();
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("of the deepseek batch law"), "{err}");
+    assert!(err.contains("(--batch-law, --batch-tolerance)"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
