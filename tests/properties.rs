@@ -106,9 +106,20 @@ fn problem() -> impl Strategy<Value = (Brief, Vec<Shape>, TokenGrid, MemorySpace
         0.0f64..1.0,
         0.3f64..3.0,
         prop::option::of((0.5f64..4.0, 0.3f64..1.5)),
+        prop::option::of(1e9f64..1e15),
     )
         .prop_map(
-            |((mut brief, space, time), shapes, grid, which, at_loss, at_days, slack, cost)| {
+            |(
+                (mut brief, space, time),
+                shapes,
+                grid,
+                which,
+                at_loss,
+                at_days,
+                slack,
+                cost,
+                inference,
+            )| {
                 let n = shapes[which.index(shapes.len())].params() as f64;
                 let point = |u: f64| grid.at(((grid.len() - 1) as f64 * u) as u64) as f64;
                 brief.loss_target = brief.loss(n, point(at_loss));
@@ -131,6 +142,7 @@ fn problem() -> impl Strategy<Value = (Brief, Vec<Shape>, TokenGrid, MemorySpace
                     brief.max_cost =
                         Some(brief.gpus as f64 * 24.0 * price * brief.max_days * share);
                 }
+                brief.inference_tokens = inference.map(|d| d as u64);
                 (brief, shapes, grid, space, time)
             },
         )
@@ -225,11 +237,22 @@ fn space() -> impl Strategy<Value = MemorySpace> {
 }
 
 fn rank() -> impl Strategy<Value = Rank> {
-    prop::sample::select(vec![Rank::Loss, Rank::Days, Rank::Memory, Rank::Cost])
+    prop::sample::select(vec![
+        Rank::Loss,
+        Rank::Days,
+        Rank::Memory,
+        Rank::Cost,
+        Rank::Lifetime,
+    ])
 }
 
 /// Every passing plan, graded one by one: each layout with each memory model of the space
 /// whose step goes with it.
+/// A plan's lifetime FLOPs, 0 when the brief has no inference tokens.
+fn lifetime(p: &Plan) -> f64 {
+    p.lifetime.map_or(0.0, |l| l.total_flops())
+}
+
 /// A plan's cost, 0 when the brief has no price.
 fn cost(p: &Plan) -> f64 {
     p.spend.and_then(|s| s.cost).unwrap_or(0.0)
@@ -395,6 +418,10 @@ proptest! {
                     .then(by(p.days, q.days)),
                 // By what each plan costs (none without a price), then days, then loss.
                 Rank::Cost => by(cost(p), cost(q))
+                    .then(by(p.days, q.days))
+                    .then(by(p.loss, q.loss)),
+                // By training plus inference FLOPs (none without inference tokens).
+                Rank::Lifetime => by(lifetime(p), lifetime(q))
                     .then(by(p.days, q.days))
                     .then(by(p.loss, q.loss)),
             }

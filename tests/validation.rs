@@ -411,7 +411,7 @@ const ROWS: &[Row] = &[
     row("`--from` a DeepSpeed JSON", "with the model alongside", &["check", "--from", "ds_config.json"], "error: invalid --from = deepspeed: the model alongside: DeepSpeed's JSON has none (give --model-config config.json, or --model)"),
     // Other commands' inputs.
     row("`merge FILE…`", "partial results of `search --shard`", &["merge", "partial.json"], "error: cannot parse 'partial.json': not a partial search result: missing field `kind` at line 1 column 2"),
-    row("a partial result's `rank`", "loss, days, memory or cost", &["merge", "rank.json"], "error: invalid rank = speed: loss, days, memory or cost"),
+    row("a partial result's `rank`", "loss, days, memory, cost or lifetime", &["merge", "rank.json"], "error: invalid rank = speed: loss, days, memory, cost or lifetime"),
     row("`export --plan FILE`", "a plan, search or Pareto JSON", &["export", "--format", "megatron", "--plan", "plan.json"], "error: cannot parse 'plan.json': not a plan: missing field `model`"),
     row("a partial result's counts", "passing ≤ evaluated; plans and front ≤ passing", &["merge", "counts.json"], "error: invalid merge = shard 1/1: 480000 evaluated, 480001 passing, 0 plans and 0 on the front: a partial file as search wrote it: passing at most evaluated, and the plans and the front at most the passing (and the plans at most top)"),
     row("a partial result's `grid`", "an object, never an array", &["merge", "grid-list.json"], "error: cannot parse 'grid-list.json': not a partial search result: grid: invalid type: sequence, expected struct TokenGrid at line 1 column 817"),

@@ -190,6 +190,17 @@ def test_the_default_search_answers_the_default_brief():
     assert "llama3-70b" in repr(best) and "SearchResult" in repr(result)
 
 
+def test_a_search_serving_inference_reports_the_lifetime_optimal_model():
+    # Sardana et al. 2024 at the default brief's loss: a smaller model than the
+    # compute-optimal one for that loss, trained longer, the more it serves.
+    few = trainplan.search(inference_tokens=1e12).lifetime_optimal
+    many = trainplan.search(inference_tokens=2e13, rank="lifetime").lifetime_optimal
+    assert many["params"] < few["params"] and many["tokens"] > few["tokens"]
+    assert many["inference_flops"] == pytest.approx(2 * many["params"] * 2e13, rel=1e-12)
+    with pytest.raises(trainplan.TrainplanError, match="--inference-tokens"):
+        trainplan.search(rank="lifetime")
+
+
 @needs_bin
 def test_a_launchers_file_is_graded_as_the_binary_grades_it(tmp_path):
     # The Megatron-LM file `export` writes, read back by `check --from`.

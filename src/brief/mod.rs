@@ -130,6 +130,13 @@ pub struct Brief {
     /// optimum for each shape ([`Brief::batch_target_for`]), within `batch_tolerance`.
     #[serde(default, skip_serializing_if = "BatchLaw::is_fixed")]
     pub batch_law: BatchLaw,
+    /// Tokens the model will serve over its life, `D_inf` (Sardana et al. 2024,
+    /// [`crate::laws::lifetime`]): with it a plan counts its inference FLOPs `2·N·D_inf`
+    /// beside its training FLOPs, a search reports the model of least lifetime FLOPs at the
+    /// loss target, and `--rank lifetime` ranks by both. `None` (the default, and then not
+    /// written): no inference counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inference_tokens: Option<u64>,
     /// Distinct tokens the data holds, `U`: a run of more tokens repeats them, and is graded by
     /// its effective tokens under a law that says what repeats are worth (Muennighoff et al.
     /// 2023; the law needs a [`crate::laws::Repetition`]). `None`: as many as a run
@@ -195,6 +202,7 @@ impl Default for Brief {
             batch_target_tokens: DEFAULT_GLOBAL_BATCH_TOKENS,
             batch_tolerance: DEFAULT_BATCH_TOLERANCE,
             batch_law: BatchLaw::Fixed,
+            inference_tokens: None,
             unique_tokens: None,
             loss_law: LossLaw::default(),
             topology: Topology::default(),
@@ -291,6 +299,15 @@ impl Brief {
             ));
         }
         self.loss_law.validate("brief.loss_law.")?;
+        if let Some(d) = self.inference_tokens {
+            if d == 0 || d > limits::WHOLE_TOKENS {
+                return Err(Error::invalid(
+                    "brief.inference_tokens",
+                    d,
+                    format!("a whole number from 1 to {:.0e}", limits::TOKENS),
+                ));
+            }
+        }
         if let Some(u) = self.unique_tokens {
             if u == 0 || u > limits::WHOLE_TOKENS {
                 return Err(Error::invalid(
@@ -557,6 +574,28 @@ impl Brief {
                 law: Some(self.batch_law.name()),
             },
         }
+    }
+
+    /// The lifetime FLOPs of `n` (active) parameters trained on `tokens` and serving the
+    /// brief's inference tokens ([`crate::laws::Lifetime`]); `None` without them.
+    pub fn lifetime(&self, n: f64, tokens: f64) -> Option<crate::laws::Lifetime> {
+        self.inference_tokens
+            .map(|d| crate::laws::Lifetime::of(n, tokens, d as f64))
+    }
+
+    /// The model of least lifetime FLOPs at the loss target, serving the brief's inference
+    /// tokens, under the brief's law as a dense model ([`crate::laws::lifetime_optimal`]);
+    /// `None` without inference tokens or where no model reaches the target.
+    pub fn lifetime_optimal(&self) -> Option<crate::laws::Lifetime> {
+        let d = self.inference_tokens? as f64;
+        crate::laws::lifetime_optimal(&self.loss_law, self.loss_target, d)
+    }
+
+    /// The compute-optimal model at the loss target (no inference): the lifetime optimum the
+    /// brief's would be without its inference tokens.
+    pub fn loss_optimal(&self) -> Option<crate::laws::Lifetime> {
+        self.inference_tokens?;
+        crate::laws::lifetime_optimal(&self.loss_law, self.loss_target, 0.0)
     }
 
     /// Sustained training throughput of the whole cluster, FLOP/s: `GPUs × peak × MFU`.

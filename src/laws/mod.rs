@@ -8,13 +8,17 @@
 //!   presets `--loss-law` names, and the compute-optimal model.
 //! - [`batch`]: the batch-size laws (DeepSeek LLM's and StepFun's Step Law) that set a plan's
 //!   global batch and learning rate when the brief names one (`--batch-law`).
+//! - [`lifetime`]: the model of least training plus inference FLOPs at a loss (Sardana et al.
+//!   2024), for a brief that says how many tokens the model will serve.
 //!
 //! Uses the ground floor and `model`; used by `brief` and the parts above it.
 
 pub mod batch;
+pub mod lifetime;
 pub mod loss;
 
 pub use batch::{BatchLaw, LawInputs};
+pub use lifetime::{lifetime_optimal, Lifetime};
 pub use loss::{
     ComputeOptimal, Effective, ExpertScaling, LawSize, LossLaw, LossLawPreset, Repetition,
 };

@@ -150,6 +150,10 @@ pub struct Plan {
     pub memory_model: Option<Options>,
     /// Training FLOPs, 6·N·D.
     pub flops: f64,
+    /// Training and inference FLOPs over the model's life, when the brief says how many
+    /// tokens it will serve (`inference_tokens`: `2·N·D_inf`, Sardana et al. 2024).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifetime: Option<crate::laws::Lifetime>,
     /// Days the run takes: by 6ND at the brief's MFU, or under the detailed time model the
     /// wall-clock days with failures and restarts.
     pub days: f64,
@@ -380,6 +384,7 @@ pub fn evaluate_cached(
             MemoryModel::Detailed(d) => Some(d.options),
         },
         flops: time::training_flops(n_active as f64, d as f64),
+        lifetime: brief.lifetime(n_active as f64, d as f64),
         days,
         days_plate: run.map(|_| plate_days),
         compute_days: run.map(|r| r.compute_days),

@@ -26,7 +26,7 @@ pub(crate) use crate::search::options::SearchOptions;
 use crate::search::options::TokenGrid;
 use crate::search::pareto::{exact_front, last_on_front, Front};
 use crate::search::progress::{stopping, Progress};
-use crate::search::rank::{tie_break, Candidate, Distinct, Rank, TopK};
+use crate::search::rank::{lifetime_flops, tie_break, Candidate, Distinct, Rank, TopK};
 use crate::search::report::FrontRun;
 use crate::search::report::FrontRuns;
 use crate::search::report::SearchReport;
@@ -297,6 +297,7 @@ fn walk_grid(
             continue;
         }
         let plate_days = time::days(cluster_flops, n, tokens as f64);
+        let lifetime = lifetime_flops(brief, n, tokens);
         let days_of = |c: &Config| c.pace.days(plate_days, tokens);
         // Days rise with the pace, so the configurations that pass are a prefix of
         // `by_pace`. They share the loss; under any ranking but memory they come in
@@ -317,6 +318,7 @@ fn walk_grid(
             days: days_of(c),
             memory: gb(c.bytes),
             prefer: c.prefer,
+            lifetime,
         };
         // Under --exact the ranking and each shape's best come from the windows; only the
         // grid's front and count are wanted from this loop.

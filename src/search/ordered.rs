@@ -57,6 +57,9 @@ fn keys(rank: Rank) -> &'static [Key] {
     match rank {
         Rank::Loss | Rank::Memory => &[Key::Loss],
         Rank::Days | Rank::Cost => &[Key::Days, Key::Loss],
+        // Lifetime FLOPs rise strictly with the tokens along a line: fewest first, as the
+        // tokens' own order has them, whatever the days do.
+        Rank::Lifetime => &[],
     }
 }
 
@@ -314,6 +317,7 @@ mod tests {
                 days: self.days[i],
                 memory: self.memory,
                 prefer: 0.0,
+                lifetime: 0.0,
             }
         }
     }

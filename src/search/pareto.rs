@@ -455,6 +455,7 @@ mod tests {
             days,
             memory,
             prefer: 0.0,
+            lifetime: 0.0,
         }
     }
 

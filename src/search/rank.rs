@@ -33,6 +33,17 @@ pub struct Candidate {
     /// token under the detailed model when it fits there, +∞ when not
     /// ([`crate::plan::runnable::runnable_key`]); 0 for plans the detailed model graded.
     pub prefer: f64,
+    /// Training and inference FLOPs over the model's life, `N·(6·D + 2·D_inf)`
+    /// ([`lifetime_flops`]); 0 when the brief has no inference tokens.
+    pub lifetime: f64,
+}
+
+/// A candidate's lifetime FLOPs: `N_active·(6·tokens + 2·D_inf)` with the brief's inference
+/// tokens `D_inf` (Sardana et al. 2024, [`crate::laws::lifetime`]); 0 without them.
+pub fn lifetime_flops(brief: &Brief, active_params: f64, tokens: u64) -> f64 {
+    brief
+        .lifetime(active_params, tokens as f64)
+        .map_or(0.0, |l| l.total_flops())
 }
 
 /// What to rank plans by, best first.
@@ -49,6 +60,9 @@ pub enum Rank {
     /// `GPUs × days × 24 × price` — orders plans as days do; the name says what the user asked
     /// for, and it needs a price ([`Rank::check_against`]).
     Cost,
+    /// Least training plus inference FLOPs over the model's life (then fewest days, lowest
+    /// loss): Sardana et al. 2024's objective, which needs the brief's inference tokens.
+    Lifetime,
 }
 
 impl Rank {
@@ -59,11 +73,12 @@ impl Rank {
             Rank::Days => "days",
             Rank::Memory => "memory",
             Rank::Cost => "cost",
+            Rank::Lifetime => "lifetime",
         }
     }
 
-    /// Refuses a ranking the brief cannot answer: by cost without a price (`field` names where
-    /// the ranking came from).
+    /// Refuses a ranking the brief cannot answer: by cost without a price, by lifetime without
+    /// inference tokens (`field` names where the ranking came from).
     pub fn check_against(self, field: &str, brief: &Brief) -> Result<()> {
         match (self, brief.spend.price_per_gpu_hour) {
             (Rank::Cost, None) => Err(Error::invalid(
@@ -71,16 +86,27 @@ impl Rank {
                 "cost",
                 "a brief with a price (--price-per-gpu-hour, spend.price_per_gpu_hour)",
             )),
+            (Rank::Lifetime, _) if brief.inference_tokens.is_none() => Err(Error::invalid(
+                field,
+                "lifetime",
+                "a brief with the tokens the model will serve (--inference-tokens, inference_tokens)",
+            )),
             _ => Ok(()),
         }
     }
 
     /// The ranking a user names, or why the name is none (the field it came in is `field`).
     pub fn from_name(field: &str, name: &str) -> Result<Rank> {
-        [Rank::Loss, Rank::Days, Rank::Memory, Rank::Cost]
-            .into_iter()
-            .find(|r| r.name() == name)
-            .ok_or_else(|| Error::invalid(field, name, "loss, days, memory or cost"))
+        [
+            Rank::Loss,
+            Rank::Days,
+            Rank::Memory,
+            Rank::Cost,
+            Rank::Lifetime,
+        ]
+        .into_iter()
+        .find(|r| r.name() == name)
+        .ok_or_else(|| Error::invalid(field, name, "loss, days, memory, cost or lifetime"))
     }
 
     /// The total order of this ranking: its objective, then the others, then [`tie_break`].
@@ -92,6 +118,11 @@ impl Rank {
             Rank::Loss => by_loss.then(by_days),
             Rank::Days | Rank::Cost => by_days.then(by_loss),
             Rank::Memory => by_memory.then(by_loss).then(by_days),
+            Rank::Lifetime => a
+                .lifetime
+                .total_cmp(&b.lifetime)
+                .then(by_days)
+                .then(by_loss),
         }
         .then_with(|| tie_break(a, b))
     }
@@ -272,6 +303,7 @@ mod tests {
             days,
             memory,
             prefer: 0.0,
+            lifetime: 0.0,
         }
     }
 

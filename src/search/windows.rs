@@ -14,7 +14,7 @@ use crate::plan::verdict::{loss_bound, time_bound};
 use crate::search::options::TokenGrid;
 use crate::search::ordered::{Line, Merge};
 use crate::search::pareto::{Chain, Front};
-use crate::search::rank::{Candidate, Rank, TopK};
+use crate::search::rank::{lifetime_flops, Candidate, Rank, TopK};
 use crate::search::space::Config;
 use crate::search::weigh::Fitting;
 use crate::units::gb;
@@ -73,6 +73,7 @@ impl Window<'_> {
             days: self.days(tokens),
             memory: self.memory,
             prefer: self.prefer,
+            lifetime: lifetime_flops(self.brief, self.shape.active_params() as f64, tokens),
         }
     }
 }

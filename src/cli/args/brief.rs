@@ -102,6 +102,11 @@ pub struct BriefArgs {
     /// (detailed model), with the learning rate it implies [default: fixed].
     #[arg(long, value_enum, value_name = "LAW")]
     pub batch_law: Option<BatchLawArg>,
+    /// Tokens the model will serve over its life: counted as 2·N FLOPs each beside training's
+    /// 6·N·D, for the lifetime-optimal model at the loss target and --rank lifetime (Sardana
+    /// et al. 2024) [default: none].
+    #[arg(long, value_name = "TOKENS", value_parser = parse_whole)]
+    pub inference_tokens: Option<u64>,
     /// Scaling-law constants to start from [default: besiroglu].
     #[arg(long, value_enum, value_name = "PRESET")]
     pub loss_law: Option<LawArg>,
@@ -264,6 +269,7 @@ impl BriefArgs {
             batch_target_tokens: self.batch_target,
             batch_tolerance: self.batch_tolerance,
             batch_law: self.batch_law.map(BatchLawArg::law),
+            inference_tokens: self.inference_tokens,
             unique_tokens: self.unique_tokens,
             loss_law: LossLawPatch {
                 e: self.loss_e,

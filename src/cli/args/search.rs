@@ -46,6 +46,9 @@ pub enum RankArg {
     /// Least cost first (needs --price-per-gpu-hour; orders as days, every layout holding
     /// the brief's GPUs).
     Cost,
+    /// Least training plus inference FLOPs over the model's life first (needs
+    /// --inference-tokens; Sardana et al. 2024).
+    Lifetime,
 }
 
 /// Where and how a search's result is written (`search` and `merge`).
@@ -318,6 +321,7 @@ impl SearchArgs {
             RankArg::Days => Rank::Days,
             RankArg::Memory => Rank::Memory,
             RankArg::Cost => Rank::Cost,
+            RankArg::Lifetime => Rank::Lifetime,
         };
         rank.check_against("--rank", brief)?;
         if self.time.time == TimeArg::Detailed && self.detailed.memory == MemoryArg::Plate {

@@ -10,7 +10,7 @@ use super::exporter::Exporter;
 use crate::brief::Brief;
 use crate::cost::links::placement::RankPlacement;
 use crate::error::{Error, Result};
-use crate::laws::ComputeOptimal;
+use crate::laws::{ComputeOptimal, Lifetime};
 use crate::plan::check::CheckReport;
 use crate::plan::command::CheckCommand;
 use crate::plan::sensitivity::SearchSensitivity;
@@ -49,6 +49,10 @@ struct SearchDocument<'a> {
     budget_flops: f64,
     /// The compute-optimal model for the budget.
     compute_optimal: &'a ComputeOptimal,
+    /// With the brief's inference tokens: the model of least training plus inference FLOPs
+    /// at the loss target (Sardana et al. 2024), as a dense model of the brief's law.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lifetime_optimal: Option<Lifetime>,
     /// One verdict per shape: its exact token window or the reason it never passes.
     shapes: &'a [ShapeVerdict],
     /// Candidates (shape, tokens, TP, PP, ZeRO) graded.
@@ -173,6 +177,7 @@ impl Exporter for Json {
             choices: r.choices,
             budget_flops: r.budget_flops,
             compute_optimal: &r.compute_optimal,
+            lifetime_optimal: r.brief.lifetime_optimal(),
             shapes: &r.shapes,
             evaluated: r.evaluated,
             passing: r.passing,

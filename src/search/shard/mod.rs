@@ -366,6 +366,7 @@ fn candidate(p: &IndexedPlan, brief: &Brief) -> Candidate {
         days: plan.days,
         memory: plan.memory_gb.total,
         prefer: prefer_of(plan),
+        lifetime: plan.lifetime.map_or(0.0, |l| l.total_flops()),
     }
 }
 

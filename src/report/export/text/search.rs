@@ -281,15 +281,19 @@ fn graded_best(r: &SearchReport) -> Vec<(&Plan, DetailedVerdict, Option<&Plan>)>
             })
         })
         .collect();
-    let key = |p: &Plan, v: &DetailedVerdict| rank_key(r.rank, p.loss, v.days, v.memory);
+    let key = |p: &Plan, v: &DetailedVerdict| {
+        let lifetime = p.lifetime.map_or(0.0, |l| l.total_flops());
+        rank_key(r.rank, p.loss, v.days, v.memory, lifetime)
+    };
     graded.sort_by(|(p, v, _), (q, w, _)| w.pass.cmp(&v.pass).then(by_key(key(p, v), key(q, w))));
     graded
 }
 
 /// A plan's place under `rank`: the ranking's objective, then the other of loss and days
-/// (loss after memory).
-fn rank_key(rank: Rank, loss: f64, days: f64, memory: f64) -> (f64, f64) {
+/// (loss after memory, days after lifetime FLOPs).
+fn rank_key(rank: Rank, loss: f64, days: f64, memory: f64, lifetime: f64) -> (f64, f64) {
     match rank {
+        Rank::Lifetime => (lifetime, days),
         Rank::Loss => (loss, days),
         Rank::Days | Rank::Cost => (days, loss),
         Rank::Memory => (memory, loss),
@@ -322,10 +326,50 @@ fn budget_lines(r: &SearchReport) -> String {
     };
     let _ = writeln!(
         out,
-        "optimum   {} parameters on {} tokens, loss {} ({which})\n",
+        "optimum   {} parameters on {} tokens, loss {} ({which})",
         count(opt.params as f64),
         count(opt.tokens as f64),
         fixed(opt.loss, 4)
+    );
+    out.push_str(&lifetime_lines(r));
+    out.push('\n');
+    out
+}
+
+/// With the brief's inference tokens: the model of least lifetime FLOPs at the loss target
+/// (Sardana et al. 2024) beside the compute-optimal one for that loss (each plan's own are in
+/// its JSON, `lifetime`).
+fn lifetime_lines(r: &SearchReport) -> String {
+    let b = &r.brief;
+    let (Some(d_inf), Some(best), Some(plain)) =
+        (b.inference_tokens, b.lifetime_optimal(), b.loss_optimal())
+    else {
+        return String::new();
+    };
+    let mut out = String::new();
+    let model = |l: &crate::laws::Lifetime| {
+        format!(
+            "{} parameters on {} tokens ({} tokens a parameter): {} training + {} inference FLOPs",
+            count(l.params),
+            count(l.tokens),
+            fixed(l.tokens / l.params, 1),
+            sci(l.train_flops),
+            sci(l.inference_flops)
+        )
+    };
+    let plain = crate::laws::Lifetime::of(plain.params, plain.tokens, d_inf as f64);
+    let _ = writeln!(
+        out,
+        "lifetime  serving {} tokens at loss {}: {} (least training plus inference, Sardana et al. 2024)",
+        count(d_inf as f64),
+        b.loss_target,
+        model(&best)
+    );
+    let _ = writeln!(
+        out,
+        "          the compute-optimal model for that loss: {}, {} more in all",
+        model(&plain),
+        percent(plain.total_flops() / best.total_flops() - 1.0)
     );
     out
 }
@@ -886,7 +930,10 @@ fn best_shapes(r: &SearchReport) -> String {
         .iter()
         .filter_map(|v| v.best_plan.as_ref())
         .collect();
-    let key = |p: &Plan| rank_key(rank, p.loss, p.days, p.memory_gb.total);
+    let key = |p: &Plan| {
+        let lifetime = p.lifetime.map_or(0.0, |l| l.total_flops());
+        rank_key(rank, p.loss, p.days, p.memory_gb.total, lifetime)
+    };
     best.sort_by(|a, b| by_key(key(a), key(b)));
     let mut out = format!("\nbest shapes by {} (each at its best plan)\n", rank.name());
     let rows: Vec<Vec<String>> = best
