@@ -130,7 +130,7 @@ fn check_70b(gpus: &str) -> Vec<&str> {
         "--model",
         "70b",
         "--tokens",
-        "2e12",
+        "3.4e12",
         "--gpus",
         gpus,
         "--tp",
@@ -143,6 +143,8 @@ fn check_70b(gpus: &str) -> Vec<&str> {
         "detailed",
         "--batch-law",
         "deepseek",
+        "--max-days",
+        "365",
     ]
 }
 
@@ -162,4 +164,33 @@ fn check_states_the_laws_batch_beside_the_plans_and_a_refusal_names_the_law() {
     assert!(err.contains("of the deepseek batch law"), "{err}");
     assert!(err.contains("(--batch-law, --batch-tolerance)"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn the_megatron_export_writes_the_laws_batch_and_learning_rate() {
+    let mut args = check_70b("1024");
+    args[0] = "export";
+    args.extend(["--format", "megatron", "-q"]);
+    let out = trainplan().args(&args).assert().success();
+    let script = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let mut check = check_70b("1024");
+    check.push("--json");
+    let doc = json(&check);
+    let lr = doc["batch_law"]["learning_rate"].as_f64().unwrap();
+    let sequences = doc["step"]["global_batch_tokens"].as_u64().unwrap() / 8192;
+    assert!(script.contains(&format!("--lr {lr:.3e}")), "{script}");
+    assert!(
+        script.contains(&format!("--global-batch-size {sequences}")),
+        "{script}"
+    );
+    // Without a law no learning rate is written.
+    let fixed: Vec<&str> = args
+        .iter()
+        .copied()
+        .filter(|a| *a != "--batch-law" && *a != "deepseek")
+        .collect();
+    let out = trainplan().args(&fixed).assert().success();
+    assert!(!String::from_utf8(out.get_output().stdout.clone())
+        .unwrap()
+        .contains("--lr "));
 }

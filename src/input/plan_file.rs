@@ -257,7 +257,8 @@ impl PlanFile {
         };
         let graded = evaluate(&m.brief, &design)?;
         let target = m.brief.batch_target_for(&shape);
-        let launch = Launch::new(
+        let law = crate::plan::batch::LawBatch::of(&m.brief, &shape);
+        let mut launch = Launch::new(
             shape,
             fields.tokens,
             m.layout,
@@ -266,6 +267,7 @@ impl PlanFile {
             &target,
             m.options,
         )?;
+        launch.set_law(law.as_ref(), m.brief.loss_target);
         Ok((launch, graded))
     }
 }

@@ -61,6 +61,10 @@ pub struct Launch {
     /// GPUs of a host, the processes a launcher starts on each (torchrun's
     /// `--nproc_per_node`): the brief's (4 on an NVL72 rack's hosts), 8 where no brief says.
     pub gpus_per_host: u64,
+    /// The peak learning rate of the brief's batch law ([`crate::plan::batch::LawBatch`]),
+    /// which a launcher that takes one writes (Megatron-LM's `--lr`); `None` under a fixed
+    /// batch target, and then the launcher's own default stands.
+    pub learning_rate: Option<f64>,
 }
 
 /// What a launcher must keep of the placement the plan was graded on, NVLink domains larger
@@ -383,6 +387,7 @@ impl Launch {
             detailed,
             notes,
             gpus_per_host: 8,
+            learning_rate: None,
         })
     }
 
@@ -421,7 +426,20 @@ impl Launch {
             launch.notes.push(placement_note(placement));
         }
         launch.gpus_per_host = report.brief.gpus_per_node;
+        launch.set_law(report.batch.as_ref(), report.brief.loss_target);
         Ok(launch)
+    }
+
+    /// Takes the brief's batch law's learning rate, with a note saying whose it is; nothing
+    /// under a fixed batch target.
+    pub fn set_law(&mut self, law: Option<&crate::plan::batch::LawBatch>, loss_target: f64) {
+        if let Some(b) = law {
+            self.learning_rate = Some(b.learning_rate);
+            self.notes.push(format!(
+                "the global batch and the learning rate ({:.3e}) are the {} batch law's for the run that reaches loss {loss_target} (launchers that take a learning rate write it)",
+                b.learning_rate, b.law
+            ));
+        }
     }
 
     /// GPUs, `TP · CP · PP · DP` (saturating; a layout from [`Layout::new`] is far below).

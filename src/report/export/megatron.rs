@@ -595,6 +595,11 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     push("--micro-batch-size", Some(step.micro_batch.to_string()));
     push("--global-batch-size", Some(l.global_batch.to_string()));
     push("--train-iters", Some(l.iterations().to_string()));
+    // The batch law's peak learning rate, where the brief names a law (Megatron-LM has no
+    // default: a script without --lr sets its own).
+    if let Some(lr) = l.learning_rate {
+        push("--lr", Some(format!("{lr:.3e}")));
+    }
     // No dropout (Megatron-LM's default is 0.1): the activations the plan counts keep no
     // dropout masks, as Llama 3's pretraining ran.
     push("--attention-dropout", Some("0.0".into()));
