@@ -6,7 +6,7 @@ use std::io;
 
 use super::table::Columns;
 use crate::cost::step::Step;
-use crate::format::{count, fixed, money, percent, thousands};
+use crate::format::{count, fixed, money, percent, sci, thousands};
 use crate::model::layout::Layout;
 use crate::plan::Plan;
 use crate::search::Ranked;
@@ -50,6 +50,10 @@ fn plan_row(number: Option<u64>, p: &Plan) -> Vec<String> {
         row.extend(spend.cost.map(money));
         row.extend(spend.energy_mwh.map(|e| fixed(e, 1)));
         row.extend(spend.emissions_t.map(|t| fixed(t, 1)));
+    }
+    if let Some(l) = &p.lifetime {
+        row.push(sci(l.train_flops));
+        row.push(sci(l.inference_flops));
     }
     if let Some(s) = &p.step {
         row.insert(if number.is_some() { 4 } else { 3 }, l.cp.to_string());
@@ -99,6 +103,8 @@ struct Shown {
     energy: bool,
     /// Emissions, t CO2e (the brief has a power and a carbon intensity).
     emissions: bool,
+    /// Training and inference FLOPs (the brief has inference tokens).
+    lifetime: bool,
 }
 
 impl Shown {
@@ -111,6 +117,7 @@ impl Shown {
         self.cost |= spend.is_some_and(|s| s.cost.is_some());
         self.energy |= spend.is_some_and(|s| s.energy_mwh.is_some());
         self.emissions |= spend.is_some_and(|s| s.emissions_t.is_some());
+        self.lifetime |= p.lifetime.is_some();
     }
 }
 
@@ -132,6 +139,9 @@ fn plan_header_with(shown: Shown) -> Vec<&'static str> {
         if has {
             header.push(name);
         }
+    }
+    if shown.lifetime {
+        header.extend(["train FLOPs", "serve FLOPs"]);
     }
     if shown.step {
         header.push("step");
