@@ -202,6 +202,10 @@ pub enum LawArg {
     /// expert): E 1.3637, A 35.91, B 35.98, α 0.1889, β 0.1775, δ −0.2285, γ 0.0098, ω 0.5529,
     /// ζ −0.0259, E_start 2.0732, E_max 290.45 (losses in FineWeb-Edu nats, GPT-2 tokenizer).
     Ludziejewski,
+    /// Gadre et al. 2024, the over-training law refitted to its released RedPajama runs: E
+    /// 1.8366, α β 0.2729 (η 0.1364), A 166.2, B 287.2; fitted at 5 to 640 tokens a parameter
+    /// (losses in C4-eval nats, GPT-NeoX tokenizer).
+    Gadre,
 }
 
 /// Batch-size laws.
@@ -234,6 +238,7 @@ impl LawArg {
             LawArg::Hoffmann => LossLawPreset::Hoffmann,
             LawArg::Muennighoff => LossLawPreset::Muennighoff,
             LawArg::Ludziejewski => LossLawPreset::Ludziejewski,
+            LawArg::Gadre => LossLawPreset::Gadre,
         }
     }
 }
