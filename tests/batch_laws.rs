@@ -33,7 +33,7 @@ fn deepseek_sets_each_shapes_batch_and_the_answer_uses_the_gpus_better_than_a_fi
         shapes
             .iter()
             .find(|s| s["model"] == model)
-            .map(|s| s["batch"].clone())
+            .map(|s| s["batch_law"].clone())
             .unwrap()
     };
     // 405B reaches 1.955 on 817.7 B tokens: C = M·D = 2.14e24, B = 0.2920·C^0.3271 = 26.5 M
@@ -63,7 +63,7 @@ fn deepseek_sets_each_shapes_batch_and_the_answer_uses_the_gpus_better_than_a_fi
         .as_array()
         .unwrap()
         .iter()
-        .all(|s| s.get("batch").is_none()));
+        .all(|s| s.get("batch_law").is_none()));
 }
 
 #[test]

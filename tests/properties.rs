@@ -422,6 +422,7 @@ proptest! {
                     .then(by(p.loss, q.loss)),
                 // By training plus inference FLOPs (none without inference tokens).
                 Rank::Lifetime => by(lifetime(p), lifetime(q))
+                    .then(p.tokens.cmp(&q.tokens))
                     .then(by(p.days, q.days))
                     .then(by(p.loss, q.loss)),
             }

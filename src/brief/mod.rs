@@ -26,6 +26,7 @@ use crate::cost::step::{BatchTarget, DEFAULT_BATCH_TOLERANCE, DEFAULT_GLOBAL_BAT
 use crate::cost::Machine;
 use crate::error::{Error, Result};
 use crate::format::{exact, general, thousands};
+use crate::laws::batch::SizedFor;
 use crate::laws::{BatchLaw, Effective, LawInputs, LawSize, LossLaw};
 use crate::model::family::FamilySpec;
 use crate::model::layout::{Cluster, Layout};
@@ -540,33 +541,38 @@ impl Brief {
         }
     }
 
-    /// The tokens a batch law sizes `shape`'s batch for: the fewest that reach the brief's
-    /// loss target (the run the brief asks for, where a search's passing window of the shape
-    /// begins), or, for a shape that never reaches it, the most its budget trains at the
-    /// assumed MFU, `C/(6·N_active)`.
-    pub fn batch_law_tokens(&self, shape: &Shape) -> f64 {
+    /// The run a batch law sizes `shape`'s batch for when no plan names its tokens (a
+    /// search): the fewest tokens that reach the brief's loss target (where the search's
+    /// passing window of the shape begins), or, for a shape that never reaches it, the most its
+    /// budget trains at the assumed MFU, `C/(6·N_active)`.
+    pub fn batch_law_run(&self, shape: &Shape) -> (f64, SizedFor) {
         let size = LawSize {
             params: shape.active_params() as f64,
             expansion: shape.expansion(),
         };
-        self.tokens_for_loss(size, self.loss_target)
+        match self
+            .tokens_for_loss(size, self.loss_target)
             .filter(|d| d.is_finite() && *d >= 1.0)
-            .unwrap_or_else(|| self.budget_flops() / (6.0 * size.params))
+        {
+            Some(d) => (d, SizedFor::LossTarget),
+            None => (self.budget_flops() / (6.0 * size.params), SizedFor::Budget),
+        }
     }
 
-    /// The batch law's optimal global batch for `shape`, tokens ([`Brief::batch_law_tokens`]);
-    /// `None` under the fixed target.
-    pub fn law_batch(&self, shape: &Shape) -> Option<f64> {
-        let tokens = self.batch_law_tokens(shape);
-        self.batch_law
-            .optimal_batch(&self.law_inputs(shape, tokens))
-    }
-
-    /// The batch `shape`'s layouts aim at: the batch law's optimum for it
-    /// ([`Brief::law_batch`], rounded to whole tokens, at least one sequence), or the brief's
-    /// fixed target, within the brief's tolerance either way.
+    /// The batch `shape`'s layouts aim at in a search: the batch law's optimum for the run of
+    /// [`Brief::batch_law_run`], or the brief's fixed target ([`Brief::batch_target_at`]).
     pub fn batch_target_for(&self, shape: &Shape) -> BatchTarget {
-        match self.law_batch(shape) {
+        self.batch_target_at(shape, self.batch_law_run(shape).0)
+    }
+
+    /// The batch a plan of `shape` on `tokens` aims at: the batch law's optimum for that run
+    /// (rounded to whole tokens, at least one sequence), or the brief's fixed target, within
+    /// the brief's tolerance either way.
+    pub fn batch_target_at(&self, shape: &Shape, tokens: f64) -> BatchTarget {
+        match self
+            .batch_law
+            .optimal_batch(&self.law_inputs(shape, tokens))
+        {
             None => self.batch_target(),
             Some(b) => BatchTarget {
                 tokens: (b.round() as u64).clamp(self.seq_len, limits::BATCH_TOKENS),

@@ -257,7 +257,7 @@ impl PlanFile {
         };
         let graded = evaluate(&m.brief, &design)?;
         let target = m.brief.batch_target_for(&shape);
-        let law = crate::plan::batch::LawBatch::of(&m.brief, &shape);
+        let law = crate::plan::batch::LawBatch::at(&m.brief, &shape, fields.tokens as f64);
         let mut launch = Launch::new(
             shape,
             fields.tokens,
@@ -267,7 +267,7 @@ impl PlanFile {
             &target,
             m.options,
         )?;
-        launch.set_law(law.as_ref(), m.brief.loss_target);
+        launch.set_law(law.as_ref(), &m.brief);
         Ok((launch, graded))
     }
 }

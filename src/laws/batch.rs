@@ -8,7 +8,9 @@
 //!   Longtermism", arXiv:2401.02954, §3.1, eq. 1): `η_opt = 0.3118 · C^−0.1250` and
 //!   `B_opt = 0.2920 · C^0.3271` tokens, with the compute budget `C = M·D` in the paper's
 //!   convention: `M = 72·n_layer·d_model² + 12·n_layer·d_model·l_seq` non-embedding FLOPs a
-//!   token (§3.2, eq. 2), which for another architecture is `6·N_ne + 12·n_layer·d_model·l_seq`
+//!   token (§3.2, eq. 2), generalised here as `6·N_ne + 12·n_layer·d_model·l_seq` (exact for
+//!   its 7B's blocks; its grouped-query 67B has `6·N_ne = 61.9·n_layer·d_model²`, where the
+//!   paper's formula gives 5,043 sequences and 3.12e−4 against this 4,830 and 3.17e−4)
 //!   with `N_ne` the matrices a token multiplies outside the embedding and the head
 //!   ([`LawInputs::flops_per_token`]). Fitted on budgets "ranging from 1e17 to 2e19" (§3.1);
 //!   the paper's own 7B and 67B models (2 T tokens at 4,096) took their batch and learning
@@ -39,6 +41,18 @@ pub enum BatchLaw {
     Step,
 }
 
+/// Which run a law's batch is sized for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SizedFor {
+    /// The plan's own tokens (`check`, a launcher's export).
+    Plan,
+    /// The fewest tokens that reach the brief's loss target (a search's shape).
+    LossTarget,
+    /// The most tokens the brief's budget trains, for a shape that never reaches the target.
+    Budget,
+}
+
 /// What a batch law reads of a run: its non-embedding parameters, layers, width and sequence,
 /// and its tokens.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -58,7 +72,7 @@ pub struct LawInputs {
 
 impl LawInputs {
     /// DeepSeek LLM's non-embedding FLOPs a token, `M = 6·N_ne + 12·n_layer·d_model·l_seq`
-    /// (arXiv:2401.02954, §3.2 eq. 2, where `6·N_ne = 72·n_layer·d_model²` for its blocks):
+    /// (arXiv:2401.02954, §3.2 eq. 2, which writes `72·n_layer·d_model²` for `6·N_ne`):
     /// the matrices' forward and backward and the attention's scores, without the embedding
     /// and the head.
     pub fn flops_per_token(&self) -> f64 {
@@ -130,6 +144,17 @@ impl BatchLaw {
         }
     }
 
+    /// How the optimal batch and learning rate grow with a run's tokens for one model, the
+    /// exponents `(b, l)` of `B ∝ D^b` and `η ∝ D^l`: DeepSeek's `C = M·D` with `M` fixed gives
+    /// `(0.3271, −0.1250)`, Step Law's `(0.571, 0.307)`; `None` for [`BatchLaw::Fixed`].
+    pub fn token_exponents(self) -> Option<(f64, f64)> {
+        match self {
+            BatchLaw::Fixed => None,
+            BatchLaw::DeepSeek => Some((0.3271, -0.1250)),
+            BatchLaw::Step => Some((0.571, 0.307)),
+        }
+    }
+
     /// The runs the law was fitted on; `None` for [`BatchLaw::Fixed`].
     pub fn fitted(self) -> Option<BatchRange> {
         match self {
@@ -156,11 +181,15 @@ impl BatchLaw {
     }
 
     /// The words a report gives when the run `x` is beyond the law's fitted range:
-    /// `deepseek extrapolates: a budget of 7.89e22 FLOPs (above 3e20); fitted on …`; `None`
+    /// `deepseek extrapolates: a budget of 8.49e22 FLOPs (above 2e19); fitted on …`; `None`
     /// inside it.
     pub fn extrapolation(self, x: &LawInputs) -> Option<String> {
+        self.extrapolation_of(self.variable(x))
+    }
+
+    /// [`BatchLaw::extrapolation`] of a run whose law variable ([`BatchLaw::variable`]) is `v`.
+    pub fn extrapolation_of(self, v: f64) -> Option<String> {
         let range = self.fitted()?;
-        let v = self.variable(x);
         let (lo, hi) = range.span;
         let side = if v > hi {
             ("above", hi)
@@ -293,6 +322,23 @@ mod tests {
         let b = BatchLaw::Step.optimal_batch(&x).unwrap();
         assert!((b / 1.1077e6 - 1.0).abs() < 1e-4, "{b}");
         assert_eq!(BatchLaw::Step.extrapolation(&x), None);
+    }
+
+    #[test]
+    fn the_token_exponents_are_the_laws_own_scaling_in_tokens() {
+        for law in [BatchLaw::DeepSeek, BatchLaw::Step] {
+            let x = deepseek_7b();
+            let y = LawInputs {
+                tokens: 5.0 * x.tokens,
+                ..x
+            };
+            let (b, l) = law.token_exponents().unwrap();
+            let ratio = |f: fn(BatchLaw, &LawInputs) -> Option<f64>| {
+                f(law, &y).unwrap() / f(law, &x).unwrap()
+            };
+            assert!((ratio(BatchLaw::optimal_batch) / 5f64.powf(b) - 1.0).abs() < 1e-12);
+            assert!((ratio(BatchLaw::optimal_learning_rate) / 5f64.powf(l) - 1.0).abs() < 1e-12);
+        }
     }
 
     #[test]

@@ -164,7 +164,7 @@ pub enum LossLawPreset {
     /// (a·M^η + b·M^−η)·C^−η` in the compute `C = 6ND` and the token multiplier `M = D/N`,
     /// which is the Chinchilla form with `α = β = 2η`, `A = a·6^−η`, `B = b·6^−η`. The paper
     /// prints no constants: these are its Eq. 4 refitted to its default fit set's RedPajama
-    /// runs from the authors' released losses (`data/published/gadre-redpajama.json`; E =
+    /// runs (M = 20 and 320) from the authors' released losses (`data/published/gadre-redpajama.json`; E =
     /// 1.8366, a = 212.24, b = 366.69, η = 0.13643), which predict its 1.4B run at M = 640 and
     /// its 6.9B run at M = 20 within 0.73 %, as the paper reports (0.7 %). Losses are C4-eval
     /// nats with the GPT-NeoX tokenizer. N counts every parameter, embeddings included.
@@ -409,11 +409,11 @@ impl LossLawPreset {
     ///   up to 5B total parameters" (abstract); the smallest model (79M active), the tokens
     ///   (0.5B–80B) and the experts (up to 32, each the width of the dense MLP, top-1) are the
     ///   experiments' grid as the paper's §4 gives it, read for this preset's constants.
-    /// - Gadre et al. 2024 (§3.2, Table 1): a testbed of 0.011B to 0.411B parameters at token
-    ///   multipliers M = 5 to 640, with 1.4B (M = 20 and 640) and 6.9B (M = 20) runs the law
-    ///   predicts; the range is the testbed's with those runs, 10.6 M to 6.9 B parameters on
-    ///   up to 922 B tokens, M of 5 to 640 ("when token multipliers become too small (i.e., M
-    ///   = 5) scaling becomes unreliable").
+    /// - Gadre et al. 2024 (§3.2, Table 1): fitted on 0.011B to 0.411B parameters at a token
+    ///   multiplier M = 20 and 0.011B at M = 320, and checked on 1.4B (M = 20 and 640) and 6.9B
+    ///   (M = 20) runs; the range is that, 10.6 M to 6.9 B parameters on up to 922 B tokens at
+    ///   M of 20 to 640 (below 20 its testbed is unreliable: "when token multipliers become too
+    ///   small (i.e., M = 5) scaling becomes unreliable").
     pub fn fitted(self) -> FittedRange {
         match self {
             LossLawPreset::Besiroglu
@@ -443,7 +443,7 @@ impl LossLawPreset {
                 params: (10.5e6, 6.9e9),
                 tokens: (0.0, 922e9),
                 experts: None,
-                multiplier: Some((5.0, 640.0)),
+                multiplier: Some((20.0, 640.0)),
                 source: "Gadre et al. 2024's testbed",
             },
         }

@@ -1,11 +1,13 @@
 //! What the brief's batch law ([`crate::laws::batch`]) asks of a shape, and how a plan's batch
-//! stands against it: the law's optimal batch and learning rate at the tokens the law is
-//! sized for ([`Brief::batch_law_tokens`]), the most data-parallel replicas that batch keeps
-//! busy, and whether a plan's batch is what binds it.
+//! stands against it: the law's optimal batch and learning rate for a run (a plan's own
+//! tokens, or in a search the run that reaches the loss target, [`Brief::batch_law_run`]), the
+//! most data-parallel replicas that batch keeps busy, and whether a plan's batch is what binds
+//! it.
 
 use serde::{Deserialize, Serialize};
 
 use crate::brief::Brief;
+use crate::laws::batch::SizedFor;
 use crate::laws::BatchLaw;
 use crate::model::Shape;
 
@@ -15,9 +17,11 @@ use crate::model::Shape;
 pub struct LawBatch {
     /// The law (`deepseek`, `step`).
     pub law: BatchLaw,
-    /// The tokens it is evaluated at: the fewest that reach the brief's loss target, or for a
-    /// shape that never does, the most the budget trains ([`Brief::batch_law_tokens`]).
+    /// The tokens it is evaluated at.
     pub tokens: f64,
+    /// Which run those are: the plan's (`plan`), the fewest that reach the loss target
+    /// (`loss_target`), or for a shape that never does, the most the budget trains (`budget`).
+    pub sized_for: SizedFor,
     /// The law's compute budget `C = M·D`, FLOPs in DeepSeek LLM's convention (its
     /// non-embedding FLOPs a token `M` times the tokens).
     pub compute_flops: f64,
@@ -38,17 +42,28 @@ pub struct LawBatch {
 }
 
 impl LawBatch {
-    /// The brief's batch law for `shape`; `None` under a fixed target.
+    /// The brief's batch law for `shape` in a search, sized for the run of
+    /// [`Brief::batch_law_run`]; `None` under a fixed target.
     pub fn of(brief: &Brief, shape: &Shape) -> Option<LawBatch> {
+        let (tokens, sized_for) = brief.batch_law_run(shape);
+        LawBatch::sized(brief, shape, tokens, sized_for)
+    }
+
+    /// The brief's batch law for a plan of `shape` on `tokens`; `None` under a fixed target.
+    pub fn at(brief: &Brief, shape: &Shape, tokens: f64) -> Option<LawBatch> {
+        LawBatch::sized(brief, shape, tokens, SizedFor::Plan)
+    }
+
+    fn sized(brief: &Brief, shape: &Shape, tokens: f64, sized_for: SizedFor) -> Option<LawBatch> {
         let law = brief.batch_law;
-        let tokens = brief.batch_law_tokens(shape);
         let inputs = brief.law_inputs(shape, tokens);
         let optimal_batch_tokens = law.optimal_batch(&inputs)?;
-        let target = brief.batch_target_for(shape);
+        let target = brief.batch_target_at(shape, tokens);
         let most = target.tokens as f64 * (1.0 + target.tolerance) / brief.seq_len as f64;
         Some(LawBatch {
             law,
             tokens,
+            sized_for,
             compute_flops: inputs.compute(),
             optimal_batch_tokens,
             target_tokens: target.tokens,
@@ -56,6 +71,51 @@ impl LawBatch {
             most_replicas: (most.floor() as u64).max(1),
             extrapolation: law.extrapolation(&inputs),
         })
+    }
+
+    /// The law for a plan of the same model on `tokens`, from this one: the batch and
+    /// learning rate scaled by the law's exponents in tokens ([`BatchLaw::token_exponents`],
+    /// exact for one model), its target, replicas and extrapolation worked out again.
+    pub fn at_tokens(&self, brief: &Brief, tokens: f64) -> LawBatch {
+        let (b, l) = self.law.token_exponents().unwrap_or((0.0, 0.0));
+        let k = tokens / self.tokens;
+        let optimal_batch_tokens = self.optimal_batch_tokens * k.powf(b);
+        let target = (optimal_batch_tokens.round() as u64)
+            .clamp(brief.seq_len, crate::brief::limits::BATCH_TOKENS);
+        let most = target as f64 * (1.0 + brief.batch_tolerance) / brief.seq_len as f64;
+        LawBatch {
+            law: self.law,
+            tokens,
+            sized_for: SizedFor::Plan,
+            compute_flops: self.compute_flops * k,
+            optimal_batch_tokens,
+            target_tokens: target,
+            learning_rate: self.learning_rate * k.powf(l),
+            most_replicas: (most.floor() as u64).max(1),
+            extrapolation: self.law.extrapolation_of(match self.law {
+                BatchLaw::DeepSeek => self.compute_flops * k,
+                _ => tokens,
+            }),
+        }
+    }
+
+    /// Whether a global batch of `tokens` is within the brief's tolerance of the law's
+    /// target.
+    pub fn accepts(&self, brief: &Brief, tokens: u64) -> bool {
+        (tokens as f64 / self.target_tokens as f64 - 1.0).abs() <= brief.batch_tolerance
+    }
+
+    /// The run in words: `the 817.7 B tokens that reach loss 1.955`, `this plan's 3.4 T
+    /// tokens`, `the 21.79 T tokens its budget trains (it never reaches loss 1.955)`.
+    pub fn run_words(&self, loss_target: f64) -> String {
+        let d = crate::format::count(self.tokens);
+        match self.sized_for {
+            SizedFor::Plan => format!("this plan's {d} tokens"),
+            SizedFor::LossTarget => format!("the {d} tokens that reach loss {loss_target}"),
+            SizedFor::Budget => {
+                format!("the {d} tokens its budget trains (it never reaches loss {loss_target})")
+            }
+        }
     }
 }
 

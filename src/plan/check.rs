@@ -67,7 +67,7 @@ pub fn check(brief: &Brief, design: &Design) -> Result<CheckReport> {
         brief: brief.clone(),
         shape: design.shape.clone(),
         placement: brief.placement(&design.layout),
-        batch: LawBatch::of(brief, design.shape),
+        batch: LawBatch::at(brief, design.shape, design.tokens as f64),
         plan,
         fixes,
         sensitivity: None,

@@ -86,7 +86,7 @@ pub struct ShapeVerdict {
     pub facets: Vec<Facet>,
     /// The brief's batch law for the shape ([`LawBatch`]): the batch its layouts aim at and
     /// why; absent under a fixed target.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "batch_law", default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<LawBatch>,
 }
 

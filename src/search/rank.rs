@@ -60,8 +60,9 @@ pub enum Rank {
     /// `GPUs × days × 24 × price` — orders plans as days do; the name says what the user asked
     /// for, and it needs a price ([`Rank::check_against`]).
     Cost,
-    /// Least training plus inference FLOPs over the model's life (then fewest days, lowest
-    /// loss): Sardana et al. 2024's objective, which needs the brief's inference tokens.
+    /// Least training plus inference FLOPs over the model's life (then fewest tokens, fewest
+    /// days, lowest loss): Sardana et al. 2024's objective, which needs the brief's inference
+    /// tokens.
     Lifetime,
 }
 
@@ -118,9 +119,12 @@ impl Rank {
             Rank::Loss => by_loss.then(by_days),
             Rank::Days | Rank::Cost => by_days.then(by_loss),
             Rank::Memory => by_memory.then(by_loss).then(by_days),
+            // Then the fewest tokens, so that lifetime FLOPs equal in floating point (or
+            // all 0, without inference tokens) still order a line as its walk does.
             Rank::Lifetime => a
                 .lifetime
                 .total_cmp(&b.lifetime)
+                .then(a.tokens.cmp(&b.tokens))
                 .then(by_days)
                 .then(by_loss),
         }

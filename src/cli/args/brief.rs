@@ -203,7 +203,7 @@ pub enum LawArg {
     /// ζ −0.0259, E_start 2.0732, E_max 290.45 (losses in FineWeb-Edu nats, GPT-2 tokenizer).
     Ludziejewski,
     /// Gadre et al. 2024, the over-training law refitted to its released RedPajama runs: E
-    /// 1.8366, α β 0.2729 (η 0.1364), A 166.2, B 287.2; fitted at 5 to 640 tokens a parameter
+    /// 1.8366, α β 0.2729 (η 0.1364), A 166.2, B 287.2; good for 20 to 640 tokens a parameter
     /// (losses in C4-eval nats, GPT-NeoX tokenizer).
     Gadre,
 }

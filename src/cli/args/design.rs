@@ -338,7 +338,7 @@ impl DesignArgs {
         let options = options.on_gpu(brief.mxfp8);
         let micro_batch = s.micro_batch.unwrap_or(1);
         // Without --global-batch-tokens, the rounds of b·s·DP nearest the brief's target or its
-        // batch law's (a
+        // batch law's for the plan's tokens (a
         // layout the GPUs do not divide is refused later, by the layout's own rule).
         let global_batch_tokens = match s.global_batch_tokens {
             Some(tokens) => tokens,
@@ -352,7 +352,7 @@ impl DesignArgs {
                 let target = if brief.batch_law.is_fixed() {
                     brief.batch_target()
                 } else {
-                    brief.batch_target_for(&self.shape()?)
+                    brief.batch_target_at(&self.shape()?, self.tokens()? as f64)
                 };
                 match brief.gpus / model_parallel {
                     0 => target.tokens,

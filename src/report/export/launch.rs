@@ -426,18 +426,30 @@ impl Launch {
             launch.notes.push(placement_note(placement));
         }
         launch.gpus_per_host = report.brief.gpus_per_node;
-        launch.set_law(report.batch.as_ref(), report.brief.loss_target);
+        launch.set_law(report.batch.as_ref(), &report.brief);
         Ok(launch)
     }
 
-    /// Takes the brief's batch law's learning rate, with a note saying whose it is; nothing
+    /// Takes the brief's batch law's learning rate for the plan's run, with a note saying whose
+    /// it is, where the plan's batch is the law's (within the brief's tolerance); a batch fixed
+    /// away from it keeps the launcher's own learning rate, and the note says why. Nothing
     /// under a fixed batch target.
-    pub fn set_law(&mut self, law: Option<&crate::plan::batch::LawBatch>, loss_target: f64) {
-        if let Some(b) = law {
+    pub fn set_law(&mut self, law: Option<&crate::plan::batch::LawBatch>, brief: &crate::Brief) {
+        let Some(b) = law else { return };
+        let tokens = self.global_batch.saturating_mul(self.step.seq_len);
+        let run = b.run_words(brief.loss_target);
+        if b.accepts(brief, tokens) {
             self.learning_rate = Some(b.learning_rate);
             self.notes.push(format!(
-                "the global batch and the learning rate ({:.3e}) are the {} batch law's for the run that reaches loss {loss_target} (launchers that take a learning rate write it)",
+                "the global batch and the learning rate ({:.3e}) are the {} batch law's for {run} (launchers that take a learning rate write it)",
                 b.learning_rate, b.law
+            ));
+        } else {
+            self.notes.push(format!(
+                "the global batch ({} tokens) is not the {} batch law's for {run} ({} tokens), so no learning rate of the law's is written",
+                crate::format::thousands(tokens),
+                b.law,
+                crate::format::thousands(b.target_tokens)
             ));
         }
     }

@@ -3,7 +3,7 @@
 
 use crate::brief::Brief;
 use crate::cost::links::placement::{GroupPlacement, RankPlacement};
-use crate::format::{fixed, general, grouped, money, thousands};
+use crate::format::{count, fixed, general, grouped, money, thousands};
 
 /// The brief in two lines, and a third for its price, power and cost limit when it has them.
 pub fn brief_lines(b: &Brief) -> String {
@@ -52,6 +52,9 @@ pub fn brief_lines(b: &Brief) -> String {
         general(b.loss_target),
         thousands(b.seq_len),
     );
+    if let Some(line) = laws_line(b) {
+        out.push_str(&line);
+    }
     if let Some(line) = data_line(b) {
         out.push_str(&line);
     }
@@ -95,6 +98,23 @@ pub fn placement_lines(p: &RankPlacement, of: &str) -> String {
         p.listed("nvlink", each),
         p.listed("nic", each),
     )
+}
+
+/// The batch law and the tokens the model will serve, where the brief names them (docs/model.md,
+/// "Batch-size laws" and "Sized for the inference it will serve").
+fn laws_line(b: &Brief) -> Option<String> {
+    let mut parts = Vec::new();
+    if !b.batch_law.is_fixed() {
+        parts.push(format!(
+            "the {} batch law sets each plan's batch, within {} %",
+            b.batch_law,
+            general(b.batch_tolerance * 100.0)
+        ));
+    }
+    if let Some(d) = b.inference_tokens {
+        parts.push(format!("serving {} tokens over its life", count(d as f64)));
+    }
+    (!parts.is_empty()).then(|| format!("          {}\n", parts.join("; ")))
 }
 
 /// The data line of a brief whose law values repeats (Muennighoff et al. 2023): the unique

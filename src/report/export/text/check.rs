@@ -85,18 +85,17 @@ pub(super) fn report(r: &CheckReport) -> String {
     out
 }
 
-/// The brief's batch law against the plan's batch: `batch law deepseek: 26.52 M tokens a step
-/// (learning rate 2.84e-4) for the 817.7 B tokens that reach loss 1.955; this plan's 27.26 M,
-/// +2.8 %`, with where the law extrapolates; `None` under a fixed target.
+/// The brief's batch law against the plan's batch: `batch law deepseek: 24.21 M tokens a step
+/// (learning rate 2.94e-4) for this plan's 3.4 T tokens; this plan's 24.12 M, −0.4 %`, with
+/// where the law extrapolates; `None` under a fixed target.
 fn batch_line(r: &CheckReport) -> Option<String> {
     let b = r.batch.as_ref()?;
     let mut out = format!(
-        "batch law {}: {} tokens a step (learning rate {}) for the {} tokens that reach loss {}",
+        "batch law {}: {} tokens a step (learning rate {}) for {}",
         b.law,
         count(b.optimal_batch_tokens),
         crate::format::sci(b.learning_rate),
-        count(b.tokens),
-        r.brief.loss_target
+        b.run_words(r.brief.loss_target)
     );
     if let Some(step) = &r.plan.step {
         let g = step.global_batch_tokens as f64;

@@ -341,10 +341,16 @@ fn budget_lines(r: &SearchReport) -> String {
 /// its JSON, `lifetime`).
 fn lifetime_lines(r: &SearchReport) -> String {
     let b = &r.brief;
-    let (Some(d_inf), Some(best), Some(plain)) =
-        (b.inference_tokens, b.lifetime_optimal(), b.loss_optimal())
-    else {
+    let Some(d_inf) = b.inference_tokens else {
         return String::new();
+    };
+    let (Some(best), Some(plain)) = (b.lifetime_optimal(), b.loss_optimal()) else {
+        return format!(
+            "lifetime  serving {} tokens: no model reaches loss {} under the law (its E is {}), so none is lifetime-optimal\n",
+            count(d_inf as f64),
+            b.loss_target,
+            general(b.loss_law.e)
+        );
     };
     let mut out = String::new();
     let model = |l: &crate::laws::Lifetime| {
@@ -682,6 +688,26 @@ fn batch_lines(r: &SearchReport, listed: &[&ShapeVerdict]) -> String {
             thousands(step.seq_len),
             thousands(l.dp)
         );
+        // The law at the answer's own tokens: a run longer than the one the search sized
+        // the batch for wants a larger batch.
+        if let Some(own) = r
+            .shapes
+            .iter()
+            .find(|v| v.model == p.model)
+            .and_then(|v| v.batch.as_ref())
+            .map(|b| b.at_tokens(&r.brief, p.tokens as f64))
+        {
+            if !own.accepts(&r.brief, step.global_batch_tokens) {
+                let _ = writeln!(
+                    out,
+                    "    at the answer's own {} tokens the law asks {} tokens a step (learning rate {}): the search sizes each shape's batch for the run that reaches the loss; --global-batch-tokens {} grades this run at the law's batch",
+                    count(p.tokens as f64),
+                    count(own.optimal_batch_tokens),
+                    sci(own.learning_rate),
+                    own.target_tokens
+                );
+            }
+        }
         if l.pp > 1 && rounds < l.pp {
             let p = l.pp as f64;
             let _ = writeln!(
@@ -888,10 +914,17 @@ fn runnable_lines(brief: &Brief, shapes: &[&ShapeVerdict]) -> String {
     else {
         return String::new();
     };
+    let batch = if brief.batch_law.is_fixed() {
+        format!(
+            "the batch nearest {} tokens",
+            count(brief.batch_target_tokens as f64)
+        )
+    } else {
+        format!("each shape's {} batch-law batch", brief.batch_law)
+    };
     let mut out = format!(
-        "\nbest plans under the detailed model ({} stack, b1 full recompute, the batch nearest {} tokens; the plate assumes {} % MFU)\n",
+        "\nbest plans under the detailed model ({} stack, b1 full recompute, {batch}; the plate assumes {} % MFU)\n",
         stack.name(),
-        count(brief.batch_target_tokens as f64),
         general(brief.mfu * 100.0)
     );
     if let Some(k) = crate::plan::kernel_figures(brief, stack) {
