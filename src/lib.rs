@@ -34,6 +34,7 @@
 pub mod error;
 pub mod format;
 pub mod hash;
+pub mod numeric;
 pub mod units;
 
 // The parts, in the order they may use each other.

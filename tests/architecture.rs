@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 /// The parts from the ground up, as ARCHITECTURE.md lists them: each may use the parts before
 /// it and itself, never one after it.
 const PARTS: [&[&str]; 11] = [
-    &["error", "format", "hash", "units"],
+    &["error", "format", "hash", "numeric", "units"],
     &["model"],
     &["laws"],
     &["cost"],

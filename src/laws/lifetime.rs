@@ -53,9 +53,8 @@ impl Lifetime {
     }
 }
 
-/// Golden-section steps: the bracket of `ln N` shrinks by 0.618 a step, from at most about 40
-/// (e-folds between the floor's model and 10^20 parameters) to below 1e-12 of it.
-const STEPS: usize = 100;
+/// The golden-section search's bracket of `ln N` at the end: a relative 1e-12 in `N`.
+const TOLERANCE: f64 = 1e-12;
 
 /// The largest model the search considers, parameters: far past any a loss law was fitted on.
 const MOST_PARAMS: f64 = 1e20;
@@ -76,29 +75,12 @@ pub fn lifetime_optimal(law: &LossLaw, loss: f64, inference_tokens: f64) -> Opti
             _ => f64::INFINITY,
         }
     };
-    let (mut lo, mut hi) = (smallest.ln(), MOST_PARAMS.ln());
+    let (lo, hi) = (smallest.ln(), MOST_PARAMS.ln());
     if lo >= hi {
         return None;
     }
-    let phi = (5f64.sqrt() - 1.0) / 2.0;
-    let (mut a, mut b) = (hi - phi * (hi - lo), lo + phi * (hi - lo));
-    let (mut fa, mut fb) = (cost(a), cost(b));
-    for _ in 0..STEPS {
-        if fa <= fb {
-            hi = b;
-            b = a;
-            fb = fa;
-            a = hi - phi * (hi - lo);
-            fa = cost(a);
-        } else {
-            lo = a;
-            a = b;
-            fa = fb;
-            b = lo + phi * (hi - lo);
-            fb = cost(b);
-        }
-    }
-    let n = ((lo + hi) / 2.0).exp();
+    let ln_n = crate::numeric::golden_section(lo, hi, TOLERANCE, cost);
+    let n = ln_n.exp();
     let d = law.tokens_for_loss(n, loss)?;
     Some(Lifetime::of(n, d, inference_tokens))
 }

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::brief::gpu::{card_bytes, Gpu};
 use crate::brief::{Brief, BriefPatch};
-use crate::cost::chip::calibration::{golden_section, Calibration, SUSTAINED};
+use crate::cost::chip::calibration::{Calibration, SUSTAINED};
 use crate::cost::step::detailed::{Detailed, Options};
 use crate::cost::step::experts::Dispatcher;
 use crate::cost::step::graphs::CudaGraphs;
@@ -33,6 +33,7 @@ use crate::error::{Error, Result};
 use crate::format::{fixed, general};
 use crate::model::layout::{Degrees, Layout, ZeroStage};
 use crate::model::{Architecture, Attention, Biases, Experts, Shape, ShapeSpec};
+use crate::numeric::golden_section;
 use crate::units::BYTES_PER_GB;
 
 fn is_zero_u32(n: &u32) -> bool {
