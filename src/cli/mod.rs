@@ -19,6 +19,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::brief::Brief;
 use crate::cost::chip::calibration::Calibration;
+use crate::cost::memory::MemoryModel;
+use crate::cost::step::stack::StageSplit;
+use crate::cost::step::Schedule;
 use crate::error::{Error, Result};
 use crate::input::plan_file::PlanFile;
 use crate::input::{self, CalibrationFile, FitRecord};
@@ -273,18 +276,64 @@ fn grade(args: &DesignArgs, sensitivity: bool) -> Result<CheckReport> {
     let layout = Layout::with(&brief, &shape, args.degrees(), args.zero())?;
     let tokens = args.tokens()?;
     let time = args.time.model(args.detailed.stack())?;
-    let design = Design {
+    let mut design = Design {
         shape: &shape,
         tokens,
         layout,
         memory: args.memory(&brief)?,
         time: &time,
     };
-    let mut report = check(&brief, &design)?;
+    let mut report = match check(&brief, &design) {
+        Ok(report) => report,
+        Err(e) => {
+            // Megatron-core runs interleaved chunks that the layers alone do not fill only
+            // with the embedding and the loss counted as layers: without --stages, that
+            // split, where it gives every chunk a layer, and the report says so.
+            let Some(memory) = counted_split(args, &shape, &layout, &design.memory, &e) else {
+                return Err(e);
+            };
+            design.memory = memory;
+            let mut report = check(&brief, &design)?;
+            report.notes.push(format!(
+                "--schedule {}: {} layers do not fill {} chunks, which Megatron-core runs only with the embedding and the loss counted as layers (--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split): graded with that split, --stages llama3, one layer fewer on the first and the last stage",
+                design.memory.step().map_or(Schedule::OneFOneB, |s| s.schedule),
+                shape.layers,
+                layout.pp * design.memory.step().map_or(1, |s| s.schedule.chunks())
+            ));
+            report
+        }
+    };
     if sensitivity {
         report.sensitivity = Some(plan::sensitivity::sensitivity(&brief, &design)?);
     }
     Ok(report)
+}
+
+/// The memory model with Megatron-core's embedding-and-loss split (`--stages llama3`) where
+/// `error` is the interleaving rule's refusal of the stack's even split, no `--stages` was
+/// given, and the `L + 2` units divide over the `PP × V` chunks; `None` otherwise.
+fn counted_split(
+    args: &DesignArgs,
+    shape: &Shape,
+    layout: &Layout,
+    memory: &MemoryModel,
+    error: &Error,
+) -> Option<MemoryModel> {
+    let MemoryModel::Detailed(d) = memory else {
+        return None;
+    };
+    let chunks = layout.pp * d.step.schedule.chunks();
+    let layers = u64::from(shape.layers);
+    let refused = error
+        .to_string()
+        .contains("at most as many chunks as every stage has layers");
+    let divides = layers % chunks != 0 && (layers + 2) % chunks == 0;
+    let even = d.options.stages == StageSplit::Even && args.detailed.stages.is_none();
+    (refused && divides && even && matches!(d.step.schedule, Schedule::Interleaved(_))).then(|| {
+        let mut d = *d;
+        d.options.stages = StageSplit::Llama3;
+        MemoryModel::Detailed(d)
+    })
 }
 
 /// `check --plan FILE --index N`: the plan of a JSON file graded as the file's command graded

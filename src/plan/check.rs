@@ -42,6 +42,10 @@ pub struct CheckReport {
     /// which the plan's own stands; absent under a fixed target.
     #[serde(rename = "batch_law", skip_serializing_if = "Option::is_none")]
     pub batch: Option<LawBatch>,
+    /// What the command chose for the plan that its flags left open (a split of the layers
+    /// over the stages the schedule needs), one sentence each; empty when nothing.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Grades `design` and works out the fixes for whatever fails; an error if the design's step
@@ -68,6 +72,7 @@ pub fn check(brief: &Brief, design: &Design) -> Result<CheckReport> {
         shape: design.shape.clone(),
         placement: brief.placement(&design.layout),
         batch: LawBatch::at(brief, design.shape, design.tokens as f64),
+        notes: Vec::new(),
         plan,
         fixes,
         sensitivity: None,

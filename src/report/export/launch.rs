@@ -426,6 +426,7 @@ impl Launch {
             launch.notes.push(placement_note(placement));
         }
         launch.gpus_per_host = report.brief.gpus_per_node;
+        launch.notes.extend(report.notes.iter().cloned());
         launch.set_law(report.batch.as_ref(), &report.brief);
         Ok(launch)
     }

@@ -20,6 +20,9 @@ use crate::plan::Plan;
 pub(super) fn report(r: &CheckReport) -> String {
     let p = &r.plan;
     let mut out = header(p);
+    for note in &r.notes {
+        let _ = writeln!(out, "note      {note}");
+    }
     if let Some(line) = batch_line(r) {
         out.push_str(&line);
     }
