@@ -343,9 +343,9 @@ fn a_search_of_a_mixture_of_experts_leaves_out_tp_without_sequence_parallelism()
     );
 }
 
-/// Llama 3.1 405B on 256 GB200s at TP 4 × PP 16 × VP 8, as NVIDIA's Megatron-Bridge tables run
-/// it, with `more` flags.
-fn llama31_405b_vp8(more: &[&str]) -> assert_cmd::assert::Assert {
+/// Llama 3.1 405B's width on 256 GB200s at TP 4 × PP 16 × VP 8, as NVIDIA's Megatron-Bridge
+/// tables run it, with `layers` layers (the model's 126) and `more` flags.
+fn llama31_405b_vp8(layers: &str, more: &[&str]) -> assert_cmd::assert::Assert {
     let mut args = vec![
         "check",
         "--tokens",
@@ -363,7 +363,7 @@ fn llama31_405b_vp8(more: &[&str]) -> assert_cmd::assert::Assert {
         "--pp",
         "16",
         "--layers",
-        "126",
+        layers,
         "--hidden",
         "16384",
         "--ffn",
@@ -392,7 +392,7 @@ fn chunks_the_layers_alone_cannot_fill_take_megatron_cores_embedding_and_loss_sp
     // 126 layers over 16 × 8 = 128 chunks: the even split leaves a stage of 7 layers short of
     // its 8 chunks, which Megatron-core runs only with the embedding and the loss counted as
     // layers (126 + 2 = 128). Without --stages, check grades that split and says so.
-    let out = llama31_405b_vp8(&["--json"]);
+    let out = llama31_405b_vp8("126", &["--json"]);
     let doc: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
     assert_eq!(doc["memory_model"]["stages"], "llama3");
     let note = doc["notes"][0].as_str().unwrap();
@@ -402,46 +402,12 @@ fn chunks_the_layers_alone_cannot_fill_take_megatron_cores_embedding_and_loss_sp
         "{note}"
     );
     // Asked for by name, the even split is refused as before.
-    let e = refusal_of(llama31_405b_vp8(&["--stages", "even"]).failure());
+    let e = refusal_of(llama31_405b_vp8("126", &["--stages", "even"]).failure());
     assert!(
         e.contains("at most as many chunks as every stage has layers"),
         "{e}"
     );
     // Where the two extra units do not make the chunks whole, nothing is chosen: 125 layers.
-    let mut args = vec![
-        "check",
-        "--tokens",
-        "1e12",
-        "--gpus",
-        "256",
-        "--gpu",
-        "gb200",
-        "--memory",
-        "detailed",
-        "--time",
-        "detailed",
-        "--tp",
-        "4",
-        "--pp",
-        "16",
-        "--layers",
-        "125",
-        "--hidden",
-        "16384",
-        "--ffn",
-        "53248",
-        "--heads",
-        "128",
-        "--kv-heads",
-        "8",
-        "--vocab",
-        "128256",
-        "--schedule",
-        "interleaved:8",
-        "--global-batch-tokens",
-        "12582912",
-    ];
-    args.push("--json");
-    let e = refusal_of(trainplan().args(&args).assert().failure());
+    let e = refusal_of(llama31_405b_vp8("125", &["--json"]).failure());
     assert!(e.contains("at most as many chunks"), "{e}");
 }

@@ -574,11 +574,17 @@ impl Brief {
             .optimal_batch(&self.law_inputs(shape, tokens))
         {
             None => self.batch_target(),
-            Some(b) => BatchTarget {
-                tokens: (b.round() as u64).clamp(self.seq_len, limits::BATCH_TOKENS),
-                tolerance: self.batch_tolerance,
-                law: Some(self.batch_law.name()),
-            },
+            Some(b) => self.law_target(b),
+        }
+    }
+
+    /// The target of the batch law's optimum of `b` tokens: rounded to whole tokens, at least
+    /// one sequence, within the brief's tolerance.
+    pub fn law_target(&self, b: f64) -> BatchTarget {
+        BatchTarget {
+            tokens: (b.round() as u64).clamp(self.seq_len, limits::BATCH_TOKENS),
+            tolerance: self.batch_tolerance,
+            law: Some(self.batch_law.name()),
         }
     }
 

@@ -58,8 +58,7 @@ impl LawBatch {
         let law = brief.batch_law;
         let inputs = brief.law_inputs(shape, tokens);
         let optimal_batch_tokens = law.optimal_batch(&inputs)?;
-        let target = brief.batch_target_at(shape, tokens);
-        let most = target.tokens as f64 * (1.0 + target.tolerance) / brief.seq_len as f64;
+        let target = brief.law_target(optimal_batch_tokens);
         Some(LawBatch {
             law,
             tokens,
@@ -68,7 +67,7 @@ impl LawBatch {
             optimal_batch_tokens,
             target_tokens: target.tokens,
             learning_rate: law.optimal_learning_rate(&inputs)?,
-            most_replicas: (most.floor() as u64).max(1),
+            most_replicas: most_replicas(brief, &target),
             extrapolation: law.extrapolation(&inputs),
         })
     }
@@ -80,18 +79,16 @@ impl LawBatch {
         let (b, l) = self.law.token_exponents().unwrap_or((0.0, 0.0));
         let k = tokens / self.tokens;
         let optimal_batch_tokens = self.optimal_batch_tokens * k.powf(b);
-        let target = (optimal_batch_tokens.round() as u64)
-            .clamp(brief.seq_len, crate::brief::limits::BATCH_TOKENS);
-        let most = target as f64 * (1.0 + brief.batch_tolerance) / brief.seq_len as f64;
+        let target = brief.law_target(optimal_batch_tokens);
         LawBatch {
             law: self.law,
             tokens,
             sized_for: SizedFor::Plan,
             compute_flops: self.compute_flops * k,
             optimal_batch_tokens,
-            target_tokens: target,
+            target_tokens: target.tokens,
             learning_rate: self.learning_rate * k.powf(l),
-            most_replicas: (most.floor() as u64).max(1),
+            most_replicas: most_replicas(brief, &target),
             extrapolation: self.law.extrapolation_of(match self.law {
                 BatchLaw::DeepSeek => self.compute_flops * k,
                 _ => tokens,
@@ -117,6 +114,13 @@ impl LawBatch {
             }
         }
     }
+}
+
+/// The most replicas of one sequence a batch within the tolerance of `target` keeps busy:
+/// `⌊T·(1 + tolerance)/s⌋`, at least one.
+fn most_replicas(brief: &Brief, target: &crate::cost::step::BatchTarget) -> u64 {
+    let most = target.tokens as f64 * (1.0 + target.tolerance) / brief.seq_len as f64;
+    (most.floor() as u64).max(1)
 }
 
 #[cfg(test)]

@@ -297,7 +297,7 @@ fn walk_grid(
             continue;
         }
         let plate_days = time::days(cluster_flops, n, tokens as f64);
-        let lifetime = lifetime_flops(brief, n, tokens);
+        let lifetime = lifetime_flops(brief, shape, tokens);
         let days_of = |c: &Config| c.pace.days(plate_days, tokens);
         // Days rise with the pace, so the configurations that pass are a prefix of
         // `by_pace`. They share the loss; under any ranking but memory they come in

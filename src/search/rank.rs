@@ -38,11 +38,15 @@ pub struct Candidate {
     pub lifetime: f64,
 }
 
-/// A candidate's lifetime FLOPs: `N_active·(6·tokens + 2·D_inf)` with the brief's inference
-/// tokens `D_inf` (Sardana et al. 2024, [`crate::laws::lifetime`]); 0 without them.
-pub fn lifetime_flops(brief: &Brief, active_params: f64, tokens: u64) -> f64 {
+/// A candidate's lifetime FLOPs: `N_active·(6·tokens + 2·D_inf)` for `shape` with the brief's
+/// inference tokens `D_inf` (Sardana et al. 2024, [`crate::laws::lifetime`]); 0 without them,
+/// the shape's parameters then left uncounted.
+pub fn lifetime_flops(brief: &Brief, shape: &crate::model::Shape, tokens: u64) -> f64 {
+    if brief.inference_tokens.is_none() {
+        return 0.0;
+    }
     brief
-        .lifetime(active_params, tokens as f64)
+        .lifetime(shape.active_params() as f64, tokens as f64)
         .map_or(0.0, |l| l.total_flops())
 }
 

@@ -73,7 +73,7 @@ impl Window<'_> {
             days: self.days(tokens),
             memory: self.memory,
             prefer: self.prefer,
-            lifetime: lifetime_flops(self.brief, self.shape.active_params() as f64, tokens),
+            lifetime: lifetime_flops(self.brief, self.shape, tokens),
         }
     }
 }

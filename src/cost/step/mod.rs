@@ -286,6 +286,17 @@ pub struct Step {
 }
 
 impl Step {
+    /// Micro-batches each of `dp` replicas runs a step, `G / (b·s·DP)` (0 for a step that
+    /// holds no whole round).
+    pub fn rounds(&self, dp: u64) -> u64 {
+        let per_round = self
+            .micro_batch
+            .saturating_mul(self.seq_len)
+            .saturating_mul(dp)
+            .max(1);
+        self.global_batch_tokens / per_round
+    }
+
     /// The step a design is graded with when none is given (`check` without step flags, the
     /// workshop, the launchers of plate plans, and the runnable-first tie-break of a plate
     /// search): one sequence of `seq_len` a micro-batch, full recomputation (what the plate

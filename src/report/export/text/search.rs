@@ -671,12 +671,7 @@ fn batch_lines(r: &SearchReport, listed: &[&ShapeVerdict]) -> String {
     });
     if let Some((p, step, b)) = law {
         let l = p.layout;
-        let per_round = step
-            .micro_batch
-            .saturating_mul(step.seq_len)
-            .saturating_mul(l.dp)
-            .max(1);
-        let rounds = step.global_batch_tokens / per_round;
+        let rounds = step.rounds(l.dp);
         let _ = writeln!(
             out,
             "    the answer's batch: {} tokens ({:+.1} % from the law's {}), {} of {} × {} on each of {} replicas",
@@ -826,12 +821,7 @@ fn facet_lines(v: &ShapeVerdict, brief: &Brief) -> String {
         };
         let fastest = match (f.fastest_layout, f.fastest_step) {
             (Some(l), Some(s)) => {
-                let per_step = s
-                    .micro_batch
-                    .saturating_mul(s.seq_len)
-                    .saturating_mul(l.dp)
-                    .max(1);
-                let m = s.global_batch_tokens / per_step;
+                let m = s.rounds(l.dp);
                 format!(
                     "; fastest {}, {}, {} micro-batch{} a step",
                     l.describe(),
