@@ -85,6 +85,20 @@ impl LawInputs {
     }
 }
 
+/// The AdamW settings a law's learning rate was fitted with, where its source states them: a
+/// launcher that writes the law's learning rate writes these beside it, since the optimum
+/// moves with them (a launcher's own defaults differ: Megatron-LM's `--adam-beta2` is 0.999
+/// and its `--weight-decay` 0.01).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AdamW {
+    /// The first moment's decay, `β1`.
+    pub beta1: f64,
+    /// The second moment's decay, `β2`.
+    pub beta2: f64,
+    /// Decoupled weight decay, `λ`.
+    pub weight_decay: f64,
+}
+
 /// The runs a batch law was fitted on, in its own variable, and whose they were.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BatchRange {
@@ -141,6 +155,21 @@ impl BatchLaw {
             BatchLaw::Fixed => None,
             BatchLaw::DeepSeek => Some(0.3118 * x.compute().powf(-0.1250)),
             BatchLaw::Step => Some(1.79 * x.params.powf(-0.713) * x.tokens.powf(0.307)),
+        }
+    }
+
+    /// The AdamW settings the law's learning rate was fitted with, where its source states
+    /// them: DeepSeek LLM's `β1 = 0.9, β2 = 0.95`, weight decay 0.1 (arXiv:2401.02954,
+    /// §2.3). Step Law's released runs and code (github.com/step-law/steplaw) name no betas or
+    /// decay, so `None`, as for [`BatchLaw::Fixed`]: the launcher's own stand.
+    pub fn adamw(self) -> Option<AdamW> {
+        match self {
+            BatchLaw::DeepSeek => Some(AdamW {
+                beta1: 0.9,
+                beta2: 0.95,
+                weight_decay: 0.1,
+            }),
+            BatchLaw::Fixed | BatchLaw::Step => None,
         }
     }
 

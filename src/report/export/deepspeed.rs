@@ -150,6 +150,24 @@ pub fn config(l: &Launch) -> Result<Value> {
         "bf16": { "enabled": true },
         "zero_optimization": zero,
     });
+    // The batch law's peak learning rate, as DeepSpeed's own AdamW (built from the config
+    // only when the training script passes no optimizer to deepspeed.initialize, which a note
+    // beside the file says), with the settings the law was fitted with where its source
+    // states them.
+    if let Some(lr) = l.learning_rate {
+        // Four significant figures, as the other launchers write it.
+        let lr: f64 = format!("{lr:.3e}").parse().unwrap_or(lr);
+        let mut params = json!({ "lr": lr });
+        if let Some(a) = l.adamw {
+            let p = params.as_object_mut().expect("an object");
+            p.insert("betas".into(), json!([a.beta1, a.beta2]));
+            p.insert("weight_decay".into(), json!(a.weight_decay));
+        }
+        config.as_object_mut().expect("an object").insert(
+            "optimizer".into(),
+            json!({ "type": "AdamW", "params": params }),
+        );
+    }
     if l.step.recompute != Recompute::None {
         // Configures deepspeed.checkpointing; the model's layers must call it.
         config.as_object_mut().expect("an object").insert(
@@ -215,6 +233,11 @@ impl Launcher for DeepSpeed {
     fn side_notes(&self, launch: &Launch) -> Vec<String> {
         let mut lines = vec![format!("trainplan: {}", launch.summary())];
         lines.extend(launch.notes.iter().map(|note| format!("note: {note}")));
+        if launch.learning_rate.is_some() {
+            lines.push(
+                "note: DeepSpeed builds the config's AdamW (the batch law's learning rate) only when the training script passes no optimizer to deepspeed.initialize; a script that builds its own sets the learning rate there".to_string(),
+            );
+        }
         lines.push(format!(
             "note: DeepSpeed's JSON has no parallel degrees: set TP {} and PP {} in the training script (Megatron-DeepSpeed flags or a PipelineModule)",
             launch.layout.tp, launch.layout.pp

@@ -65,6 +65,9 @@ pub struct Launch {
     /// which a launcher that takes one writes (Megatron-LM's `--lr`); `None` under a fixed
     /// batch target, and then the launcher's own default stands.
     pub learning_rate: Option<f64>,
+    /// The AdamW settings the law's learning rate was fitted with, where its source states
+    /// them ([`crate::laws::BatchLaw::adamw`]), written beside the learning rate.
+    pub adamw: Option<crate::laws::batch::AdamW>,
 }
 
 /// What a launcher must keep of the placement the plan was graded on, NVLink domains larger
@@ -388,6 +391,7 @@ impl Launch {
             notes,
             gpus_per_host: 8,
             learning_rate: None,
+            adamw: None,
         })
     }
 
@@ -441,8 +445,17 @@ impl Launch {
         let run = b.run_words(brief.loss_target);
         if b.accepts(brief, tokens) {
             self.learning_rate = Some(b.learning_rate);
+            self.adamw = b.law.adamw();
+            let optimizer = match self.adamw {
+                Some(a) => format!(
+                    ", with the AdamW settings it was fitted with (betas {}, {}, weight decay {})",
+                    a.beta1, a.beta2, a.weight_decay
+                ),
+                None => ", the other AdamW settings the launcher's own (its source names none)"
+                    .to_string(),
+            };
             self.notes.push(format!(
-                "the global batch and the learning rate ({:.3e}) are the {} batch law's for {run} (launchers that take a learning rate write it)",
+                "the global batch and the learning rate ({:.3e}) are the {} batch law's for {run}{optimizer}",
                 b.learning_rate, b.law
             ));
         } else {

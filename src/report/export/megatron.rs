@@ -600,6 +600,13 @@ pub fn arguments(l: &Launch) -> Result<Vec<String>> {
     if let Some(lr) = l.learning_rate {
         push("--lr", Some(format!("{lr:.3e}")));
     }
+    // With the AdamW settings the law's learning rate was fitted with, where its source
+    // states them: Megatron-LM's defaults (β2 0.999, weight decay 0.01) are not those.
+    if let Some(a) = l.adamw {
+        push("--adam-beta1", Some(a.beta1.to_string()));
+        push("--adam-beta2", Some(a.beta2.to_string()));
+        push("--weight-decay", Some(a.weight_decay.to_string()));
+    }
     // No dropout (Megatron-LM's default is 0.1): the activations the plan counts keep no
     // dropout masks, as Llama 3's pretraining ran.
     push("--attention-dropout", Some("0.0".into()));

@@ -291,6 +291,19 @@ pub fn render(l: &Launch) -> Result<String> {
         step.seq_len,
         l.iterations()
     );
+    // The batch law's peak learning rate (torchtitan's default is 8e-4), with the AdamW
+    // settings it was fitted with where its source states them (torchtitan's defaults, β 0.9,
+    // 0.95 and weight decay 0.1, are DeepSeek LLM's, written out all the same).
+    if let Some(lr) = l.learning_rate {
+        let _ = writeln!(out, "\n[optimizer]\nname = \"AdamW\"\nlr = {lr:.3e}");
+        if let Some(a) = l.adamw {
+            let _ = writeln!(
+                out,
+                "beta1 = {:?}\nbeta2 = {:?}\nweight_decay = {:?}",
+                a.beta1, a.beta2, a.weight_decay
+            );
+        }
+    }
     // ZeRO 3 reshards after forward: "always", since torchtitan's "default" keeps the
     // weights gathered when a pipeline is on.
     // Hybrid sharding: the layout's replicas, each FSDP over DP/replicate (× CP) ranks.
