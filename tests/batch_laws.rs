@@ -194,3 +194,163 @@ fn the_megatron_export_writes_the_laws_batch_and_learning_rate() {
         .unwrap()
         .contains("--lr "));
 }
+
+#[test]
+fn the_torchtitan_and_deepspeed_exports_write_the_laws_learning_rate_and_its_adamw() {
+    // torchtitan's [optimizer] and DeepSpeed's optimizer section carry the law's learning
+    // rate with DeepSeek LLM's AdamW (β 0.9, 0.95, weight decay 0.1, §2.3); Megatron-LM's
+    // flags the same, where its defaults (β2 0.999, weight decay 0.01) differ.
+    let mut check = check_70b("1024");
+    check.extend(["--zero", "2", "--json"]);
+    let lr = json(&check)["batch_law"]["learning_rate"].as_f64().unwrap();
+    let export = |format: &str, extra: &[&str]| {
+        let mut args = check_70b("1024");
+        args[0] = "export";
+        args.extend(["--zero", "2", "--format", format, "-q"]);
+        args.extend(extra);
+        let out = trainplan().args(&args).assert().success();
+        String::from_utf8(out.get_output().stdout.clone()).unwrap()
+    };
+    let toml = export(
+        "torchtitan",
+        &["--stack", "torchtitan", "--recompute", "full"],
+    );
+    assert!(
+        toml.contains(&format!(
+            "[optimizer]\nname = \"AdamW\"\nlr = {lr:.3e}\nbeta1 = 0.9\nbeta2 = 0.95\nweight_decay = 0.1\n"
+        )),
+        "{toml}"
+    );
+    let mut zero1 = check_70b("1024");
+    zero1[0] = "export";
+    zero1.extend(["--zero", "1", "--format", "deepspeed", "-q"]);
+    let out = trainplan().args(&zero1).assert().success();
+    let ds: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    let params = &ds["optimizer"]["params"];
+    assert_eq!(ds["optimizer"]["type"], "AdamW");
+    let written = params["lr"].as_f64().unwrap();
+    assert!((written / lr - 1.0).abs() < 5e-4, "{written} {lr}");
+    assert_eq!(params["betas"], serde_json::json!([0.9, 0.95]));
+    assert_eq!(params["weight_decay"], 0.1);
+    let mut mega = check_70b("1024");
+    mega[0] = "export";
+    mega.extend(["--format", "megatron", "-q"]);
+    let out = trainplan().args(&mega).assert().success();
+    let script = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    for flag in [
+        "--adam-beta1 0.9",
+        "--adam-beta2 0.95",
+        "--weight-decay 0.1",
+    ] {
+        assert!(script.contains(flag), "{flag}: {script}");
+    }
+    // Step Law's sources name no AdamW settings: the learning rate alone.
+    let step: Vec<&str> = mega
+        .iter()
+        .map(|a| if *a == "deepseek" { "step" } else { a })
+        .collect();
+    let out = trainplan().args(&step).assert().success();
+    let script = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(script.contains("--lr "), "{script}");
+    assert!(!script.contains("--adam-beta2"), "{script}");
+    // No law, no optimizer section.
+    let fixed: Vec<&str> = check_70b("1024")
+        .into_iter()
+        .filter(|a| *a != "--batch-law" && *a != "deepseek")
+        .collect();
+    let mut args = fixed.clone();
+    args[0] = "export";
+    args.extend(["--zero", "1", "--format", "deepspeed", "-q"]);
+    let out = trainplan().args(&args).assert().success();
+    let ds: serde_json::Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert!(ds.get("optimizer").is_none());
+}
+
+/// Llama 3 405B on 15 T tokens on 16,384 GPUs at TP 8 × PP 16, ZeRO 1, counting the critical
+/// batch, at a global batch of `batch` tokens.
+fn critical(batch: &str) -> Vec<&str> {
+    vec![
+        "check",
+        "--model",
+        "405b",
+        "--tokens",
+        "15e12",
+        "--gpus",
+        "16384",
+        "--tp",
+        "8",
+        "--pp",
+        "16",
+        "--zero",
+        "1",
+        "--memory",
+        "detailed",
+        "--time",
+        "detailed",
+        "--max-days",
+        "120",
+        "--critical-batch",
+        "zhang",
+        "--global-batch-tokens",
+        batch,
+        "--json",
+    ]
+}
+
+#[test]
+fn past_the_critical_batch_a_plan_is_graded_by_the_tokens_its_batch_makes_count() {
+    // McCandlish et al.: D = x·(1 + B/B_crit(x)), B_crit = 2.4978·x^0.6174 (Zhang et al.'s
+    // runs refit, src/laws/critical.rs). At 16 Mi tokens a step the 15 T tokens count as x
+    // with x + (B/2.4978)·x^0.3826 = 15e12: by hand x ≈ 14.29 T, B_crit(x) ≈ 2.7e8.
+    let small = json(&critical("16777216"));
+    let c = &small["critical_batch"];
+    let x = c["effective_tokens"].as_f64().unwrap();
+    let crit = c["critical_tokens"].as_f64().unwrap();
+    assert!((x * (1.0 + 16777216.0 / crit) / 15e12 - 1.0).abs() < 1e-9);
+    assert!((x / 14.29e12 - 1.0).abs() < 0.01, "{x}");
+    assert!((crit / 2.4978 / x.powf(0.6174) - 1.0).abs() < 1e-9);
+    assert_eq!(c["law"], "zhang");
+    assert!(c["extrapolation"].as_str().unwrap().contains("above"));
+    // A batch 8 times larger wastes more tokens: a higher loss on the same 15 T.
+    let big = json(&critical("134217728"));
+    let big_x = big["critical_batch"]["effective_tokens"].as_f64().unwrap();
+    assert!(big_x < x);
+    assert!(big["loss"].as_f64().unwrap() > small["loss"].as_f64().unwrap());
+    // Off (the default), the same plan is graded on every token.
+    let off: Vec<&str> = critical("16777216")
+        .into_iter()
+        .filter(|a| *a != "--critical-batch" && *a != "zhang")
+        .collect();
+    let plain = json(&off);
+    assert!(plain.get("critical_batch").is_none());
+    assert!(plain["loss"].as_f64().unwrap() < small["loss"].as_f64().unwrap());
+    // A search refuses it by name, in one line.
+    let out = trainplan()
+        .args(["search", "--critical-batch", "zhang"])
+        .assert()
+        .failure();
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("--critical-batch = zhang"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn the_sensitivity_moves_the_critical_batch_and_shows_its_loss() {
+    let mut args = critical("134217728");
+    args.retain(|a| *a != "--json");
+    args.extend(["--sensitivity", "--json"]);
+    let doc = json(&args);
+    let rows = doc["sensitivity"]["rows"].as_array().unwrap();
+    let row = rows
+        .iter()
+        .find(|r| r["input"] == "critical_batch_scale")
+        .unwrap();
+    assert!((row["low"].as_f64().unwrap() - 1.0 / 3.0).abs() < 1e-12);
+    assert_eq!(row["high"], 2.0);
+    // A smaller critical batch wastes more tokens.
+    let (low, high) = (
+        row["at_low"]["loss"].as_f64().unwrap(),
+        row["at_high"]["loss"].as_f64().unwrap(),
+    );
+    assert!(low > doc["loss"].as_f64().unwrap() && doc["loss"].as_f64().unwrap() > high);
+}

@@ -27,7 +27,7 @@ use crate::cost::Machine;
 use crate::error::{Error, Result};
 use crate::format::{exact, general, thousands};
 use crate::laws::batch::SizedFor;
-use crate::laws::{BatchLaw, Effective, LawInputs, LawSize, LossLaw};
+use crate::laws::{BatchLaw, CriticalBatch, Effective, LawInputs, LawSize, LossLaw};
 use crate::model::family::FamilySpec;
 use crate::model::layout::{Cluster, Layout};
 use crate::model::Shape;
@@ -131,6 +131,20 @@ pub struct Brief {
     /// optimum for each shape ([`Brief::batch_target_for`]), within `batch_tolerance`.
     #[serde(default, skip_serializing_if = "BatchLaw::is_fixed")]
     pub batch_law: BatchLaw,
+    /// Whether a plan's global batch costs tokens past the critical batch ([`CriticalBatch`],
+    /// McCandlish et al. 2018's `E = E_min·(1 + B/B_crit)`): `off` (the default, and then not
+    /// written) grades the loss law's tokens at any batch; `zhang` grades a plan by the
+    /// tokens its batch makes count ([`Brief::loss_at_batch`]).
+    #[serde(default, skip_serializing_if = "CriticalBatch::is_off")]
+    pub critical_batch: CriticalBatch,
+    /// A factor on the critical batch's law (1 as fitted, and then not written): what
+    /// `--sensitivity` moves within [`crate::laws::critical::RANGE`].
+    #[serde(
+        default = "one",
+        skip_serializing_if = "is_one",
+        deserialize_with = "crate::brief::positive"
+    )]
+    pub critical_batch_scale: f64,
     /// Tokens the model will serve over its life, `D_inf` (Sardana et al. 2024,
     /// [`crate::laws::lifetime`]): with it a plan counts its inference FLOPs `2·N·D_inf`
     /// beside its training FLOPs, a search reports the model of least lifetime FLOPs at the
@@ -156,6 +170,26 @@ pub struct Brief {
     /// A family of shapes to search beside the presets (`search --layers …` overrides it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub family: Option<FamilySpec>,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(x: &f64) -> bool {
+    *x == 1.0
+}
+
+/// A positive, finite number, or why not.
+fn positive<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
+    let x = f64::deserialize(d)?;
+    if x.is_finite() && x > 0.0 {
+        Ok(x)
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "invalid value: {x}, expected a positive number"
+        )))
+    }
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -203,6 +237,8 @@ impl Default for Brief {
             batch_target_tokens: DEFAULT_GLOBAL_BATCH_TOKENS,
             batch_tolerance: DEFAULT_BATCH_TOLERANCE,
             batch_law: BatchLaw::Fixed,
+            critical_batch: CriticalBatch::Off,
+            critical_batch_scale: 1.0,
             inference_tokens: None,
             unique_tokens: None,
             loss_law: LossLaw::default(),
@@ -466,6 +502,22 @@ impl Brief {
         self.loss_law
             .at(n.expansion)
             .loss_with(n.params, d, self.unique())
+    }
+
+    /// The loss of `n` parameters trained on `d` tokens at a global batch of `batch` tokens:
+    /// [`Brief::loss`] of the tokens the batch makes count under the brief's critical batch
+    /// ([`CriticalBatch::effective_tokens`], before any repetition), of `d` when it is off.
+    pub fn loss_at_batch(&self, n: impl Into<LawSize>, d: f64, batch: f64) -> f64 {
+        self.loss(
+            n,
+            self.batch_effective_tokens(d, batch, self.critical_batch_scale),
+        )
+    }
+
+    /// The tokens of a run of `d` at a global batch of `batch` tokens that count toward its
+    /// loss, the critical batch scaled by `scale` (1 as fitted).
+    pub fn batch_effective_tokens(&self, d: f64, batch: f64, scale: f64) -> f64 {
+        self.critical_batch.effective_tokens(d, batch, scale)
     }
 
     /// The loss `n` parameters approach with unlimited training on the brief's data

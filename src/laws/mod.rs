@@ -14,10 +14,12 @@
 //! Uses the ground floor and `model`; used by `brief` and the parts above it.
 
 pub mod batch;
+pub mod critical;
 pub mod lifetime;
 pub mod loss;
 
 pub use batch::{BatchLaw, LawInputs};
+pub use critical::CriticalBatch;
 pub use lifetime::{lifetime_optimal, Lifetime};
 pub use loss::{
     ComputeOptimal, Effective, ExpertScaling, LawSize, LossLaw, LossLawPreset, Repetition,

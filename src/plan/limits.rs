@@ -2,6 +2,7 @@
 //! fourth, cost, when the brief sets a limit.
 
 use crate::brief::Brief;
+use crate::cost::memory::MemoryModel;
 use crate::cost::run::spend::Spent;
 use crate::laws::LawSize;
 use crate::model::layout::Layout;
@@ -42,6 +43,16 @@ pub fn within_time_and_cost(brief: &Brief, days: f64) -> bool {
 /// The loss check.
 pub fn loss_meets(brief: &Brief, loss: f64) -> bool {
     loss <= brief.loss_target
+}
+
+/// The global batch, tokens, a plan of `shape` on `tokens` trains at: its step's under the
+/// detailed memory model; under the plate's, which has no step, the batch the plan aims at
+/// ([`Brief::batch_target_at`]: the brief's target or its batch law's for the plan's run).
+pub fn plan_batch_tokens(brief: &Brief, shape: &Shape, tokens: u64, memory: &MemoryModel) -> f64 {
+    match memory.step() {
+        Some(step) => step.global_batch_tokens as f64,
+        None => brief.batch_target_at(shape, tokens as f64).tokens as f64,
+    }
 }
 
 /// Predicted loss of `shape` trained on `tokens` under the brief's law.

@@ -42,7 +42,7 @@ use crate::error::Result;
 use crate::format::{fixed, money};
 use crate::model::layout::Layout;
 use crate::model::{Architecture, Shape};
-use crate::plan::limits::{cost_fits, days_fit, law_size, loss, loss_meets, memory_fits, spent};
+use crate::plan::limits::{cost_fits, days_fit, law_size, loss_meets, memory_fits, spent};
 use crate::plan::pace::Pace;
 use crate::plan::runnable::Runnable;
 
@@ -189,6 +189,10 @@ pub struct Plan {
     /// Predicted loss L(N, D) (at the effective tokens and parameters, `data`, when the law
     /// values repeats).
     pub loss: f64,
+    /// What the plan's global batch costs past the critical batch, when the brief counts it
+    /// (`--critical-batch`): the tokens that count toward its loss.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub critical_batch: Option<BatchCost>,
     /// The epochs the tokens make of the brief's unique tokens and what the law grades them
     /// as, when the brief's law values repeats (Muennighoff et al. 2023).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -257,6 +261,54 @@ pub fn kernel_figures(brief: &Brief, stack: Stack) -> Option<KernelFigures> {
     })
 }
 
+/// What a plan's global batch costs past the critical batch (McCandlish et al. 2018,
+/// [`crate::laws::critical`]): a run of `D` tokens at a batch of `B` reaches the loss of the
+/// `x` tokens with `x·(1 + B/B_crit(x)) = D`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchCost {
+    /// The law of the critical batch (`zhang`).
+    pub law: crate::laws::CriticalBatch,
+    /// The plan's global batch, tokens (its step's; a plate plan's, the batch it aims at).
+    pub batch_tokens: f64,
+    /// The critical batch at the tokens that count, `B_crit(x)`.
+    pub critical_tokens: f64,
+    /// `x`, the tokens that count toward the loss.
+    pub effective_tokens: f64,
+    /// `D/x − 1 = B/B_crit(x)`: how many more tokens than the loss law's the run trains.
+    pub extra: f64,
+    /// Where the run is beyond the runs the law was fitted on, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extrapolation: Option<String>,
+}
+
+impl BatchCost {
+    /// The cost of a plan of `shape` on `tokens` on `memory`'s step under `brief`, `None` when
+    /// the brief does not count the critical batch.
+    pub fn of(
+        brief: &Brief,
+        shape: &Shape,
+        tokens: u64,
+        memory: &MemoryModel,
+    ) -> Option<BatchCost> {
+        let law = brief.critical_batch;
+        if law.is_off() {
+            return None;
+        }
+        let batch = limits::plan_batch_tokens(brief, shape, tokens, memory);
+        let x = brief.batch_effective_tokens(tokens as f64, batch, brief.critical_batch_scale);
+        let critical = law.critical_tokens(x, brief.critical_batch_scale)?;
+        Some(BatchCost {
+            law,
+            batch_tokens: batch,
+            critical_tokens: critical,
+            effective_tokens: x,
+            extra: batch / critical,
+            extrapolation: law.extrapolation(x),
+        })
+    }
+}
+
 /// What a plan's tokens and parameters are worth under a law that values repeats
 /// ([`crate::laws::LossLaw::effective`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -317,7 +369,12 @@ pub fn evaluate_cached(
         cache,
     )?;
     let days = Pace::from_days_per_token(run.map(|r| r.days_per_token)).days(plate_days, d);
-    let loss = loss(brief, shape, d);
+    let critical_batch = BatchCost::of(brief, shape, d, &design.memory);
+    // The tokens that count toward the loss: all of them, or those the batch makes count.
+    let counted = critical_batch
+        .as_ref()
+        .map_or(d as f64, |c| c.effective_tokens);
+    let loss = brief.loss(law_size(shape), counted);
     let spend = spent(brief, &design.layout, days);
     let checks = Checks {
         memory: memory_fits(brief, mem.total()),
@@ -396,7 +453,8 @@ pub fn evaluate_cached(
         failures: run.map(|r| r.outage),
         spend,
         loss,
-        data: brief.effective(law_size(shape), d as f64).map(|e| DataUse {
+        critical_batch,
+        data: brief.effective(law_size(shape), counted).map(|e| DataUse {
             epochs: e.epochs,
             effective_tokens: e.tokens,
             effective_params: e.params,

@@ -12,6 +12,7 @@
 //! | `--dp-overlap` | the detailed model, DP > 1 | 0 | 1 | [`OVERLAP_RANGE`] |
 //! | `--failures-per-gpu-hour` | the detailed model | 0.5 × the brief's | 2 × | [`FAILURE_FACTORS`] |
 //! | `--restart-minutes` | the detailed model | 5 | 30 (widened to hold the brief's) | [`RESTART_MINUTES`] |
+//! | `critical_batch_scale` | a brief that counts the critical batch (`--critical-batch`) | a third of the law's | twice | [`crate::laws::critical::RANGE`] |
 //!
 //! Each end is graded by [`evaluate`] itself, on a copy of the brief or of the time model's
 //! options with that one value changed; nothing global moves. Under the plate, days are
@@ -84,11 +85,13 @@ pub enum Input {
     FailureRate,
     /// Minutes from a failure to training again.
     RestartMinutes,
+    /// A factor on the critical batch's law (its loss, not its days).
+    CriticalBatch,
 }
 
 impl Input {
     /// Every input, in the order the module's table lists them.
-    pub const ALL: [Input; 7] = [
+    pub const ALL: [Input; 8] = [
         Input::Mfu,
         Input::Sustained,
         Input::TpOverlap,
@@ -96,6 +99,7 @@ impl Input {
         Input::DpOverlap,
         Input::FailureRate,
         Input::RestartMinutes,
+        Input::CriticalBatch,
     ];
 
     /// The name a user types: the flag that sets it, or for `sustained` the calibration's
@@ -109,6 +113,7 @@ impl Input {
             Input::DpOverlap => "--dp-overlap",
             Input::FailureRate => "--failures-per-gpu-hour",
             Input::RestartMinutes => "--restart-minutes",
+            Input::CriticalBatch => "critical_batch_scale",
         }
     }
 
@@ -116,7 +121,7 @@ impl Input {
     /// figures in scientific notation for a failure rate, else as a person writes it.
     pub fn show(self, value: f64) -> String {
         match self {
-            Input::Sustained => fixed(value, 3),
+            Input::Sustained | Input::CriticalBatch => fixed(value, 3),
             Input::FailureRate if value != 0.0 => format!("{value:.2e}"),
             _ => general(value),
         }
@@ -130,7 +135,7 @@ impl Input {
             TimeModel::Plate => vec![Input::Mfu],
             TimeModel::Detailed(_) => Input::ALL
                 .into_iter()
-                .filter(|&i| i != Input::Mfu)
+                .filter(|&i| i != Input::Mfu && i != Input::CriticalBatch)
                 .filter(|&i| {
                     i != Input::Sustained || stack.is_none_or(|s| s.settings().per_operation)
                 })
@@ -165,7 +170,11 @@ impl Input {
     /// does not have).
     pub fn base(self, brief: &Brief, time: &TimeModel, stack: Option<Stack>) -> f64 {
         let TimeModel::Detailed(opts) = time else {
-            return if self == Input::Mfu { brief.mfu } else { 0.0 };
+            return match self {
+                Input::Mfu => brief.mfu,
+                Input::CriticalBatch => brief.critical_batch_scale,
+                _ => 0.0,
+            };
         };
         match self {
             Input::Mfu => brief.mfu,
@@ -175,6 +184,7 @@ impl Input {
             Input::DpOverlap => opts.dp_overlap,
             Input::FailureRate => brief.reliability.failures_per_gpu_hour,
             Input::RestartMinutes => brief.reliability.restart_minutes,
+            Input::CriticalBatch => brief.critical_batch_scale,
         }
     }
 
@@ -189,6 +199,10 @@ impl Input {
             Input::TpOverlap | Input::PpOverlap | Input::DpOverlap => OVERLAP_RANGE,
             Input::FailureRate => (base * FAILURE_FACTORS.0, base * FAILURE_FACTORS.1),
             Input::RestartMinutes => (RESTART_MINUTES.0.min(base), RESTART_MINUTES.1.max(base)),
+            Input::CriticalBatch => (
+                base * crate::laws::critical::RANGE.0,
+                base * crate::laws::critical::RANGE.1,
+            ),
         }
     }
 
@@ -207,6 +221,7 @@ impl Input {
             (_, Input::Mfu) => brief.mfu = value,
             (_, Input::FailureRate) => brief.reliability.failures_per_gpu_hour = value,
             (_, Input::RestartMinutes) => brief.reliability.restart_minutes = value,
+            (_, Input::CriticalBatch) => brief.critical_batch_scale = value,
             (TimeModel::Plate, _) => {}
             (TimeModel::Detailed(opts), Input::Sustained) => {
                 opts.calibration
@@ -250,6 +265,8 @@ pub struct Point {
     /// MFU: derived from the step under the detailed time model, the brief's assumed one under
     /// the plate (`null` when the run could not be graded).
     pub mfu: Option<f64>,
+    /// The predicted loss (`null` when the run could not be graded).
+    pub loss: Option<f64>,
     /// Whether every check passes.
     pub pass: bool,
     /// The checks that fail: `memory`, `days`, `loss`, `cost`.
@@ -277,6 +294,7 @@ impl Point {
                 Point {
                     days: Some(p.days),
                     mfu: Some(p.mfu.unwrap_or(brief.mfu)),
+                    loss: Some(p.loss),
                     pass: p.pass,
                     failing,
                     error: None,
@@ -285,6 +303,7 @@ impl Point {
             Err(e) => Point {
                 days: None,
                 mfu: None,
+                loss: None,
                 pass: false,
                 failing: vec!["days"],
                 error: Some(e.to_string()),
@@ -413,7 +432,12 @@ pub fn sensitivity(brief: &Brief, design: &Design) -> Result<Sensitivity> {
     let mut rows = Vec::new();
     let mut unmoved = Vec::new();
     // Every input of the time model, so that one this design cannot move is named with why.
-    for input in Input::applying(design.time, None) {
+    // The time model's inputs, and the critical batch where the brief counts it.
+    let mut inputs = Input::applying(design.time, None);
+    if !brief.critical_batch.is_off() {
+        inputs.push(Input::CriticalBatch);
+    }
+    for input in inputs {
         if let Some(why) = input.idle(&design.layout, design.memory.step(), stack) {
             unmoved.push(Unmoved { input, why });
             continue;

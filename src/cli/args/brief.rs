@@ -102,6 +102,11 @@ pub struct BriefArgs {
     /// (detailed model), with the learning rate it implies [default: fixed].
     #[arg(long, value_enum, value_name = "LAW")]
     pub batch_law: Option<BatchLawArg>,
+    /// Whether a plan's global batch costs tokens past the critical batch (McCandlish et al.
+    /// 2018: E = E_min·(1 + B/B_crit)), graded into its loss and the tokens a target needs
+    /// [default: off].
+    #[arg(long, value_enum, value_name = "LAW")]
+    pub critical_batch: Option<CriticalBatchArg>,
     /// Tokens the model will serve over its life: counted as 2·N FLOPs each beside training's
     /// 6·N·D, for the lifetime-optimal model at the loss target and --rank lifetime (Sardana
     /// et al. 2024) [default: none].
@@ -230,6 +235,24 @@ impl BatchLawArg {
     }
 }
 
+/// Critical-batch laws.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum CriticalBatchArg {
+    /// No cost for any batch.
+    Off,
+    /// B_crit = 2.498·D_min^0.6174 tokens, fitted on Zhang et al. 2024's runs (85 M – 1.2 B).
+    Zhang,
+}
+
+impl CriticalBatchArg {
+    fn law(self) -> crate::laws::CriticalBatch {
+        match self {
+            CriticalBatchArg::Off => crate::laws::CriticalBatch::Off,
+            CriticalBatchArg::Zhang => crate::laws::CriticalBatch::Zhang,
+        }
+    }
+}
+
 impl LawArg {
     fn preset(self) -> LossLawPreset {
         match self {
@@ -274,6 +297,7 @@ impl BriefArgs {
             batch_target_tokens: self.batch_target,
             batch_tolerance: self.batch_tolerance,
             batch_law: self.batch_law.map(BatchLawArg::law),
+            critical_batch: self.critical_batch.map(CriticalBatchArg::law),
             inference_tokens: self.inference_tokens,
             unique_tokens: self.unique_tokens,
             loss_law: LossLawPatch {

@@ -53,6 +53,21 @@ pub(super) fn report(r: &CheckReport) -> String {
             count(data.effective_params)
         );
     }
+    if let Some(c) = &p.critical_batch {
+        let _ = writeln!(
+            out,
+            "batch     {} tokens a step against a critical batch of {} ({} law): the loss counts {} of the {} tokens, the run training B/B_crit = {} more than the loss law needs",
+            count(c.batch_tokens),
+            count(c.critical_tokens),
+            c.law,
+            count(c.effective_tokens),
+            count(p.tokens as f64),
+            percent(c.extra)
+        );
+        if let Some(e) = &c.extrapolation {
+            let _ = writeln!(out, "          {e}");
+        }
+    }
     if let Some(line) =
         crate::laws::loss::extrapolation(&r.brief.loss_law, law_size(&r.shape), p.tokens as f64)
     {

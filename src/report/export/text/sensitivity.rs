@@ -68,6 +68,20 @@ pub(super) fn sensitivity_section(s: &Sensitivity) -> String {
     for u in &s.unmoved {
         let _ = writeln!(out, "  {} does not move this plan: {}", u.input, u.why);
     }
+    // The critical batch moves the loss, not the days: its loss at each end.
+    if let Some(r) = s.rows.iter().find(|r| r.input == Input::CriticalBatch) {
+        let loss = |p: &Point| p.loss.map_or("?".into(), |l| fixed(l, 4));
+        let _ = writeln!(
+            out,
+            "  {}: the law's critical batch × {} – {}: loss {} – {} (as given {})",
+            r.input,
+            r.input.show(r.low),
+            r.input.show(r.high),
+            loss(&r.at_low),
+            loss(&r.at_high),
+            loss(&s.base)
+        );
+    }
     if let Some(stack) = s
         .stack
         .filter(|_| s.rows.iter().any(|r| r.input == Input::Sustained))
