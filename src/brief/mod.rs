@@ -134,16 +134,12 @@ pub struct Brief {
     /// Whether a plan's global batch costs tokens past the critical batch ([`CriticalBatch`],
     /// McCandlish et al. 2018's `E = E_min·(1 + B/B_crit)`): `off` (the default, and then not
     /// written) grades the loss law's tokens at any batch; `zhang` grades a plan by the
-    /// tokens its batch makes count ([`Brief::loss_at_batch`]).
+    /// tokens its batch makes count ([`Brief::loss_at_batch`], [`crate::plan::BatchCost`]).
     #[serde(default, skip_serializing_if = "CriticalBatch::is_off")]
     pub critical_batch: CriticalBatch,
     /// A factor on the critical batch's law (1 as fitted, and then not written): what
     /// `--sensitivity` moves within [`crate::laws::critical::RANGE`].
-    #[serde(
-        default = "one",
-        skip_serializing_if = "is_one",
-        deserialize_with = "crate::brief::positive"
-    )]
+    #[serde(default = "one", skip_serializing_if = "is_one")]
     pub critical_batch_scale: f64,
     /// Tokens the model will serve over its life, `D_inf` (Sardana et al. 2024,
     /// [`crate::laws::lifetime`]): with it a plan counts its inference FLOPs `2·N·D_inf`
@@ -178,18 +174,6 @@ fn one() -> f64 {
 
 fn is_one(x: &f64) -> bool {
     *x == 1.0
-}
-
-/// A positive, finite number, or why not.
-fn positive<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<f64, D::Error> {
-    let x = f64::deserialize(d)?;
-    if x.is_finite() && x > 0.0 {
-        Ok(x)
-    } else {
-        Err(serde::de::Error::custom(format!(
-            "invalid value: {x}, expected a positive number"
-        )))
-    }
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -278,6 +262,13 @@ impl Brief {
                 "brief.batch_tolerance",
                 exact(self.batch_tolerance),
                 "a fraction in [0, 1), for example 0.25 for a quarter either side",
+            ));
+        }
+        if !(self.critical_batch_scale.is_finite() && self.critical_batch_scale > 0.0) {
+            return Err(Error::invalid(
+                "brief.critical_batch_scale",
+                exact(self.critical_batch_scale),
+                "a positive factor on the critical batch's law (1 as fitted)",
             ));
         }
         let positive = |field: &str, v: f64, max: f64| {

@@ -86,6 +86,9 @@ pub struct BriefPatch {
     /// See [`Brief::critical_batch`].
     #[serde(default)]
     pub critical_batch: Option<crate::laws::CriticalBatch>,
+    /// See [`Brief::critical_batch_scale`].
+    #[serde(default, deserialize_with = "number")]
+    pub critical_batch_scale: Option<f64>,
     /// See [`Brief::inference_tokens`].
     #[serde(default, deserialize_with = "whole")]
     pub inference_tokens: Option<u64>,
@@ -234,7 +237,9 @@ impl BriefPatch {
             batch_tolerance: number_or(self.batch_tolerance, brief.batch_tolerance),
             batch_law: self.batch_law.unwrap_or(brief.batch_law),
             critical_batch: self.critical_batch.unwrap_or(brief.critical_batch),
-            critical_batch_scale: brief.critical_batch_scale,
+            critical_batch_scale: self
+                .critical_batch_scale
+                .unwrap_or(brief.critical_batch_scale),
             inference_tokens: self.inference_tokens.or(brief.inference_tokens),
             unique_tokens: self.unique_tokens.or(brief.unique_tokens),
             loss_law: self.loss_law.apply(brief.loss_law),

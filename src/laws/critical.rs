@@ -168,7 +168,7 @@ impl CriticalBatch {
             return None;
         };
         Some(format!(
-            "the critical batch extrapolates: a run of {} tokens ({side} the {}–{} tokens fitted on Zhang et al. 2024's 85 M – 1.2 B models)",
+            "the critical batch extrapolates: {} tokens that count ({side} the {}–{} tokens fitted on Zhang et al. 2024's 85 M – 1.2 B models)",
             count(d_min),
             count(lo),
             count(hi)

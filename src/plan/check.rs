@@ -163,8 +163,17 @@ fn smallest_split<'a>(
 
 /// The token counts that meet the day limit and the loss target for this shape.
 fn token_fixes(brief: &Brief, shape: &Shape, plan: &Plan, pace: Pace) -> Vec<String> {
-    let v = token_bounds(brief, shape, pace);
+    let mut v = token_bounds(brief, shape, pace);
     let n = law_size(shape);
+    // Past the critical batch the loss counts the tokens the plan's batch makes count.
+    let batch = plan.critical_batch.as_ref().map(|c| c.batch_tokens);
+    let loss_of = |t: u64| match batch {
+        Some(b) => brief.loss_at_batch(n, t as f64, b),
+        None => loss(brief, shape, t),
+    };
+    if let Some(b) = batch {
+        v.min_tokens_for_loss = crate::plan::verdict::fewest_tokens_at_batch(brief, shape, b);
+    }
     let days_of = |t: u64| pace.run_days(brief, shape.active_params(), t);
     let mut fixes = Vec::new();
     let over_cost = plan.checks.cost == Some(false);
@@ -200,7 +209,7 @@ fn token_fixes(brief: &Brief, shape: &Shape, plan: &Plan, pace: Pace) -> Vec<Str
                 "{what}: train at most {} tokens ({}), the most {allow}; loss then {}",
                 count(most as f64),
                 most,
-                fixed(loss(brief, shape, most), 4)
+                fixed(loss_of(most), 4)
             )
         });
     }

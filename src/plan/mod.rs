@@ -454,8 +454,11 @@ pub fn evaluate_cached(
         spend,
         loss,
         critical_batch,
+        // The epochs are of the tokens trained; what the law grades, of those that count.
         data: brief.effective(law_size(shape), counted).map(|e| DataUse {
-            epochs: e.epochs,
+            epochs: brief
+                .effective(law_size(shape), d as f64)
+                .map_or(e.epochs, |t| t.epochs),
             effective_tokens: e.tokens,
             effective_params: e.params,
         }),

@@ -499,6 +499,12 @@ fn flips(brief: &Brief, base: &Point, rows: &[Row]) -> Vec<String> {
                     let days = days.map_or("?".into(), |d| fixed(d, 1));
                     if point.pass {
                         format!("the plan passes with {setting}: {days} days")
+                    } else if let (["loss"], Some(loss)) = (point.failing.as_slice(), point.loss) {
+                        format!(
+                            "the plan fails with {setting}: loss {}, above the {} target",
+                            fixed(loss, 4),
+                            brief.loss_target
+                        )
                     } else if point.failing == ["days"] {
                         format!(
                             "the plan fails with {setting}: {days} days, over the {}-day limit",

@@ -285,6 +285,21 @@ pub fn loss_bound(brief: &Brief, shape: &Shape) -> (Option<f64>, Option<u64>) {
     (needed, fewest)
 }
 
+/// The fewest whole tokens with which `shape` reaches the loss target at a global batch of
+/// `batch` tokens, the brief's critical batch counted ([`Brief::loss_at_batch`]): from the
+/// law's tokens needed at that batch ([`crate::laws::CriticalBatch::tokens_needed`]), settled
+/// to the whole token by the loss check; `None` when no count reaches it.
+pub fn fewest_tokens_at_batch(brief: &Brief, shape: &Shape, batch: f64) -> Option<u64> {
+    let n = law_size(shape);
+    let needed = brief.tokens_for_loss(n, brief.loss_target)?;
+    let at_batch = brief
+        .critical_batch
+        .tokens_needed(needed, batch, brief.critical_batch_scale);
+    first_true(guess(at_batch), |t| {
+        loss_meets(brief, brief.loss_at_batch(n, t as f64, batch))
+    })
+}
+
 /// The time side of [`token_bounds`]: the most whole tokens that fit in the day limit (and the
 /// cost limit, when the brief sets one: cost is linear in days) at `pace` (0 if not even one
 /// does). It falls as the pace slows.

@@ -2726,23 +2726,18 @@ mod tests {
     }
 
     #[test]
-    fn a_long_script_is_read_in_linear_time() {
-        // 1 MiB of distinct options and variables (the quadratic look-ups this replaces took
-        // 7-9 s in a release build).
+    fn a_long_script_is_read_whole() {
+        // 1 MiB of distinct options and variables, every one read (the quadratic look-ups
+        // this once had took 7-9 s in a release build; speed is the benchmarks' to measure,
+        // not a timed test's, which fails on a busy machine).
         let mut text = script("", "");
         let mut i = 0;
         while text.len() < (1 << 20) - 64 {
             text.push_str(&format!("V{i}=$V{}\nA{i}=(--data-path-{i} $V{i})\n", i / 2));
             i += 1;
         }
-        let start = std::time::Instant::now();
         let f = parse(&text).unwrap();
         assert_eq!(f.unused.len(), i);
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(5),
-            "{:?}",
-            start.elapsed()
-        );
     }
 
     #[test]

@@ -451,7 +451,7 @@ impl Launch {
                     ", with the AdamW settings it was fitted with (betas {}, {}, weight decay {})",
                     a.beta1, a.beta2, a.weight_decay
                 ),
-                None => ", the other AdamW settings the launcher's own (its source names none)"
+                None => ", the other AdamW settings left as the launcher's (the law's source names none)"
                     .to_string(),
             };
             self.notes.push(format!(

@@ -560,6 +560,14 @@ pub fn render_03(l: &Launch) -> Result<String> {
         out,
         "# torchtitan 0.3.0: the named config {config} of torchtitan/models/llama3/config_registry.py with the plan's settings as overrides (its frozen command-line options). Run from a torchtitan checkout, or with the wheel installed."
     );
+    // 0.3 nests the optimizer's learning rate in its param groups' kwargs, which its
+    // command line does not reach: said, not written.
+    if let Some(lr) = l.learning_rate {
+        let _ = writeln!(
+            out,
+            "# Learning rate: the batch law's {lr:.3e} is not written: torchtitan 0.3 sets it in the config function's optimizer param groups, off its command line (--format torchtitan writes 0.2.2's [optimizer] lr)."
+        );
+    }
     if config == "llama3_8b_mxfp8" {
         let _ = writeln!(
             out,

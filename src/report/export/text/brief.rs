@@ -100,8 +100,9 @@ pub fn placement_lines(p: &RankPlacement, of: &str) -> String {
     )
 }
 
-/// The batch law and the tokens the model will serve, where the brief names them (docs/model.md,
-/// "Batch-size laws" and "Sized for the inference it will serve").
+/// The batch law, the critical batch and the tokens the model will serve, where the brief names
+/// them (docs/model.md, "Batch-size laws", "The critical batch" and "Sized for the inference it
+/// will serve").
 fn laws_line(b: &Brief) -> Option<String> {
     let mut parts = Vec::new();
     if !b.batch_law.is_fixed() {
@@ -109,6 +110,17 @@ fn laws_line(b: &Brief) -> Option<String> {
             "the {} batch law sets each plan's batch, within {} %",
             b.batch_law,
             general(b.batch_tolerance * 100.0)
+        ));
+    }
+    if !b.critical_batch.is_off() {
+        parts.push(format!(
+            "a batch past the {} critical batch costs tokens{}",
+            b.critical_batch,
+            if b.critical_batch_scale == 1.0 {
+                String::new()
+            } else {
+                format!(" (× {})", general(b.critical_batch_scale))
+            }
         ));
     }
     if let Some(d) = b.inference_tokens {
