@@ -324,14 +324,63 @@ fn past_the_critical_batch_a_plan_is_graded_by_the_tokens_its_batch_makes_count(
     let plain = json(&off);
     assert!(plain.get("critical_batch").is_none());
     assert!(plain["loss"].as_f64().unwrap() < small["loss"].as_f64().unwrap());
-    // A search refuses it by name, in one line.
+    // A sharded search refuses it by name, in one line (merge checks partials against one
+    // loss per shape and token count).
     let out = trainplan()
-        .args(["search", "--critical-batch", "zhang"])
+        .args(["search", "--critical-batch", "zhang", "--shard", "1/2"])
         .assert()
         .failure();
     let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
     assert!(err.contains("--critical-batch = zhang"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn a_search_counts_the_critical_batch_layout_by_layout() {
+    // The default brief aims every layout at 16 Mi tokens a step. 405B reaches 1.955 on
+    // 817.7 B tokens at no waste, where B_crit = 2.4978 · 8.177e11^0.6174 ≈ 56 M tokens: at 16
+    // Mi a step it needs about 30 % more, 1.06 T, and 30 days train only 862 B. 70B answers.
+    let plain = json(&["search", "--json"]);
+    let doc = json(&["search", "--critical-batch", "zhang", "--json"]);
+    let verdict = |d: &serde_json::Value, model: &str| {
+        d["shapes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["model"] == model)
+            .unwrap()
+            .clone()
+    };
+    assert!(verdict(&plain, "llama3-405b")["token_window"].is_array());
+    let v405 = verdict(&doc, "llama3-405b");
+    assert!(v405["token_window"].is_null());
+    let fewest = v405["min_tokens_for_loss"].as_f64().unwrap();
+    assert!((fewest / 1.06e12 - 1.0).abs() < 0.01, "{fewest}");
+    assert!(v405["reason"]
+        .as_str()
+        .unwrap()
+        .contains("past the critical batch"));
+    let first = &doc["plans"][0];
+    assert_eq!(first["model"], "llama3-70b");
+    // Each plan is graded as check grades it: its loss counts the tokens its batch makes count.
+    let c = &first["critical_batch"];
+    let (x, b, crit) = (
+        c["effective_tokens"].as_f64().unwrap(),
+        c["batch_tokens"].as_f64().unwrap(),
+        c["critical_tokens"].as_f64().unwrap(),
+    );
+    let d = first["tokens"].as_f64().unwrap();
+    assert!((x * (1.0 + b / crit) / d - 1.0).abs() < 1e-9);
+    // The text says so beside the answer.
+    let out = trainplan()
+        .args(["search", "--critical-batch", "zhang"])
+        .assert()
+        .success();
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    assert!(
+        text.contains("past the critical batch (zhang): 16.78 M tokens a step"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -107,6 +107,8 @@ fn problem() -> impl Strategy<Value = (Brief, Vec<Shape>, TokenGrid, MemorySpace
         0.3f64..3.0,
         prop::option::of((0.5f64..4.0, 0.3f64..1.5)),
         prop::option::of(1e9f64..1e15),
+        // One problem in three counts the critical batch, a random factor on its law.
+        prop_oneof![2 => Just(None), 1 => (0.001f64..2.0).prop_map(Some)],
     )
         .prop_map(
             |(
@@ -119,6 +121,7 @@ fn problem() -> impl Strategy<Value = (Brief, Vec<Shape>, TokenGrid, MemorySpace
                 slack,
                 cost,
                 inference,
+                critical,
             )| {
                 let n = shapes[which.index(shapes.len())].params() as f64;
                 let point = |u: f64| grid.at(((grid.len() - 1) as f64 * u) as u64) as f64;
@@ -143,6 +146,10 @@ fn problem() -> impl Strategy<Value = (Brief, Vec<Shape>, TokenGrid, MemorySpace
                         Some(brief.gpus as f64 * 24.0 * price * brief.max_days * share);
                 }
                 brief.inference_tokens = inference.map(|d| d as u64);
+                if let Some(scale) = critical {
+                    brief.critical_batch = trainplan::laws::CriticalBatch::Zhang;
+                    brief.critical_batch_scale = scale;
+                }
                 (brief, shapes, grid, space, time)
             },
         )
@@ -546,6 +553,15 @@ proptest! {
                 prop_assert!(r.fits && r.days.unwrap() <= brief.days_limit());
                 let per_token = r.days_per_token.unwrap();
                 prop_assert!((sooner.tokens + 1) as f64 * per_token > brief.days_limit());
+            }
+            if !brief.critical_batch.is_off() {
+                // Past the critical batch each global batch has its own loss bound, and the
+                // window is what the batches' windows make up: every passing plan lies in it.
+                for p in report.plans.iter().filter(|p| p.model == shape.name && p.params == shape.params()) {
+                    let [lo, hi] = v.token_window.unwrap();
+                    prop_assert!(lo <= p.tokens && p.tokens <= hi);
+                }
+                continue;
             }
             let configs = configurations(&brief, shape, &space, &time);
             // Every configuration the space offers is graded or counted out by its rule.

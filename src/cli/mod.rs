@@ -649,6 +649,9 @@ fn run_search(
         parallel.experts.check(&shapes)?;
     }
     let shard = args.shard.as_deref().map(Shard::parse).transpose()?;
+    if shard.is_some() {
+        crate::search::shardable(&brief, "--critical-batch")?;
+    }
     check_output(&args.output, &args.inputs())?;
     args.check_sensitivity()?;
 

@@ -55,6 +55,20 @@ pub fn plan_batch_tokens(brief: &Brief, shape: &Shape, tokens: u64, memory: &Mem
     }
 }
 
+/// Predicted loss of `shape` trained on `tokens` on `memory`'s step: [`loss`], or where the
+/// brief counts the critical batch, the loss of the tokens the plan's batch
+/// ([`plan_batch_tokens`]) makes count, as [`crate::plan::evaluate`] grades it.
+pub fn config_loss(brief: &Brief, shape: &Shape, tokens: u64, memory: &MemoryModel) -> f64 {
+    if brief.critical_batch.is_off() {
+        return loss(brief, shape, tokens);
+    }
+    let batch = plan_batch_tokens(brief, shape, tokens, memory);
+    brief.loss(
+        law_size(shape),
+        brief.batch_effective_tokens(tokens as f64, batch, brief.critical_batch_scale),
+    )
+}
+
 /// Predicted loss of `shape` trained on `tokens` under the brief's law.
 pub fn loss(brief: &Brief, shape: &Shape, tokens: u64) -> f64 {
     brief.loss(law_size(shape), tokens as f64)

@@ -300,6 +300,28 @@ pub fn fewest_tokens_at_batch(brief: &Brief, shape: &Shape, batch: f64) -> Optio
     })
 }
 
+/// The fewest whole tokens with which `shape` on `memory`'s step reaches the loss target,
+/// the brief's critical batch counted at the plan's batch
+/// ([`crate::plan::limits::config_loss`]): [`loss_bound`]'s where the brief does not count it;
+/// else from the law's tokens needed at the batch, settled by the loss check. `None` when no
+/// count reaches it.
+pub fn fewest_tokens_on(brief: &Brief, shape: &Shape, memory: &memory::MemoryModel) -> Option<u64> {
+    if brief.critical_batch.is_off() {
+        return loss_bound(brief, shape).1;
+    }
+    let needed = brief.tokens_for_loss(law_size(shape), brief.loss_target)?;
+    let batch = crate::plan::limits::plan_batch_tokens(brief, shape, guess(needed), memory);
+    let at_batch = brief
+        .critical_batch
+        .tokens_needed(needed, batch, brief.critical_batch_scale);
+    first_true(guess(at_batch), |t| {
+        loss_meets(
+            brief,
+            crate::plan::limits::config_loss(brief, shape, t, memory),
+        )
+    })
+}
+
 /// The time side of [`token_bounds`]: the most whole tokens that fit in the day limit (and the
 /// cost limit, when the brief sets one: cost is linear in days) at `pace` (0 if not even one
 /// does). It falls as the pace slows.

@@ -13,6 +13,7 @@ use crate::search::weigh::Fitting;
 use crate::search::windows::better;
 use crate::search::windows::config_window;
 use crate::search::windows::grid_lines;
+use crate::search::windows::LossBounds;
 use crate::search::windows::Window;
 
 /// Each distinct choice's best plan under `rank` among `windows` (the fitting configurations'
@@ -73,9 +74,14 @@ pub(crate) fn distinct_firsts_of_shape(
     choices: &mut Choices,
 ) -> Vec<Candidate> {
     debug_assert!(rank != Rank::Memory);
-    let (_, Some(lo)) = loss_bound(brief, shape) else {
+    // One loss bound for all, or where the brief counts the critical batch one a batch; then
+    // a slower configuration may still reach a lower loss (a smaller batch wastes fewer
+    // tokens), so no choice is settled early: every configuration's window is walked.
+    let mut bounds = LossBounds::new(brief, shape);
+    let shared = brief.critical_batch.is_off();
+    if shared && loss_bound(brief, shape).1.is_none() {
         return Vec::new();
-    };
+    }
     let cluster_flops = brief.cluster_flops_per_second();
     let n = shape.active_params() as f64;
     choices.assign(&fit.configs, index, distinct);
@@ -83,25 +89,27 @@ pub(crate) fn distinct_firsts_of_shape(
     for &i in &fit.order {
         let choice = &mut choices.found[choices.of[i as usize] as usize];
         let config = &fit.configs[i as usize];
-        if let Some((first, _, settled)) = choice {
-            let Some(first) = *first else { continue };
-            if *settled {
-                continue;
+        match choice {
+            Some((_, _, true)) => continue,
+            Some((Some(first), _, settled)) if shared => {
+                let plate_days = time::days(cluster_flops, n, first.tokens as f64);
+                if config.pace.days(plate_days, first.tokens) > first.days {
+                    *settled = true;
+                    continue;
+                }
             }
-            let plate_days = time::days(cluster_flops, n, first.tokens as f64);
-            if config.pace.days(plate_days, first.tokens) > first.days {
-                *settled = true;
-                continue;
-            }
+            _ => {}
         }
-        let window = config_window(brief, shape, index, config, lo, &mut plate_bound);
-        let best = (window.tokens.0 <= window.tokens.1)
-            .then(|| grid_lines(std::iter::once(window), grid).pop())
-            .flatten()
-            .and_then(|line| ordered::first(&line, rank));
+        let best = bounds.of(config).and_then(|lo| {
+            let window = config_window(brief, shape, index, config, lo, &mut plate_bound);
+            (window.tokens.0 <= window.tokens.1)
+                .then(|| grid_lines(std::iter::once(window), grid).pop())
+                .flatten()
+                .and_then(|line| ordered::first(&line, rank))
+        });
         match choice {
             Some((_, kept, _)) => *kept = better(rank, *kept, best),
-            None => *choice = Some((best, best, best.is_none())),
+            None => *choice = Some((best, best, shared && best.is_none())),
         }
     }
     // In no order: a top list's order is total.

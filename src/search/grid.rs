@@ -15,8 +15,9 @@ use crate::cost::run::TimeModel;
 use crate::cost::step_time::micro_batch::MicroBatchCache;
 use crate::laws::ComputeOptimal;
 use crate::model::Shape;
-use crate::plan::limits::{loss, loss_meets, within_time_and_cost};
+use crate::plan::limits::{config_loss, loss, loss_meets, within_time_and_cost};
 use crate::plan::runnable::{detailed_grade, runnable_key, DetailedGrade};
+use crate::plan::verdict::time_bound;
 use crate::plan::verdict::{loss_bound, ShapeVerdict};
 use crate::plan::{evaluate_cached, Design, Plan};
 use crate::search::distinct::distinct_firsts;
@@ -46,6 +47,7 @@ use crate::search::windows::exact_top;
 use crate::search::windows::grid_range;
 use crate::search::windows::windows;
 use crate::search::windows::Found;
+use crate::search::windows::LossBounds;
 use crate::search::windows::Window;
 use crate::search::windows::CHUNK;
 use crate::units::gb;
@@ -98,6 +100,9 @@ fn shape_configuration(
     // can be no plan at any token count (days grow with tokens): it is left out of
     // what the search walks, but for the fastest, which the verdict names.
     let needed = loss_bound(brief, shape).1;
+    // A slower depth's batch is its step's, which the days a token kept of it do not say:
+    // where the brief counts the critical batch every depth is kept whole.
+    let depths_by_pace = depths_by_pace && brief.critical_batch.is_off();
     // `Pace::run_days` at those tokens, the plate's days worked out once.
     let plate_days = needed.map(|lo| {
         let days = time::days(
@@ -151,6 +156,9 @@ fn shape_configuration(
         _ => Vec::new(),
     };
     by_memory.sort_by(memory_order);
+    if !brief.critical_batch.is_off() {
+        by_batch_verdict(brief, shape, &configs, &order, &mut verdict);
+    }
     let (all, graded) = (weighed.all, weighed.graded);
     // Slower than a positive pace, so positive, where a double's bits order as its value.
     let mut slower = std::mem::take(&mut weighed.slower);
@@ -166,6 +174,69 @@ fn shape_configuration(
             graded,
         },
     )
+}
+
+/// A shape's verdict where the brief counts the critical batch: the loss bound is each global
+/// batch's ([`LossBounds`]), so the window runs from the fewest tokens of any batch whose
+/// fastest configuration passes on them to the most of any; a shape none of whose batches
+/// passes fails, and says at what batch it came nearest. The closed-form verdict, at no
+/// batch, bounds it from outside: its window holds this one.
+fn by_batch_verdict(
+    brief: &Brief,
+    shape: &Shape,
+    configs: &[Config],
+    order: &[u32],
+    verdict: &mut ShapeVerdict,
+) {
+    let Some(_) = verdict.token_window else {
+        return;
+    };
+    let mut bounds = LossBounds::new(brief, shape);
+    // Each batch's fastest configuration, in pace order.
+    let mut seen: Vec<Option<u64>> = Vec::new();
+    let mut window: Option<[u64; 2]> = None;
+    let mut days: Option<[f64; 2]> = None;
+    let mut nearest: Option<(u64, u64, f64)> = None;
+    for &i in order {
+        let c = &configs[i as usize];
+        let batch = c.model.step().map(|s| s.global_batch_tokens);
+        if seen.contains(&batch) {
+            continue;
+        }
+        seen.push(batch);
+        let Some(lo) = bounds.of(c) else { continue };
+        let hi = time_bound(brief, shape, c.pace);
+        let run_days = |t: u64| c.pace.run_days(brief, shape.active_params(), t);
+        if lo > hi {
+            let short = lo - hi;
+            if nearest.is_none_or(|(_, _, s)| (short as f64) < s) {
+                nearest = Some((lo, hi, short as f64));
+            }
+            continue;
+        }
+        window = Some(window.map_or([lo, hi], |[a, b]| [a.min(lo), b.max(hi)]));
+        let d = [run_days(lo), run_days(hi)];
+        days = Some(days.map_or(d, |[a, b]| [a.min(d[0]), b.max(d[1])]));
+    }
+    verdict.min_tokens_for_loss = window.map(|[lo, _]| lo).or(nearest.map(|(lo, _, _)| lo));
+    match window {
+        Some(w) => {
+            verdict.token_window = Some(w);
+            verdict.days_window = days;
+        }
+        None => {
+            verdict.token_window = None;
+            verdict.days_window = None;
+            let (lo, hi) = nearest.map_or((0, 0), |(lo, hi, _)| (lo, hi));
+            verdict.reason = Some(format!(
+                "days: at its layouts' global batches, past the critical batch, reaching loss {} takes at least {} tokens, but {} days allow only {} at that pace",
+                brief.loss_target,
+                crate::format::count(lo as f64),
+                crate::format::fixed(brief.max_days, 1),
+                crate::format::count(hi as f64)
+            ));
+        }
+    }
 }
 
 /// The work of a block of shapes starting at `offset`: each shape's grid counts inside its
@@ -286,13 +357,70 @@ fn walk_grid(
     found: &mut Found,
     local: usize,
 ) {
+    if brief.critical_batch.is_off() {
+        return walk_grid_at(brief, shape, s, fit, range, options, found, local, None);
+    }
+    // Where the brief counts the critical batch the loss is also the batch's: the walk is the
+    // same over each global batch's configurations, which share it (the plate's share the
+    // plate's batch).
+    let mut batches: Vec<Option<u64>> = Vec::new();
+    for c in fit.by_pace() {
+        let batch = c.model.step().map(|s| s.global_batch_tokens);
+        if !batches.contains(&batch) {
+            batches.push(batch);
+        }
+    }
+    for batch in batches {
+        let of_batch = |c: &Config| c.model.step().map(|s| s.global_batch_tokens) == batch;
+        let configs: Vec<Config> = fit.configs.iter().copied().filter(of_batch).collect();
+        let order = pace_order_of(&configs);
+        let group = Fitting {
+            order,
+            by_memory: fit.by_memory.iter().copied().filter(of_batch).collect(),
+            configs,
+            slower: Vec::new(),
+            all: 0,
+            graded: 0,
+        };
+        let model = group.configs[0].model;
+        walk_grid_at(
+            brief,
+            shape,
+            s,
+            &group,
+            range.clone(),
+            options,
+            found,
+            local,
+            Some(&model),
+        );
+    }
+}
+
+/// [`walk_grid`] over configurations that share their loss: the shape's (`memory` `None`), or
+/// where the brief counts the critical batch, those of `memory`'s global batch.
+#[allow(clippy::too_many_arguments)]
+fn walk_grid_at(
+    brief: &Brief,
+    shape: &Shape,
+    s: usize,
+    fit: &Fitting,
+    range: std::ops::Range<u64>,
+    options: &SearchOptions,
+    found: &mut Found,
+    local: usize,
+    memory: Option<&crate::cost::memory::MemoryModel>,
+) {
     let grid = options.grid;
     let top = options.top.unwrap_or(usize::MAX);
     let cluster_flops = brief.cluster_flops_per_second();
     let n = shape.active_params() as f64;
     for i in range {
         let tokens = grid.at(i);
-        let loss = loss(brief, shape, tokens);
+        let loss = match memory {
+            None => loss(brief, shape, tokens),
+            Some(m) => config_loss(brief, shape, tokens, m),
+        };
         if !loss_meets(brief, loss) {
             continue;
         }

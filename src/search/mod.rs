@@ -46,7 +46,7 @@ mod windows;
 
 pub use all::{search_all, AllPlans};
 pub use grid::{search, search_listing};
-pub use options::{searchable, SearchOptions, TokenGrid};
+pub use options::{shardable, SearchOptions, TokenGrid};
 pub use report::{FrontRun, FrontRuns, Ranked, SearchReport, MAX_FRONT_RUNS};
 pub use space::{
     configurations, configurations_counted, searchable_precision, BatchAim, Config, MemorySpace,

@@ -134,18 +134,18 @@ impl Default for SearchOptions {
     }
 }
 
-/// Refuses what a search cannot yet grade of `brief` (`field` names where it came from): the
-/// critical batch's cost, which depends on each layout's own global batch, where the search
-/// shares one loss per shape and token count across its layouts (its windows, its grid walk
-/// and its front rest on that). `check` grades it.
-pub fn searchable(brief: &crate::brief::Brief, field: &str) -> crate::error::Result<()> {
+/// Refuses what a shard and its merge cannot check of `brief` (`field` names where it came
+/// from): the critical batch's cost, which depends on each layout's own global batch, where
+/// `merge` checks a partial's windows and plans against one loss per shape and token count
+/// (`shard/check.rs`). A search in one go grades it.
+pub fn shardable(brief: &crate::brief::Brief, field: &str) -> crate::error::Result<()> {
     if brief.critical_batch.is_off() {
         return Ok(());
     }
     Err(crate::error::Error::invalid(
         field,
         brief.critical_batch.name(),
-        "off in a search, which grades one loss per shape and token count for all its layouts while the critical batch's cost depends on each layout's own batch; check --critical-batch grades a plan's",
+        "off in a sharded search, whose merge checks each partial against one loss per shape and token count while the critical batch's cost depends on each layout's own batch; search it in one go",
     ))
 }
 

@@ -8,9 +8,9 @@ use crate::brief::Brief;
 use crate::cost::memory::MemoryModel;
 use crate::model::layout::Layout;
 use crate::model::Shape;
-use crate::plan::limits::loss;
+use crate::plan::limits::config_loss;
 use crate::plan::pace::Pace;
-use crate::plan::verdict::{loss_bound, time_bound};
+use crate::plan::verdict::{fewest_tokens_on, time_bound};
 use crate::search::options::TokenGrid;
 use crate::search::ordered::{Line, Merge};
 use crate::search::pareto::{Chain, Front};
@@ -44,7 +44,7 @@ impl Chain for Window<'_> {
         self.tokens
     }
     fn loss(&self, tokens: u64) -> f64 {
-        loss(self.brief, self.shape, tokens)
+        config_loss(self.brief, self.shape, tokens, &self.model)
     }
     fn days(&self, tokens: u64) -> f64 {
         self.pace
@@ -53,8 +53,10 @@ impl Chain for Window<'_> {
     /// Loss and days depend on a dense shape only through its parameter count, and on the
     /// configuration only through its pace; a mixture of experts's also on its expansion, so
     /// it shares its curve with none.
+    /// Where the brief counts the critical batch, the loss is also the configuration's batch's,
+    /// so none shares its curve either.
     fn curve(&self) -> Option<(u64, u64)> {
-        if self.shape.experts.is_some() {
+        if self.shape.experts.is_some() || !self.brief.critical_batch.is_off() {
             return None;
         }
         Some((self.shape.params(), self.pace.key().to_bits()))
@@ -105,20 +107,69 @@ fn shape_windows<'a>(
 ) -> Vec<Window<'a>> {
     // The loss bound is the same for every configuration of the shape; the time bound falls
     // as the pace slows, so past the first configuration (fastest first) whose window is
-    // empty every later one's is too.
-    let (_, Some(lo)) = loss_bound(brief, shape) else {
-        return Vec::new();
-    };
+    // empty every later one's is too. Where the brief counts the critical batch the loss
+    // bound is each configuration's batch's ([`LossBounds`]), and every window is worked out.
+    let mut bounds = LossBounds::new(brief, shape);
+    let shared = brief.critical_batch.is_off();
     let mut out = Vec::new();
     let mut plate_bound = None;
     for config in fit.by_pace() {
+        let Some(lo) = bounds.of(config) else {
+            if shared {
+                break;
+            }
+            continue;
+        };
         let window = config_window(brief, shape, index, config, lo, &mut plate_bound);
         if window.tokens.0 > window.tokens.1 {
-            break;
+            if shared {
+                break;
+            }
+            continue;
         }
         out.push(window);
     }
     out
+}
+
+/// The fewest tokens with which a shape's configurations reach the loss target: one bound for
+/// all ([`crate::plan::verdict::loss_bound`]), or where the brief counts the critical batch, one a global batch
+/// ([`fewest_tokens_on`]; the plate's configurations share the plate's batch), each worked out
+/// once.
+pub(crate) struct LossBounds<'a> {
+    brief: &'a Brief,
+    shape: &'a Shape,
+    shared: Option<Option<u64>>,
+    by_batch: Vec<(u64, Option<u64>)>,
+}
+
+impl<'a> LossBounds<'a> {
+    pub(crate) fn new(brief: &'a Brief, shape: &'a Shape) -> LossBounds<'a> {
+        LossBounds {
+            brief,
+            shape,
+            shared: None,
+            by_batch: Vec::new(),
+        }
+    }
+
+    /// The fewest tokens with which `config` reaches the loss target, `None` if none do.
+    pub(crate) fn of(&mut self, config: &Config) -> Option<u64> {
+        let step = config.model.step();
+        if self.brief.critical_batch.is_off() || step.is_none() {
+            let (brief, shape, model) = (self.brief, self.shape, config.model);
+            return *self
+                .shared
+                .get_or_insert_with(|| fewest_tokens_on(brief, shape, &model));
+        }
+        let batch = step.map_or(0, |s| s.global_batch_tokens);
+        if let Some((_, lo)) = self.by_batch.iter().find(|(b, _)| *b == batch) {
+            return *lo;
+        }
+        let lo = fewest_tokens_on(self.brief, self.shape, &config.model);
+        self.by_batch.push((batch, lo));
+        lo
+    }
 }
 
 /// The window of `config` of `shape` (the shape's `index`-th), from `lo` tokens, the loss's

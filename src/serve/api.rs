@@ -277,7 +277,6 @@ fn search_watched(body: &[u8], progress: &dyn Progress) -> Result<Option<String>
     }
     let rank = Rank::from_name("rank", request.rank.as_deref().unwrap_or("loss"))?;
     rank.check_against("rank", &brief)?;
-    crate::search::searchable(&brief, "critical_batch")?;
     let distinct = match request.distinct.as_deref() {
         Some(name) => Distinct::from_name("distinct", name)?,
         None => Distinct::Layout,

@@ -324,7 +324,6 @@ impl SearchArgs {
             RankArg::Lifetime => Rank::Lifetime,
         };
         rank.check_against("--rank", brief)?;
-        crate::search::searchable(brief, "--critical-batch")?;
         if self.time.time == TimeArg::Detailed && self.detailed.memory == MemoryArg::Plate {
             return Err(Error::invalid(
                 "--time",

@@ -477,7 +477,7 @@ pub fn merge(partials: Vec<Partial>) -> Result<SearchReport> {
     }
     let rank = Rank::from_name("rank", &first.rank)?;
     rank.check_against("rank", &first.brief)?;
-    crate::search::searchable(&first.brief, "brief.critical_batch")?;
+    crate::search::shardable(&first.brief, "brief.critical_batch")?;
     let distinct = Distinct::from_name("distinct", &first.distinct)?;
     // What each file says, against the physics.
     for p in &partials {

@@ -137,6 +137,7 @@ fn answer_lines(r: &SearchReport, first: Option<&Plan>) -> String {
         if let Some(Ok(args)) = r.commands.as_ref().map(|c| c.args(first, &r.brief)) {
             let _ = writeln!(out, "          {}", command::line(&args));
         }
+        out.push_str(&critical_line(first));
         out.push('\n');
         return out;
     }
@@ -172,6 +173,7 @@ fn answer_lines(r: &SearchReport, first: Option<&Plan>) -> String {
             if let Some(Ok(args)) = r.commands.as_ref().map(|c| c.detailed_args(p)) {
                 let _ = writeln!(out, "          {}", command::line(&args));
             }
+            out.push_str(&critical_line(p));
             let _ = writeln!(
                 out,
                 "          the rest is the plate model's ({}) but where it says detailed",
@@ -206,6 +208,24 @@ fn answer_lines(r: &SearchReport, first: Option<&Plan>) -> String {
     }
     out.push('\n');
     out
+}
+
+/// What a plan's batch costs past the critical batch, where the brief counts it: `past the
+/// critical batch: 27.26 M tokens a step against 380.9 M; the loss counts 17.96 T of the 19.25
+/// T tokens`; empty otherwise.
+fn critical_line(p: &Plan) -> String {
+    match &p.critical_batch {
+        None => String::new(),
+        Some(c) => format!(
+            "          past the critical batch ({}): {} tokens a step against {}; the loss counts {} of the {} tokens ({} more for it)\n",
+            c.law,
+            count(c.batch_tokens),
+            count(c.critical_tokens),
+            count(c.effective_tokens),
+            count(p.tokens as f64),
+            percent(c.extra)
+        ),
+    }
 }
 
 /// What the plate model assumes, in a phrase.
