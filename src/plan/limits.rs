@@ -46,12 +46,24 @@ pub fn loss_meets(brief: &Brief, loss: f64) -> bool {
 }
 
 /// The global batch, tokens, a plan of `shape` on `tokens` trains at: its step's under the
-/// detailed memory model; under the plate's, which has no step, the batch the plan aims at
-/// ([`Brief::batch_target_at`]: the brief's target or its batch law's for the plan's run).
+/// detailed memory model; under the plate's, which has no step, the batch it aims at, the
+/// brief's target or its batch law's optimum for the plan's run, unrounded (within the
+/// target's bounds), so that the tokens that count grow with the tokens trained (the law's
+/// batch grows as `D^p`, `p` at most 0.571, slower than the critical batch lets it waste; a
+/// batch rounded to the token would make the loss a sawtooth in the tokens).
 pub fn plan_batch_tokens(brief: &Brief, shape: &Shape, tokens: u64, memory: &MemoryModel) -> f64 {
-    match memory.step() {
-        Some(step) => step.global_batch_tokens as f64,
-        None => brief.batch_target_at(shape, tokens as f64).tokens as f64,
+    if let Some(step) = memory.step() {
+        return step.global_batch_tokens as f64;
+    }
+    match brief
+        .batch_law
+        .optimal_batch(&brief.law_inputs(shape, tokens as f64))
+    {
+        None => brief.batch_target_tokens as f64,
+        Some(b) => b.clamp(
+            brief.seq_len as f64,
+            crate::brief::limits::BATCH_TOKENS as f64,
+        ),
     }
 }
 

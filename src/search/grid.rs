@@ -6,7 +6,7 @@
 //! pace. Without `--exact`, each shape is weighed, walked and its distinct choices found by one
 //! worker ([`search_streaming`]).
 
-use itertools::{Either, Itertools};
+use itertools::Either;
 use rayon::prelude::*;
 
 use crate::brief::Brief;
@@ -196,7 +196,8 @@ fn by_batch_verdict(
     let mut seen: Vec<Option<u64>> = Vec::new();
     let mut window: Option<[u64; 2]> = None;
     let mut days: Option<[f64; 2]> = None;
-    let mut nearest: Option<(u64, u64, f64)> = None;
+    // The batch that came nearest: its fewest tokens, the most it trains in time, its batch.
+    let mut nearest: Option<(u64, u64, f64, Option<u64>)> = None;
     for &i in order {
         let c = &configs[i as usize];
         let batch = c.model.step().map(|s| s.global_batch_tokens);
@@ -208,9 +209,9 @@ fn by_batch_verdict(
         let hi = time_bound(brief, shape, c.pace);
         let run_days = |t: u64| c.pace.run_days(brief, shape.active_params(), t);
         if lo > hi {
-            let short = lo - hi;
-            if nearest.is_none_or(|(_, _, s)| (short as f64) < s) {
-                nearest = Some((lo, hi, short as f64));
+            let short = (lo - hi) as f64;
+            if nearest.is_none_or(|(_, _, s, _)| short < s) {
+                nearest = Some((lo, hi, short, batch));
             }
             continue;
         }
@@ -218,23 +219,44 @@ fn by_batch_verdict(
         let d = [run_days(lo), run_days(hi)];
         days = Some(days.map_or(d, |[a, b]| [a.min(d[0]), b.max(d[1])]));
     }
-    verdict.min_tokens_for_loss = window.map(|[lo, _]| lo).or(nearest.map(|(lo, _, _)| lo));
-    match window {
-        Some(w) => {
+    verdict.min_tokens_for_loss = window.map(|[lo, _]| lo).or(nearest.map(|(lo, ..)| lo));
+    if let Some([_, hi]) = window {
+        verdict.max_tokens_in_time = hi;
+    }
+    match (window, nearest) {
+        (Some(w), _) => {
             verdict.token_window = Some(w);
             verdict.days_window = days;
         }
-        None => {
+        (None, nearest) => {
             verdict.token_window = None;
             verdict.days_window = None;
-            let (lo, hi) = nearest.map_or((0, 0), |(lo, hi, _)| (lo, hi));
-            verdict.reason = Some(format!(
-                "days: at its layouts' global batches, past the critical batch, reaching loss {} takes at least {} tokens, but {} days allow only {} at that pace",
-                brief.loss_target,
-                crate::format::count(lo as f64),
-                crate::format::fixed(brief.max_days, 1),
-                crate::format::count(hi as f64)
-            ));
+            verdict.reason = Some(match nearest {
+                None => format!(
+                    "loss: at none of its layouts' global batches, past the critical batch, does it reach loss {}",
+                    brief.loss_target
+                ),
+                Some((lo, hi, _, batch)) => {
+                    let (check, limit) = match brief.binding_cost_limit() {
+                        Some((limit, days)) => ("cost", format!(
+                            "the {} cost limit ({} days) allows",
+                            crate::format::money(limit),
+                            crate::format::fixed(days, 1)
+                        )),
+                        None => ("days", format!("{} days allow", crate::format::fixed(brief.max_days, 1))),
+                    };
+                    let batch = batch.map_or_else(
+                        || "the plate's batch".to_string(),
+                        |b| format!("{} tokens a step", crate::format::count(b as f64)),
+                    );
+                    format!(
+                        "{check}: past the critical batch, reaching loss {} takes at least {} tokens (its nearest layouts, at {batch}), but {limit} only {} at their pace",
+                        brief.loss_target,
+                        crate::format::count(lo as f64),
+                        crate::format::count(hi as f64)
+                    )
+                }
+            });
         }
     }
 }
@@ -800,11 +822,14 @@ pub(crate) fn search_in_blocks<'a>(
             let (plans, best) = exact_top(&block_windows, options.rank, top, block.clone());
             plans.into_iter().for_each(|c| exact.push(c));
             found.best[block.clone()].copy_from_slice(&best);
-            // Only each shape's fastest configuration can stand on the front.
+            // Only each shape's fastest configuration can stand on the front (each global
+            // batch's, where the brief counts the critical batch: a slower one with a smaller
+            // batch reaches a lower loss).
+            let mut seen = std::collections::HashSet::new();
             exact_windows.extend(
                 block_windows
                     .into_iter()
-                    .dedup_by(|a, b| a.index == b.index),
+                    .filter(|w| seen.insert((w.index, w.batch_key()))),
             );
         }
         verdicts.extend(block_verdicts);

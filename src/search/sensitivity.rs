@@ -38,7 +38,10 @@ pub fn sensitivity(
         MemorySpace::Plate => None,
         MemorySpace::Detailed { options, .. } => Some(options.stack),
     };
-    let inputs = Input::applying(&options.time, stack);
+    let mut inputs = Input::applying(&options.time, stack);
+    if !brief.critical_batch.is_off() {
+        inputs.push(Input::CriticalBatch);
+    }
     let mut changes = Vec::new();
     let mut searches = 0;
     for &input in &inputs {

@@ -22,7 +22,8 @@ use crate::units::gb;
 /// A fitting configuration of a shape over its passing token window (or, in a merge of
 /// shards, a run of a shard's exact front). The fastest of a shape's are the only plans of it
 /// that can stand on the Pareto front, since every other configuration at the same tokens has
-/// the same loss and no fewer days.
+/// the same loss and no fewer days; where the brief counts the critical batch, the fastest of
+/// each global batch's ([`Window::batch_key`]).
 #[derive(Clone, Copy)]
 pub(crate) struct Window<'a> {
     pub(crate) brief: &'a Brief,
@@ -64,6 +65,16 @@ impl Chain for Window<'_> {
 }
 
 impl Window<'_> {
+    /// What besides the shape the window's loss depends on: its global batch where the brief
+    /// counts the critical batch (`None` for the plate's, whose batch is the shape's), else
+    /// nothing.
+    pub(crate) fn batch_key(&self) -> Option<u64> {
+        if self.brief.critical_batch.is_off() {
+            return None;
+        }
+        self.model.step().map(|s| s.global_batch_tokens)
+    }
+
     /// The plan at `tokens`, in compact form.
     pub(crate) fn candidate(&self, tokens: u64) -> Candidate {
         Candidate {
