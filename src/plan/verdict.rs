@@ -487,6 +487,27 @@ pub fn facet(
     fastest: Option<(Layout, Option<Step>, Pace)>,
 ) -> Facet {
     let (window, max_tokens, reason) = match (fastest, lightest) {
+        // Where the brief counts the critical batch, the loss bound is the fastest
+        // configuration's batch's: the facet's window is that configuration's.
+        (Some((_, Some(step), pace)), _) if !brief.critical_batch.is_off() => {
+            let v = verdict_because(brief, shape, lightest, pace, String::new);
+            let lo = fewest_tokens_at_batch(brief, shape, step.global_batch_tokens as f64);
+            match (v.token_window, lo) {
+                (Some([_, hi]), Some(lo)) if lo <= hi => (Some([lo, hi]), hi, None),
+                (Some([_, hi]), lo) => (
+                    None,
+                    hi,
+                    Some(format!(
+                        "days: past the critical batch, its fastest layout's {} tokens a step need {} tokens for loss {}, more than the {} its days allow",
+                        count(step.global_batch_tokens as f64),
+                        lo.map_or("more".into(), |t| count(t as f64)),
+                        brief.loss_target,
+                        count(hi as f64)
+                    )),
+                ),
+                (None, _) => (None, v.max_tokens_in_time, v.reason),
+            }
+        }
         (Some((_, _, pace)), _) => {
             let v = verdict_because(brief, shape, lightest, pace, String::new);
             (v.token_window, v.max_tokens_in_time, v.reason)
