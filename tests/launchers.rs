@@ -97,6 +97,10 @@ const DESIGNS: &[&[&str]] = &[
     &["--model", "8b", "--tokens", "1e12", "--tp", "1", "--pp", "1", "--zero", "3",
       "--gpus", "64", "--memory", "detailed", "--stack", "torchtitan", "--precision", "fp8",
       "--fp8-params", "on"],
+    // The batch law's learning rate and AdamW settings (Megatron-LM and DeepSpeed at ZeRO 1,
+    // torchtitan's own stack at ZeRO 2).
+    &["--model", "70b", "--tokens", "3.4e12", "--gpus", "1024", "--tp", "8", "--pp", "4", "--zero", "1", "--memory", "detailed", "--time", "detailed", "--batch-law", "deepseek", "--max-days", "365"],
+    &["--model", "70b", "--tokens", "3.4e12", "--gpus", "1024", "--tp", "8", "--pp", "4", "--zero", "2", "--memory", "detailed", "--time", "detailed", "--batch-law", "deepseek", "--max-days", "365", "--stack", "torchtitan", "--recompute", "full"],
 ];
 
 /// Indices into [`DESIGNS`] of the designs with CP, FP8 and replicas.
