@@ -403,3 +403,35 @@ fn the_sensitivity_moves_the_critical_batch_and_shows_its_loss() {
     );
     assert!(low > doc["loss"].as_f64().unwrap() && doc["loss"].as_f64().unwrap() > high);
 }
+
+#[test]
+fn the_search_sensitivity_moves_the_laws_batch_across_its_near_optimal_band() {
+    // DeepSeek LLM's near-optimal band, 2/3 to 1.5 times the law's batch: the search run again
+    // at each end aims at that batch, and its first plan takes it.
+    let mut args = wide("deepseek");
+    args.extend(["--sensitivity", "--json"]);
+    let doc = json(&args);
+    let changes = doc["sensitivity"]["changes"].as_array().unwrap();
+    let at = |value: f64| {
+        changes
+            .iter()
+            .find(|c| {
+                c["input"] == "batch_law_scale"
+                    && (c["value"].as_f64().unwrap() - value).abs() < 1e-9
+            })
+            .unwrap()["first"]["step"]["global_batch_tokens"]
+            .as_f64()
+            .unwrap()
+    };
+    // 405B's law batch is 26.52 M tokens; each end's plan is within a quarter of its scaled
+    // target.
+    let law = 26.52e6;
+    for scale in [2.0 / 3.0, 1.5] {
+        let batch = at(scale);
+        assert!(
+            (batch / (law * scale) - 1.0).abs() <= 0.25,
+            "{scale}: {batch}"
+        );
+    }
+    assert!(at(1.5) > at(2.0 / 3.0));
+}

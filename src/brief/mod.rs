@@ -131,6 +131,11 @@ pub struct Brief {
     /// optimum for each shape ([`Brief::batch_target_for`]), within `batch_tolerance`.
     #[serde(default, skip_serializing_if = "BatchLaw::is_fixed")]
     pub batch_law: BatchLaw,
+    /// A factor on the batch law's optimum that plans aim at (1 as the law gives it, and then
+    /// not written): what `--sensitivity` moves within
+    /// [`crate::laws::batch::NEAR_OPTIMAL`].
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub batch_law_scale: f64,
     /// Whether a plan's global batch costs tokens past the critical batch ([`CriticalBatch`],
     /// McCandlish et al. 2018's `E = E_min·(1 + B/B_crit)`): `off` (the default, and then not
     /// written) grades the loss law's tokens at any batch; `zhang` grades a plan by the
@@ -221,6 +226,7 @@ impl Default for Brief {
             batch_target_tokens: DEFAULT_GLOBAL_BATCH_TOKENS,
             batch_tolerance: DEFAULT_BATCH_TOLERANCE,
             batch_law: BatchLaw::Fixed,
+            batch_law_scale: 1.0,
             critical_batch: CriticalBatch::Off,
             critical_batch_scale: 1.0,
             inference_tokens: None,
@@ -262,6 +268,13 @@ impl Brief {
                 "brief.batch_tolerance",
                 exact(self.batch_tolerance),
                 "a fraction in [0, 1), for example 0.25 for a quarter either side",
+            ));
+        }
+        if !(self.batch_law_scale.is_finite() && self.batch_law_scale > 0.0) {
+            return Err(Error::invalid(
+                "brief.batch_law_scale",
+                exact(self.batch_law_scale),
+                "a positive factor on the batch law's optimum (1 as the law gives it)",
             ));
         }
         if !(self.critical_batch_scale.is_finite() && self.critical_batch_scale > 0.0) {
@@ -621,11 +634,13 @@ impl Brief {
         }
     }
 
-    /// The target of the batch law's optimum of `b` tokens: rounded to whole tokens, at least
-    /// one sequence, within the brief's tolerance.
+    /// The target of the batch law's optimum of `b` tokens: times `batch_law_scale` (1 as the
+    /// law gives it), rounded to whole tokens, at least one sequence, within the brief's
+    /// tolerance.
     pub fn law_target(&self, b: f64) -> BatchTarget {
         BatchTarget {
-            tokens: (b.round() as u64).clamp(self.seq_len, limits::BATCH_TOKENS),
+            tokens: ((b * self.batch_law_scale).round() as u64)
+                .clamp(self.seq_len, limits::BATCH_TOKENS),
             tolerance: self.batch_tolerance,
             law: Some(self.batch_law.name()),
         }

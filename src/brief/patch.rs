@@ -83,6 +83,9 @@ pub struct BriefPatch {
     /// See [`Brief::batch_law`].
     #[serde(default)]
     pub batch_law: Option<BatchLaw>,
+    /// See [`Brief::batch_law_scale`].
+    #[serde(default, deserialize_with = "number")]
+    pub batch_law_scale: Option<f64>,
     /// See [`Brief::critical_batch`].
     #[serde(default)]
     pub critical_batch: Option<crate::laws::CriticalBatch>,
@@ -236,6 +239,7 @@ impl BriefPatch {
                 .unwrap_or(brief.batch_target_tokens),
             batch_tolerance: number_or(self.batch_tolerance, brief.batch_tolerance),
             batch_law: self.batch_law.unwrap_or(brief.batch_law),
+            batch_law_scale: self.batch_law_scale.unwrap_or(brief.batch_law_scale),
             critical_batch: self.critical_batch.unwrap_or(brief.critical_batch),
             critical_batch_scale: self
                 .critical_batch_scale

@@ -29,6 +29,13 @@
 
 use crate::format::{count, general};
 
+/// How far from a law's optimum a batch trains about as well, as factors of it: DeepSeek LLM
+/// fitted its law to every run within 0.25 % of the best loss (§3.1), a band its Figure 3 shows
+/// about 1.5 times either way of the fit, as Step Law's Figure 4 shows a flat region around its
+/// optimum. `--sensitivity` moves the batch a search aims at across it
+/// ([`crate::brief::Brief::batch_law_scale`]).
+pub const NEAR_OPTIMAL: (f64, f64) = (2.0 / 3.0, 1.5);
+
 /// A law that sets a run's global batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum BatchLaw {

@@ -60,7 +60,7 @@ pub fn plan_batch_tokens(brief: &Brief, shape: &Shape, tokens: u64, memory: &Mem
         .optimal_batch(&brief.law_inputs(shape, tokens as f64))
     {
         None => brief.batch_target_tokens as f64,
-        Some(b) => b.clamp(
+        Some(b) => (b * brief.batch_law_scale).clamp(
             brief.seq_len as f64,
             crate::brief::limits::BATCH_TOKENS as f64,
         ),

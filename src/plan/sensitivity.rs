@@ -12,6 +12,7 @@
 //! | `--dp-overlap` | the detailed model, DP > 1 | 0 | 1 | [`OVERLAP_RANGE`] |
 //! | `--failures-per-gpu-hour` | the detailed model | 0.5 × the brief's | 2 × | [`FAILURE_FACTORS`] |
 //! | `--restart-minutes` | the detailed model | 5 | 30 (widened to hold the brief's) | [`RESTART_MINUTES`] |
+//! | `batch_law_scale` | a brief with a batch law (`--batch-law`): the batch a search aims at, a plate plan's batch | 2/3 of the law's optimum | 1.5 × | [`crate::laws::batch::NEAR_OPTIMAL`] |
 //! | `critical_batch_scale` | a brief that counts the critical batch (`--critical-batch`) | a third of the law's | twice | [`crate::laws::critical::RANGE`] |
 //!
 //! Each end is graded by [`evaluate`] itself, on a copy of the brief or of the time model's
@@ -87,11 +88,13 @@ pub enum Input {
     RestartMinutes,
     /// A factor on the critical batch's law (its loss, not its days).
     CriticalBatch,
+    /// A factor on the batch law's optimum, the batch plans aim at.
+    BatchLaw,
 }
 
 impl Input {
     /// Every input, in the order the module's table lists them.
-    pub const ALL: [Input; 8] = [
+    pub const ALL: [Input; 9] = [
         Input::Mfu,
         Input::Sustained,
         Input::TpOverlap,
@@ -100,6 +103,7 @@ impl Input {
         Input::FailureRate,
         Input::RestartMinutes,
         Input::CriticalBatch,
+        Input::BatchLaw,
     ];
 
     /// The name a user types: the flag that sets it, or for `sustained` the calibration's
@@ -114,6 +118,7 @@ impl Input {
             Input::FailureRate => "--failures-per-gpu-hour",
             Input::RestartMinutes => "--restart-minutes",
             Input::CriticalBatch => "critical_batch_scale",
+            Input::BatchLaw => "batch_law_scale",
         }
     }
 
@@ -121,7 +126,7 @@ impl Input {
     /// figures in scientific notation for a failure rate, else as a person writes it.
     pub fn show(self, value: f64) -> String {
         match self {
-            Input::Sustained | Input::CriticalBatch => fixed(value, 3),
+            Input::Sustained | Input::CriticalBatch | Input::BatchLaw => fixed(value, 3),
             Input::FailureRate if value != 0.0 => format!("{value:.2e}"),
             _ => general(value),
         }
@@ -135,7 +140,7 @@ impl Input {
             TimeModel::Plate => vec![Input::Mfu],
             TimeModel::Detailed(_) => Input::ALL
                 .into_iter()
-                .filter(|&i| i != Input::Mfu && i != Input::CriticalBatch)
+                .filter(|&i| !matches!(i, Input::Mfu | Input::CriticalBatch | Input::BatchLaw))
                 .filter(|&i| {
                     i != Input::Sustained || stack.is_none_or(|s| s.settings().per_operation)
                 })
@@ -161,6 +166,9 @@ impl Input {
                 Some("the step does not overlap TP communication (--tp-comm-overlap off)")
             }
             Input::PpOverlap if layout.pp == 1 => Some("PP 1 sends nothing between stages"),
+            Input::BatchLaw if step.is_some() => {
+                Some("the plan's step fixes its global batch; a search aims at the law's batch anew")
+            }
             Input::DpOverlap if layout.dp == 1 => Some("DP 1 has no DP collectives"),
             _ => None,
         }
@@ -173,6 +181,7 @@ impl Input {
             return match self {
                 Input::Mfu => brief.mfu,
                 Input::CriticalBatch => brief.critical_batch_scale,
+                Input::BatchLaw => brief.batch_law_scale,
                 _ => 0.0,
             };
         };
@@ -185,6 +194,7 @@ impl Input {
             Input::FailureRate => brief.reliability.failures_per_gpu_hour,
             Input::RestartMinutes => brief.reliability.restart_minutes,
             Input::CriticalBatch => brief.critical_batch_scale,
+            Input::BatchLaw => brief.batch_law_scale,
         }
     }
 
@@ -202,6 +212,10 @@ impl Input {
             Input::CriticalBatch => (
                 base * crate::laws::critical::RANGE.0,
                 base * crate::laws::critical::RANGE.1,
+            ),
+            Input::BatchLaw => (
+                base * crate::laws::batch::NEAR_OPTIMAL.0,
+                base * crate::laws::batch::NEAR_OPTIMAL.1,
             ),
         }
     }
@@ -222,6 +236,7 @@ impl Input {
             (_, Input::FailureRate) => brief.reliability.failures_per_gpu_hour = value,
             (_, Input::RestartMinutes) => brief.reliability.restart_minutes = value,
             (_, Input::CriticalBatch) => brief.critical_batch_scale = value,
+            (_, Input::BatchLaw) => brief.batch_law_scale = value,
             (TimeModel::Plate, _) => {}
             (TimeModel::Detailed(opts), Input::Sustained) => {
                 opts.calibration
@@ -436,6 +451,13 @@ pub fn sensitivity(brief: &Brief, design: &Design) -> Result<Sensitivity> {
     let mut inputs = Input::applying(design.time, None);
     if !brief.critical_batch.is_off() {
         inputs.push(Input::CriticalBatch);
+    }
+    // The law's batch moves a plate plan's batch, which counts only past the critical batch;
+    // a detailed plan's step fixes its own (listed as unmoved).
+    if !brief.batch_law.is_fixed()
+        && (design.memory.step().is_some() || !brief.critical_batch.is_off())
+    {
+        inputs.push(Input::BatchLaw);
     }
     for input in inputs {
         if let Some(why) = input.idle(&design.layout, design.memory.step(), stack) {

@@ -42,6 +42,9 @@ pub fn sensitivity(
     if !brief.critical_batch.is_off() {
         inputs.push(Input::CriticalBatch);
     }
+    if !brief.batch_law.is_fixed() {
+        inputs.push(Input::BatchLaw);
+    }
     let mut changes = Vec::new();
     let mut searches = 0;
     for &input in &inputs {
@@ -53,11 +56,19 @@ pub fn sensitivity(
             }
             let (moved, time) = input.moved(brief, &options.time, stack, value);
             moved.validate()?;
-            let again = SearchOptions {
+            let mut again = SearchOptions {
                 top: Some(1),
                 time,
                 ..options.clone()
             };
+            // The space aims each shape's batch with its own copy of the brief: moved too.
+            if let MemorySpace::Detailed {
+                batch: Some(aim @ crate::search::BatchAim::Law(_)),
+                ..
+            } = &mut again.memory
+            {
+                *aim = crate::search::BatchAim::of(&moved);
+            }
             searches += 1;
             let found = search(&moved, shapes, &again, &Silent);
             let now = found.plans.into_iter().next();

@@ -299,6 +299,7 @@ impl BriefArgs {
             batch_law: self.batch_law.map(BatchLawArg::law),
             critical_batch: self.critical_batch.map(CriticalBatchArg::law),
             critical_batch_scale: None,
+            batch_law_scale: None,
             inference_tokens: self.inference_tokens,
             unique_tokens: self.unique_tokens,
             loss_law: LossLawPatch {
