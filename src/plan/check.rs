@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use crate::brief::Brief;
 use crate::cost::links::placement::RankPlacement;
+use crate::cost::memory::MemoryModel;
 use crate::error::Result;
 use crate::format::{count, fixed, money};
 use crate::model::layout::{layouts, Layout};
@@ -165,14 +166,26 @@ fn smallest_split<'a>(
 fn token_fixes(brief: &Brief, shape: &Shape, plan: &Plan, pace: Pace) -> Vec<String> {
     let mut v = token_bounds(brief, shape, pace);
     let n = law_size(shape);
-    // Past the critical batch the loss counts the tokens the plan's batch makes count.
-    let batch = plan.critical_batch.as_ref().map(|c| c.batch_tokens);
+    // Past the critical batch the loss counts the tokens the plan's batch makes count: its
+    // step's, or a plate plan's at each token count (the law's batch moves with them).
+    let batch = plan
+        .critical_batch
+        .as_ref()
+        .map(|c| (c.batch_tokens, plan.step.is_some()));
     let loss_of = |t: u64| match batch {
-        Some(b) => brief.loss_at_batch(n, t as f64, b),
+        Some((b, true)) => brief.loss_at_batch(n, t as f64, b),
+        Some((_, false)) => crate::plan::limits::config_loss(brief, shape, t, &MemoryModel::Plate),
         None => loss(brief, shape, t),
     };
-    if let Some(b) = batch {
-        v.min_tokens_for_loss = crate::plan::verdict::fewest_tokens_at_batch(brief, shape, b);
+    match batch {
+        Some((b, true)) => {
+            v.min_tokens_for_loss = crate::plan::verdict::fewest_tokens_at_batch(brief, shape, b);
+        }
+        Some((_, false)) => {
+            v.min_tokens_for_loss =
+                crate::plan::verdict::fewest_tokens_on(brief, shape, &MemoryModel::Plate);
+        }
+        None => {}
     }
     let days_of = |t: u64| pace.run_days(brief, shape.active_params(), t);
     let mut fixes = Vec::new();
