@@ -117,40 +117,33 @@ impl CriticalBatch {
 
     /// The tokens whose loss a run of `tokens` at a global batch of `batch` tokens reaches:
     /// the `x` with `x·(1 + B/B_crit(x)) = D`, the root of the increasing
-    /// `f(x) = x + (B/k)·x^(1−γ) − D` between 0 (`f = −D`) and `D` (`f > 0`), found by
-    /// Newton's method kept inside that bracket (a step that leaves it bisects instead) to a
-    /// relative 1e-12; `tokens` itself when off.
+    /// `f(x) = x + (B/k)·x^(1−γ)` at `D`: the largest double `x` in `[0, D]` with `f(x) ≤ D`,
+    /// found by bisection on the doubles' bit patterns (ordered as their values), so that it
+    /// grows with `tokens` exactly, as a search's monotone windows and fronts need (an
+    /// iteration stopped at a tolerance would not); `tokens` itself when off.
     pub fn effective_tokens(self, tokens: f64, batch: f64, scale: f64) -> f64 {
         let Some(k) = self.critical_tokens(1.0, scale) else {
             return tokens;
         };
-        if tokens <= 0.0 || batch <= 0.0 {
+        // Nothing to solve for a run of no tokens, no batch, or not a number.
+        if tokens.is_nan() || batch.is_nan() || tokens <= 0.0 || batch <= 0.0 || !tokens.is_finite()
+        {
             return tokens.max(0.0);
         }
         let g = 1.0 - ZHANG_EXPONENT;
         let c = batch / k;
-        let f = |x: f64| x + c * x.powf(g) - tokens;
-        let (mut lo, mut hi) = (0.0, tokens);
-        let mut x = tokens / (1.0 + c * tokens.powf(g - 1.0));
-        for _ in 0..200 {
-            let fx = f(x);
-            if fx > 0.0 {
-                hi = x;
+        let fits = |x: f64| x + c * x.powf(g) <= tokens;
+        // f(0) = 0 ≤ D < f(D): the answer's bits lie in [0, bits(D)).
+        let (mut lo, mut hi) = (0u64, tokens.to_bits());
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if fits(f64::from_bits(mid)) {
+                lo = mid;
             } else {
-                lo = x;
+                hi = mid;
             }
-            let newton = x - fx / (1.0 + c * g * x.powf(g - 1.0));
-            let next = if newton > lo && newton < hi {
-                newton
-            } else {
-                0.5 * (lo + hi)
-            };
-            if (next - x).abs() <= 1e-12 * next {
-                return next;
-            }
-            x = next;
         }
-        x
+        f64::from_bits(lo)
     }
 
     /// The words a report gives when a run whose loss takes `d_min` tokens is beyond the
@@ -261,6 +254,26 @@ mod tests {
                     assert!(d > d_min);
                     let x = CriticalBatch::Zhang.effective_tokens(d, batch, scale);
                     assert!((x / d_min - 1.0).abs() < 1e-9, "{d_min} {batch} {scale}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_tokens_that_count_never_fall_as_the_tokens_trained_rise() {
+        // Token by token: a search's windows and fronts bisect on it.
+        for start in [
+            4_096u64,
+            3_000_000_000,
+            1_000_000_000_000,
+            15_000_000_000_000,
+        ] {
+            for batch in [1e6, 2.7e7, 1e9] {
+                let mut last = 0.0;
+                for d in start..start + 2_000 {
+                    let x = CriticalBatch::Zhang.effective_tokens(d as f64, batch, 0.01);
+                    assert!(x >= last, "{d} {batch}");
+                    last = x;
                 }
             }
         }
