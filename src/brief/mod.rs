@@ -512,16 +512,14 @@ impl Brief {
     /// [`Brief::loss`] of the tokens the batch makes count under the brief's critical batch
     /// ([`CriticalBatch::effective_tokens`], before any repetition), of `d` when it is off.
     pub fn loss_at_batch(&self, n: impl Into<LawSize>, d: f64, batch: f64) -> f64 {
-        self.loss(
-            n,
-            self.batch_effective_tokens(d, batch, self.critical_batch_scale),
-        )
+        self.loss(n, self.batch_effective_tokens(d, batch))
     }
 
     /// The tokens of a run of `d` at a global batch of `batch` tokens that count toward its
-    /// loss, the critical batch scaled by `scale` (1 as fitted).
-    pub fn batch_effective_tokens(&self, d: f64, batch: f64, scale: f64) -> f64 {
-        self.critical_batch.effective_tokens(d, batch, scale)
+    /// loss, the critical batch scaled by `critical_batch_scale` (1 as fitted).
+    pub fn batch_effective_tokens(&self, d: f64, batch: f64) -> f64 {
+        self.critical_batch
+            .effective_tokens(d, batch, self.critical_batch_scale)
     }
 
     /// The loss `n` parameters approach with unlimited training on the brief's data
@@ -639,11 +637,16 @@ impl Brief {
     /// tolerance.
     pub fn law_target(&self, b: f64) -> BatchTarget {
         BatchTarget {
-            tokens: ((b * self.batch_law_scale).round() as u64)
-                .clamp(self.seq_len, limits::BATCH_TOKENS),
+            tokens: self.scaled_law_batch(b).round() as u64,
             tolerance: self.batch_tolerance,
             law: Some(self.batch_law.name()),
         }
+    }
+
+    /// The batch aimed at for a law's optimum of `b` tokens, unrounded: times
+    /// `batch_law_scale`, within one sequence and [`limits::BATCH_TOKENS`].
+    pub fn scaled_law_batch(&self, b: f64) -> f64 {
+        (b * self.batch_law_scale).clamp(self.seq_len as f64, limits::BATCH_TOKENS as f64)
     }
 
     /// The lifetime FLOPs of `n` (active) parameters trained on `tokens` and serving the

@@ -288,12 +288,16 @@ fn grade(args: &DesignArgs, sensitivity: bool) -> Result<CheckReport> {
         Err(e) => {
             // Megatron-core runs interleaved chunks that the layers alone do not fill only
             // with the embedding and the loss counted as layers: without --stages, that
-            // split, where it gives every chunk a layer, and the report says so.
-            let Some(memory) = counted_split(args, &shape, &layout, &design.memory, &e) else {
+            // split, where it is accepted, and the report says so; else the even split's
+            // refusal.
+            let Some(memory) = counted_split(args, &shape, &layout, &design.memory) else {
                 return Err(e);
             };
-            design.memory = memory;
-            let mut report = check(&brief, &design)?;
+            let counted = Design { memory, ..design };
+            let Ok(mut report) = check(&brief, &counted) else {
+                return Err(e);
+            };
+            design = counted;
             report.notes.push(format!(
                 "--schedule {}: {} layers do not fill {} chunks, which Megatron-core runs only with the embedding and the loss counted as layers (--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split): graded with that split, --stages llama3, one layer fewer on the first and the last stage",
                 design.memory.step().map_or(Schedule::OneFOneB, |s| s.schedule),
@@ -309,27 +313,23 @@ fn grade(args: &DesignArgs, sensitivity: bool) -> Result<CheckReport> {
     Ok(report)
 }
 
-/// The memory model with Megatron-core's embedding-and-loss split (`--stages llama3`) where
-/// `error` is the interleaving rule's refusal of the stack's even split, no `--stages` was
-/// given, and the `L + 2` units divide over the `PP × V` chunks; `None` otherwise.
+/// The memory model with Megatron-core's embedding-and-loss split (`--stages llama3`) for an
+/// interleaved step on the stack's even split, no `--stages` given, whose `PP × V` chunks the
+/// `L` layers do not divide over and the `L + 2` units do; `None` otherwise.
 fn counted_split(
     args: &DesignArgs,
     shape: &Shape,
     layout: &Layout,
     memory: &MemoryModel,
-    error: &Error,
 ) -> Option<MemoryModel> {
     let MemoryModel::Detailed(d) = memory else {
         return None;
     };
     let chunks = layout.pp * d.step.schedule.chunks();
     let layers = u64::from(shape.layers);
-    let refused = error
-        .to_string()
-        .contains("at most as many chunks as every stage has layers");
     let divides = layers % chunks != 0 && (layers + 2) % chunks == 0;
     let even = d.options.stages == StageSplit::Even && args.detailed.stages.is_none();
-    (refused && divides && even && matches!(d.step.schedule, Schedule::Interleaved(_))).then(|| {
+    (divides && even && matches!(d.step.schedule, Schedule::Interleaved(_))).then(|| {
         let mut d = *d;
         d.options.stages = StageSplit::Llama3;
         MemoryModel::Detailed(d)

@@ -10,9 +10,10 @@ use crate::error::Result;
 use crate::format::{count, fixed, money};
 use crate::model::layout::{layouts, Layout};
 use crate::model::Shape;
-use crate::plan::limits::{law_size, loss, memory_fits};
+use crate::plan::limits::{law_size, loss, memory_fits, plan_batch_tokens};
 use crate::plan::pace::Pace;
 use crate::plan::sensitivity::Sensitivity;
+use crate::plan::verdict::fewest_tokens_with;
 use crate::plan::verdict::token_bounds;
 use crate::plan::{evaluate, Design, Plan};
 use crate::units::gb;
@@ -168,24 +169,20 @@ fn token_fixes(brief: &Brief, shape: &Shape, plan: &Plan, pace: Pace) -> Vec<Str
     let n = law_size(shape);
     // Past the critical batch the loss counts the tokens the plan's batch makes count: its
     // step's, or a plate plan's at each token count (the law's batch moves with them).
-    let batch = plan
-        .critical_batch
-        .as_ref()
-        .map(|c| (c.batch_tokens, plan.step.is_some()));
-    let loss_of = |t: u64| match batch {
-        Some((b, true)) => brief.loss_at_batch(n, t as f64, b),
-        Some((_, false)) => crate::plan::limits::config_loss(brief, shape, t, &MemoryModel::Plate),
-        None => loss(brief, shape, t),
+    let counts_batch = plan.critical_batch.is_some();
+    let batch_of = |t: u64| match (&plan.critical_batch, plan.step) {
+        (Some(c), Some(_)) => c.batch_tokens,
+        _ => plan_batch_tokens(brief, shape, t, &MemoryModel::Plate),
     };
-    match batch {
-        Some((b, true)) => {
-            v.min_tokens_for_loss = crate::plan::verdict::fewest_tokens_at_batch(brief, shape, b);
+    let loss_of = |t: u64| {
+        if counts_batch {
+            brief.loss_at_batch(n, t as f64, batch_of(t))
+        } else {
+            loss(brief, shape, t)
         }
-        Some((_, false)) => {
-            v.min_tokens_for_loss =
-                crate::plan::verdict::fewest_tokens_on(brief, shape, &MemoryModel::Plate);
-        }
-        None => {}
+    };
+    if counts_batch {
+        v.min_tokens_for_loss = fewest_tokens_with(brief, shape, &batch_of);
     }
     let days_of = |t: u64| pace.run_days(brief, shape.active_params(), t);
     let mut fixes = Vec::new();

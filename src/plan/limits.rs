@@ -60,10 +60,7 @@ pub fn plan_batch_tokens(brief: &Brief, shape: &Shape, tokens: u64, memory: &Mem
         .optimal_batch(&brief.law_inputs(shape, tokens as f64))
     {
         None => brief.batch_target_tokens as f64,
-        Some(b) => (b * brief.batch_law_scale).clamp(
-            brief.seq_len as f64,
-            crate::brief::limits::BATCH_TOKENS as f64,
-        ),
+        Some(b) => brief.scaled_law_batch(b),
     }
 }
 
@@ -75,10 +72,7 @@ pub fn config_loss(brief: &Brief, shape: &Shape, tokens: u64, memory: &MemoryMod
         return loss(brief, shape, tokens);
     }
     let batch = plan_batch_tokens(brief, shape, tokens, memory);
-    brief.loss(
-        law_size(shape),
-        brief.batch_effective_tokens(tokens as f64, batch, brief.critical_batch_scale),
-    )
+    brief.loss_at_batch(law_size(shape), tokens as f64, batch)
 }
 
 /// Predicted loss of `shape` trained on `tokens` under the brief's law.

@@ -296,7 +296,7 @@ impl BatchCost {
             return None;
         }
         let batch = limits::plan_batch_tokens(brief, shape, tokens, memory);
-        let x = brief.batch_effective_tokens(tokens as f64, batch, brief.critical_batch_scale);
+        let x = brief.batch_effective_tokens(tokens as f64, batch);
         let critical = law.critical_tokens(x, brief.critical_batch_scale)?;
         Some(BatchCost {
             law,

@@ -177,25 +177,33 @@ impl Input {
     /// The input's value in `brief` and `time` for `stack` (0 for an input the time model
     /// does not have).
     pub fn base(self, brief: &Brief, time: &TimeModel, stack: Option<Stack>) -> f64 {
-        let TimeModel::Detailed(opts) = time else {
-            return match self {
-                Input::Mfu => brief.mfu,
-                Input::CriticalBatch => brief.critical_batch_scale,
-                Input::BatchLaw => brief.batch_law_scale,
-                _ => 0.0,
-            };
+        let opts = match time {
+            TimeModel::Detailed(opts) => Some(opts),
+            TimeModel::Plate => None,
         };
-        match self {
-            Input::Mfu => brief.mfu,
-            Input::Sustained => opts.calibration.sustained_for(stack.unwrap_or_default()),
-            Input::TpOverlap => opts.tp_overlap,
-            Input::PpOverlap => opts.pp_overlap,
-            Input::DpOverlap => opts.dp_overlap,
-            Input::FailureRate => brief.reliability.failures_per_gpu_hour,
-            Input::RestartMinutes => brief.reliability.restart_minutes,
-            Input::CriticalBatch => brief.critical_batch_scale,
-            Input::BatchLaw => brief.batch_law_scale,
+        match (self, opts) {
+            (Input::Mfu, _) => brief.mfu,
+            (Input::CriticalBatch, _) => brief.critical_batch_scale,
+            (Input::BatchLaw, _) => brief.batch_law_scale,
+            (_, None) => 0.0,
+            (Input::Sustained, Some(o)) => o.calibration.sustained_for(stack.unwrap_or_default()),
+            (Input::TpOverlap, Some(o)) => o.tp_overlap,
+            (Input::PpOverlap, Some(o)) => o.pp_overlap,
+            (Input::DpOverlap, Some(o)) => o.dp_overlap,
+            (Input::FailureRate, Some(_)) => brief.reliability.failures_per_gpu_hour,
+            (Input::RestartMinutes, Some(_)) => brief.reliability.restart_minutes,
         }
+    }
+
+    /// The inputs of the brief's laws that have a range: the critical batch where the brief
+    /// counts it, the batch law's optimum where it names one.
+    pub fn of_laws(brief: &Brief) -> impl Iterator<Item = Input> {
+        [
+            (!brief.critical_batch.is_off()).then_some(Input::CriticalBatch),
+            (!brief.batch_law.is_fixed()).then_some(Input::BatchLaw),
+        ]
+        .into_iter()
+        .flatten()
     }
 
     /// The range's ends for a base value `base` (module docs; each constant says why).
@@ -446,19 +454,12 @@ pub fn sensitivity(brief: &Brief, design: &Design) -> Result<Sensitivity> {
     let stack = stack_of(&design.memory);
     let mut rows = Vec::new();
     let mut unmoved = Vec::new();
-    // Every input of the time model, so that one this design cannot move is named with why.
-    // The time model's inputs, and the critical batch where the brief counts it.
+    // Every input of the time model and of the brief's laws, so that one this design cannot
+    // move is named with why. The law's batch moves a plate plan's batch, which counts only
+    // past the critical batch; a detailed plan's step fixes its own (listed as unmoved).
     let mut inputs = Input::applying(design.time, None);
-    if !brief.critical_batch.is_off() {
-        inputs.push(Input::CriticalBatch);
-    }
-    // The law's batch moves a plate plan's batch, which counts only past the critical batch;
-    // a detailed plan's step fixes its own (listed as unmoved).
-    if !brief.batch_law.is_fixed()
-        && (design.memory.step().is_some() || !brief.critical_batch.is_off())
-    {
-        inputs.push(Input::BatchLaw);
-    }
+    let law_moves = design.memory.step().is_some() || !brief.critical_batch.is_off();
+    inputs.extend(Input::of_laws(brief).filter(|&i| i != Input::BatchLaw || law_moves));
     for input in inputs {
         if let Some(why) = input.idle(&design.layout, design.memory.step(), stack) {
             unmoved.push(Unmoved { input, why });

@@ -285,40 +285,37 @@ pub fn loss_bound(brief: &Brief, shape: &Shape) -> (Option<f64>, Option<u64>) {
     (needed, fewest)
 }
 
-/// The fewest whole tokens with which `shape` reaches the loss target at a global batch of
-/// `batch` tokens, the brief's critical batch counted ([`Brief::loss_at_batch`]): from the
-/// law's tokens needed at that batch ([`crate::laws::CriticalBatch::tokens_needed`]), settled
-/// to the whole token by the loss check; `None` when no count reaches it.
-pub fn fewest_tokens_at_batch(brief: &Brief, shape: &Shape, batch: f64) -> Option<u64> {
+/// The fewest whole tokens with which `shape` reaches the loss target when a run of `t`
+/// tokens trains at a global batch of `batch_of(t)`, the brief's critical batch counted
+/// ([`Brief::loss_at_batch`]): from the law's tokens needed at the batch
+/// ([`crate::laws::CriticalBatch::tokens_needed`]), settled to the whole token by the loss
+/// check; `None` when no count reaches it.
+pub fn fewest_tokens_with(
+    brief: &Brief,
+    shape: &Shape,
+    batch_of: &dyn Fn(u64) -> f64,
+) -> Option<u64> {
     let n = law_size(shape);
     let needed = brief.tokens_for_loss(n, brief.loss_target)?;
-    let at_batch = brief
-        .critical_batch
-        .tokens_needed(needed, batch, brief.critical_batch_scale);
+    let at_batch = brief.critical_batch.tokens_needed(
+        needed,
+        batch_of(guess(needed)),
+        brief.critical_batch_scale,
+    );
     first_true(guess(at_batch), |t| {
-        loss_meets(brief, brief.loss_at_batch(n, t as f64, batch))
+        loss_meets(brief, brief.loss_at_batch(n, t as f64, batch_of(t)))
     })
 }
 
-/// The fewest whole tokens with which `shape` on `memory`'s step reaches the loss target,
-/// the brief's critical batch counted at the plan's batch
-/// ([`crate::plan::limits::config_loss`]): [`loss_bound`]'s where the brief does not count it;
-/// else from the law's tokens needed at the batch, settled by the loss check. `None` when no
-/// count reaches it.
+/// The fewest whole tokens with which `shape` on `memory`'s step reaches the loss target:
+/// [`loss_bound`]'s where the brief does not count the critical batch, else
+/// [`fewest_tokens_with`] the plan's batch ([`crate::plan::limits::plan_batch_tokens`]).
 pub fn fewest_tokens_on(brief: &Brief, shape: &Shape, memory: &memory::MemoryModel) -> Option<u64> {
     if brief.critical_batch.is_off() {
         return loss_bound(brief, shape).1;
     }
-    let needed = brief.tokens_for_loss(law_size(shape), brief.loss_target)?;
-    let batch = crate::plan::limits::plan_batch_tokens(brief, shape, guess(needed), memory);
-    let at_batch = brief
-        .critical_batch
-        .tokens_needed(needed, batch, brief.critical_batch_scale);
-    first_true(guess(at_batch), |t| {
-        loss_meets(
-            brief,
-            crate::plan::limits::config_loss(brief, shape, t, memory),
-        )
+    fewest_tokens_with(brief, shape, &|t| {
+        crate::plan::limits::plan_batch_tokens(brief, shape, t, memory)
     })
 }
 
@@ -491,7 +488,7 @@ pub fn facet(
         // configuration's batch's: the facet's window is that configuration's.
         (Some((_, Some(step), pace)), _) if !brief.critical_batch.is_off() => {
             let v = verdict_because(brief, shape, lightest, pace, String::new);
-            let lo = fewest_tokens_at_batch(brief, shape, step.global_batch_tokens as f64);
+            let lo = fewest_tokens_with(brief, shape, &|_| step.global_batch_tokens as f64);
             match (v.token_window, lo) {
                 (Some([_, hi]), Some(lo)) if lo <= hi => (Some([lo, hi]), hi, None),
                 (Some([_, hi]), lo) => (

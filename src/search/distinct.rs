@@ -4,7 +4,6 @@
 use crate::brief::Brief;
 use crate::cost::run::plate as time;
 use crate::model::Shape;
-use crate::plan::verdict::loss_bound;
 use crate::search::options::TokenGrid;
 use crate::search::ordered::{self};
 use crate::search::rank::{Candidate, ChoiceKey, Distinct, Rank};
@@ -79,7 +78,7 @@ pub(crate) fn distinct_firsts_of_shape(
     // tokens), so no choice is settled early: every configuration's window is walked.
     let mut bounds = LossBounds::new(brief, shape);
     let shared = brief.critical_batch.is_off();
-    if shared && loss_bound(brief, shape).1.is_none() {
+    if shared && fit.configs.first().is_some_and(|c| bounds.of(c).is_none()) {
         return Vec::new();
     }
     let cluster_flops = brief.cluster_flops_per_second();

@@ -17,7 +17,7 @@ use crate::laws::ComputeOptimal;
 use crate::model::Shape;
 use crate::plan::limits::{config_loss, loss, loss_meets, within_time_and_cost};
 use crate::plan::runnable::{detailed_grade, runnable_key, DetailedGrade};
-use crate::plan::verdict::time_bound;
+use crate::plan::verdict::{fewest_tokens_on, time_bound};
 use crate::plan::verdict::{loss_bound, ShapeVerdict};
 use crate::plan::{evaluate_cached, Design, Plan};
 use crate::search::distinct::distinct_firsts;
@@ -47,7 +47,6 @@ use crate::search::windows::exact_top;
 use crate::search::windows::grid_range;
 use crate::search::windows::windows;
 use crate::search::windows::Found;
-use crate::search::windows::LossBounds;
 use crate::search::windows::Window;
 use crate::search::windows::CHUNK;
 use crate::units::gb;
@@ -156,56 +155,45 @@ fn shape_configuration(
         _ => Vec::new(),
     };
     by_memory.sort_by(memory_order);
-    if !brief.critical_batch.is_off() {
-        by_batch_verdict(brief, shape, &configs, &order, &mut verdict);
-    }
     let (all, graded) = (weighed.all, weighed.graded);
     // Slower than a positive pace, so positive, where a double's bits order as its value.
     let mut slower = std::mem::take(&mut weighed.slower);
     slower.sort_unstable_by_key(|k| k.to_bits());
-    (
-        verdict,
-        Fitting {
-            configs,
-            order,
-            by_memory,
-            slower,
-            all,
-            graded,
-        },
-    )
+    let mut fitting = Fitting {
+        configs,
+        order,
+        by_memory,
+        slower,
+        all,
+        graded,
+        by_batch: Vec::new(),
+    };
+    if !brief.critical_batch.is_off() {
+        fitting.by_batch = fitting.split_by_batch();
+        by_batch_verdict(brief, shape, &fitting.by_batch, &mut verdict);
+    }
+    (verdict, fitting)
 }
 
 /// A shape's verdict where the brief counts the critical batch: the loss bound is each global
-/// batch's ([`LossBounds`]), so the window runs from the fewest tokens of any batch whose
-/// fastest configuration passes on them to the most of any; a shape none of whose batches
-/// passes fails, and says at what batch it came nearest. The closed-form verdict, at no
-/// batch, bounds it from outside: its window holds this one.
-fn by_batch_verdict(
-    brief: &Brief,
-    shape: &Shape,
-    configs: &[Config],
-    order: &[u32],
-    verdict: &mut ShapeVerdict,
-) {
+/// batch's (`groups`, [`Fitting::split_by_batch`]), so the window runs from the fewest tokens
+/// of any batch whose fastest configuration passes on them to the most of any; a shape none of
+/// whose batches passes fails, and says at what batch it came nearest. The closed-form
+/// verdict, at no batch, bounds it from outside: its window holds this one.
+fn by_batch_verdict(brief: &Brief, shape: &Shape, groups: &[Fitting], verdict: &mut ShapeVerdict) {
     let Some(_) = verdict.token_window else {
         return;
     };
-    let mut bounds = LossBounds::new(brief, shape);
-    // Each batch's fastest configuration, in pace order.
-    let mut seen: Vec<Option<u64>> = Vec::new();
     let mut window: Option<[u64; 2]> = None;
     let mut days: Option<[f64; 2]> = None;
     // The batch that came nearest: its fewest tokens, the most it trains in time, its batch.
     let mut nearest: Option<(u64, u64, f64, Option<u64>)> = None;
-    for &i in order {
-        let c = &configs[i as usize];
-        let batch = c.model.step().map(|s| s.global_batch_tokens);
-        if seen.contains(&batch) {
+    // Each batch's fastest configuration.
+    for c in groups.iter().filter_map(|g| g.by_pace().next()) {
+        let batch = c.global_batch();
+        let Some(lo) = fewest_tokens_on(brief, shape, &c.model) else {
             continue;
-        }
-        seen.push(batch);
-        let Some(lo) = bounds.of(c) else { continue };
+        };
         let hi = time_bound(brief, shape, c.pace);
         let run_days = |t: u64| c.pace.run_days(brief, shape.active_params(), t);
         if lo > hi {
@@ -385,31 +373,13 @@ fn walk_grid(
     // Where the brief counts the critical batch the loss is also the batch's: the walk is the
     // same over each global batch's configurations, which share it (the plate's share the
     // plate's batch).
-    let mut batches: Vec<Option<u64>> = Vec::new();
-    for c in fit.by_pace() {
-        let batch = c.model.step().map(|s| s.global_batch_tokens);
-        if !batches.contains(&batch) {
-            batches.push(batch);
-        }
-    }
-    for batch in batches {
-        let of_batch = |c: &Config| c.model.step().map(|s| s.global_batch_tokens) == batch;
-        let configs: Vec<Config> = fit.configs.iter().copied().filter(of_batch).collect();
-        let order = pace_order_of(&configs);
-        let group = Fitting {
-            order,
-            by_memory: fit.by_memory.iter().copied().filter(of_batch).collect(),
-            configs,
-            slower: Vec::new(),
-            all: 0,
-            graded: 0,
-        };
+    for group in &fit.by_batch {
         let model = group.configs[0].model;
         walk_grid_at(
             brief,
             shape,
             s,
-            &group,
+            group,
             range.clone(),
             options,
             found,

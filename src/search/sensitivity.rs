@@ -39,12 +39,7 @@ pub fn sensitivity(
         MemorySpace::Detailed { options, .. } => Some(options.stack),
     };
     let mut inputs = Input::applying(&options.time, stack);
-    if !brief.critical_batch.is_off() {
-        inputs.push(Input::CriticalBatch);
-    }
-    if !brief.batch_law.is_fixed() {
-        inputs.push(Input::BatchLaw);
-    }
+    inputs.extend(Input::of_laws(brief));
     let mut changes = Vec::new();
     let mut searches = 0;
     for &input in &inputs {

@@ -548,6 +548,14 @@ pub struct Config {
     pub prefer: f64,
 }
 
+impl Config {
+    /// Its step's global batch in tokens (`None` for the plate's, which has no step): what
+    /// besides the shape its loss depends on where the brief counts the critical batch.
+    pub fn global_batch(&self) -> Option<u64> {
+        self.model.global_batch_tokens()
+    }
+}
+
 /// Every valid configuration of `shape`: each layout with each memory model of the space whose
 /// step goes with it, with its memory and pace under `time`.
 pub fn configurations(

@@ -72,7 +72,7 @@ impl Window<'_> {
         if self.brief.critical_batch.is_off() {
             return None;
         }
-        self.model.step().map(|s| s.global_batch_tokens)
+        self.model.global_batch_tokens()
     }
 
     /// The plan at `tokens`, in compact form.
@@ -125,33 +125,27 @@ fn shape_windows<'a>(
     let mut out = Vec::new();
     let mut plate_bound = None;
     for config in fit.by_pace() {
-        let Some(lo) = bounds.of(config) else {
-            if shared {
-                break;
-            }
-            continue;
-        };
-        let window = config_window(brief, shape, index, config, lo, &mut plate_bound);
-        if window.tokens.0 > window.tokens.1 {
-            if shared {
-                break;
-            }
-            continue;
+        let window = bounds
+            .of(config)
+            .map(|lo| config_window(brief, shape, index, config, lo, &mut plate_bound))
+            .filter(|w| w.tokens.0 <= w.tokens.1);
+        match window {
+            Some(w) => out.push(w),
+            None if shared => break,
+            None => {}
         }
-        out.push(window);
     }
     out
 }
 
-/// The fewest tokens with which a shape's configurations reach the loss target: one bound for
-/// all ([`crate::plan::verdict::loss_bound`]), or where the brief counts the critical batch, one a global batch
-/// ([`fewest_tokens_on`]; the plate's configurations share the plate's batch), each worked out
-/// once.
+/// The fewest tokens with which a shape's configurations reach the loss target
+/// ([`fewest_tokens_on`]): one bound for all, or where the brief counts the critical batch,
+/// one a global batch (the plate's configurations share the plate's), each worked out once.
 pub(crate) struct LossBounds<'a> {
     brief: &'a Brief,
     shape: &'a Shape,
-    shared: Option<Option<u64>>,
-    by_batch: Vec<(u64, Option<u64>)>,
+    /// The bounds worked out, by global batch (`None`: the shared one).
+    known: Vec<(Option<u64>, Option<u64>)>,
 }
 
 impl<'a> LossBounds<'a> {
@@ -159,26 +153,22 @@ impl<'a> LossBounds<'a> {
         LossBounds {
             brief,
             shape,
-            shared: None,
-            by_batch: Vec::new(),
+            known: Vec::new(),
         }
     }
 
     /// The fewest tokens with which `config` reaches the loss target, `None` if none do.
     pub(crate) fn of(&mut self, config: &Config) -> Option<u64> {
-        let step = config.model.step();
-        if self.brief.critical_batch.is_off() || step.is_none() {
-            let (brief, shape, model) = (self.brief, self.shape, config.model);
-            return *self
-                .shared
-                .get_or_insert_with(|| fewest_tokens_on(brief, shape, &model));
-        }
-        let batch = step.map_or(0, |s| s.global_batch_tokens);
-        if let Some((_, lo)) = self.by_batch.iter().find(|(b, _)| *b == batch) {
-            return *lo;
+        let key = if self.brief.critical_batch.is_off() {
+            None
+        } else {
+            config.global_batch()
+        };
+        if let Some(&(_, lo)) = self.known.iter().find(|(k, _)| *k == key) {
+            return lo;
         }
         let lo = fewest_tokens_on(self.brief, self.shape, &config.model);
-        self.by_batch.push((batch, lo));
+        self.known.push((key, lo));
         lo
     }
 }

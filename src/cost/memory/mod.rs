@@ -40,6 +40,11 @@ impl MemoryModel {
         }
     }
 
+    /// The step's global batch in tokens, under the detailed model (the plate's has no step).
+    pub fn global_batch_tokens(&self) -> Option<u64> {
+        self.step().map(|s| s.global_batch_tokens)
+    }
+
     /// The training step, under the detailed model.
     pub fn step(&self) -> Option<&Step> {
         match self {

@@ -443,12 +443,44 @@ pub(crate) struct Fitting {
     pub(crate) all: u64,
     /// Of `all`, how many were weighed in full (the rest decided by a bound).
     pub(crate) graded: u64,
+    /// Where the brief counts the critical batch, each global batch's configurations, which
+    /// share their loss, as a fitting of their own ([`Fitting::split_by_batch`]), in the order
+    /// of their fastest; empty otherwise.
+    pub(crate) by_batch: Vec<Fitting>,
 }
 
 impl Fitting {
     /// The configurations fastest first ([`pace_order`]).
     pub(crate) fn by_pace(&self) -> impl ExactSizeIterator<Item = &Config> + '_ {
         self.order.iter().map(|&i| &self.configs[i as usize])
+    }
+
+    /// Each global batch's configurations ([`Config::global_batch`]) as a fitting of their
+    /// own, in the order of each batch's fastest; none counted among `all` or `graded`, and
+    /// no slower depths (a search that counts the critical batch keeps every depth whole).
+    pub(crate) fn split_by_batch(&self) -> Vec<Fitting> {
+        let mut batches: Vec<Option<u64>> = Vec::new();
+        for c in self.by_pace() {
+            if !batches.contains(&c.global_batch()) {
+                batches.push(c.global_batch());
+            }
+        }
+        batches
+            .into_iter()
+            .map(|batch| {
+                let of_batch = |c: &&Config| c.global_batch() == batch;
+                let configs: Vec<Config> = self.configs.iter().filter(of_batch).copied().collect();
+                Fitting {
+                    order: order::pace_order_of(&configs),
+                    by_memory: self.by_memory.iter().filter(of_batch).copied().collect(),
+                    configs,
+                    slower: Vec::new(),
+                    all: 0,
+                    graded: 0,
+                    by_batch: Vec::new(),
+                }
+            })
+            .collect()
     }
 }
 
